@@ -1,0 +1,850 @@
+//! Every setting of the runtime, in one place.
+//!
+//! A [`Config`] is built by a [`ConfigBuilder`] from defaults, `NUMAGC_*`
+//! environment variables, named settings (`set("local-heap", "2M")`, used by
+//! the CLI) or typed setters. The table returned by [`settings`] lists every
+//! setting once, with its environment variable and help text.
+//!
+//! Invariant: a `Config` only exists if every value is inside its range,
+//! including the ranges that depend on other settings (the nursery fits the
+//! local heap, large objects fit a chunk, the heap limit holds every vproc's
+//! local heap and two chunks). Settings derived from others (`min-nursery`,
+//! `large-object`, `max-heap`) are computed in [`ConfigBuilder::build`] from the
+//! final values unless they were set explicitly. Every refused value is a
+//! [`ConfigError`] naming the setting, the value as given, and the allowed range.
+//!
+//! Paper: the local-heap size and nursery threshold are those of §3.3 (Appel
+//! semi-generational local heaps sized to fit the L3 cache); chunk size, the
+//! per-vproc global-collection threshold (§3.4, footnote 2: vprocs × 32 MiB) and
+//! the NUMA placement policy (§4.3: local, interleave, node0) configure the
+//! global heap.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::ConfigError;
+use crate::topology::{self, Topology};
+
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+const GIB: usize = 1 << 30;
+const TIB: usize = 1 << 40;
+
+/// Default size of each vproc's local heap; chosen to fit in a share of the L3 cache (§3.1).
+pub const DEFAULT_LOCAL_HEAP: usize = MIB;
+/// Default size of a global-heap chunk.
+pub const DEFAULT_CHUNK_SIZE: usize = MIB;
+/// Default global-collection threshold per vproc (paper footnote 2).
+pub const DEFAULT_GLOBAL_GC_THRESHOLD: usize = 32 * MIB;
+/// Default factor by which the live global heap may grow before the next global collection.
+pub const DEFAULT_HEAP_GROWTH: f64 = 2.0;
+/// Largest default large-object threshold; smaller when the chunk or local heap is small.
+pub const DEFAULT_LARGE_OBJECT_CAP: usize = 16 * KIB;
+/// Most vprocs a runtime may have.
+pub const MAX_VPROCS: usize = 1024;
+
+const MAX_GLOBAL_GC_THRESHOLD: usize = TIB;
+const MAX_HEAP_LIMIT: usize = 16 * TIB;
+const MIN_NURSERY_FLOOR: usize = 4 * KIB;
+const LARGE_OBJECT_FLOOR: usize = 256;
+
+const PLAN_ALLOWED: &str = "split (or split-heap)";
+const POLICY_ALLOWED: &str = "local, interleave, node0";
+const BOOL_ALLOWED: &str = "true, false, 1, 0, yes, no, on, off";
+const VPROCS_ALLOWED: &str = "1 ..= 1024";
+const LOCAL_HEAP_ALLOWED: &str = "a multiple of 4 KiB from 64 KiB to 1 GiB";
+const CHUNK_SIZE_ALLOWED: &str = "a power of two from 64 KiB to 64 MiB";
+const MIN_NURSERY_ALLOWED: &str = "a size from 4 KiB to local-heap/4";
+const LARGE_OBJECT_ALLOWED: &str = "a size from 256 B to min(chunk-size/4, local-heap/8)";
+const GLOBAL_GC_ALLOWED: &str = "a size from chunk-size to 1 TiB";
+const HEAP_GROWTH_ALLOWED: &str = "a finite number from 1.0 to 100.0";
+const MAX_HEAP_ALLOWED: &str = "a size from vprocs x (local-heap + 2 x chunk-size) to 16 TiB";
+
+/// Where global-heap chunks get their physical pages (§4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NumaPolicy {
+    /// On the node of the vproc that requests the chunk (the paper's default).
+    Local,
+    /// Spread page by page over all nodes.
+    Interleave,
+    /// All on node 0.
+    Node0,
+}
+
+impl NumaPolicy {
+    pub const ALL: [NumaPolicy; 3] = [NumaPolicy::Local, NumaPolicy::Interleave, NumaPolicy::Node0];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NumaPolicy::Local => "local",
+            NumaPolicy::Interleave => "interleave",
+            NumaPolicy::Node0 => "node0",
+        }
+    }
+}
+
+impl fmt::Display for NumaPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for NumaPolicy {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        NumaPolicy::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| refused("numa-policy", s, POLICY_ALLOWED))
+    }
+}
+
+/// Which collector plan the runtime uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum PlanKind {
+    /// Per-vproc local heaps plus a chunked global heap (DLG + Appel, §3).
+    #[serde(rename = "split")]
+    SplitHeap,
+}
+
+impl PlanKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PlanKind::SplitHeap => "split",
+        }
+    }
+}
+
+impl fmt::Display for PlanKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for PlanKind {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "split" | "split-heap" => Ok(PlanKind::SplitHeap),
+            _ => Err(refused("plan", s, PLAN_ALLOWED)),
+        }
+    }
+}
+
+/// A validated configuration; see the module doc for the invariant it keeps.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Config {
+    pub plan: PlanKind,
+    pub vprocs: usize,
+    /// Synthetic topology spec as given (`"4x6"`); `None` = detect from /sys.
+    pub topology: Option<String>,
+    pub numa_policy: NumaPolicy,
+    /// Bytes of each vproc's local heap.
+    pub local_heap_size: usize,
+    /// Bytes: a major collection runs when the nursery falls below this.
+    pub min_nursery_size: usize,
+    /// Bytes of a global-heap chunk.
+    pub chunk_size: usize,
+    /// Bytes: objects of at least this size go to the large-object space.
+    pub large_object_size: usize,
+    /// Bytes per vproc of global heap that trigger a global collection.
+    pub global_gc_threshold: usize,
+    /// Next global collection when the global heap exceeds max(threshold, live × growth).
+    pub heap_growth: f64,
+    /// Bytes: the heap limit.
+    pub max_heap: usize,
+    pub verify: bool,
+    pub pin: bool,
+}
+
+impl Config {
+    pub fn builder() -> ConfigBuilder {
+        ConfigBuilder::new()
+    }
+
+    /// Defaults overridden by every `NUMAGC_*` environment variable that is set.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        ConfigBuilder::from_env()?.build()
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        ConfigBuilder::new()
+            .build()
+            .expect("the default configuration is valid")
+    }
+}
+
+/// One setting: its name (`--name` on the command line), environment variable and help.
+#[derive(Clone, Copy, Debug)]
+pub struct SettingInfo {
+    pub name: &'static str,
+    pub env: &'static str,
+    pub help: &'static str,
+}
+
+const SETTINGS: &[SettingInfo] = &[
+    SettingInfo { name: "plan", env: "NUMAGC_PLAN", help: "collector plan: split (per-vproc local heaps + chunked global heap)" },
+    SettingInfo { name: "vprocs", env: "NUMAGC_VPROCS", help: "number of vprocs, 1 ..= 1024; default: CPUs this process may run on" },
+    SettingInfo { name: "topology", env: "NUMAGC_TOPOLOGY", help: "synthetic NUMA topology NxM (N nodes of M CPUs), or \"detect\" to read /sys (default)" },
+    SettingInfo { name: "numa-policy", env: "NUMAGC_NUMA_POLICY", help: "global-heap page placement: local (default), interleave, node0" },
+    SettingInfo { name: "local-heap", env: "NUMAGC_LOCAL_HEAP", help: "bytes per vproc local heap, multiple of 4 KiB, 64 KiB ..= 1 GiB; default 1 MiB" },
+    SettingInfo { name: "min-nursery", env: "NUMAGC_MIN_NURSERY", help: "major collection when the nursery falls below this, 4 KiB ..= local-heap/4; default local-heap/8" },
+    SettingInfo { name: "chunk-size", env: "NUMAGC_CHUNK_SIZE", help: "bytes per global-heap chunk, power of two, 64 KiB ..= 64 MiB; default 1 MiB" },
+    SettingInfo { name: "large-object", env: "NUMAGC_LARGE_OBJECT", help: "objects of at least this size go to the large-object space, 256 B ..= min(chunk-size/4, local-heap/8); default min(16 KiB, chunk-size/4, local-heap/8)" },
+    SettingInfo { name: "global-gc-threshold", env: "NUMAGC_GLOBAL_GC_THRESHOLD", help: "global heap bytes per vproc that trigger a global collection, chunk-size ..= 1 TiB; default 32 MiB" },
+    SettingInfo { name: "heap-growth", env: "NUMAGC_HEAP_GROWTH", help: "next global collection when the global heap exceeds max(threshold, live x growth), 1.0 ..= 100.0; default 2.0" },
+    SettingInfo { name: "max-heap", env: "NUMAGC_MAX_HEAP", help: "heap limit in bytes, vprocs x (local-heap + 2 x chunk-size) ..= 16 TiB; default 3/4 of physical memory" },
+    SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false" },
+    SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true" },
+];
+
+/// Every setting, in the order the CLI shows them.
+pub fn settings() -> &'static [SettingInfo] {
+    SETTINGS
+}
+
+/// Builds a [`Config`]; values are checked by [`ConfigBuilder::build`].
+#[derive(Clone, Debug)]
+pub struct ConfigBuilder {
+    plan: PlanKind,
+    vprocs: usize,
+    topology: Option<String>,
+    numa_policy: NumaPolicy,
+    local_heap_size: usize,
+    min_nursery_size: Option<usize>,
+    chunk_size: usize,
+    large_object_size: Option<usize>,
+    global_gc_threshold: usize,
+    heap_growth: f64,
+    max_heap: Option<usize>,
+    verify: bool,
+    pin: bool,
+    /// Text given to [`ConfigBuilder::set`] per setting, so errors show the value as given.
+    given: BTreeMap<&'static str, String>,
+}
+
+impl Default for ConfigBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ConfigBuilder {
+    /// All defaults.
+    pub fn new() -> Self {
+        ConfigBuilder {
+            plan: PlanKind::SplitHeap,
+            vprocs: topology::allowed_cpus().len().clamp(1, MAX_VPROCS),
+            topology: None,
+            numa_policy: NumaPolicy::Local,
+            local_heap_size: DEFAULT_LOCAL_HEAP,
+            min_nursery_size: None,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            large_object_size: None,
+            global_gc_threshold: DEFAULT_GLOBAL_GC_THRESHOLD,
+            heap_growth: DEFAULT_HEAP_GROWTH,
+            max_heap: None,
+            verify: false,
+            pin: true,
+            given: BTreeMap::new(),
+        }
+    }
+
+    /// Defaults, then every `NUMAGC_*` variable of this process's environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_env_map(std::env::vars_os().map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        }))
+    }
+
+    /// Defaults, then every `NUMAGC_*` pair of `vars`; other keys are ignored and an
+    /// unknown `NUMAGC_*` key is refused.
+    pub fn from_env_map(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let vars: BTreeMap<String, String> = vars
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("NUMAGC_"))
+            .collect();
+        let mut builder = Self::new();
+        for (key, value) in &vars {
+            let info = SETTINGS
+                .iter()
+                .find(|s| s.env == key)
+                .ok_or_else(|| ConfigError {
+                    setting: "environment",
+                    value: key.clone(),
+                    allowed: SETTINGS
+                        .iter()
+                        .map(|s| s.env)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+            builder.set(info.name, value)?;
+        }
+        Ok(builder)
+    }
+
+    /// Sets a setting by its name in [`settings`], parsing `value`.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<&mut Self, ConfigError> {
+        let info = SETTINGS
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| ConfigError {
+                setting: "setting",
+                value: name.to_string(),
+                allowed: SETTINGS
+                    .iter()
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let setting = info.name;
+        let size =
+            |allowed: &str| parse_size(value).ok_or_else(|| refused(setting, value, allowed));
+        let boolean = || parse_bool(value).ok_or_else(|| refused(setting, value, BOOL_ALLOWED));
+        match setting {
+            "plan" => self.plan = value.parse()?,
+            "vprocs" => {
+                self.vprocs = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| refused(setting, value, VPROCS_ALLOWED))?
+            }
+            "topology" => {
+                self.topology = normalize_topology(Some(value.to_string()));
+                if let Some(spec) = &self.topology {
+                    Topology::synthetic(spec)?;
+                }
+            }
+            "numa-policy" => self.numa_policy = value.parse()?,
+            "local-heap" => self.local_heap_size = size(LOCAL_HEAP_ALLOWED)?,
+            "min-nursery" => self.min_nursery_size = Some(size(MIN_NURSERY_ALLOWED)?),
+            "chunk-size" => self.chunk_size = size(CHUNK_SIZE_ALLOWED)?,
+            "large-object" => self.large_object_size = Some(size(LARGE_OBJECT_ALLOWED)?),
+            "global-gc-threshold" => self.global_gc_threshold = size(GLOBAL_GC_ALLOWED)?,
+            "heap-growth" => {
+                self.heap_growth = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| refused(setting, value, HEAP_GROWTH_ALLOWED))?
+            }
+            "max-heap" => self.max_heap = Some(size(MAX_HEAP_ALLOWED)?),
+            "verify" => self.verify = boolean()?,
+            "pin" => self.pin = boolean()?,
+            _ => unreachable!("setting {setting} is in SETTINGS but has no parser"),
+        }
+        self.given.insert(setting, value.to_string());
+        Ok(self)
+    }
+
+    fn typed(mut self, setting: &'static str, assign: impl FnOnce(&mut Self)) -> Self {
+        assign(&mut self);
+        self.given.remove(setting);
+        self
+    }
+
+    pub fn plan(self, plan: PlanKind) -> Self {
+        self.typed("plan", |b| b.plan = plan)
+    }
+    pub fn vprocs(self, vprocs: usize) -> Self {
+        self.typed("vprocs", |b| b.vprocs = vprocs)
+    }
+    /// `None`, `""` and `"detect"` all mean: detect from /sys.
+    pub fn topology(self, spec: Option<String>) -> Self {
+        self.typed("topology", |b| b.topology = normalize_topology(spec))
+    }
+    pub fn numa_policy(self, policy: NumaPolicy) -> Self {
+        self.typed("numa-policy", |b| b.numa_policy = policy)
+    }
+    pub fn local_heap_size(self, bytes: usize) -> Self {
+        self.typed("local-heap", |b| b.local_heap_size = bytes)
+    }
+    pub fn min_nursery_size(self, bytes: usize) -> Self {
+        self.typed("min-nursery", |b| b.min_nursery_size = Some(bytes))
+    }
+    pub fn chunk_size(self, bytes: usize) -> Self {
+        self.typed("chunk-size", |b| b.chunk_size = bytes)
+    }
+    pub fn large_object_size(self, bytes: usize) -> Self {
+        self.typed("large-object", |b| b.large_object_size = Some(bytes))
+    }
+    pub fn global_gc_threshold(self, bytes: usize) -> Self {
+        self.typed("global-gc-threshold", |b| b.global_gc_threshold = bytes)
+    }
+    pub fn heap_growth(self, factor: f64) -> Self {
+        self.typed("heap-growth", |b| b.heap_growth = factor)
+    }
+    pub fn max_heap(self, bytes: usize) -> Self {
+        self.typed("max-heap", |b| b.max_heap = Some(bytes))
+    }
+    pub fn verify(self, on: bool) -> Self {
+        self.typed("verify", |b| b.verify = on)
+    }
+    pub fn pin(self, on: bool) -> Self {
+        self.typed("pin", |b| b.pin = on)
+    }
+
+    /// Refuses `value` for `setting` unless `ok`; the error shows the text given to
+    /// [`ConfigBuilder::set`] if there was one.
+    fn check(
+        &self,
+        setting: &'static str,
+        value: impl fmt::Display,
+        ok: bool,
+        allowed: impl FnOnce() -> String,
+    ) -> Result<(), ConfigError> {
+        if ok {
+            return Ok(());
+        }
+        let value = self
+            .given
+            .get(setting)
+            .cloned()
+            .unwrap_or_else(|| value.to_string());
+        Err(ConfigError {
+            setting,
+            value,
+            allowed: allowed(),
+        })
+    }
+
+    /// Checks every range, computes derived defaults, and returns the configuration.
+    pub fn build(&self) -> Result<Config, ConfigError> {
+        let owned = |s: &str| s.to_string();
+        let vprocs = self.vprocs;
+        self.check("vprocs", vprocs, (1..=MAX_VPROCS).contains(&vprocs), || {
+            owned(VPROCS_ALLOWED)
+        })?;
+        if let Some(spec) = &self.topology {
+            Topology::synthetic(spec)?;
+        }
+
+        let local_heap = self.local_heap_size;
+        let local_heap_ok = (64 * KIB..=GIB).contains(&local_heap) && local_heap % (4 * KIB) == 0;
+        self.check("local-heap", local_heap, local_heap_ok, || {
+            owned(LOCAL_HEAP_ALLOWED)
+        })?;
+
+        let chunk = self.chunk_size;
+        let chunk_ok = (64 * KIB..=64 * MIB).contains(&chunk) && chunk.is_power_of_two();
+        self.check("chunk-size", chunk, chunk_ok, || owned(CHUNK_SIZE_ALLOWED))?;
+
+        let growth = self.heap_growth;
+        let growth_ok = growth.is_finite() && (1.0..=100.0).contains(&growth);
+        self.check("heap-growth", growth, growth_ok, || {
+            owned(HEAP_GROWTH_ALLOWED)
+        })?;
+
+        let nursery_max = local_heap / 4;
+        let min_nursery = self.min_nursery_size.unwrap_or(local_heap / 8);
+        self.check(
+            "min-nursery",
+            min_nursery,
+            (MIN_NURSERY_FLOOR..=nursery_max).contains(&min_nursery),
+            || format!("4 KiB ..= {} (local-heap/4)", format_size(nursery_max)),
+        )?;
+
+        let large_max = (chunk / 4).min(local_heap / 8);
+        let large_object = self
+            .large_object_size
+            .unwrap_or(DEFAULT_LARGE_OBJECT_CAP.min(large_max));
+        self.check(
+            "large-object",
+            large_object,
+            (LARGE_OBJECT_FLOOR..=large_max).contains(&large_object),
+            || {
+                format!(
+                    "256 B ..= {} (min of chunk-size/4 and local-heap/8)",
+                    format_size(large_max)
+                )
+            },
+        )?;
+
+        let threshold = self.global_gc_threshold;
+        self.check(
+            "global-gc-threshold",
+            threshold,
+            (chunk..=MAX_GLOBAL_GC_THRESHOLD).contains(&threshold),
+            || format!("{} (chunk-size) ..= 1 TiB", format_size(chunk)),
+        )?;
+
+        // At most 1024 x (1 GiB + 128 MiB), so it cannot overflow and is below 16 TiB.
+        let heap_floor = vprocs * (local_heap + 2 * chunk);
+        let max_heap = self
+            .max_heap
+            .unwrap_or_else(|| (physical_memory() / 4 * 3).clamp(heap_floor, MAX_HEAP_LIMIT));
+        self.check(
+            "max-heap",
+            max_heap,
+            (heap_floor..=MAX_HEAP_LIMIT).contains(&max_heap),
+            || {
+                format!(
+                    "{} (vprocs x (local-heap + 2 x chunk-size)) ..= 16 TiB",
+                    format_size(heap_floor)
+                )
+            },
+        )?;
+
+        Ok(Config {
+            plan: self.plan,
+            vprocs,
+            topology: self.topology.clone(),
+            numa_policy: self.numa_policy,
+            local_heap_size: local_heap,
+            min_nursery_size: min_nursery,
+            chunk_size: chunk,
+            large_object_size: large_object,
+            global_gc_threshold: threshold,
+            heap_growth: growth,
+            max_heap,
+            verify: self.verify,
+            pin: self.pin,
+        })
+    }
+}
+
+fn refused(setting: &'static str, value: &str, allowed: &str) -> ConfigError {
+    ConfigError {
+        setting,
+        value: value.to_string(),
+        allowed: allowed.to_string(),
+    }
+}
+
+fn normalize_topology(spec: Option<String>) -> Option<String> {
+    spec.map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty() && !s.eq_ignore_ascii_case("detect"))
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Bytes of physical memory, or 0 when sysconf cannot tell.
+fn physical_memory() -> usize {
+    // SAFETY: sysconf only reads system constants; it has no memory-safety preconditions.
+    let (pages, page_size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGE_SIZE),
+        )
+    };
+    if pages <= 0 || page_size <= 0 {
+        return 0;
+    }
+    (pages as usize).saturating_mul(page_size as usize)
+}
+
+/// Parses a byte size: digits, then an optional binary unit (`K`, `KB`, `KiB`, `M`,
+/// `G`, `T`, ... all multiples of 1024, case-insensitive). `None` for empty, signed,
+/// fractional, unknown-unit or overflowing input.
+pub fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(digits_end);
+    if digits.is_empty() {
+        return None;
+    }
+    let shift = match unit.trim_start().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return None,
+    };
+    digits.parse::<usize>().ok()?.checked_mul(1usize << shift)
+}
+
+/// Formats a byte count in the largest binary unit that divides it exactly ("64 KiB", "1000 B").
+pub fn format_size(bytes: usize) -> String {
+    const UNITS: [(usize, &str); 4] = [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
+    UNITS
+        .iter()
+        .find(|(unit, _)| bytes != 0 && bytes % unit == 0)
+        .map(|(unit, name)| format!("{} {name}", bytes / unit))
+        .unwrap_or_else(|| format!("{bytes} B"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn refusal(name: &str, value: &str) -> ConfigError {
+        let mut builder = ConfigBuilder::new().vprocs(4);
+        match builder.set(name, value).and_then(|b| b.build()) {
+            Ok(cfg) => panic!("{name}={value} was accepted: {cfg:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid_and_as_documented() {
+        let cfg = Config::default();
+        assert_eq!(cfg.plan, PlanKind::SplitHeap);
+        assert_eq!(cfg.numa_policy, NumaPolicy::Local);
+        assert_eq!(cfg.local_heap_size, DEFAULT_LOCAL_HEAP);
+        assert_eq!(cfg.min_nursery_size, DEFAULT_LOCAL_HEAP / 8);
+        assert_eq!(cfg.chunk_size, MIB);
+        assert_eq!(cfg.large_object_size, 16 * KIB);
+        assert_eq!(cfg.global_gc_threshold, 32 * MIB);
+        assert_eq!(cfg.heap_growth, 2.0);
+        assert_eq!(cfg.topology, None);
+        assert!(!cfg.verify && cfg.pin);
+        assert_eq!(
+            cfg.vprocs,
+            topology::allowed_cpus().len().clamp(1, MAX_VPROCS)
+        );
+        assert!(cfg.max_heap >= cfg.vprocs * (cfg.local_heap_size + 2 * cfg.chunk_size));
+        assert!(cfg.max_heap <= MAX_HEAP_LIMIT);
+    }
+
+    #[test]
+    fn every_bad_value_names_its_setting_and_value() {
+        let cases: &[(&str, &str)] = &[
+            ("plan", "generational"),
+            ("vprocs", "0"),
+            ("vprocs", "1025"),
+            ("vprocs", "many"),
+            ("topology", "4x"),
+            ("numa-policy", "remote"),
+            ("local-heap", "32K"),
+            ("local-heap", "2G"),
+            ("local-heap", "65537"),
+            ("min-nursery", "2K"),
+            ("min-nursery", "512K"),
+            ("chunk-size", "96K"),
+            ("chunk-size", "128M"),
+            ("large-object", "128"),
+            ("large-object", "256K"),
+            ("global-gc-threshold", "4K"),
+            ("global-gc-threshold", "2T"),
+            ("heap-growth", "0.5"),
+            ("heap-growth", "NaN"),
+            ("heap-growth", "inf"),
+            ("max-heap", "1M"),
+            ("max-heap", "17T"),
+            ("verify", "maybe"),
+            ("pin", "2"),
+        ];
+        for &(name, value) in cases {
+            let e = refusal(name, value);
+            assert_eq!((e.setting, e.value.as_str()), (name, value), "{e}");
+            assert!(!e.allowed.is_empty());
+        }
+    }
+
+    #[test]
+    fn cross_field_errors_state_the_dependent_range() {
+        let e = refusal("large-object", "192K");
+        assert_eq!(
+            e.allowed,
+            "256 B ..= 128 KiB (min of chunk-size/4 and local-heap/8)"
+        );
+        let e = ConfigBuilder::new()
+            .vprocs(2)
+            .max_heap(4 * MIB)
+            .build()
+            .unwrap_err();
+        assert_eq!((e.setting, e.value.as_str()), ("max-heap", "4194304"));
+        assert!(e.allowed.starts_with("6 MiB (vprocs x"), "{}", e.allowed);
+        let e = ConfigBuilder::new()
+            .chunk_size(64 * MIB)
+            .global_gc_threshold(32 * MIB)
+            .build()
+            .unwrap_err();
+        assert_eq!(e.setting, "global-gc-threshold");
+        assert_eq!(e.allowed, "64 MiB (chunk-size) ..= 1 TiB");
+    }
+
+    #[test]
+    fn unknown_setting_name_lists_the_names() {
+        let e = ConfigBuilder::new()
+            .set("nursery", "1M")
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(e.value, "nursery");
+        assert!(e.allowed.contains("min-nursery") && e.allowed.contains("numa-policy"));
+    }
+
+    #[test]
+    fn env_map_overrides_defaults_and_ignores_other_keys() {
+        let cfg = ConfigBuilder::from_env_map(env(&[
+            ("PATH", "/bin"),
+            ("NUMAGC_VPROCS", "3"),
+            ("NUMAGC_NUMA_POLICY", "Interleave"),
+            ("NUMAGC_LOCAL_HEAP", "2MiB"),
+            ("NUMAGC_TOPOLOGY", "2x2"),
+            ("NUMAGC_VERIFY", "on"),
+            ("NUMAGC_PIN", "no"),
+            ("NUMAGC_HEAP_GROWTH", "1.5"),
+            ("NUMAGC_PLAN", "split-heap"),
+        ]))
+        .unwrap()
+        .build()
+        .unwrap();
+        assert_eq!(cfg.vprocs, 3);
+        assert_eq!(cfg.numa_policy, NumaPolicy::Interleave);
+        assert_eq!(cfg.local_heap_size, 2 * MIB);
+        assert_eq!(cfg.topology.as_deref(), Some("2x2"));
+        assert!(cfg.verify && !cfg.pin);
+        assert_eq!(cfg.heap_growth, 1.5);
+        let detect = ConfigBuilder::from_env_map(env(&[("NUMAGC_TOPOLOGY", "detect")])).unwrap();
+        assert_eq!(detect.build().unwrap().topology, None);
+    }
+
+    #[test]
+    fn unknown_numagc_key_is_refused() {
+        let e = ConfigBuilder::from_env_map(env(&[("NUMAGC_NURSERY", "1M")])).unwrap_err();
+        assert_eq!(e.value, "NUMAGC_NURSERY");
+        assert!(e.allowed.contains("NUMAGC_MIN_NURSERY"));
+    }
+
+    #[test]
+    fn env_value_errors_name_the_setting() {
+        let e = ConfigBuilder::from_env_map(env(&[("NUMAGC_CHUNK_SIZE", "3M")]))
+            .unwrap()
+            .build()
+            .unwrap_err();
+        assert_eq!((e.setting, e.value.as_str()), ("chunk-size", "3M"));
+    }
+
+    #[test]
+    fn derived_defaults_follow_local_heap_and_chunk_size() {
+        let small = ConfigBuilder::new()
+            .local_heap_size(64 * KIB)
+            .build()
+            .unwrap();
+        assert_eq!(small.min_nursery_size, 8 * KIB);
+        assert_eq!(small.large_object_size, 8 * KIB);
+        let big = ConfigBuilder::new()
+            .local_heap_size(8 * MIB)
+            .build()
+            .unwrap();
+        assert_eq!(big.min_nursery_size, MIB);
+        assert_eq!(big.large_object_size, 16 * KIB);
+        let small_chunk = ConfigBuilder::new()
+            .chunk_size(64 * KIB)
+            .global_gc_threshold(64 * KIB)
+            .build()
+            .unwrap();
+        assert_eq!(small_chunk.large_object_size, 16 * KIB);
+        let explicit = ConfigBuilder::new()
+            .local_heap_size(8 * MIB)
+            .min_nursery_size(64 * KIB)
+            .build()
+            .unwrap();
+        assert_eq!(explicit.min_nursery_size, 64 * KIB);
+    }
+
+    #[test]
+    fn explicit_max_heap_is_kept_and_default_respects_the_floor() {
+        let cfg = ConfigBuilder::new()
+            .vprocs(1)
+            .max_heap(3 * MIB)
+            .build()
+            .unwrap();
+        assert_eq!(cfg.max_heap, 3 * MIB);
+        let floor = 1024 * (GIB + 2 * 64 * MIB);
+        let cfg = ConfigBuilder::new()
+            .vprocs(1024)
+            .local_heap_size(GIB)
+            .chunk_size(64 * MIB)
+            .global_gc_threshold(64 * MIB)
+            .large_object_size(KIB)
+            .build()
+            .unwrap();
+        assert!(cfg.max_heap >= floor);
+    }
+
+    #[test]
+    fn typed_setter_replaces_the_text_given_to_set() {
+        let mut b = ConfigBuilder::new();
+        b.set("vprocs", "0x10").unwrap_err();
+        b.set("vprocs", "2000").unwrap();
+        assert_eq!(b.build().unwrap_err().value, "2000");
+        let e = b.clone().vprocs(0).build().unwrap_err();
+        assert_eq!(e.value, "0");
+        assert!(b.vprocs(2).build().is_ok());
+    }
+
+    #[test]
+    fn policy_and_plan_names_round_trip() {
+        for p in NumaPolicy::ALL {
+            assert_eq!(p.to_string().parse::<NumaPolicy>().unwrap(), p);
+        }
+        assert_eq!("split".parse::<PlanKind>().unwrap(), PlanKind::SplitHeap);
+        assert_eq!(PlanKind::SplitHeap.to_string(), "split");
+        assert_eq!(serde_json::to_value(NumaPolicy::Node0).unwrap(), "node0");
+        assert_eq!(serde_json::to_value(PlanKind::SplitHeap).unwrap(), "split");
+    }
+
+    #[test]
+    fn parse_size_cases() {
+        let cases: &[(&str, Option<usize>)] = &[
+            ("1048576", Some(MIB)),
+            ("256K", Some(256 * KIB)),
+            ("256KiB", Some(256 * KIB)),
+            ("256kb", Some(256 * KIB)),
+            ("4M", Some(4 * MIB)),
+            ("4MiB", Some(4 * MIB)),
+            ("4 mib", Some(4 * MIB)),
+            ("1G", Some(GIB)),
+            ("2T", Some(2 * TIB)),
+            ("512B", Some(512)),
+            ("", None),
+            ("K", None),
+            ("-1", None),
+            ("+1", None),
+            ("1.5M", None),
+            ("4X", None),
+            ("99999999999999999999", None),
+            ("17179869184G", None),
+        ];
+        for &(input, expected) in cases {
+            assert_eq!(parse_size(input), expected, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn format_size_uses_exact_units() {
+        assert_eq!(format_size(64 * KIB), "64 KiB");
+        assert_eq!(format_size(3 * GIB), "3 GiB");
+        assert_eq!(format_size(1000), "1000 B");
+        assert_eq!(format_size(0), "0 B");
+    }
+
+    #[test]
+    fn settings_table_is_complete_and_consistent() {
+        assert_eq!(settings().len(), 13);
+        let mut b = ConfigBuilder::new();
+        for s in settings() {
+            assert_eq!(
+                s.env,
+                format!("NUMAGC_{}", s.name.to_uppercase().replace('-', "_"))
+            );
+            // Every name has a parser: a garbage value is refused as that setting, not as unknown.
+            let e = b.set(s.name, "@").map(|_| ()).unwrap_err();
+            assert_eq!(e.setting, s.name);
+        }
+    }
+}

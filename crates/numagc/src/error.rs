@@ -1,0 +1,73 @@
+//! Errors returned by the runtime.
+//!
+//! Every failure a caller can provoke (bad configuration, bad descriptor, heap
+//! limit, misuse of the API) is a value of [`Error`]; none of them aborts the
+//! process. Each message names what was wrong and, where it applies, the range
+//! that would have been accepted.
+
+use std::fmt;
+
+/// A configuration setting was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The setting's name, as on the command line (`local-heap`).
+    pub setting: &'static str,
+    /// The value as it was given.
+    pub value: String,
+    /// What would have been accepted.
+    pub allowed: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid value {:?} for setting `{}`: allowed {}",
+            self.value, self.setting, self.allowed
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// An object descriptor was refused by [`crate::DescriptorTable::register`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DescriptorError {
+    #[error("descriptor `{name}` has size 0 words; a mixed object needs at least one field")]
+    ZeroSize { name: String },
+    #[error("descriptor `{name}`: pointer offset {offset} is outside the object of {size} words")]
+    OffsetOutOfRange { name: String, offset: usize, size: usize },
+    #[error("descriptor `{name}`: pointer offset {offset} is listed twice")]
+    DuplicateOffset { name: String, offset: usize },
+    #[error("descriptor `{name}`: size {size} words exceeds the 48-bit length field")]
+    TooLarge { name: String, size: usize },
+    #[error("descriptor table is full: the 15-bit ID space holds {capacity} descriptors")]
+    TableFull { capacity: usize },
+}
+
+/// The error type of the runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Descriptor(#[from] DescriptorError),
+    /// The heap limit was reached: the allocation that asked is refused, the
+    /// heap is left as it was and other vprocs carry on.
+    #[error("heap limit reached: {requested} bytes requested with {in_use} of {limit} bytes in use after a global collection")]
+    HeapLimit { requested: usize, in_use: usize, limit: usize },
+    /// An object ID that no descriptor has been registered for.
+    #[error("unknown object descriptor id {0}")]
+    UnknownDescriptor(u16),
+    /// A call whose arguments do not fit the object or the API.
+    #[error("invalid use of the API: {0}")]
+    Misuse(String),
+    /// The operating system refused a request (mapping memory, starting a thread).
+    #[error("operating system: {what}: {source}")]
+    Os { what: &'static str, #[source] source: std::io::Error },
+    /// A vproc job panicked; the runtime is shut down cleanly.
+    #[error("a task panicked on vproc {vproc}: {message}")]
+    TaskPanicked { vproc: usize, message: String },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,151 @@
+//! Copying local objects into the global heap: the engine shared by major
+//! collections and promotion (§3.3: "Promotion is essentially a major
+//! collection, where the root set is a pointer to the promoted object").
+//!
+//! [`ToGlobal`] evacuates objects of one local heap whose address lies in
+//! `[from_lo, from_hi)` into the vproc's current chunk, leaving forwarding
+//! pointers behind, and scans the copies Cheney-style until every object
+//! reachable from them is global too. No other vproc can see these objects
+//! yet, so nothing here synchronises except taking a fresh chunk.
+//!
+//! Invariant on exit: no object copied by this pass points into
+//! `[from_lo, from_hi)`.
+
+use crate::heap::cursor::ChunkCursor;
+use crate::heap::global::GlobalHeap;
+use crate::object::descriptor::DescriptorTable;
+use crate::object::header::Header;
+use crate::object::{for_each_value_field, is_pointer, Obj};
+
+pub(crate) struct ToGlobal<'a> {
+    pub heap: &'a GlobalHeap,
+    pub descs: &'a DescriptorTable,
+    pub cursor: &'a mut ChunkCursor,
+    pub node: usize,
+    /// Local addresses in this range are evacuated.
+    pub from_lo: usize,
+    pub from_hi: usize,
+    /// The whole local heap: pointers elsewhere in it may be forwarded.
+    pub local_lo: usize,
+    pub local_hi: usize,
+    pending: Vec<(usize, usize)>,
+    pub copied: usize,
+}
+
+impl<'a> ToGlobal<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        heap: &'a GlobalHeap,
+        descs: &'a DescriptorTable,
+        cursor: &'a mut ChunkCursor,
+        node: usize,
+        from: (usize, usize),
+        local: (usize, usize),
+    ) -> ToGlobal<'a> {
+        cursor.begin_copy();
+        ToGlobal {
+            heap,
+            descs,
+            cursor,
+            node,
+            from_lo: from.0,
+            from_hi: from.1,
+            local_lo: local.0,
+            local_hi: local.1,
+            pending: Vec::new(),
+            copied: 0,
+        }
+    }
+
+    /// Returns the new value of a field or root holding `w`.
+    #[inline]
+    pub fn forward(&mut self, w: u64) -> u64 {
+        if !is_pointer(w) {
+            return w;
+        }
+        let a = w as usize;
+        if a.wrapping_sub(self.local_lo) >= self.local_hi - self.local_lo {
+            return w; // global already
+        }
+        // SAFETY: `a` is a pointer value inside this vproc's local heap, and
+        // every pointer value the runtime stores targets an object header.
+        let o = unsafe { Obj::at(a) };
+        let hw = o.header_word();
+        if hw & 1 == 0 {
+            return hw; // forwarded earlier (promotion)
+        }
+        if a < self.from_lo || a >= self.from_hi {
+            return w;
+        }
+        let h = Header::decode(hw).expect("header");
+        let size = h.size_bytes();
+        let dst = self.alloc(size);
+        o.copy_to(h, dst);
+        o.forward_to(dst);
+        self.copied += size;
+        dst as u64
+    }
+
+    fn alloc(&mut self, size: usize) -> usize {
+        if let Some(p) = self.cursor.try_bump(size) {
+            return p;
+        }
+        // Collector copies are forced: the reservation is twice the heap
+        // limit, so this only fails if the address space itself is gone.
+        let retired = self
+            .cursor
+            .refill(self.heap, self.node, true)
+            .expect("address-space reservation exhausted during a copy");
+        if let Some(r) = retired {
+            if r.scan < r.top {
+                self.pending.push((r.scan, r.top));
+            }
+        }
+        self.cursor.try_bump(size).expect("object larger than a chunk")
+    }
+
+    /// Forwards the value fields of the object at `addr`.
+    #[inline]
+    pub fn scan_object(&mut self, addr: usize) -> usize {
+        // SAFETY: `addr` is an object this pass copied or a root object the
+        // caller walks linearly; either way a valid header.
+        let o = unsafe { Obj::at(addr) };
+        let h = o.header().expect("scanned object has a header");
+        let descs = self.descs;
+        for_each_value_field(h, descs, |i| {
+            let w = o.field(i);
+            let n = self.forward(w);
+            if n != w {
+                o.set_field(i, n);
+            }
+        });
+        h.size_bytes()
+    }
+
+    /// Scans copies until none is left unscanned.
+    pub fn finish(&mut self) {
+        loop {
+            if self.cursor.scan < self.cursor.top {
+                let s = self.cursor.scan;
+                // Advance first: the chunk may be retired while scanning.
+                let size = header_size(s);
+                self.cursor.scan += size;
+                self.scan_object(s);
+            } else if let Some((mut s, e)) = self.pending.pop() {
+                while s < e {
+                    s += self.scan_object(s);
+                }
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+/// Size in bytes of the object at `addr`, which must have a header.
+#[inline(always)]
+pub(crate) fn header_size(addr: usize) -> usize {
+    // SAFETY: callers pass addresses of objects in regions being walked
+    // object by object (to-space copies), which all have headers.
+    unsafe { Obj::at(addr) }.header().expect("walked object has a header").size_bytes()
+}

@@ -1,0 +1,179 @@
+//! The global-collection handshake of §3.4, and the idle/job wait of vprocs.
+//!
+//! 1. A vproc that finds the global heap over its trigger calls [`request`].
+//!    The first caller wins a compare-and-swap on `pending` and is the
+//!    *leader*; later callers just join.
+//! 2. The leader "signals all of the other vprocs to enter garbage collection
+//!    code by setting their allocation limit pointer to zero": each vproc's
+//!    next allocation fails its limit check and enters the slow path, which
+//!    sees `pending`. Idle vprocs are woken through the condition variable.
+//! 3. Collection proceeds in [`phase`]s: every vproc arrives, the leader runs
+//!    the serial part once all have arrived, then everyone continues.
+//!
+//! The race between a vproc installing a fresh limit after a local
+//! collection and the leader zeroing it is closed by sequentially-consistent
+//! ordering: the leader stores `pending` before zeroing limits, and a vproc
+//! stores its limit before loading `pending` ([`set_limit`]). Whatever the
+//! interleaving, a vproc either reads `pending == true` or its limit store
+//! comes first and is overwritten with zero. `tests/loom.rs` checks this.
+//!
+//! [`request`]: Coordinator::request
+//! [`phase`]: Coordinator::phase
+//! [`set_limit`]: Coordinator::set_limit
+
+use crate::sync::{lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use std::collections::VecDeque;
+
+/// What an idle vproc should do next.
+pub(crate) enum Wake<J> {
+    Job(J),
+    Collect,
+    Shutdown,
+}
+
+struct State<J> {
+    jobs: Vec<VecDeque<J>>,
+    shutdown: bool,
+    leader: Option<usize>,
+    arrived: usize,
+    generation: u64,
+    collections: u64,
+}
+
+pub(crate) struct Coordinator<J> {
+    pending: AtomicBool,
+    limits: Box<[crossbeam_utils::CachePadded<AtomicUsize>]>,
+    state: Mutex<State<J>>,
+    cv: Condvar,
+    n: usize,
+}
+
+impl<J> Coordinator<J> {
+    pub fn new(n: usize) -> Self {
+        Coordinator {
+            pending: AtomicBool::new(false),
+            limits: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicUsize::new(0))).collect(),
+            state: Mutex::new(State {
+                jobs: (0..n).map(|_| VecDeque::new()).collect(),
+                shutdown: false,
+                leader: None,
+                arrived: 0,
+                generation: 0,
+                collections: 0,
+            }),
+            cv: Condvar::new(),
+            n,
+        }
+    }
+
+    pub fn vprocs(&self) -> usize {
+        self.n
+    }
+
+    /// The allocation-limit cell of vproc `v`, read by its allocation fast path.
+    pub fn limit_cell(&self, v: usize) -> &AtomicUsize {
+        &self.limits[v]
+    }
+
+    /// Installs vproc `v`'s allocation limit. Returns `true` when a global
+    /// collection is pending: the caller must join it instead of allocating.
+    pub fn set_limit(&self, v: usize, limit: usize) -> bool {
+        self.limits[v].store(limit, Ordering::SeqCst);
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    #[inline]
+    pub fn pending(&self) -> bool {
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    /// Requests a global collection on behalf of vproc `v`; `true` when this
+    /// call made the request (and `v` leads the collection).
+    pub fn request(&self, v: usize) -> bool {
+        if self.pending.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+            return false;
+        }
+        lock(&self.state).leader = Some(v);
+        for l in self.limits.iter() {
+            l.store(0, Ordering::SeqCst);
+        }
+        self.cv.notify_all();
+        true
+    }
+
+    /// The leader of the pending collection.
+    pub fn leader(&self) -> Option<usize> {
+        lock(&self.state).leader
+    }
+
+    /// Blocks idle vproc `v` until a collection is pending, a job arrives
+    /// for it, or the runtime shuts down (in that order of priority).
+    pub fn wait_idle(&self, v: usize) -> Wake<J> {
+        let mut s = lock(&self.state);
+        loop {
+            if self.pending.load(Ordering::SeqCst) {
+                return Wake::Collect;
+            }
+            if let Some(j) = s.jobs[v].pop_front() {
+                return Wake::Job(j);
+            }
+            if s.shutdown {
+                return Wake::Shutdown;
+            }
+            s = wait(&self.cv, s);
+        }
+    }
+
+    /// Queues a job for vproc `v`.
+    pub fn submit(&self, v: usize, job: J) {
+        lock(&self.state).jobs[v].push_back(job);
+        self.cv.notify_all();
+    }
+
+    /// Asks every vproc to stop once its queue is empty.
+    pub fn shutdown(&self) {
+        lock(&self.state).shutdown = true;
+        self.cv.notify_all();
+    }
+
+    /// One phase of a global collection: returns once every vproc has
+    /// arrived and the leader has run `serial`.
+    pub fn phase(&self, v: usize, serial: impl FnOnce()) {
+        let mut s = lock(&self.state);
+        let gen = s.generation;
+        s.arrived += 1;
+        if s.leader == Some(v) {
+            while s.arrived < self.n {
+                s = wait(&self.cv, s);
+            }
+            drop(s);
+            serial();
+            s = lock(&self.state);
+            s.arrived = 0;
+            s.generation += 1;
+            drop(s);
+            self.cv.notify_all();
+        } else {
+            if s.arrived == self.n {
+                self.cv.notify_all();
+            }
+            while s.generation == gen {
+                s = wait(&self.cv, s);
+            }
+        }
+    }
+
+    /// Ends the pending collection; the leader calls it from the last
+    /// phase's serial part.
+    pub fn finish(&self) {
+        let mut s = lock(&self.state);
+        s.leader = None;
+        s.collections += 1;
+        self.pending.store(false, Ordering::SeqCst);
+    }
+
+    /// Number of global collections completed.
+    pub fn collections(&self) -> u64 {
+        lock(&self.state).collections
+    }
+}

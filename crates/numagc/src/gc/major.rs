@@ -1,0 +1,84 @@
+//! Major collection (§3.3, Figure 3).
+//!
+//! Copies the live old data of a local heap — everything below the young
+//! data of the last minor collection — into the vproc's current global chunk,
+//! then slides the young data down to the bottom of the local heap. The young
+//! data is certainly live (a minor collection has just run), so keeping it
+//! local avoids promoting it prematurely. With `include_young` the young data
+//! goes to the global heap too; the slow path asks for that when the young
+//! data alone leaves the nursery below its minimum.
+//!
+//! Roots: the root stack and the young objects. Old objects cannot point to
+//! young ones (they are immutable and older), so after the copy only the
+//! roots and the young objects themselves can point into the young data, and
+//! the slide adjusts exactly those.
+
+use crate::gc::copy::{header_size, ToGlobal};
+use crate::object::{for_each_value_field, is_pointer, Obj};
+use crate::vproc::Vproc;
+use std::time::Instant;
+
+/// Runs a major collection (the nursery must be empty: call right after a
+/// minor collection). Returns the bytes copied to the global heap.
+pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
+    let t0 = Instant::now();
+    let shared = v.shared.clone();
+    let lh = v.local.clone();
+    let from_hi = if include_young { lh.old_top } else { lh.young_start };
+    let copied = {
+        let mut c = ToGlobal::new(
+            &shared.heap,
+            &shared.descs,
+            &mut v.cursor,
+            v.node,
+            (lh.base, from_hi),
+            (lh.base, lh.end),
+        );
+        for r in v.roots.get_mut().iter_mut() {
+            *r = c.forward(*r);
+        }
+        let mut s = from_hi;
+        while s < lh.old_top {
+            s += c.scan_object(s);
+        }
+        c.finish();
+        c.copied
+    };
+    // Slide the young data (if kept) down to the base.
+    let young = lh.old_top - from_hi;
+    let delta = from_hi - lh.base;
+    if young > 0 && delta > 0 {
+        // SAFETY: both ranges lie inside this vproc's local heap; `copy`
+        // handles the overlap.
+        unsafe { std::ptr::copy(from_hi as *const u8, lh.base as *mut u8, young) };
+        let adjust = |w: u64| -> u64 {
+            let a = w as usize;
+            if is_pointer(w) && a >= from_hi && a < lh.old_top {
+                (a - delta) as u64
+            } else {
+                w
+            }
+        };
+        for r in v.roots.get_mut().iter_mut() {
+            *r = adjust(*r);
+        }
+        let mut s = lh.base;
+        while s < lh.base + young {
+            // SAFETY: the slid young objects lie one after another.
+            let o = unsafe { Obj::at(s) };
+            let h = o.header().expect("young object has a header");
+            for_each_value_field(h, &shared.descs, |i| o.set_field(i, adjust(o.field(i))));
+            s += header_size(s);
+        }
+    }
+    let lh = &mut v.local;
+    lh.old_top = lh.base + young;
+    lh.young_start = lh.base;
+    lh.reset_nursery();
+    v.alloc_ptr = lh.nursery_start;
+    let d = t0.elapsed();
+    v.stats.major.record(d);
+    v.stats.pauses.record(d);
+    v.stats.bytes_copied_major += copied as u64;
+    copied
+}

@@ -1,0 +1,195 @@
+//! The heap verifier.
+//!
+//! Checks, after a collection, that the heap is well formed:
+//! * every object has a header whose ID is known and whose length fits;
+//! * every pointer targets the start of a live object;
+//! * §2.3 invariant 1: a vproc's roots and local objects point only into its
+//!   own local heap or the global heap;
+//! * §2.3 invariant 2: global objects never point into a local heap;
+//! * no object points into a chunk that a global collection evacuated
+//!   (from-space chunks are free afterwards, so this is "no pointer into a
+//!   free chunk").
+//!
+//! Local heaps are checked by a walk from the roots (promoted objects leave
+//! forwarding headers behind, so a local heap cannot be walked linearly);
+//! after a global collection the to-space chunks are walked object by object.
+//! A violation is a collector bug: the verifier prints a report and aborts.
+
+use crate::gc::copy::header_size;
+use crate::heap::space::ChunkKind;
+use crate::object::header::{Header, FIRST_MIXED_ID, ID_ARRAY, ID_RAW, ID_VECTOR};
+use crate::object::{for_each_value_field, is_pointer, Obj};
+use crate::vproc::{Shared, Vproc};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+
+fn check_header(shared: &Shared, hw: u64) -> Result<Header, String> {
+    let h = Header::decode(hw).ok_or_else(|| format!("header word {hw:#x} has bit 0 clear"))?;
+    match h.id() {
+        ID_RAW | ID_VECTOR | ID_ARRAY => Ok(h),
+        id if id >= FIRST_MIXED_ID => {
+            let d = shared.descs.get(id).ok_or_else(|| format!("unknown descriptor id {id}"))?;
+            if d.size() != h.len() {
+                return Err(format!("descriptor {} has {} words, header says {}", d.name(), d.size(), h.len()));
+            }
+            Ok(h)
+        }
+        id => Err(format!("reserved id {id}")),
+    }
+}
+
+/// Checks a pointer into the global heap; `starts` (when given) holds the
+/// object starts of every global chunk.
+fn check_global_target(shared: &Shared, a: usize, starts: Option<&HashMap<usize, Vec<u64>>>) -> Result<(), String> {
+    let space = &shared.heap.space;
+    let Some(cid) = space.chunk_of(a) else { return Err(format!("pointer {a:#x} outside the heap")) };
+    match space.info(cid).kind() {
+        ChunkKind::Global => {
+            let start = space.chunk_start(cid);
+            if let Some(starts) = starts {
+                let bits = starts.get(&cid).ok_or_else(|| format!("pointer {a:#x} into an unlisted chunk"))?;
+                let i = (a - start) / 8;
+                if bits[i / 64] & (1 << (i % 64)) == 0 {
+                    return Err(format!("pointer {a:#x} is not an object start"));
+                }
+            }
+            // SAFETY: `a` lies in a global chunk in use.
+            let h = check_header(shared, unsafe { Obj::at(a) }.header_word())?;
+            if a + h.size_bytes() > start + space.chunk_size() {
+                return Err(format!("object at {a:#x} runs past its chunk"));
+            }
+            Ok(())
+        }
+        ChunkKind::LargeHead if a == space.chunk_start(cid) => {
+            // SAFETY: the first word of a large-object run is its header.
+            check_header(shared, unsafe { Obj::at(a) }.header_word()).map(|_| ())
+        }
+        ChunkKind::FromSpace | ChunkKind::Free => Err(format!("pointer {a:#x} into a free or from-space chunk")),
+        ChunkKind::Local => Err(format!("pointer {a:#x} into a local heap")),
+        k => Err(format!("pointer {a:#x} into a {k:?} chunk")),
+    }
+}
+
+/// A violation means the heap is corrupt: report and abort, since carrying
+/// on (or unwinding out of a collection other vprocs wait in) would hide it.
+fn fail(what: &str, errors: &[String]) -> ! {
+    let shown: Vec<&String> = errors.iter().take(10).collect();
+    eprintln!("numagc: heap verification failed after {what}: {} violation(s): {shown:#?}", errors.len());
+    std::process::abort();
+}
+
+/// Verifies vproc `v`'s roots and the local objects reachable from them.
+pub(crate) fn local_heap(v: &mut Vproc, what: &str) {
+    let shared = v.shared.clone();
+    let lh = v.local.clone();
+    let alloc_ptr = v.alloc_ptr;
+    let mut errors = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack: Vec<u64> = v.roots.get_mut().clone();
+    let live = |a: usize| (a >= lh.base && a < lh.old_top) || (a >= lh.nursery_start && a < alloc_ptr);
+    while let Some(w) = stack.pop() {
+        if !is_pointer(w) {
+            continue;
+        }
+        let a = w as usize;
+        if !lh.contains(a) {
+            let space = &shared.heap.space;
+            if space.kind_of(a) == ChunkKind::Local {
+                errors.push(format!("vproc {}: pointer {a:#x} into another vproc's local heap", v.id));
+            } else if let Err(e) = check_global_target(&shared, a, None) {
+                errors.push(e);
+            }
+            continue;
+        }
+        if !live(a) {
+            errors.push(format!("vproc {}: pointer {a:#x} into the free part of the local heap", v.id));
+            continue;
+        }
+        if !seen.insert(a) {
+            continue;
+        }
+        // SAFETY: `a` is in the occupied part of the local heap.
+        let o = unsafe { Obj::at(a) };
+        let hw = o.header_word();
+        if hw & 1 == 0 {
+            // promoted: the forwarding pointer must be global
+            stack.push(hw);
+            if lh.contains(hw as usize) {
+                errors.push(format!("local object {a:#x} forwarded inside the local heap"));
+            }
+            continue;
+        }
+        match check_header(&shared, hw) {
+            Ok(h) => for_each_value_field(h, &shared.descs, |i| stack.push(o.field(i))),
+            Err(e) => errors.push(format!("local object {a:#x}: {e}")),
+        }
+    }
+    if !errors.is_empty() {
+        fail(what, &errors);
+    }
+}
+
+/// Verifies the whole global heap after a global collection: `to_space`
+/// lists every global chunk in use. Runs while all vprocs are stopped.
+pub(crate) fn global_heap(shared: &Shared, to_space: &[usize]) {
+    let space = &shared.heap.space;
+    let words = space.chunk_size() / 8;
+    let mut errors = Vec::new();
+    let mut starts: HashMap<usize, Vec<u64>> = HashMap::new();
+    for &c in to_space {
+        if space.info(c).kind() != ChunkKind::Global {
+            errors.push(format!("to-space chunk {c} is {:?}", space.info(c).kind()));
+            continue;
+        }
+        let mut bits = vec![0u64; words.div_ceil(64)];
+        let (mut s, top) = (space.chunk_start(c), space.info(c).top.load(Ordering::Acquire));
+        while s < top {
+            let i = (s - space.chunk_start(c)) / 8;
+            bits[i / 64] |= 1 << (i % 64);
+            // SAFETY: to-space chunks hold objects one after another up to top.
+            match check_header(shared, unsafe { Obj::at(s) }.header_word()) {
+                Ok(_) => s += header_size(s),
+                Err(e) => {
+                    errors.push(format!("chunk {c} at {s:#x}: {e}"));
+                    break;
+                }
+            }
+        }
+        starts.insert(c, bits);
+    }
+    let mut objects = Vec::new();
+    for &c in to_space {
+        let (mut s, top) = (space.chunk_start(c), space.info(c).top.load(Ordering::Acquire));
+        while s < top && errors.is_empty() {
+            objects.push(s);
+            s += header_size(s);
+        }
+    }
+    shared.heap.for_each_large(|a| objects.push(a));
+    for a in objects {
+        // SAFETY: every address listed above is an object start.
+        let o = unsafe { Obj::at(a) };
+        let Ok(h) = check_header(shared, o.header_word()) else {
+            errors.push(format!("large object {a:#x} has a bad header"));
+            continue;
+        };
+        for_each_value_field(h, &shared.descs, |i| {
+            let w = o.field(i);
+            if is_pointer(w) {
+                if let Err(e) = check_global_target(shared, w as usize, Some(&starts)) {
+                    errors.push(format!("global object {a:#x} field {i}: {e}"));
+                }
+            }
+        });
+    }
+    shared.global_roots.for_each(|w| {
+        if is_pointer(w) {
+            if let Err(e) = check_global_target(shared, w as usize, Some(&starts)) {
+                errors.push(format!("global root: {e}"));
+            }
+        }
+    });
+    if !errors.is_empty() {
+        fail("global collection", &errors);
+    }
+}

@@ -1,0 +1,293 @@
+//! The global heap (§3.1): chunks with node affinity, placement policies
+//! (§4.3), the large-object space, and the size accounting that triggers
+//! global collections (§3.4).
+//!
+//! * A vproc takes a chunk from its node's [`ChunkPool`] (node-local lock);
+//!   only when that is empty is new address space carved (global lock) and
+//!   bound to a node with `mbind`, following the placement policy: `local`
+//!   binds to the requesting vproc's node, `interleave` spreads pages over all
+//!   nodes, `node0` binds everything to node 0. A chunk keeps the node it was
+//!   bound to for its whole life, so reuse keeps affinity.
+//! * Objects of at least `large_object_size` bytes get a run of chunks of
+//!   their own in the large-object space. They never move: a global
+//!   collection marks them and frees unmarked runs.
+//! * `in_use` counts bytes of global chunks and large runs. A global
+//!   collection is due when it exceeds the trigger, which starts at
+//!   vprocs × `global_gc_threshold` (the paper's footnote 2) and afterwards is
+//!   `max(that, live × heap_growth)` — the paper's fixed threshold would
+//!   re-copy a large live heap every 32 MiB per vproc, so we grow it with the
+//!   live data, as generational collectors do (measured in docs/results).
+//! * The heap limit refuses mutator requests that would take `in_use` above
+//!   `max_heap` minus the local heaps. Collector-internal requests (`force`)
+//!   may go over it: a copying collection cannot stop half-way, and the
+//!   reservation is sized at twice the limit so they always find room.
+
+use crate::config::NumaPolicy;
+use crate::heap::chunk_pool::ChunkPool;
+use crate::heap::space::{AddressSpace, ChunkKind};
+use crate::numa::{self, BindOutcome, BindRequest, BindingCounts};
+use crate::sync::{lock, Mutex};
+use crate::topology::Topology;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Records kept of recent `mbind` requests (for `numagc info` and the tests).
+const BIND_LOG_CAPACITY: usize = 4096;
+
+/// One placement decision: which chunk run, what was asked, what happened.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BindRecord {
+    pub chunk: usize,
+    pub chunks: usize,
+    pub node: usize,
+    pub request: BindRequest,
+    pub outcome: BindOutcome,
+}
+
+#[derive(Default)]
+struct BindLog {
+    counts: BindingCounts,
+    recent: VecDeque<BindRecord>,
+}
+
+/// The heap would exceed its limit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OverLimit {
+    pub in_use: usize,
+    pub limit: usize,
+}
+
+pub(crate) struct GlobalHeap {
+    pub space: AddressSpace,
+    pool: ChunkPool,
+    pub topology: Topology,
+    policy: NumaPolicy,
+    limit: usize,
+    in_use: AtomicUsize,
+    peak: AtomicUsize,
+    trigger: AtomicUsize,
+    base_trigger: usize,
+    growth: f64,
+    per_node: Box<[AtomicUsize]>,
+    large: Mutex<Vec<usize>>,
+    large_bytes: AtomicUsize,
+    bindings: Mutex<BindLog>,
+}
+
+impl GlobalHeap {
+    pub fn new(
+        space: AddressSpace,
+        topology: Topology,
+        policy: NumaPolicy,
+        limit: usize,
+        base_trigger: usize,
+        growth: f64,
+    ) -> GlobalHeap {
+        let nodes = topology.num_nodes();
+        GlobalHeap {
+            space,
+            pool: ChunkPool::new(nodes),
+            topology,
+            policy,
+            limit,
+            in_use: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            trigger: AtomicUsize::new(base_trigger),
+            base_trigger,
+            growth,
+            per_node: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
+            large: Mutex::new(Vec::new()),
+            large_bytes: AtomicUsize::new(0),
+            bindings: Mutex::new(BindLog::default()),
+        }
+    }
+
+    #[inline(always)]
+    pub fn chunk_size(&self) -> usize {
+        self.space.chunk_size()
+    }
+
+    /// The node whose pool serves a vproc on `node` under the policy.
+    fn home_node(&self, node: usize) -> usize {
+        match self.policy {
+            NumaPolicy::Node0 => 0,
+            NumaPolicy::Local | NumaPolicy::Interleave => node,
+        }
+    }
+
+    fn bind(&self, start: usize, chunks: usize, node: usize) {
+        let req = numa::request_for(self.policy, node, &self.topology);
+        let addr = self.space.chunk_start(start) as *mut u8;
+        let outcome = numa::apply(&req, &self.topology, addr, chunks * self.chunk_size());
+        let mut log = lock(&self.bindings);
+        log.counts.record(&outcome);
+        if log.recent.len() == BIND_LOG_CAPACITY {
+            log.recent.pop_front();
+        }
+        log.recent.push_back(BindRecord { chunk: start, chunks, node, request: req, outcome });
+    }
+
+    fn account(&self, bytes: usize, node: usize) {
+        let now = self.in_use.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.per_node[node].fetch_add(bytes, Ordering::Relaxed);
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn check_limit(&self, bytes: usize) -> Result<(), OverLimit> {
+        let in_use = self.in_use.load(Ordering::Acquire);
+        if in_use + bytes > self.limit {
+            return Err(OverLimit { in_use, limit: self.limit });
+        }
+        Ok(())
+    }
+
+    /// Takes a chunk for a vproc on `node`; `force` for collector copies.
+    pub fn acquire_chunk(&self, node: usize, force: bool) -> Result<usize, OverLimit> {
+        let cs = self.chunk_size();
+        if !force {
+            self.check_limit(cs)?;
+        }
+        let home = self.home_node(node);
+        let id = match self.pool.take(home) {
+            Some(id) => id as usize,
+            None => {
+                let id = self.space.carve(1).ok_or(OverLimit {
+                    in_use: self.in_use.load(Ordering::Relaxed),
+                    limit: self.limit,
+                })?;
+                self.bind(id, 1, home);
+                id
+            }
+        };
+        let info = self.space.info(id);
+        info.node.store(home as u32, Ordering::Relaxed);
+        info.top.store(self.space.chunk_start(id), Ordering::Relaxed);
+        info.set_kind(ChunkKind::Global);
+        self.account(cs, home);
+        Ok(id)
+    }
+
+    /// Returns a global chunk to its node's pool.
+    pub fn release_chunk(&self, id: usize) {
+        let info = self.space.info(id);
+        let node = info.node.load(Ordering::Relaxed) as usize;
+        info.set_kind(ChunkKind::Free);
+        self.in_use.fetch_sub(self.chunk_size(), Ordering::AcqRel);
+        self.per_node[node].fetch_sub(self.chunk_size(), Ordering::Relaxed);
+        self.pool.put(node, id as u32);
+    }
+
+    /// Carves the chunks of a vproc's local heap, bound by the policy.
+    pub fn carve_local(&self, bytes: usize, vproc: usize, node: usize) -> Option<usize> {
+        let n = bytes.div_ceil(self.chunk_size());
+        let start = self.space.carve(n)?;
+        self.bind(start, n, self.home_node(node));
+        for id in start..start + n {
+            let info = self.space.info(id);
+            info.owner.store(vproc as u32, Ordering::Relaxed);
+            info.node.store(node as u32, Ordering::Relaxed);
+            info.set_kind(ChunkKind::Local);
+        }
+        Some(self.space.chunk_start(start))
+    }
+
+    /// Allocates a run of chunks for one large object of `bytes` bytes and
+    /// returns its address. The memory is zero (fresh or `MADV_DONTNEED`).
+    pub fn alloc_large(&self, bytes: usize, node: usize, force: bool) -> Result<usize, OverLimit> {
+        let n = bytes.div_ceil(self.chunk_size());
+        let run = n * self.chunk_size();
+        if !force {
+            self.check_limit(run)?;
+        }
+        let home = self.home_node(node);
+        let start = self.space.carve(n).ok_or(OverLimit { in_use: self.in_use.load(Ordering::Relaxed), limit: self.limit })?;
+        self.bind(start, n, home);
+        for id in start..start + n {
+            let info = self.space.info(id);
+            info.node.store(home as u32, Ordering::Relaxed);
+            info.mark.store(false, Ordering::Relaxed);
+            info.set_kind(if id == start { ChunkKind::LargeHead } else { ChunkKind::LargeTail });
+        }
+        self.space.info(start).owner.store(n as u32, Ordering::Relaxed);
+        lock(&self.large).push(start);
+        self.large_bytes.fetch_add(run, Ordering::Relaxed);
+        self.account(run, home);
+        Ok(self.space.chunk_start(start))
+    }
+
+    /// Frees every large object that the global collection did not mark and
+    /// clears the marks of the others. Runs while all vprocs are stopped.
+    pub fn sweep_large(&self) -> usize {
+        let mut large = lock(&self.large);
+        let mut freed = 0;
+        large.retain(|&head| {
+            let info = self.space.info(head);
+            if info.mark.swap(false, Ordering::AcqRel) {
+                return true;
+            }
+            let n = info.owner.load(Ordering::Relaxed) as usize;
+            let node = info.node.load(Ordering::Relaxed) as usize;
+            let run = n * self.chunk_size();
+            self.in_use.fetch_sub(run, Ordering::AcqRel);
+            self.per_node[node].fetch_sub(run, Ordering::Relaxed);
+            self.large_bytes.fetch_sub(run, Ordering::Relaxed);
+            self.space.release(head, n);
+            freed += run;
+            false
+        });
+        freed
+    }
+
+    /// Calls `f` with the address of every large object.
+    pub fn for_each_large(&self, mut f: impl FnMut(usize)) {
+        for &head in lock(&self.large).iter() {
+            f(self.space.chunk_start(head));
+        }
+    }
+
+    pub fn in_use(&self) -> usize {
+        self.in_use.load(Ordering::Acquire)
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub fn over_trigger(&self) -> bool {
+        self.in_use.load(Ordering::Relaxed) > self.trigger.load(Ordering::Relaxed)
+    }
+
+    pub fn trigger(&self) -> usize {
+        self.trigger.load(Ordering::Relaxed)
+    }
+
+    /// Sets the next trigger from the live size after a global collection.
+    pub fn retune_trigger(&self, live: usize) {
+        let grown = (live as f64 * self.growth) as usize;
+        self.trigger.store(grown.max(self.base_trigger), Ordering::Relaxed);
+    }
+
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    pub fn bytes_per_node(&self) -> Vec<u64> {
+        self.per_node.iter().map(|a| a.load(Ordering::Relaxed) as u64).collect()
+    }
+
+    pub fn large_bytes(&self) -> usize {
+        self.large_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn pooled_chunks(&self, node: usize) -> usize {
+        self.pool.len(node)
+    }
+
+    pub fn binding_counts(&self) -> BindingCounts {
+        lock(&self.bindings).counts.clone()
+    }
+
+    pub fn binding_log(&self) -> Vec<BindRecord> {
+        lock(&self.bindings).recent.iter().cloned().collect()
+    }
+}

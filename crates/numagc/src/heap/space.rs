@@ -1,0 +1,245 @@
+//! The address space of the heap and its chunk table (§3.1).
+//!
+//! At start-up the runtime reserves one large virtual range with `mmap`
+//! (`MAP_NORESERVE`: nothing is committed until touched) and carves every
+//! chunk of the global heap, every large-object run and every local heap out
+//! of it. Because the range is contiguous and chunk-aligned, the chunk that
+//! holds any address is `(addr - base) >> chunk_shift`, and the table of
+//! [`ChunkInfo`] answers "which space is this pointer in?" with one load —
+//! the question every collector asks of every pointer it meets.
+//!
+//! New memory is carved under one global lock (the paper's "global
+//! synchronisation when a new chunk is requested from the system"); freed
+//! runs are coalesced and given back to the system with `MADV_DONTNEED`.
+//!
+//! Invariant: a chunk's `kind` changes only while its owner holds it
+//! exclusively (allocation, release) or inside a global collection when all
+//! vprocs are stopped; readers on other threads only ever see chunks that
+//! were published to them through a lock or the collection's barriers.
+
+use crate::sync::{lock, Mutex};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+/// What a chunk is used for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum ChunkKind {
+    Free = 0,
+    /// A global-heap chunk objects are bump-allocated into.
+    Global = 1,
+    /// A global chunk being evacuated by the current global collection.
+    FromSpace = 2,
+    /// First chunk of a large object.
+    LargeHead = 3,
+    /// A following chunk of a large object.
+    LargeTail = 4,
+    /// Part of a vproc's local heap.
+    Local = 5,
+}
+
+impl ChunkKind {
+    fn from_u8(v: u8) -> ChunkKind {
+        match v {
+            1 => ChunkKind::Global,
+            2 => ChunkKind::FromSpace,
+            3 => ChunkKind::LargeHead,
+            4 => ChunkKind::LargeTail,
+            5 => ChunkKind::Local,
+            _ => ChunkKind::Free,
+        }
+    }
+}
+
+/// Metadata of one chunk.
+#[derive(Default)]
+pub(crate) struct ChunkInfo {
+    kind: AtomicU8,
+    /// Topology node the chunk is bound to.
+    pub node: AtomicU32,
+    /// Owning vproc of a local chunk; run length (chunks) of a large head.
+    pub owner: AtomicU32,
+    /// End of the allocated objects of a global chunk, published when the
+    /// chunk is retired or a global collection starts.
+    pub top: AtomicUsize,
+    /// Mark bit of a large object during a global collection.
+    pub mark: AtomicBool,
+}
+
+impl ChunkInfo {
+    #[inline(always)]
+    pub fn kind(&self) -> ChunkKind {
+        ChunkKind::from_u8(self.kind.load(Ordering::Acquire))
+    }
+    pub fn set_kind(&self, k: ChunkKind) {
+        self.kind.store(k as u8, Ordering::Release)
+    }
+}
+
+struct Runs {
+    /// Next never-used chunk.
+    bump: usize,
+    /// Free runs: start chunk -> length in chunks (coalesced).
+    free: BTreeMap<usize, usize>,
+}
+
+/// The reserved range and its chunk table.
+pub(crate) struct AddressSpace {
+    base: usize,
+    mapping: usize,
+    mapping_len: usize,
+    chunk_shift: u32,
+    chunks: Box<[ChunkInfo]>,
+    runs: Mutex<Runs>,
+}
+
+impl AddressSpace {
+    /// Reserves `bytes` (rounded up to chunks) of address space.
+    pub fn reserve(bytes: usize, chunk_size: usize) -> std::io::Result<AddressSpace> {
+        assert!(chunk_size.is_power_of_two());
+        let n = bytes.div_ceil(chunk_size).max(1);
+        let mapping_len = (n + 1) * chunk_size;
+        // SAFETY: an anonymous private mapping at an address of the kernel's
+        // choosing aliases nothing; the result is checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapping_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mapping = p as usize;
+        let base = (mapping + chunk_size - 1) & !(chunk_size - 1);
+        Ok(AddressSpace {
+            base,
+            mapping,
+            mapping_len,
+            chunk_shift: chunk_size.trailing_zeros(),
+            chunks: (0..n).map(|_| ChunkInfo::default()).collect(),
+            runs: Mutex::new(Runs { bump: 0, free: BTreeMap::new() }),
+        })
+    }
+
+    #[inline(always)]
+    pub fn chunk_size(&self) -> usize {
+        1 << self.chunk_shift
+    }
+
+    #[inline(always)]
+    pub fn chunk_start(&self, id: usize) -> usize {
+        self.base + (id << self.chunk_shift)
+    }
+
+    /// The chunk holding `addr`, if it is inside the reservation.
+    #[inline(always)]
+    pub fn chunk_of(&self, addr: usize) -> Option<usize> {
+        let off = addr.wrapping_sub(self.base);
+        let id = off >> self.chunk_shift;
+        (id < self.chunks.len()).then_some(id)
+    }
+
+    #[inline(always)]
+    pub fn info(&self, id: usize) -> &ChunkInfo {
+        &self.chunks[id]
+    }
+
+    /// The kind of the chunk holding `addr` (`Free` outside the reservation).
+    #[inline(always)]
+    pub fn kind_of(&self, addr: usize) -> ChunkKind {
+        match self.chunk_of(addr) {
+            Some(id) => self.chunks[id].kind(),
+            None => ChunkKind::Free,
+        }
+    }
+
+    /// Takes `n` contiguous chunks: first fit among freed runs, else new
+    /// address space. `None` when the reservation is exhausted.
+    pub fn carve(&self, n: usize) -> Option<usize> {
+        let mut runs = lock(&self.runs);
+        let fit = runs.free.iter().find(|&(_, &len)| len >= n).map(|(&s, &l)| (s, l));
+        if let Some((start, len)) = fit {
+            runs.free.remove(&start);
+            if len > n {
+                runs.free.insert(start + n, len - n);
+            }
+            return Some(start);
+        }
+        if runs.bump + n > self.chunks.len() {
+            return None;
+        }
+        let start = runs.bump;
+        runs.bump += n;
+        Some(start)
+    }
+
+    /// Gives `n` chunks starting at `start` back: their pages are released
+    /// to the system and the run joins the free runs.
+    pub fn release(&self, start: usize, n: usize) {
+        for id in start..start + n {
+            self.chunks[id].set_kind(ChunkKind::Free);
+        }
+        // SAFETY: the run lies inside our mapping and the caller owns it
+        // exclusively (nothing points into it any more); MADV_DONTNEED on a
+        // private anonymous mapping just drops the pages.
+        unsafe {
+            libc::madvise(self.chunk_start(start) as *mut libc::c_void, n << self.chunk_shift, libc::MADV_DONTNEED);
+        }
+        let mut runs = lock(&self.runs);
+        let (mut s, mut len) = (start, n);
+        if let Some((&ps, &pl)) = runs.free.range(..s).next_back() {
+            if ps + pl == s {
+                runs.free.remove(&ps);
+                s = ps;
+                len += pl;
+            }
+        }
+        if let Some(&nl) = runs.free.get(&(start + n)) {
+            runs.free.remove(&(start + n));
+            len += nl;
+        }
+        runs.free.insert(s, len);
+    }
+}
+
+impl Drop for AddressSpace {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was created in `reserve` with this length and
+        // the runtime that owns this space no longer runs any vproc.
+        unsafe {
+            libc::munmap(self.mapping as *mut libc::c_void, self.mapping_len);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carve_release_coalesce() {
+        let s = AddressSpace::reserve(16 << 16, 1 << 16).unwrap();
+        assert_eq!(s.chunk_start(0) % (1 << 16), 0);
+        let a = s.carve(4).unwrap();
+        let b = s.carve(4).unwrap();
+        let c = s.carve(4).unwrap();
+        assert_eq!((a, b, c), (0, 4, 8));
+        s.release(a, 4);
+        s.release(b, 4);
+        // a and b coalesced into one run of 8
+        assert_eq!(s.carve(8), Some(0));
+        assert_eq!(s.carve(8), None, "only 4 chunks left after c");
+        assert_eq!(s.carve(4), Some(12));
+        assert_eq!(s.chunk_of(s.chunk_start(3) + 100), Some(3));
+        assert_eq!(s.chunk_of(0), None);
+        // memory is usable
+        let p = s.chunk_start(12) as *mut u64;
+        unsafe { p.write(7) };
+        assert_eq!(unsafe { p.read() }, 7);
+    }
+}

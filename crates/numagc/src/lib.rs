@@ -1,0 +1,53 @@
+//! numagc: a memory-management runtime for parallel functional languages on
+//! multicore and NUMA machines.
+//!
+//! The first plan is the split heap of *Garbage Collection for Multicore
+//! NUMA Machines* (Auhagen, Bergstrom, Fluet, Reppy; MSPC'11), in
+//! `../shared/papers/manticore-numa-gc.md`:
+//!
+//! | paper | module |
+//! |---|---|
+//! | §2.2 vprocs, pinning, sparse placement | [`topology`], [`runtime`](Runtime), `vproc` |
+//! | §2.3 heap invariants, promotion on sharing | `mutator` ([`Scope::promote`], [`Scope::set`]), `gc::promote` |
+//! | §3.1 chunked global heap, node affinity | `heap::space`, `heap::chunk_pool`, `heap::global`, `heap::cursor` |
+//! | §3.2 object headers, descriptor table | [`object::header`], [`object::descriptor`] |
+//! | §3.3 local heaps, minor and major collections | `heap::local`, `gc::minor`, `gc::major`, `gc::copy` |
+//! | §3.4 parallel global collection | `gc::handshake`, `gc::work_queue`, `gc::global` |
+//! | §4.3 placement policies local / interleave / node0 | [`numa`], `heap::global` |
+//!
+//! ```
+//! use numagc::{Config, Descriptor, Handle, Runtime};
+//! let rt = Runtime::new(Config::builder().vprocs(1).build()?)?;
+//! let pair = rt.register(Descriptor::mixed("pair", 2, &[0, 1])?)?;
+//! let sum = rt.run_on(0, move |s| -> numagc::Result<i64> {
+//!     let p = s.alloc_mixed(pair, &[Handle::int(20), Handle::int(22)], &[])?;
+//!     s.collect_minor(); // `p` is a handle: it survives the move
+//!     let v = s.view(p);
+//!     Ok(v.field(0).as_int().unwrap() + v.field(1).as_int().unwrap())
+//! })??;
+//! assert_eq!(sum, 42);
+//! # Ok::<(), numagc::Error>(())
+//! ```
+
+pub mod config;
+pub mod error;
+mod gc;
+mod heap;
+mod mutator;
+pub mod numa;
+pub mod object;
+mod plan;
+mod runtime;
+pub mod stats;
+mod sync;
+pub mod topology;
+mod vproc;
+
+pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind};
+pub use error::{ConfigError, DescriptorError, Error, Result};
+pub use heap::global::BindRecord;
+pub use mutator::{GlobalRoot, Handle, ObjectKind, Scope, View};
+pub use object::descriptor::{DescId, Descriptor};
+pub use runtime::{Runtime, RuntimeInfo};
+pub use stats::StatsReport;
+pub use topology::Topology;

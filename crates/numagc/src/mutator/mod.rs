@@ -1,0 +1,30 @@
+//! The mutator API: how embedder code holds, reads and allocates values.
+//!
+//! A copying collector moves objects, so a raw object pointer held across a
+//! point where a collection may run would dangle. The API makes that
+//! impossible in safe code (in the spirit of V8's `HandleScope` and OCaml's
+//! `CAMLlocal`):
+//!
+//! * A [`Handle`] names a slot of the vproc's root stack (or holds an
+//!   immediate directly). Collections update the slots, so handles stay
+//!   valid. A handle's lifetime is its [`Scope`]'s: nested scopes pop their
+//!   slots on exit, and the borrow checker rejects a handle that outlives
+//!   its scope.
+//! * Everything that can collect takes `&mut Scope`. A [`View`] reads an
+//!   object directly, with no root-stack traffic, and borrows the scope
+//!   shared, so no collection can run while a view exists.
+//! * [`GlobalRoot`] keeps a value alive independently of any scope and can
+//!   be read from any vproc; its value is promoted to the global heap.
+//!
+//! Mutation: mutable objects (arrays, and mixed objects whose descriptor is
+//! `mutable`) are allocated in the global heap, and storing a local value
+//! into one promotes the value first — a write barrier that keeps both
+//! invariants of §2.3 for languages with mutation.
+
+pub(crate) mod roots;
+mod scope;
+mod view;
+
+pub use roots::GlobalRoot;
+pub use scope::{Handle, Scope};
+pub use view::{ObjectKind, View};

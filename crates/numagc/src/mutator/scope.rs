@@ -1,0 +1,428 @@
+//! Handle scopes and allocation.
+
+use crate::error::{Error, Result};
+use crate::mutator::roots::GlobalRoot;
+use crate::mutator::view::{resolve, View};
+use crate::object::descriptor::{DescId, Descriptor};
+use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR, MAX_LENGTH};
+use crate::object::{int_value, is_mutable, is_pointer, Obj, NIL};
+use crate::plan::split_heap;
+use crate::vproc::Vproc;
+use std::marker::PhantomData;
+
+/// A rooted value: an immediate, or a slot of the root stack of the scope
+/// `'s` (or of an enclosing scope).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handle<'s> {
+    /// Odd: the immediate itself. Even: root-stack slot × 2.
+    bits: u64,
+    _scope: PhantomData<&'s ()>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Handle<'static> {
+    /// The unit / empty value (the integer 0).
+    pub const NIL: Handle<'static> = Handle::int(0);
+
+    /// An immediate 63-bit integer (the top bit of `i` is lost).
+    pub const fn int(i: i64) -> Handle<'static> {
+        Handle { bits: int_value(i), _scope: PhantomData, _not_send: PhantomData }
+    }
+}
+
+/// A region of the root stack. Handles created through a scope are popped
+/// when it ends. See [`crate::mutator`].
+pub struct Scope<'s> {
+    vp: &'s mut Vproc,
+    base: usize,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<'s> Scope<'s> {
+    /// The outermost scope of a job (root stack empty).
+    pub(crate) fn root(vp: &'s mut Vproc) -> Scope<'s> {
+        let base = vp.roots.get_mut().len();
+        Scope { vp, base, _not_send: PhantomData }
+    }
+
+    // ---- root stack -------------------------------------------------------
+
+    #[inline(always)]
+    fn roots(&self) -> &Vec<u64> {
+        // SAFETY: the root stack is only mutated through `push_root` (which
+        // holds no reference across the push) and by collectors, which need
+        // `&mut Vproc` and so cannot run while `&self` is borrowed; `Scope`
+        // is neither Send nor Sync, so there is one thread.
+        unsafe { &*self.vp.roots.get() }
+    }
+
+    #[inline(always)]
+    fn push_root(&self, w: u64) -> Handle<'s> {
+        if !is_pointer(w) {
+            return Handle { bits: w, _scope: PhantomData, _not_send: PhantomData };
+        }
+        // SAFETY: see `roots`; no other reference into the Vec is alive
+        // during this call.
+        let roots = unsafe { &mut *self.vp.roots.get() };
+        let slot = roots.len();
+        roots.push(w);
+        Handle { bits: (slot as u64) << 1, _scope: PhantomData, _not_send: PhantomData }
+    }
+
+    /// The current word of a handle.
+    #[inline(always)]
+    pub(crate) fn word(&self, h: Handle<'_>) -> u64 {
+        if h.bits & 1 == 1 {
+            h.bits
+        } else {
+            self.roots()[(h.bits >> 1) as usize]
+        }
+    }
+
+    /// Number of root-stack slots in use (all scopes of this vproc).
+    pub fn roots_in_use(&self) -> usize {
+        self.roots().len()
+    }
+
+    /// Runs `f` in a nested scope; its handles are popped afterwards.
+    pub fn scope<R>(&mut self, f: impl for<'i> FnOnce(&mut Scope<'i>) -> R) -> R {
+        let base = self.roots().len();
+        let r = {
+            let mut inner = Scope { vp: &mut *self.vp, base, _not_send: PhantomData };
+            f(&mut inner)
+        };
+        self.vp.roots.get_mut().truncate(base);
+        r
+    }
+
+    /// Runs `f` in a nested scope and keeps the handle it returns, which is
+    /// re-rooted in this scope.
+    pub fn scope_value<E>(
+        &mut self,
+        f: impl for<'i> FnOnce(&mut Scope<'i>) -> std::result::Result<Handle<'i>, E>,
+    ) -> std::result::Result<Handle<'s>, E> {
+        let base = self.roots().len();
+        let w = {
+            let mut inner = Scope { vp: &mut *self.vp, base, _not_send: PhantomData };
+            let h = f(&mut inner);
+            h.map(|h| inner.word(h))
+        };
+        self.vp.roots.get_mut().truncate(base);
+        w.map(|w| self.push_root(w))
+    }
+
+    // ---- reading ------------------------------------------------------------
+
+    /// A view of a handle's value for reading without root-stack traffic.
+    #[inline(always)]
+    pub fn view(&self, h: Handle<'_>) -> View<'_> {
+        View::new(resolve(self.word(h)), &self.vp.shared.descs)
+    }
+
+    /// Roots a value found through a view.
+    #[inline(always)]
+    pub fn handle(&self, v: View<'_>) -> Handle<'s> {
+        self.push_root(v.word())
+    }
+
+    /// Field `i` of an object, rooted. Errors name what was wrong.
+    pub fn field(&self, h: Handle<'_>, i: usize) -> Result<Handle<'s>> {
+        let v = self.view(h).try_field(i)?;
+        Ok(self.handle(v))
+    }
+
+    /// The integer in a handle, if it holds one.
+    pub fn as_int(&self, h: Handle<'_>) -> Option<i64> {
+        self.view(h).as_int()
+    }
+
+    /// Which vproc this scope runs on.
+    pub fn vproc(&self) -> usize {
+        self.vp.id
+    }
+
+    /// The topology node of this vproc.
+    pub fn node(&self) -> usize {
+        self.vp.node
+    }
+
+    /// Number of vprocs of the runtime.
+    pub fn vprocs(&self) -> usize {
+        self.vp.shared.coord.vprocs()
+    }
+
+    /// Whether a value lives in this vproc's local heap.
+    pub fn is_local(&self, h: Handle<'_>) -> bool {
+        let w = resolve(self.word(h));
+        is_pointer(w) && self.vp.local.contains(w as usize)
+    }
+
+    // ---- allocation -----------------------------------------------------------
+
+    /// Reserves an object of `words` fields; `Ok(None)` means "allocate it
+    /// in the global heap".
+    #[inline(always)]
+    fn reserve(&mut self, words: usize) -> Result<Option<usize>> {
+        let bytes = (words + 1) * 8;
+        if bytes >= self.vp.shared.config.large_object_size {
+            return Ok(None);
+        }
+        if let Some(p) = self.vp.bump(bytes) {
+            self.vp.stats.bytes_allocated += bytes as u64;
+            return Ok(Some(p));
+        }
+        let p = split_heap::alloc_slow(self.vp, bytes)?;
+        if p.is_some() {
+            self.vp.stats.bytes_allocated += bytes as u64;
+        }
+        Ok(p)
+    }
+
+    /// Places an object in the global heap and fills its fields with
+    /// `fill(obj, promoted_words)` where the value words have been promoted.
+    fn global_object(&mut self, h: Header, mut words: Vec<u64>, fill: impl FnOnce(Obj, &[u64])) -> Result<Handle<'s>> {
+        let addr = split_heap::alloc_global(self.vp, h.size_bytes())?;
+        split_heap::promote_words(self.vp, &mut words);
+        // SAFETY: `addr` was just reserved for this object in the global heap.
+        let o = unsafe { Obj::at(addr) };
+        fill(o, &words);
+        o.init_header(h);
+        Ok(self.push_root(addr as u64))
+    }
+
+    fn check_len(len: usize) -> Result<()> {
+        if len as u64 > MAX_LENGTH {
+            return Err(Error::Misuse(format!("object length {len} exceeds the 48-bit length field")));
+        }
+        Ok(())
+    }
+
+    /// Allocates a mixed object of descriptor `d`: `values` fill its value
+    /// fields and `raw` its raw fields, each in ascending field order.
+    #[inline]
+    pub fn alloc_mixed(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Handle<'s>> {
+        let shared = self.vp.shared.clone();
+        let desc: &Descriptor = shared.descs.get(d.0).ok_or(Error::UnknownDescriptor(d.0))?;
+        let (ptrs, raws) = (desc.pointer_offsets(), desc.raw_offsets());
+        if values.len() != ptrs.len() || raw.len() != raws.len() {
+            return Err(Error::Misuse(format!(
+                "descriptor `{}` has {} value and {} raw fields; got {} and {}",
+                desc.name(),
+                ptrs.len(),
+                raws.len(),
+                values.len(),
+                raw.len()
+            )));
+        }
+        let h = Header::new(d.0, desc.size() as u64);
+        if !desc.is_mutable() {
+            if let Some(p) = self.reserve(desc.size())? {
+                // SAFETY: `p` is a fresh nursery reservation of the object's size.
+                let o = unsafe { Obj::at(p) };
+                o.init_header(h);
+                for (k, &off) in ptrs.iter().enumerate() {
+                    o.set_field(off as usize, self.word(values[k]));
+                }
+                for (k, &off) in raws.iter().enumerate() {
+                    o.set_field(off as usize, raw[k]);
+                }
+                return Ok(self.push_root(p as u64));
+            }
+        }
+        let words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
+        self.global_object(h, words, |o, w| {
+            for (k, &off) in ptrs.iter().enumerate() {
+                o.field_cell(off as usize).store(w[k], std::sync::atomic::Ordering::Relaxed);
+            }
+            for (k, &off) in raws.iter().enumerate() {
+                o.set_field(off as usize, raw[k]);
+            }
+        })
+    }
+
+    /// Allocates an immutable vector holding `values`.
+    pub fn alloc_vector(&mut self, values: &[Handle<'_>]) -> Result<Handle<'s>> {
+        Self::check_len(values.len())?;
+        let h = Header::new(ID_VECTOR, values.len() as u64);
+        if let Some(p) = self.reserve(values.len())? {
+            // SAFETY: fresh nursery reservation of the object's size.
+            let o = unsafe { Obj::at(p) };
+            o.init_header(h);
+            for (i, &v) in values.iter().enumerate() {
+                o.set_field(i, self.word(v));
+            }
+            return Ok(self.push_root(p as u64));
+        }
+        let words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
+        self.global_object(h, words, |o, w| (0..w.len()).for_each(|i| o.set_field(i, w[i])))
+    }
+
+    /// Allocates an immutable vector of `len` copies of `value`.
+    pub fn alloc_vector_filled(&mut self, len: usize, value: Handle<'_>) -> Result<Handle<'s>> {
+        Self::check_len(len)?;
+        let h = Header::new(ID_VECTOR, len as u64);
+        if let Some(p) = self.reserve(len)? {
+            // SAFETY: fresh nursery reservation of the object's size.
+            let o = unsafe { Obj::at(p) };
+            o.init_header(h);
+            let w = self.word(value);
+            (0..len).for_each(|i| o.set_field(i, w));
+            return Ok(self.push_root(p as u64));
+        }
+        let w = vec![self.word(value)];
+        self.global_object(h, w, |o, w| (0..len).for_each(|i| o.set_field(i, w[0])))
+    }
+
+    /// Allocates a raw-data object of `len` words filled by `init`.
+    pub fn alloc_raw_with(&mut self, len: usize, init: impl FnOnce(&mut [u64])) -> Result<Handle<'s>> {
+        Self::check_len(len)?;
+        let h = Header::new(ID_RAW, len as u64);
+        let fill = |o: Obj| {
+            // SAFETY: the object's `len` fields were just reserved and no
+            // one else can see them yet.
+            let body = unsafe { std::slice::from_raw_parts_mut(o.field_ptr(0), len) };
+            body.fill(0);
+            init(body);
+        };
+        if let Some(p) = self.reserve(len)? {
+            // SAFETY: fresh nursery reservation of the object's size.
+            let o = unsafe { Obj::at(p) };
+            o.init_header(h);
+            fill(o);
+            return Ok(self.push_root(p as u64));
+        }
+        self.global_object(h, Vec::new(), |o, _| fill(o))
+    }
+
+    /// Allocates a raw-data object holding `words`.
+    pub fn alloc_raw(&mut self, words: &[u64]) -> Result<Handle<'s>> {
+        self.alloc_raw_with(words.len(), |b| b.copy_from_slice(words))
+    }
+
+    /// Allocates a raw-data object holding `xs` as IEEE-754 bit patterns.
+    pub fn alloc_f64s(&mut self, xs: &[f64]) -> Result<Handle<'s>> {
+        self.alloc_raw_with(xs.len(), |b| b.iter_mut().zip(xs).for_each(|(w, x)| *w = x.to_bits()))
+    }
+
+    /// Allocates a mutable array of `len` copies of `init`, in the global heap.
+    pub fn alloc_array(&mut self, len: usize, init: Handle<'_>) -> Result<Handle<'s>> {
+        Self::check_len(len)?;
+        let h = Header::new(ID_ARRAY, len as u64);
+        let w = vec![self.word(init)];
+        self.global_object(h, w, |o, w| (0..len).for_each(|i| o.set_field(i, w[0])))
+    }
+
+    // ---- mutation ---------------------------------------------------------------
+
+    /// Stores `value` into field `i` of a mutable object. A local value is
+    /// promoted first (the write barrier).
+    pub fn set(&mut self, obj: Handle<'_>, i: usize, value: Handle<'_>) -> Result<()> {
+        let o = self.mutable_target(obj, i, true)?;
+        let mut w = [self.word(value)];
+        split_heap::promote_words(self.vp, &mut w);
+        o.field_cell(i).store(w[0], std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Stores a raw word into raw field `i` of a mutable mixed object.
+    pub fn set_raw(&mut self, obj: Handle<'_>, i: usize, raw: u64) -> Result<()> {
+        let o = self.mutable_target(obj, i, false)?;
+        o.field_cell(i).store(raw, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    fn mutable_target(&self, obj: Handle<'_>, i: usize, value_field: bool) -> Result<Obj> {
+        let w = resolve(self.word(obj));
+        if !is_pointer(w) {
+            return Err(Error::Misuse("store into an immediate, not an object".into()));
+        }
+        // SAFETY: a handle's pointer value targets a live object.
+        let o = unsafe { Obj::at(w as usize) };
+        let h = o.header().expect("resolved object has a header");
+        let descs = &self.vp.shared.descs;
+        if !is_mutable(h, descs) {
+            return Err(Error::Misuse(format!("store into an immutable object (id {})", h.id())));
+        }
+        if i >= h.len() {
+            return Err(Error::Misuse(format!("field {i} out of range for an object of {} fields", h.len())));
+        }
+        let is_value = h.id() == ID_ARRAY || descs.get(h.id()).is_some_and(|d| d.is_pointer_field(i));
+        if is_value != value_field {
+            return Err(Error::Misuse(format!(
+                "field {i} is a {} field",
+                if is_value { "value" } else { "raw" }
+            )));
+        }
+        Ok(o)
+    }
+
+    // ---- sharing, roots, collections ----------------------------------------------
+
+    /// Promotes a value (and everything it reaches) to the global heap, so it
+    /// may be shared with other vprocs. Returns the handle of the global copy.
+    pub fn promote(&mut self, h: Handle<'_>) -> Handle<'s> {
+        let mut w = [self.word(h)];
+        split_heap::promote_words(self.vp, &mut w);
+        self.push_root(w[0])
+    }
+
+    /// Registers a global root holding `h`'s value (promoted).
+    pub fn global_root(&mut self, h: Handle<'_>) -> GlobalRoot {
+        let mut w = [self.word(h)];
+        split_heap::promote_words(self.vp, &mut w);
+        let slot = self.vp.shared.global_roots.add(w[0]);
+        GlobalRoot { slot, shared: self.vp.shared.clone() }
+    }
+
+    /// Reads a global root.
+    pub fn get_global(&self, r: &GlobalRoot) -> Handle<'s> {
+        self.push_root(self.vp.shared.global_roots.get(r.slot))
+    }
+
+    /// Replaces a global root's value (promoted).
+    pub fn set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) {
+        let mut w = [self.word(h)];
+        split_heap::promote_words(self.vp, &mut w);
+        self.vp.shared.global_roots.set(r.slot, w[0]);
+    }
+
+    /// A safepoint for loops that do not allocate: joins a pending global
+    /// collection.
+    #[inline]
+    pub fn poll(&mut self) {
+        if self.vp.shared.coord.pending() {
+            split_heap::poll(self.vp);
+        }
+    }
+
+    /// Forces a minor collection (which may trigger a major one).
+    pub fn collect_minor(&mut self) {
+        split_heap::collect_minor(self.vp);
+    }
+
+    /// Forces a minor and a major collection of this vproc's local heap.
+    pub fn collect_major(&mut self) {
+        split_heap::collect_major(self.vp);
+    }
+
+    /// Forces a global collection (every vproc takes part).
+    pub fn collect_global(&mut self) {
+        split_heap::collect_global(self.vp);
+    }
+
+    /// Bytes of this vproc's local heap in use (old data + nursery).
+    pub fn local_bytes_in_use(&self) -> usize {
+        (self.vp.local.old_top - self.vp.local.base) + (self.vp.alloc_ptr - self.vp.local.nursery_start)
+    }
+
+    /// The immediate NIL as a handle of this scope.
+    pub fn nil(&self) -> Handle<'s> {
+        Handle { bits: NIL, _scope: PhantomData, _not_send: PhantomData }
+    }
+}
+
+impl Drop for Scope<'_> {
+    fn drop(&mut self) {
+        self.vp.roots.get_mut().truncate(self.base);
+    }
+}

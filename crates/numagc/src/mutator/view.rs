@@ -1,0 +1,185 @@
+//! Read-only views of values.
+
+use crate::error::{Error, Result};
+use crate::object::descriptor::{DescId, DescriptorTable};
+use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR};
+use crate::object::{is_pointer, value_int, Obj};
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+
+/// What kind of object a value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    Raw,
+    Vector,
+    Array,
+    Mixed(DescId),
+}
+
+/// Follows the forwarding pointer of a promoted local object.
+#[inline(always)]
+pub(crate) fn resolve(w: u64) -> u64 {
+    if !is_pointer(w) {
+        return w;
+    }
+    // SAFETY: pointer values held by the mutator target object headers.
+    let hw = unsafe { Obj::at(w as usize) }.header_word();
+    if hw & 1 == 0 {
+        hw
+    } else {
+        w
+    }
+}
+
+/// A value read directly from the heap. It borrows its [`crate::Scope`]
+/// shared, so no collection can move the object while the view exists.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    w: u64,
+    descs: &'a DescriptorTable,
+    _scope: PhantomData<&'a ()>,
+}
+
+impl<'a> View<'a> {
+    #[inline(always)]
+    pub(crate) fn new(w: u64, descs: &'a DescriptorTable) -> View<'a> {
+        View { w, descs, _scope: PhantomData }
+    }
+
+    #[inline(always)]
+    pub(crate) fn word(self) -> u64 {
+        self.w
+    }
+
+    #[inline(always)]
+    fn obj(self) -> Option<(Obj, Header)> {
+        if !is_pointer(self.w) {
+            return None;
+        }
+        // SAFETY: `w` is a resolved pointer value, so it targets a live
+        // object with a header (no collection runs while `'a` lasts).
+        let o = unsafe { Obj::at(self.w as usize) };
+        Some((o, o.header().expect("resolved object has a header")))
+    }
+
+    pub fn is_int(self) -> bool {
+        !is_pointer(self.w)
+    }
+
+    pub fn is_object(self) -> bool {
+        is_pointer(self.w)
+    }
+
+    /// The integer, for an immediate.
+    #[inline(always)]
+    pub fn as_int(self) -> Option<i64> {
+        (!is_pointer(self.w)).then(|| value_int(self.w))
+    }
+
+    pub fn kind(self) -> Option<ObjectKind> {
+        let (_, h) = self.obj()?;
+        Some(match h.id() {
+            ID_RAW => ObjectKind::Raw,
+            ID_VECTOR => ObjectKind::Vector,
+            ID_ARRAY => ObjectKind::Array,
+            id => ObjectKind::Mixed(DescId(id)),
+        })
+    }
+
+    /// Number of fields (0 for an immediate).
+    pub fn len(self) -> usize {
+        self.obj().map_or(0, |(_, h)| h.len())
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value field `i`; `Err` when `i` is out of range or not a value field.
+    #[inline]
+    pub fn try_field(self, i: usize) -> Result<View<'a>> {
+        let (o, h) = self.obj().ok_or_else(|| Error::Misuse("field of an immediate".into()))?;
+        if i >= h.len() {
+            return Err(Error::Misuse(format!("field {i} out of range for an object of {} fields", h.len())));
+        }
+        let w = match h.id() {
+            ID_VECTOR => o.field(i),
+            ID_ARRAY => o.field_cell(i).load(Ordering::Acquire),
+            ID_RAW => return Err(Error::Misuse(format!("field {i} of a raw object is not a value"))),
+            id => {
+                let d = self.descs.get(id).ok_or(Error::UnknownDescriptor(id))?;
+                if !d.is_pointer_field(i) {
+                    return Err(Error::Misuse(format!("field {i} of `{}` is a raw field", d.name())));
+                }
+                if d.is_mutable() {
+                    o.field_cell(i).load(Ordering::Acquire)
+                } else {
+                    o.field(i)
+                }
+            }
+        };
+        Ok(View::new(resolve(w), self.descs))
+    }
+
+    /// Value field `i`. Panics with a message on a bad index (like slice
+    /// indexing); use [`View::try_field`] to get an error instead.
+    #[inline]
+    pub fn field(self, i: usize) -> View<'a> {
+        match self.try_field(i) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Raw word `i` of a raw object or raw field `i` of a mixed object.
+    pub fn try_raw(self, i: usize) -> Result<u64> {
+        let (o, h) = self.obj().ok_or_else(|| Error::Misuse("raw field of an immediate".into()))?;
+        if i >= h.len() {
+            return Err(Error::Misuse(format!("field {i} out of range for an object of {} fields", h.len())));
+        }
+        match h.id() {
+            ID_RAW => Ok(o.field(i)),
+            ID_VECTOR | ID_ARRAY => Err(Error::Misuse(format!("field {i} of a vector is a value"))),
+            id => {
+                let d = self.descs.get(id).ok_or(Error::UnknownDescriptor(id))?;
+                if d.is_pointer_field(i) {
+                    return Err(Error::Misuse(format!("field {i} of `{}` is a value field", d.name())));
+                }
+                Ok(if d.is_mutable() { o.field_cell(i).load(Ordering::Acquire) } else { o.field(i) })
+            }
+        }
+    }
+
+    /// Raw word `i`; panics on a bad index (see [`View::try_raw`]).
+    pub fn raw(self, i: usize) -> u64 {
+        match self.try_raw(i) {
+            Ok(w) => w,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The words of a raw object.
+    pub fn raw_words(self) -> Option<&'a [u64]> {
+        let (o, h) = self.obj()?;
+        if h.id() != ID_RAW {
+            return None;
+        }
+        // SAFETY: raw objects are immutable once allocated and cannot move
+        // while `'a` lasts; their `len` words follow the header.
+        Some(unsafe { std::slice::from_raw_parts(o.field_ptr(0), h.len()) })
+    }
+
+    /// Raw word `i` read as an `f64`.
+    pub fn f64(self, i: usize) -> f64 {
+        f64::from_bits(self.raw(i))
+    }
+}
+
+impl std::fmt::Debug for View<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.as_int() {
+            Some(i) => write!(f, "Int({i})"),
+            None => write!(f, "{:?}@{:#x}[{}]", self.kind(), self.w, self.len()),
+        }
+    }
+}

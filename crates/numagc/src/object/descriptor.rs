@@ -1,0 +1,223 @@
+//! The object-descriptor table of §3.2.
+//!
+//! Mixed objects carry an ID that indexes this table. Each descriptor gives
+//! the object's size and which fields hold values; the pointer offsets are
+//! precomputed at registration so that scanning touches only pointer fields
+//! (the paper generates a scanning function per descriptor; a precomputed
+//! offset list is the run-time equivalent for an embedder without a code
+//! generator).
+//!
+//! Invariant: an ID, once registered, maps to the same descriptor for the
+//! life of the table, so collectors read entries without locking. Entries
+//! are published with release stores and read with acquire loads.
+
+use crate::error::DescriptorError;
+use crate::object::header::{FIRST_MIXED_ID, ID_LIMIT, MAX_LENGTH};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+/// The ID of a registered mixed-object descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct DescId(pub(crate) u16);
+
+impl DescId {
+    /// The raw 15-bit ID, as stored in headers.
+    pub fn id(self) -> u16 {
+        self.0
+    }
+}
+
+/// The layout of a mixed object: its size and which of its fields hold values
+/// (pointers or immediates); the other fields hold raw 64-bit words.
+#[derive(Clone, Debug)]
+pub struct Descriptor {
+    name: String,
+    size: usize,
+    pointer_offsets: Box<[u32]>,
+    raw_offsets: Box<[u32]>,
+    pointer_bitmap: Box<[u64]>,
+    mutable: bool,
+}
+
+impl Descriptor {
+    /// A descriptor for an immutable mixed object of `size` words whose fields
+    /// at `pointer_offsets` hold values.
+    pub fn mixed(
+        name: impl Into<String>,
+        size: usize,
+        pointer_offsets: &[usize],
+    ) -> Result<Descriptor, DescriptorError> {
+        let name = name.into();
+        if size == 0 {
+            return Err(DescriptorError::ZeroSize { name });
+        }
+        if size as u64 > MAX_LENGTH {
+            return Err(DescriptorError::TooLarge { name, size });
+        }
+        let mut bitmap = vec![0u64; size.div_ceil(64)];
+        for &off in pointer_offsets {
+            if off >= size {
+                return Err(DescriptorError::OffsetOutOfRange { name, offset: off, size });
+            }
+            let (w, b) = (off / 64, off % 64);
+            if bitmap[w] & (1 << b) != 0 {
+                return Err(DescriptorError::DuplicateOffset { name, offset: off });
+            }
+            bitmap[w] |= 1 << b;
+        }
+        let is_ptr = |i: usize| bitmap[i / 64] & (1 << (i % 64)) != 0;
+        let pointer_offsets: Box<[u32]> = (0..size).filter(|&i| is_ptr(i)).map(|i| i as u32).collect();
+        let raw_offsets: Box<[u32]> = (0..size).filter(|&i| !is_ptr(i)).map(|i| i as u32).collect();
+        Ok(Descriptor {
+            name,
+            size,
+            pointer_offsets,
+            raw_offsets,
+            pointer_bitmap: bitmap.into_boxed_slice(),
+            mutable: false,
+        })
+    }
+
+    /// Marks objects of this descriptor as mutable: they are allocated in the
+    /// global heap and stores into them go through the write barrier.
+    pub fn mutable(mut self) -> Descriptor {
+        self.mutable = true;
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Size in words, header not included.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Offsets of the value fields, ascending.
+    pub fn pointer_offsets(&self) -> &[u32] {
+        &self.pointer_offsets
+    }
+
+    /// Offsets of the raw fields, ascending.
+    pub fn raw_offsets(&self) -> &[u32] {
+        &self.raw_offsets
+    }
+
+    pub fn is_mutable(&self) -> bool {
+        self.mutable
+    }
+
+    /// Whether field `i` holds a value.
+    #[inline]
+    pub fn is_pointer_field(&self, i: usize) -> bool {
+        i < self.size && self.pointer_bitmap[i / 64] & (1 << (i % 64)) != 0
+    }
+}
+
+/// Number of IDs available to embedder descriptors.
+pub const DESCRIPTOR_CAPACITY: usize = ID_LIMIT as usize - FIRST_MIXED_ID as usize;
+
+/// The table of registered descriptors, indexed by ID.
+pub struct DescriptorTable {
+    entries: Box<[AtomicPtr<Descriptor>]>,
+    next: Mutex<u32>,
+}
+
+impl DescriptorTable {
+    pub fn new() -> DescriptorTable {
+        DescriptorTable {
+            entries: (0..ID_LIMIT).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            next: Mutex::new(FIRST_MIXED_ID as u32),
+        }
+    }
+
+    /// Registers a descriptor and returns its ID; `Err` when the 15-bit ID
+    /// space is exhausted.
+    pub fn register(&self, d: Descriptor) -> Result<DescId, DescriptorError> {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        if *next >= ID_LIMIT {
+            return Err(DescriptorError::TableFull { capacity: DESCRIPTOR_CAPACITY });
+        }
+        let id = *next as u16;
+        let ptr = Box::into_raw(Box::new(d));
+        self.entries[id as usize].store(ptr, Ordering::Release);
+        *next += 1;
+        Ok(DescId(id))
+    }
+
+    /// The descriptor of a mixed-object ID, if registered.
+    #[inline]
+    pub fn get(&self, id: u16) -> Option<&Descriptor> {
+        let p = self.entries.get(id as usize)?.load(Ordering::Acquire);
+        // SAFETY: a non-null entry was published by `register` from a leaked
+        // Box and is only freed in `drop`, which takes `&mut self`; so it is
+        // valid for as long as `&self` is.
+        unsafe { p.as_ref() }
+    }
+
+    /// Number of registered descriptors.
+    pub fn len(&self) -> usize {
+        (*self.next.lock().unwrap_or_else(|p| p.into_inner()) - FIRST_MIXED_ID as u32) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Default for DescriptorTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for DescriptorTable {
+    fn drop(&mut self) {
+        for e in self.entries.iter() {
+            let p = e.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: `p` came from `Box::into_raw` in `register` and the
+                // swap above guarantees it is freed once.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_are_precomputed() {
+        let d = Descriptor::mixed("pair+tag", 3, &[2, 0]).unwrap();
+        assert_eq!(d.pointer_offsets(), &[0, 2]);
+        assert_eq!(d.raw_offsets(), &[1]);
+        assert!(d.is_pointer_field(0) && !d.is_pointer_field(1) && !d.is_pointer_field(3));
+    }
+
+    #[test]
+    fn bad_descriptors_are_errors() {
+        assert!(matches!(Descriptor::mixed("z", 0, &[]), Err(DescriptorError::ZeroSize { .. })));
+        assert!(matches!(
+            Descriptor::mixed("o", 2, &[2]),
+            Err(DescriptorError::OffsetOutOfRange { offset: 2, size: 2, .. })
+        ));
+        assert!(matches!(Descriptor::mixed("d", 2, &[1, 1]), Err(DescriptorError::DuplicateOffset { .. })));
+    }
+
+    #[test]
+    fn table_fills_up_with_an_error() {
+        let t = DescriptorTable::new();
+        let d = Descriptor::mixed("cell", 1, &[0]).unwrap();
+        for i in 0..DESCRIPTOR_CAPACITY {
+            let id = t.register(d.clone()).unwrap();
+            assert_eq!(id.id() as usize, FIRST_MIXED_ID as usize + i);
+        }
+        let e = t.register(d).unwrap_err();
+        assert_eq!(e, DescriptorError::TableFull { capacity: DESCRIPTOR_CAPACITY });
+        assert!(e.to_string().contains("15-bit"));
+        assert_eq!(t.get(FIRST_MIXED_ID).unwrap().name(), "cell");
+    }
+}

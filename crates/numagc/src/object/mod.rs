@@ -1,0 +1,179 @@
+//! Values and heap objects (§3.2).
+//!
+//! A *value* is one 64-bit word: a pointer to an object's header (8-aligned,
+//! so bit 0 is 0) or an immediate with bit 0 set (a 63-bit integer shifted
+//! left by one). An *object* is a header word followed by `len` fields.
+//!
+//! This module owns the raw loads and stores on object memory. [`Obj`] is a
+//! pointer to a header; creating one is `unsafe` because the caller asserts
+//! that the address holds an object (or a forwarded object) and stays mapped
+//! while the `Obj` is used. Its accessors are then safe.
+
+pub mod descriptor;
+pub mod header;
+
+use crate::object::descriptor::DescriptorTable;
+use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The immediate that stands for "no value" (the integer 0).
+pub const NIL: u64 = 1;
+
+/// Whether a value word is a pointer (bit 0 clear).
+#[inline(always)]
+pub const fn is_pointer(w: u64) -> bool {
+    w & 1 == 0
+}
+
+/// Encodes a 63-bit integer as an immediate value.
+#[inline(always)]
+pub const fn int_value(i: i64) -> u64 {
+    ((i as u64) << 1) | 1
+}
+
+/// Decodes an immediate value as an integer.
+#[inline(always)]
+pub const fn value_int(w: u64) -> i64 {
+    (w as i64) >> 1
+}
+
+/// A pointer to an object's header word.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Obj(usize);
+
+impl Obj {
+    /// # Safety
+    /// `addr` must be the address of an object header (or of a forwarded
+    /// object's header slot) in memory that stays mapped while this `Obj` and
+    /// its copies are used.
+    #[inline(always)]
+    pub(crate) unsafe fn at(addr: usize) -> Obj {
+        debug_assert!(addr != 0 && addr % 8 == 0, "object address {addr:#x}");
+        Obj(addr)
+    }
+
+    #[inline(always)]
+    fn header_cell(self) -> &'static AtomicU64 {
+        // SAFETY: `Obj::at` guarantees the address is a mapped, 8-aligned
+        // header slot; headers are accessed atomically because a parallel
+        // global collection forwards them with compare-and-swap.
+        unsafe { &*(self.0 as *const AtomicU64) }
+    }
+
+    /// The word in header position: a header, or a forwarding pointer.
+    #[inline(always)]
+    pub(crate) fn header_word(self) -> u64 {
+        self.header_cell().load(Ordering::Acquire)
+    }
+
+    #[inline(always)]
+    pub(crate) fn header(self) -> Option<Header> {
+        Header::decode(self.header_word())
+    }
+
+    /// Writes a header (object initialisation).
+    #[inline(always)]
+    pub(crate) fn init_header(self, h: Header) {
+        self.header_cell().store(h.bits(), Ordering::Relaxed);
+    }
+
+    /// Replaces the header with a forwarding pointer to `to`.
+    #[inline(always)]
+    pub(crate) fn forward_to(self, to: usize) {
+        debug_assert!(to % 8 == 0);
+        self.header_cell().store(to as u64, Ordering::Release);
+    }
+
+    /// Compare-and-swap on the header word (parallel forwarding).
+    #[inline(always)]
+    pub(crate) fn cas_header(self, old: u64, new: u64) -> bool {
+        self.header_cell().compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    #[inline(always)]
+    pub(crate) fn field_ptr(self, i: usize) -> *mut u64 {
+        (self.0 + 8 + i * 8) as *mut u64
+    }
+
+    /// Reads field `i` of an object that no other thread writes.
+    /// The caller keeps `i` within the object's length.
+    #[inline(always)]
+    pub(crate) fn field(self, i: usize) -> u64 {
+        // SAFETY: field `i` lies inside the object (caller's bound) in mapped
+        // memory (`Obj::at`); fields of immutable objects are written only
+        // before the object is published.
+        unsafe { *self.field_ptr(i) }
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_field(self, i: usize, w: u64) {
+        // SAFETY: as in `field`; the caller is the only writer (initialisation
+        // or a collector that owns this object while scanning it).
+        unsafe { *self.field_ptr(i) = w }
+    }
+
+    /// Field `i` as an atomic cell, for mutable objects that several vprocs
+    /// may read and write.
+    #[inline(always)]
+    pub(crate) fn field_cell(self, i: usize) -> &'static AtomicU64 {
+        // SAFETY: in-bounds (caller) and 8-aligned mapped memory (`Obj::at`).
+        unsafe { &*(self.field_ptr(i) as *const AtomicU64) }
+    }
+
+    /// Copies this object (header `h`, which the caller read from it) to
+    /// `dst`, which must have room for `h.size_bytes()` bytes and must not
+    /// overlap the source.
+    #[inline(always)]
+    pub(crate) fn copy_to(self, h: Header, dst: usize) -> Obj {
+        let words = h.len();
+        // SAFETY: the destination was reserved by a bump allocation of
+        // `h.size_bytes()` bytes in a different region (caller), the source
+        // spans `words` fields after its header (`Obj::at` + header length).
+        unsafe {
+            *(dst as *mut u64) = h.bits();
+            std::ptr::copy_nonoverlapping(self.field_ptr(0), (dst + 8) as *mut u64, words);
+            Obj::at(dst)
+        }
+    }
+}
+
+/// Calls `f` with the index of every field of `obj` that holds a value,
+/// using the descriptor's precomputed offsets for mixed objects.
+#[inline(always)]
+pub(crate) fn for_each_value_field(h: Header, descs: &DescriptorTable, mut f: impl FnMut(usize)) {
+    match h.id() {
+        ID_RAW => {}
+        ID_VECTOR | ID_ARRAY => (0..h.len()).for_each(&mut f),
+        id => {
+            if let Some(d) = descs.get(id) {
+                for &off in d.pointer_offsets() {
+                    f(off as usize)
+                }
+            }
+        }
+    }
+}
+
+/// Whether objects with this header are mutable (live in the global heap).
+pub(crate) fn is_mutable(h: Header, descs: &DescriptorTable) -> bool {
+    match h.id() {
+        ID_RAW | ID_VECTOR => false,
+        ID_ARRAY => true,
+        id => descs.get(id).is_some_and(|d| d.is_mutable()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn immediates_round_trip() {
+        for i in [0i64, 1, -1, 42, (1 << 62) - 1, -(1 << 62)] {
+            let w = int_value(i);
+            assert!(!is_pointer(w));
+            assert_eq!(value_int(w), i);
+        }
+        assert_eq!(NIL, int_value(0));
+    }
+}

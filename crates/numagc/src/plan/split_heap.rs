@@ -1,0 +1,145 @@
+//! The split-heap plan of manticore-numa-gc.md §3: the slow paths of the
+//! mutator, tying together minor, major, promotion and global collections.
+//!
+//! * Nursery exhausted: minor collection; a major one when the new nursery
+//!   is below its minimum (and, if the young data alone keeps it there, a
+//!   major collection that takes the young data too); a global collection
+//!   when the global heap is over its trigger or one is pending.
+//! * Mutable objects, and objects too large for the nursery or the local
+//!   heap, are allocated in the global heap: their initial values are
+//!   promoted first, so the heap invariants of §2.3 hold.
+//! * Heap limit: when the global heap is over `max_heap` after a global
+//!   collection, the allocation that asked fails with [`Error::HeapLimit`];
+//!   the heap and the other vprocs are unaffected.
+
+use crate::error::{Error, Result};
+use crate::gc::{global, major, minor, promote, verify};
+use crate::vproc::Vproc;
+
+/// Runs the pending global collection, or requests one and runs it.
+pub(crate) fn collect_global(v: &mut Vproc) {
+    v.shared.coord.request(v.id);
+    global::participate(v);
+    v.install_limit();
+}
+
+fn local_collections(v: &mut Vproc) {
+    minor::collect(v);
+    if v.local.needs_major() {
+        major::collect(v, false);
+        if v.local.needs_major() {
+            major::collect(v, true);
+        }
+    }
+    if v.shared.config.verify {
+        verify::local_heap(v, "a local collection");
+    }
+}
+
+fn over_limit(v: &Vproc, requested: usize) -> Error {
+    let heap = &v.shared.heap;
+    Error::HeapLimit { requested, in_use: heap.in_use(), limit: heap.limit() }
+}
+
+/// The nursery cannot hold `bytes` more: collect. Returns the address of
+/// `bytes` fresh nursery bytes, or `None` when the object must be allocated
+/// in the global heap because it exceeds the nursery.
+pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
+    let mut global_done = false;
+    loop {
+        if v.shared.coord.pending() {
+            global::participate(v);
+            global_done = true;
+        } else {
+            local_collections(v);
+            let heap = &v.shared.heap;
+            if heap.over_trigger() || heap.in_use() > heap.limit() {
+                if global_done && heap.in_use() > heap.limit() {
+                    v.install_limit();
+                    return Err(over_limit(v, bytes));
+                }
+                collect_global(v);
+                global_done = true;
+                continue;
+            }
+        }
+        if v.install_limit() {
+            continue; // a collection became pending meanwhile: join it
+        }
+        if let Some(p) = v.bump(bytes) {
+            return Ok(Some(p));
+        }
+        if bytes > v.local.nursery_size() {
+            return Ok(None);
+        }
+    }
+}
+
+/// Allocates `bytes` in the global heap (current chunk, or the large-object
+/// space) for the mutator, collecting first if the heap is over its trigger.
+/// The memory is uninitialised; the caller writes the object before its
+/// next safepoint.
+pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
+    if v.shared.heap.over_trigger() || v.shared.coord.pending() {
+        collect_global(v);
+    }
+    let large = bytes >= v.shared.config.large_object_size;
+    for attempt in 0..2 {
+        let shared = v.shared.clone();
+        let got = if large {
+            shared.heap.alloc_large(bytes, v.node, false)
+        } else if let Some(p) = v.cursor.try_bump(bytes) {
+            Ok(p)
+        } else {
+            v.cursor.refill(&shared.heap, v.node, false).map(|_| v.cursor.try_bump(bytes).expect("fits a fresh chunk"))
+        };
+        match got {
+            Ok(p) => {
+                v.stats.bytes_allocated += bytes as u64;
+                v.stats.bytes_allocated_global += bytes as u64;
+                return Ok(p);
+            }
+            Err(_) if attempt == 0 => collect_global(v),
+            Err(o) => return Err(Error::HeapLimit { requested: bytes, in_use: o.in_use, limit: o.limit }),
+        }
+    }
+    Err(over_limit(v, bytes))
+}
+
+/// Promotes the values in `words` (in place). No collection runs here, so
+/// the caller may hold unrooted words across it; if the global heap is now
+/// over its trigger a collection is requested for the next safepoint.
+pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) {
+    if words.iter().any(|&w| promote::is_local(v, w)) {
+        promote::promote(v, words);
+        if v.shared.heap.over_trigger() {
+            v.shared.coord.request(v.id);
+        }
+    }
+}
+
+/// Safepoint for loops that do not allocate.
+pub(crate) fn poll(v: &mut Vproc) {
+    if v.shared.coord.pending() {
+        global::participate(v);
+        v.install_limit();
+    }
+}
+
+/// Forces a minor collection (and whatever it triggers).
+pub(crate) fn collect_minor(v: &mut Vproc) {
+    poll(v);
+    local_collections(v);
+    v.install_limit();
+}
+
+/// Forces a minor and a major collection.
+pub(crate) fn collect_major(v: &mut Vproc) {
+    poll(v);
+    minor::collect(v);
+    major::collect(v, false);
+    if v.shared.config.verify {
+        verify::local_heap(v, "a major collection");
+    }
+    v.install_limit();
+}

@@ -1,0 +1,281 @@
+//! The runtime: vproc threads, jobs, statistics.
+//!
+//! [`Runtime::new`] detects (or builds) the topology, places the vprocs
+//! sparsely across its nodes (§2.2), reserves the heap's address space,
+//! carves a local heap per vproc and starts one pinned thread per vproc.
+//! Work reaches the vprocs as jobs ([`Runtime::run_on`], [`Runtime::run_each`]);
+//! an idle vproc waits in the [`Coordinator`](crate::gc::handshake), where a
+//! global collection wakes it to take part, so idle vprocs never stall one.
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::gc::global::{self, GlobalGc};
+use crate::gc::handshake::{Coordinator, Wake};
+use crate::heap::global::{BindRecord, GlobalHeap};
+use crate::heap::space::AddressSpace;
+use crate::mutator::roots::GlobalRoots;
+use crate::mutator::Scope;
+use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
+use crate::stats::{HeapReport, StatsReport, VprocStats};
+use crate::sync::{lock, Mutex};
+use crate::topology::{pin_current_thread, PinOutcome, Topology, VprocPlacement};
+use crate::vproc::{Job, Shared, Vproc};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// What `numagc info` reports about a running runtime.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RuntimeInfo {
+    pub config: Config,
+    pub topology: Topology,
+    pub placements: Vec<VprocPlacement>,
+    pub pins: Vec<PinOutcome>,
+    pub bindings: crate::numa::BindingCounts,
+    /// The binding of each local heap and of the first global chunks.
+    pub binding_log: Vec<BindRecord>,
+}
+
+/// A numagc runtime with its vprocs.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic with a non-string payload".into())
+}
+
+impl Runtime {
+    /// Starts a runtime with `config`.
+    pub fn new(config: Config) -> Result<Runtime> {
+        let topology = Topology::from_config(&config)?;
+        let n = config.vprocs;
+        let placements = topology.place_vprocs(n);
+        let cs = config.chunk_size;
+        let local_rounded = config.local_heap_size.div_ceil(cs) * cs;
+        let locals = n * local_rounded;
+        let limit = config.max_heap.saturating_sub(locals).max(cs);
+        // Twice the limit: collector copies may exceed it (see heap::global).
+        let reserve = 2 * limit + locals + 16 * cs;
+        let space = AddressSpace::reserve(reserve, cs).map_err(|e| Error::Os { what: "reserving the heap", source: e })?;
+        let heap = GlobalHeap::new(
+            space,
+            topology.clone(),
+            config.numa_policy,
+            limit,
+            n.saturating_mul(config.global_gc_threshold),
+            config.heap_growth,
+        );
+        let mut local_bases = Vec::with_capacity(n);
+        for p in &placements {
+            let base = heap.carve_local(config.local_heap_size, p.vproc, p.node).ok_or_else(|| Error::Os {
+                what: "carving a local heap",
+                source: std::io::Error::other("address-space reservation exhausted"),
+            })?;
+            local_bases.push(base);
+        }
+        let shared = Arc::new(Shared {
+            heap,
+            descs: DescriptorTable::new(),
+            coord: Coordinator::new(n),
+            global_roots: GlobalRoots::new(),
+            gc: GlobalGc::new(topology.num_nodes()),
+            stats: (0..n).map(|_| Mutex::new(VprocStats::default())).collect(),
+            placements: placements.clone(),
+            pins: Mutex::new(vec![PinOutcome::Disabled; n]),
+            config,
+        });
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let mut threads = Vec::with_capacity(n);
+        for (p, base) in placements.iter().zip(local_bases) {
+            let vshared = shared.clone();
+            let ready = ready_tx.clone();
+            let (id, node, cpu) = (p.vproc, p.node, p.cpu);
+            let t = std::thread::Builder::new()
+                .name(format!("numagc-vproc-{id}"))
+                .spawn(move || {
+                    let pin = if vshared.config.pin { pin_current_thread(cpu) } else { PinOutcome::Disabled };
+                    lock(&vshared.pins)[id] = pin;
+                    let mut vp = Vproc::new(vshared, id, node, base);
+                    vp.publish_stats();
+                    let _ = ready.send(());
+                    drop(ready);
+                    vproc_loop(&mut vp);
+                })
+                .map_err(|e| Error::Os { what: "starting a vproc thread", source: e });
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    shared.coord.shutdown();
+                    for t in threads {
+                        let _ = t.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        drop(ready_tx);
+        for _ in 0..n {
+            let _ = ready_rx.recv();
+        }
+        Ok(Runtime { shared, threads })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    pub fn vprocs(&self) -> usize {
+        self.shared.config.vprocs
+    }
+
+    /// Registers a mixed-object descriptor.
+    pub fn register(&self, d: Descriptor) -> Result<DescId> {
+        Ok(self.shared.descs.register(d)?)
+    }
+
+    /// Runs `f` on vproc `vproc` and waits for its result. A panic in `f`
+    /// is returned as [`Error::TaskPanicked`]; the vproc carries on.
+    pub fn run_on<R, F>(&self, vproc: usize, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: for<'s> FnOnce(&mut Scope<'s>) -> R + Send + 'static,
+    {
+        if vproc >= self.vprocs() {
+            return Err(Error::Misuse(format!("vproc {vproc} does not exist (the runtime has {})", self.vprocs())));
+        }
+        let (tx, rx) = mpsc::channel();
+        self.shared.coord.submit(vproc, job(f, tx));
+        rx.recv().unwrap_or_else(|_| Err(Error::TaskPanicked { vproc, message: "vproc thread exited".into() }))
+    }
+
+    /// Runs `f` on every vproc at once and returns the results in vproc
+    /// order. The first error (a panic) is returned after all have finished.
+    pub fn run_each<R, F>(&self, f: F) -> Result<Vec<R>>
+    where
+        R: Send + 'static,
+        F: for<'s> Fn(&mut Scope<'s>) -> R + Send + Sync + 'static,
+    {
+        let f = Arc::new(f);
+        let rxs: Vec<_> = (0..self.vprocs())
+            .map(|v| {
+                let (tx, rx) = mpsc::channel();
+                let f = f.clone();
+                self.shared.coord.submit(v, job(move |s: &mut Scope<'_>| f(s), tx));
+                rx
+            })
+            .collect();
+        let results: Vec<Result<R>> = rxs
+            .into_iter()
+            .enumerate()
+            .map(|(v, rx)| {
+                rx.recv().unwrap_or_else(|_| Err(Error::TaskPanicked { vproc: v, message: "vproc thread exited".into() }))
+            })
+            .collect();
+        results.into_iter().collect()
+    }
+
+    /// Statistics per vproc and in total, as of the last finished job or
+    /// global collection of each vproc.
+    pub fn stats(&self) -> StatsReport {
+        let vprocs: Vec<VprocStats> = self.shared.stats.iter().map(|m| lock(m).clone()).collect();
+        let heap = &self.shared.heap;
+        StatsReport::new(
+            vprocs,
+            HeapReport {
+                global_bytes_per_node: heap.bytes_per_node(),
+                large_object_bytes: heap.large_bytes() as u64,
+                global_gc_trigger: heap.trigger() as u64,
+                max_heap: self.shared.config.max_heap as u64,
+                peak_global_bytes: heap.peak() as u64,
+                bindings: heap.binding_counts(),
+            },
+        )
+    }
+
+    /// Bytes of global chunks and large objects in use.
+    pub fn global_heap_bytes(&self) -> usize {
+        self.shared.heap.in_use()
+    }
+
+    /// Global heap bytes per topology node.
+    pub fn global_heap_bytes_per_node(&self) -> Vec<u64> {
+        self.shared.heap.bytes_per_node()
+    }
+
+    /// Free chunks pooled on `node`.
+    pub fn pooled_chunks(&self, node: usize) -> usize {
+        self.shared.heap.pooled_chunks(node)
+    }
+
+    /// Number of global collections completed.
+    pub fn global_collections(&self) -> u64 {
+        self.shared.coord.collections()
+    }
+
+    /// Recent placement decisions (`mbind` requests and their outcomes).
+    pub fn binding_log(&self) -> Vec<BindRecord> {
+        self.shared.heap.binding_log()
+    }
+
+    /// Number of registered global roots.
+    pub fn global_roots(&self) -> usize {
+        self.shared.global_roots.len()
+    }
+
+    pub fn info(&self) -> RuntimeInfo {
+        RuntimeInfo {
+            config: self.shared.config.clone(),
+            topology: self.shared.heap.topology.clone(),
+            placements: self.shared.placements.clone(),
+            pins: lock(&self.shared.pins).clone(),
+            bindings: self.shared.heap.binding_counts(),
+            binding_log: self.shared.heap.binding_log().into_iter().take(64).collect(),
+        }
+    }
+}
+
+fn job<R, F>(f: F, tx: mpsc::Sender<Result<R>>) -> Job
+where
+    R: Send + 'static,
+    F: for<'s> FnOnce(&mut Scope<'s>) -> R + Send + 'static,
+{
+    Box::new(move |vp: &mut Vproc| {
+        let id = vp.id;
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut s = Scope::root(vp);
+            f(&mut s)
+        }));
+        vp.roots_mut().clear();
+        vp.publish_stats();
+        let _ = tx.send(r.map_err(|p| Error::TaskPanicked { vproc: id, message: panic_message(p) }));
+    })
+}
+
+fn vproc_loop(vp: &mut Vproc) {
+    let shared = vp.shared.clone();
+    loop {
+        match shared.coord.wait_idle(vp.id) {
+            Wake::Job(j) => j(vp),
+            Wake::Collect => {
+                global::participate(vp);
+                vp.install_limit();
+            }
+            Wake::Shutdown => return,
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shared.coord.shutdown();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}

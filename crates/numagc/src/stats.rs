@@ -1,0 +1,490 @@
+//! Collector statistics per vproc and in total, printed as a table or as JSON.
+//!
+//! Each vproc records its own [`VprocStats`] without synchronization (minor,
+//! major, promotion and its share of global collections, bytes allocated and
+//! copied, pause times); a [`StatsReport`] merges them at the end. Invariant:
+//! merging is a sum (counts, bytes, histograms) or a maximum (longest phase), so
+//! the total row equals the merge of the vproc rows in any order, and
+//! `bytes_allocated_global <= bytes_allocated` holds when it holds per vproc.
+//!
+//! Paper: the phases are those of §3.3 (minor, major, promotion) and §3.4
+//! (global); `copied_local_node` / `copied_remote_node` measure how well chunks
+//! keep node affinity (§3.1) under the placement policies of §4.3.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::ser::SerializeStruct;
+
+use crate::numa::BindingCounts;
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// Count, total and longest duration of one collection phase.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct PhaseStats {
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+}
+
+impl PhaseStats {
+    pub fn record(&mut self, d: Duration) {
+        let ns = duration_ns(d);
+        self.count += 1;
+        self.total_ns = self.total_ns.saturating_add(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    pub fn merge(&mut self, o: &PhaseStats) {
+        self.count += o.count;
+        self.total_ns = self.total_ns.saturating_add(o.total_ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+    }
+
+    /// "count/total ms/max ms", for the table.
+    fn cell(&self) -> String {
+        format!(
+            "{}/{:.2}/{:.2}",
+            self.count,
+            self.total_ns as f64 / 1e6,
+            self.max_ns as f64 / 1e6
+        )
+    }
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Pause times in nanoseconds (3 significant digits, resizing as needed).
+#[derive(Clone, Debug)]
+pub struct PauseHistogram {
+    histogram: Histogram<u64>,
+}
+
+impl PauseHistogram {
+    pub fn new() -> Self {
+        PauseHistogram {
+            histogram: Histogram::new(3).expect("3 significant digits is a valid precision"),
+        }
+    }
+
+    pub fn record(&mut self, d: Duration) {
+        let ns = duration_ns(d);
+        // Only values beyond the histogram's largest trackable one (~146 years) fail; clamp those.
+        if self.histogram.record(ns).is_err() {
+            self.histogram.saturating_record(ns);
+        }
+    }
+
+    pub fn merge(&mut self, o: &PauseHistogram) {
+        // Both histograms auto-resize over the same value range, so addition cannot fail.
+        self.histogram
+            .add(&o.histogram)
+            .expect("auto-resizing histograms add");
+    }
+
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// The pause at percentile `q` (0 ..= 100), 0 when nothing was recorded.
+    pub fn percentile_ns(&self, q: f64) -> u64 {
+        if self.histogram.is_empty() {
+            return 0;
+        }
+        self.histogram.value_at_percentile(q.clamp(0.0, 100.0))
+    }
+
+    pub fn max_ns(&self) -> u64 {
+        if self.histogram.is_empty() {
+            0
+        } else {
+            self.histogram.max()
+        }
+    }
+
+    /// "p50/p99/p99.9/max" in microseconds, for the table.
+    fn cell(&self) -> String {
+        let us = |ns: u64| ns as f64 / 1e3;
+        format!(
+            "{:.1}/{:.1}/{:.1}/{:.1}",
+            us(self.percentile_ns(50.0)),
+            us(self.percentile_ns(99.0)),
+            us(self.percentile_ns(99.9)),
+            us(self.max_ns())
+        )
+    }
+}
+
+impl Default for PauseHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl serde::Serialize for PauseHistogram {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("PauseHistogram", 5)?;
+        s.serialize_field("count", &self.count())?;
+        s.serialize_field("p50_ns", &self.percentile_ns(50.0))?;
+        s.serialize_field("p99_ns", &self.percentile_ns(99.0))?;
+        s.serialize_field("p999_ns", &self.percentile_ns(99.9))?;
+        s.serialize_field("max_ns", &self.max_ns())?;
+        s.end()
+    }
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct VprocStats {
+    pub vproc: usize,
+    pub node: usize,
+    pub minor: PhaseStats,
+    pub major: PhaseStats,
+    pub promotion: PhaseStats,
+    pub global: PhaseStats,
+    /// All bytes the mutator allocated (nursery and direct global).
+    pub bytes_allocated: u64,
+    /// Of which allocated straight in the global heap (mutable objects, large objects).
+    pub bytes_allocated_global: u64,
+    pub bytes_copied_minor: u64,
+    pub bytes_copied_major: u64,
+    pub bytes_promoted: u64,
+    pub bytes_copied_global: u64,
+    /// Bytes copied in global collections from chunks on this vproc's node.
+    pub copied_local_node: u64,
+    /// Bytes copied in global collections from chunks on other nodes.
+    pub copied_remote_node: u64,
+    pub pauses: PauseHistogram,
+}
+
+impl VprocStats {
+    /// Adds `o`'s counts into `self`; `vproc` and `node` stay `self`'s.
+    pub fn merge(&mut self, o: &VprocStats) {
+        self.minor.merge(&o.minor);
+        self.major.merge(&o.major);
+        self.promotion.merge(&o.promotion);
+        self.global.merge(&o.global);
+        for (mine, theirs) in [
+            (&mut self.bytes_allocated, o.bytes_allocated),
+            (&mut self.bytes_allocated_global, o.bytes_allocated_global),
+            (&mut self.bytes_copied_minor, o.bytes_copied_minor),
+            (&mut self.bytes_copied_major, o.bytes_copied_major),
+            (&mut self.bytes_promoted, o.bytes_promoted),
+            (&mut self.bytes_copied_global, o.bytes_copied_global),
+            (&mut self.copied_local_node, o.copied_local_node),
+            (&mut self.copied_remote_node, o.copied_remote_node),
+        ] {
+            *mine = mine.saturating_add(theirs);
+        }
+        self.pauses.merge(&o.pauses);
+    }
+
+    /// Share of global-collection copying that read chunks on this vproc's node;
+    /// `None` when nothing was copied.
+    pub fn numa_locality(&self) -> Option<f64> {
+        let all = self.copied_local_node + self.copied_remote_node;
+        (all > 0).then(|| self.copied_local_node as f64 / all as f64)
+    }
+}
+
+/// State of the global heap at the end of a run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct HeapReport {
+    pub global_bytes_per_node: Vec<u64>,
+    pub large_object_bytes: u64,
+    pub global_gc_trigger: u64,
+    pub max_heap: u64,
+    pub peak_global_bytes: u64,
+    pub bindings: BindingCounts,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StatsReport {
+    pub vprocs: Vec<VprocStats>,
+    /// The merge of all vprocs; its `vproc` and `node` are 0 and carry no meaning.
+    pub total: VprocStats,
+    pub heap: HeapReport,
+}
+
+impl StatsReport {
+    pub fn new(vprocs: Vec<VprocStats>, heap: HeapReport) -> Self {
+        let mut total = VprocStats::default();
+        for v in &vprocs {
+            total.merge(v);
+        }
+        StatsReport {
+            vprocs,
+            total,
+            heap,
+        }
+    }
+
+    /// An aligned text table, one row per vproc and a total row, then the heap lines.
+    pub fn table(&self) -> String {
+        const HEADER: [&str; 11] = [
+            "vproc",
+            "node",
+            "minor n/ms/max",
+            "major n/ms/max",
+            "promote n/ms/max",
+            "global n/ms/max",
+            "alloc MiB",
+            "copied MiB min/maj/glob",
+            "promoted MiB",
+            "pause us p50/p99/p99.9/max",
+            "NUMA local",
+        ];
+        let mib = |b: u64| format!("{:.2}", b as f64 / MIB);
+        let row = |vproc: String, node: String, s: &VprocStats| -> Vec<String> {
+            vec![
+                vproc,
+                node,
+                s.minor.cell(),
+                s.major.cell(),
+                s.promotion.cell(),
+                s.global.cell(),
+                mib(s.bytes_allocated),
+                format!(
+                    "{}/{}/{}",
+                    mib(s.bytes_copied_minor),
+                    mib(s.bytes_copied_major),
+                    mib(s.bytes_copied_global)
+                ),
+                mib(s.bytes_promoted),
+                s.pauses.cell(),
+                s.numa_locality()
+                    .map_or("-".to_string(), |l| format!("{:.1}%", l * 100.0)),
+            ]
+        };
+        let mut rows: Vec<Vec<String>> = vec![HEADER.iter().map(|h| h.to_string()).collect()];
+        rows.extend(
+            self.vprocs
+                .iter()
+                .map(|v| row(v.vproc.to_string(), v.node.to_string(), v)),
+        );
+        rows.push(row("total".into(), "-".into(), &self.total));
+
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+            .collect();
+        let mut out = String::new();
+        for r in &rows {
+            let cells: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .map(|(cell, w)| format!("{cell:>w$}"))
+                .collect();
+            out += cells.join("  ").trim_end();
+            out.push('\n');
+        }
+
+        let heap = &self.heap;
+        let per_node: Vec<String> = heap
+            .global_bytes_per_node
+            .iter()
+            .enumerate()
+            .map(|(node, &b)| format!("node {node} {} MiB", mib(b)))
+            .collect();
+        out += &format!(
+            "global heap per node: {}\n",
+            if per_node.is_empty() {
+                "-".into()
+            } else {
+                per_node.join(", ")
+            }
+        );
+        out += &format!("large objects: {} MiB\n", mib(heap.large_object_bytes));
+        out += &format!("peak global heap: {} MiB\n", mib(heap.peak_global_bytes));
+        out += &format!("global GC trigger: {} MiB\n", mib(heap.global_gc_trigger));
+        out += &format!("max heap: {} MiB\n", mib(heap.max_heap));
+        let b = &heap.bindings;
+        out += &format!(
+            "NUMA bindings: {} applied, {} skipped, {} failed\n",
+            b.applied, b.skipped, b.failed
+        );
+        out
+    }
+
+    /// The report as JSON; every vproc object and the total also get `numa_locality`
+    /// (a fraction, or null when nothing was copied in global collections).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut json = serde_json::to_value(self)
+            .expect("the report has only string keys and serializable values");
+        for (i, v) in self.vprocs.iter().enumerate() {
+            json["vprocs"][i]["numa_locality"] = v.numa_locality().into();
+        }
+        json["total"]["numa_locality"] = self.total.numa_locality().into();
+        json
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn vproc(id: usize, node: usize, pauses_us: &[u64]) -> VprocStats {
+        let mut v = VprocStats {
+            vproc: id,
+            node,
+            ..Default::default()
+        };
+        for &us in pauses_us {
+            v.minor.record(Duration::from_micros(us));
+            v.pauses.record(Duration::from_micros(us));
+        }
+        v.bytes_allocated = 3 << 20;
+        v.bytes_allocated_global = 1 << 20;
+        v.copied_local_node = 3 * (id as u64 + 1);
+        v.copied_remote_node = 1;
+        v
+    }
+
+    #[test]
+    fn phase_stats_record_and_merge() {
+        let mut a = PhaseStats::default();
+        a.record(ms(2));
+        a.record(ms(5));
+        assert_eq!((a.count, a.total_ns, a.max_ns), (2, 7_000_000, 5_000_000));
+        let mut b = PhaseStats::default();
+        b.record(ms(9));
+        a.merge(&b);
+        assert_eq!((a.count, a.total_ns, a.max_ns), (3, 16_000_000, 9_000_000));
+        a.record(Duration::MAX);
+        assert_eq!((a.total_ns, a.max_ns), (u64::MAX, u64::MAX));
+    }
+
+    #[test]
+    fn histogram_percentiles_on_known_inputs() {
+        let mut h = PauseHistogram::new();
+        assert_eq!((h.count(), h.percentile_ns(50.0), h.max_ns()), (0, 0, 0));
+        for us in 1..=10_000 {
+            h.record(Duration::from_micros(us));
+        }
+        let close = |got: u64, want: u64| (got as f64 - want as f64).abs() <= want as f64 * 1e-3;
+        assert_eq!(h.count(), 10_000);
+        assert!(
+            close(h.percentile_ns(50.0), 5_000_000),
+            "{}",
+            h.percentile_ns(50.0)
+        );
+        assert!(
+            close(h.percentile_ns(99.0), 9_900_000),
+            "{}",
+            h.percentile_ns(99.0)
+        );
+        assert!(
+            close(h.percentile_ns(99.9), 9_990_000),
+            "{}",
+            h.percentile_ns(99.9)
+        );
+        assert!(close(h.max_ns(), 10_000_000), "{}", h.max_ns());
+        assert!(close(h.percentile_ns(100.0), 10_000_000));
+        assert!(close(h.percentile_ns(0.0), 1_000));
+    }
+
+    #[test]
+    fn histogram_merge_sums_counts() {
+        let mut a = PauseHistogram::new();
+        let mut b = PauseHistogram::new();
+        a.record(Duration::from_micros(10));
+        b.record(Duration::from_micros(20));
+        b.record(Duration::from_secs(30));
+        a.merge(&b);
+        assert_eq!(a.count(), 3);
+        assert!(a.max_ns() >= 30_000_000_000 && a.max_ns() <= 30_030_000_000);
+        assert_eq!(b.count(), 2);
+    }
+
+    #[test]
+    fn total_is_the_merge_of_all_vprocs() {
+        let report = StatsReport::new(
+            vec![vproc(0, 0, &[10, 20]), vproc(1, 1, &[30])],
+            HeapReport::default(),
+        );
+        let t = &report.total;
+        assert_eq!(
+            (t.minor.count, t.minor.total_ns, t.minor.max_ns),
+            (3, 60_000, 30_000)
+        );
+        assert_eq!(t.pauses.count(), 3);
+        assert_eq!(
+            (t.bytes_allocated, t.bytes_allocated_global),
+            (6 << 20, 2 << 20)
+        );
+        assert_eq!((t.copied_local_node, t.copied_remote_node), (9, 2));
+        assert_eq!(t.numa_locality(), Some(9.0 / 11.0));
+        assert_eq!(VprocStats::default().numa_locality(), None);
+    }
+
+    #[test]
+    fn table_has_a_row_per_vproc_and_a_total() {
+        let heap = HeapReport {
+            global_bytes_per_node: vec![2 << 20, 1 << 20],
+            large_object_bytes: 1 << 20,
+            global_gc_trigger: 64 << 20,
+            max_heap: 1 << 30,
+            peak_global_bytes: 3 << 20,
+            bindings: BindingCounts {
+                applied: 5,
+                skipped: 2,
+                failed: 1,
+            },
+        };
+        let report = StatsReport::new(vec![vproc(0, 0, &[10, 20]), vproc(1, 1, &[30])], heap);
+        let table = report.table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].trim_start().starts_with("vproc"), "{table}");
+        assert!(lines[1].trim_start().starts_with("0  "), "{table}");
+        assert!(lines[2].trim_start().starts_with("1  "), "{table}");
+        assert!(lines[3].trim_start().starts_with("total"), "{table}");
+        assert!(lines[3].contains("3/0.06/0.03"), "{table}");
+        assert!(lines[3].contains("81.8%"), "{table}");
+        let header_width = lines[0].len();
+        assert!(
+            lines[1..4].iter().all(|l| l.len() == header_width),
+            "columns are aligned:\n{table}"
+        );
+        assert!(
+            table.contains("global heap per node: node 0 2.00 MiB, node 1 1.00 MiB"),
+            "{table}"
+        );
+        assert!(
+            table.contains("NUMA bindings: 5 applied, 2 skipped, 1 failed"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn json_has_the_fields_and_pause_percentiles() {
+        let report = StatsReport::new(
+            vec![vproc(0, 0, &[10, 20]), vproc(1, 1, &[30])],
+            HeapReport::default(),
+        );
+        let json = report.to_json();
+        assert_eq!(json["vprocs"].as_array().unwrap().len(), 2);
+        assert_eq!(json["vprocs"][1]["node"], 1);
+        assert_eq!(json["total"]["minor"]["count"], 3);
+        assert_eq!(json["total"]["pauses"]["count"], 3);
+        for key in ["p50_ns", "p99_ns", "p999_ns", "max_ns"] {
+            assert!(
+                json["total"]["pauses"][key].as_u64().unwrap() >= 10_000,
+                "{key}"
+            );
+        }
+        assert_eq!(
+            json["total"]["pauses"]["max_ns"].as_u64().unwrap() / 1000,
+            30
+        );
+        assert_eq!(json["vprocs"][0]["numa_locality"], 0.75);
+        assert_eq!(json["heap"]["bindings"]["applied"], 0);
+        assert!(json["heap"]["global_bytes_per_node"].is_array());
+        let empty = StatsReport::new(vec![], HeapReport::default()).to_json();
+        assert!(empty["total"]["numa_locality"].is_null());
+    }
+}

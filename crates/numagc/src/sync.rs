@@ -1,0 +1,34 @@
+//! Synchronisation primitives used by the runtime's protocols.
+//!
+//! The protocols (chunk pool, global-collection handshake, parallel scan work
+//! queue) take their primitives from here so that `RUSTFLAGS="--cfg loom"`
+//! swaps in `loom`'s model-checked versions and the same code is explored by
+//! the model tests in `tests/loom.rs`.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+#[cfg(loom)]
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// Locks a mutex, ignoring poisoning: the runtime's protected data stays
+/// consistent across a panicking task because every critical section is
+/// a few field updates that cannot panic half-way.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// Waits on a condition variable, ignoring poisoning (see [`lock`]).
+pub(crate) fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    match cv.wait(g) {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}

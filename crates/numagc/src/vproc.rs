@@ -1,0 +1,111 @@
+//! Virtual processors (§2.2): the per-thread state of the runtime.
+//!
+//! A [`Vproc`] is owned by its pinned thread and holds everything the
+//! allocation fast path and the local collections touch — the nursery bump
+//! pointer, the root stack, the local heap and the current global chunk — so
+//! those run without synchronisation. [`Shared`] is what all vprocs see.
+//!
+//! Invariant: only the owning thread touches a `Vproc`; other vprocs reach
+//! it only through the allocation-limit cell in the [`Coordinator`].
+
+use crate::config::Config;
+use crate::gc::global::GlobalGc;
+use crate::gc::handshake::Coordinator;
+use crate::heap::cursor::ChunkCursor;
+use crate::heap::global::GlobalHeap;
+use crate::heap::local::LocalHeap;
+use crate::mutator::roots::GlobalRoots;
+use crate::object::descriptor::DescriptorTable;
+use crate::stats::VprocStats;
+use crate::sync::Mutex;
+use crate::topology::{PinOutcome, VprocPlacement};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A job run on a vproc thread.
+pub(crate) type Job = Box<dyn FnOnce(&mut Vproc) + Send>;
+
+/// State shared by all vprocs of a runtime.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub heap: GlobalHeap,
+    pub descs: DescriptorTable,
+    pub coord: Coordinator<Job>,
+    pub global_roots: GlobalRoots,
+    pub gc: GlobalGc,
+    /// Statistics each vproc publishes after every job and collection.
+    pub stats: Box<[Mutex<VprocStats>]>,
+    pub placements: Vec<VprocPlacement>,
+    pub pins: Mutex<Vec<PinOutcome>>,
+}
+
+pub(crate) struct Vproc {
+    pub id: usize,
+    pub node: usize,
+    /// Next free byte of the nursery.
+    pub alloc_ptr: usize,
+    /// The allocation limit; the leader of a global collection zeroes it.
+    limit: *const AtomicUsize,
+    /// Root stack: values the mutator holds through handles.
+    pub roots: UnsafeCell<Vec<u64>>,
+    pub local: LocalHeap,
+    pub cursor: ChunkCursor,
+    pub stats: VprocStats,
+    pub shared: Arc<Shared>,
+}
+
+impl Vproc {
+    pub fn new(shared: Arc<Shared>, id: usize, node: usize, local_base: usize) -> Vproc {
+        let cfg = &shared.config;
+        let local = LocalHeap::new(local_base, cfg.local_heap_size, cfg.min_nursery_size);
+        let limit: *const AtomicUsize = shared.coord.limit_cell(id);
+        let stats = VprocStats { vproc: id, node, ..Default::default() };
+        let mut v = Vproc {
+            id,
+            node,
+            alloc_ptr: local.nursery_start,
+            limit,
+            roots: UnsafeCell::new(Vec::with_capacity(1024)),
+            local,
+            cursor: ChunkCursor::default(),
+            stats,
+            shared,
+        };
+        v.install_limit();
+        v
+    }
+
+    /// Bump-allocates `bytes` in the nursery: the inlined fast path.
+    #[inline(always)]
+    pub fn bump(&mut self, bytes: usize) -> Option<usize> {
+        let p = self.alloc_ptr;
+        let next = p + bytes;
+        // SAFETY: `limit` points into `self.shared.coord`, which the Arc in
+        // `self.shared` keeps alive for as long as this Vproc exists.
+        let limit = unsafe { &*self.limit }.load(Ordering::Relaxed);
+        if next <= limit {
+            self.alloc_ptr = next;
+            Some(p)
+        } else {
+            None
+        }
+    }
+
+    /// Installs the nursery end as allocation limit; `true` when a global
+    /// collection is pending and must be joined first.
+    pub fn install_limit(&mut self) -> bool {
+        self.shared.coord.set_limit(self.id, self.local.end)
+    }
+
+    /// The root stack, for collectors (`&mut self` proves no handle view is
+    /// alive).
+    pub fn roots_mut(&mut self) -> &mut Vec<u64> {
+        self.roots.get_mut()
+    }
+
+    /// Copies this vproc's statistics where `Runtime::stats` reads them.
+    pub fn publish_stats(&self) {
+        *crate::sync::lock(&self.shared.stats[self.id]) = self.stats.clone();
+    }
+}
