@@ -184,22 +184,24 @@ pub struct SettingInfo {
     pub name: &'static str,
     pub env: &'static str,
     pub help: &'static str,
+    /// A boolean: `--name` alone means `true`.
+    pub flag: bool,
 }
 
 const SETTINGS: &[SettingInfo] = &[
-    SettingInfo { name: "plan", env: "NUMAGC_PLAN", help: "collector plan: split (per-vproc local heaps + chunked global heap)" },
-    SettingInfo { name: "vprocs", env: "NUMAGC_VPROCS", help: "number of vprocs, 1 ..= 1024; default: CPUs this process may run on" },
-    SettingInfo { name: "topology", env: "NUMAGC_TOPOLOGY", help: "synthetic NUMA topology NxM (N nodes of M CPUs), or \"detect\" to read /sys (default)" },
-    SettingInfo { name: "numa-policy", env: "NUMAGC_NUMA_POLICY", help: "global-heap page placement: local (default), interleave, node0" },
-    SettingInfo { name: "local-heap", env: "NUMAGC_LOCAL_HEAP", help: "bytes per vproc local heap, multiple of 4 KiB, 64 KiB ..= 1 GiB; default 1 MiB" },
-    SettingInfo { name: "min-nursery", env: "NUMAGC_MIN_NURSERY", help: "major collection when the nursery falls below this, 4 KiB ..= local-heap/4; default local-heap/8" },
-    SettingInfo { name: "chunk-size", env: "NUMAGC_CHUNK_SIZE", help: "bytes per global-heap chunk, power of two, 64 KiB ..= 64 MiB; default 1 MiB" },
-    SettingInfo { name: "large-object", env: "NUMAGC_LARGE_OBJECT", help: "objects of at least this size go to the large-object space, 256 B ..= min(chunk-size/4, local-heap/8); default min(16 KiB, chunk-size/4, local-heap/8)" },
-    SettingInfo { name: "global-gc-threshold", env: "NUMAGC_GLOBAL_GC_THRESHOLD", help: "global heap bytes per vproc that trigger a global collection, chunk-size ..= 1 TiB; default 32 MiB" },
-    SettingInfo { name: "heap-growth", env: "NUMAGC_HEAP_GROWTH", help: "next global collection when the global heap exceeds max(threshold, live x growth), 1.0 ..= 100.0; default 2.0" },
-    SettingInfo { name: "max-heap", env: "NUMAGC_MAX_HEAP", help: "heap limit in bytes, vprocs x (local-heap + 2 x chunk-size) ..= 16 TiB; default 3/4 of physical memory" },
-    SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false" },
-    SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true" },
+    SettingInfo { name: "plan", env: "NUMAGC_PLAN", help: "collector plan: split (per-vproc local heaps + chunked global heap)", flag: false },
+    SettingInfo { name: "vprocs", env: "NUMAGC_VPROCS", help: "number of vprocs, 1 ..= 1024; default: CPUs this process may run on", flag: false },
+    SettingInfo { name: "topology", env: "NUMAGC_TOPOLOGY", help: "synthetic NUMA topology NxM (N nodes of M CPUs), or \"detect\" to read /sys (default)", flag: false },
+    SettingInfo { name: "numa-policy", env: "NUMAGC_NUMA_POLICY", help: "global-heap page placement: local (default), interleave, node0", flag: false },
+    SettingInfo { name: "local-heap", env: "NUMAGC_LOCAL_HEAP", help: "bytes per vproc local heap, multiple of 4 KiB, 64 KiB ..= 1 GiB; default 1 MiB", flag: false },
+    SettingInfo { name: "min-nursery", env: "NUMAGC_MIN_NURSERY", help: "major collection when the nursery falls below this, 4 KiB ..= local-heap/4; default local-heap/8", flag: false },
+    SettingInfo { name: "chunk-size", env: "NUMAGC_CHUNK_SIZE", help: "bytes per global-heap chunk, power of two, 64 KiB ..= 64 MiB; default 1 MiB", flag: false },
+    SettingInfo { name: "large-object", env: "NUMAGC_LARGE_OBJECT", help: "objects of at least this size go to the large-object space, 256 B ..= min(chunk-size/4, local-heap/8); default min(16 KiB, chunk-size/4, local-heap/8)", flag: false },
+    SettingInfo { name: "global-gc-threshold", env: "NUMAGC_GLOBAL_GC_THRESHOLD", help: "global heap bytes per vproc that trigger a global collection, chunk-size ..= 1 TiB; default 32 MiB", flag: false },
+    SettingInfo { name: "heap-growth", env: "NUMAGC_HEAP_GROWTH", help: "next global collection when the global heap exceeds max(threshold, live x growth), 1.0 ..= 100.0; default 2.0", flag: false },
+    SettingInfo { name: "max-heap", env: "NUMAGC_MAX_HEAP", help: "heap limit in bytes, vprocs x (local-heap + 2 x chunk-size) ..= 16 TiB; default 3/4 of physical memory", flag: false },
+    SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false", flag: true },
+    SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true", flag: true },
 ];
 
 /// Every setting, in the order the CLI shows them.

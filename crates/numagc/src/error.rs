@@ -49,9 +49,9 @@ pub enum DescriptorError {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(Box<ConfigError>),
     #[error(transparent)]
-    Descriptor(#[from] DescriptorError),
+    Descriptor(Box<DescriptorError>),
     /// The heap limit was reached: the allocation that asked is refused, the
     /// heap is left as it was and other vprocs carry on.
     #[error("heap limit reached: {requested} bytes requested with {in_use} of {limit} bytes in use after a global collection")]
@@ -68,6 +68,20 @@ pub enum Error {
     /// A vproc job panicked; the runtime is shut down cleanly.
     #[error("a task panicked on vproc {vproc}: {message}")]
     TaskPanicked { vproc: usize, message: String },
+}
+
+// Boxed so that `Result<Handle, Error>`, returned by every allocation, stays
+// small.
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Error {
+        Error::Config(Box::new(e))
+    }
+}
+
+impl From<DescriptorError> for Error {
+    fn from(e: DescriptorError) -> Error {
+        Error::Descriptor(Box::new(e))
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -33,6 +33,8 @@ pub mod config;
 pub mod error;
 mod gc;
 mod heap;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod mutator;
 pub mod numa;
 pub mod object;

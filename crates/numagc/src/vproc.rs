@@ -45,11 +45,18 @@ pub(crate) struct Vproc {
     pub node: usize,
     /// Next free byte of the nursery.
     pub alloc_ptr: usize,
+    /// Nursery bytes below this were counted in `stats.bytes_allocated`
+    /// (counted per collection, not per allocation, to keep the fast path
+    /// short).
+    pub counted_ptr: usize,
     /// The allocation limit; the leader of a global collection zeroes it.
     limit: *const AtomicUsize,
     /// Root stack: values the mutator holds through handles.
     pub roots: UnsafeCell<Vec<u64>>,
     pub local: LocalHeap,
+    /// Objects of at least this many bytes go to the large-object space
+    /// (a copy of the setting, read on every allocation).
+    pub large_object_size: usize,
     pub cursor: ChunkCursor,
     pub stats: VprocStats,
     pub shared: Arc<Shared>,
@@ -65,9 +72,11 @@ impl Vproc {
             id,
             node,
             alloc_ptr: local.nursery_start,
+            counted_ptr: local.nursery_start,
             limit,
             roots: UnsafeCell::new(Vec::with_capacity(1024)),
             local,
+            large_object_size: cfg.large_object_size,
             cursor: ChunkCursor::default(),
             stats,
             shared,
@@ -104,8 +113,22 @@ impl Vproc {
         self.roots.get_mut()
     }
 
+    /// Adds the nursery bytes allocated since the last count to the
+    /// statistics; collections call it before resetting the nursery.
+    pub fn count_allocation(&mut self) {
+        self.stats.bytes_allocated += (self.alloc_ptr - self.counted_ptr) as u64;
+        self.counted_ptr = self.alloc_ptr;
+    }
+
+    /// Sets the allocation pointer to a new nursery.
+    pub fn set_nursery(&mut self, start: usize) {
+        self.alloc_ptr = start;
+        self.counted_ptr = start;
+    }
+
     /// Copies this vproc's statistics where `Runtime::stats` reads them.
-    pub fn publish_stats(&self) {
+    pub fn publish_stats(&mut self) {
+        self.count_allocation();
         *crate::sync::lock(&self.shared.stats[self.id]) = self.stats.clone();
     }
 }

@@ -75,7 +75,8 @@ pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
     lh.old_top = lh.base + young;
     lh.young_start = lh.base;
     lh.reset_nursery();
-    v.alloc_ptr = lh.nursery_start;
+    let start = lh.nursery_start;
+    v.set_nursery(start);
     let d = t0.elapsed();
     v.stats.major.record(d);
     v.stats.pauses.record(d);

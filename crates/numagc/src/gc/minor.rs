@@ -16,6 +16,7 @@ use std::time::Instant;
 /// Runs a minor collection; returns the bytes copied.
 pub(crate) fn collect(v: &mut Vproc) -> usize {
     let t0 = Instant::now();
+    v.count_allocation();
     let shared = v.shared.clone();
     let descs = &shared.descs;
     let lh = &mut v.local;
@@ -72,7 +73,8 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
     let copied = top - lh.young_start;
     lh.old_top = top;
     lh.reset_nursery();
-    v.alloc_ptr = lh.nursery_start;
+    let start = lh.nursery_start;
+    v.set_nursery(start);
     let d = t0.elapsed();
     v.stats.minor.record(d);
     v.stats.pauses.record(d);

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::mutator::roots::GlobalRoot;
 use crate::mutator::view::{resolve, View};
-use crate::object::descriptor::{DescId, Descriptor};
+use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
 use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR, MAX_LENGTH};
 use crate::object::{int_value, is_mutable, is_pointer, Obj, NIL};
 use crate::plan::split_heap;
@@ -164,18 +164,13 @@ impl<'s> Scope<'s> {
     #[inline(always)]
     fn reserve(&mut self, words: usize) -> Result<Option<usize>> {
         let bytes = (words + 1) * 8;
-        if bytes >= self.vp.shared.config.large_object_size {
+        if bytes >= self.vp.large_object_size {
             return Ok(None);
         }
         if let Some(p) = self.vp.bump(bytes) {
-            self.vp.stats.bytes_allocated += bytes as u64;
             return Ok(Some(p));
         }
-        let p = split_heap::alloc_slow(self.vp, bytes)?;
-        if p.is_some() {
-            self.vp.stats.bytes_allocated += bytes as u64;
-        }
-        Ok(p)
+        split_heap::alloc_slow(self.vp, bytes)
     }
 
     /// Places an object in the global heap and fills its fields with
@@ -201,18 +196,40 @@ impl<'s> Scope<'s> {
     /// fields and `raw` its raw fields, each in ascending field order.
     #[inline]
     pub fn alloc_mixed(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Handle<'s>> {
-        let shared = self.vp.shared.clone();
-        let desc: &Descriptor = shared.descs.get(d.0).ok_or(Error::UnknownDescriptor(d.0))?;
-        let (ptrs, raws) = (desc.pointer_offsets(), desc.raw_offsets());
-        if values.len() != ptrs.len() || raw.len() != raws.len() {
-            return Err(Error::Misuse(format!(
-                "descriptor `{}` has {} value and {} raw fields; got {} and {}",
-                desc.name(),
-                ptrs.len(),
-                raws.len(),
-                values.len(),
-                raw.len()
-            )));
+        let f = self.vp.shared.descs.fast(d.0);
+        let mask = f.pointer_mask();
+        if f.is_some() && values.len() == f.values() && raw.len() + values.len() == f.size() {
+            let size = f.size();
+            if let Some(p) = self.reserve(size)? {
+                // SAFETY: `p` is a fresh nursery reservation of `size` fields.
+                let o = unsafe { Obj::at(p) };
+                o.init_header(Header::new(d.0, size as u64));
+                let (mut vi, mut ri) = (0, 0);
+                for i in 0..size {
+                    if (mask >> i) & 1 == 1 {
+                        o.set_field(i, self.word(values[vi]));
+                        vi += 1;
+                    } else {
+                        o.set_field(i, raw[ri]);
+                        ri += 1;
+                    }
+                }
+                return Ok(self.push_root(p as u64));
+            }
+        }
+        self.alloc_mixed_general(d, values, raw)
+    }
+
+    /// `alloc_mixed` for large, mutable or global objects, and errors.
+    #[inline(never)]
+    fn alloc_mixed_general(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Handle<'s>> {
+        let descs: *const DescriptorTable = &self.vp.shared.descs;
+        // SAFETY: the table lives in `Shared`, which the Arc in `self.vp`
+        // keeps alive (and never replaces) for longer than this call;
+        // registered descriptors are never changed or freed before it.
+        let desc = unsafe { &*descs }.get(d.0).ok_or(Error::UnknownDescriptor(d.0))?;
+        if values.len() != desc.pointer_offsets().len() || raw.len() != desc.raw_offsets().len() {
+            return Err(Self::field_count_error(desc, values.len(), raw.len()));
         }
         let h = Header::new(d.0, desc.size() as u64);
         if !desc.is_mutable() {
@@ -220,24 +237,34 @@ impl<'s> Scope<'s> {
                 // SAFETY: `p` is a fresh nursery reservation of the object's size.
                 let o = unsafe { Obj::at(p) };
                 o.init_header(h);
-                for (k, &off) in ptrs.iter().enumerate() {
-                    o.set_field(off as usize, self.word(values[k]));
+                for (&off, &v) in desc.pointer_offsets().iter().zip(values) {
+                    o.set_field(off as usize, self.word(v));
                 }
-                for (k, &off) in raws.iter().enumerate() {
-                    o.set_field(off as usize, raw[k]);
+                for (&off, &r) in desc.raw_offsets().iter().zip(raw) {
+                    o.set_field(off as usize, r);
                 }
                 return Ok(self.push_root(p as u64));
             }
         }
         let words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
         self.global_object(h, words, |o, w| {
-            for (k, &off) in ptrs.iter().enumerate() {
-                o.field_cell(off as usize).store(w[k], std::sync::atomic::Ordering::Relaxed);
+            for (&off, &v) in desc.pointer_offsets().iter().zip(w) {
+                o.field_cell(off as usize).store(v, std::sync::atomic::Ordering::Relaxed);
             }
-            for (k, &off) in raws.iter().enumerate() {
-                o.set_field(off as usize, raw[k]);
+            for (&off, &r) in desc.raw_offsets().iter().zip(raw) {
+                o.set_field(off as usize, r);
             }
         })
+    }
+
+    #[cold]
+    fn field_count_error(desc: &Descriptor, values: usize, raw: usize) -> Error {
+        Error::Misuse(format!(
+            "descriptor `{}` has {} value and {} raw fields; got {values} and {raw}",
+            desc.name(),
+            desc.pointer_offsets().len(),
+            desc.raw_offsets().len(),
+        ))
     }
 
     /// Allocates an immutable vector holding `values`.

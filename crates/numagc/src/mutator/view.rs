@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::object::descriptor::{DescId, DescriptorTable};
-use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR};
+use crate::object::header::{Header, FIRST_MIXED_ID, ID_ARRAY, ID_RAW, ID_VECTOR};
 use crate::object::{is_pointer, value_int, Obj};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -125,6 +125,23 @@ impl<'a> View<'a> {
     /// indexing); use [`View::try_field`] to get an error instead.
     #[inline]
     pub fn field(self, i: usize) -> View<'a> {
+        if let Some((o, h)) = self.obj() {
+            if i < h.len() {
+                let id = h.id();
+                if id == ID_VECTOR {
+                    return View::new(resolve(o.field(i)), self.descs);
+                }
+                if id >= FIRST_MIXED_ID && self.descs.fast(id).is_pointer_field(i) {
+                    return View::new(resolve(o.field(i)), self.descs);
+                }
+            }
+        }
+        self.field_slow(i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn field_slow(self, i: usize) -> View<'a> {
         match self.try_field(i) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),

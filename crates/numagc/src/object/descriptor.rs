@@ -13,7 +13,7 @@
 
 use crate::error::DescriptorError;
 use crate::object::header::{FIRST_MIXED_ID, ID_LIMIT, MAX_LENGTH};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The ID of a registered mixed-object descriptor.
@@ -119,15 +119,68 @@ impl Descriptor {
 pub const DESCRIPTOR_CAPACITY: usize = ID_LIMIT as usize - FIRST_MIXED_ID as usize;
 
 /// The table of registered descriptors, indexed by ID.
+///
+/// Besides the full descriptors it keeps one word per ID, [`FastLayout`],
+/// that answers the questions of the allocation and field-read fast paths
+/// for small immutable objects with a single load.
 pub struct DescriptorTable {
     entries: Box<[AtomicPtr<Descriptor>]>,
+    fast: Box<[AtomicU64]>,
     next: Mutex<u32>,
+}
+
+/// The packed layout of a small immutable descriptor: `0` when the ID has no
+/// such layout (unregistered, mutable, or more than [`FastLayout::MAX_SIZE`]
+/// fields), else bit 0 set, the size in bits 1..8, the number of value
+/// fields in bits 8..16 and the pointer mask of fields 0..32 in bits 32..64.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastLayout(u64);
+
+impl FastLayout {
+    /// Largest size (in fields) with a packed layout.
+    pub const MAX_SIZE: usize = 32;
+
+    fn of(d: &Descriptor) -> FastLayout {
+        if d.mutable || d.size > Self::MAX_SIZE {
+            return FastLayout(0);
+        }
+        let values = d.pointer_offsets.len() as u64;
+        FastLayout(1 | ((d.size as u64) << 1) | (values << 8) | (d.pointer_bitmap[0] << 32))
+    }
+
+    #[inline(always)]
+    pub fn is_some(self) -> bool {
+        self.0 & 1 == 1
+    }
+
+    #[inline(always)]
+    pub fn size(self) -> usize {
+        ((self.0 >> 1) & 0x7f) as usize
+    }
+
+    /// Number of value fields.
+    #[inline(always)]
+    pub fn values(self) -> usize {
+        ((self.0 >> 8) & 0xff) as usize
+    }
+
+    /// Bit `i` set when field `i` holds a value.
+    #[inline(always)]
+    pub fn pointer_mask(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    #[inline(always)]
+    pub fn is_pointer_field(self, i: usize) -> bool {
+        i < self.size() && (self.pointer_mask() >> i) & 1 == 1
+    }
 }
 
 impl DescriptorTable {
     pub fn new() -> DescriptorTable {
         DescriptorTable {
             entries: (0..ID_LIMIT).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            fast: (0..ID_LIMIT).map(|_| AtomicU64::new(0)).collect(),
             next: Mutex::new(FIRST_MIXED_ID as u32),
         }
     }
@@ -140,6 +193,7 @@ impl DescriptorTable {
             return Err(DescriptorError::TableFull { capacity: DESCRIPTOR_CAPACITY });
         }
         let id = *next as u16;
+        self.fast[id as usize].store(FastLayout::of(&d).0, Ordering::Release);
         let ptr = Box::into_raw(Box::new(d));
         self.entries[id as usize].store(ptr, Ordering::Release);
         *next += 1;
@@ -154,6 +208,12 @@ impl DescriptorTable {
         // Box and is only freed in `drop`, which takes `&mut self`; so it is
         // valid for as long as `&self` is.
         unsafe { p.as_ref() }
+    }
+
+    /// The packed layout of `id` (see [`FastLayout`]).
+    #[inline(always)]
+    pub fn fast(&self, id: u16) -> FastLayout {
+        FastLayout(self.fast.get(id as usize).map_or(0, |e| e.load(Ordering::Acquire)))
     }
 
     /// Number of registered descriptors.
@@ -195,6 +255,14 @@ mod tests {
         assert_eq!(d.pointer_offsets(), &[0, 2]);
         assert_eq!(d.raw_offsets(), &[1]);
         assert!(d.is_pointer_field(0) && !d.is_pointer_field(1) && !d.is_pointer_field(3));
+        let t = DescriptorTable::new();
+        let id = t.register(d).unwrap();
+        let f = t.fast(id.id());
+        assert!(f.is_some() && f.size() == 3 && f.values() == 2 && f.pointer_mask() == 0b101);
+        assert!(f.is_pointer_field(2) && !f.is_pointer_field(1) && !f.is_pointer_field(3));
+        let big = t.register(Descriptor::mixed("big", 40, &[39]).unwrap()).unwrap();
+        let m = t.register(Descriptor::mixed("cell", 1, &[0]).unwrap().mutable()).unwrap();
+        assert!(!t.fast(big.id()).is_some() && !t.fast(m.id()).is_some() && !t.fast(999).is_some());
     }
 
     #[test]

@@ -131,7 +131,15 @@ impl Obj {
         // spans `words` fields after its header (`Obj::at` + header length).
         unsafe {
             *(dst as *mut u64) = h.bits();
-            std::ptr::copy_nonoverlapping(self.field_ptr(0), (dst + 8) as *mut u64, words);
+            let (src, to) = (self.field_ptr(0), (dst + 8) as *mut u64);
+            if words <= 8 {
+                // Most objects are a few words: a loop beats a memcpy call.
+                for i in 0..words {
+                    *to.add(i) = *src.add(i);
+                }
+            } else {
+                std::ptr::copy_nonoverlapping(src, to, words);
+            }
             Obj::at(dst)
         }
     }

@@ -1,0 +1,90 @@
+//! Nursery allocation rate: numagc's allocation fast path (bump, limit
+//! check, header and fields written, root-stack push and pop) against a
+//! plain bump-pointer loop writing the same objects into a buffer the size
+//! of the nursery, measured alternately in one run (medians reported).
+//! Both build 3-word objects (header + two fields) that die at once.
+
+use crate::bench::median;
+use crate::runtime_args::RuntimeArgs;
+use numagc::{Descriptor, Handle, Runtime};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+const OBJECT_BYTES: u64 = 24;
+
+/// The baseline: bump allocation of `bytes` into a `nursery`-byte buffer.
+fn bump_loop(buf: &mut [u64], bytes: u64) -> (f64, u64) {
+    let words = buf.len();
+    let objects = bytes / OBJECT_BYTES;
+    let t = Instant::now();
+    let mut p = 0usize;
+    let mut sum = 0u64;
+    for i in 0..objects {
+        if p + 3 > words {
+            sum = sum.wrapping_add(buf[p / 2]);
+            p = 0;
+        }
+        buf[p] = (2 << 16) | 5;
+        buf[p + 1] = (i << 1) | 1;
+        buf[p + 2] = 1;
+        p += 3;
+    }
+    black_box(&buf);
+    (t.elapsed().as_secs_f64(), sum)
+}
+
+pub fn run(bytes: u64, repeat: usize, json: Option<PathBuf>, args: &RuntimeArgs) -> Result<(), String> {
+    let mut b = args.builder()?;
+    if !args.has("vprocs") {
+        b = b.vprocs(1);
+    }
+    let config = b.build().map_err(|e| e.to_string())?;
+    let nursery = config.local_heap_size / 2;
+    let rt = Runtime::new(config).map_err(|e| e.to_string())?;
+    let pair = rt.register(Descriptor::mixed("pair", 2, &[0, 1]).unwrap()).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u64; nursery / 8];
+    let objects = bytes / OBJECT_BYTES;
+    let (mut base, mut ours) = (Vec::new(), Vec::new());
+    for _ in 0..repeat.max(1) {
+        let (t, _) = bump_loop(&mut buf, bytes);
+        base.push(bytes as f64 / t / 1e9);
+        let t = rt
+            .run_on(0, move |s| -> numagc::Result<f64> {
+                let t = Instant::now();
+                for i in 0..objects {
+                    s.scope(|s| -> numagc::Result<()> {
+                        let h = s.alloc_mixed(pair, &[Handle::int(i as i64), Handle::NIL], &[])?;
+                        black_box(h);
+                        Ok(())
+                    })?;
+                }
+                Ok(t.elapsed().as_secs_f64())
+            })
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        ours.push(bytes as f64 / t / 1e9);
+    }
+    let stats = rt.stats();
+    if stats.total.bytes_allocated < objects * OBJECT_BYTES * repeat.max(1) as u64 {
+        return Err(format!("allocated {} bytes, expected {}", stats.total.bytes_allocated, objects * OBJECT_BYTES));
+    }
+    let (mb, mo) = (median(&base), median(&ours));
+    println!("allocation rate, {} MB of 24-byte objects per run, {} runs each, alternating:", bytes / 1_000_000, repeat);
+    println!("  plain bump-pointer loop ({} KiB buffer): median {mb:.2} GB/s  (min {:.2}, max {:.2})", nursery >> 10,
+        base.iter().cloned().fold(f64::MAX, f64::min), base.iter().cloned().fold(0.0, f64::max));
+    println!("  numagc nursery (local heap {} KiB):       median {mo:.2} GB/s  (min {:.2}, max {:.2})", rt.config().local_heap_size >> 10,
+        ours.iter().cloned().fold(f64::MAX, f64::min), ours.iter().cloned().fold(0.0, f64::max));
+    println!("  ratio numagc / bump loop: {:.0} %", 100.0 * mo / mb);
+    println!("  minor collections: {}, bytes copied by them: {}", stats.total.minor.count, stats.total.bytes_copied_minor);
+    if let Some(path) = json {
+        let v = serde_json::json!({
+            "benchmark": "alloc", "bytes_per_run": bytes, "repeat": repeat,
+            "local_heap": rt.config().local_heap_size,
+            "bump_gb_s": base, "numagc_gb_s": ours,
+            "bump_median": mb, "numagc_median": mo, "ratio": mo / mb,
+        });
+        crate::bench::write_json(&path, &v)?;
+    }
+    Ok(())
+}

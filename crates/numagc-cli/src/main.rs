@@ -1,0 +1,95 @@
+//! The `numagc` command: runtime information and benchmarks.
+
+mod bench;
+mod runtime_args;
+
+use clap::{Parser, Subcommand};
+use runtime_args::RuntimeArgs;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "numagc", version, about = "numagc: a NUMA-aware memory-management runtime for parallel functional languages")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Topology, vproc placement and pinning, defaults, and memory placement applied or skipped.
+    Info {
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a benchmark.
+    Bench {
+        #[command(subcommand)]
+        bench: bench::Bench,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info { runtime, json } => info(&runtime, json),
+        Command::Bench { bench } => bench::run(bench),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("numagc: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
+    let config = args.config()?;
+    let rt = numagc::Runtime::new(config).map_err(|e| e.to_string())?;
+    // Touch the global heap once per vproc so its placement shows up.
+    rt.run_each(|s| {
+        let v = s.alloc_vector_filled(4, numagc::Handle::int(1)).map(|h| s.promote(h));
+        v.is_ok()
+    })
+    .map_err(|e| e.to_string())?;
+    let info = rt.info();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&info).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    let c = &info.config;
+    println!("numagc {}", env!("CARGO_PKG_VERSION"));
+    println!("\ntopology{}:", info.topology.synthetic.as_ref().map(|s| format!(" (synthetic {s})")).unwrap_or_default());
+    print!("{}", info.topology.describe());
+    println!("\nvprocs: {}", c.vprocs);
+    for (p, pin) in info.placements.iter().zip(&info.pins) {
+        println!("  vproc {:>3}  node {:>2}  cpu {:>3}  {:?}", p.vproc, p.node, p.cpu, pin);
+    }
+    println!("\nsettings (flag / environment variable / value):");
+    let values = serde_json::to_value(c).map_err(|e| e.to_string())?;
+    for s in numagc::config::settings() {
+        let key = s.name.replace('-', "_");
+        let field = match key.as_str() {
+            "local_heap" => "local_heap_size",
+            "min_nursery" => "min_nursery_size",
+            "large_object" => "large_object_size",
+            other => other,
+        };
+        let v = values.get(field).map(|v| v.to_string()).unwrap_or_default();
+        println!("  --{:<22} {:<28} {}", s.name, s.env, v);
+    }
+    println!(
+        "\nmemory placement ({}): {} applied, {} skipped, {} failed",
+        c.numa_policy.name(),
+        info.bindings.applied,
+        info.bindings.skipped,
+        info.bindings.failed
+    );
+    for r in info.binding_log.iter().take(12) {
+        println!("  chunk {:>6} (+{}) node {}: {:?} -> {:?}", r.chunk, r.chunks, r.node, r.request, r.outcome);
+    }
+    Ok(())
+}

@@ -1,0 +1,92 @@
+//! The `numagc` binary, run as a user would.
+
+use std::process::Command;
+
+fn numagc(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_numagc"))
+        .args(args)
+        .env_remove("NUMAGC_VPROCS")
+        .output()
+        .expect("run numagc");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn binarytrees_prints_the_standard_output_and_statistics() {
+    let (ok, out, err) = numagc(&[
+        "bench", "binarytrees", "--depth", "10", "--vprocs", "2", "--verify",
+        "--local-heap", "64K", "--chunk-size", "64K", "--global-gc-threshold", "64K",
+    ]);
+    assert!(ok, "stderr: {err}");
+    let expected = "stretch tree of depth 11\t check: 4095\n\
+                    1024\t trees of depth 4\t check: 31744\n\
+                    256\t trees of depth 6\t check: 32512\n\
+                    64\t trees of depth 8\t check: 32704\n\
+                    16\t trees of depth 10\t check: 32752\n\
+                    long lived tree of depth 10\t check: 2047\n";
+    assert!(out.starts_with(expected), "output:\n{out}");
+    // The statistics table: one row per vproc and a total, with every kind of collection.
+    let total = out.lines().find(|l| l.starts_with("total")).expect("total row");
+    let counts: Vec<u64> = total
+        .split_whitespace()
+        .skip(2)
+        .take(4)
+        .map(|c| c.split('/').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(counts[0] > 0 && counts[1] > 0 && counts[3] > 0, "minor, major and global collections: {total}");
+    assert!(counts[2] > 0, "promotion (global root of the long-lived tree): {total}");
+}
+
+#[test]
+fn json_output_has_the_statistics() {
+    let path = std::env::temp_dir().join(format!("numagc-bt-{}.json", std::process::id()));
+    let p = path.to_str().unwrap();
+    let (ok, _, err) = numagc(&["bench", "binarytrees", "--depth", "8", "--vprocs", "1", "--json", p]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_eq!(v["correct"], true);
+    assert_eq!(v["depth"], 8);
+    assert!(v["stats"]["total"]["bytes_allocated"].as_u64().unwrap() > 0);
+    assert!(v["stats"]["total"]["pauses"]["count"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bad_settings_are_refused_with_the_setting_named() {
+    let (ok, _, err) = numagc(&["bench", "binarytrees", "--depth", "6", "--local-heap", "3K"]);
+    assert!(!ok);
+    assert!(err.contains("local-heap") && err.contains("3K"), "{err}");
+    let (ok, _, err) = numagc(&["info", "--numa-policy", "everywhere"]);
+    assert!(!ok);
+    assert!(err.contains("numa-policy") && err.contains("everywhere"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_numagc"))
+        .args(["info"])
+        .env("NUMAGC_VPROCS", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("vprocs"));
+}
+
+#[test]
+fn info_reports_topology_pinning_and_placement() {
+    let (ok, out, err) = numagc(&["info", "--topology", "4x1", "--vprocs", "4"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("synthetic 4x1"), "{out}");
+    for v in 0..4 {
+        assert!(out.contains(&format!("vproc {v:>3}  node {v:>2}")), "vproc {v} on node {v}:\n{out}");
+    }
+    assert!(out.contains("--numa-policy") && out.contains("NUMAGC_NUMA_POLICY"));
+    // Nodes 1..3 do not exist on a machine with fewer nodes: their binding is skipped.
+    let nodes = std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with("node")).count())
+        .unwrap_or(0);
+    if nodes < 4 {
+        assert!(out.contains("Skipped"), "{out}");
+    }
+    assert!(out.contains("applied"), "{out}");
+    let (ok, out, _) = numagc(&["info", "--json", "--vprocs", "1"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["config"]["vprocs"], 1);
+}
