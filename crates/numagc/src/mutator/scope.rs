@@ -174,9 +174,12 @@ impl<'s> Scope<'s> {
     }
 
     /// Places an object in the global heap and fills its fields with
-    /// `fill(obj, promoted_words)` where the value words have been promoted.
-    fn global_object(&mut self, h: Header, mut words: Vec<u64>, fill: impl FnOnce(Obj, &[u64])) -> Result<Handle<'s>> {
+    /// `fill(obj, promoted_words)`, where the words are those of `values`,
+    /// promoted. The words are read only after the allocation, which may
+    /// run a global collection that moves the values.
+    fn global_object(&mut self, h: Header, values: &[Handle<'_>], fill: impl FnOnce(Obj, &[u64])) -> Result<Handle<'s>> {
         let addr = split_heap::alloc_global(self.vp, h.size_bytes())?;
+        let mut words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
         split_heap::promote_words(self.vp, &mut words);
         // SAFETY: `addr` was just reserved for this object in the global heap.
         let o = unsafe { Obj::at(addr) };
@@ -246,8 +249,7 @@ impl<'s> Scope<'s> {
                 return Ok(self.push_root(p as u64));
             }
         }
-        let words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
-        self.global_object(h, words, |o, w| {
+        self.global_object(h, values, |o, w| {
             for (&off, &v) in desc.pointer_offsets().iter().zip(w) {
                 o.field_cell(off as usize).store(v, std::sync::atomic::Ordering::Relaxed);
             }
@@ -280,8 +282,7 @@ impl<'s> Scope<'s> {
             }
             return Ok(self.push_root(p as u64));
         }
-        let words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
-        self.global_object(h, words, |o, w| (0..w.len()).for_each(|i| o.set_field(i, w[i])))
+        self.global_object(h, values, |o, w| (0..w.len()).for_each(|i| o.set_field(i, w[i])))
     }
 
     /// Allocates an immutable vector of `len` copies of `value`.
@@ -296,8 +297,7 @@ impl<'s> Scope<'s> {
             (0..len).for_each(|i| o.set_field(i, w));
             return Ok(self.push_root(p as u64));
         }
-        let w = vec![self.word(value)];
-        self.global_object(h, w, |o, w| (0..len).for_each(|i| o.set_field(i, w[0])))
+        self.global_object(h, &[value], |o, w| (0..len).for_each(|i| o.set_field(i, w[0])))
     }
 
     /// Allocates a raw-data object of `len` words filled by `init`.
@@ -318,7 +318,7 @@ impl<'s> Scope<'s> {
             fill(o);
             return Ok(self.push_root(p as u64));
         }
-        self.global_object(h, Vec::new(), |o, _| fill(o))
+        self.global_object(h, &[], |o, _| fill(o))
     }
 
     /// Allocates a raw-data object holding `words`.
@@ -335,8 +335,7 @@ impl<'s> Scope<'s> {
     pub fn alloc_array(&mut self, len: usize, init: Handle<'_>) -> Result<Handle<'s>> {
         Self::check_len(len)?;
         let h = Header::new(ID_ARRAY, len as u64);
-        let w = vec![self.word(init)];
-        self.global_object(h, w, |o, w| (0..len).for_each(|i| o.set_field(i, w[0])))
+        self.global_object(h, &[init], |o, w| (0..len).for_each(|i| o.set_field(i, w[0])))
     }
 
     // ---- mutation ---------------------------------------------------------------

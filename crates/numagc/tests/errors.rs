@@ -1,0 +1,211 @@
+//! Every failure a caller can provoke is an `Error` value with a message that
+//! names what was wrong; the runtime keeps working afterwards.
+
+mod common;
+
+use common::*;
+use numagc::{ConfigBuilder, DescriptorError, Descriptor, Error, Handle, Runtime};
+
+#[test]
+fn heap_limit_returns_error_and_others_carry_on() {
+    const MAX_HEAP: usize = 4 * MIB;
+    let config = test_config(2).max_heap(MAX_HEAP).build().unwrap();
+    let rt = Runtime::new(config).unwrap();
+    let cons = register_cons(&rt);
+    #[derive(Debug)]
+    enum Outcome {
+        Limit { error: String, cells: usize, requested: usize, in_use: usize, limit: usize, after: usize },
+        Sum(Vec<i64>),
+    }
+    let out = rt
+        .run_each(move |s| {
+            if s.vproc() == 0 {
+                // Retain everything until the limit is reached (at most 2M cells = 64 MiB).
+                let (error, cells) = s.scope(|s| {
+                    let mut list = s.nil();
+                    let mut cells = 0usize;
+                    for batch in 0..20_000 {
+                        let r = s.scope_value(|s| {
+                            let mut l = s.alloc_vector(&[list])?;
+                            for k in 0..100 {
+                                l = s.alloc_mixed(cons, &[Handle::int(k), l], &[batch as u64])?;
+                            }
+                            Ok::<_, Error>(l)
+                        });
+                        match r {
+                            Ok(l) => {
+                                list = l;
+                                cells += 100;
+                            }
+                            Err(e) => return (Some(e), cells),
+                        }
+                    }
+                    (None, cells)
+                });
+                let error = error.expect("the heap limit was never reported");
+                let Error::HeapLimit { requested, in_use, limit } = error else {
+                    panic!("expected Error::HeapLimit, got {error:?}");
+                };
+                // The retained data is dropped: allocation works again.
+                s.collect_global();
+                let l = build_list(s, cons, 3, 5_000).expect("allocation after dropping the data");
+                s.collect_global();
+                check_list(s, l, cons, &model_list(3, 5_000), "after the heap limit");
+                Outcome::Limit { error: error.to_string(), cells, requested, in_use, limit, after: 5_000 }
+            } else {
+                // Garbage only, bounded: must finish with the right result.
+                let mut sums = Vec::new();
+                for round in 0..60 {
+                    let sum = s.scope(|s| {
+                        let l = build_list(s, cons, round, 1_000).unwrap();
+                        read_list(s.view(l), cons).unwrap().iter().map(|(_, p)| *p as i64).fold(0i64, |a, b| a.wrapping_add(b))
+                    });
+                    sums.push(sum);
+                }
+                Outcome::Sum(sums)
+            }
+        })
+        .unwrap();
+    match &out[0] {
+        Outcome::Limit { error, cells, requested, in_use, limit, after } => {
+            assert!(*cells > 1_000, "the limit came after only {cells} cells");
+            assert!(*limit <= MAX_HEAP, "limit {limit} above max-heap {MAX_HEAP}");
+            assert!(in_use + requested > *limit || *in_use > *limit, "{error}");
+            assert!(*requested > 0);
+            assert!(error.contains("heap limit") && error.contains(&limit.to_string()), "message does not name the limit: {error}");
+            assert_eq!(*after, 5_000);
+        }
+        other => panic!("vproc 0: {other:?}"),
+    }
+    match &out[1] {
+        Outcome::Sum(sums) => {
+            let expected: Vec<i64> = (0..60)
+                .map(|round| model_list(round, 1_000).iter().map(|(_, p)| *p as i64).fold(0i64, |a, b| a.wrapping_add(b)))
+                .collect();
+            assert_eq!(sums, &expected);
+        }
+        other => panic!("vproc 1: {other:?}"),
+    }
+    // The runtime still works on both vprocs.
+    let n = rt
+        .run_each(move |s| {
+            let l = build_list(s, cons, 1, 2_000).unwrap();
+            read_list(s.view(l), cons).unwrap().len()
+        })
+        .unwrap();
+    assert_eq!(n, vec![2_000, 2_000]);
+}
+
+#[test]
+fn bad_inputs_give_clear_errors() {
+    // Descriptors.
+    let e = Descriptor::mixed("empty", 0, &[]).unwrap_err();
+    assert_eq!(e, DescriptorError::ZeroSize { name: "empty".into() });
+    assert!(e.to_string().contains("empty"), "{e}");
+    let e = Descriptor::mixed("pair", 2, &[0, 5]).unwrap_err();
+    assert_eq!(e, DescriptorError::OffsetOutOfRange { name: "pair".into(), offset: 5, size: 2 });
+    let msg = e.to_string();
+    assert!(msg.contains("pair") && msg.contains('5') && msg.contains('2'), "{msg}");
+    let err: Error = e.into();
+    assert!(matches!(err, Error::Descriptor(_)));
+
+    // Allocation with a descriptor the runtime does not know, or wrong field counts.
+    let rt = runtime(2);
+    let other = runtime(1);
+    let _ = register_cons(&other);
+    let _ = register_cons(&other);
+    let foreign = register_cons(&other);
+    let cons = register_cons(&rt);
+    assert_ne!(foreign.id(), cons.id());
+    rt.run_on(0, move |s| {
+        let e = s.alloc_mixed(foreign, &[Handle::NIL, Handle::NIL], &[0]).unwrap_err();
+        assert!(matches!(e, Error::UnknownDescriptor(id) if id == foreign.id()), "{e:?}");
+        assert!(e.to_string().contains(&foreign.id().to_string()), "{e}");
+        let e = s.alloc_mixed(cons, &[Handle::NIL], &[0]).unwrap_err();
+        assert!(matches!(e, Error::Misuse(_)), "{e:?}");
+        assert!(e.to_string().contains("cons"), "message does not name the descriptor: {e}");
+        let e = s.alloc_mixed(cons, &[Handle::NIL, Handle::NIL], &[0, 1]).unwrap_err();
+        assert!(e.to_string().contains("cons"), "{e}");
+        // Reading fields wrongly is an error too.
+        let c = s.alloc_mixed(cons, &[Handle::int(1), Handle::NIL], &[9]).unwrap();
+        assert!(s.view(c).try_field(1).is_err());
+        assert!(s.view(c).try_field(3).is_err());
+        assert!(s.view(c).try_raw(0).is_err());
+        assert_eq!(s.view(c).try_raw(1).unwrap(), 9);
+        assert!(s.view(Handle::int(1)).try_field(0).is_err());
+    })
+    .unwrap();
+
+    // Configuration: each message names the setting and the value as given.
+    let bad: &[(&str, &str)] = &[
+        ("vprocs", "many"),
+        ("local-heap", "12Q"),
+        ("chunk-size", "lots"),
+        ("numa-policy", "far-away"),
+        ("verify", "maybe"),
+        ("topology", "4y1"),
+        ("heap-growth", "fast"),
+        ("max-heap", "-5"),
+    ];
+    for &(setting, value) in bad {
+        let e = ConfigBuilder::new().set(setting, value).map(|_| ()).unwrap_err();
+        assert_eq!(e.setting, setting, "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains(setting) && msg.contains(value), "`{setting}={value}`: {msg}");
+        assert!(!e.allowed.is_empty());
+    }
+    // Values that parse but are out of range are refused by build().
+    let out_of_range: &[(&str, &str)] = &[
+        ("vprocs", "0"),
+        ("local-heap", "66000"),
+        ("chunk-size", "100K"),
+        ("heap-growth", "0.5"),
+        ("global-gc-threshold", "1K"),
+        ("large-object", "1M"),
+        ("min-nursery", "1K"),
+        ("max-heap", "1K"),
+    ];
+    for &(setting, value) in out_of_range {
+        let mut b = ConfigBuilder::new();
+        b.set(setting, value).unwrap_or_else(|e| panic!("`{setting}={value}` should parse: {e}"));
+        let e = b.build().unwrap_err();
+        assert_eq!(e.setting, setting, "`{setting}={value}`: {e}");
+        let msg = e.to_string();
+        assert!(msg.contains(setting) && msg.contains(value), "`{setting}={value}`: {msg}");
+    }
+    let e = ConfigBuilder::new().set("no-such-setting", "1").map(|_| ()).unwrap_err();
+    assert!(e.to_string().contains("no-such-setting"), "{e}");
+
+    // Vprocs out of range.
+    let e = rt.run_on(2, |_| ()).unwrap_err();
+    assert!(matches!(e, Error::Misuse(_)), "{e:?}");
+    assert!(e.to_string().contains('2'), "{e}");
+
+    // A panicking job is an error; the vproc and the runtime carry on.
+    let e = rt
+        .run_on(1, move |s| {
+            let _l = build_list(s, cons, 1, 1_000).unwrap();
+            panic!("deliberate failure in a job");
+        })
+        .unwrap_err();
+    match &e {
+        Error::TaskPanicked { vproc, message } => {
+            assert_eq!(*vproc, 1);
+            assert!(message.contains("deliberate failure"), "{message}");
+        }
+        other => panic!("expected TaskPanicked, got {other:?}"),
+    }
+    assert!(e.to_string().contains("vproc 1"), "{e}");
+    let e = rt.run_each(move |s| if s.vproc() == 0 { panic!("only on 0") } else { 1 }).unwrap_err();
+    assert!(matches!(e, Error::TaskPanicked { vproc: 0, .. }), "{e:?}");
+    let r = rt
+        .run_each(move |s| {
+            assert_eq!(s.roots_in_use(), 0, "roots of the failed job were cleared");
+            let l = build_list(s, cons, 2, 3_000).unwrap();
+            s.collect_global();
+            check_list(s, l, cons, &model_list(2, 3_000), "after a panic");
+            s.vproc()
+        })
+        .unwrap();
+    assert_eq!(r, vec![0, 1]);
+}
