@@ -48,7 +48,7 @@ mod vproc;
 pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind};
 pub use error::{ConfigError, DescriptorError, Error, Result};
 pub use heap::global::BindRecord;
-pub use mutator::{GlobalRoot, Handle, ObjectKind, Scope, View};
+pub use mutator::{GlobalRoot, Handle, ObjectKind, Scope, Slot, View};
 pub use object::descriptor::{DescId, Descriptor};
 pub use runtime::{Runtime, RuntimeInfo};
 pub use stats::StatsReport;

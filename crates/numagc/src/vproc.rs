@@ -16,7 +16,7 @@ use crate::heap::global::GlobalHeap;
 use crate::heap::local::LocalHeap;
 use crate::mutator::roots::GlobalRoots;
 use crate::object::descriptor::DescriptorTable;
-use crate::stats::VprocStats;
+use crate::stats::{PhaseStats, VprocStats};
 use crate::sync::Mutex;
 use crate::topology::{PinOutcome, VprocPlacement};
 use std::cell::UnsafeCell;
@@ -124,6 +124,13 @@ impl Vproc {
     pub fn set_nursery(&mut self, start: usize) {
         self.alloc_ptr = start;
         self.counted_ptr = start;
+    }
+
+    /// Records a collection pause of the kind `phase` selects.
+    pub fn record_pause(&mut self, phase: fn(&mut VprocStats) -> &mut PhaseStats, since: std::time::Instant) {
+        let d = since.elapsed();
+        phase(&mut self.stats).record(d);
+        self.stats.pauses.record(d);
     }
 
     /// Copies this vproc's statistics where `Runtime::stats` reads them.

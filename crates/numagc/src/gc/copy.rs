@@ -15,7 +15,7 @@ use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
-use crate::object::{for_each_value_field, is_pointer, Obj};
+use crate::object::{is_pointer, update_value_fields, Obj};
 
 pub(crate) struct ToGlobal<'a> {
     pub heap: &'a GlobalHeap,
@@ -112,13 +112,7 @@ impl<'a> ToGlobal<'a> {
         let o = unsafe { Obj::at(addr) };
         let h = o.header().expect("scanned object has a header");
         let descs = self.descs;
-        for_each_value_field(h, descs, |i| {
-            let w = o.field(i);
-            let n = self.forward(w);
-            if n != w {
-                o.set_field(i, n);
-            }
-        });
+        update_value_fields(o, h, descs, |w| self.forward(w));
         h.size_bytes()
     }
 

@@ -31,7 +31,7 @@ use crate::heap::global::GlobalHeap;
 use crate::heap::space::ChunkKind;
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
-use crate::object::{for_each_value_field, is_pointer, Obj};
+use crate::object::{is_pointer, update_value_fields, Obj};
 use crate::stats::VprocStats;
 use crate::sync::{lock, Mutex};
 use crate::vproc::Vproc;
@@ -143,13 +143,7 @@ impl Evacuator<'_> {
         let o = unsafe { Obj::at(addr) };
         let h = o.header().expect("scanned object has a header");
         let descs = self.descs;
-        for_each_value_field(h, descs, |i| {
-            let w = o.field(i);
-            let n = self.forward(w);
-            if n != w {
-                o.set_field(i, n);
-            }
-        });
+        update_value_fields(o, h, descs, |w| self.forward(w));
         h.size_bytes()
     }
 
@@ -252,8 +246,6 @@ pub(crate) fn participate(v: &mut Vproc) {
     if shared.config.verify {
         verify::local_heap(v, "global collection");
     }
-    let d = t0.elapsed();
-    v.stats.global.record(d);
-    v.stats.pauses.record(d);
+    v.record_pause(|s| &mut s.global, t0);
     v.publish_stats();
 }

@@ -14,7 +14,7 @@
 //! the slide adjusts exactly those.
 
 use crate::gc::copy::{header_size, ToGlobal};
-use crate::object::{for_each_value_field, is_pointer, Obj};
+use crate::object::{is_pointer, update_value_fields, Obj};
 use crate::vproc::Vproc;
 use std::time::Instant;
 
@@ -67,7 +67,7 @@ pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
             // SAFETY: the slid young objects lie one after another.
             let o = unsafe { Obj::at(s) };
             let h = o.header().expect("young object has a header");
-            for_each_value_field(h, &shared.descs, |i| o.set_field(i, adjust(o.field(i))));
+            update_value_fields(o, h, &shared.descs, adjust);
             s += header_size(s);
         }
     }
@@ -77,9 +77,7 @@ pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
     lh.reset_nursery();
     let start = lh.nursery_start;
     v.set_nursery(start);
-    let d = t0.elapsed();
-    v.stats.major.record(d);
-    v.stats.pauses.record(d);
+    v.record_pause(|s| &mut s.major, t0);
     v.stats.bytes_copied_major += copied as u64;
     copied
 }

@@ -9,7 +9,7 @@
 
 use crate::gc::copy::header_size;
 use crate::object::header::Header;
-use crate::object::{for_each_value_field, is_pointer, Obj};
+use crate::object::{is_pointer, update_value_fields, Obj};
 use crate::vproc::Vproc;
 use std::time::Instant;
 
@@ -61,13 +61,7 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
         let o = unsafe { Obj::at(scan) };
         scan += header_size(scan);
         let h = o.header().expect("copied object has a header");
-        for_each_value_field(h, descs, |i| {
-            let w = o.field(i);
-            let n = forward(w, &mut top);
-            if n != w {
-                o.set_field(i, n);
-            }
-        });
+        update_value_fields(o, h, descs, |w| forward(w, &mut top));
     }
     debug_assert!(top <= nursery_lo, "minor collection overflowed into the nursery");
     let copied = top - lh.young_start;
@@ -75,9 +69,7 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
     lh.reset_nursery();
     let start = lh.nursery_start;
     v.set_nursery(start);
-    let d = t0.elapsed();
-    v.stats.minor.record(d);
-    v.stats.pauses.record(d);
+    v.record_pause(|s| &mut s.minor, t0);
     v.stats.bytes_copied_minor += copied as u64;
     copied
 }

@@ -23,9 +23,7 @@ pub(crate) fn promote(v: &mut Vproc, words: &mut [u64]) -> usize {
     c.finish();
     let copied = c.copied;
     if copied > 0 {
-        let d = t0.elapsed();
-        v.stats.promotion.record(d);
-        v.stats.pauses.record(d);
+        v.record_pause(|s| &mut s.promotion, t0);
         v.stats.bytes_promoted += copied as u64;
     }
     copied

@@ -26,5 +26,5 @@ mod scope;
 mod view;
 
 pub use roots::GlobalRoot;
-pub use scope::{Handle, Scope};
+pub use scope::{Handle, Scope, Slot};
 pub use view::{ObjectKind, View};

@@ -30,6 +30,25 @@ impl Handle<'static> {
     }
 }
 
+/// A reassignable root-stack slot: a variable of the mutator (in the
+/// spirit of OCaml's `CAMLlocal`). Loops that rebind a value keep it in one
+/// slot instead of pushing a handle per iteration. [`Slot::get`] gives a
+/// handle that always reads the slot's current value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot<'s> {
+    index: u32,
+    _scope: PhantomData<&'s ()>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<'s> Slot<'s> {
+    /// A handle reading this slot.
+    #[inline(always)]
+    pub fn get(self) -> Handle<'s> {
+        Handle { bits: (self.index as u64) << 1, _scope: PhantomData, _not_send: PhantomData }
+    }
+}
+
 /// A region of the root stack. Handles created through a scope are popped
 /// when it ends. See [`crate::mutator`].
 pub struct Scope<'s> {
@@ -77,6 +96,29 @@ impl<'s> Scope<'s> {
         } else {
             self.roots()[(h.bits >> 1) as usize]
         }
+    }
+
+    /// A new slot of this scope holding `h`'s value.
+    pub fn slot(&self, h: Handle<'_>) -> Slot<'s> {
+        let w = self.word(h);
+        // SAFETY: see `roots`; no other reference into the Vec is alive.
+        let roots = unsafe { &mut *self.vp.roots.get() };
+        roots.push(w);
+        Slot { index: (roots.len() - 1) as u32, _scope: PhantomData, _not_send: PhantomData }
+    }
+
+    /// Stores `h`'s value into `slot`.
+    #[inline(always)]
+    pub fn assign(&self, slot: Slot<'_>, h: Handle<'_>) {
+        let w = self.word(h);
+        self.write_slot(slot, w);
+    }
+
+    #[inline(always)]
+    fn write_slot(&self, slot: Slot<'_>, w: u64) {
+        // SAFETY: see `roots`; no other reference into the Vec is alive.
+        let roots = unsafe { &mut *self.vp.roots.get() };
+        roots[slot.index as usize] = w;
     }
 
     /// Number of root-stack slots in use (all scopes of this vproc).
@@ -199,6 +241,32 @@ impl<'s> Scope<'s> {
     /// fields and `raw` its raw fields, each in ascending field order.
     #[inline]
     pub fn alloc_mixed(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Handle<'s>> {
+        match self.alloc_mixed_fast(d, values, raw)? {
+            Some(p) => Ok(self.push_root(p as u64)),
+            None => self.alloc_mixed_general(d, values, raw),
+        }
+    }
+
+    /// [`Scope::alloc_mixed`] storing the new object into `slot` instead of
+    /// a new handle (no root-stack growth).
+    #[inline]
+    pub fn alloc_mixed_to(&mut self, slot: Slot<'_>, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<()> {
+        let w = match self.alloc_mixed_fast(d, values, raw)? {
+            Some(p) => p as u64,
+            None => {
+                let h = self.alloc_mixed_general(d, values, raw)?;
+                self.word(h)
+            }
+        };
+        self.write_slot(slot, w);
+        Ok(())
+    }
+
+    /// The nursery fast path of mixed allocation: `Ok(None)` when the object
+    /// needs the general path (not small and immutable, or the nursery
+    /// cannot hold it).
+    #[inline(always)]
+    fn alloc_mixed_fast(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Option<usize>> {
         let f = self.vp.shared.descs.fast(d.0);
         let mask = f.pointer_mask();
         if f.is_some() && values.len() == f.values() && raw.len() + values.len() == f.size() {
@@ -217,10 +285,10 @@ impl<'s> Scope<'s> {
                         ri += 1;
                     }
                 }
-                return Ok(self.push_root(p as u64));
+                return Ok(Some(p));
             }
         }
-        self.alloc_mixed_general(d, values, raw)
+        Ok(None)
     }
 
     /// `alloc_mixed` for large, mutable or global objects, and errors.

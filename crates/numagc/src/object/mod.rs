@@ -153,13 +153,33 @@ pub(crate) fn for_each_value_field(h: Header, descs: &DescriptorTable, mut f: im
         ID_RAW => {}
         ID_VECTOR | ID_ARRAY => (0..h.len()).for_each(&mut f),
         id => {
-            if let Some(d) = descs.get(id) {
+            let fast = descs.fast(id);
+            if fast.is_some() {
+                let mut mask = fast.pointer_mask();
+                while mask != 0 {
+                    f(mask.trailing_zeros() as usize);
+                    mask &= mask - 1;
+                }
+            } else if let Some(d) = descs.get(id) {
                 for &off in d.pointer_offsets() {
                     f(off as usize)
                 }
             }
         }
     }
+}
+
+/// Replaces every value field `w` of `o` (header `h`) by `f(w)`: the scan
+/// step of every copying collection. Writes only fields that change.
+#[inline(always)]
+pub(crate) fn update_value_fields(o: Obj, h: Header, descs: &DescriptorTable, mut f: impl FnMut(u64) -> u64) {
+    for_each_value_field(h, descs, |i| {
+        let w = o.field(i);
+        let n = f(w);
+        if n != w {
+            o.set_field(i, n);
+        }
+    });
 }
 
 /// Whether objects with this header are mutable (live in the global heap).
