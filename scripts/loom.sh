@@ -4,9 +4,8 @@
 # Only the `loom_models` module is run: under `--cfg loom` the crate's other
 # unit tests would use loom's Mutex outside a model and panic. A separate
 # target dir keeps the `--cfg loom` build from invalidating the normal one.
-# Extra arguments go to the test harness (e.g. a model name filter is not
-# possible here since `loom_models` is already the filter; use `--exact`
-# with a full path, or `--nocapture`).
+# Extra arguments go to the test harness, e.g. `--nocapture`, or `--ignored`
+# to run the set_limit model that loom 0.7 cannot check (false alarm).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -19,13 +19,9 @@
 //!   - [`set_limit_never_misses_a_request`]: the SeqCst store-limit /
 //!     load-pending protocol of `set_limit` against the leader's
 //!     CAS-pending / zero-limits: a vproc can never both miss the pending flag
-//!     and keep a non-zero limit (it would run past the collection). This
-//!     model is `#[ignore]`d: loom 0.7 cannot check it (see "loom and
-//!     SeqCst" below) and reports a false alarm. Instead
-//!     [`set_limit_fenced_replica_never_misses_a_request`] checks the same
-//!     argument on a two-atomic replica with `fence(SeqCst)` between each
-//!     side's accesses, and [`set_limit_fenced_replica_reordered_is_caught`]
-//!     is its control (load `pending` before storing the limit must fail).
+//!     and keep a non-zero limit (it would run past the collection).
+//!     [`set_limit_fenced_replica_reordered_is_caught`] is its control: the
+//!     same check on a replica with the accesses swapped must fail.
 //!   - [`phases_run_serial_once_with_idle_vproc`]: "wait for all of the other
 //!     vprocs to enter the global collection": an idle vproc blocked in
 //!     `wait_idle` is woken with `Wake::Collect`, each `phase` barrier runs the
@@ -55,10 +51,12 @@
 //! loom 0.7 treats SeqCst *accesses* as AcqRel (its README, "unsupported
 //! features"); only `fence(SeqCst)` is modelled exactly. The `set_limit` /
 //! `request` race is a store-buffering pattern whose correctness rests on the
-//! single total order of SeqCst accesses, so loom reports an outcome the
-//! Rust/C11 model forbids (schedule in [`set_limit_never_misses_a_request`]).
-//! The other handshake models do not depend on it: their orderings come from
-//! the mutex or from a CAS (RMWs always read the latest value in loom).
+//! single total order of SeqCst accesses: with SeqCst accesses alone loom
+//! reported an outcome the Rust/C11 model forbids. The production code
+//! therefore puts a `fence(SeqCst)` between each side's two accesses, which
+//! is correct under both models, and [`set_limit_never_misses_a_request`]
+//! checks the real code. The other handshake models do not depend on it:
+//! their orderings come from the mutex or from a CAS.
 //!
 //! Mutation check (done while writing these models, on a scratch copy): each
 //! of these protocol changes makes at least one model fail —
@@ -131,21 +129,11 @@ fn handshake_leader_unique_and_limits_zeroed() {
     });
 }
 
-/// The property on the production code. **Ignored**: loom 0.7 reports a
-/// false alarm here (see the module docs, "loom and SeqCst"). The schedule it
-/// reports is the first, fully sequential one: A runs `set_limit(0, 42)`
-/// completely (stores 42, loads `pending == false`), then B runs
-/// `request(1)` (CAS `pending`, stores 0 into both limit cells), then the
-/// main thread, after joining both, loads limit 0 and gets **42**. loom
-/// treats the SeqCst stores as `Release`; with no happens-before between
-/// A's store and B's store it leaves their modification order open and lets
-/// the final load take either. Under the Rust/C11 model the outcome is
-/// forbidden (A's store precedes A's load precedes B's CAS precedes B's
-/// store in the single total order S of SeqCst operations, and the
-/// modification order agrees with S), so this is not a protocol bug.
-/// Run it with `scripts/loom.sh --ignored` to see the report.
+/// The property on the production code: `set_limit` and `request` each
+/// put a `fence(SeqCst)` between their two accesses, so the store-buffering
+/// outcome (A misses `pending` *and* keeps its limit) is excluded under
+/// loom's model too (see "loom and SeqCst" in the module docs).
 #[test]
-#[ignore = "loom 0.7 models SeqCst accesses as AcqRel: false alarm (see module docs)"]
 fn set_limit_never_misses_a_request() {
     loom::model(|| {
         let c = Arc::new(Coordinator::<u32>::new(2));
@@ -165,8 +153,8 @@ fn set_limit_never_misses_a_request() {
 }
 
 /// A two-cell replica of the `set_limit` / `request` race, with a
-/// `fence(SeqCst)` between each side's two accesses (the form loom models
-/// exactly). `reordered` makes A load `pending` before storing its limit.
+/// `fence(SeqCst)` between each side's two accesses as in the production
+/// code. `reordered` makes A load `pending` before storing its limit.
 /// Returns (what A's load saw, the final limit).
 fn fenced_set_limit_race(reordered: bool) -> (bool, usize) {
     use loom::sync::atomic::{fence, AtomicBool};
@@ -196,20 +184,9 @@ fn fenced_set_limit_race(reordered: bool) -> (bool, usize) {
     (seen, limit.load(Ordering::SeqCst))
 }
 
-/// The `set_limit` argument holds for the protocol with SeqCst fences, which
-/// is what loom can verify: the suggested shape for `handshake.rs` (a fence
-/// between the limit store and the `pending` load in `set_limit`, and one
-/// between the CAS and the zeroing stores in `request`).
-#[test]
-fn set_limit_fenced_replica_never_misses_a_request() {
-    loom::model(|| {
-        let (saw_pending, l0) = fenced_set_limit_race(false);
-        assert!(saw_pending || l0 == 0, "vproc 0 missed the pending collection and kept limit {l0}");
-    });
-}
-
-/// Control: the same assertion catches the wrong order (load `pending`, then
-/// store the limit), so the model above is not vacuous.
+/// Control: the assertion of [`set_limit_never_misses_a_request`] catches
+/// the wrong order (load `pending`, then store the limit), so that model is
+/// not vacuous.
 #[test]
 #[should_panic(expected = "missed the pending collection")]
 fn set_limit_fenced_replica_reordered_is_caught() {

@@ -20,7 +20,7 @@ use crate::stats::{PhaseStats, VprocStats};
 use crate::sync::Mutex;
 use crate::topology::{PinOutcome, VprocPlacement};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A job run on a vproc thread.

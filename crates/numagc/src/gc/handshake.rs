@@ -15,13 +15,14 @@
 //! ordering: the leader stores `pending` before zeroing limits, and a vproc
 //! stores its limit before loading `pending` ([`set_limit`]). Whatever the
 //! interleaving, a vproc either reads `pending == true` or its limit store
-//! comes first and is overwritten with zero. `tests/loom.rs` checks this.
+//! comes first and is overwritten with zero. A SeqCst fence on each side
+//! makes this hold under any model; `src/loom_models.rs` checks it.
 //!
 //! [`request`]: Coordinator::request
 //! [`phase`]: Coordinator::phase
 //! [`set_limit`]: Coordinator::set_limit
 
-use crate::sync::{lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{fence, lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use std::collections::VecDeque;
 
 /// What an idle vproc should do next.
@@ -79,6 +80,9 @@ impl<J> Coordinator<J> {
     /// collection is pending: the caller must join it instead of allocating.
     pub fn set_limit(&self, v: usize, limit: usize) -> bool {
         self.limits[v].store(limit, Ordering::SeqCst);
+        // The fences make the store/load pair a Dekker handshake with
+        // `request` under any memory model, loom's included.
+        fence(Ordering::SeqCst);
         self.pending.load(Ordering::SeqCst)
     }
 
@@ -94,6 +98,7 @@ impl<J> Coordinator<J> {
             return false;
         }
         lock(&self.state).leader = Some(v);
+        fence(Ordering::SeqCst);
         for l in self.limits.iter() {
             l.store(0, Ordering::SeqCst);
         }

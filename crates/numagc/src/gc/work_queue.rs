@@ -10,8 +10,9 @@
 //! Termination: a worker that finds no work counts itself idle and waits.
 //! Work is only pushed by workers that are not idle, so when all `workers`
 //! are idle and every queue is empty no work can appear any more: the last
-//! worker to go idle sets `done` and wakes the rest. `tests/loom.rs` checks
-//! that every pushed item is taken exactly once and that all workers stop.
+//! worker to go idle sets `done` and wakes the rest. The loom models check
+//! that every pushed item is taken exactly once and that all workers stop
+//! (`src/loom_models.rs`).
 
 use crate::sync::{lock, wait, Condvar, Mutex};
 
