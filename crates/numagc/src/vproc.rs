@@ -15,7 +15,7 @@ use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
 use crate::heap::local::LocalHeap;
 use crate::mutator::roots::GlobalRoots;
-use crate::object::descriptor::DescriptorTable;
+use crate::object::descriptor::{DescriptorTable, FastLayouts};
 use crate::stats::{PhaseStats, VprocStats};
 use crate::sync::Mutex;
 use crate::topology::{PinOutcome, VprocPlacement};
@@ -54,6 +54,8 @@ pub(crate) struct Vproc {
     /// Root stack: values the mutator holds through handles.
     pub roots: UnsafeCell<Vec<u64>>,
     pub local: LocalHeap,
+    /// The descriptor table's packed layouts (kept alive by `shared`).
+    pub layouts: FastLayouts,
     /// Objects of at least this many bytes go to the large-object space
     /// (a copy of the setting, read on every allocation).
     pub large_object_size: usize,
@@ -77,6 +79,7 @@ impl Vproc {
             roots: UnsafeCell::new(Vec::with_capacity(1024)),
             local,
             large_object_size: cfg.large_object_size,
+            layouts: shared.descs.fast_layouts(),
             cursor: ChunkCursor::default(),
             stats,
             shared,

@@ -104,27 +104,33 @@ impl<'a> ToGlobal<'a> {
         self.cursor.try_bump(size).expect("object larger than a chunk")
     }
 
-    /// Forwards the value fields of the object at `addr`.
+    /// Forwards the value fields of the object at `addr`; returns its size.
     #[inline]
     pub fn scan_object(&mut self, addr: usize) -> usize {
-        // SAFETY: `addr` is an object this pass copied or a root object the
-        // caller walks linearly; either way a valid header.
+        // SAFETY: `addr` is an object this pass copied, so it has a header.
         let o = unsafe { Obj::at(addr) };
         let h = o.header().expect("scanned object has a header");
+        self.scan_fields(o, h);
+        h.size_bytes()
+    }
+
+    #[inline(always)]
+    fn scan_fields(&mut self, o: Obj, h: Header) {
         let descs = self.descs;
         update_value_fields(o, h, descs, |w| self.forward(w));
-        h.size_bytes()
     }
 
     /// Scans copies until none is left unscanned.
     pub fn finish(&mut self) {
         loop {
             if self.cursor.scan < self.cursor.top {
-                let s = self.cursor.scan;
+                // SAFETY: objects below the cursor's top are copies of this
+                // pass, laid out one after another.
+                let o = unsafe { Obj::at(self.cursor.scan) };
+                let h = o.header().expect("copied object has a header");
                 // Advance first: the chunk may be retired while scanning.
-                let size = header_size(s);
-                self.cursor.scan += size;
-                self.scan_object(s);
+                self.cursor.scan += h.size_bytes();
+                self.scan_fields(o, h);
             } else if let Some((mut s, e)) = self.pending.pop() {
                 while s < e {
                     s += self.scan_object(s);

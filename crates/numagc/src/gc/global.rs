@@ -9,8 +9,9 @@
 //!    node) and resets the work queue.
 //! 2. Each vproc takes a to-space chunk of its own node and forwards what its
 //!    roots and young local data point to; the leader also forwards the
-//!    registered global roots. Objects are claimed with a compare-and-swap on
-//!    their header, so two vprocs reaching one object copy it once.
+//!    registered global roots. A copy is published with a compare-and-swap
+//!    on the original's header, so two vprocs reaching one object agree on
+//!    one copy (the loser takes its own back).
 //! 3. Each vproc scans its own to-space chunk; a full chunk with unscanned
 //!    objects goes on its node's [`ScanQueue`], and idle vprocs take work
 //!    from their node first, then from other nodes. Large objects are marked
@@ -23,7 +24,6 @@
 //! Invariant after a global collection: no object, root or local heap points
 //! into a chunk that was from-space.
 
-use crate::gc::copy::header_size;
 use crate::gc::work_queue::ScanQueue;
 use crate::gc::{major, minor, verify};
 use crate::heap::cursor::ChunkCursor;
@@ -37,9 +37,6 @@ use crate::sync::{lock, Mutex};
 use crate::vproc::Vproc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-
-/// A header word meaning "being copied by another vproc".
-const BUSY: u64 = 0;
 
 /// Work of the parallel scan.
 pub(crate) enum ScanItem {
@@ -93,34 +90,30 @@ impl Evacuator<'_> {
         }
     }
 
+    /// Copies a from-space object, or returns the copy another vproc made.
+    /// The copy is made first and published with one compare-and-swap on
+    /// the original's header; the loser of a race takes its copy back (it is
+    /// still the last thing in its chunk) and uses the winner's.
     fn evacuate(&mut self, a: usize, from_node: usize) -> u64 {
         // SAFETY: `a` is a pointer value into a from-space chunk, which holds
         // objects until this collection returns it to the pool.
         let o = unsafe { Obj::at(a) };
-        loop {
-            let hw = o.header_word();
-            if hw & 1 == 0 {
-                if hw == BUSY {
-                    std::hint::spin_loop();
-                    continue;
-                }
-                return hw;
-            }
-            if o.cas_header(hw, BUSY) {
-                let h = Header::decode(hw).expect("header");
-                let size = h.size_bytes();
-                let dst = self.alloc(size);
-                o.copy_to(h, dst);
-                o.forward_to(dst);
-                self.stats.bytes_copied_global += size as u64;
-                if from_node == self.node {
-                    self.stats.copied_local_node += size as u64;
-                } else {
-                    self.stats.copied_remote_node += size as u64;
-                }
-                return dst as u64;
-            }
+        let hw = o.header_word();
+        let Some(h) = Header::decode(hw) else { return hw };
+        let size = h.size_bytes();
+        let dst = self.alloc(size);
+        o.copy_to(h, dst);
+        if !o.cas_header(hw, dst as u64) {
+            self.cursor.top = dst;
+            return o.header_word();
         }
+        self.stats.bytes_copied_global += size as u64;
+        if from_node == self.node {
+            self.stats.copied_local_node += size as u64;
+        } else {
+            self.stats.copied_remote_node += size as u64;
+        }
+        dst as u64
     }
 
     fn alloc(&mut self, size: usize) -> usize {
@@ -142,18 +135,26 @@ impl Evacuator<'_> {
         // object: all hold valid headers and only this vproc scans them.
         let o = unsafe { Obj::at(addr) };
         let h = o.header().expect("scanned object has a header");
+        self.scan_fields(o, h);
+        h.size_bytes()
+    }
+
+    #[inline(always)]
+    fn scan_fields(&mut self, o: Obj, h: Header) {
         let descs = self.descs;
         update_value_fields(o, h, descs, |w| self.forward(w));
-        h.size_bytes()
     }
 
     /// Scans until no vproc has work left.
     fn drain(&mut self) {
         loop {
             while self.cursor.scan < self.cursor.top {
-                let s = self.cursor.scan;
-                self.cursor.scan += header_size(s);
-                self.scan_object(s);
+                // SAFETY: objects below the cursor's top are this
+                // collection's copies, laid out one after another.
+                let o = unsafe { Obj::at(self.cursor.scan) };
+                let h = o.header().expect("copied object has a header");
+                self.cursor.scan += h.size_bytes();
+                self.scan_fields(o, h);
             }
             match self.queue.pop(self.node) {
                 Some(ScanItem::Region { mut start, end }) => {

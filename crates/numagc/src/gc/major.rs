@@ -13,7 +13,7 @@
 //! roots and the young objects themselves can point into the young data, and
 //! the slide adjusts exactly those.
 
-use crate::gc::copy::{header_size, ToGlobal};
+use crate::gc::copy::ToGlobal;
 use crate::object::{is_pointer, update_value_fields, Obj};
 use crate::vproc::Vproc;
 use std::time::Instant;
@@ -34,42 +34,40 @@ pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
             (lh.base, from_hi),
             (lh.base, lh.end),
         );
-        for r in v.roots.get_mut().iter_mut() {
-            *r = c.forward(*r);
-        }
-        let mut s = from_hi;
-        while s < lh.old_top {
-            s += c.scan_object(s);
-        }
-        c.finish();
-        c.copied
-    };
-    // Slide the young data (if kept) down to the base.
-    let young = lh.old_top - from_hi;
-    let delta = from_hi - lh.base;
-    if young > 0 && delta > 0 {
-        // SAFETY: both ranges lie inside this vproc's local heap; `copy`
-        // handles the overlap.
-        unsafe { std::ptr::copy(from_hi as *const u8, lh.base as *mut u8, young) };
-        let adjust = |w: u64| -> u64 {
+        // Pointers into the young data are rebased by the distance it will
+        // slide, in the same pass that forwards the old data they reach.
+        let delta = from_hi - lh.base;
+        let (young_lo, young_hi) = (from_hi, lh.old_top);
+        let rebase = |w: u64| -> u64 {
             let a = w as usize;
-            if is_pointer(w) && a >= from_hi && a < lh.old_top {
+            if is_pointer(w) && a >= young_lo && a < young_hi {
                 (a - delta) as u64
             } else {
                 w
             }
         };
         for r in v.roots.get_mut().iter_mut() {
-            *r = adjust(*r);
+            *r = rebase(c.forward(*r));
         }
-        let mut s = lh.base;
-        while s < lh.base + young {
-            // SAFETY: the slid young objects lie one after another.
+        let mut s = from_hi;
+        while s < lh.old_top {
+            // SAFETY: the young data lies object after object.
             let o = unsafe { Obj::at(s) };
             let h = o.header().expect("young object has a header");
-            update_value_fields(o, h, &shared.descs, adjust);
-            s += header_size(s);
+            update_value_fields(o, h, &shared.descs, |w| rebase(c.forward(w)));
+            s += h.size_bytes();
         }
+        c.finish();
+        c.copied
+    };
+    // Slide the young data (if kept) down to the base: its pointers were
+    // rebased above, and nothing else points into it (old objects are
+    // older, the global heap never points into a local heap).
+    let young = lh.old_top - from_hi;
+    if young > 0 && from_hi > lh.base {
+        // SAFETY: both ranges lie inside this vproc's local heap; `copy`
+        // handles the overlap.
+        unsafe { std::ptr::copy(from_hi as *const u8, lh.base as *mut u8, young) };
     }
     let lh = &mut v.local;
     lh.old_top = lh.base + young;

@@ -7,7 +7,6 @@
 //! alone and no synchronisation is needed. The copies become the young data;
 //! the free space left is halved to make the new nursery.
 
-use crate::gc::copy::header_size;
 use crate::object::header::Header;
 use crate::object::{is_pointer, update_value_fields, Obj};
 use crate::vproc::Vproc;
@@ -59,8 +58,8 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
         // SAFETY: `[young_start, top)` holds the objects this pass copied,
         // laid out one after another.
         let o = unsafe { Obj::at(scan) };
-        scan += header_size(scan);
         let h = o.header().expect("copied object has a header");
+        scan += h.size_bytes();
         update_value_fields(o, h, descs, |w| forward(w, &mut top));
     }
     debug_assert!(top <= nursery_lo, "minor collection overflowed into the nursery");

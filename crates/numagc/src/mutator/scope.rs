@@ -239,7 +239,7 @@ impl<'s> Scope<'s> {
 
     /// Allocates a mixed object of descriptor `d`: `values` fill its value
     /// fields and `raw` its raw fields, each in ascending field order.
-    #[inline]
+    #[inline(always)]
     pub fn alloc_mixed(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Handle<'s>> {
         match self.alloc_mixed_fast(d, values, raw)? {
             Some(p) => Ok(self.push_root(p as u64)),
@@ -249,7 +249,7 @@ impl<'s> Scope<'s> {
 
     /// [`Scope::alloc_mixed`] storing the new object into `slot` instead of
     /// a new handle (no root-stack growth).
-    #[inline]
+    #[inline(always)]
     pub fn alloc_mixed_to(&mut self, slot: Slot<'_>, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<()> {
         let w = match self.alloc_mixed_fast(d, values, raw)? {
             Some(p) => p as u64,
@@ -267,7 +267,7 @@ impl<'s> Scope<'s> {
     /// cannot hold it).
     #[inline(always)]
     fn alloc_mixed_fast(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Option<usize>> {
-        let f = self.vp.shared.descs.fast(d.0);
+        let f = self.vp.layouts.get(d.0);
         let mask = f.pointer_mask();
         if f.is_some() && values.len() == f.values() && raw.len() + values.len() == f.size() {
             let size = f.size();

@@ -136,6 +136,20 @@ pub struct DescriptorTable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastLayout(u64);
 
+/// A pointer to the 65,536 packed layouts of a [`DescriptorTable`], valid
+/// while the table lives (its owner keeps the table alive longer).
+#[derive(Clone, Copy)]
+pub(crate) struct FastLayouts(*const AtomicU64);
+
+impl FastLayouts {
+    #[inline(always)]
+    pub fn get(self, id: u16) -> FastLayout {
+        // SAFETY: the table has an entry for every `u16` (see `new`) and
+        // outlives this pointer (the holder keeps the table's owner alive).
+        FastLayout(unsafe { &*self.0.add(id as usize) }.load(Ordering::Acquire))
+    }
+}
+
 impl FastLayout {
     /// Largest size (in fields) with a packed layout.
     pub const MAX_SIZE: usize = 32;
@@ -180,7 +194,8 @@ impl DescriptorTable {
     pub fn new() -> DescriptorTable {
         DescriptorTable {
             entries: (0..ID_LIMIT).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-            fast: (0..ID_LIMIT).map(|_| AtomicU64::new(0)).collect(),
+            // One entry per `u16`, so any ID indexes it without a check.
+            fast: (0..=u16::MAX as u32).map(|_| AtomicU64::new(0)).collect(),
             next: Mutex::new(FIRST_MIXED_ID as u32),
         }
     }
@@ -213,7 +228,13 @@ impl DescriptorTable {
     /// The packed layout of `id` (see [`FastLayout`]).
     #[inline(always)]
     pub fn fast(&self, id: u16) -> FastLayout {
-        FastLayout(self.fast.get(id as usize).map_or(0, |e| e.load(Ordering::Acquire)))
+        self.fast_layouts().get(id)
+    }
+
+    /// The packed-layout table, for callers that keep it at hand (the
+    /// allocation fast path): [`FastLayouts::get`] is one load.
+    pub(crate) fn fast_layouts(&self) -> FastLayouts {
+        FastLayouts(self.fast.as_ptr())
     }
 
     /// Number of registered descriptors.
