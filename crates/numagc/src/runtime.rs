@@ -9,7 +9,7 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::gc::global::{self, GlobalGc};
+use crate::gc::global::GlobalGc;
 use crate::gc::handshake::{Coordinator, Wake};
 use crate::heap::global::{BindRecord, GlobalHeap};
 use crate::heap::space::AddressSpace;
@@ -262,10 +262,7 @@ fn vproc_loop(vp: &mut Vproc) {
     loop {
         match shared.coord.wait_idle(vp.id) {
             Wake::Job(j) => j(vp),
-            Wake::Collect => {
-                global::participate(vp);
-                vp.install_limit();
-            }
+            Wake::Collect => crate::plan::join_collection(vp),
             Wake::Shutdown => return,
         }
     }

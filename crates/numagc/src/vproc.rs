@@ -8,7 +8,7 @@
 //! Invariant: only the owning thread touches a `Vproc`; other vprocs reach
 //! it only through the allocation-limit cell in the [`Coordinator`].
 
-use crate::config::Config;
+use crate::config::{Config, PlanKind};
 use crate::gc::global::GlobalGc;
 use crate::gc::handshake::Coordinator;
 use crate::heap::cursor::ChunkCursor;
@@ -43,6 +43,8 @@ pub(crate) struct Shared {
 pub(crate) struct Vproc {
     pub id: usize,
     pub node: usize,
+    /// The heap design this vproc runs (see `crate::plan`).
+    pub plan: PlanKind,
     /// Next free byte of the nursery.
     pub alloc_ptr: usize,
     /// Nursery bytes below this were counted in `stats.bytes_allocated`
@@ -73,6 +75,7 @@ impl Vproc {
         let mut v = Vproc {
             id,
             node,
+            plan: cfg.plan,
             alloc_ptr: local.nursery_start,
             counted_ptr: local.nursery_start,
             limit,

@@ -6,7 +6,7 @@ use crate::mutator::view::{resolve, View};
 use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
 use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR, MAX_LENGTH};
 use crate::object::{int_value, is_mutable, is_pointer, Obj, NIL};
-use crate::plan::split_heap;
+use crate::plan;
 use crate::vproc::Vproc;
 use std::marker::PhantomData;
 
@@ -212,7 +212,7 @@ impl<'s> Scope<'s> {
         if let Some(p) = self.vp.bump(bytes) {
             return Ok(Some(p));
         }
-        split_heap::alloc_slow(self.vp, bytes)
+        plan::alloc_slow(self.vp, bytes)
     }
 
     /// Places an object in the global heap and fills its fields with
@@ -220,9 +220,9 @@ impl<'s> Scope<'s> {
     /// promoted. The words are read only after the allocation, which may
     /// run a global collection that moves the values.
     fn global_object(&mut self, h: Header, values: &[Handle<'_>], fill: impl FnOnce(Obj, &[u64])) -> Result<Handle<'s>> {
-        let addr = split_heap::alloc_global(self.vp, h.size_bytes())?;
+        let addr = plan::alloc_global(self.vp, h.size_bytes())?;
         let mut words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
-        split_heap::promote_words(self.vp, &mut words);
+        plan::promote_words(self.vp, &mut words);
         // SAFETY: `addr` was just reserved for this object in the global heap.
         let o = unsafe { Obj::at(addr) };
         fill(o, &words);
@@ -413,7 +413,7 @@ impl<'s> Scope<'s> {
     pub fn set(&mut self, obj: Handle<'_>, i: usize, value: Handle<'_>) -> Result<()> {
         let o = self.mutable_target(obj, i, true)?;
         let mut w = [self.word(value)];
-        split_heap::promote_words(self.vp, &mut w);
+        plan::promote_words(self.vp, &mut w);
         o.field_cell(i).store(w[0], std::sync::atomic::Ordering::Release);
         Ok(())
     }
@@ -456,14 +456,14 @@ impl<'s> Scope<'s> {
     /// may be shared with other vprocs. Returns the handle of the global copy.
     pub fn promote(&mut self, h: Handle<'_>) -> Handle<'s> {
         let mut w = [self.word(h)];
-        split_heap::promote_words(self.vp, &mut w);
+        plan::promote_words(self.vp, &mut w);
         self.push_root(w[0])
     }
 
     /// Registers a global root holding `h`'s value (promoted).
     pub fn global_root(&mut self, h: Handle<'_>) -> GlobalRoot {
         let mut w = [self.word(h)];
-        split_heap::promote_words(self.vp, &mut w);
+        plan::promote_words(self.vp, &mut w);
         let slot = self.vp.shared.global_roots.add(w[0]);
         GlobalRoot { slot, shared: self.vp.shared.clone() }
     }
@@ -476,7 +476,7 @@ impl<'s> Scope<'s> {
     /// Replaces a global root's value (promoted).
     pub fn set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) {
         let mut w = [self.word(h)];
-        split_heap::promote_words(self.vp, &mut w);
+        plan::promote_words(self.vp, &mut w);
         self.vp.shared.global_roots.set(r.slot, w[0]);
     }
 
@@ -485,23 +485,23 @@ impl<'s> Scope<'s> {
     #[inline]
     pub fn poll(&mut self) {
         if self.vp.shared.coord.pending() {
-            split_heap::poll(self.vp);
+            plan::poll(self.vp);
         }
     }
 
     /// Forces a minor collection (which may trigger a major one).
     pub fn collect_minor(&mut self) {
-        split_heap::collect_minor(self.vp);
+        plan::collect_minor(self.vp);
     }
 
     /// Forces a minor and a major collection of this vproc's local heap.
     pub fn collect_major(&mut self) {
-        split_heap::collect_major(self.vp);
+        plan::collect_major(self.vp);
     }
 
     /// Forces a global collection (every vproc takes part).
     pub fn collect_global(&mut self) {
-        split_heap::collect_global(self.vp);
+        plan::collect_global(self.vp);
     }
 
     /// Bytes of this vproc's local heap in use (old data + nursery).

@@ -1,12 +1,14 @@
 //! Plans: the heap designs numagc can run, chosen at run time (`--plan`).
 //!
 //! The mutator API ([`crate::Scope`], [`crate::Handle`], [`crate::View`])
-//! depends on a plan only through the slow paths re-exported here —
-//! nursery exhausted, allocation straight in the shared heap, promotion,
-//! safepoint poll and explicit collections — and through the plan-neutral
-//! bump-pointer fast path of [`crate::vproc::Vproc`]. Every design of the
-//! papers has per-vproc bump allocation, so a new plan supplies these entry
-//! points and the same benchmark code runs on it.
+//! reaches a plan only through the functions of this module — nursery
+//! exhausted, allocation straight in the shared heap, promotion, safepoint
+//! poll, explicit collections — plus the plan-neutral bump-pointer fast path
+//! of [`crate::vproc::Vproc`]. Every design of the papers allocates by
+//! bumping a per-vproc pointer, so a new plan adds an arm to each function
+//! here and the same benchmark code runs on it. The dispatch is a `match` on
+//! the configured [`PlanKind`]: it sits on slow paths only, and it lets the
+//! compiler inline each plan's code.
 //!
 //! | plan | paper | status |
 //! |---|---|---|
@@ -15,3 +17,64 @@
 //! | hybrid | gumsmp-shared-distributed-heaps.txt | not yet implemented |
 
 pub(crate) mod split_heap;
+
+use crate::config::PlanKind;
+use crate::error::Result;
+use crate::vproc::Vproc;
+
+/// The nursery cannot hold `bytes` more: collect. `Ok(None)` means the
+/// object must be allocated with [`alloc_global`].
+#[inline(never)]
+pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::alloc_slow(v, bytes),
+    }
+}
+
+/// Uninitialised room for an object of `bytes` in the shared part of the
+/// heap (mutable objects, large objects); written before the next safepoint.
+pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::alloc_global(v, bytes),
+    }
+}
+
+/// Makes the values in `words` shareable with other vprocs (in place).
+/// Never collects.
+pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::promote_words(v, words),
+    }
+}
+
+/// Safepoint: joins a pending collection.
+pub(crate) fn poll(v: &mut Vproc) {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::poll(v),
+    }
+}
+
+pub(crate) fn collect_minor(v: &mut Vproc) {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::collect_minor(v),
+    }
+}
+
+pub(crate) fn collect_major(v: &mut Vproc) {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::collect_major(v),
+    }
+}
+
+pub(crate) fn collect_global(v: &mut Vproc) {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::collect_global(v),
+    }
+}
+
+/// An idle vproc was woken because a collection is pending.
+pub(crate) fn join_collection(v: &mut Vproc) {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::poll(v),
+    }
+}
