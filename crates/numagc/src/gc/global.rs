@@ -67,6 +67,8 @@ struct Evacuator<'a> {
     cursor: &'a mut ChunkCursor,
     node: usize,
     stats: &'a mut VprocStats,
+    /// The only vproc of the runtime: forwarding needs no compare-and-swap.
+    alone: bool,
 }
 
 impl Evacuator<'_> {
@@ -103,7 +105,10 @@ impl Evacuator<'_> {
         let size = h.size_bytes();
         let dst = self.alloc(size);
         o.copy_to(h, dst);
-        if !o.cas_header(hw, dst as u64) {
+        if self.alone {
+            // No other vproc can race for this object.
+            o.forward_to(dst);
+        } else if !o.cas_header(hw, dst as u64) {
             self.cursor.top = dst;
             return o.header_word();
         }
@@ -204,6 +209,7 @@ pub(crate) fn participate(v: &mut Vproc) {
             cursor: &mut v.cursor,
             node: v.node,
             stats: &mut v.stats,
+            alone: coord.vprocs() == 1,
         };
         e.cursor.begin_copy();
         for r in roots.iter_mut() {
