@@ -239,7 +239,9 @@ mod tests {
         assert_eq!(s.chunk_of(0), None);
         // memory is usable
         let p = s.chunk_start(12) as *mut u64;
+        // SAFETY: chunk 12 was carved above and lies in the live mapping.
         unsafe { p.write(7) };
+        // SAFETY: as above; the word was just written.
         assert_eq!(unsafe { p.read() }, 7);
     }
 }
