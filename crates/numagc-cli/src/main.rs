@@ -62,7 +62,7 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
     }
     let c = &info.config;
     println!("numagc {}", env!("CARGO_PKG_VERSION"));
-    println!("\ntopology{}:", info.topology.synthetic.as_ref().map(|s| format!(" (synthetic {s})")).unwrap_or_default());
+    println!();
     print!("{}", info.topology.describe());
     println!("\nvprocs: {}", c.vprocs);
     for (p, pin) in info.placements.iter().zip(&info.pins) {
@@ -78,7 +78,14 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
             "large_object" => "large_object_size",
             other => other,
         };
-        let v = values.get(field).map(|v| v.to_string()).unwrap_or_default();
+        let v = match values.get(field) {
+            Some(serde_json::Value::Number(n)) if field.ends_with("_size") || field.ends_with("_heap") || field.ends_with("_threshold") => {
+                numagc::config::format_size(n.as_u64().unwrap_or(0) as usize)
+            }
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        };
         println!("  --{:<22} {:<28} {}", s.name, s.env, v);
     }
     println!(
