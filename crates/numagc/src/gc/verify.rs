@@ -78,8 +78,17 @@ fn fail(what: &str, errors: &[String]) -> ! {
     std::process::abort();
 }
 
-/// Verifies vproc `v`'s roots and the local objects reachable from them.
+/// Verifies vproc `v`'s roots and the local objects reachable from them;
+/// aborts with a report on a violation.
 pub(crate) fn local_heap(v: &mut Vproc, what: &str) {
+    if let Err(errors) = check_local_heap(v) {
+        fail(what, &errors);
+    }
+}
+
+/// Checks vproc `v`'s roots and the local objects reachable from them.
+/// Returns the number of local objects checked, or the violations.
+pub(crate) fn check_local_heap(v: &mut Vproc) -> Result<usize, Vec<String>> {
     let shared = v.shared.clone();
     let lh = v.local.clone();
     let alloc_ptr = v.alloc_ptr;
@@ -124,14 +133,26 @@ pub(crate) fn local_heap(v: &mut Vproc, what: &str) {
             Err(e) => errors.push(format!("local object {a:#x}: {e}")),
         }
     }
-    if !errors.is_empty() {
-        fail(what, &errors);
+    if errors.is_empty() {
+        Ok(seen.len())
+    } else {
+        Err(errors)
     }
 }
 
 /// Verifies the whole global heap after a global collection: `to_space`
-/// lists every global chunk in use. Runs while all vprocs are stopped.
+/// lists every global chunk in use. Runs while all vprocs are stopped;
+/// aborts with a report on a violation.
 pub(crate) fn global_heap(shared: &Shared, to_space: &[usize]) {
+    if let Err(errors) = check_global_heap(shared, to_space) {
+        fail("global collection", &errors);
+    }
+}
+
+/// Checks every object of the global chunks `to_space` and of the
+/// large-object space, and the global roots. Returns the number of objects
+/// checked, or the violations.
+pub(crate) fn check_global_heap(shared: &Shared, to_space: &[usize]) -> Result<usize, Vec<String>> {
     let space = &shared.heap.space;
     let words = space.chunk_size() / 8;
     let mut errors = Vec::new();
@@ -166,6 +187,7 @@ pub(crate) fn global_heap(shared: &Shared, to_space: &[usize]) {
         }
     }
     shared.heap.for_each_large(|a| objects.push(a));
+    let checked = objects.len();
     for a in objects {
         // SAFETY: every address listed above is an object start.
         let o = unsafe { Obj::at(a) };
@@ -189,7 +211,153 @@ pub(crate) fn global_heap(shared: &Shared, to_space: &[usize]) {
             }
         }
     });
-    if !errors.is_empty() {
-        fail("global collection", &errors);
+    if errors.is_empty() {
+        Ok(checked)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The verifier is the oracle of every collector test, so it is tested
+/// itself: each test damages a well-formed heap in one way and expects the
+/// matching report.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::object::header::ID_VECTOR;
+    use crate::{Config, Handle, Runtime};
+
+    fn runtime(vprocs: usize) -> Runtime {
+        let cfg = Config::builder()
+            .vprocs(vprocs)
+            .pin(false)
+            .local_heap_size(256 << 10)
+            .chunk_size(64 << 10)
+            .global_gc_threshold(1 << 20)
+            .max_heap(256 << 20)
+            .build()
+            .unwrap();
+        Runtime::new(cfg).unwrap()
+    }
+
+    fn object(s: &crate::Scope<'_>, h: Handle<'_>) -> Obj {
+        // SAFETY: `h` holds a freshly allocated object of this scope.
+        unsafe { Obj::at(s.word(h) as usize) }
+    }
+
+    fn global_chunks(v: &mut Vproc) -> Vec<usize> {
+        v.cursor.publish(&v.shared.heap);
+        v.cursor.owned.iter().copied().chain(v.cursor.chunk).collect()
+    }
+
+    #[test]
+    fn well_formed_heaps_pass() {
+        let rt = runtime(1);
+        let checked = rt
+            .run_on(0, |s| {
+                let mut list = s.nil();
+                for i in 0..500 {
+                    list = s.alloc_vector(&[Handle::int(i), list]).unwrap();
+                }
+                let g = s.promote(list);
+                let local = s.alloc_vector(&[g, Handle::int(7)]).unwrap();
+                let _ = local;
+                let v = s.vproc_mut();
+                let n_local = check_local_heap(v).unwrap();
+                let chunks = global_chunks(v);
+                let n_global = check_global_heap(&v.shared.clone(), &chunks).unwrap();
+                (n_local, n_global)
+            })
+            .unwrap();
+        assert!(checked.0 >= 1 && checked.1 >= 500, "{checked:?}");
+    }
+
+    #[test]
+    fn pointer_into_free_local_space_is_reported() {
+        let rt = runtime(1);
+        let errors = rt
+            .run_on(0, |s| {
+                let inner = s.alloc_vector(&[Handle::int(3)]).unwrap();
+                let outer = s.alloc_vector(&[inner]).unwrap();
+                let free = s.vproc_mut().local.end - 64;
+                object(s, outer).set_field(0, free as u64);
+                check_local_heap(s.vproc_mut()).unwrap_err()
+            })
+            .unwrap();
+        assert!(errors.iter().any(|e| e.contains("free part of the local heap")), "{errors:?}");
+    }
+
+    #[test]
+    fn pointer_into_another_vprocs_local_heap_is_reported() {
+        let rt = runtime(2);
+        let errors = rt
+            .run_on(0, |s| {
+                let outer = s.alloc_vector(&[Handle::int(1)]).unwrap();
+                let shared = s.vproc_mut().shared.clone();
+                let space = &shared.heap.space;
+                let other = (0..)
+                    .map(|c| space.info(c))
+                    .position(|i| i.kind() == ChunkKind::Local && i.owner.load(Ordering::Relaxed) == 1)
+                    .unwrap();
+                object(s, outer).set_field(0, space.chunk_start(other) as u64);
+                check_local_heap(s.vproc_mut()).unwrap_err()
+            })
+            .unwrap();
+        assert!(errors.iter().any(|e| e.contains("another vproc's local heap")), "{errors:?}");
+    }
+
+    #[test]
+    fn global_object_pointing_into_a_local_heap_is_reported() {
+        let rt = runtime(1);
+        let errors = rt
+            .run_on(0, |s| {
+                let v = s.alloc_vector(&[Handle::int(1), Handle::int(2)]).unwrap();
+                let g = s.promote(v);
+                let local = s.alloc_vector(&[Handle::int(3)]).unwrap();
+                // Bypass the write barrier: a global object now points into
+                // the local heap (invariant 2 of §2.3 broken).
+                let w = s.word(local);
+                object(s, g).set_field(0, w);
+                let vp = s.vproc_mut();
+                let chunks = global_chunks(vp);
+                check_global_heap(&vp.shared.clone(), &chunks).unwrap_err()
+            })
+            .unwrap();
+        assert!(errors.iter().any(|e| e.contains("into a local heap")), "{errors:?}");
+    }
+
+    #[test]
+    fn pointer_into_the_middle_of_a_global_object_is_reported() {
+        let rt = runtime(1);
+        let errors = rt
+            .run_on(0, |s| {
+                let a = s.alloc_vector(&[Handle::int(1), Handle::int(2)]).unwrap();
+                let b = s.alloc_vector(&[a]).unwrap();
+                let b = s.promote(b);
+                let a = s.field(b, 0).unwrap();
+                let inside = s.word(a) + 8;
+                object(s, b).set_field(0, inside);
+                let vp = s.vproc_mut();
+                let chunks = global_chunks(vp);
+                check_global_heap(&vp.shared.clone(), &chunks).unwrap_err()
+            })
+            .unwrap();
+        assert!(errors.iter().any(|e| e.contains("not an object start")), "{errors:?}");
+    }
+
+    #[test]
+    fn unknown_descriptor_in_a_header_is_reported() {
+        let rt = runtime(1);
+        let errors = rt
+            .run_on(0, |s| {
+                let v = s.alloc_vector(&[Handle::int(1), Handle::int(2)]).unwrap();
+                let o = object(s, v);
+                o.init_header(Header::new(777, 2));
+                let r = check_local_heap(s.vproc_mut());
+                o.init_header(Header::new(ID_VECTOR, 2));
+                r.unwrap_err()
+            })
+            .unwrap();
+        assert!(errors.iter().any(|e| e.contains("unknown descriptor id 777")), "{errors:?}");
     }
 }

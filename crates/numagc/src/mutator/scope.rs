@@ -121,6 +121,12 @@ impl<'s> Scope<'s> {
         roots[slot.index as usize] = w;
     }
 
+    /// The vproc under this scope (tests of the collectors).
+    #[cfg(test)]
+    pub(crate) fn vproc_mut(&mut self) -> &mut Vproc {
+        self.vp
+    }
+
     /// Number of root-stack slots in use (all scopes of this vproc).
     pub fn roots_in_use(&self) -> usize {
         self.roots().len()
