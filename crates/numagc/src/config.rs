@@ -440,7 +440,7 @@ impl ConfigBuilder {
         }
 
         let local_heap = self.local_heap_size;
-        let local_heap_ok = (64 * KIB..=GIB).contains(&local_heap) && local_heap % (4 * KIB) == 0;
+        let local_heap_ok = (64 * KIB..=GIB).contains(&local_heap) && local_heap.is_multiple_of(4 * KIB);
         self.check("local-heap", local_heap, local_heap_ok, || {
             owned(LOCAL_HEAP_ALLOWED)
         })?;
@@ -585,7 +585,7 @@ pub fn format_size(bytes: usize) -> String {
     const UNITS: [(usize, &str); 4] = [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
     UNITS
         .iter()
-        .find(|(unit, _)| bytes != 0 && bytes % unit == 0)
+        .find(|(unit, _)| bytes != 0 && bytes.is_multiple_of(*unit))
         .map(|(unit, name)| format!("{} {name}", bytes / unit))
         .unwrap_or_else(|| format!("{bytes} B"))
 }

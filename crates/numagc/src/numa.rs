@@ -100,7 +100,7 @@ pub fn apply(req: &BindRequest, topo: &Topology, addr: *mut u8, len: usize) -> B
 
     // The kernel takes the range as a number and never dereferences it.
     let start = addr as usize;
-    if len == 0 || start % page_size() != 0 {
+    if len == 0 || !start.is_multiple_of(page_size()) {
         return BindOutcome::Failed {
             errno: libc::EINVAL,
         };

@@ -351,7 +351,7 @@ mod tests {
                 node.os_node.is_some(),
                 Path::new(SYS_NODE_DIR).join(format!("node{k}")).is_dir()
             );
-            assert!(node.os_node.map_or(true, |os| os == k));
+            assert!(node.os_node.is_none_or(|os| os == k));
         }
     }
 

@@ -126,10 +126,12 @@ impl Vproc {
         self.counted_ptr = self.alloc_ptr;
     }
 
-    /// Sets the allocation pointer to a new nursery.
-    pub fn set_nursery(&mut self, start: usize) {
-        self.alloc_ptr = start;
-        self.counted_ptr = start;
+    /// Makes the upper half of the local heap's free space the nursery and
+    /// allocates from its start (after a minor or major collection).
+    pub fn reset_nursery(&mut self) {
+        self.local.reset_nursery();
+        self.alloc_ptr = self.local.nursery_start;
+        self.counted_ptr = self.alloc_ptr;
     }
 
     /// Records a collection pause of the kind `phase` selects.

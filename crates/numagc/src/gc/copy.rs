@@ -104,22 +104,6 @@ impl<'a> ToGlobal<'a> {
         self.cursor.try_bump(size).expect("object larger than a chunk")
     }
 
-    /// Forwards the value fields of the object at `addr`; returns its size.
-    #[inline]
-    pub fn scan_object(&mut self, addr: usize) -> usize {
-        // SAFETY: `addr` is an object this pass copied, so it has a header.
-        let o = unsafe { Obj::at(addr) };
-        let h = o.header().expect("scanned object has a header");
-        self.scan_fields(o, h);
-        h.size_bytes()
-    }
-
-    #[inline(always)]
-    fn scan_fields(&mut self, o: Obj, h: Header) {
-        let descs = self.descs;
-        update_value_fields(o, h, descs, |w| self.forward(w));
-    }
-
     /// Scans copies until none is left unscanned.
     pub fn finish(&mut self) {
         loop {
@@ -139,6 +123,44 @@ impl<'a> ToGlobal<'a> {
                 break;
             }
         }
+    }
+}
+
+impl<'a> Scan<'a> for ToGlobal<'a> {
+    fn descs(&self) -> &'a DescriptorTable {
+        self.descs
+    }
+
+    #[inline(always)]
+    fn forward(&mut self, w: u64) -> u64 {
+        ToGlobal::forward(self, w)
+    }
+}
+
+/// The scan step shared by the copying collections: a collection supplies
+/// `forward` (what a field's value becomes) and gets the object walk.
+pub(crate) trait Scan<'a> {
+    fn descs(&self) -> &'a DescriptorTable;
+
+    fn forward(&mut self, w: u64) -> u64;
+
+    /// Replaces every value field of `o` by its forwarded value.
+    #[inline(always)]
+    fn scan_fields(&mut self, o: Obj, h: Header) {
+        let descs = self.descs();
+        update_value_fields(o, h, descs, |w| self.forward(w));
+    }
+
+    /// Scans the object at `addr`, which must have a header (a copy of
+    /// this pass, a young local object or a large object); returns its size.
+    #[inline]
+    fn scan_object(&mut self, addr: usize) -> usize {
+        // SAFETY: callers pass the address of an object with a header (see
+        // above), in mapped memory that no other thread writes meanwhile.
+        let o = unsafe { Obj::at(addr) };
+        let h = o.header().expect("scanned object has a header");
+        self.scan_fields(o, h);
+        h.size_bytes()
     }
 }
 

@@ -31,7 +31,8 @@ use crate::heap::global::GlobalHeap;
 use crate::heap::space::ChunkKind;
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
-use crate::object::{is_pointer, update_value_fields, Obj};
+use crate::object::{is_pointer, Obj};
+use crate::gc::copy::Scan;
 use crate::stats::VprocStats;
 use crate::sync::{lock, Mutex};
 use crate::vproc::Vproc;
@@ -135,21 +136,6 @@ impl Evacuator<'_> {
         self.cursor.try_bump(size).expect("object larger than a chunk")
     }
 
-    fn scan_object(&mut self, addr: usize) -> usize {
-        // SAFETY: `addr` is a to-space copy, a large object, or a young local
-        // object: all hold valid headers and only this vproc scans them.
-        let o = unsafe { Obj::at(addr) };
-        let h = o.header().expect("scanned object has a header");
-        self.scan_fields(o, h);
-        h.size_bytes()
-    }
-
-    #[inline(always)]
-    fn scan_fields(&mut self, o: Obj, h: Header) {
-        let descs = self.descs;
-        update_value_fields(o, h, descs, |w| self.forward(w));
-    }
-
     /// Scans until no vproc has work left.
     fn drain(&mut self) {
         loop {
@@ -173,6 +159,17 @@ impl Evacuator<'_> {
                 None => return,
             }
         }
+    }
+}
+
+impl<'a> Scan<'a> for Evacuator<'a> {
+    fn descs(&self) -> &'a DescriptorTable {
+        self.descs
+    }
+
+    #[inline(always)]
+    fn forward(&mut self, w: u64) -> u64 {
+        Evacuator::forward(self, w)
     }
 }
 

@@ -72,9 +72,7 @@ pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
     let lh = &mut v.local;
     lh.old_top = lh.base + young;
     lh.young_start = lh.base;
-    lh.reset_nursery();
-    let start = lh.nursery_start;
-    v.set_nursery(start);
+    v.reset_nursery();
     v.record_pause(|s| &mut s.major, t0);
     v.stats.bytes_copied_major += copied as u64;
     copied

@@ -65,9 +65,7 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
     debug_assert!(top <= nursery_lo, "minor collection overflowed into the nursery");
     let copied = top - lh.young_start;
     lh.old_top = top;
-    lh.reset_nursery();
-    let start = lh.nursery_start;
-    v.set_nursery(start);
+    v.reset_nursery();
     v.record_pause(|s| &mut s.minor, t0);
     v.stats.bytes_copied_minor += copied as u64;
     copied

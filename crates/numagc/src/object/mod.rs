@@ -48,7 +48,7 @@ impl Obj {
     /// its copies are used.
     #[inline(always)]
     pub(crate) unsafe fn at(addr: usize) -> Obj {
-        debug_assert!(addr != 0 && addr % 8 == 0, "object address {addr:#x}");
+        debug_assert!(addr != 0 && addr.is_multiple_of(8), "object address {addr:#x}");
         Obj(addr)
     }
 
@@ -80,7 +80,7 @@ impl Obj {
     /// Replaces the header with a forwarding pointer to `to`.
     #[inline(always)]
     pub(crate) fn forward_to(self, to: usize) {
-        debug_assert!(to % 8 == 0);
+        debug_assert!(to.is_multiple_of(8));
         self.header_cell().store(to as u64, Ordering::Release);
     }
 
