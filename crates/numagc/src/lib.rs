@@ -53,3 +53,8 @@ pub use object::descriptor::{DescId, Descriptor};
 pub use runtime::{Runtime, RuntimeInfo};
 pub use stats::StatsReport;
 pub use topology::Topology;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
