@@ -479,3 +479,41 @@ fn binarytrees_small_checksum() {
         }
     }
 }
+
+/// §3.1 (issue 2): "10-million-element arrays must not be copied around".
+/// A 10,000,000-element vector and a raw array of as many doubles survive
+/// global collections in place: the collections copy almost nothing, the
+/// arrays keep their addresses and their contents.
+#[test]
+fn ten_million_element_arrays_are_never_copied() {
+    const N: usize = 10_000_000;
+    let rt = numagc::Runtime::new(test_config(1).max_heap(1 << 30).build().unwrap()).unwrap();
+    let (roots, where_before) = rt
+        .run_on(0, |s| {
+            let vec = s.alloc_vector_filled(N, Handle::int(42)).unwrap();
+            let raw = s.alloc_raw_with(N, |w| w.iter_mut().enumerate().for_each(|(i, x)| *x = (i as f64).to_bits())).unwrap();
+            let place = format!("{:?} {:?}", s.view(vec), s.view(raw));
+            ((s.global_root(vec), s.global_root(raw)), place)
+        })
+        .unwrap();
+    let copied_before = rt.stats().total.bytes_copied_global;
+    rt.run_on(0, |s| {
+        for _ in 0..3 {
+            s.collect_global();
+        }
+    })
+    .unwrap();
+    let copied = rt.stats().total.bytes_copied_global - copied_before;
+    assert!(copied < (N as u64) * 8 / 100, "three global collections copied {copied} bytes");
+    let where_after = rt
+        .run_on(0, move |s| {
+            let (vec, raw) = (s.get_global(&roots.0), s.get_global(&roots.1));
+            let (v, r) = (s.view(vec), s.view(raw));
+            assert_eq!((v.len(), v.field(0).as_int(), v.field(N - 1).as_int()), (N, Some(42), Some(42)));
+            assert_eq!((r.len(), r.f64(0), r.f64(N - 1)), (N, 0.0, (N - 1) as f64));
+            format!("{v:?} {r:?}")
+        })
+        .unwrap();
+    assert_eq!(where_before, where_after, "the arrays did not move");
+    assert!(rt.stats().heap.large_object_bytes >= 2 * (N as u64) * 8);
+}
