@@ -30,7 +30,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// An object descriptor was refused by [`crate::DescriptorTable::register`].
+/// An object descriptor was refused by [`crate::Runtime::register`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DescriptorError {
     #[error("descriptor `{name}` has size 0 words; a mixed object needs at least one field")]

@@ -50,7 +50,10 @@ impl<'s> Slot<'s> {
 }
 
 /// A region of the root stack. Handles created through a scope are popped
-/// when it ends. See [`crate::mutator`].
+/// when it ends, and the borrow checker rejects a handle that outlives its
+/// scope. Everything that can run a collection takes `&mut Scope`; a
+/// [`View`] borrows the scope shared, so no collection can move the object
+/// it reads.
 pub struct Scope<'s> {
     vp: &'s mut Vproc,
     base: usize,

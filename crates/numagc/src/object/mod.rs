@@ -4,7 +4,7 @@
 //! so bit 0 is 0) or an immediate with bit 0 set (a 63-bit integer shifted
 //! left by one). An *object* is a header word followed by `len` fields.
 //!
-//! This module owns the raw loads and stores on object memory. [`Obj`] is a
+//! This module owns the raw loads and stores on object memory. `Obj` is a
 //! pointer to a header; creating one is `unsafe` because the caller asserts
 //! that the address holds an object (or a forwarded object) and stays mapped
 //! while the `Obj` is used. Its accessors are then safe.
