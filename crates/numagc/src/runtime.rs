@@ -43,6 +43,21 @@ pub struct Runtime {
     threads: Vec<JoinHandle<()>>,
 }
 
+std::thread_local! {
+    /// Set on vproc threads: a job that waits for another job would wait
+    /// for work queued behind itself.
+    static ON_VPROC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn not_from_a_vproc(what: &str) -> Result<()> {
+    if ON_VPROC.with(|c| c.get()) {
+        return Err(Error::Misuse(format!(
+            "{what} called from a vproc thread: a job cannot wait for other jobs (it would deadlock)"
+        )));
+    }
+    Ok(())
+}
+
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -99,6 +114,7 @@ impl Runtime {
             let t = std::thread::Builder::new()
                 .name(format!("numagc-vproc-{id}"))
                 .spawn(move || {
+                    ON_VPROC.with(|c| c.set(true));
                     let pin = if vshared.config.pin { pin_current_thread(cpu) } else { PinOutcome::Disabled };
                     lock(&vshared.pins)[id] = pin;
                     let mut vp = Vproc::new(vshared, id, node, base);
@@ -146,6 +162,7 @@ impl Runtime {
         R: Send + 'static,
         F: for<'s> FnOnce(&mut Scope<'s>) -> R + Send + 'static,
     {
+        not_from_a_vproc("Runtime::run_on")?;
         if vproc >= self.vprocs() {
             return Err(Error::Misuse(format!("vproc {vproc} does not exist (the runtime has {})", self.vprocs())));
         }
@@ -161,6 +178,7 @@ impl Runtime {
         R: Send + 'static,
         F: for<'s> Fn(&mut Scope<'s>) -> R + Send + Sync + 'static,
     {
+        not_from_a_vproc("Runtime::run_each")?;
         let f = Arc::new(f);
         let rxs: Vec<_> = (0..self.vprocs())
             .map(|v| {
@@ -271,8 +289,13 @@ fn vproc_loop(vp: &mut Vproc) {
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.shared.coord.shutdown();
+        let me = std::thread::current().id();
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            // The last handle may be dropped inside a job: that vproc's
+            // thread exits by itself once the job returns.
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
         }
     }
 }

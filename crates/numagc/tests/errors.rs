@@ -209,3 +209,41 @@ fn bad_inputs_give_clear_errors() {
         .unwrap();
     assert_eq!(r, vec![0, 1]);
 }
+
+/// A job that waits for jobs would deadlock (its vproc could not run the
+/// job it waits for): the runtime refuses with an error naming the call.
+#[test]
+fn waiting_for_a_job_from_a_job_is_refused() {
+    let rt = std::sync::Arc::new(runtime(2));
+    let inner = rt.clone();
+    let err = rt
+        .run_on(0, move |_s| inner.run_on(1, |s| s.vproc()).map(|_| ()).unwrap_err().to_string())
+        .unwrap();
+    assert!(err.contains("run_on") && err.contains("vproc thread"), "{err}");
+    let inner = rt.clone();
+    let err = rt.run_on(1, move |_s| inner.run_each(|s| s.vproc()).unwrap_err().to_string()).unwrap();
+    assert!(err.contains("run_each"), "{err}");
+    // The runtime is still usable from outside.
+    assert_eq!(rt.run_each(|s| s.vproc()).unwrap(), vec![0, 1]);
+}
+
+/// Handles to the runtime dropped while another thread's job runs (one of
+/// them inside the job): the job finishes, and the runtime shuts down when
+/// the last handle goes, without a deadlock.
+#[test]
+fn dropping_handles_while_a_job_runs_is_safe() {
+    let rt = std::sync::Arc::new(runtime(2));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let inner = rt.clone();
+    // Submit a job that holds the last handle, then drop ours.
+    std::thread::spawn(move || {
+        let keep = inner.clone();
+        let r = inner.run_on(0, move |s| {
+            drop(keep);
+            s.vproc()
+        });
+        tx.send(r.is_ok()).unwrap();
+    });
+    drop(rt);
+    assert!(rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap());
+}
