@@ -77,13 +77,13 @@ pub fn build_list<'s>(s: &mut Scope<'s>, cons: DescId, seed: i64, n: usize) -> R
         let end = (i + 100).min(n as i64);
         let start = i;
         list = s.scope_value(|s| {
-            let mut l = s.alloc_mixed(cons, &[Handle::NIL, list], &[0])?; // placeholder, replaced below
+            let l = s.slot(list);
             for j in start..end {
                 let e = alloc_elem(s, &elem(seed, j))?;
-                let tail = if j == start { list } else { l };
-                l = s.alloc_mixed(cons, &[e, tail], &[payload(seed, j)])?;
+                let cell = s.alloc_mixed(cons, &[e, l.get()], &[payload(seed, j)])?;
+                s.assign(l, cell);
             }
-            Ok::<_, numagc::Error>(l)
+            Ok::<_, numagc::Error>(l.get())
         })?;
         i = end;
     }
