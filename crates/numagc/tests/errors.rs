@@ -247,3 +247,34 @@ fn dropping_handles_while_a_job_runs_is_safe() {
     drop(rt);
     assert!(rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap());
 }
+
+/// With `heap-growth 1.0` the trigger after a global collection equals the
+/// live bytes, while the chunks in use are more (chunk rounding): an
+/// allocation must still make progress (one global collection per slow
+/// path, a trigger above the heap in use), never collect in a loop.
+#[test]
+fn no_livelock_when_the_heap_stays_over_its_trigger() {
+    let rt = numagc::Runtime::new(
+        test_config(1).heap_growth(1.0).global_gc_threshold(CHUNK).build().unwrap(),
+    )
+    .unwrap();
+    let cons = register_cons(&rt);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let rt = std::sync::Arc::new(rt);
+    let r = rt.clone();
+    std::thread::spawn(move || {
+        let out = r.run_on(0, move |s| -> numagc::Result<usize> {
+            // About 3 MB of live global data, far above the 64 KiB threshold.
+            let live = promoted_list(s, cons, 1, 20_000)?;
+            for _ in 0..200 {
+                garbage(s, cons, 2_000);
+            }
+            check_list(s, live, cons, &model_list(1, 20_000), "live list");
+            Ok(s.vproc())
+        });
+        let _ = tx.send(out.map(|r| r.is_ok()));
+    });
+    let done = rx.recv_timeout(std::time::Duration::from_secs(60));
+    assert!(matches!(done, Ok(Ok(true))), "the allocation loop did not finish: {done:?}");
+    assert!(rt.global_collections() < 5_000, "{} global collections", rt.global_collections());
+}

@@ -261,10 +261,14 @@ impl GlobalHeap {
         self.trigger.load(Ordering::Relaxed)
     }
 
-    /// Sets the next trigger from the live size after a global collection.
+    /// Sets the next trigger from the live size after a global collection:
+    /// `max(base, live × growth)`, and at least a chunk above the bytes in
+    /// use (chunks are counted whole, live bytes are not), so that a
+    /// collection is never due right after one.
     pub fn retune_trigger(&self, live: usize) {
-        let grown = (live as f64 * self.growth) as usize;
-        self.trigger.store(grown.max(self.base_trigger), Ordering::Relaxed);
+        let grown = ((live as f64 * self.growth) as usize).max(self.base_trigger);
+        let floor = self.in_use() + self.chunk_size();
+        self.trigger.store(grown.max(floor), Ordering::Relaxed);
     }
 
     pub fn peak(&self) -> usize {

@@ -53,11 +53,19 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
         } else {
             local_collections(v);
             let heap = &v.shared.heap;
-            if heap.over_trigger() || heap.in_use() > heap.limit() {
-                if global_done && heap.in_use() > heap.limit() {
+            if heap.in_use() > heap.limit() {
+                if global_done {
                     v.install_limit();
                     return Err(over_limit(v, bytes));
                 }
+                collect_global(v);
+                global_done = true;
+                continue;
+            }
+            // At most one global collection per slow path: right after one,
+            // the heap may still be over the trigger (it is retuned above
+            // the heap in use, but other vprocs allocate meanwhile).
+            if heap.over_trigger() && !global_done {
                 collect_global(v);
                 global_done = true;
                 continue;
