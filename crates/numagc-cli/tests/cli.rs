@@ -90,3 +90,18 @@ fn info_reports_topology_pinning_and_placement() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["config"]["vprocs"], 1);
 }
+
+#[test]
+fn paper_mode_full_global_collections_give_the_same_answers() {
+    // `--young-global-gc=false`: every global collection evacuates every
+    // chunk, as in the paper (§3.4); the verifier checks each one.
+    let (ok, out, err) = numagc(&[
+        "bench", "binarytrees", "--depth", "10", "--vprocs", "2", "--verify", "--young-global-gc=false",
+        "--local-heap", "64K", "--chunk-size", "64K", "--global-gc-threshold", "64K",
+    ]);
+    assert!(ok, "stderr: {err}");
+    assert!(out.contains("long lived tree of depth 10\t check: 2047"), "{out}");
+    let total = out.lines().find(|l| l.starts_with("total")).expect("total row");
+    let global: u64 = total.split_whitespace().nth(5).unwrap().split('/').next().unwrap().parse().unwrap();
+    assert!(global > 0, "global collections ran: {total}");
+}

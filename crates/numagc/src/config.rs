@@ -163,6 +163,11 @@ pub struct Config {
     pub global_gc_threshold: usize,
     /// Next global collection when the global heap exceeds max(threshold, live × growth).
     pub heap_growth: f64,
+    /// Young global collections: evacuate only the chunks filled since the
+    /// last global collection and the survivors of the one before; older
+    /// data stays in place until a full collection (a numagc extension of
+    /// §3.4; off = the paper's full collection every time).
+    pub young_global_gc: bool,
     /// Bytes: the heap limit.
     pub max_heap: usize,
     pub verify: bool,
@@ -210,6 +215,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "global-gc-threshold", env: "NUMAGC_GLOBAL_GC_THRESHOLD", help: "global heap bytes per vproc that trigger a global collection, chunk-size ..= 1 TiB; default 32 MiB", flag: false },
     SettingInfo { name: "heap-growth", env: "NUMAGC_HEAP_GROWTH", help: "next global collection when the global heap exceeds max(threshold, live x growth), 1.0 ..= 100.0; default 2.0", flag: false },
     SettingInfo { name: "max-heap", env: "NUMAGC_MAX_HEAP", help: "heap limit in bytes, vprocs x (local-heap + 2 x chunk-size) ..= 16 TiB; default 3/4 of physical memory", flag: false },
+    SettingInfo { name: "young-global-gc", env: "NUMAGC_YOUNG_GLOBAL_GC", help: "young global collections leave data that survived two of them in place until a full one (true/false); default true", flag: true },
     SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false", flag: true },
     SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true", flag: true },
 ];
@@ -233,6 +239,7 @@ pub struct ConfigBuilder {
     global_gc_threshold: usize,
     heap_growth: f64,
     max_heap: Option<usize>,
+    young_global_gc: bool,
     verify: bool,
     pin: bool,
     /// Text given to [`ConfigBuilder::set`] per setting, so errors show the value as given.
@@ -260,6 +267,7 @@ impl ConfigBuilder {
             global_gc_threshold: DEFAULT_GLOBAL_GC_THRESHOLD,
             heap_growth: DEFAULT_HEAP_GROWTH,
             max_heap: None,
+            young_global_gc: true,
             verify: false,
             pin: true,
             given: BTreeMap::new(),
@@ -349,6 +357,7 @@ impl ConfigBuilder {
                     .map_err(|_| refused(setting, value, HEAP_GROWTH_ALLOWED))?
             }
             "max-heap" => self.max_heap = Some(size(MAX_HEAP_ALLOWED)?),
+            "young-global-gc" => self.young_global_gc = boolean()?,
             "verify" => self.verify = boolean()?,
             "pin" => self.pin = boolean()?,
             _ => unreachable!("setting {setting} is in SETTINGS but has no parser"),
@@ -396,6 +405,9 @@ impl ConfigBuilder {
     }
     pub fn max_heap(self, bytes: usize) -> Self {
         self.typed("max-heap", |b| b.max_heap = Some(bytes))
+    }
+    pub fn young_global_gc(self, on: bool) -> Self {
+        self.typed("young-global-gc", |b| b.young_global_gc = on)
     }
     pub fn verify(self, on: bool) -> Self {
         self.typed("verify", |b| b.verify = on)
@@ -517,6 +529,7 @@ impl ConfigBuilder {
             global_gc_threshold: threshold,
             heap_growth: growth,
             max_heap,
+            young_global_gc: self.young_global_gc,
             verify: self.verify,
             pin: self.pin,
         })
@@ -657,6 +670,7 @@ mod tests {
             ("max-heap", "1M"),
             ("max-heap", "17T"),
             ("verify", "maybe"),
+            ("young-global-gc", "sometimes"),
             ("pin", "2"),
         ];
         for &(name, value) in cases {
@@ -850,7 +864,7 @@ mod tests {
 
     #[test]
     fn settings_table_is_complete_and_consistent() {
-        assert_eq!(settings().len(), 13);
+        assert_eq!(settings().len(), 14);
         let mut b = ConfigBuilder::new();
         for s in settings() {
             assert_eq!(

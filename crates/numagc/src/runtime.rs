@@ -99,7 +99,7 @@ impl Runtime {
             descs: DescriptorTable::new(),
             coord: Coordinator::new(n),
             global_roots: GlobalRoots::new(),
-            gc: GlobalGc::new(topology.num_nodes()),
+            gc: GlobalGc::new(topology.num_nodes(), n.saturating_mul(config.global_gc_threshold)),
             stats: (0..n).map(|_| Mutex::new(VprocStats::default())).collect(),
             placements: placements.clone(),
             pins: Mutex::new(vec![PinOutcome::Disabled; n]),
@@ -234,6 +234,11 @@ impl Runtime {
     /// Number of global collections completed.
     pub fn global_collections(&self) -> u64 {
         self.shared.coord.collections()
+    }
+
+    /// Number of those that were full (every chunk evacuated).
+    pub fn full_global_collections(&self) -> u64 {
+        self.shared.gc.full_collections()
     }
 
     /// Recent placement decisions (`mbind` requests and their outcomes).

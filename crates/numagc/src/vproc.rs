@@ -62,6 +62,9 @@ pub(crate) struct Vproc {
     /// (a copy of the setting, read on every allocation).
     pub large_object_size: usize,
     pub cursor: ChunkCursor,
+    /// Field slots of tenured and large objects this vproc stored into
+    /// since the last global collection: roots of the next young one.
+    pub remembered: Vec<usize>,
     pub stats: VprocStats,
     pub shared: Arc<Shared>,
 }
@@ -84,6 +87,7 @@ impl Vproc {
             large_object_size: cfg.large_object_size,
             layouts: shared.descs.fast_layouts(),
             cursor: ChunkCursor::default(),
+            remembered: Vec::new(),
             stats,
             shared,
         };

@@ -115,10 +115,11 @@ pub fn run(depth: u32, json: Option<PathBuf>, args: &RuntimeArgs) -> Result<(), 
     let allocated = stats.total.bytes_allocated as f64;
     println!();
     println!(
-        "binarytrees depth {max_depth} on {vprocs} vproc(s): wall {wall:.3} s, allocated {:.2} GB, allocation rate {:.2} GB/s, {} global collections",
+        "binarytrees depth {max_depth} on {vprocs} vproc(s): wall {wall:.3} s, allocated {:.2} GB, allocation rate {:.2} GB/s, {} global collections ({} full)",
         allocated / 1e9,
         allocated / wall / 1e9,
-        rt.global_collections()
+        rt.global_collections(),
+        rt.full_global_collections()
     );
     print!("{}", stats.table());
     if let Some(path) = json {
@@ -130,6 +131,7 @@ pub fn run(depth: u32, json: Option<PathBuf>, args: &RuntimeArgs) -> Result<(), 
             "bytes_allocated": stats.total.bytes_allocated,
             "allocation_rate_gb_s": allocated / wall / 1e9,
             "global_collections": rt.global_collections(),
+            "full_global_collections": rt.full_global_collections(),
             "config": rt.config(),
             "stats": stats.to_json(),
             "correct": failures.is_empty(),

@@ -5,25 +5,50 @@
 //! 1. It runs its minor and major collections, so that everything its roots
 //!    and local heap point to is in the local heap or in a global chunk, and
 //!    hands its global chunks in as from-space. *Phase A*: once all vprocs
-//!    have done so, the leader marks the from-space chunks (gathered per
-//!    node) and resets the work queue.
-//! 2. Each vproc takes a to-space chunk of its own node and forwards what its
+//!    have done so, the leader decides between a young and a full
+//!    collection, marks the from-space chunks (gathered per node) and resets
+//!    the work queue.
+//! 2. Each vproc takes to-space chunks of its own node and forwards what its
 //!    roots and young local data point to; the leader also forwards the
 //!    registered global roots. A copy is published with a compare-and-swap
 //!    on the original's header, so two vprocs reaching one object agree on
 //!    one copy (the loser takes its own back).
-//! 3. Each vproc scans its own to-space chunk; a full chunk with unscanned
+//! 3. Each vproc scans its own to-space chunks; a full chunk with unscanned
 //!    objects goes on its node's [`ScanQueue`], and idle vprocs take work
 //!    from their node first, then from other nodes. Large objects are marked
 //!    in place and queued for scanning.
 //! 4. *Phase B*: when no work is left anywhere, the leader returns from-space
 //!    chunks to their node's pool, frees unmarked large objects, retunes the
-//!    trigger from the live size, verifies the heap (if asked) and ends the
-//!    collection.
+//!    trigger, verifies the heap (if asked) and ends the collection.
 //!
 //! Invariant after a global collection: no object, root or local heap points
 //! into a chunk that was from-space.
+//!
+//! ## Young global collections (a numagc extension, `young-global-gc`)
+//!
+//! The paper evacuates every chunk at every global collection, so long-lived
+//! data is copied again and again. With `young-global-gc` each global chunk
+//! has an age: 0 for chunks filled since the last collection, 1 for the
+//! survivors of one young collection, 2 for tenured data. A *young*
+//! collection evacuates ages 0 and 1: objects from age 0 go to survivor
+//! chunks, from age 1 to tenured chunks. Tenured chunks stay in place. A
+//! *full* collection evacuates everything into tenured chunks (one
+//! destination, as in the paper), and runs when the tenured data has grown past
+//! `max(threshold, live × heap-growth)` since the last full one, when one is
+//! asked for explicitly, and when the heap is at its limit.
+//!
+//! Why it is sound: an object can only point to objects that became global
+//! no later than itself (the global heap never points into a local heap),
+//! and every collection ages both alike, so a target is always at least as
+//! old as the object pointing to it, and tenured objects point only to
+//! tenured objects. The exception is a store into a mutable object: the
+//! write barrier records the field slots of tenured (and large) objects it
+//! stores into, and a young collection treats them as roots. Large objects
+//! may hold young pointers too; a young collection scans them all and only
+//! full collections sweep them. Survivors are copied once more before
+//! tenure, so data that dies soon after a collection is never tenured.
 
+use crate::gc::copy::Scan;
 use crate::gc::work_queue::ScanQueue;
 use crate::gc::{major, minor, verify};
 use crate::heap::cursor::ChunkCursor;
@@ -32,44 +57,87 @@ use crate::heap::space::ChunkKind;
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
 use crate::object::{is_pointer, Obj};
-use crate::gc::copy::Scan;
 use crate::stats::VprocStats;
 use crate::sync::{lock, Mutex};
 use crate::vproc::Vproc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
+
+/// Age of tenured chunks.
+pub(crate) const TENURED: u8 = 2;
 
 /// Work of the parallel scan.
 pub(crate) enum ScanItem {
     /// Objects in `[start, end)` of a retired to-space chunk.
     Region { start: usize, end: usize },
-    /// A marked large object.
+    /// A large object to scan.
     Large(usize),
 }
 
 /// Collection state shared by the vprocs.
 pub(crate) struct GlobalGc {
     from_space: Mutex<Vec<usize>>,
-    to_space: Mutex<Vec<usize>>,
+    /// Chunks of survivors of one collection (age 1).
+    survivors: Mutex<Vec<usize>>,
+    /// Chunks of tenured data (age 2).
+    tenured: Mutex<Vec<usize>>,
+    /// Bytes in tenured chunks and large objects after the last collection.
+    tenured_live: AtomicUsize,
+    /// A full collection is due when `tenured_live` exceeds this.
+    full_limit: AtomicUsize,
+    /// The next collection must be full (explicit request, heap limit).
+    force_full: AtomicBool,
+    /// Whether the collection under way is full (set in phase A).
+    full: AtomicBool,
+    full_collections: AtomicU64,
     queue: ScanQueue<ScanItem>,
 }
 
 impl GlobalGc {
-    pub fn new(nodes: usize) -> GlobalGc {
-        GlobalGc { from_space: Mutex::new(Vec::new()), to_space: Mutex::new(Vec::new()), queue: ScanQueue::new(nodes) }
+    pub fn new(nodes: usize, base_trigger: usize) -> GlobalGc {
+        GlobalGc {
+            from_space: Mutex::new(Vec::new()),
+            survivors: Mutex::new(Vec::new()),
+            tenured: Mutex::new(Vec::new()),
+            tenured_live: AtomicUsize::new(0),
+            full_limit: AtomicUsize::new(base_trigger),
+            force_full: AtomicBool::new(false),
+            full: AtomicBool::new(true),
+            full_collections: AtomicU64::new(0),
+            queue: ScanQueue::new(nodes),
+        }
+    }
+
+    /// Makes the next global collection a full one.
+    pub fn request_full(&self) {
+        self.force_full.store(true, Ordering::Relaxed);
+    }
+
+    /// Number of full global collections completed.
+    pub fn full_collections(&self) -> u64 {
+        self.full_collections.load(Ordering::Relaxed)
     }
 }
 
-/// The parallel copier of one vproc.
+/// The parallel copier of one vproc: survivors of young chunks go through
+/// `survivor`, everything older through `tenured`.
 struct Evacuator<'a> {
     heap: &'a GlobalHeap,
     descs: &'a DescriptorTable,
     queue: &'a ScanQueue<ScanItem>,
-    cursor: &'a mut ChunkCursor,
+    survivor: &'a mut ChunkCursor,
+    tenured: &'a mut ChunkCursor,
     node: usize,
     stats: &'a mut VprocStats,
     /// The only vproc of the runtime: forwarding needs no compare-and-swap.
     alone: bool,
+    /// A full collection: large objects are marked and swept.
+    full: bool,
+    /// Young collections are on: tenured slots left pointing to survivors
+    /// are remembered for the next collection.
+    generational: bool,
+    /// Those slots (the next collection's remembered set).
+    remember: Vec<usize>,
 }
 
 impl Evacuator<'_> {
@@ -82,8 +150,11 @@ impl Evacuator<'_> {
         let Some(cid) = self.heap.space.chunk_of(a) else { return w };
         let info = self.heap.space.info(cid);
         match info.kind() {
-            ChunkKind::FromSpace => self.evacuate(a, info.node.load(Ordering::Relaxed) as usize),
-            ChunkKind::LargeHead => {
+            ChunkKind::FromSpace => {
+                let age = info.age.load(Ordering::Relaxed);
+                self.evacuate(a, info.node.load(Ordering::Relaxed) as usize, age)
+            }
+            ChunkKind::LargeHead if self.full => {
                 if !info.mark.swap(true, Ordering::AcqRel) {
                     self.queue.push(info.node.load(Ordering::Relaxed) as usize, ScanItem::Large(a));
                 }
@@ -97,20 +168,23 @@ impl Evacuator<'_> {
     /// The copy is made first and published with one compare-and-swap on
     /// the original's header; the loser of a race takes its copy back (it is
     /// still the last thing in its chunk) and uses the winner's.
-    fn evacuate(&mut self, a: usize, from_node: usize) -> u64 {
+    fn evacuate(&mut self, a: usize, from_node: usize, age: u8) -> u64 {
         // SAFETY: `a` is a pointer value into a from-space chunk, which holds
         // objects until this collection returns it to the pool.
         let o = unsafe { Obj::at(a) };
         let hw = o.header_word();
         let Some(h) = Header::decode(hw) else { return hw };
         let size = h.size_bytes();
-        let dst = self.alloc(size);
+        // A full collection tenures everything (one destination, as in the
+        // paper); a young one ages objects from young chunks first.
+        let tenure = self.full || age >= 1;
+        let dst = self.alloc(size, tenure);
         o.copy_to(h, dst);
         if self.alone {
             // No other vproc can race for this object.
             o.forward_to(dst);
         } else if !o.cas_header(hw, dst as u64) {
-            self.cursor.top = dst;
+            self.cursor(tenure).top = dst;
             return o.header_word();
         }
         self.stats.bytes_copied_global += size as u64;
@@ -122,35 +196,107 @@ impl Evacuator<'_> {
         dst as u64
     }
 
-    fn alloc(&mut self, size: usize) -> usize {
-        if let Some(p) = self.cursor.try_bump(size) {
+    /// Whether `w` points to a survivor of this collection (a to-space
+    /// chunk of age 1).
+    #[inline]
+    fn is_survivor(&self, w: u64) -> bool {
+        if !is_pointer(w) {
+            return false;
+        }
+        let Some(c) = self.heap.space.chunk_of(w as usize) else { return false };
+        let info = self.heap.space.info(c);
+        info.kind() == ChunkKind::Global && info.age.load(Ordering::Relaxed) == 1
+    }
+
+    /// Forwards a value field of a tenured object at `slot` and remembers the
+    /// slot if it now points to a survivor.
+    #[inline]
+    fn forward_tenured_slot(&mut self, slot: *mut u64) {
+        // SAFETY: `slot` is a value field of a tenured object (a to-space
+        // copy this vproc scans, or a remembered slot of an object no young
+        // collection moves); two vprocs may forward the same remembered
+        // slot, and both store the same value, atomically.
+        let cell = unsafe { &*(slot as *const std::sync::atomic::AtomicU64) };
+        let w = cell.load(Ordering::Relaxed);
+        let n = self.forward(w);
+        if n != w {
+            cell.store(n, Ordering::Relaxed);
+        }
+        if self.generational && self.is_survivor(n) {
+            self.remember.push(slot as usize);
+        }
+    }
+
+    /// Scans an object of a tenured to-space chunk.
+    fn scan_tenured(&mut self, o: Obj, h: Header) {
+        let descs = self.descs;
+        crate::object::for_each_value_field(h, descs, |i| self.forward_tenured_slot(o.field_ptr(i)));
+    }
+
+    fn cursor(&mut self, tenure: bool) -> &mut ChunkCursor {
+        if tenure {
+            self.tenured
+        } else {
+            self.survivor
+        }
+    }
+
+    fn alloc(&mut self, size: usize, tenure: bool) -> usize {
+        if let Some(p) = self.cursor(tenure).try_bump(size) {
             return p;
         }
-        let retired = self.cursor.refill(self.heap, self.node, true).expect("address-space reservation exhausted");
+        let (heap, node) = (self.heap, self.node);
+        let retired = self.cursor(tenure).refill(heap, node, true).expect("address-space reservation exhausted");
         if let Some(r) = retired {
             if r.scan < r.top {
-                let node = self.heap.space.info(r.chunk).node.load(Ordering::Relaxed) as usize;
+                let node = heap.space.info(r.chunk).node.load(Ordering::Relaxed) as usize;
                 self.queue.push(node, ScanItem::Region { start: r.scan, end: r.top });
             }
         }
-        self.cursor.try_bump(size).expect("object larger than a chunk")
+        self.cursor(tenure).try_bump(size).expect("object larger than a chunk")
+    }
+
+    /// Scans the next unscanned object of one of this vproc's to-space
+    /// chunks; `false` when both are scanned up to their tops.
+    fn scan_own(&mut self) -> bool {
+        for tenure in [false, true] {
+            let c = self.cursor(tenure);
+            if c.scan < c.top {
+                // SAFETY: objects below a cursor's top are this collection's
+                // copies, laid out one after another.
+                let o = unsafe { Obj::at(c.scan) };
+                let h = o.header().expect("copied object has a header");
+                c.scan += h.size_bytes();
+                if tenure {
+                    self.scan_tenured(o, h);
+                } else {
+                    self.scan_fields(o, h);
+                }
+                return true;
+            }
+        }
+        false
     }
 
     /// Scans until no vproc has work left.
     fn drain(&mut self) {
         loop {
-            while self.cursor.scan < self.cursor.top {
-                // SAFETY: objects below the cursor's top are this
-                // collection's copies, laid out one after another.
-                let o = unsafe { Obj::at(self.cursor.scan) };
-                let h = o.header().expect("copied object has a header");
-                self.cursor.scan += h.size_bytes();
-                self.scan_fields(o, h);
-            }
+            while self.scan_own() {}
             match self.queue.pop(self.node) {
                 Some(ScanItem::Region { mut start, end }) => {
+                    let space = &self.heap.space;
+                    let tenured = space.info(space.chunk_of(start).expect("region in the heap")).age.load(Ordering::Relaxed) == TENURED;
                     while start < end {
-                        start += self.scan_object(start);
+                        // SAFETY: a region holds this collection's copies,
+                        // laid out one after another.
+                        let o = unsafe { Obj::at(start) };
+                        let h = o.header().expect("copied object has a header");
+                        start += h.size_bytes();
+                        if tenured {
+                            self.scan_tenured(o, h);
+                        } else {
+                            self.scan_fields(o, h);
+                        }
                     }
                 }
                 Some(ScanItem::Large(a)) => {
@@ -173,6 +319,11 @@ impl<'a> Scan<'a> for Evacuator<'a> {
     }
 }
 
+/// Bytes of objects in `chunks` (up to each chunk's published top).
+fn used_bytes(heap: &GlobalHeap, chunks: &[usize]) -> usize {
+    chunks.iter().map(|&c| heap.space.info(c).top.load(Ordering::Acquire) - heap.space.chunk_start(c)).sum()
+}
+
 /// Takes part in the pending global collection. Every vproc calls this when
 /// it sees the collection pending, at a safe point with all its values in
 /// its root stack.
@@ -183,32 +334,54 @@ pub(crate) fn participate(v: &mut Vproc) {
     let gc = &shared.gc;
     let coord = &shared.coord;
 
-    // 1. Local collections, then hand in the global chunks as from-space.
+    // 1. Local collections, then hand in the chunks filled since the last
+    //    collection as from-space.
     minor::collect(v);
     major::collect(v, false);
     v.cursor.retire(heap);
     lock(&gc.from_space).append(&mut v.cursor.owned);
     coord.phase(v.id, || {
-        for &c in lock(&gc.from_space).iter() {
+        let full = !shared.config.young_global_gc
+            || gc.force_full.swap(false, Ordering::Relaxed)
+            || gc.tenured_live.load(Ordering::Relaxed) > gc.full_limit.load(Ordering::Relaxed)
+            || heap.in_use() > heap.limit();
+        gc.full.store(full, Ordering::Relaxed);
+        let mut from = lock(&gc.from_space);
+        from.append(&mut lock(&gc.survivors));
+        if full {
+            from.append(&mut lock(&gc.tenured));
+        }
+        for &c in from.iter() {
             heap.space.info(c).set_kind(ChunkKind::FromSpace);
         }
         gc.queue.reset(coord.vprocs());
     });
+    let full = gc.full.load(Ordering::Relaxed);
 
-    // 2. Roots, young local data and (leader) global roots.
+    // 2. Roots: the root stack and the young local data; in a young
+    //    collection also the remembered slots; the leader adds the global
+    //    roots and, in a young collection, every large object.
     let is_leader = coord.leader() == Some(v.id);
+    let remembered = std::mem::take(&mut v.remembered);
+    let mut tenured_cursor = ChunkCursor { age: TENURED, ..Default::default() };
+    v.cursor.age = 1;
+    let next_remembered;
     {
         let roots = v.roots.get_mut();
         let mut e = Evacuator {
             heap,
             descs: &shared.descs,
             queue: &gc.queue,
-            cursor: &mut v.cursor,
+            survivor: &mut v.cursor,
+            tenured: &mut tenured_cursor,
             node: v.node,
             stats: &mut v.stats,
             alone: coord.vprocs() == 1,
+            full,
+            generational: shared.config.young_global_gc,
+            remember: Vec::new(),
         };
-        e.cursor.begin_copy();
+        e.survivor.begin_copy();
         for r in roots.iter_mut() {
             *r = e.forward(*r);
         }
@@ -216,35 +389,64 @@ pub(crate) fn participate(v: &mut Vproc) {
         while s < v.local.old_top {
             s += e.scan_object(s);
         }
+        if !full {
+            // Remembered slots belong to tenured or large objects, which a
+            // young collection neither moves nor frees.
+            for &slot in &remembered {
+                e.forward_tenured_slot(slot as *mut u64);
+            }
+            if is_leader {
+                heap.for_each_large(|a| {
+                    let node = heap.space.info(heap.space.chunk_of(a).expect("large object")).node.load(Ordering::Relaxed);
+                    gc.queue.push(node as usize, ScanItem::Large(a));
+                });
+            }
+        }
         if is_leader {
             shared.global_roots.update(|w| e.forward(w));
         }
         // 3. Parallel scan.
         e.drain();
+        next_remembered = std::mem::take(&mut e.remember);
     }
-    v.cursor.publish(heap);
-    {
-        let mut to = lock(&gc.to_space);
-        to.extend(v.cursor.owned.iter().copied());
-        to.extend(v.cursor.chunk);
-    }
+    // Allocation starts in fresh chunks (of age 0).
+    v.remembered = next_remembered;
+    v.cursor.retire(heap);
+    v.cursor.age = 0;
+    tenured_cursor.retire(heap);
+    lock(&gc.survivors).append(&mut v.cursor.owned);
+    lock(&gc.tenured).append(&mut tenured_cursor.owned);
 
-    // 4. Release from-space, sweep large objects, retune, verify.
+    // 4. Release from-space, sweep large objects (full), retune, verify.
     coord.phase(v.id, || {
         for c in lock(&gc.from_space).drain(..) {
             heap.release_chunk(c);
         }
-        heap.sweep_large();
-        let to = std::mem::take(&mut *lock(&gc.to_space));
-        let live: usize = to
-            .iter()
-            .map(|&c| heap.space.info(c).top.load(Ordering::Acquire) - heap.space.chunk_start(c))
-            .sum::<usize>()
-            + heap.large_bytes();
-        heap.retune_trigger(live);
-        if shared.config.verify {
-            verify::global_heap(&shared, &to);
+        if full {
+            heap.sweep_large();
         }
+        let survivors = lock(&gc.survivors);
+        let tenured = lock(&gc.tenured);
+        let tenured_live = used_bytes(heap, &tenured) + heap.large_bytes();
+        let live = used_bytes(heap, &survivors) + tenured_live;
+        gc.tenured_live.store(tenured_live, Ordering::Relaxed);
+        if full {
+            gc.full_limit.store(heap.grown_limit(tenured_live), Ordering::Relaxed);
+            gc.full_collections.fetch_add(1, Ordering::Relaxed);
+        }
+        if shared.config.young_global_gc {
+            // The next collection when the heap has grown by live × (growth
+            // - 1), the paper's threshold at least: the spacing of full
+            // collections at `live × growth`.
+            heap.set_trigger(heap.in_use() + heap.grown_limit(live).saturating_sub(live).max(heap.base_trigger()));
+        } else {
+            heap.set_trigger(heap.grown_limit(live));
+        }
+        if shared.config.verify {
+            let all: Vec<usize> = survivors.iter().chain(tenured.iter()).copied().collect();
+            verify::global_heap(&shared, &all);
+        }
+        drop((survivors, tenured));
         coord.finish();
     });
     if shared.config.verify {
@@ -252,4 +454,170 @@ pub(crate) fn participate(v: &mut Vproc) {
     }
     v.record_pause(|s| &mut s.global, t0);
     v.publish_stats();
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::plan::split_heap;
+    use crate::{Config, Handle, Runtime};
+
+    fn runtime(vprocs: usize) -> Runtime {
+        let cfg = Config::builder()
+            .vprocs(vprocs)
+            .pin(false)
+            .verify(true)
+            .local_heap_size(256 << 10)
+            .chunk_size(64 << 10)
+            .global_gc_threshold(8 << 20)
+            .max_heap(512 << 20)
+            .build()
+            .unwrap();
+        Runtime::new(cfg).unwrap()
+    }
+
+    fn age(s: &mut crate::Scope<'_>, h: Handle<'_>) -> u8 {
+        let w = s.word(h);
+        age_of(s.vproc_mut(), w)
+    }
+
+    fn age_of(v: &Vproc, w: u64) -> u8 {
+        let space = &v.shared.heap.space;
+        space.info(space.chunk_of(w as usize).unwrap()).age.load(Ordering::Relaxed)
+    }
+
+    /// A young collection, as the heap's trigger would start it.
+    fn young(s: &mut crate::Scope<'_>) {
+        let v = s.vproc_mut();
+        let full = v.shared.gc.full_collections();
+        split_heap::collect_global(v);
+        assert_eq!(v.shared.gc.full_collections(), full, "the collection was young");
+    }
+
+    #[test]
+    fn data_is_tenured_after_two_collections_and_then_stays_in_place() {
+        let rt = runtime(1);
+        rt.run_on(0, |s| {
+            let v = s.alloc_vector(&[Handle::int(1), Handle::int(2)]).unwrap();
+            let g = s.promote(v);
+            assert_eq!(age(s, g), 0);
+            young(s);
+            assert_eq!(age(s, g), 1, "a survivor");
+            young(s);
+            let tenured_at = s.word(g);
+            assert_eq!(age_of(s.vproc_mut(), tenured_at), TENURED);
+            young(s);
+            young(s);
+            assert_eq!(s.word(g), tenured_at, "young collections leave tenured data in place");
+            let v = s.view(g);
+            assert_eq!((v.field(0).as_int(), v.field(1).as_int()), (Some(1), Some(2)));
+            s.collect_global(); // full: everything moves
+            assert_ne!(s.word(g), tenured_at);
+        })
+        .unwrap();
+        assert!(rt.full_global_collections() >= 1);
+    }
+
+    #[test]
+    fn a_store_into_tenured_data_is_a_root_of_young_collections() {
+        let rt = runtime(2);
+        rt.run_on(0, |s| {
+            let arr = s.alloc_array(4, Handle::NIL).unwrap();
+            young(s);
+            young(s);
+            assert_eq!(age(s, arr), TENURED);
+            // A young value stored into the tenured array: the barrier
+            // promotes it (age 0) and remembers the slot.
+            let v = s.alloc_vector(&[Handle::int(7), Handle::int(8)]).unwrap();
+            s.set(arr, 2, v).unwrap();
+            assert_eq!(s.vproc_mut().remembered.len(), 1);
+            // Without the remembered slot the array would now point into
+            // evacuated from-space, and the verifier would abort.
+            young(s);
+            young(s);
+            let e = s.field(arr, 2).unwrap();
+            let w = s.word(e);
+            assert_eq!(age_of(s.vproc_mut(), w), TENURED, "followed the array into tenure");
+            let ev = s.view(e);
+            assert_eq!((ev.field(0).as_int(), ev.field(1).as_int()), (Some(7), Some(8)));
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_mutated_survivor_is_tenured_with_its_young_pointer_remembered() {
+        let rt = runtime(1);
+        rt.run_on(0, |s| {
+            let arr = s.alloc_array(2, Handle::NIL).unwrap();
+            young(s);
+            assert_eq!(age(s, arr), 1, "the array is a survivor");
+            // A store into a survivor is not remembered: the next young
+            // collection scans all survivors anyway...
+            let v = s.alloc_vector(&[Handle::int(5)]).unwrap();
+            s.set(arr, 0, v).unwrap();
+            assert!(s.vproc_mut().remembered.is_empty());
+            // ...which tenures the array while its element becomes a
+            // survivor: that tenured slot must be remembered.
+            young(s);
+            assert_eq!(age(s, arr), TENURED);
+            let e = s.field(arr, 0).unwrap();
+            assert_eq!(age(s, e), 1);
+            assert_eq!(s.vproc_mut().remembered.len(), 1);
+            young(s);
+            let e = s.field(arr, 0).unwrap();
+            assert_eq!(age(s, e), TENURED);
+            assert_eq!(s.view(e).field(0).as_int(), Some(5));
+            assert!(s.vproc_mut().remembered.is_empty(), "nothing young is left to remember");
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn large_objects_are_roots_of_young_collections_and_swept_by_full_ones() {
+        let rt = runtime(1);
+        rt.run_on(0, |s| {
+            let elems: Vec<Handle<'_>> = (0..5000).map(|i| s.alloc_vector(&[Handle::int(i)]).unwrap()).collect();
+            let big = s.alloc_vector(&elems).unwrap(); // large: its elements are promoted (age 0)
+            young(s);
+            young(s);
+            let b = s.view(big);
+            assert_eq!(b.field(4999).field(0).as_int(), Some(4999));
+            let large = s.vproc_mut().shared.heap.large_bytes();
+            assert!(large > 0);
+            drop(elems);
+        })
+        .unwrap();
+        // The job's handles are gone: a full collection frees the large object.
+        rt.run_on(0, |s| s.collect_global()).unwrap();
+        assert_eq!(rt.stats().heap.large_object_bytes, 0);
+    }
+
+    #[test]
+    fn tenured_garbage_is_reclaimed_by_a_full_collection() {
+        let rt = runtime(1);
+        let before = rt.run_on(0, |s| {
+            s.collect_global();
+            s.vproc_mut().shared.heap.in_use()
+        });
+        let tenured = rt
+            .run_on(0, |s| {
+                let mut list = s.nil();
+                for i in 0..20_000 {
+                    list = s.alloc_vector(&[Handle::int(i), list]).unwrap();
+                }
+                let _g = s.promote(list);
+                young(s);
+                young(s);
+                s.vproc_mut().shared.heap.in_use()
+            })
+            .unwrap();
+        let after = rt
+            .run_on(0, |s| {
+                s.collect_global();
+                s.vproc_mut().shared.heap.in_use()
+            })
+            .unwrap();
+        assert!(tenured > before.unwrap() + (200 << 10), "the list was tenured: {tenured}");
+        assert!(after < tenured / 2, "a full collection reclaimed the tenured garbage: {after} of {tenured}");
+    }
 }

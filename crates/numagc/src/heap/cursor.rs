@@ -21,6 +21,8 @@ pub(crate) struct Retired {
 
 #[derive(Default)]
 pub(crate) struct ChunkCursor {
+    /// Age given to the chunks this cursor takes (see `gc::global`).
+    pub age: u8,
     pub chunk: Option<usize>,
     pub top: usize,
     pub end: usize,
@@ -42,6 +44,7 @@ impl ChunkCursor {
     }
 
     /// Publishes the current chunk's top in its metadata (for heap walks).
+    #[cfg(test)]
     pub fn publish(&self, heap: &GlobalHeap) {
         if let Some(c) = self.chunk {
             heap.space.info(c).top.store(self.top, Ordering::Release);
@@ -51,6 +54,7 @@ impl ChunkCursor {
     /// Retires the current chunk (if any) and takes a new one on `node`.
     pub fn refill(&mut self, heap: &GlobalHeap, node: usize, force: bool) -> Result<Option<Retired>, OverLimit> {
         let id = heap.acquire_chunk(node, force)?;
+        heap.space.info(id).age.store(self.age, Ordering::Relaxed);
         let retired = self.retire(heap);
         let start = heap.space.chunk_start(id);
         self.chunk = Some(id);

@@ -162,6 +162,7 @@ impl GlobalHeap {
         let info = self.space.info(id);
         info.node.store(home as u32, Ordering::Relaxed);
         info.top.store(self.space.chunk_start(id), Ordering::Relaxed);
+        info.age.store(0, Ordering::Relaxed);
         info.set_kind(ChunkKind::Global);
         self.account(cs, home);
         Ok(id)
@@ -261,14 +262,22 @@ impl GlobalHeap {
         self.trigger.load(Ordering::Relaxed)
     }
 
-    /// Sets the next trigger from the live size after a global collection:
-    /// `max(base, live × growth)`, and at least a chunk above the bytes in
-    /// use (chunks are counted whole, live bytes are not), so that a
-    /// collection is never due right after one.
-    pub fn retune_trigger(&self, live: usize) {
-        let grown = ((live as f64 * self.growth) as usize).max(self.base_trigger);
+    /// The base threshold: vprocs × `global_gc_threshold`.
+    pub fn base_trigger(&self) -> usize {
+        self.base_trigger
+    }
+
+    /// `max(base threshold, live × heap growth)`.
+    pub fn grown_limit(&self, live: usize) -> usize {
+        ((live as f64 * self.growth) as usize).max(self.base_trigger)
+    }
+
+    /// Sets the next trigger after a global collection: `next`, but at
+    /// least a chunk above the bytes in use (chunks are counted whole, live
+    /// bytes are not), so that a collection is never due right after one.
+    pub fn set_trigger(&self, next: usize) {
         let floor = self.in_use() + self.chunk_size();
-        self.trigger.store(grown.max(floor), Ordering::Relaxed);
+        self.trigger.store(next.max(floor), Ordering::Relaxed);
     }
 
     pub fn peak(&self) -> usize {

@@ -64,6 +64,9 @@ pub(crate) struct ChunkInfo {
     pub top: AtomicUsize,
     /// Mark bit of a large object during a global collection.
     pub mark: AtomicBool,
+    /// Age of a global chunk: 0 = filled since the last global collection,
+    /// 1 = survivors of one young collection, 2 = tenured (see `gc::global`).
+    pub age: AtomicU8,
 }
 
 impl ChunkInfo {

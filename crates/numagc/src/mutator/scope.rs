@@ -427,6 +427,7 @@ impl<'s> Scope<'s> {
         let mut w = [self.word(value)];
         plan::promote_words(self.vp, &mut w);
         o.field_cell(i).store(w[0], std::sync::atomic::Ordering::Release);
+        plan::remember_store(self.vp, o, i);
         Ok(())
     }
 

@@ -53,6 +53,11 @@ impl Obj {
     }
 
     #[inline(always)]
+    pub(crate) fn addr(self) -> usize {
+        self.0
+    }
+
+    #[inline(always)]
     fn header_cell(self) -> &'static AtomicU64 {
         // SAFETY: `Obj::at` guarantees the address is a mapped, 8-aligned
         // header slot; headers are accessed atomically because a parallel

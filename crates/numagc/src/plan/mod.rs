@@ -47,6 +47,14 @@ pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) {
     }
 }
 
+/// A value was stored into field `i` of the mutable object `o`.
+#[inline]
+pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::remember_store(v, o, i),
+    }
+}
+
 /// Safepoint: joins a pending collection.
 pub(crate) fn poll(v: &mut Vproc) {
     match v.plan {
@@ -66,9 +74,10 @@ pub(crate) fn collect_major(v: &mut Vproc) {
     }
 }
 
+/// An explicit global collection: a full one.
 pub(crate) fn collect_global(v: &mut Vproc) {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::collect_global(v),
+        PlanKind::SplitHeap => split_heap::collect_global_full(v),
     }
 }
 

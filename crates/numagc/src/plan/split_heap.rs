@@ -14,6 +14,8 @@
 
 use crate::error::{Error, Result};
 use crate::gc::{global, major, minor, promote, verify};
+use crate::gc::global::TENURED;
+use crate::heap::space::ChunkKind;
 use crate::vproc::Vproc;
 
 /// Runs the pending global collection, or requests one and runs it.
@@ -21,6 +23,12 @@ pub(crate) fn collect_global(v: &mut Vproc) {
     v.shared.coord.request(v.id);
     global::participate(v);
     v.install_limit();
+}
+
+/// A full global collection: explicit requests and the heap limit.
+pub(crate) fn collect_global_full(v: &mut Vproc) {
+    v.shared.gc.request_full();
+    collect_global(v);
 }
 
 fn local_collections(v: &mut Vproc) {
@@ -58,7 +66,7 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
                     v.install_limit();
                     return Err(over_limit(v, bytes));
                 }
-                collect_global(v);
+                collect_global_full(v);
                 global_done = true;
                 continue;
             }
@@ -107,7 +115,7 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
                 v.stats.bytes_allocated_global += bytes as u64;
                 return Ok(p);
             }
-            Err(_) if attempt == 0 => collect_global(v),
+            Err(_) if attempt == 0 => collect_global_full(v),
             Err(o) => return Err(Error::HeapLimit { requested: bytes, in_use: o.in_use, limit: o.limit }),
         }
     }
@@ -122,6 +130,24 @@ pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) {
         promote::promote(v, words);
         if v.shared.heap.over_trigger() {
             v.shared.coord.request(v.id);
+        }
+    }
+}
+
+/// The generational part of the write barrier: a store into an object
+/// that young global collections leave in place (a tenured chunk, a large
+/// object) is remembered, since it may now point to younger data.
+#[inline]
+pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
+    if v.shared.config.young_global_gc {
+        let space = &v.shared.heap.space;
+        let Some(c) = space.chunk_of(o.addr()) else { return };
+        let info = space.info(c);
+        let kind = info.kind();
+        if kind == ChunkKind::LargeHead
+            || (kind == ChunkKind::Global && info.age.load(std::sync::atomic::Ordering::Relaxed) == TENURED)
+        {
+            v.remembered.push(o.field_ptr(i) as usize);
         }
     }
 }
