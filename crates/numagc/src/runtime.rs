@@ -75,8 +75,13 @@ impl Runtime {
         let local_rounded = config.local_heap_size.div_ceil(cs) * cs;
         let locals = n * local_rounded;
         let limit = config.max_heap.saturating_sub(locals).max(cs);
-        // Twice the limit: collector copies may exceed it (see heap::global).
-        let reserve = 2 * limit + locals + 16 * cs;
+        // Collector copies may exceed the limit (see heap::global): during a
+        // global collection from-space holds up to the limit plus what
+        // forced major collections pushed past it (a local heap per vproc),
+        // and to-space as much again plus the tail of each chunk that a
+        // next object did not fit in (up to a quarter of a chunk). Address
+        // space is only reserved, not committed, so be generous.
+        let reserve = 3 * limit + 2 * locals + 64 * cs;
         let space = AddressSpace::reserve(reserve, cs).map_err(|e| Error::Os { what: "reserving the heap", source: e })?;
         let heap = GlobalHeap::new(
             space,

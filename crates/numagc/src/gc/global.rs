@@ -328,6 +328,7 @@ fn used_bytes(heap: &GlobalHeap, chunks: &[usize]) -> usize {
 /// it sees the collection pending, at a safe point with all its values in
 /// its root stack.
 pub(crate) fn participate(v: &mut Vproc) {
+    let _guard = crate::gc::AbortOnUnwind("global collection");
     let t0 = Instant::now();
     let shared = v.shared.clone();
     let heap = &shared.heap;

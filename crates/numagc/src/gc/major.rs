@@ -21,6 +21,7 @@ use std::time::Instant;
 /// Runs a major collection (the nursery must be empty: call right after a
 /// minor collection). Returns the bytes copied to the global heap.
 pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
+    let _guard = crate::gc::AbortOnUnwind("major collection");
     let t0 = Instant::now();
     let shared = v.shared.clone();
     let lh = v.local.clone();

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 /// Runs a minor collection; returns the bytes copied.
 pub(crate) fn collect(v: &mut Vproc) -> usize {
+    let _guard = crate::gc::AbortOnUnwind("minor collection");
     let t0 = Instant::now();
     v.count_allocation();
     let shared = v.shared.clone();

@@ -2,6 +2,22 @@
 //! one file per collection, plus the shared copying engine, the
 //! synchronisation protocols of the global collection and the verifier.
 
+/// Aborts the process if a collection unwinds. A collection that stops
+/// half-way leaves objects forwarded and, in a global collection, the other
+/// vprocs waiting for this one forever: there is no state to return to, so
+/// a panic inside the collector (an invariant broken, the address-space
+/// reservation exhausted) is reported and ends the process.
+pub(crate) struct AbortOnUnwind(pub &'static str);
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("numagc: a panic inside the {} cannot be recovered from (the heap is half-collected); aborting", self.0);
+            std::process::abort();
+        }
+    }
+}
+
 pub(crate) mod copy;
 pub(crate) mod global;
 pub(crate) mod handshake;

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 /// Promotes every value in `words` in place; returns the bytes copied.
 pub(crate) fn promote(v: &mut Vproc, words: &mut [u64]) -> usize {
+    let _guard = crate::gc::AbortOnUnwind("promotion");
     let t0 = Instant::now();
     let shared = v.shared.clone();
     let (lo, hi) = (v.local.base, v.local.end);

@@ -8,9 +8,12 @@
 //! * Mutable objects, and objects too large for the nursery or the local
 //!   heap, are allocated in the global heap: their initial values are
 //!   promoted first, so the heap invariants of §2.3 hold.
-//! * Heap limit: when the global heap is over `max_heap` after a global
-//!   collection, the allocation that asked fails with [`Error::HeapLimit`];
-//!   the heap and the other vprocs are unaffected.
+//! * Heap limit: when the global heap is over `max_heap` after a full global
+//!   collection, the allocation that asked fails with [`Error::HeapLimit`]
+//!   and nothing else changes. The limit is the whole heap's: while one vproc
+//!   holds it full, another vproc whose collections need global space may be
+//!   refused as well; its state is intact and a retry succeeds once memory
+//!   is freed. The vprocs carry on either way.
 
 use crate::error::{Error, Result};
 use crate::gc::{global, major, minor, promote, verify};
