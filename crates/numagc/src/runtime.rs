@@ -268,6 +268,23 @@ impl Runtime {
     }
 }
 
+/// A small runtime for the crate's unit tests: 256 KiB local heaps, 64 KiB
+/// chunks, no pinning.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn small_test_runtime(vprocs: usize, verify: bool, global_gc_threshold: usize) -> Runtime {
+    let cfg = Config::builder()
+        .vprocs(vprocs)
+        .pin(false)
+        .verify(verify)
+        .local_heap_size(256 << 10)
+        .chunk_size(64 << 10)
+        .global_gc_threshold(global_gc_threshold)
+        .max_heap(512 << 20)
+        .build()
+        .expect("the test configuration is valid");
+    Runtime::new(cfg).expect("the test runtime starts")
+}
+
 fn job<R, F>(f: F, tx: mpsc::Sender<Result<R>>) -> Job
 where
     R: Send + 'static,

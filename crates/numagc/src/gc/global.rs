@@ -461,20 +461,10 @@ pub(crate) fn participate(v: &mut Vproc) {
 mod tests {
     use super::*;
     use crate::plan::split_heap;
-    use crate::{Config, Handle, Runtime};
+    use crate::{Handle, Runtime};
 
     fn runtime(vprocs: usize) -> Runtime {
-        let cfg = Config::builder()
-            .vprocs(vprocs)
-            .pin(false)
-            .verify(true)
-            .local_heap_size(256 << 10)
-            .chunk_size(64 << 10)
-            .global_gc_threshold(8 << 20)
-            .max_heap(512 << 20)
-            .build()
-            .unwrap();
-        Runtime::new(cfg).unwrap()
+        crate::runtime::small_test_runtime(vprocs, true, 8 << 20)
     }
 
     fn age(s: &mut crate::Scope<'_>, h: Handle<'_>) -> u8 {

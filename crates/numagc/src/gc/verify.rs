@@ -225,19 +225,10 @@ pub(crate) fn check_global_heap(shared: &Shared, to_space: &[usize]) -> Result<u
 mod tests {
     use super::*;
     use crate::object::header::ID_VECTOR;
-    use crate::{Config, Handle, Runtime};
+    use crate::{Handle, Runtime};
 
     fn runtime(vprocs: usize) -> Runtime {
-        let cfg = Config::builder()
-            .vprocs(vprocs)
-            .pin(false)
-            .local_heap_size(256 << 10)
-            .chunk_size(64 << 10)
-            .global_gc_threshold(1 << 20)
-            .max_heap(256 << 20)
-            .build()
-            .unwrap();
-        Runtime::new(cfg).unwrap()
+        crate::runtime::small_test_runtime(vprocs, false, 1 << 20)
     }
 
     fn object(s: &crate::Scope<'_>, h: Handle<'_>) -> Obj {
