@@ -227,6 +227,17 @@ impl Evacuator<'_> {
         }
     }
 
+    /// Scans a copy made by this collection, in a tenured or a survivor
+    /// chunk.
+    #[inline]
+    fn scan_copy(&mut self, o: Obj, h: Header, tenured: bool) {
+        if tenured {
+            self.scan_tenured(o, h);
+        } else {
+            self.scan_fields(o, h);
+        }
+    }
+
     /// Scans an object of a tenured to-space chunk.
     fn scan_tenured(&mut self, o: Obj, h: Header) {
         let descs = self.descs;
@@ -266,12 +277,9 @@ impl Evacuator<'_> {
                 // copies, laid out one after another.
                 let o = unsafe { Obj::at(c.scan) };
                 let h = o.header().expect("copied object has a header");
+                // Advance before scanning: the chunk may be retired meanwhile.
                 c.scan += h.size_bytes();
-                if tenure {
-                    self.scan_tenured(o, h);
-                } else {
-                    self.scan_fields(o, h);
-                }
+                self.scan_copy(o, h, tenure);
                 return true;
             }
         }
@@ -292,11 +300,7 @@ impl Evacuator<'_> {
                         let o = unsafe { Obj::at(start) };
                         let h = o.header().expect("copied object has a header");
                         start += h.size_bytes();
-                        if tenured {
-                            self.scan_tenured(o, h);
-                        } else {
-                            self.scan_fields(o, h);
-                        }
+                        self.scan_copy(o, h, tenured);
                     }
                 }
                 Some(ScanItem::Large(a)) => {
