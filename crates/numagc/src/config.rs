@@ -49,6 +49,9 @@ pub const DEFAULT_CHUNK_SIZE: usize = MIB;
 pub const DEFAULT_GLOBAL_GC_THRESHOLD: usize = 32 * MIB;
 /// Default factor by which the live global heap may grow before the next global collection.
 pub const DEFAULT_HEAP_GROWTH: f64 = 2.0;
+/// Default of `survivor-promotion`, in percent (measured on binary-trees:
+/// docs/results/binarytrees.md).
+pub const DEFAULT_SURVIVOR_PROMOTION: u32 = 90;
 /// Largest default large-object threshold; smaller when the chunk or local heap is small.
 pub const DEFAULT_LARGE_OBJECT_CAP: usize = 16 * KIB;
 /// Most vprocs a runtime may have.
@@ -69,6 +72,7 @@ const MIN_NURSERY_ALLOWED: &str = "a size from 4 KiB to local-heap/4";
 const LARGE_OBJECT_ALLOWED: &str = "a size from 256 B to min(chunk-size/4, local-heap/8)";
 const GLOBAL_GC_ALLOWED: &str = "a size from chunk-size to 1 TiB";
 const HEAP_GROWTH_ALLOWED: &str = "a finite number from 1.0 to 100.0";
+const SURVIVOR_PROMOTION_ALLOWED: &str = "a percentage from 0 (never) to 100";
 const MAX_HEAP_ALLOWED: &str = "a size from vprocs x (local-heap + 2 x chunk-size) to 16 TiB";
 
 /// Where global-heap chunks get their physical pages (§4.3).
@@ -168,6 +172,11 @@ pub struct Config {
     /// data stays in place until a full collection (a numagc extension of
     /// §3.4; off = the paper's full collection every time).
     pub young_global_gc: bool,
+    /// Percent: after a minor collection whose survivors fill at least this
+    /// share of the nursery, the next local collection evacuates the whole
+    /// local heap to the global heap in one pass (0 = never; a numagc
+    /// extension of §3.3, see `plan::split_heap`).
+    pub survivor_promotion: u32,
     /// Bytes: the heap limit.
     pub max_heap: usize,
     pub verify: bool,
@@ -216,6 +225,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "heap-growth", env: "NUMAGC_HEAP_GROWTH", help: "next global collection when the global heap exceeds max(threshold, live x growth), 1.0 ..= 100.0; default 2.0", flag: false },
     SettingInfo { name: "max-heap", env: "NUMAGC_MAX_HEAP", help: "heap limit in bytes, vprocs x (local-heap + 2 x chunk-size) ..= 16 TiB; default 3/4 of physical memory", flag: false },
     SettingInfo { name: "young-global-gc", env: "NUMAGC_YOUNG_GLOBAL_GC", help: "young global collections leave data that survived two of them in place until a full one (true/false); default true", flag: true },
+    SettingInfo { name: "survivor-promotion", env: "NUMAGC_SURVIVOR_PROMOTION", help: "after a minor collection whose survivors fill this percentage of the nursery, the next local collection evacuates the local heap to the global heap, 0 (never) ..= 100; default 90", flag: false },
     SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false", flag: true },
     SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true", flag: true },
 ];
@@ -240,6 +250,7 @@ pub struct ConfigBuilder {
     heap_growth: f64,
     max_heap: Option<usize>,
     young_global_gc: bool,
+    survivor_promotion: u32,
     verify: bool,
     pin: bool,
     /// Text given to [`ConfigBuilder::set`] per setting, so errors show the value as given.
@@ -268,6 +279,7 @@ impl ConfigBuilder {
             heap_growth: DEFAULT_HEAP_GROWTH,
             max_heap: None,
             young_global_gc: true,
+            survivor_promotion: DEFAULT_SURVIVOR_PROMOTION,
             verify: false,
             pin: true,
             given: BTreeMap::new(),
@@ -358,6 +370,13 @@ impl ConfigBuilder {
             }
             "max-heap" => self.max_heap = Some(size(MAX_HEAP_ALLOWED)?),
             "young-global-gc" => self.young_global_gc = boolean()?,
+            "survivor-promotion" => {
+                self.survivor_promotion = value
+                    .trim()
+                    .trim_end_matches('%')
+                    .parse()
+                    .map_err(|_| refused(setting, value, SURVIVOR_PROMOTION_ALLOWED))?
+            }
             "verify" => self.verify = boolean()?,
             "pin" => self.pin = boolean()?,
             _ => unreachable!("setting {setting} is in SETTINGS but has no parser"),
@@ -408,6 +427,9 @@ impl ConfigBuilder {
     }
     pub fn young_global_gc(self, on: bool) -> Self {
         self.typed("young-global-gc", |b| b.young_global_gc = on)
+    }
+    pub fn survivor_promotion(self, percent: u32) -> Self {
+        self.typed("survivor-promotion", |b| b.survivor_promotion = percent)
     }
     pub fn verify(self, on: bool) -> Self {
         self.typed("verify", |b| b.verify = on)
@@ -466,6 +488,9 @@ impl ConfigBuilder {
         self.check("heap-growth", growth, growth_ok, || {
             owned(HEAP_GROWTH_ALLOWED)
         })?;
+
+        let sp = self.survivor_promotion;
+        self.check("survivor-promotion", sp, sp <= 100, || owned(SURVIVOR_PROMOTION_ALLOWED))?;
 
         let nursery_max = local_heap / 4;
         let min_nursery = self.min_nursery_size.unwrap_or(local_heap / 8);
@@ -530,6 +555,7 @@ impl ConfigBuilder {
             heap_growth: growth,
             max_heap,
             young_global_gc: self.young_global_gc,
+            survivor_promotion: self.survivor_promotion,
             verify: self.verify,
             pin: self.pin,
         })
@@ -671,6 +697,8 @@ mod tests {
             ("max-heap", "17T"),
             ("verify", "maybe"),
             ("young-global-gc", "sometimes"),
+            ("survivor-promotion", "101"),
+            ("survivor-promotion", "half"),
             ("pin", "2"),
         ];
         for &(name, value) in cases {
@@ -864,7 +892,7 @@ mod tests {
 
     #[test]
     fn settings_table_is_complete_and_consistent() {
-        assert_eq!(settings().len(), 14);
+        assert_eq!(settings().len(), 15);
         let mut b = ConfigBuilder::new();
         for s in settings() {
             assert_eq!(

@@ -150,6 +150,9 @@ pub struct VprocStats {
     pub bytes_allocated_global: u64,
     pub bytes_copied_minor: u64,
     pub bytes_copied_major: u64,
+    /// Major collections that evacuated the whole local heap, nursery
+    /// included (survivor promotion; also counted in `major`).
+    pub survivor_evacuations: u64,
     pub bytes_promoted: u64,
     pub bytes_copied_global: u64,
     /// Bytes copied in global collections from chunks on this vproc's node.
@@ -171,6 +174,7 @@ impl VprocStats {
             (&mut self.bytes_allocated_global, o.bytes_allocated_global),
             (&mut self.bytes_copied_minor, o.bytes_copied_minor),
             (&mut self.bytes_copied_major, o.bytes_copied_major),
+            (&mut self.survivor_evacuations, o.survivor_evacuations),
             (&mut self.bytes_promoted, o.bytes_promoted),
             (&mut self.bytes_copied_global, o.bytes_copied_global),
             (&mut self.copied_local_node, o.copied_local_node),

@@ -8,6 +8,9 @@
 //! goes to the global heap too; the slow path asks for that when the young
 //! data alone leaves the nursery below its minimum.
 //!
+//! [`evacuate_all`] takes the nursery too, without a minor collection first:
+//! the split-heap plan's survivor promotion (see `plan::split_heap`).
+//!
 //! Roots: the root stack and the young objects. Old objects cannot point to
 //! young ones (they are immutable and older), so after the copy only the
 //! roots and the young objects themselves can point into the young data, and
@@ -21,11 +24,28 @@ use std::time::Instant;
 /// Runs a major collection (the nursery must be empty: call right after a
 /// minor collection). Returns the bytes copied to the global heap.
 pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
+    let from_hi = if include_young { v.local.old_top } else { v.local.young_start };
+    evacuate(v, from_hi)
+}
+
+/// Evacuates the whole local heap, nursery included, to the global heap
+/// (survivor promotion): a minor and a major collection in one pass, which
+/// copies the nursery's survivors once instead of twice. Counted as a major
+/// collection. Returns the bytes copied.
+pub(crate) fn evacuate_all(v: &mut Vproc) -> usize {
+    v.count_allocation();
+    v.stats.survivor_evacuations += 1;
+    let end = v.local.end;
+    evacuate(v, end)
+}
+
+/// Copies the live objects of `[base, from_hi)` to the global heap and
+/// slides what lies above `from_hi` (the young data) down to `base`.
+fn evacuate(v: &mut Vproc, from_hi: usize) -> usize {
     let _guard = crate::gc::AbortOnUnwind("major collection");
     let t0 = Instant::now();
     let shared = v.shared.clone();
     let lh = v.local.clone();
-    let from_hi = if include_young { lh.old_top } else { lh.young_start };
     let copied = {
         let mut c = ToGlobal::new(
             &shared.heap,
@@ -64,7 +84,7 @@ pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
     // Slide the young data (if kept) down to the base: its pointers were
     // rebased above, and nothing else points into it (old objects are
     // older, the global heap never points into a local heap).
-    let young = lh.old_top - from_hi;
+    let young = lh.old_top.saturating_sub(from_hi);
     if young > 0 && from_hi > lh.base {
         // SAFETY: both ranges lie inside this vproc's local heap; `copy`
         // handles the overlap.

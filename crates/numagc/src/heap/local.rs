@@ -29,6 +29,9 @@ pub(crate) struct LocalHeap {
     pub old_top: usize,
     pub nursery_start: usize,
     pub min_nursery: usize,
+    /// The next local collection evacuates everything to the global heap
+    /// (survivor promotion, `plan::split_heap`).
+    pub evacuate_next: bool,
 }
 
 impl LocalHeap {
@@ -40,6 +43,7 @@ impl LocalHeap {
             old_top: base,
             nursery_start: base,
             min_nursery,
+            evacuate_next: false,
         };
         h.reset_nursery();
         h

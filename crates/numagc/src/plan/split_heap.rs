@@ -34,12 +34,31 @@ pub(crate) fn collect_global_full(v: &mut Vproc) {
     collect_global(v);
 }
 
+/// The collections of the nursery-exhausted slow path.
+///
+/// Survivor promotion (a numagc extension of §3.3): when the last minor
+/// collection found at least `survivor-promotion` % of the nursery live,
+/// the program is building a structure larger than the nursery, whose every
+/// object would be copied twice (nursery to old data, old data to the global
+/// heap). Then the next collection evacuates the whole local heap to the
+/// global heap in one pass, copying the survivors once. The mode lasts while
+/// survival stays that high, measured on what each evacuation copies.
 fn local_collections(v: &mut Vproc) {
-    minor::collect(v);
-    if v.local.needs_major() {
-        major::collect(v, false);
+    let threshold = v.shared.config.survivor_promotion as usize;
+    let survived = |copied: usize, used: usize| threshold > 0 && copied * 100 >= used.max(1) * threshold;
+    if v.local.evacuate_next {
+        let used = (v.alloc_ptr - v.local.nursery_start) + (v.local.old_top - v.local.base);
+        let copied = major::evacuate_all(v);
+        v.local.evacuate_next = survived(copied, used);
+    } else {
+        let used = v.alloc_ptr - v.local.nursery_start;
+        let copied = minor::collect(v);
+        v.local.evacuate_next = survived(copied, used);
         if v.local.needs_major() {
-            major::collect(v, true);
+            major::collect(v, false);
+            if v.local.needs_major() {
+                major::collect(v, true);
+            }
         }
     }
     if v.shared.config.verify {
