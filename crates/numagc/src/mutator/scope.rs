@@ -287,6 +287,14 @@ impl<'s> Scope<'s> {
                 // SAFETY: `p` is a fresh nursery reservation of `size` fields.
                 let o = unsafe { Obj::at(p) };
                 o.init_header(Header::new(d.0, size as u64));
+                if raw.is_empty() {
+                    // Every field is a value, in order: with a literal
+                    // `values` this loop unrolls and tests no mask bits.
+                    for (i, &v) in values.iter().enumerate() {
+                        o.set_field(i, self.word(v));
+                    }
+                    return Ok(Some(p));
+                }
                 let (mut vi, mut ri) = (0, 0);
                 for i in 0..size {
                     if (mask >> i) & 1 == 1 {
