@@ -72,8 +72,31 @@ const MIN_NURSERY_ALLOWED: &str = "a size from 4 KiB to local-heap/4";
 const LARGE_OBJECT_ALLOWED: &str = "a size from 256 B to min(chunk-size/4, local-heap/8)";
 const GLOBAL_GC_ALLOWED: &str = "a size from chunk-size to 1 TiB";
 const HEAP_GROWTH_ALLOWED: &str = "a finite number from 1.0 to 100.0";
+const TASK_PROMOTION_ALLOWED: &str = "lazy or eager";
 const SURVIVOR_PROMOTION_ALLOWED: &str = "a percentage from 0 (never) to 100";
 const MAX_HEAP_ALLOWED: &str = "a size from vprocs x (local-heap + 2 x chunk-size) to 16 TiB";
+
+/// When the environment of a forked task is promoted to the global heap
+/// (§3.1, [Rai10]; see `sched`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskPromotion {
+    /// Only when another vproc steals the task (the paper's lazy promotion).
+    Lazy,
+    /// When the task is forked, whether or not it is stolen.
+    Eager,
+}
+
+impl FromStr for TaskPromotion {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        match s.trim() {
+            "lazy" => Ok(TaskPromotion::Lazy),
+            "eager" => Ok(TaskPromotion::Eager),
+            _ => Err(refused("task-promotion", s, TASK_PROMOTION_ALLOWED)),
+        }
+    }
+}
 
 /// Where global-heap chunks get their physical pages (§4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -177,6 +200,8 @@ pub struct Config {
     /// local heap to the global heap in one pass (0 = never; a numagc
     /// extension of §3.3, see `plan::split_heap`).
     pub survivor_promotion: u32,
+    /// When a forked task's environment is promoted.
+    pub task_promotion: TaskPromotion,
     /// Bytes: the heap limit.
     pub max_heap: usize,
     pub verify: bool,
@@ -226,6 +251,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "max-heap", env: "NUMAGC_MAX_HEAP", help: "heap limit in bytes, vprocs x (local-heap + 2 x chunk-size) ..= 16 TiB; default 3/4 of physical memory", flag: false },
     SettingInfo { name: "young-global-gc", env: "NUMAGC_YOUNG_GLOBAL_GC", help: "young global collections leave data that survived two of them in place until a full one (true/false); default true", flag: true },
     SettingInfo { name: "survivor-promotion", env: "NUMAGC_SURVIVOR_PROMOTION", help: "after a minor collection whose survivors fill this percentage of the nursery, the next local collection evacuates the local heap to the global heap, 0 (never) ..= 100; default 90", flag: false },
+    SettingInfo { name: "task-promotion", env: "NUMAGC_TASK_PROMOTION", help: "when a forked task's environment is promoted: lazy (when stolen, default) or eager (at the fork)", flag: false },
     SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false", flag: true },
     SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true", flag: true },
 ];
@@ -251,6 +277,7 @@ pub struct ConfigBuilder {
     max_heap: Option<usize>,
     young_global_gc: bool,
     survivor_promotion: u32,
+    task_promotion: TaskPromotion,
     verify: bool,
     pin: bool,
     /// Text given to [`ConfigBuilder::set`] per setting, so errors show the value as given.
@@ -280,6 +307,7 @@ impl ConfigBuilder {
             max_heap: None,
             young_global_gc: true,
             survivor_promotion: DEFAULT_SURVIVOR_PROMOTION,
+            task_promotion: TaskPromotion::Lazy,
             verify: false,
             pin: true,
             given: BTreeMap::new(),
@@ -370,6 +398,7 @@ impl ConfigBuilder {
             }
             "max-heap" => self.max_heap = Some(size(MAX_HEAP_ALLOWED)?),
             "young-global-gc" => self.young_global_gc = boolean()?,
+            "task-promotion" => self.task_promotion = value.parse()?,
             "survivor-promotion" => {
                 self.survivor_promotion = value
                     .trim()
@@ -430,6 +459,9 @@ impl ConfigBuilder {
     }
     pub fn survivor_promotion(self, percent: u32) -> Self {
         self.typed("survivor-promotion", |b| b.survivor_promotion = percent)
+    }
+    pub fn task_promotion(self, when: TaskPromotion) -> Self {
+        self.typed("task-promotion", |b| b.task_promotion = when)
     }
     pub fn verify(self, on: bool) -> Self {
         self.typed("verify", |b| b.verify = on)
@@ -556,6 +588,7 @@ impl ConfigBuilder {
             max_heap,
             young_global_gc: self.young_global_gc,
             survivor_promotion: self.survivor_promotion,
+            task_promotion: self.task_promotion,
             verify: self.verify,
             pin: self.pin,
         })
@@ -699,6 +732,7 @@ mod tests {
             ("young-global-gc", "sometimes"),
             ("survivor-promotion", "101"),
             ("survivor-promotion", "half"),
+            ("task-promotion", "sometimes"),
             ("pin", "2"),
         ];
         for &(name, value) in cases {
@@ -892,7 +926,7 @@ mod tests {
 
     #[test]
     fn settings_table_is_complete_and_consistent() {
-        assert_eq!(settings().len(), 15);
+        assert_eq!(settings().len(), 16);
         let mut b = ConfigBuilder::new();
         for s in settings() {
             assert_eq!(

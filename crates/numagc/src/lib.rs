@@ -13,6 +13,7 @@
 //! | §3.2 object headers, descriptor table | [`object::header`], [`object::descriptor`] |
 //! | §3.3 local heaps, minor and major collections | `heap::local`, `gc::minor`, `gc::major`, `gc::copy` |
 //! | §3.4 parallel global collection | `gc::handshake`, `gc::work_queue`, `gc::global` |
+//! | §2.2–2.3 work stealing, lazy promotion of stolen tasks | `sched`, [`Scope::par2`] |
 //! | §4.3 placement policies local / interleave / node0 | [`numa`], `heap::global` |
 //!
 //! ```
@@ -40,12 +41,13 @@ pub mod numa;
 pub mod object;
 mod plan;
 mod runtime;
+mod sched;
 pub mod stats;
 mod sync;
 pub mod topology;
 mod vproc;
 
-pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind};
+pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};
 pub use error::{ConfigError, DescriptorError, Error, Result};
 pub use heap::global::BindRecord;
 pub use mutator::{GlobalRoot, Handle, ObjectKind, Scope, Slot, View};

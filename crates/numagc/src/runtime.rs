@@ -10,7 +10,7 @@
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gc::global::GlobalGc;
-use crate::gc::handshake::{Coordinator, Wake};
+use crate::gc::handshake::Coordinator;
 use crate::heap::global::{BindRecord, GlobalHeap};
 use crate::heap::space::AddressSpace;
 use crate::mutator::roots::GlobalRoots;
@@ -58,7 +58,7 @@ fn not_from_a_vproc(what: &str) -> Result<()> {
     Ok(())
 }
 
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
@@ -99,7 +99,10 @@ impl Runtime {
             })?;
             local_bases.push(base);
         }
+        let nodes: Vec<usize> = placements.iter().map(|p| p.node).collect();
+        let (sched, workers) = crate::sched::Scheduler::new(&nodes);
         let shared = Arc::new(Shared {
+            sched,
             heap,
             descs: DescriptorTable::new(),
             coord: Coordinator::new(n),
@@ -112,7 +115,7 @@ impl Runtime {
         });
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::with_capacity(n);
-        for (p, base) in placements.iter().zip(local_bases) {
+        for ((p, base), worker) in placements.iter().zip(local_bases).zip(workers) {
             let vshared = shared.clone();
             let ready = ready_tx.clone();
             let (id, node, cpu) = (p.vproc, p.node, p.cpu);
@@ -122,7 +125,7 @@ impl Runtime {
                     ON_VPROC.with(|c| c.set(true));
                     let pin = if vshared.config.pin { pin_current_thread(cpu) } else { PinOutcome::Disabled };
                     lock(&vshared.pins)[id] = pin;
-                    let mut vp = Vproc::new(vshared, id, node, base);
+                    let mut vp = Vproc::new(vshared, id, node, base, worker);
                     vp.publish_stats();
                     let _ = ready.send(());
                     drop(ready);
@@ -303,14 +306,7 @@ where
 }
 
 fn vproc_loop(vp: &mut Vproc) {
-    let shared = vp.shared.clone();
-    loop {
-        match shared.coord.wait_idle(vp.id) {
-            Wake::Job(j) => j(vp),
-            Wake::Collect => crate::plan::join_collection(vp),
-            Wake::Shutdown => return,
-        }
-    }
+    crate::sched::idle_loop(vp, |vp, j| j(vp));
 }
 
 impl Drop for Runtime {

@@ -153,6 +153,12 @@ pub struct VprocStats {
     /// Major collections that evacuated the whole local heap, nursery
     /// included (survivor promotion; also counted in `major`).
     pub survivor_evacuations: u64,
+    /// Tasks this vproc forked (`Scope::par2`).
+    pub tasks_forked: u64,
+    /// Of those, run by this vproc itself (not stolen).
+    pub tasks_inline: u64,
+    /// Tasks this vproc stole from others.
+    pub tasks_stolen: u64,
     pub bytes_promoted: u64,
     pub bytes_copied_global: u64,
     /// Bytes copied in global collections from chunks on this vproc's node.
@@ -175,6 +181,9 @@ impl VprocStats {
             (&mut self.bytes_copied_minor, o.bytes_copied_minor),
             (&mut self.bytes_copied_major, o.bytes_copied_major),
             (&mut self.survivor_evacuations, o.survivor_evacuations),
+            (&mut self.tasks_forked, o.tasks_forked),
+            (&mut self.tasks_inline, o.tasks_inline),
+            (&mut self.tasks_stolen, o.tasks_stolen),
             (&mut self.bytes_promoted, o.bytes_promoted),
             (&mut self.bytes_copied_global, o.bytes_copied_global),
             (&mut self.copied_local_node, o.copied_local_node),

@@ -16,6 +16,8 @@ use crate::heap::global::GlobalHeap;
 use crate::heap::local::LocalHeap;
 use crate::mutator::roots::GlobalRoots;
 use crate::object::descriptor::{DescriptorTable, FastLayouts};
+use crate::sched::deque::Worker;
+use crate::sched::{Scheduler, Task};
 use crate::stats::{PhaseStats, VprocStats};
 use crate::sync::Mutex;
 use crate::topology::{PinOutcome, VprocPlacement};
@@ -34,6 +36,7 @@ pub(crate) struct Shared {
     pub coord: Coordinator<Job>,
     pub global_roots: GlobalRoots,
     pub gc: GlobalGc,
+    pub sched: Scheduler,
     /// Statistics each vproc publishes after every job and collection.
     pub stats: Box<[Mutex<VprocStats>]>,
     pub placements: Vec<VprocPlacement>,
@@ -66,11 +69,13 @@ pub(crate) struct Vproc {
     /// since the last global collection: roots of the next young one.
     pub remembered: Vec<usize>,
     pub stats: VprocStats,
+    /// This vproc's work-stealing deque (`crate::sched`).
+    pub worker: Worker<Arc<Task>>,
     pub shared: Arc<Shared>,
 }
 
 impl Vproc {
-    pub fn new(shared: Arc<Shared>, id: usize, node: usize, local_base: usize) -> Vproc {
+    pub fn new(shared: Arc<Shared>, id: usize, node: usize, local_base: usize, worker: Worker<Arc<Task>>) -> Vproc {
         let cfg = &shared.config;
         let local = LocalHeap::new(local_base, cfg.local_heap_size, cfg.min_nursery_size);
         let limit: *const AtomicUsize = shared.coord.limit_cell(id);
@@ -89,6 +94,7 @@ impl Vproc {
             cursor: ChunkCursor::default(),
             remembered: Vec::new(),
             stats,
+            worker,
             shared,
         };
         v.install_limit();

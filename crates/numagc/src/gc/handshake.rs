@@ -18,10 +18,25 @@
 //! comes first and is overwritten with zero. A SeqCst fence on each side
 //! makes this hold under any model; `src/loom_models.rs` checks it.
 //!
+//! Vproc-directed requests (a thief asking for a task's environment, see
+//! `sched::task`) use the same signal: [`signal`] sets the vproc's flag,
+//! then zeroes its limit, and [`set_limit`] reports the flag as well.
+//!
+//! Idle vprocs sleep in [`wait_idle`]. A vproc about to sleep counts itself
+//! in `sleepers` and then looks for stealable work; a vproc that pushes work
+//! calls [`notify_work`], which looks at `sleepers` after its push. With a
+//! SeqCst fence on each side one of them sees the other, and the notify
+//! happens under the state lock, so it cannot slip in between the sleeper's
+//! check and its wait.
+//!
 //! [`request`]: Coordinator::request
+//! [`signal`]: Coordinator::signal
+//! [`wait_idle`]: Coordinator::wait_idle
+//! [`notify_work`]: Coordinator::notify_work
 //! [`phase`]: Coordinator::phase
 //! [`set_limit`]: Coordinator::set_limit
 
+use crate::sched::doorbell::Doorbell;
 use crate::sync::{fence, lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use std::collections::VecDeque;
 
@@ -29,6 +44,8 @@ use std::collections::VecDeque;
 pub(crate) enum Wake<J> {
     Job(J),
     Collect,
+    /// Another vproc's deque has work: try to steal.
+    Steal,
     Shutdown,
 }
 
@@ -44,6 +61,12 @@ struct State<J> {
 pub(crate) struct Coordinator<J> {
     pending: AtomicBool,
     limits: Box<[crossbeam_utils::CachePadded<AtomicUsize>]>,
+    /// Per vproc: a request addressed to it is waiting (see [`Coordinator::signal`]).
+    signals: Box<[crossbeam_utils::CachePadded<AtomicBool>]>,
+    /// Per vproc: wakes it where it waits inside a computation.
+    bells: Box<[Doorbell]>,
+    /// Idle vprocs asleep (or about to sleep) in `wait_idle`.
+    sleepers: AtomicUsize,
     state: Mutex<State<J>>,
     cv: Condvar,
     n: usize,
@@ -54,6 +77,9 @@ impl<J> Coordinator<J> {
         Coordinator {
             pending: AtomicBool::new(false),
             limits: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicUsize::new(0))).collect(),
+            signals: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicBool::new(false))).collect(),
+            bells: (0..n).map(|_| Doorbell::new()).collect(),
+            sleepers: AtomicUsize::new(0),
             state: Mutex::new(State {
                 jobs: (0..n).map(|_| VecDeque::new()).collect(),
                 shutdown: false,
@@ -77,13 +103,51 @@ impl<J> Coordinator<J> {
     }
 
     /// Installs vproc `v`'s allocation limit. Returns `true` when a global
-    /// collection is pending: the caller must join it instead of allocating.
+    /// collection is pending or a request for `v` is waiting: the caller
+    /// must attend to it instead of allocating.
     pub fn set_limit(&self, v: usize, limit: usize) -> bool {
         self.limits[v].store(limit, Ordering::SeqCst);
         // The fences make the store/load pair a Dekker handshake with
-        // `request` under any memory model, loom's included.
+        // `request` and `signal` under any memory model, loom's included.
         fence(Ordering::SeqCst);
-        self.pending.load(Ordering::SeqCst)
+        self.pending.load(Ordering::SeqCst) || self.signals[v].load(Ordering::SeqCst)
+    }
+
+    /// Tells vproc `v` that a request waits for it: it sees the flag at its
+    /// next safepoint (its allocation limit is zeroed to get there soon),
+    /// and its doorbell rings in case it is waiting.
+    pub fn signal(&self, v: usize) {
+        self.signals[v].store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        self.limits[v].store(0, Ordering::SeqCst);
+        self.bells[v].ring();
+    }
+
+    /// Whether a request waits for `v`; clears the flag (the caller then
+    /// takes everything that was posted).
+    #[inline]
+    pub fn take_signal(&self, v: usize) -> bool {
+        self.signals[v].load(Ordering::SeqCst) && self.signals[v].swap(false, Ordering::SeqCst)
+    }
+
+    /// Whether a request waits for `v`, without clearing it.
+    pub fn signalled(&self, v: usize) -> bool {
+        self.signals[v].load(Ordering::SeqCst)
+    }
+
+    /// Vproc `v`'s doorbell.
+    pub fn bell(&self, v: usize) -> &Doorbell {
+        &self.bells[v]
+    }
+
+    /// Work was pushed on a deque: wakes the idle vprocs if any sleep.
+    #[inline]
+    pub fn notify_work(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _s = lock(&self.state);
+            self.cv.notify_all();
+        }
     }
 
     #[inline]
@@ -103,6 +167,9 @@ impl<J> Coordinator<J> {
             l.store(0, Ordering::SeqCst);
         }
         self.cv.notify_all();
+        for b in self.bells.iter() {
+            b.ring();
+        }
         true
     }
 
@@ -112,8 +179,9 @@ impl<J> Coordinator<J> {
     }
 
     /// Blocks idle vproc `v` until a collection is pending, a job arrives
-    /// for it, or the runtime shuts down (in that order of priority).
-    pub fn wait_idle(&self, v: usize) -> Wake<J> {
+    /// for it, `has_work()` finds work to steal, or the runtime shuts down
+    /// (in that order of priority).
+    pub fn wait_idle(&self, v: usize, has_work: impl Fn() -> bool) -> Wake<J> {
         let mut s = lock(&self.state);
         loop {
             if self.pending.load(Ordering::SeqCst) {
@@ -125,7 +193,14 @@ impl<J> Coordinator<J> {
             if s.shutdown {
                 return Wake::Shutdown;
             }
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            if has_work() {
+                self.sleepers.fetch_sub(1, Ordering::SeqCst);
+                return Wake::Steal;
+            }
             s = wait(&self.cv, s);
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
     }
 

@@ -16,11 +16,16 @@
 //! * [`GlobalRoot`] keeps a value alive independently of any scope and can
 //!   be read from any vproc; its value is promoted to the global heap.
 //!
+//! Parallelism: [`Scope::par2`] forks a task that another vproc may steal
+//! (see `crate::sched`); a task receives its values as an explicit
+//! environment of handles, since handles cannot cross threads.
+//!
 //! Mutation: mutable objects (arrays, and mixed objects whose descriptor is
 //! `mutable`) are allocated in the global heap, and storing a local value
 //! into one promotes the value first — a write barrier that keeps both
 //! invariants of §2.3 for languages with mutation.
 
+mod parallel;
 pub(crate) mod roots;
 mod scope;
 mod view;

@@ -48,7 +48,7 @@ impl GlobalRoots {
         lock(&self.slots).words[i] = w;
     }
 
-    fn remove(&self, i: usize) {
+    pub(crate) fn remove(&self, i: usize) {
         let mut s = lock(&self.slots);
         s.words[i] = crate::object::NIL;
         s.free.push(i);

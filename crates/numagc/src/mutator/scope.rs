@@ -15,9 +15,9 @@ use std::marker::PhantomData;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Handle<'s> {
     /// Odd: the immediate itself. Even: root-stack slot × 2.
-    bits: u64,
-    _scope: PhantomData<&'s ()>,
-    _not_send: PhantomData<*const ()>,
+    pub(super) bits: u64,
+    pub(super) _scope: PhantomData<&'s ()>,
+    pub(super) _not_send: PhantomData<*const ()>,
 }
 
 impl Handle<'static> {
@@ -55,11 +55,11 @@ impl<'s> Slot<'s> {
 /// [`View`] borrows the scope shared, so no collection can move the object
 /// it reads.
 pub struct Scope<'s> {
-    vp: &'s mut Vproc,
+    pub(super) vp: &'s mut Vproc,
     /// The descriptor table's packed layouts, kept here so the allocation
     /// fast path reaches them with one load less.
-    layouts: FastLayouts,
-    base: usize,
+    pub(super) layouts: FastLayouts,
+    pub(super) base: usize,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -73,7 +73,7 @@ impl<'s> Scope<'s> {
     // ---- root stack -------------------------------------------------------
 
     #[inline(always)]
-    fn roots(&self) -> &Vec<u64> {
+    pub(super) fn roots(&self) -> &Vec<u64> {
         // SAFETY: the root stack is only mutated through `push_root` (which
         // holds no reference across the push) and by collectors, which need
         // `&mut Vproc` and so cannot run while `&self` is borrowed; `Scope`
@@ -82,7 +82,7 @@ impl<'s> Scope<'s> {
     }
 
     #[inline(always)]
-    fn push_root(&self, w: u64) -> Handle<'s> {
+    pub(super) fn push_root(&self, w: u64) -> Handle<'s> {
         if !is_pointer(w) {
             return Handle { bits: w, _scope: PhantomData, _not_send: PhantomData };
         }
@@ -92,6 +92,34 @@ impl<'s> Scope<'s> {
         let slot = roots.len();
         roots.push(w);
         Handle { bits: (slot as u64) << 1, _scope: PhantomData, _not_send: PhantomData }
+    }
+
+    /// Pushes `w` (immediate or not) into a new slot of this scope.
+    pub(super) fn push_slot_word(&self, w: u64) {
+        // SAFETY: see `roots`; no other reference into the Vec is alive.
+        unsafe { &mut *self.vp.roots.get() }.push(w);
+    }
+
+    /// Roots a word that arrived from another vproc (a global value).
+    pub(crate) fn push_word(&self, w: u64) -> Handle<'s> {
+        self.push_root(w)
+    }
+
+    /// Promotes `h`'s value and returns the global word.
+    pub(crate) fn promote_word(&mut self, h: Handle<'_>) -> u64 {
+        let mut w = [self.word(h)];
+        plan::promote_words(self.vp, &mut w);
+        w[0]
+    }
+
+    /// The state shared by the runtime's vprocs.
+    pub(crate) fn shared(&self) -> std::sync::Arc<crate::vproc::Shared> {
+        self.vp.shared.clone()
+    }
+
+    /// This scope's vproc (for the scheduler's waiting duties).
+    pub(crate) fn vproc_state(&mut self) -> &mut Vproc {
+        self.vp
     }
 
     /// The current word of a handle.
@@ -505,7 +533,7 @@ impl<'s> Scope<'s> {
     /// collection.
     #[inline]
     pub fn poll(&mut self) {
-        if self.vp.shared.coord.pending() {
+        if self.vp.shared.coord.pending() || self.vp.shared.coord.signalled(self.vp.id) {
             plan::poll(self.vp);
         }
     }

@@ -77,9 +77,15 @@ fn over_limit(v: &Vproc, requested: usize) -> Error {
 pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
     let mut global_done = false;
     loop {
+        // The limit may have been zeroed only to deliver a request (a thief
+        // wants a task's environment): answer it, and collect only if the
+        // nursery is really exhausted.
+        crate::sched::serve_mail(v);
         if v.shared.coord.pending() {
             global::participate(v);
             global_done = true;
+        } else if v.alloc_ptr + bytes <= v.local.end {
+            // Room left: no collection needed.
         } else {
             local_collections(v);
             let heap = &v.shared.heap;
@@ -176,6 +182,7 @@ pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
 
 /// Safepoint for loops that do not allocate.
 pub(crate) fn poll(v: &mut Vproc) {
+    crate::sched::serve_mail(v);
     if v.shared.coord.pending() {
         global::participate(v);
         v.install_limit();

@@ -1,0 +1,58 @@
+//! The per-vproc work-stealing deque (§2.2): the owner pushes and pops at
+//! one end (newest first), thieves steal at the other (oldest first).
+//!
+//! Normal builds use `crossbeam-deque`'s Chase-Lev deque. Under `--cfg loom`
+//! a mutex-protected `VecDeque` with the same interface stands in for it,
+//! so the model tests explore numagc's own protocol around the deque (who
+//! runs a task, promotion on steal, parking) rather than crossbeam's
+//! internals, which crossbeam tests itself.
+
+#[cfg(not(loom))]
+pub(crate) use crossbeam_deque::{Steal, Stealer, Worker};
+
+#[cfg(loom)]
+pub(crate) use model::{Steal, Stealer, Worker};
+
+#[cfg(loom)]
+mod model {
+    use crate::sync::{lock, Mutex};
+    use std::collections::VecDeque;
+    use std::sync::Arc;
+
+    pub(crate) enum Steal<T> {
+        Empty,
+        Success(T),
+        #[allow(dead_code)]
+        Retry,
+    }
+
+    pub(crate) struct Worker<T>(Arc<Mutex<VecDeque<T>>>);
+    pub(crate) struct Stealer<T>(Arc<Mutex<VecDeque<T>>>);
+
+    impl<T> Worker<T> {
+        pub fn new_lifo() -> Self {
+            Worker(Arc::new(Mutex::new(VecDeque::new())))
+        }
+        pub fn push(&self, t: T) {
+            lock(&self.0).push_back(t);
+        }
+        pub fn pop(&self) -> Option<T> {
+            lock(&self.0).pop_back()
+        }
+        pub fn stealer(&self) -> Stealer<T> {
+            Stealer(self.0.clone())
+        }
+    }
+
+    impl<T> Stealer<T> {
+        pub fn steal(&self) -> Steal<T> {
+            match lock(&self.0).pop_front() {
+                Some(t) => Steal::Success(t),
+                None => Steal::Empty,
+            }
+        }
+        pub fn is_empty(&self) -> bool {
+            lock(&self.0).is_empty()
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Parallel execution on vprocs (§2.2, §2.3): work-stealing deques, fork-join
+//! with lazy promotion, and the idle loop.
+//!
+//! * Each vproc owns a deque ([`deque`]). [`crate::Scope::par2`] pushes the
+//!   second branch on it, runs the first inline, then pops the second back
+//!   and runs it inline too — unless an idle vproc stole it meanwhile.
+//! * Idle vprocs steal the oldest task of another vproc, from vprocs on
+//!   their own node first, then from the other nodes ([`Scheduler::victims`]),
+//!   spin briefly, and then sleep in the coordinator until work is pushed,
+//!   a collection starts, a job arrives or the runtime shuts down: an idle
+//!   runtime uses no CPU.
+//! * Lazy promotion ([`task`]): a task's environment stays in its owner's
+//!   local heap until a thief actually takes it; only then does the owner
+//!   promote it. The result of a stolen task is promoted by the thief so
+//!   that the owner can read it. `--task-promotion eager` promotes every
+//!   environment at the fork instead, for comparison.
+//! * A vproc that waits (to join a stolen task, or for the environment of a
+//!   task it stole) keeps answering: it joins pending global collections,
+//!   promotes environments that thieves asked it for, and steals other work;
+//!   its doorbell wakes it when any of these happen ([`doorbell`]).
+//!
+//! Invariants: a task is run by exactly one vproc (the deque hands it out
+//! once); the environment of a task is read from the owner's stack only by
+//! the owner; every word that crosses between vprocs is global and sits in a
+//! global root while in transit, so collections in between update it.
+
+pub(crate) mod deque;
+pub(crate) mod doorbell;
+pub(crate) mod task;
+
+use crate::error::{Error, Result};
+use crate::mutator::{Handle, Scope};
+use crate::sync::{lock, Mutex};
+use crate::vproc::{Shared, Vproc};
+use deque::{Steal, Stealer, Worker};
+use std::sync::Arc;
+use task::{Handoff, Mailbox, DONE, READY};
+
+/// The body of a forked task: runs in a scope of whichever vproc runs it,
+/// with its environment as handles of that scope.
+pub(crate) type TaskFn = Box<dyn for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send>;
+
+pub(crate) struct Task {
+    pub handoff: Handoff,
+    /// The environment: root-stack slots `env_base ..` of the owner.
+    pub env_base: usize,
+    pub env_len: usize,
+    pub func: Mutex<Option<TaskFn>>,
+}
+
+/// The scheduler state every vproc sees.
+pub(crate) struct Scheduler {
+    stealers: Vec<Stealer<Arc<Task>>>,
+    /// Per vproc: tasks whose environment a thief asked for.
+    mailboxes: Box<[Mailbox<Arc<Task>>]>,
+    /// Per vproc: the order in which it tries victims (own node first).
+    victims: Vec<Vec<usize>>,
+}
+
+impl Scheduler {
+    /// One deque per vproc; `nodes[v]` is vproc `v`'s topology node.
+    pub fn new(nodes: &[usize]) -> (Scheduler, Vec<Worker<Arc<Task>>>) {
+        let workers: Vec<Worker<Arc<Task>>> = nodes.iter().map(|_| Worker::new_lifo()).collect();
+        let n = nodes.len();
+        let victims = (0..n)
+            .map(|v| {
+                // Same node first, then by node index starting after ours;
+                // within a node, starting after `v`, so thieves spread out.
+                let mut order: Vec<usize> = (1..n).map(|k| (v + k) % n).collect();
+                let num_nodes = nodes.iter().max().map_or(1, |m| m + 1);
+                order.sort_by_key(|&u| (nodes[u] + num_nodes - nodes[v]) % num_nodes);
+                order
+            })
+            .collect();
+        let s = Scheduler {
+            stealers: workers.iter().map(|w| w.stealer()).collect(),
+            mailboxes: (0..n).map(|_| Mailbox::new()).collect(),
+            victims,
+        };
+        (s, workers)
+    }
+
+    /// The victims of vproc `v`, nearest first.
+    pub fn victims(&self, v: usize) -> &[usize] {
+        &self.victims[v]
+    }
+
+    /// Whether some vproc other than `v` has a task to steal.
+    pub fn has_work(&self, v: usize) -> bool {
+        self.victims[v].iter().any(|&u| !self.stealers[u].is_empty())
+    }
+}
+
+/// Steals one task for vproc `vp`, nearest victims first.
+pub(crate) fn steal(vp: &mut Vproc) -> Option<Arc<Task>> {
+    let sched = &vp.shared.sched;
+    for &u in sched.victims(vp.id) {
+        loop {
+            match sched.stealers[u].steal() {
+                Steal::Success(t) => {
+                    vp.stats.tasks_stolen += 1;
+                    return Some(t);
+                }
+                Steal::Empty => break,
+                Steal::Retry => continue,
+            }
+        }
+    }
+    None
+}
+
+/// Pushes a forked task on `vp`'s deque and wakes sleeping thieves.
+pub(crate) fn push(vp: &mut Vproc, t: Arc<Task>) {
+    vp.worker.push(t);
+    vp.stats.tasks_forked += 1;
+    vp.shared.coord.notify_work();
+}
+
+/// Pops `vp`'s newest task if it is `t`. Fork-join nesting means that when
+/// `t` is not on top, it was stolen and the deque is empty.
+pub(crate) fn pop_if(vp: &mut Vproc, t: &Arc<Task>) -> bool {
+    match vp.worker.pop() {
+        Some(top) if Arc::ptr_eq(&top, t) => true,
+        Some(other) => {
+            // Not reachable with well-nested forks; keep the task queued.
+            vp.worker.push(other);
+            false
+        }
+        None => false,
+    }
+}
+
+/// Promotes the environments thieves asked `vp` for (a safepoint duty).
+pub(crate) fn serve_mail(vp: &mut Vproc) {
+    if !vp.shared.coord.take_signal(vp.id) {
+        return;
+    }
+    let shared = vp.shared.clone();
+    for t in shared.sched.mailboxes[vp.id].take() {
+        let mut words: Vec<u64> = vp.roots_mut()[t.env_base..t.env_base + t.env_len].to_vec();
+        crate::plan::promote_words(vp, &mut words);
+        let slots = words.iter().map(|&w| shared.global_roots.add(w)).collect();
+        t.handoff.env_ready(slots);
+        shared.coord.bell(t.handoff.thief()).ring();
+    }
+}
+
+/// Promotes `words` now and parks them in global roots (eager promotion).
+pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Vec<usize> {
+    crate::plan::promote_words(vp, words);
+    words.iter().map(|&w| vp.shared.global_roots.add(w)).collect()
+}
+
+/// Runs a task taken from another vproc's deque on `s`'s vproc.
+pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
+    let me = s.vproc();
+    let owner = t.handoff.owner;
+    if t.handoff.want(me) {
+        let shared = s.shared();
+        shared.sched.mailboxes[owner].post(t.clone());
+        shared.coord.signal(owner);
+    }
+    wait_until(s, || t.handoff.state() >= READY);
+    let result = s.scope(|s| {
+        let shared = s.shared();
+        let env: Vec<Handle<'_>> = t
+            .handoff
+            .take_env()
+            .into_iter()
+            .map(|slot| {
+                let w = shared.global_roots.get(slot);
+                shared.global_roots.remove(slot);
+                s.push_word(w)
+            })
+            .collect();
+        let f = lock(&t.func).take().expect("a task runs once");
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s, &env))) {
+            Ok(Ok(h)) => {
+                let w = s.promote_word(h);
+                Ok(s.shared().global_roots.add(w))
+            }
+            Ok(Err(e)) => Err(e),
+            Err(p) => Err(Error::TaskPanicked { vproc: me, message: crate::runtime::panic_message(p) }),
+        }
+    });
+    t.handoff.finish(result);
+    s.shared().coord.bell(owner).ring();
+}
+
+/// Waits on `s`'s vproc until `done()` holds, doing a waiting vproc's
+/// duties meanwhile: global collections, promotion requests, stolen work.
+pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
+    loop {
+        if done() {
+            return;
+        }
+        let shared = s.shared();
+        let me = s.vproc();
+        if shared.coord.pending() {
+            s.poll();
+            continue;
+        }
+        if shared.coord.signalled(me) {
+            serve_mail(s.vproc_state());
+            continue;
+        }
+        if let Some(t) = steal(s.vproc_state()) {
+            s.scope(|s| run_stolen(s, &t));
+            continue;
+        }
+        shared.coord.bell(me).wait_unless(|| done() || shared.coord.pending() || shared.coord.signalled(me));
+    }
+}
+
+/// Reads the result of a task that was stolen, once `DONE`: a handle in `s`.
+pub(crate) fn take_result<'s>(s: &Scope<'s>, t: &Task) -> Result<Handle<'s>> {
+    debug_assert_eq!(t.handoff.state(), DONE);
+    let slot = t.handoff.take_result().expect("a finished task has a result")?;
+    let shared = s.shared();
+    let w = shared.global_roots.get(slot);
+    shared.global_roots.remove(slot);
+    Ok(s.push_word(w))
+}
+
+/// The idle loop of a vproc thread: jobs, collections, stealing, sleep.
+pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crate::vproc::Job)) {
+    use crate::gc::handshake::Wake;
+    let shared: Arc<Shared> = vp.shared.clone();
+    const SPINS: usize = 64;
+    loop {
+        let mut stolen = None;
+        for i in 0..SPINS {
+            if shared.coord.pending() {
+                break;
+            }
+            if let Some(t) = steal(vp) {
+                stolen = Some(t);
+                break;
+            }
+            if i < SPINS / 2 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        if let Some(t) = stolen {
+            run_in_root_scope(vp, &t);
+            continue;
+        }
+        match shared.coord.wait_idle(vp.id, || shared.sched.has_work(vp.id)) {
+            Wake::Job(j) => run_job(vp, j),
+            Wake::Collect => crate::plan::join_collection(vp),
+            Wake::Steal => {
+                if let Some(t) = steal(vp) {
+                    run_in_root_scope(vp, &t);
+                }
+            }
+            Wake::Shutdown => return,
+        }
+    }
+}
+
+fn run_in_root_scope(vp: &mut Vproc, t: &Arc<Task>) {
+    {
+        let mut s = Scope::root(vp);
+        run_stolen(&mut s, t);
+    }
+    vp.roots_mut().clear();
+    vp.publish_stats();
+}
