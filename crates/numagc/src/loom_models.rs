@@ -45,6 +45,21 @@
 //!   (`heap::chunk_pool`): [`chunk_pool_affinity`]: with vprocs of two nodes
 //!   putting and taking concurrently, no chunk is handed out twice, none is
 //!   lost, and a chunk taken from node *k*'s pool was put on node *k*.
+//! * **§2.2–2.3, work stealing with lazy promotion** (`sched`):
+//!   - [`doorbell_ring_is_never_lost`]: a waiter that tests its condition
+//!     and sleeps on its doorbell is always woken by a ringer that publishes
+//!     the condition and then rings, whatever the interleaving.
+//!   - [`idle_vproc_wakes_for_pushed_work`]: an idle vproc going to sleep in
+//!     `wait_idle` and a vproc pushing a task and calling `notify_work`: the
+//!     idle one always ends up stealing the task (no lost wake-up between its
+//!     "any work?" check and its sleep).
+//!   - [`stolen_task_handoff`]: the owner pops its task back or, if a thief
+//!     stole it, serves the thief's request for the environment (mailbox,
+//!     `signal`, doorbell) while it waits for the result. The task runs
+//!     exactly once, the thief sees the environment the owner published, the
+//!     owner sees the thief's result, and neither side can hang. The deque
+//!     is the loom stand-in of `sched::deque`; the owner's serving step
+//!     replays `sched::serve_mail` without a heap.
 //!
 //! ## loom and SeqCst
 //!
@@ -64,7 +79,8 @@
 //! `idle -= 1` after a wake-up, leader's serial part before the last arrival,
 //! no `notify_all` in `request` or in the last arrival of `phase`, no
 //! shutdown check in `wait_idle`, `put` ignoring the node, `request` without
-//! the CAS.
+//! the CAS; and, for the scheduler models, `notify_work` that never
+//! notifies, and a thief that posts its request without `signal`.
 
 use crate::gc::handshake::{Coordinator, Wake};
 use crate::gc::work_queue::ScanQueue;
@@ -85,6 +101,7 @@ fn wake_name<J>(w: &Wake<J>) -> &'static str {
     match w {
         Wake::Job(_) => "Job",
         Wake::Collect => "Collect",
+        Wake::Steal => "Steal",
         Wake::Shutdown => "Shutdown",
     }
 }
@@ -251,7 +268,7 @@ fn phases_run_serial_once_with_idle_vproc() {
         // vproc 1: idle, must be woken for the collection.
         let (c1, k1) = (c.clone(), k.clone());
         let t1 = thread::spawn(move || {
-            let w = c1.wait_idle(1);
+            let w = c1.wait_idle(1, || false);
             assert!(matches!(w, Wake::Collect), "idle vproc got {}", wake_name(&w));
             run_two_phases(&c1, &k1, 1);
         });
@@ -310,9 +327,9 @@ fn wait_idle_job_then_shutdown() {
         let c = Arc::new(Coordinator::<u32>::new(2));
         let c1 = c.clone();
         let t1 = thread::spawn(move || {
-            let w = c1.wait_idle(1);
+            let w = c1.wait_idle(1, || false);
             assert!(matches!(w, Wake::Job(7)), "first wake is {}", wake_name(&w));
-            let w = c1.wait_idle(1);
+            let w = c1.wait_idle(1, || false);
             assert!(matches!(w, Wake::Shutdown), "second wake is {}", wake_name(&w));
         });
         let c0 = c.clone();
@@ -475,5 +492,114 @@ fn chunk_pool_affinity() {
         let mut ids: Vec<u32> = taken.iter().map(|&(_, ch)| ch).collect();
         ids.sort_unstable();
         assert_eq!(ids, vec![1, 2, 101, 102], "no chunk lost or handed out twice");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// §2.2–2.3 work stealing with lazy promotion
+// ---------------------------------------------------------------------------
+
+#[test]
+fn doorbell_ring_is_never_lost() {
+    use crate::sched::doorbell::Doorbell;
+    use loom::sync::atomic::AtomicBool;
+    loom::model(|| {
+        let bell = Arc::new(Doorbell::new());
+        let flag = Arc::new(AtomicBool::new(false));
+        let (b1, f1) = (bell.clone(), flag.clone());
+        let t = thread::spawn(move || {
+            f1.store(true, Ordering::Release);
+            b1.ring();
+        });
+        while !flag.load(Ordering::Acquire) {
+            bell.wait_unless(|| flag.load(Ordering::Acquire));
+        }
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn idle_vproc_wakes_for_pushed_work() {
+    use crate::sched::deque::{Steal, Worker};
+    bounded(3).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let worker = Worker::<u32>::new_lifo();
+        let stealer = Arc::new(worker.stealer());
+        let (c1, s1) = (c.clone(), stealer.clone());
+        let idle = thread::spawn(move || loop {
+            match c1.wait_idle(1, || !s1.is_empty()) {
+                Wake::Steal => {
+                    if let Steal::Success(x) = s1.steal() {
+                        return x;
+                    }
+                }
+                w => panic!("idle vproc woke for {}", wake_name(&w)),
+            }
+        });
+        worker.push(5);
+        c.notify_work();
+        assert_eq!(idle.join().unwrap(), 5);
+    });
+}
+
+#[test]
+fn stolen_task_handoff() {
+    use crate::sched::deque::{Steal, Worker};
+    use crate::sched::task::{Handoff, Mailbox, DONE, READY};
+    bounded(2).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let mailbox = Arc::new(Mailbox::<Arc<Handoff>>::new());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let worker = Worker::<Arc<Handoff>>::new_lifo();
+        let stealer = worker.stealer();
+        let task = Arc::new(Handoff::new(0));
+        worker.push(task.clone());
+
+        // The owner's duty at a safepoint: `sched::serve_mail`.
+        let serve = |c: &Coordinator<u32>, mailbox: &Mailbox<Arc<Handoff>>| {
+            if c.take_signal(0) {
+                for t in mailbox.take() {
+                    t.env_ready(vec![42]);
+                    c.bell(t.thief()).ring();
+                }
+            }
+        };
+
+        let (c1, m1, r1) = (c.clone(), mailbox.clone(), runs.clone());
+        let thief = thread::spawn(move || {
+            let Steal::Success(t) = stealer.steal() else { return false };
+            if t.want(1) {
+                m1.post(t.clone());
+                c1.signal(0);
+            }
+            while t.state() < READY {
+                c1.bell(1).wait_unless(|| t.state() >= READY);
+            }
+            assert_eq!(t.take_env(), vec![42], "the thief saw another environment");
+            r1.fetch_add(1, Ordering::Relaxed);
+            t.finish(Ok(7));
+            c1.bell(0).ring();
+            true
+        });
+
+        // The owner runs its own branch (a safepoint in it), then joins.
+        serve(&c, &mailbox);
+        let stolen = match worker.pop() {
+            Some(t) => {
+                assert!(Arc::ptr_eq(&t, &task));
+                runs.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            None => {
+                while task.state() != DONE {
+                    serve(&c, &mailbox);
+                    c.bell(0).wait_unless(|| task.state() == DONE || c.signalled(0));
+                }
+                assert!(matches!(task.take_result(), Some(Ok(7))), "the owner missed the result");
+                true
+            }
+        };
+        assert_eq!(thief.join().unwrap(), stolen);
+        assert_eq!(runs.load(Ordering::Relaxed), 1, "the task ran {} times", runs.load(Ordering::Relaxed));
     });
 }
