@@ -552,7 +552,7 @@ fn stolen_task_handoff() {
         let runs = Arc::new(AtomicUsize::new(0));
         let worker = Worker::<Arc<Handoff>>::new_lifo();
         let stealer = worker.stealer();
-        let task = Arc::new(Handoff::new(0));
+        let task = Arc::new(Handoff::new(0, true));
         worker.push(task.clone());
 
         // The owner's duty at a safepoint: `sched::serve_mail`.

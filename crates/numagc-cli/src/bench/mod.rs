@@ -3,6 +3,7 @@
 
 pub mod alloc;
 pub mod binarytrees;
+pub mod parfib;
 
 use crate::runtime_args::RuntimeArgs;
 use clap::Subcommand;
@@ -15,6 +16,20 @@ pub enum Bench {
         /// Maximum tree depth.
         #[arg(long, default_value_t = 21)]
         depth: u32,
+        /// Write the results and statistics as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
+    /// Parallel Fibonacci with heap-boxed results, forked above a threshold.
+    Parfib {
+        /// Which Fibonacci number.
+        #[arg(long, default_value_t = 38)]
+        n: i64,
+        /// Calls with n at most this run sequentially.
+        #[arg(long, default_value_t = 20)]
+        threshold: i64,
         /// Write the results and statistics as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -40,6 +55,7 @@ pub enum Bench {
 pub fn run(b: Bench) -> Result<(), String> {
     match b {
         Bench::Binarytrees { depth, json, runtime } => binarytrees::run(depth, json, &runtime),
+        Bench::Parfib { n, threshold, json, runtime } => parfib::run(n, threshold, json, &runtime),
         Bench::Alloc { bytes, repeat, json, runtime } => alloc::run(bytes, repeat, json, &runtime),
     }
 }

@@ -67,6 +67,9 @@ pub(crate) struct Coordinator<J> {
     bells: Box<[Doorbell]>,
     /// Idle vprocs asleep (or about to sleep) in `wait_idle`.
     sleepers: AtomicUsize,
+    /// Vprocs waiting on their doorbell inside a computation (a join), who
+    /// want to hear of new work too.
+    waiters: AtomicUsize,
     state: Mutex<State<J>>,
     cv: Condvar,
     n: usize,
@@ -80,6 +83,7 @@ impl<J> Coordinator<J> {
             signals: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicBool::new(false))).collect(),
             bells: (0..n).map(|_| Doorbell::new()).collect(),
             sleepers: AtomicUsize::new(0),
+            waiters: AtomicUsize::new(0),
             state: Mutex::new(State {
                 jobs: (0..n).map(|_| VecDeque::new()).collect(),
                 shutdown: false,
@@ -140,7 +144,8 @@ impl<J> Coordinator<J> {
         &self.bells[v]
     }
 
-    /// Work was pushed on a deque: wakes the idle vprocs if any sleep.
+    /// Work was pushed on a deque: wakes the idle vprocs if any sleep,
+    /// and rings the vprocs waiting in a join.
     #[inline]
     pub fn notify_work(&self) {
         fence(Ordering::SeqCst);
@@ -148,6 +153,21 @@ impl<J> Coordinator<J> {
             let _s = lock(&self.state);
             self.cv.notify_all();
         }
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            for b in self.bells.iter() {
+                b.ring();
+            }
+        }
+    }
+
+    /// Vproc `v` waits on its doorbell until `ready()`, and is also woken by
+    /// [`Coordinator::notify_work`] when `has_work()` (same Dekker pairing
+    /// as `wait_idle`'s `sleepers`).
+    pub fn wait_for_work_or(&self, v: usize, ready: impl Fn() -> bool, has_work: impl Fn() -> bool) {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        self.bells[v].wait_unless(|| ready() || has_work());
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
     }
 
     #[inline]

@@ -39,12 +39,12 @@ impl<'s> Scope<'s> {
             self.push_slot_word(w);
         }
         let task = Arc::new(Task {
-            handoff: Handoff::new(self.vp.id),
+            handoff: Handoff::new(self.vp.id, n > 0),
             env_base: base,
             env_len: n,
             func: Mutex::new(Some(Box::new(b) as TaskFn)),
         });
-        if self.vp.shared.config.task_promotion == TaskPromotion::Eager {
+        if n > 0 && self.vp.shared.config.task_promotion == TaskPromotion::Eager {
             let mut words = self.roots()[base..base + n].to_vec();
             let slots = sched::park_env(self.vp, &mut words);
             task.handoff.env_ready(slots);

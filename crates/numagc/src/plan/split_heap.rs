@@ -84,10 +84,10 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
         if v.shared.coord.pending() {
             global::participate(v);
             global_done = true;
-        } else if v.alloc_ptr + bytes <= v.local.end {
-            // Room left: no collection needed.
         } else {
-            local_collections(v);
+            if v.alloc_ptr + bytes > v.local.end {
+                local_collections(v);
+            }
             let heap = &v.shared.heap;
             if heap.in_use() > heap.limit() {
                 if global_done {

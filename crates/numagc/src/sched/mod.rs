@@ -187,9 +187,19 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
     s.shared().coord.bell(owner).ring();
 }
 
+const WAIT_SPINS: usize = 2_000;
+
 /// Waits on `s`'s vproc until `done()` holds, doing a waiting vproc's
 /// duties meanwhile: global collections, promotion requests, stolen work.
 pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
+    // Most waits are short: spin a little before the slower duties and the
+    // doorbell's sleep (a futex wake-up costs tens of microseconds).
+    for _ in 0..WAIT_SPINS {
+        if done() {
+            return;
+        }
+        std::hint::spin_loop();
+    }
     loop {
         if done() {
             return;
@@ -208,7 +218,11 @@ pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
             s.scope(|s| run_stolen(s, &t));
             continue;
         }
-        shared.coord.bell(me).wait_unless(|| done() || shared.coord.pending() || shared.coord.signalled(me));
+        shared.coord.wait_for_work_or(
+            me,
+            || done() || shared.coord.pending() || shared.coord.signalled(me),
+            || shared.sched.has_work(me),
+        );
     }
 }
 

@@ -20,7 +20,8 @@
 //!   and the task starts `READY`.
 //!
 //! States only move forward: QUEUED → WANTED → READY → DONE (or QUEUED →
-//! READY when eager, or straight to done when the owner runs it itself).
+//! READY when eager, or READY from the start for a task without an
+//! environment; the owner running a task itself never changes its state).
 //! Each store that a waiting vproc depends on is followed by a ring of its
 //! doorbell.
 
@@ -45,9 +46,11 @@ pub(crate) struct Handoff {
 }
 
 impl Handoff {
-    pub fn new(owner: usize) -> Handoff {
+    /// A task of `owner`; `needs_env`: whether it has an environment to
+    /// hand over (a task without one starts `READY`: a thief need not ask).
+    pub fn new(owner: usize, needs_env: bool) -> Handoff {
         Handoff {
-            state: AtomicUsize::new(QUEUED),
+            state: AtomicUsize::new(if needs_env { QUEUED } else { READY }),
             owner,
             thief: AtomicUsize::new(usize::MAX),
             env_roots: Mutex::new(Vec::new()),
