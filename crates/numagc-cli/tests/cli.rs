@@ -105,3 +105,18 @@ fn paper_mode_full_global_collections_give_the_same_answers() {
     let global: u64 = total.split_whitespace().nth(5).unwrap().split('/').next().unwrap().parse().unwrap();
     assert!(global > 0, "global collections ran: {total}");
 }
+
+#[test]
+fn parfib_answers_and_reports_tasks_under_both_promotion_policies() {
+    for policy in ["lazy", "eager"] {
+        let (ok, out, err) = numagc(&[
+            "bench", "parfib", "--n", "24", "--threshold", "12", "--vprocs", "2", "--verify", "--task-promotion", policy,
+            "--local-heap", "256K", "--chunk-size", "64K", "--global-gc-threshold", "1M",
+        ]);
+        assert!(ok, "{policy}: stderr: {err}");
+        assert!(out.starts_with("parfib 24 (threshold 12) = 46368\n"), "{policy}: output:\n{out}");
+        assert!(out.contains("tasks 376 forked"), "{policy}: output:\n{out}");
+    }
+    let (ok, _, err) = numagc(&["bench", "parfib", "--task-promotion", "sometimes"]);
+    assert!(!ok && err.contains("task-promotion") && err.contains("lazy or eager"), "stderr: {err}");
+}
