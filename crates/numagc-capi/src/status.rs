@@ -1,0 +1,271 @@
+//! Status codes, the thread-local last-error message, and the guard that
+//! keeps panics from crossing the C boundary.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What a numagc function returns: `NUMAGC_OK` (0) or the reason it
+/// failed. `numagc_last_error()` then gives a message that names what was
+/// wrong.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum numagc_status {
+    /// Success.
+    NUMAGC_OK = 0,
+    /// A required pointer argument (runtime, scope, configuration, output,
+    /// array, string, callback) was NULL.
+    NUMAGC_ERR_NULL_ARGUMENT = 1,
+    /// A scope function was called on a thread that is not running that
+    /// scope's callback: the scope was kept after its callback returned,
+    /// or passed to another thread.
+    NUMAGC_ERR_NOT_ON_VPROC = 2,
+    /// A frame that is not the innermost open one was left, or a callback
+    /// returned 0 with frames still open.
+    NUMAGC_ERR_UNBALANCED_FRAME = 3,
+    /// No descriptor with this id is registered with the runtime.
+    NUMAGC_ERR_UNKNOWN_DESCRIPTOR = 4,
+    /// A descriptor was refused (size 0, offset out of range or listed
+    /// twice, table full).
+    NUMAGC_ERR_INVALID_DESCRIPTOR = 5,
+    /// A configuration setting or value was refused; the message names the
+    /// setting, the value and the accepted range.
+    NUMAGC_ERR_INVALID_CONFIG = 6,
+    /// The heap limit (setting `max-heap`) was reached. The allocation is
+    /// refused and the heap is left as it was: drop data and retry.
+    NUMAGC_ERR_HEAP_LIMIT = 7,
+    /// A value is not a valid handle of this callback (its frame was left,
+    /// it comes from another callback, or it is 0), or a global-root id is
+    /// unknown or belongs to another runtime, or an immediate was expected.
+    NUMAGC_ERR_BAD_VALUE = 8,
+    /// A call that does not fit the object or the API: a field index out of
+    /// range or of the wrong kind, a store into an immutable object, a
+    /// vproc that does not exist, waiting for a callback from a callback,
+    /// freeing the runtime from its own callback.
+    NUMAGC_ERR_MISUSE = 9,
+    /// A string argument is not valid UTF-8.
+    NUMAGC_ERR_INVALID_ARGUMENT = 10,
+    /// The Rust side of a job panicked; the vproc carries on.
+    NUMAGC_ERR_TASK_PANICKED = 11,
+    /// The operating system refused a request (reserving memory, starting
+    /// a thread).
+    NUMAGC_ERR_OS = 12,
+    /// A bug in numagc: a panic was caught at the C boundary.
+    NUMAGC_ERR_INTERNAL = 13,
+}
+
+use numagc_status::*;
+
+impl numagc_status {
+    const ALL: [numagc_status; 14] = [
+        NUMAGC_OK,
+        NUMAGC_ERR_NULL_ARGUMENT,
+        NUMAGC_ERR_NOT_ON_VPROC,
+        NUMAGC_ERR_UNBALANCED_FRAME,
+        NUMAGC_ERR_UNKNOWN_DESCRIPTOR,
+        NUMAGC_ERR_INVALID_DESCRIPTOR,
+        NUMAGC_ERR_INVALID_CONFIG,
+        NUMAGC_ERR_HEAP_LIMIT,
+        NUMAGC_ERR_BAD_VALUE,
+        NUMAGC_ERR_MISUSE,
+        NUMAGC_ERR_INVALID_ARGUMENT,
+        NUMAGC_ERR_TASK_PANICKED,
+        NUMAGC_ERR_OS,
+        NUMAGC_ERR_INTERNAL,
+    ];
+
+    /// The status with this code, if it is one.
+    pub(crate) fn from_code(code: c_int) -> Option<numagc_status> {
+        Self::ALL.into_iter().find(|s| *s as c_int == code)
+    }
+
+    /// The constant's name, NUL-terminated.
+    fn name(self) -> &'static CStr {
+        match self {
+            NUMAGC_OK => c"NUMAGC_OK",
+            NUMAGC_ERR_NULL_ARGUMENT => c"NUMAGC_ERR_NULL_ARGUMENT",
+            NUMAGC_ERR_NOT_ON_VPROC => c"NUMAGC_ERR_NOT_ON_VPROC",
+            NUMAGC_ERR_UNBALANCED_FRAME => c"NUMAGC_ERR_UNBALANCED_FRAME",
+            NUMAGC_ERR_UNKNOWN_DESCRIPTOR => c"NUMAGC_ERR_UNKNOWN_DESCRIPTOR",
+            NUMAGC_ERR_INVALID_DESCRIPTOR => c"NUMAGC_ERR_INVALID_DESCRIPTOR",
+            NUMAGC_ERR_INVALID_CONFIG => c"NUMAGC_ERR_INVALID_CONFIG",
+            NUMAGC_ERR_HEAP_LIMIT => c"NUMAGC_ERR_HEAP_LIMIT",
+            NUMAGC_ERR_BAD_VALUE => c"NUMAGC_ERR_BAD_VALUE",
+            NUMAGC_ERR_MISUSE => c"NUMAGC_ERR_MISUSE",
+            NUMAGC_ERR_INVALID_ARGUMENT => c"NUMAGC_ERR_INVALID_ARGUMENT",
+            NUMAGC_ERR_TASK_PANICKED => c"NUMAGC_ERR_TASK_PANICKED",
+            NUMAGC_ERR_OS => c"NUMAGC_ERR_OS",
+            NUMAGC_ERR_INTERNAL => c"NUMAGC_ERR_INTERNAL",
+        }
+    }
+}
+
+/// A failed call: the code to return and the message to record.
+#[derive(Debug)]
+pub(crate) struct Fail {
+    pub code: c_int,
+    pub message: String,
+}
+
+impl Fail {
+    pub fn new(code: numagc_status, message: impl Into<String>) -> Fail {
+        Fail { code: code as c_int, message: message.into() }
+    }
+
+    pub fn null(what: &str) -> Fail {
+        Fail::new(NUMAGC_ERR_NULL_ARGUMENT, format!("argument `{what}` is NULL"))
+    }
+}
+
+impl From<numagc_rs::Error> for Fail {
+    fn from(e: numagc_rs::Error) -> Fail {
+        use numagc_rs::Error as E;
+        #[allow(unreachable_patterns)] // kept for variants added later
+        let code = match &e {
+            E::Config(_) => NUMAGC_ERR_INVALID_CONFIG,
+            E::Descriptor(_) => NUMAGC_ERR_INVALID_DESCRIPTOR,
+            E::HeapLimit { .. } => NUMAGC_ERR_HEAP_LIMIT,
+            E::UnknownDescriptor(_) => NUMAGC_ERR_UNKNOWN_DESCRIPTOR,
+            E::Misuse(_) => NUMAGC_ERR_MISUSE,
+            E::Os { .. } => NUMAGC_ERR_OS,
+            E::TaskPanicked { .. } => NUMAGC_ERR_TASK_PANICKED,
+            _ => NUMAGC_ERR_MISUSE,
+        };
+        Fail::new(code, e.to_string())
+    }
+}
+
+impl From<numagc_rs::ConfigError> for Fail {
+    fn from(e: numagc_rs::ConfigError) -> Fail {
+        Fail::new(NUMAGC_ERR_INVALID_CONFIG, e.to_string())
+    }
+}
+
+impl From<numagc_rs::DescriptorError> for Fail {
+    fn from(e: numagc_rs::DescriptorError) -> Fail {
+        Fail::new(NUMAGC_ERR_INVALID_DESCRIPTOR, e.to_string())
+    }
+}
+
+pub(crate) type Res<T = ()> = Result<T, Fail>;
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Records `message` as this thread's last error.
+pub(crate) fn set_last_error(message: &str) {
+    let c = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    // During thread teardown the thread-local may be gone: then there is
+    // no one left to read the message.
+    let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = Some(c));
+}
+
+/// This thread's last error message, if any.
+pub(crate) fn last_error() -> Option<String> {
+    LAST_ERROR
+        .try_with(|m| m.borrow().as_ref().map(|c| c.to_string_lossy().into_owned()))
+        .ok()
+        .flatten()
+}
+
+pub(crate) fn clear_last_error() {
+    let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = None);
+}
+
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-string payload".into())
+}
+
+/// Runs the body of a C entry point: returns 0, or records the failure and
+/// returns its code. A panic is caught here and becomes
+/// `NUMAGC_ERR_INTERNAL`.
+pub(crate) fn guard(f: impl FnOnce() -> Res) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => NUMAGC_OK as c_int,
+        Ok(Err(fail)) => {
+            set_last_error(&fail.message);
+            fail.code
+        }
+        Err(p) => {
+            set_last_error(&format!(
+                "internal error: a panic was caught at the C boundary: {}",
+                panic_message(&*p)
+            ));
+            NUMAGC_ERR_INTERNAL as c_int
+        }
+    }
+}
+
+/// Checks an output pointer and gives it as a reference.
+pub(crate) fn out<'a, T>(p: *mut T, what: &str) -> Res<&'a mut T> {
+    if p.is_null() {
+        return Err(Fail::null(what));
+    }
+    // SAFETY: non-null; the caller promises (module docs, safety contract)
+    // that an output pointer is valid and aligned for one `T` and not
+    // aliased for the duration of the call.
+    Ok(unsafe { &mut *p })
+}
+
+/// Reads a NUL-terminated UTF-8 string argument.
+pub(crate) fn str_arg<'a>(p: *const c_char, what: &str) -> Res<&'a str> {
+    if p.is_null() {
+        return Err(Fail::null(what));
+    }
+    // SAFETY: non-null; the caller promises a NUL-terminated string that
+    // lives for the duration of the call.
+    let c = unsafe { CStr::from_ptr(p) };
+    c.to_str().map_err(|_| {
+        Fail::new(NUMAGC_ERR_INVALID_ARGUMENT, format!("argument `{what}` is not valid UTF-8: {c:?}"))
+    })
+}
+
+/// An input array of `n` elements; NULL is allowed when `n` is 0.
+pub(crate) fn slice_arg<'a, T>(p: *const T, n: usize, what: &str) -> Res<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(NUMAGC_ERR_NULL_ARGUMENT, format!("argument `{what}` is NULL but {n} elements were announced")));
+    }
+    // SAFETY: non-null; the caller promises `n` initialised, aligned
+    // elements that are not written during the call.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// An output array of `n` elements; NULL is allowed when `n` is 0.
+pub(crate) fn slice_out<'a, T>(p: *mut T, n: usize, what: &str) -> Res<&'a mut [T]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Fail::new(NUMAGC_ERR_NULL_ARGUMENT, format!("argument `{what}` is NULL but {n} elements were announced")));
+    }
+    // SAFETY: non-null; the caller promises room for `n` aligned elements,
+    // not otherwise accessed during the call.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// The message of the last failed numagc call on this thread, or "" if
+/// none has failed. Successful calls leave it alone. The string belongs to
+/// the library and stays valid until the next failing call on this thread.
+#[no_mangle]
+pub extern "C" fn numagc_last_error() -> *const c_char {
+    let r = catch_unwind(|| {
+        LAST_ERROR
+            .try_with(|m| m.borrow().as_ref().map_or(c"".as_ptr(), |c| c.as_ptr()))
+            .unwrap_or(c"".as_ptr())
+    });
+    r.unwrap_or(c"".as_ptr())
+}
+
+/// The name of a status code ("NUMAGC_ERR_HEAP_LIMIT"), or "unknown status"
+/// for a code that is none of them. The string is static.
+#[no_mangle]
+pub extern "C" fn numagc_status_name(code: c_int) -> *const c_char {
+    numagc_status::from_code(code).map_or(c"unknown status".as_ptr(), |s| s.name().as_ptr())
+}
