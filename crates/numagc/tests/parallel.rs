@@ -70,16 +70,8 @@ fn idle_vprocs_steal_nested_tasks() {
         let r = rt.run_on(0, move |s| pfib(s, cell, 24, 10).map(|h| unbox(s.view(h)))).unwrap().unwrap();
         assert_eq!(r, fib(24), "round {round}");
     }
-    // Statistics are published when a vproc finishes a job or a stolen
-    // task, which may be just after the result reached the caller.
-    let mut st = rt.stats();
-    for _ in 0..100 {
-        if st.total.tasks_forked == st.total.tasks_inline + st.total.tasks_stolen {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        st = rt.stats();
-    }
+    // A thief publishes its statistics before it hands the result back.
+    let st = rt.stats();
     assert!(st.vprocs[1].tasks_stolen > 0, "vproc 1 never stole: {:?}", st.vprocs[1].tasks_stolen);
     assert_eq!(st.total.tasks_forked, st.total.tasks_inline + st.total.tasks_stolen);
 }
@@ -237,7 +229,8 @@ fn collections_while_tasks_are_in_flight() {
         .unwrap()
         .unwrap();
     assert_eq!(r, 64 * fib(12) + (0..64).sum::<i64>());
-    assert!(rt.global_collections() >= 8);
+    // 8 requests; two made at once by both vprocs are one collection.
+    assert!(rt.global_collections() >= 4, "{} global collections", rt.global_collections());
 }
 
 #[test]

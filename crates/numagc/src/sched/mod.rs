@@ -183,6 +183,9 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
             Err(p) => Err(Error::TaskPanicked { vproc: me, message: crate::runtime::panic_message(p) }),
         }
     });
+    // Publish before finishing: once the owner sees the result, the
+    // statistics of everything this task did are visible (`Runtime::stats`).
+    s.vproc_state().publish_stats();
     t.handoff.finish(result);
     s.shared().coord.bell(owner).ring();
 }
