@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Optional system tools for the tests: valgrind (the C example is run under
+# memcheck when it is on PATH; without it that step is skipped). Idempotent:
+# does nothing when the tools are present, or when packages cannot be
+# installed here (not root, no password-less sudo, or no apt-get).
+set -euo pipefail
+
+missing=()
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: nothing to install"
+    exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: no apt-get; install ${missing[*]} by hand"
+    exit 0
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    sudo=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo=(sudo -n)
+else
+    echo "install-deps: not root and no password-less sudo; install ${missing[*]} by hand"
+    exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
