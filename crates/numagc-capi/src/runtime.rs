@@ -22,6 +22,13 @@ pub struct numagc_runtime {
     pub(crate) shared: Arc<RtShared>,
 }
 
+// A runtime may be used from several C threads at once (the thread rule in
+// the crate docs): that needs `Runtime` to be `Sync`.
+const _: () = {
+    const fn shared_between_threads<T: Send + Sync>() {}
+    shared_between_threads::<numagc_runtime>();
+};
+
 /// What callbacks need of their runtime.
 pub(crate) struct RtShared {
     /// Distinguishes runtimes (global roots belong to one).

@@ -1,7 +1,7 @@
-//! Builds `examples/c/trees.c` with the system C compiler against
-//! `libnumagc.a` (and `libnumagc.so`), runs it, and runs it again under
-//! valgrind's memcheck when valgrind is installed (`scripts/install-deps.sh`
-//! installs it).
+//! Builds `examples/c/trees.c` (and the program of `docs/c-api.md`) with
+//! the system C compiler against `libnumagc.a` (and `libnumagc.so`), runs
+//! it, and runs it again under valgrind's memcheck when valgrind is
+//! installed (`scripts/install-deps.sh` installs it).
 //!
 //! `cargo test` does not build a crate's staticlib or cdylib for its
 //! integration tests, so the test asks cargo for them (same target
@@ -126,6 +126,26 @@ fn trees_example_runs_and_is_memcheck_clean() {
     compile(&shared_dir, &trees_so, &[&rpath]);
     let o = Command::new(&trees_so).arg("4").output().unwrap();
     check_run(&o, "trees (shared)");
+
+    // The program of docs/c-api.md.
+    let doc = std::fs::read_to_string(repo_root().join("docs/c-api.md")).unwrap();
+    let program = doc.split("```c\n").nth(1).and_then(|rest| rest.split("```").next()).expect("docs/c-api.md has a C program");
+    let doc_c = dir.join("doc.c");
+    std::fs::write(&doc_c, program).unwrap();
+    let doc_exe = dir.join("doc");
+    let o = Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(repo_root().join("include"))
+        .arg(&doc_c)
+        .arg("-L")
+        .arg(&static_dir)
+        .args(["-lnumagc", "-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&doc_exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "the program of docs/c-api.md does not compile:\n{}", show(&o));
+    let o = Command::new(&doc_exe).output().unwrap();
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout) == "sum 499500\n", "docs/c-api.md:\n{}", show(&o));
 
     // The header is valid C++ too.
     if on_path("c++") {
