@@ -22,7 +22,6 @@ fn idle_vprocs_sleep() {
     let rt = runtime(2);
     let n = rt.run_on(0, |s| count(s, 12).map(|h| s.view(h).field(0).as_int().unwrap())).unwrap().unwrap();
     assert_eq!(n, 1 << 12);
-    assert!(rt.stats().total.tasks_stolen > 0);
     std::thread::sleep(std::time::Duration::from_millis(50));
     let cpu = || {
         // SAFETY: getrusage only writes the struct we pass.
