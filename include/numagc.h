@@ -213,7 +213,9 @@ const char *numagc_last_error(void);
 const char *numagc_status_name(int code);
 
 /**
- * A configuration with every setting at its default. Never NULL.
+ * A configuration with every setting at its default (not read from the
+ * environment: see `numagc_config_from_env`). NULL only on an internal
+ * error, with `numagc_last_error()` saying which.
  */
 struct numagc_config *numagc_config_new(void);
 

@@ -62,10 +62,17 @@ pub(crate) fn runtime_ref<'a>(rt: *const numagc_runtime) -> Res<&'a numagc_runti
     Ok(unsafe { &*rt })
 }
 
-/// A configuration with every setting at its default. Never NULL.
+/// A configuration with every setting at its default (not read from the
+/// environment: see `numagc_config_from_env`). NULL only on an internal
+/// error, with `numagc_last_error()` saying which.
 #[no_mangle]
 pub extern "C" fn numagc_config_new() -> *mut numagc_config {
-    Box::into_raw(Box::new(numagc_config { builder: ConfigBuilder::new() }))
+    let mut cfg = std::ptr::null_mut();
+    guard(|| {
+        cfg = Box::into_raw(Box::new(numagc_config { builder: ConfigBuilder::new() }));
+        Ok(())
+    });
+    cfg
 }
 
 /// A configuration with the defaults overridden by every `NUMAGC_*`
