@@ -233,37 +233,32 @@ fn collections_while_tasks_are_in_flight() {
     assert!(rt.global_collections() >= 4, "{} global collections", rt.global_collections());
 }
 
+/// Forks a branch `b` that fails while `a` keeps vproc 0 busy.
+fn fork_failing<B>(rt: &numagc::Runtime, cell: numagc::DescId, b: B) -> numagc::Result<Result<()>>
+where
+    B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send + 'static,
+{
+    rt.run_on(0, move |s| {
+        s.par2(
+            &[],
+            move |s, _| {
+                garbage_cells(s, cell, 2_000);
+                boxed(s, cell, 1)
+            },
+            b,
+        )
+        .map(|_| ())
+    })
+}
+
 #[test]
 fn errors_and_panics_in_tasks_are_reported_and_the_runtime_carries_on() {
     let rt = runtime(2);
     let cell = register_cell(&rt);
     for _ in 0..20 {
-        let r = rt
-            .run_on(0, move |s| {
-                s.par2(
-                    &[],
-                    move |s, _| {
-                        garbage_cells(s, cell, 2_000);
-                        boxed(s, cell, 1)
-                    },
-                    |_, _| Err(Error::Misuse("task failed on purpose".into())),
-                )
-                .map(|_| ())
-            })
-            .unwrap();
+        let r = fork_failing(&rt, cell, |_, _| Err(Error::Misuse("task failed on purpose".into()))).unwrap();
         assert!(matches!(r, Err(Error::Misuse(ref m)) if m.contains("on purpose")), "{r:?}");
-        let r = rt
-            .run_on(0, move |s| {
-                s.par2(
-                    &[],
-                    move |s, _| {
-                        garbage_cells(s, cell, 2_000);
-                        boxed(s, cell, 1)
-                    },
-                    |_, _| panic!("task panicked on purpose"),
-                )
-                .map(|_| ())
-            });
+        let r = fork_failing(&rt, cell, |_, _| panic!("task panicked on purpose"));
         // Stolen: an error result; run inline: the job's panic.
         match r {
             Ok(Err(Error::TaskPanicked { message, .. })) | Err(Error::TaskPanicked { message, .. }) => {

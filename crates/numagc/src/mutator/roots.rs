@@ -48,6 +48,13 @@ impl GlobalRoots {
         lock(&self.slots).words[i] = w;
     }
 
+    /// Reads slot `i` and frees it (a value handed over between vprocs).
+    pub(crate) fn take(&self, i: usize) -> u64 {
+        let w = self.get(i);
+        self.remove(i);
+        w
+    }
+
     pub(crate) fn remove(&self, i: usize) {
         let mut s = lock(&self.slots);
         s.words[i] = crate::object::NIL;

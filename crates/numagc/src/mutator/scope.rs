@@ -81,8 +81,9 @@ impl<'s> Scope<'s> {
         unsafe { &*self.vp.roots.get() }
     }
 
+    /// Roots `w` in this scope (immediates need no slot).
     #[inline(always)]
-    pub(super) fn push_root(&self, w: u64) -> Handle<'s> {
+    pub(crate) fn push_root(&self, w: u64) -> Handle<'s> {
         if !is_pointer(w) {
             return Handle { bits: w, _scope: PhantomData, _not_send: PhantomData };
         }
@@ -100,11 +101,6 @@ impl<'s> Scope<'s> {
         unsafe { &mut *self.vp.roots.get() }.push(w);
     }
 
-    /// Roots a word that arrived from another vproc (a global value).
-    pub(crate) fn push_word(&self, w: u64) -> Handle<'s> {
-        self.push_root(w)
-    }
-
     /// Promotes `h`'s value and returns the global word.
     pub(crate) fn promote_word(&mut self, h: Handle<'_>) -> u64 {
         let mut w = [self.word(h)];
@@ -115,11 +111,6 @@ impl<'s> Scope<'s> {
     /// The state shared by the runtime's vprocs.
     pub(crate) fn shared(&self) -> std::sync::Arc<crate::vproc::Shared> {
         self.vp.shared.clone()
-    }
-
-    /// This scope's vproc (for the scheduler's waiting duties).
-    pub(crate) fn vproc_state(&mut self) -> &mut Vproc {
-        self.vp
     }
 
     /// The current word of a handle.
@@ -155,8 +146,8 @@ impl<'s> Scope<'s> {
         roots[slot.index as usize] = w;
     }
 
-    /// The vproc under this scope (tests of the collectors).
-    #[cfg(test)]
+    /// The vproc under this scope (the scheduler's waiting duties, tests
+    /// of the collectors).
     pub(crate) fn vproc_mut(&mut self) -> &mut Vproc {
         self.vp
     }
@@ -504,16 +495,14 @@ impl<'s> Scope<'s> {
     /// Promotes a value (and everything it reaches) to the global heap, so it
     /// may be shared with other vprocs. Returns the handle of the global copy.
     pub fn promote(&mut self, h: Handle<'_>) -> Handle<'s> {
-        let mut w = [self.word(h)];
-        plan::promote_words(self.vp, &mut w);
-        self.push_root(w[0])
+        let w = self.promote_word(h);
+        self.push_root(w)
     }
 
     /// Registers a global root holding `h`'s value (promoted).
     pub fn global_root(&mut self, h: Handle<'_>) -> GlobalRoot {
-        let mut w = [self.word(h)];
-        plan::promote_words(self.vp, &mut w);
-        let slot = self.vp.shared.global_roots.add(w[0]);
+        let w = self.promote_word(h);
+        let slot = self.vp.shared.global_roots.add(w);
         GlobalRoot { slot, shared: self.vp.shared.clone() }
     }
 
@@ -524,9 +513,8 @@ impl<'s> Scope<'s> {
 
     /// Replaces a global root's value (promoted).
     pub fn set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) {
-        let mut w = [self.word(h)];
-        plan::promote_words(self.vp, &mut w);
-        self.vp.shared.global_roots.set(r.slot, w[0]);
+        let w = self.promote_word(h);
+        self.vp.shared.global_roots.set(r.slot, w);
     }
 
     /// A safepoint for loops that do not allocate: joins a pending global

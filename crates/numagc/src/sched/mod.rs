@@ -62,12 +62,12 @@ impl Scheduler {
     pub fn new(nodes: &[usize]) -> (Scheduler, Vec<Worker<Arc<Task>>>) {
         let workers: Vec<Worker<Arc<Task>>> = nodes.iter().map(|_| Worker::new_lifo()).collect();
         let n = nodes.len();
+        let num_nodes = nodes.iter().max().map_or(1, |m| m + 1);
         let victims = (0..n)
             .map(|v| {
                 // Same node first, then by node index starting after ours;
                 // within a node, starting after `v`, so thieves spread out.
                 let mut order: Vec<usize> = (1..n).map(|k| (v + k) % n).collect();
-                let num_nodes = nodes.iter().max().map_or(1, |m| m + 1);
                 order.sort_by_key(|&u| (nodes[u] + num_nodes - nodes[v]) % num_nodes);
                 order
             })
@@ -138,8 +138,7 @@ pub(crate) fn serve_mail(vp: &mut Vproc) {
     let shared = vp.shared.clone();
     for t in shared.sched.mailboxes[vp.id].take() {
         let mut words: Vec<u64> = vp.roots_mut()[t.env_base..t.env_base + t.env_len].to_vec();
-        crate::plan::promote_words(vp, &mut words);
-        let slots = words.iter().map(|&w| shared.global_roots.add(w)).collect();
+        let slots = park_env(vp, &mut words);
         t.handoff.env_ready(slots);
         shared.coord.bell(t.handoff.thief()).ring();
     }
@@ -167,11 +166,7 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
             .handoff
             .take_env()
             .into_iter()
-            .map(|slot| {
-                let w = shared.global_roots.get(slot);
-                shared.global_roots.remove(slot);
-                s.push_word(w)
-            })
+            .map(|slot| s.push_root(shared.global_roots.take(slot)))
             .collect();
         let f = lock(&t.func).take().expect("a task runs once");
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s, &env))) {
@@ -185,7 +180,7 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
     });
     // Publish before finishing: once the owner sees the result, the
     // statistics of everything this task did are visible (`Runtime::stats`).
-    s.vproc_state().publish_stats();
+    s.vproc_mut().publish_stats();
     t.handoff.finish(result);
     s.shared().coord.bell(owner).ring();
 }
@@ -214,10 +209,10 @@ pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
             continue;
         }
         if shared.coord.signalled(me) {
-            serve_mail(s.vproc_state());
+            serve_mail(s.vproc_mut());
             continue;
         }
-        if let Some(t) = steal(s.vproc_state()) {
+        if let Some(t) = steal(s.vproc_mut()) {
             s.scope(|s| run_stolen(s, &t));
             continue;
         }
@@ -233,10 +228,7 @@ pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
 pub(crate) fn take_result<'s>(s: &Scope<'s>, t: &Task) -> Result<Handle<'s>> {
     debug_assert_eq!(t.handoff.state(), DONE);
     let slot = t.handoff.take_result().expect("a finished task has a result")?;
-    let shared = s.shared();
-    let w = shared.global_roots.get(slot);
-    shared.global_roots.remove(slot);
-    Ok(s.push_word(w))
+    Ok(s.push_root(s.shared().global_roots.take(slot)))
 }
 
 /// The idle loop of a vproc thread: jobs, collections, stealing, sleep.
