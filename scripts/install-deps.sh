@@ -26,6 +26,11 @@ else
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+if "${sudo[@]}" apt-get update -qq && \
+   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+    echo "install-deps: done"
+else
+    # No package registry reachable: the tests say what they skip (valgrind)
+    # or fail naming what is missing (a C compiler).
+    echo "install-deps: could not install ${missing[*]}; continuing without"
+fi
