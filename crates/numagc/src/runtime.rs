@@ -111,6 +111,8 @@ impl Runtime {
             stats: (0..n).map(|_| Mutex::new(VprocStats::default())).collect(),
             placements: placements.clone(),
             pins: Mutex::new(vec![PinOutcome::Disabled; n]),
+            channels: Mutex::new(Vec::new()),
+            thread_errors: Mutex::new(Vec::new()),
             config,
         });
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -254,6 +256,17 @@ impl Runtime {
         self.shared.heap.binding_log()
     }
 
+    /// A new synchronous channel (see [`Scope::spawn`] and [`crate::Next`]).
+    pub fn channel(&self) -> crate::Channel {
+        crate::Channel::new(&self.shared)
+    }
+
+    /// The errors of threads that failed since the last call (at most 64
+    /// are kept; `stats().total.threads_failed` counts them all).
+    pub fn take_thread_errors(&self) -> Vec<Error> {
+        std::mem::take(&mut *lock(&self.shared.thread_errors))
+    }
+
     /// Number of registered global roots.
     pub fn global_roots(&self) -> usize {
         self.shared.global_roots.len()
@@ -320,5 +333,6 @@ impl Drop for Runtime {
                 let _ = t.join();
             }
         }
+        self.shared.drop_threads();
     }
 }

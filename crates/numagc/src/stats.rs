@@ -159,6 +159,19 @@ pub struct VprocStats {
     pub tasks_inline: u64,
     /// Tasks this vproc stole from others.
     pub tasks_stolen: u64,
+    /// Threads of the language spawned by this vproc (`Scope::spawn`).
+    pub threads_spawned: u64,
+    /// Threads that finished (`Next::exit`) on this vproc.
+    pub threads_finished: u64,
+    /// Threads that ended with an error or a panic on this vproc.
+    pub threads_failed: u64,
+    /// Runs of a thread's continuation taken from another vproc's ready queue.
+    pub threads_stolen: u64,
+    /// Channel rendezvous this vproc completed (the matching side).
+    pub rendezvous: u64,
+    /// Synchronisations that had to wait: a thread queued on channels, or a
+    /// job blocked in `Scope::send`, `recv` or `select`.
+    pub sync_waits: u64,
     pub bytes_promoted: u64,
     pub bytes_copied_global: u64,
     /// Bytes copied in global collections from chunks on this vproc's node.
@@ -184,6 +197,12 @@ impl VprocStats {
             (&mut self.tasks_forked, o.tasks_forked),
             (&mut self.tasks_inline, o.tasks_inline),
             (&mut self.tasks_stolen, o.tasks_stolen),
+            (&mut self.threads_spawned, o.threads_spawned),
+            (&mut self.threads_finished, o.threads_finished),
+            (&mut self.threads_failed, o.threads_failed),
+            (&mut self.threads_stolen, o.threads_stolen),
+            (&mut self.rendezvous, o.rendezvous),
+            (&mut self.sync_waits, o.sync_waits),
             (&mut self.bytes_promoted, o.bytes_promoted),
             (&mut self.bytes_copied_global, o.bytes_copied_global),
             (&mut self.copied_local_node, o.copied_local_node),

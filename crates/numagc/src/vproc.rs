@@ -23,7 +23,9 @@ use crate::sync::Mutex;
 use crate::topology::{PinOutcome, VprocPlacement};
 use std::cell::UnsafeCell;
 use crate::sync::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use crate::error::Error;
+use crate::sched::thread::ChanCore;
+use std::sync::{Arc, Weak};
 
 /// A job run on a vproc thread.
 pub(crate) type Job = Box<dyn FnOnce(&mut Vproc) + Send>;
@@ -41,6 +43,44 @@ pub(crate) struct Shared {
     pub stats: Box<[Mutex<VprocStats>]>,
     pub placements: Vec<VprocPlacement>,
     pub pins: Mutex<Vec<PinOutcome>>,
+    /// Every channel created, so that shutdown can drop what waits on them
+    /// (a blocked thread's continuation may hold its own channel).
+    pub channels: Mutex<Vec<Weak<ChanCore>>>,
+    /// Errors of threads that failed, oldest first (at most
+    /// [`MAX_THREAD_ERRORS`]; `stats.threads_failed` counts them all).
+    pub thread_errors: Mutex<Vec<Error>>,
+}
+
+/// How many thread errors are kept for `Runtime::take_thread_errors`.
+pub(crate) const MAX_THREAD_ERRORS: usize = 64;
+
+impl Shared {
+    pub fn register_channel(&self, c: &Arc<ChanCore>) {
+        let mut cs = crate::sync::lock(&self.channels);
+        if cs.len().is_power_of_two() {
+            cs.retain(|w| w.strong_count() > 0);
+        }
+        cs.push(Arc::downgrade(c));
+    }
+
+    pub fn record_thread_error(&self, e: Error) {
+        let mut es = crate::sync::lock(&self.thread_errors);
+        if es.len() < MAX_THREAD_ERRORS {
+            es.push(e);
+        }
+    }
+
+    /// Drops the threads waiting in ready queues and on channels (after the
+    /// vproc threads have stopped): what they hold is released, and the
+    /// reference cycles a continuation can form with its channel are cut.
+    pub fn drop_threads(&self) {
+        self.sched.clear_ready();
+        for c in crate::sync::lock(&self.channels).drain(..) {
+            if let Some(c) = c.upgrade() {
+                c.clear();
+            }
+        }
+    }
 }
 
 pub(crate) struct Vproc {
@@ -71,6 +111,10 @@ pub(crate) struct Vproc {
     pub stats: VprocStats,
     /// This vproc's work-stealing deque (`crate::sched`).
     pub worker: Worker<Arc<Task>>,
+    /// Depth of thread continuations running on this vproc (nested runs
+    /// happen while a vproc waits); direct-style channel calls refuse to
+    /// block inside one.
+    pub in_thread: u32,
     pub shared: Arc<Shared>,
 }
 
@@ -95,6 +139,7 @@ impl Vproc {
             remembered: Vec::new(),
             stats,
             worker,
+            in_thread: 0,
             shared,
         };
         v.install_limit();

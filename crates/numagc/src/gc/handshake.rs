@@ -65,6 +65,9 @@ pub(crate) struct Coordinator<J> {
     signals: Box<[crossbeam_utils::CachePadded<AtomicBool>]>,
     /// Per vproc: wakes it where it waits inside a computation.
     bells: Box<[Doorbell]>,
+    /// Per vproc: a job waits for it or the runtime shuts down, so its idle
+    /// loop must come to `wait_idle` rather than run more stolen work.
+    interrupts: Box<[AtomicBool]>,
     /// Idle vprocs asleep (or about to sleep) in `wait_idle`.
     sleepers: AtomicUsize,
     /// Vprocs waiting on their doorbell inside a computation (a join), who
@@ -82,6 +85,7 @@ impl<J> Coordinator<J> {
             limits: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicUsize::new(0))).collect(),
             signals: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicBool::new(false))).collect(),
             bells: (0..n).map(|_| Doorbell::new()).collect(),
+            interrupts: (0..n).map(|_| AtomicBool::new(false)).collect(),
             sleepers: AtomicUsize::new(0),
             waiters: AtomicUsize::new(0),
             state: Mutex::new(State {
@@ -208,6 +212,9 @@ impl<J> Coordinator<J> {
                 return Wake::Collect;
             }
             if let Some(j) = s.jobs[v].pop_front() {
+                if s.jobs[v].is_empty() && !s.shutdown {
+                    self.interrupts[v].store(false, Ordering::SeqCst);
+                }
                 return Wake::Job(j);
             }
             if s.shutdown {
@@ -227,13 +234,24 @@ impl<J> Coordinator<J> {
     /// Queues a job for vproc `v`.
     pub fn submit(&self, v: usize, job: J) {
         lock(&self.state).jobs[v].push_back(job);
+        self.interrupts[v].store(true, Ordering::SeqCst);
         self.cv.notify_all();
+        self.bells[v].ring();
     }
 
     /// Asks every vproc to stop once its queue is empty.
     pub fn shutdown(&self) {
         lock(&self.state).shutdown = true;
+        for i in self.interrupts.iter() {
+            i.store(true, Ordering::SeqCst);
+        }
         self.cv.notify_all();
+    }
+
+    /// Whether vproc `v` has a job waiting or must shut down: its idle loop
+    /// goes to [`Coordinator::wait_idle`] before running more stolen work.
+    pub fn interrupted(&self, v: usize) -> bool {
+        self.interrupts[v].load(Ordering::Relaxed)
     }
 
     /// One phase of a global collection: returns once every vproc has

@@ -20,16 +20,23 @@
 //! (see `crate::sched`); a task receives its values as an explicit
 //! environment of handles, since handles cannot cross threads.
 //!
+//! Threads and channels: [`Scope::spawn`] starts a thread of the language
+//! written in continuation-passing style ([`Next`]); [`Channel`]s are
+//! synchronous, with a choice over several (`cml`).
+//!
 //! Mutation: mutable objects (arrays, and mixed objects whose descriptor is
 //! `mutable`) are allocated in the global heap, and storing a local value
 //! into one promotes the value first — a write barrier that keeps both
 //! invariants of §2.3 for languages with mutation.
 
+mod cml;
 mod parallel;
 pub(crate) mod roots;
 mod scope;
 mod view;
 
+pub use cml::{Case, Channel, Next, Sel};
+pub(crate) use cml::Step;
 pub use roots::GlobalRoot;
 pub use scope::{Handle, Scope, Slot};
 pub use view::{ObjectKind, View};

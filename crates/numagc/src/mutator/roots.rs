@@ -86,6 +86,14 @@ pub struct GlobalRoot {
     pub(crate) shared: Arc<Shared>,
 }
 
+impl GlobalRoot {
+    /// The value, and the root released. The caller must root the word
+    /// before the next safepoint.
+    pub(crate) fn into_word(self) -> u64 {
+        self.shared.global_roots.get(self.slot)
+    }
+}
+
 impl Drop for GlobalRoot {
     fn drop(&mut self) {
         self.shared.global_roots.remove(self.slot);

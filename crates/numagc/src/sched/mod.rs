@@ -24,17 +24,20 @@
 //! the owner; every word that crosses between vprocs is global and sits in a
 //! global root while in transit, so collections in between update it.
 
+pub(crate) mod channel;
 pub(crate) mod deque;
 pub(crate) mod doorbell;
 pub(crate) mod task;
+pub(crate) mod thread;
 
 use crate::error::{Error, Result};
 use crate::mutator::{Handle, Scope};
 use crate::sync::{lock, Mutex};
 use crate::vproc::{Shared, Vproc};
-use deque::{Steal, Stealer, Worker};
+use deque::{Injector, Steal, Stealer, Worker};
 use std::sync::Arc;
 use task::{Handoff, Mailbox, DONE, READY};
+use thread::Runnable;
 
 /// The body of a forked task: runs in a scope of whichever vproc runs it,
 /// with its environment as handles of that scope.
@@ -55,6 +58,14 @@ pub(crate) struct Scheduler {
     mailboxes: Box<[Mailbox<Arc<Task>>]>,
     /// Per vproc: the order in which it tries victims (own node first).
     victims: Vec<Vec<usize>>,
+    /// Per vproc: threads ready to run (`thread`).
+    pub ready: Box<[Injector<Runnable>]>,
+}
+
+/// Something an idle or waiting vproc can run.
+pub(crate) enum Work {
+    Task(Arc<Task>),
+    Thread(Runnable),
 }
 
 impl Scheduler {
@@ -76,6 +87,7 @@ impl Scheduler {
             stealers: workers.iter().map(|w| w.stealer()).collect(),
             mailboxes: (0..n).map(|_| Mailbox::new()).collect(),
             victims,
+            ready: (0..n).map(|_| Injector::new()).collect(),
         };
         (s, workers)
     }
@@ -85,9 +97,57 @@ impl Scheduler {
         &self.victims[v]
     }
 
-    /// Whether some vproc other than `v` has a task to steal.
+    /// Whether `v` has a thread ready or some other vproc has a task or a
+    /// thread to steal.
     pub fn has_work(&self, v: usize) -> bool {
-        self.victims[v].iter().any(|&u| !self.stealers[u].is_empty())
+        !self.ready[v].is_empty()
+            || self.victims[v].iter().any(|&u| !self.stealers[u].is_empty() || !self.ready[u].is_empty())
+    }
+
+    /// Drops every ready thread (shutdown).
+    pub fn clear_ready(&self) {
+        for q in self.ready.iter() {
+            while let Steal::Success(_) | Steal::Retry = q.steal() {}
+        }
+    }
+}
+
+fn take<T>(from: impl Fn() -> Steal<T>) -> Option<T> {
+    loop {
+        match from() {
+            Steal::Success(t) => return Some(t),
+            Steal::Empty => return None,
+            Steal::Retry => continue,
+        }
+    }
+}
+
+/// Finds something for vproc `vp` to run: a thread of its own ready queue,
+/// else a task stolen from another vproc (nearest first), else a thread
+/// stolen from another vproc's ready queue.
+pub(crate) fn find_work(vp: &mut Vproc) -> Option<Work> {
+    let sched = &vp.shared.sched;
+    if let Some(r) = take(|| sched.ready[vp.id].steal()) {
+        return Some(Work::Thread(r));
+    }
+    if let Some(t) = steal(vp) {
+        return Some(Work::Task(t));
+    }
+    let sched = &vp.shared.sched;
+    for &u in sched.victims(vp.id) {
+        if let Some(r) = take(|| sched.ready[u].steal()) {
+            vp.stats.threads_stolen += 1;
+            return Some(Work::Thread(r));
+        }
+    }
+    None
+}
+
+/// Runs `w` on `s`'s vproc.
+pub(crate) fn run_work(s: &mut Scope<'_>, w: Work) {
+    match w {
+        Work::Task(t) => s.scope(|s| run_stolen(s, &t)),
+        Work::Thread(r) => s.scope(|s| thread::run(s, r)),
     }
 }
 
@@ -95,15 +155,9 @@ impl Scheduler {
 pub(crate) fn steal(vp: &mut Vproc) -> Option<Arc<Task>> {
     let sched = &vp.shared.sched;
     for &u in sched.victims(vp.id) {
-        loop {
-            match sched.stealers[u].steal() {
-                Steal::Success(t) => {
-                    vp.stats.tasks_stolen += 1;
-                    return Some(t);
-                }
-                Steal::Empty => break,
-                Steal::Retry => continue,
-            }
+        if let Some(t) = take(|| sched.stealers[u].steal()) {
+            vp.stats.tasks_stolen += 1;
+            return Some(t);
         }
     }
     None
@@ -188,7 +242,8 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
 const WAIT_SPINS: usize = 2_000;
 
 /// Waits on `s`'s vproc until `done()` holds, doing a waiting vproc's
-/// duties meanwhile: global collections, promotion requests, stolen work.
+/// duties meanwhile: global collections, promotion requests, ready threads
+/// and stolen work.
 pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
     // Most waits are short: spin a little before the slower duties and the
     // doorbell's sleep (a futex wake-up costs tens of microseconds).
@@ -212,8 +267,8 @@ pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
             serve_mail(s.vproc_mut());
             continue;
         }
-        if let Some(t) = steal(s.vproc_mut()) {
-            s.scope(|s| run_stolen(s, &t));
+        if let Some(w) = find_work(s.vproc_mut()) {
+            run_work(s, w);
             continue;
         }
         shared.coord.wait_for_work_or(
@@ -239,11 +294,12 @@ pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crat
     loop {
         let mut stolen = None;
         for i in 0..SPINS {
-            if shared.coord.pending() {
+            // A pending collection or job, or shutdown, comes first.
+            if shared.coord.pending() || shared.coord.interrupted(vp.id) {
                 break;
             }
-            if let Some(t) = steal(vp) {
-                stolen = Some(t);
+            if let Some(w) = find_work(vp) {
+                stolen = Some(w);
                 break;
             }
             if i < SPINS / 2 {
@@ -252,16 +308,16 @@ pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crat
                 std::thread::yield_now();
             }
         }
-        if let Some(t) = stolen {
-            run_in_root_scope(vp, &t);
+        if let Some(w) = stolen {
+            run_in_root_scope(vp, w);
             continue;
         }
         match shared.coord.wait_idle(vp.id, || shared.sched.has_work(vp.id)) {
             Wake::Job(j) => run_job(vp, j),
             Wake::Collect => crate::plan::join_collection(vp),
             Wake::Steal => {
-                if let Some(t) = steal(vp) {
-                    run_in_root_scope(vp, &t);
+                if let Some(w) = find_work(vp) {
+                    run_in_root_scope(vp, w);
                 }
             }
             Wake::Shutdown => return,
@@ -269,10 +325,10 @@ pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crat
     }
 }
 
-fn run_in_root_scope(vp: &mut Vproc, t: &Arc<Task>) {
+fn run_in_root_scope(vp: &mut Vproc, w: Work) {
     {
         let mut s = Scope::root(vp);
-        run_stolen(&mut s, t);
+        run_work(&mut s, w);
     }
     vp.roots_mut().clear();
     vp.publish_stats();
