@@ -19,6 +19,9 @@
 //! Parallelism: [`Scope::par2`] forks a task that another vproc may steal
 //! (see `crate::sched`); a task receives its values as an explicit
 //! environment of handles, since handles cannot cross threads.
+//! [`Scope::tabulate`], [`Scope::par_map`] and [`Scope::seq_reduce`] build
+//! and consume parallel sequences: vectors, or ropes of vectors for long
+//! ones (`tabulate.rs`).
 //!
 //! Mutation: mutable objects (arrays, and mixed objects whose descriptor is
 //! `mutable`) are allocated in the global heap, and storing a local value
@@ -28,8 +31,10 @@
 mod parallel;
 pub(crate) mod roots;
 mod scope;
+mod tabulate;
 mod view;
 
 pub use roots::GlobalRoot;
 pub use scope::{Handle, Scope, Slot};
+pub use tabulate::ROPE_LEAF_MAX;
 pub use view::{ObjectKind, View};
