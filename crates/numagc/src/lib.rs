@@ -15,6 +15,7 @@
 //! | §3.4 parallel global collection | `gc::handshake`, `gc::work_queue`, `gc::global` |
 //! | §2.2–2.3 work stealing, lazy promotion of stolen tasks | `sched`, [`Scope::par2`] |
 //! | §2.1 threads, synchronous channels, choice (CML) | `sched::thread`, `sched::channel`, [`Scope::spawn`], [`Channel`] |
+//! | §2.1 PML's parallel arrays (ropes of vectors) | `mutator::tabulate`, [`Scope::tabulate`] |
 //! | §4.3 placement policies local / interleave / node0 | [`numa`], `heap::global` |
 //!
 //! ```
@@ -51,7 +52,7 @@ mod vproc;
 pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};
 pub use error::{ConfigError, DescriptorError, Error, Result};
 pub use heap::global::BindRecord;
-pub use mutator::{Case, Channel, GlobalRoot, Handle, Next, ObjectKind, Scope, Sel, Slot, View};
+pub use mutator::{Case, Channel, GlobalRoot, Handle, Next, ObjectKind, Scope, Sel, Slot, View, ROPE_LEAF_MAX};
 pub use object::descriptor::{DescId, Descriptor};
 pub use runtime::{Runtime, RuntimeInfo};
 pub use stats::StatsReport;

@@ -19,6 +19,9 @@
 //! Parallelism: [`Scope::par2`] forks a task that another vproc may steal
 //! (see `crate::sched`); a task receives its values as an explicit
 //! environment of handles, since handles cannot cross threads.
+//! [`Scope::tabulate`], [`Scope::par_map`] and [`Scope::seq_reduce`] build
+//! and consume parallel sequences: vectors, or ropes of vectors for long
+//! ones (`tabulate.rs`).
 //!
 //! Threads and channels: [`Scope::spawn`] starts a thread of the language
 //! written in continuation-passing style ([`Next`]); [`Channel`]s are
@@ -33,10 +36,12 @@ mod cml;
 mod parallel;
 pub(crate) mod roots;
 mod scope;
+mod tabulate;
 mod view;
 
 pub use cml::{Case, Channel, Next, Sel};
 pub(crate) use cml::Step;
 pub use roots::GlobalRoot;
 pub use scope::{Handle, Scope, Slot};
+pub use tabulate::ROPE_LEAF_MAX;
 pub use view::{ObjectKind, View};

@@ -117,7 +117,7 @@ impl<'s> Scope<'s> {
     }
 
     /// The same values as `hs`, as handles of this scope.
-    fn slot_handles_of(&self, hs: &[Handle<'_>]) -> Vec<Handle<'s>> {
+    pub(super) fn slot_handles_of(&self, hs: &[Handle<'_>]) -> Vec<Handle<'s>> {
         hs.iter().map(|&h| Handle { bits: h.bits, _scope: PhantomData, _not_send: PhantomData }).collect()
     }
 }

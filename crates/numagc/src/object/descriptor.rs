@@ -10,9 +10,13 @@
 //! Invariant: an ID, once registered, maps to the same descriptor for the
 //! life of the table, so collectors read entries without locking. Entries
 //! are published with release stores and read with acquire loads.
+//!
+//! One ID is the runtime's own: [`ID_ROPE`], the last one, holds the rope
+//! node of parallel sequences (`crate::mutator::tabulate`). The table
+//! registers it on creation and never hands it to an embedder.
 
 use crate::error::DescriptorError;
-use crate::object::header::{FIRST_MIXED_ID, ID_LIMIT, MAX_LENGTH};
+use crate::object::header::{FIRST_MIXED_ID, ID_LIMIT, ID_ROPE, MAX_LENGTH};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -115,8 +119,23 @@ impl Descriptor {
     }
 }
 
-/// Number of IDs available to embedder descriptors.
-pub const DESCRIPTOR_CAPACITY: usize = ID_LIMIT as usize - FIRST_MIXED_ID as usize;
+/// Number of IDs available to embedder descriptors (all mixed IDs but the
+/// reserved [`ID_ROPE`]).
+pub const DESCRIPTOR_CAPACITY: usize = ID_ROPE as usize - FIRST_MIXED_ID as usize;
+
+/// Field layout of a rope node ([`ID_ROPE`]): the number of elements below
+/// it (raw), its depth (raw; a node over two leaves has depth 1), and its two
+/// children (values: rope nodes or vectors).
+pub(crate) const ROPE_LEN: usize = 0;
+pub(crate) const ROPE_DEPTH: usize = 1;
+pub(crate) const ROPE_LEFT: usize = 2;
+pub(crate) const ROPE_RIGHT: usize = 3;
+const ROPE_NODE_SIZE: usize = 4;
+
+/// The built-in descriptor of rope nodes.
+fn rope_descriptor() -> Descriptor {
+    Descriptor::mixed("numagc.rope", ROPE_NODE_SIZE, &[ROPE_LEFT, ROPE_RIGHT]).expect("the rope layout is valid")
+}
 
 /// The table of registered descriptors, indexed by ID.
 ///
@@ -191,28 +210,36 @@ impl FastLayout {
 }
 
 impl DescriptorTable {
+    /// An empty table, apart from the built-in rope descriptor.
     pub fn new() -> DescriptorTable {
-        DescriptorTable {
+        let table = DescriptorTable {
             entries: (0..ID_LIMIT).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             // One entry per `u16`, so any ID indexes it without a check.
             fast: (0..=u16::MAX as u32).map(|_| AtomicU64::new(0)).collect(),
             next: Mutex::new(FIRST_MIXED_ID as u32),
-        }
+        };
+        table.publish(ID_ROPE, rope_descriptor());
+        table
     }
 
-    /// Registers a descriptor and returns its ID; `Err` when the 15-bit ID
-    /// space is exhausted.
+    /// Registers a descriptor and returns its ID; `Err` when the IDs left to
+    /// embedders are exhausted.
     pub fn register(&self, d: Descriptor) -> Result<DescId, DescriptorError> {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-        if *next >= ID_LIMIT {
+        if *next >= ID_ROPE as u32 {
             return Err(DescriptorError::TableFull { capacity: DESCRIPTOR_CAPACITY });
         }
         let id = *next as u16;
+        self.publish(id, d);
+        *next += 1;
+        Ok(DescId(id))
+    }
+
+    /// Stores `d` under `id` (an ID no entry holds yet).
+    fn publish(&self, id: u16, d: Descriptor) {
         self.fast[id as usize].store(FastLayout::of(&d).0, Ordering::Release);
         let ptr = Box::into_raw(Box::new(d));
         self.entries[id as usize].store(ptr, Ordering::Release);
-        *next += 1;
-        Ok(DescId(id))
     }
 
     /// The descriptor of a mixed-object ID, if registered.
@@ -237,7 +264,8 @@ impl DescriptorTable {
         FastLayouts(self.fast.as_ptr())
     }
 
-    /// Number of registered descriptors.
+    /// Number of descriptors registered by embedders (the built-in rope
+    /// descriptor is not counted).
     pub fn len(&self) -> usize {
         (*self.next.lock().unwrap_or_else(|p| p.into_inner()) - FIRST_MIXED_ID as u32) as usize
     }
@@ -308,5 +336,8 @@ mod tests {
         assert_eq!(e, DescriptorError::TableFull { capacity: DESCRIPTOR_CAPACITY });
         assert!(e.to_string().contains("15-bit"));
         assert_eq!(t.get(FIRST_MIXED_ID).unwrap().name(), "cell");
+        // The reserved rope ID kept its built-in descriptor.
+        assert_eq!(t.get(ID_ROPE).unwrap().name(), "numagc.rope");
+        assert_eq!(t.len(), DESCRIPTOR_CAPACITY);
     }
 }

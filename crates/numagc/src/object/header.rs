@@ -22,6 +22,12 @@ pub const ID_ARRAY: u16 = 2;
 pub const FIRST_MIXED_ID: u16 = 3;
 /// One past the largest ID: the ID field has 15 bits.
 pub const ID_LIMIT: u32 = 1 << 15;
+/// ID of the runtime's own rope nodes (the interior nodes of parallel
+/// sequences, `crate::mutator::tabulate`): the largest ID, reserved, so that
+/// embedder descriptors, which count up from [`FIRST_MIXED_ID`], never get
+/// it. Its descriptor is registered when the table is created, so the
+/// collectors and the verifier scan rope nodes like any mixed object.
+pub const ID_ROPE: u16 = (ID_LIMIT - 1) as u16;
 /// The largest length the 48-bit field can hold, in words.
 pub const MAX_LENGTH: u64 = (1 << 48) - 1;
 

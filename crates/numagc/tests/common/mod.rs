@@ -23,12 +23,14 @@ pub fn test_config(vprocs: usize) -> ConfigBuilder {
 }
 
 pub fn runtime(vprocs: usize) -> Runtime {
-    Runtime::new(test_config(vprocs).build().expect("test config is valid")).expect("runtime starts")
+    Runtime::new(test_config(vprocs).build().expect("test config is valid"))
+        .expect("runtime starts")
 }
 
 /// `cons`: field 0 = element (value), field 1 = raw payload, field 2 = tail (value).
 pub fn register_cons(rt: &Runtime) -> DescId {
-    rt.register(Descriptor::mixed("cons", 3, &[0, 2]).unwrap()).unwrap()
+    rt.register(Descriptor::mixed("cons", 3, &[0, 2]).unwrap())
+        .unwrap()
 }
 
 /// The expected content of one list element.
@@ -56,7 +58,10 @@ pub fn payload(seed: i64, i: i64) -> u64 {
 
 /// The model of `build_list(seed, n)`, head first.
 pub fn model_list(seed: i64, n: usize) -> Vec<(Elem, u64)> {
-    (0..n as i64).rev().map(|i| (elem(seed, i), payload(seed, i))).collect()
+    (0..n as i64)
+        .rev()
+        .map(|i| (elem(seed, i), payload(seed, i)))
+        .collect()
 }
 
 fn alloc_elem<'s>(s: &mut Scope<'s>, e: &Elem) -> Result<Handle<'s>> {
@@ -148,7 +153,12 @@ pub fn garbage(s: &mut Scope<'_>, cons: DescId, cells: usize) {
 }
 
 /// Builds a list and promotes it; the local copy is dropped.
-pub fn promoted_list<'s>(s: &mut Scope<'s>, cons: DescId, seed: i64, n: usize) -> Result<Handle<'s>> {
+pub fn promoted_list<'s>(
+    s: &mut Scope<'s>,
+    cons: DescId,
+    seed: i64,
+    n: usize,
+) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let l = build_list(s, cons, seed, n)?;
         Ok::<_, numagc::Error>(s.promote(l))
