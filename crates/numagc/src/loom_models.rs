@@ -2,7 +2,7 @@
 //!
 //! Built only with `RUSTFLAGS="--cfg loom"` (see `scripts/loom.sh`). Under that
 //! cfg, `crate::sync` re-exports `loom`'s `Mutex`, `Condvar` and atomics, so
-//! the *production* code of the three protocols is explored here over every
+//! the *production* code of the protocols is explored here over every
 //! interleaving (up to the preemption bound) and every weak-memory outcome
 //! that loom models. Each model is small (2 threads, a handful of operations)
 //! so that it finishes in seconds.
@@ -60,6 +60,19 @@
 //!     owner sees the thief's result, and neither side can hang. The deque
 //!     is the loom stand-in of `sched::deque`; the owner's serving step
 //!     replays `sched::serve_mail` without a heap.
+//!   - [`waiting_vproc_wakes_for_pushed_work`]: a vproc waiting in a join
+//!     (`Coordinator::wait_for_work_or`) hears of a task pushed meanwhile.
+//! * **§2.1, channels** (`sched::channel`, the production rendezvous code
+//!   with `u32` values; waiting as `sched::thread::select_blocking` does):
+//!   - [`channel_choice_is_claimed_once`]: two senders race to claim one
+//!     choice over two channels; each value arrives once, on its channel,
+//!     the loser waits for the second receive, and nobody hangs.
+//!   - [`channel_choices_on_both_sides_complete_one_case`]: two choices
+//!     facing each other over two channels complete exactly one
+//!     rendezvous, and both sides agree which.
+//!   - [`blocked_vproc_joins_a_collection_then_completes`]: a vproc waiting
+//!     for a rendezvous is woken by a global collection, takes part in both
+//!     phases, and then sees the rendezvous complete.
 //!
 //! ## loom and SeqCst
 //!
@@ -79,8 +92,11 @@
 //! `idle -= 1` after a wake-up, leader's serial part before the last arrival,
 //! no `notify_all` in `request` or in the last arrival of `phase`, no
 //! shutdown check in `wait_idle`, `put` ignoring the node, `request` without
-//! the CAS; and, for the scheduler models, `notify_work` that never
-//! notifies, and a thief that posts its request without `signal`.
+//! the CAS; for the scheduler models, `notify_work` that never
+//! notifies, and a thief that posts its request without `signal`; for the
+//! channel models, a matcher that takes a waiting offer without winning its
+//! claim, and unlocking the channels between the search and the queueing
+//! (a deadlock: both choices queue and wait).
 
 use crate::gc::handshake::{Coordinator, Wake};
 use crate::gc::work_queue::ScanQueue;
@@ -601,5 +617,145 @@ fn stolen_task_handoff() {
         };
         assert_eq!(thief.join().unwrap(), stolen);
         assert_eq!(runs.load(Ordering::Relaxed), 1, "the task ran {} times", runs.load(Ordering::Relaxed));
+    });
+}
+
+// ---------------------------------------------------------------------------
+// §2.1 channels: rendezvous and choice; waiting vprocs and collections
+// ---------------------------------------------------------------------------
+
+/// The rendezvous core with values `u32` and, as "resume", the doorbell
+/// index of the waiting party (the runtime's `Resume` minus the heap).
+type ModelChan = crate::sched::channel::Chan<u32, usize>;
+type ModelOffer = crate::sched::channel::Offer<u32, usize>;
+
+/// One synchronisation as `sched::thread::select_blocking` does it: match
+/// or queue, ring the woken party, else wait on our doorbell until done.
+/// Returns the completed case and the value received.
+fn model_select(c: &Coordinator<u32>, me: usize, cases: &[(&ModelChan, crate::sched::channel::Dir)], values: Vec<Option<u32>>) -> (usize, Option<u32>) {
+    use crate::sched::channel::{sync, Offer};
+    let offer: std::sync::Arc<ModelOffer> = Offer::new(values);
+    *crate::sync::lock(&offer.resume) = Some(me);
+    let case = match sync(cases, &offer, true) {
+        Some(m) => {
+            let other = crate::sync::lock(&m.other.resume).take().expect("a queued offer has its resume");
+            c.bell(other).ring();
+            m.case
+        }
+        None => {
+            while !offer.done() {
+                c.bell(me).wait_unless(|| offer.done());
+            }
+            offer.completed_case().expect("done means claimed")
+        }
+    };
+    assert!(offer.take_unsent().len() <= cases.len());
+    (case, offer.take_received())
+}
+
+#[test]
+fn channel_choice_is_claimed_once() {
+    use crate::sched::channel::Dir::{Recv, Send};
+    // vproc 0 chooses between receiving on `a` and on `b`, then receives
+    // on the other; vprocs 1 and 2 send on `a` and `b` at the same time,
+    // racing to claim the choice. Each value arrives once, on its channel,
+    // and nobody hangs (loom reports a deadlock otherwise).
+    bounded(2).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(3));
+        let (a, b) = (std::sync::Arc::new(ModelChan::new()), std::sync::Arc::new(ModelChan::new()));
+        let senders: Vec<_> = [(1usize, a.clone(), 10u32), (2, b.clone(), 20)]
+            .into_iter()
+            .map(|(v, ch, x)| {
+                let c = c.clone();
+                thread::spawn(move || model_select(&c, v, &[(&*ch, Send)], vec![Some(x)]))
+            })
+            .collect();
+        let (first, x) = model_select(&c, 0, &[(&*a, Recv), (&*b, Recv)], vec![None, None]);
+        let other = if first == 0 { &*b } else { &*a };
+        let (_, y) = model_select(&c, 0, &[(other, Recv)], vec![None]);
+        let got = if first == 0 { (x, y) } else { (y, x) };
+        assert_eq!(got, (Some(10), Some(20)), "values crossed channels or were lost");
+        for s in senders {
+            assert_eq!(s.join().unwrap(), (0, None));
+        }
+    });
+}
+
+#[test]
+fn channel_choices_on_both_sides_complete_one_case() {
+    use crate::sched::channel::Dir::{Recv, Send};
+    // Two choices facing each other: vproc 0 offers "send 1 on a" or
+    // "receive on b", vproc 1 "receive on a" or "send 2 on b". Exactly one
+    // rendezvous happens, and both sides agree which.
+    bounded(3).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let (a, b) = (std::sync::Arc::new(ModelChan::new()), std::sync::Arc::new(ModelChan::new()));
+        let (c1, a1, b1) = (c.clone(), a.clone(), b.clone());
+        let t1 = thread::spawn(move || model_select(&c1, 1, &[(&*a1, Recv), (&*b1, Send)], vec![None, Some(2)]));
+        let r0 = model_select(&c, 0, &[(&*a, Send), (&*b, Recv)], vec![Some(1), None]);
+        let r1 = t1.join().unwrap();
+        match r0 {
+            (0, None) => assert_eq!(r1, (0, Some(1)), "vproc 0 sent on a, vproc 1 did not receive it"),
+            (1, Some(2)) => assert_eq!(r1, (1, None), "vproc 0 received on b, vproc 1 did not send it"),
+            other => panic!("vproc 0 completed {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn blocked_vproc_joins_a_collection_then_completes() {
+    // vproc 1 waits for a rendezvous as `sched::wait_until` does: on its
+    // doorbell, also woken for a pending collection, which it joins. vproc
+    // 0 leads a collection and then completes the rendezvous. vproc 1 must
+    // take part in the collection (the leader's phases need both) and then
+    // see the value.
+    bounded(2).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let k = Arc::new(PhaseCounters::new());
+        let done = Arc::new(AtomicUsize::new(0));
+        let (c1, k1, d1) = (c.clone(), k.clone(), done.clone());
+        let waiter = thread::spawn(move || {
+            let mut collected = false;
+            loop {
+                if d1.load(Ordering::Acquire) == 1 {
+                    return collected;
+                }
+                if c1.pending() {
+                    run_two_phases(&c1, &k1, 1);
+                    collected = true;
+                    continue;
+                }
+                c1.wait_for_work_or(1, || d1.load(Ordering::Acquire) == 1 || c1.pending(), || false);
+            }
+        });
+        assert!(c.request(0));
+        run_two_phases(&c, &k, 0);
+        done.store(1, Ordering::Release);
+        c.bell(1).ring();
+        assert!(waiter.join().unwrap(), "the blocked vproc finished without taking part in the collection");
+        assert_eq!(c.collections(), 1);
+    });
+}
+
+#[test]
+fn waiting_vproc_wakes_for_pushed_work() {
+    use crate::sched::deque::{Steal, Worker};
+    // A vproc waiting in a join (`Coordinator::wait_for_work_or`) must hear
+    // of a task pushed meanwhile (`notify_work`), or it would sit idle
+    // beside work it could steal.
+    bounded(3).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let worker = Worker::<u32>::new_lifo();
+        let stealer = Arc::new(worker.stealer());
+        let (c1, s1) = (c.clone(), stealer.clone());
+        let waiter = thread::spawn(move || loop {
+            c1.wait_for_work_or(1, || false, || !s1.is_empty());
+            if let Steal::Success(x) = s1.steal() {
+                return x;
+            }
+        });
+        worker.push(5);
+        c.notify_work();
+        assert_eq!(waiter.join().unwrap(), 5);
     });
 }
