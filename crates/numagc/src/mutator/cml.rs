@@ -22,6 +22,34 @@
 //!   error (the thread would hold its vproc's stack while it waits; return a
 //!   [`Next`] instead).
 //!
+//! ```
+//! use numagc::{Channel, Config, Handle, Next, Result, Runtime};
+//!
+//! /// A thread that sends n, n-1, ..., 1 on `ch` and exits.
+//! fn countdown<'i>(ch: Channel, n: i64) -> Result<Next<'i>> {
+//!     if n == 0 {
+//!         return Ok(Next::exit());
+//!     }
+//!     let next = ch.clone();
+//!     Ok(Next::send(&ch, Handle::int(n), &[], move |_, _| countdown(next, n - 1)))
+//! }
+//!
+//! let rt = Runtime::new(Config::builder().vprocs(2).build()?)?;
+//! let ch = rt.channel();
+//! let sum = rt.run_on(0, move |s| -> Result<i64> {
+//!     let c = ch.clone();
+//!     s.spawn(&[], move |_, _| countdown(c, 100))?;
+//!     let mut sum = 0;
+//!     for _ in 0..100 {
+//!         let v = s.recv(&ch)?; // runs the thread meanwhile if no other vproc does
+//!         sum += s.as_int(v).unwrap();
+//!     }
+//!     Ok(sum)
+//! })??;
+//! assert_eq!(sum, 5050);
+//! # Ok::<(), numagc::Error>(())
+//! ```
+//!
 //! Threads that end with an error or a panic are counted in the statistics
 //! and their errors kept for [`crate::Runtime::take_thread_errors`]; the
 //! vproc carries on. A thread blocked on a channel that nobody will use
