@@ -37,6 +37,10 @@ for (p, v), rs in runs.items():
     print(f"| {p} | {v} | {st.median(w):.3f} [{min(w):.3f}, {max(w):.3f}] | {rs[0]['tasks_forked']} | "
           f"{st.median(r['tasks_stolen'] for r in rs):.0f} | {st.median(r['bytes_promoted'] for r in rs):.0f} |")
 for p in ("lazy", "eager"):
-    print(f"speedup 1 -> 2 vprocs, {p} (ratio of medians): {med[p, 1] / med[p, 2]:.2f}")
+    # Each 1-vproc run is paired with the 2-vproc run right after it, so a
+    # drift in the VM's speed cancels out of each ratio.
+    pairs = sorted(a["wall_s"] / b["wall_s"] for a, b in zip(runs[p, 1], runs[p, 2]))
+    print(f"speedup 1 -> 2 vprocs, {p}: ratio of medians {med[p, 1] / med[p, 2]:.2f}; "
+          f"median of paired ratios {st.median(pairs):.2f} [{pairs[0]:.2f}, {pairs[-1]:.2f}]")
 print(f"eager / lazy wall time at 2 vprocs: {med['eager', 2] / med['lazy', 2]:.2f}")
 PY

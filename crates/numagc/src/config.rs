@@ -77,7 +77,7 @@ const SURVIVOR_PROMOTION_ALLOWED: &str = "a percentage from 0 (never) to 100";
 const MAX_HEAP_ALLOWED: &str = "a size from vprocs x (local-heap + 2 x chunk-size) to 16 TiB";
 
 /// When the environment of a forked task is promoted to the global heap
-/// (§3.1, [Rai10]; see `sched`).
+/// (§3.1, after Rainey's lazy promotion \[Rai10\]; see `sched`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskPromotion {

@@ -40,6 +40,15 @@ pub(crate) enum Dir {
     Recv,
 }
 
+impl Dir {
+    fn opposite(self) -> Dir {
+        match self {
+            Dir::Send => Dir::Recv,
+            Dir::Recv => Dir::Send,
+        }
+    }
+}
+
 const OPEN: usize = 0;
 
 /// One synchronisation over one or more cases, carrying values of type `V`
@@ -143,28 +152,28 @@ pub(crate) struct Matched<V, R> {
     pub other: Arc<Offer<V, R>>,
 }
 
+/// The queue of direction `dir` of the locked channel at `addr`.
+fn queue<'a, V, R>(guards: &'a mut [(usize, MutexGuard<'_, Queues<V, R>>)], addr: usize, dir: Dir) -> &'a mut VecDeque<Waiting<V, R>> {
+    let q = &mut *guards.iter_mut().find(|(a, _)| *a == addr).expect("every case's channel is locked").1;
+    match dir {
+        Dir::Send => &mut q.senders,
+        Dir::Recv => &mut q.receivers,
+    }
+}
+
 /// Tries to complete `mine` (whose case `k` is `cases[k]`) against the
 /// offers waiting on the channels; on success the value has moved and both
 /// offers are claimed and done. Otherwise, if `block`, queues `mine` on
 /// every case's channel, where a later matcher completes it.
 pub(crate) fn sync<V, R>(cases: &[(&Chan<V, R>, Dir)], mine: &Arc<Offer<V, R>>, block: bool) -> Option<Matched<V, R>> {
+    let addr = |k: usize| std::ptr::from_ref(cases[k].0) as usize;
     // Lock each distinct channel once, in address order.
     let mut order: Vec<usize> = (0..cases.len()).collect();
-    order.sort_by_key(|&k| std::ptr::from_ref(cases[k].0) as usize);
-    order.dedup_by_key(|k| std::ptr::from_ref(cases[*k].0) as usize);
-    let mut guards: Vec<(usize, MutexGuard<'_, Queues<V, R>>)> =
-        order.iter().map(|&k| (std::ptr::from_ref(cases[k].0) as usize, lock(&cases[k].0.queues))).collect();
-    let guard_of = |guards: &mut Vec<(usize, MutexGuard<'_, Queues<V, R>>)>, k: usize| -> usize {
-        let addr = std::ptr::from_ref(cases[k].0) as usize;
-        guards.iter().position(|(a, _)| *a == addr).expect("every case's channel is locked")
-    };
+    order.sort_by_key(|&k| addr(k));
+    order.dedup_by_key(|k| addr(*k));
+    let mut guards: Vec<(usize, MutexGuard<'_, Queues<V, R>>)> = order.iter().map(|&k| (addr(k), lock(&cases[k].0.queues))).collect();
     for (k, &(_, dir)) in cases.iter().enumerate() {
-        let g = guard_of(&mut guards, k);
-        let q = &mut *guards[g].1;
-        let opposite = match dir {
-            Dir::Send => &mut q.receivers,
-            Dir::Recv => &mut q.senders,
-        };
+        let opposite = queue(&mut guards, addr(k), dir.opposite());
         while let Some(w) = opposite.pop_front() {
             if Arc::ptr_eq(&w.offer, mine) || !w.offer.claim(w.case) {
                 continue; // stale: completed elsewhere (or our own, never queued here yet)
@@ -185,12 +194,7 @@ pub(crate) fn sync<V, R>(cases: &[(&Chan<V, R>, Dir)], mine: &Arc<Offer<V, R>>, 
     }
     if block {
         for (k, &(_, dir)) in cases.iter().enumerate() {
-            let g = guard_of(&mut guards, k);
-            let q = &mut *guards[g].1;
-            let same = match dir {
-                Dir::Send => &mut q.senders,
-                Dir::Recv => &mut q.receivers,
-            };
+            let same = queue(&mut guards, addr(k), dir);
             same.retain(|w| w.offer.is_open());
             same.push_back(Waiting { offer: mine.clone(), case: k });
         }
