@@ -120,3 +120,16 @@ fn parfib_answers_and_reports_tasks_under_both_promotion_policies() {
     let (ok, _, err) = numagc(&["bench", "parfib", "--task-promotion", "sometimes"]);
     assert!(!ok && err.contains("task-promotion") && err.contains("lazy or eager"), "stderr: {err}");
 }
+
+#[test]
+fn pingpong_answers_on_one_and_two_vprocs_with_the_verifier() {
+    for vprocs in ["1", "2"] {
+        let (ok, out, err) = numagc(&[
+            "bench", "pingpong", "--rounds", "3000", "--vprocs", vprocs, "--verify", "--local-heap", "256K", "--chunk-size", "64K",
+            "--global-gc-threshold", "1M",
+        ]);
+        assert!(ok, "{vprocs} vprocs: stderr: {err}");
+        assert!(out.contains("counter 6000 (expected 6000)"), "{vprocs} vprocs: output:\n{out}");
+        assert!(out.contains("6002 rendezvous"), "{vprocs} vprocs: output:\n{out}");
+    }
+}

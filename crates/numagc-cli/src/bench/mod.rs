@@ -4,6 +4,7 @@
 pub mod alloc;
 pub mod binarytrees;
 pub mod parfib;
+pub mod pingpong;
 
 use crate::runtime_args::RuntimeArgs;
 use clap::Subcommand;
@@ -36,6 +37,17 @@ pub enum Bench {
         #[command(flatten)]
         runtime: RuntimeArgs,
     },
+    /// Two threads bounce a heap message over synchronous channels.
+    Pingpong {
+        /// Round trips.
+        #[arg(long, default_value_t = 200_000)]
+        rounds: u64,
+        /// Write the results and statistics as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
     /// Nursery allocation rate against a plain bump-pointer loop, side by side.
     Alloc {
         /// Bytes allocated per measurement.
@@ -56,6 +68,7 @@ pub fn run(b: Bench) -> Result<(), String> {
     match b {
         Bench::Binarytrees { depth, json, runtime } => binarytrees::run(depth, json, &runtime),
         Bench::Parfib { n, threshold, json, runtime } => parfib::run(n, threshold, json, &runtime),
+        Bench::Pingpong { rounds, json, runtime } => pingpong::run(rounds, json, &runtime),
         Bench::Alloc { bytes, repeat, json, runtime } => alloc::run(bytes, repeat, json, &runtime),
     }
 }
