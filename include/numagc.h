@@ -12,8 +12,9 @@
  * with their frame or their callback; global roots outlive both.
  *
  * Thread rule: a numagc_scope* is valid only on the vproc thread running
- * its callback, until the callback returns; other uses are detected and
- * return NUMAGC_ERR_NOT_ON_VPROC.
+ * its callback (or par2 task, or thread step), until that returns; other
+ * uses are detected and return NUMAGC_ERR_NOT_ON_VPROC. Tasks and thread
+ * steps may run on any vproc: their userdata must allow that.
  *
  * Errors: every function that can fail returns a numagc_status (0 is
  * NUMAGC_OK) and sets a thread-local message, numagc_last_error(). Value
@@ -64,6 +65,20 @@ typedef enum numagc_kind {
    */
   NUMAGC_KIND_MIXED = 4,
 } numagc_kind;
+
+/**
+ * The direction of one case of a choice (`numagc_sel`, `numagc_case`).
+ */
+typedef enum numagc_dir {
+  /**
+   * Receive a value from the channel.
+   */
+  NUMAGC_RECV = 0,
+  /**
+   * Send `value` on the channel.
+   */
+  NUMAGC_SEND = 1,
+} numagc_dir;
 
 /**
  * What a numagc function returns: `NUMAGC_OK` (0) or the reason it
@@ -143,10 +158,26 @@ typedef enum numagc_status {
 } numagc_status;
 
 /**
+ * A synchronous channel of a runtime: a send completes only together with
+ * a receive, and the value is promoted before it is handed over. Made by
+ * `numagc_channel_new`, freed by `numagc_channel_free` (or with its
+ * runtime). An opaque token, never dereferenced: a freed channel is an
+ * error, not a crash.
+ */
+typedef struct numagc_channel numagc_channel;
+
+/**
  * A configuration being built: every setting of numagc, set by name. Made
  * by `numagc_config_new`, freed by `numagc_config_free`.
  */
 typedef struct numagc_config numagc_config;
+
+/**
+ * What a C thread body is given to say what it does next: call exactly
+ * one `numagc_next_*` function on it before returning 0. Valid only during
+ * the body, on its thread (an opaque token, checked like a scope).
+ */
+typedef struct numagc_next numagc_next;
 
 /**
  * A running numagc runtime with its vproc threads. Made by
@@ -189,6 +220,61 @@ typedef uint64_t numagc_value;
  * The id of a global root (0 is never an id).
  */
 typedef uint64_t numagc_global;
+
+/**
+ * A task of `numagc_par2`: runs on some vproc with a scope of its own
+ * (valid only during the call, on that thread), the fork's environment as
+ * `n` handles of that scope (`env`), and its `userdata`. It writes its
+ * result to `*result`, a value of its scope (a handle outside any frame —
+ * use `numagc_frame_return` — an environment handle, or an immediate), and
+ * returns 0; any other status fails the fork with that code. Leaving
+ * `*result` unset (0) or frames open is an error too.
+ */
+typedef int (*numagc_task_fn)(struct numagc_scope *scope,
+                              const numagc_value *env,
+                              size_t n,
+                              void *userdata,
+                              numagc_value *result);
+
+/**
+ * One case of a direct-style `numagc_select`: receive from `channel`, or
+ * send `value` on it (`value` is ignored for a receive).
+ */
+typedef struct numagc_sel {
+  struct numagc_channel *channel;
+  enum numagc_dir dir;
+  numagc_value value;
+} numagc_sel;
+
+/**
+ * A thread's body or continuation. It runs on some vproc with a scope of
+ * its own (valid during the call, on that thread), its environment as `n`
+ * handles of that scope, the value `received` by the receive it continues
+ * (`NUMAGC_NIL` for a body, or after a yield or a send), and its
+ * `userdata`. It says what comes next by calling exactly one
+ * `numagc_next_*` on `next`, and returns 0. A nonzero status, no
+ * `numagc_next_*` call, two of them, or frames left open end the thread
+ * with an error (`numagc_take_thread_errors`); the vproc carries on.
+ */
+typedef int (*numagc_thread_fn)(struct numagc_scope *scope,
+                                const numagc_value *env,
+                                size_t n,
+                                numagc_value received,
+                                void *userdata,
+                                struct numagc_next *next);
+
+/**
+ * One case of a thread's choice (`numagc_next_select`): receive from
+ * `channel`, or send `value` on it, then run `k(…, userdata, …)` with the
+ * choice's environment (and the value received).
+ */
+typedef struct numagc_case {
+  struct numagc_channel *channel;
+  enum numagc_dir dir;
+  numagc_value value;
+  numagc_thread_fn k;
+  void *userdata;
+} numagc_case;
 
 /**
  * The integer 0, the unit / empty value.
@@ -557,6 +643,168 @@ int numagc_collect_global(struct numagc_scope *scope);
  * collection.
  */
 int numagc_poll(struct numagc_scope *scope);
+
+/**
+ * Runs tasks `a` and `b` in parallel, each with the `n` values of `env`,
+ * and waits for both: `a` runs here at once, `b` is offered to idle vprocs
+ * and runs here after `a` unless one took it (its environment is then
+ * promoted). `*out_a` and `*out_b` are their results, as handles in the
+ * caller's innermost frame or immediates. Tasks may fork again.
+ *
+ * `userdata_a` and `userdata_b` are handed to the tasks untouched; `b`'s
+ * may be used on another vproc thread, at the same time as `a` runs, so
+ * what they point to must allow that (and stay valid until this returns).
+ *
+ * Errors: a task's nonzero status is returned with a message quoting its
+ * last error; a task that returned with frames open gives
+ * `NUMAGC_ERR_UNBALANCED_FRAME`, one that left `*result` unset or not a
+ * live value of its scope `NUMAGC_ERR_BAD_VALUE`. When both fail, `a`'s
+ * error is returned. Both tasks have finished when this returns, whatever
+ * happened; outputs are 0 after a failure.
+ */
+int numagc_par2(struct numagc_scope *scope,
+                const numagc_value *env,
+                size_t n,
+                numagc_task_fn a,
+                void *userdata_a,
+                numagc_task_fn b,
+                void *userdata_b,
+                numagc_value *out_a,
+                numagc_value *out_b);
+
+/**
+ * A new synchronous channel of `rt`. `*out` is NULL on failure. Channels
+ * may be used from any vproc, by callbacks, tasks and threads, and by
+ * several at once.
+ */
+int numagc_channel_new(const struct numagc_runtime *rt, struct numagc_channel **out_ch);
+
+/**
+ * Frees a channel; NULL is ignored. Threads queued on it keep what they
+ * need and are dropped with the runtime if nobody completes them; later
+ * uses of `ch` return `NUMAGC_ERR_BAD_VALUE`, and so does a second free or
+ * a free after the runtime was freed (which frees its channels).
+ */
+int numagc_channel_free(struct numagc_channel *ch);
+
+/**
+ * The number of offers (of threads or waiting callbacks) queued on `ch`,
+ * counting entries of choices that completed elsewhere and were not yet
+ * cleared: 1 after a thread blocked on it alone, for instance.
+ */
+int numagc_channel_waiting(struct numagc_channel *ch, size_t *out_n);
+
+/**
+ * Sends `value` on `ch` (it is promoted) and waits until a receiver has
+ * taken it. While it waits, the vproc keeps its duties: it joins
+ * collections and runs other threads and stolen tasks. `NUMAGC_ERR_MISUSE`
+ * inside a thread body (return `numagc_next_send` instead) or for a
+ * channel of another runtime; `NUMAGC_ERR_BAD_VALUE` for a freed channel.
+ */
+int numagc_send(struct numagc_scope *scope, struct numagc_channel *ch, numagc_value value);
+
+/**
+ * Waits for a value on `ch`; `*out` is a handle in the innermost frame
+ * (to a global object) or an immediate. As `numagc_send` otherwise.
+ */
+int numagc_recv(struct numagc_scope *scope, struct numagc_channel *ch, numagc_value *out_value);
+
+/**
+ * Waits until one of the `n` cases can complete and completes it alone
+ * (the first one in order when several can). `*out_index` is its index and
+ * `*out_value` the value received (`NUMAGC_NIL` for a send). No cases is
+ * `NUMAGC_ERR_MISUSE` (it would wait for ever), as `numagc_send` otherwise.
+ */
+int numagc_select(struct numagc_scope *scope,
+                  const struct numagc_sel *cases,
+                  size_t n,
+                  size_t *out_index,
+                  numagc_value *out_value);
+
+/**
+ * Starts a thread whose body is `body`, with the `n` values of `env`
+ * (promoted: the thread may run on any vproc) and `userdata`, on this
+ * vproc's ready queue; an idle vproc may steal it. Returns at once. The
+ * thread's `userdata`, and that of its continuations, may be used on any
+ * vproc thread, and must stay valid until the thread has ended; numagc
+ * never frees it. A thread still blocked when the runtime is freed is
+ * dropped without running again.
+ */
+int numagc_spawn(struct numagc_scope *scope,
+                 const numagc_value *env,
+                 size_t n,
+                 numagc_thread_fn body,
+                 void *userdata);
+
+/**
+ * `numagc_spawn` onto vproc `vproc`'s ready queue (`NUMAGC_ERR_MISUSE` if
+ * there is no such vproc).
+ */
+int numagc_spawn_on(struct numagc_scope *scope,
+                    size_t vproc,
+                    const numagc_value *env,
+                    size_t n,
+                    numagc_thread_fn body,
+                    void *userdata);
+
+/**
+ * The thread ends.
+ */
+int numagc_next_exit(struct numagc_next *next);
+
+/**
+ * The thread lets other threads run, then continues with
+ * `k(…, env, n, NUMAGC_NIL, userdata, …)` (on this vproc's ready queue).
+ */
+int numagc_next_yield(struct numagc_next *next,
+                      const numagc_value *env,
+                      size_t n,
+                      numagc_thread_fn k,
+                      void *userdata);
+
+/**
+ * The thread sends `value` on `ch` (it is promoted) and, once a receiver
+ * has taken it, continues with `k(…, env, n, NUMAGC_NIL, userdata, …)`.
+ * It blocks without holding its vproc.
+ */
+int numagc_next_send(struct numagc_next *next,
+                     struct numagc_channel *ch,
+                     numagc_value value,
+                     const numagc_value *env,
+                     size_t n,
+                     numagc_thread_fn k,
+                     void *userdata);
+
+/**
+ * The thread receives a value from `ch` and continues with
+ * `k(…, env, n, value, userdata, …)`. It blocks without holding its vproc.
+ */
+int numagc_next_recv(struct numagc_next *next,
+                     struct numagc_channel *ch,
+                     const numagc_value *env,
+                     size_t n,
+                     numagc_thread_fn k,
+                     void *userdata);
+
+/**
+ * The thread waits until one of the `n_cases` cases can complete,
+ * completes it alone (the first in order when several can), and continues
+ * with that case's `k` and `userdata`, the environment `env`, and the value
+ * received (`NUMAGC_NIL` after a send). No cases is `NUMAGC_ERR_MISUSE`
+ * (call `numagc_next_exit`).
+ */
+int numagc_next_select(struct numagc_next *next,
+                       const numagc_value *env,
+                       size_t n,
+                       const struct numagc_case *cases,
+                       size_t n_cases);
+
+/**
+ * The errors of threads that failed since the last call, as a JSON array
+ * of messages, oldest first (at most 64 are kept; the statistics' total
+ * `threads_failed` counts them all). Free `*out` with `numagc_string_free`.
+ */
+int numagc_take_thread_errors(const struct numagc_runtime *rt, char **out_json);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -84,14 +84,39 @@
 //! returned by the library are freed with `numagc_string_free`. Global
 //! roots are ids, so freeing one twice is an error, not a double free.
 //!
-//! # Later: tasks and channels
+//! # Tasks, threads and channels
 //!
-//! Parallel tasks (issue 3's scheduler) will reach C the way the Rust
-//! `Scope::par2` does: a task is a C callback with an explicit environment
-//! of values, promoted before it may be stolen, that runs under a scope
-//! token of its own on whichever vproc takes it, with its own frames. The
-//! token check, the per-callback handle table and the status codes already
-//! work per callback, so those functions add entry points, not changes.
+//! Every piece of C code that numagc runs — a callback, a `numagc_par2`
+//! task, a step of a thread — is a *C body* (`scope::run_body`): it gets a
+//! scope token of its own, valid on the thread that runs it until it
+//! returns, and a handle table whose first entries are its environment.
+//! Bodies nest on one thread (a task runs inline inside its parent's
+//! `numagc_par2`; a waiting `numagc_recv` runs other threads and stolen
+//! tasks): the thread-local `ACTIVE` entry is saved and restored around
+//! each, so the parent's scope is refused inside the nested body
+//! (`NUMAGC_ERR_NOT_ON_VPROC`) and valid again afterwards. The checks on
+//! return (status, frames left open) are the same for all bodies.
+//!
+//! * `numagc_par2` (`parallel.rs`) is `Scope::par2` with C tasks. A task's
+//!   failure is kept as its C code and message and returned by the fork
+//!   (`a`'s before `b`'s). `b`'s `userdata` may be used on another vproc
+//!   thread while `a` runs.
+//! * Threads (`thread.rs`) are `Scope::spawn` with C steps in
+//!   continuation-passing style: a step says what comes next by calling
+//!   exactly one `numagc_next_*` on the `numagc_next*` it is given (a
+//!   token: its scope's token with bit 3 set). The call records the step —
+//!   the environment as Rust handles of the step's scope, the channels, the
+//!   C continuation and its `userdata` — and when the step returns the
+//!   record becomes a Rust `Next` whose continuations run the C
+//!   continuations as the next steps. No call, two calls, a nonzero status
+//!   or open frames fail the thread; its message is kept for
+//!   `numagc_take_thread_errors`. A thread's steps may run on any vproc.
+//! * Channels (`channel.rs`) are tokens in a registry, so a freed channel
+//!   is `NUMAGC_ERR_BAD_VALUE` and one of another runtime
+//!   `NUMAGC_ERR_MISUSE`. `numagc_send`, `numagc_recv` and `numagc_select`
+//!   wait in direct style (the vproc keeps its duties meanwhile) and are
+//!   refused inside a thread step, which must return a `numagc_next_*`
+//!   instead.
 
 #![allow(non_camel_case_types)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -105,13 +130,21 @@ mod status;
 mod runtime;
 mod scope;
 mod ops;
+mod parallel;
+mod channel;
+mod thread;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_parallel;
 
+pub use channel::*;
 pub use ops::*;
+pub use parallel::*;
 pub use runtime::*;
 pub use scope::*;
 pub use status::*;
+pub use thread::*;
 
 
 /// A value held by C code: an immediate integer (bit 0 set) or a handle to

@@ -18,7 +18,7 @@ pub struct numagc_config {
 /// A running numagc runtime with its vproc threads. Made by
 /// `numagc_runtime_new`, freed by `numagc_runtime_free`.
 pub struct numagc_runtime {
-    rt: Runtime,
+    pub(crate) rt: Runtime,
     pub(crate) shared: Arc<RtShared>,
 }
 
@@ -160,6 +160,7 @@ pub unsafe extern "C" fn numagc_runtime_free(rt: *mut numagc_runtime) -> c_int {
         // caller gives it back once and uses it no more.
         let rt = unsafe { Box::from_raw(rt) };
         crate::ops::free_globals_of(rt.shared.id);
+        crate::channel::free_channels_of(rt.shared.id);
         drop(rt);
         Ok(())
     })

@@ -2,8 +2,9 @@
 //! scope's root slots, and root frames (see the crate docs).
 
 use crate::runtime::{lock, RtShared};
+use crate::thread::{numagc_next, NextSlot};
 use crate::status::numagc_status::{self, *};
-use crate::status::{clear_last_error, guard, last_error, out, Fail, Res};
+use crate::status::{clear_last_error, guard, last_error, out, set_last_error, Fail, Res};
 use crate::{numagc_frame, numagc_value};
 use numagc_rs::{DescId, Handle, Scope, Slot};
 use std::cell::Cell;
@@ -11,6 +12,7 @@ use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 
 /// The scope of one running callback: an opaque token, valid only on the
 /// vproc thread running that callback and only until it returns. It is
@@ -36,12 +38,20 @@ unsafe impl Sync for UserData {}
 /// Scope tokens: never reused, never 0 (`gen << 4`, gen from 1).
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
-/// Live tokens and the vproc of their callback, for error messages only.
-static LIVE: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
+/// Live tokens with the vproc and thread of their callback, for error
+/// messages only.
+static LIVE: Mutex<BTreeMap<usize, (usize, ThreadId)>> = Mutex::new(BTreeMap::new());
 
 thread_local! {
     /// The callback running on this thread: its token and its state.
     static ACTIVE: Cell<Option<(usize, *mut CallState)>> = const { Cell::new(None) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests set it to make the next C body on this thread panic on the
+    /// Rust side, with its activation in place.
+    pub(crate) static INJECT_PANIC: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Whether a callback is running on this thread.
@@ -84,6 +94,9 @@ pub(crate) struct CallState {
     pub rt: Arc<RtShared>,
     /// A copy of the runtime's descriptor ids, refreshed on a miss.
     descs: Vec<Option<DescId>>,
+    /// A thread step's answer to "what next" (`None` for callbacks and
+    /// tasks, which have no `numagc_next`).
+    pub next: Option<NextSlot>,
 }
 
 impl CallState {
@@ -173,6 +186,61 @@ impl CallState {
             return Ok(int_word(i));
         }
         Ok(self.commit())
+    }
+
+    /// Roots `h` in a new entry of the innermost frame; an immediate is
+    /// returned as itself.
+    pub fn root(&mut self, h: Handle<'_>) -> Res<numagc_value> {
+        if let Some(i) = self.sc().as_int(h) {
+            return Ok(int_word(i));
+        }
+        let slot = self.reserve()?;
+        self.sc().assign(slot, h);
+        Ok(self.commit())
+    }
+
+    /// `produce` for `N` results: `op` stores them into the `N` slots it
+    /// is given (in a nested Rust scope). Immediates come back as
+    /// themselves, the others as new handles in the innermost frame, in
+    /// order; nothing is kept when `op` fails.
+    pub fn produce_n<const N: usize>(
+        &mut self,
+        op: impl for<'i> FnOnce(&mut Scope<'i>, [Slot<'static>; N]) -> Res<()>,
+    ) -> Res<[numagc_value; N]> {
+        // The entries `top .. top + N`, not live until committed.
+        while self.slots.len() < self.top + N {
+            if self.slots.len() >= MAX_HANDLES {
+                return Err(Fail::new(NUMAGC_ERR_MISUSE, format!("more than {MAX_HANDLES} live handles: leave frames")));
+            }
+            let slot = self.sc().slot(Handle::NIL);
+            self.slots.push(slot);
+            self.tags.push(0);
+        }
+        let slots: [Slot<'static>; N] = std::array::from_fn(|k| self.slots[self.top + k]);
+        let sc = self.sc();
+        if let Err(e) = sc.scope(|inner| op(inner, slots)) {
+            for slot in slots {
+                sc.assign(slot, Handle::NIL);
+            }
+            return Err(e);
+        }
+        let mut out = [0; N];
+        for (k, slot) in slots.into_iter().enumerate() {
+            let h = slot.get();
+            if let Some(i) = self.sc().as_int(h) {
+                self.sc().assign(slot, Handle::NIL);
+                out[k] = int_word(i);
+                continue;
+            }
+            // Compact: entry `top` is at or below `slot`'s entry.
+            let here = self.slots[self.top];
+            if here != slot {
+                self.sc().assign(here, h);
+                self.sc().assign(slot, Handle::NIL);
+            }
+            out[k] = self.commit();
+        }
+        Ok(out)
     }
 
     /// Frees the table entries from `base` up, clearing their slots.
@@ -300,7 +368,10 @@ impl Drop for Lend {
 fn not_on_vproc(token: usize, here: Option<usize>) -> Fail {
     let owner = lock(&LIVE).get(&token).copied();
     let what = match owner {
-        Some(v) => format!(
+        Some((v, thread)) if thread == std::thread::current().id() => format!(
+            "scope {token:#x} belongs to the callback on vproc {v} that is waiting for a nested one on this thread (a par2 task or a thread body): inside it, use the scope it was given"
+        ),
+        Some((v, _)) => format!(
             "scope {token:#x} belongs to the callback running on vproc {v} and was used from another thread; a scope may only be used on the thread running its callback"
         ),
         None => format!("scope {token:#x} is not live: its callback has returned (a scope is valid only during its callback)"),
@@ -312,29 +383,90 @@ fn not_on_vproc(token: usize, here: Option<usize>) -> Fail {
     Fail::new(NUMAGC_ERR_NOT_ON_VPROC, what + &here)
 }
 
-/// Sets `ACTIVE` for one callback and clears it, and the token's `LIVE`
-/// entry, on drop.
-struct Activation(usize);
+/// Sets `ACTIVE` for one C body and, on drop (even on a panic), puts back
+/// what was there before (nothing, or the entry a waiting `with_state` will
+/// restore) and removes the token's `LIVE` entry.
+struct Activation {
+    token: usize,
+    previous: Option<(usize, *mut CallState)>,
+}
 
 impl Activation {
     fn new(token: usize, vproc: usize, st: *mut CallState) -> Activation {
-        lock(&LIVE).insert(token, vproc);
-        ACTIVE.with(|a| a.set(Some((token, st))));
-        Activation(token)
+        lock(&LIVE).insert(token, (vproc, std::thread::current().id()));
+        let previous = ACTIVE.with(|a| a.replace(Some((token, st))));
+        Activation { token, previous }
     }
 }
 
 impl Drop for Activation {
     fn drop(&mut self) {
-        let _ = ACTIVE.try_with(|a| a.set(None));
-        lock(&LIVE).remove(&self.0);
+        let previous = self.previous;
+        let _ = ACTIVE.try_with(|a| a.set(previous));
+        lock(&LIVE).remove(&self.token);
     }
 }
 
-/// Runs a C callback as a numagc job: returns its result code and, when
-/// it is not `NUMAGC_OK`, the message for the caller's thread.
-pub(crate) fn run_callback(s: &mut Scope<'_>, cb: Callback, data: UserData, rt: &Arc<RtShared>) -> (c_int, Option<String>) {
-    // The callback's own failures are the ones to quote if it fails.
+/// The next-token of a scope token: bit 3 set (tokens are `gen << 4`).
+pub(crate) const NEXT_BIT: usize = 8;
+
+/// How one C body ended.
+pub(crate) struct Ended {
+    pub rc: c_int,
+    /// Root frames it left open.
+    pub open: usize,
+    /// The last error on this thread when it returned, if it failed.
+    pub last: Option<String>,
+}
+
+impl Ended {
+    /// The failure this end is, if any; `what` names the body ("the
+    /// callback on vproc 1").
+    pub fn failure(&self, what: &str) -> Option<Fail> {
+        let (rc, open) = (self.rc, self.open);
+        if rc == NUMAGC_OK as c_int {
+            if open == 0 {
+                return None;
+            }
+            return Some(Fail::new(
+                NUMAGC_ERR_UNBALANCED_FRAME,
+                format!("{what} returned with {open} root frame(s) still open: leave every frame before returning"),
+            ));
+        }
+        let name = numagc_status::from_code(rc).map_or("a code of the callback's own".to_string(), |s| format!("{s:?}"));
+        let last = self.last.as_ref().map_or("none".to_string(), |m| format!("\"{m}\""));
+        let frames = if open > 0 { format!("; it left {open} frame(s) open, now closed") } else { String::new() };
+        Some(Fail { code: rc, message: format!("{what} returned {rc} ({name}){frames}; last error on that vproc: {last}") })
+    }
+}
+
+/// What a C body is given besides its scope.
+pub(crate) struct BodyArgs<'e, 'i> {
+    /// Rooted in the body's table as handles that live until it returns.
+    pub env: &'e [Handle<'i>],
+    /// A thread continuation's received value (NIL otherwise).
+    pub received: Option<Handle<'i>>,
+    /// Whether the body is a thread step and gets a `numagc_next`.
+    pub thread: bool,
+}
+
+/// Runs one C body — a callback, a par2 task, a thread step — on `s`:
+/// makes it a scope token of its own and a handle table, roots its
+/// environment there, activates the token on this thread while `call`
+/// runs, and hands `finish` the state (for the handles the body left
+/// behind: a task's result, a thread's next step) and how it ended.
+///
+/// The thread's last-error message is the body's own while it runs (it is
+/// quoted when the body fails) and is put back afterwards, so a body nested
+/// in a waiting callback does not change the callback's message.
+pub(crate) fn run_body<'i, R>(
+    s: &mut Scope<'i>,
+    rt: &Arc<RtShared>,
+    args: BodyArgs<'_, 'i>,
+    call: impl FnOnce(*mut numagc_scope, &[numagc_value], numagc_value, *mut numagc_next) -> c_int,
+    finish: impl FnOnce(&mut CallState, Ended) -> R,
+) -> R {
+    let saved = last_error();
     clear_last_error();
     let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
     let token = (generation as usize) << 4;
@@ -351,32 +483,62 @@ pub(crate) fn run_callback(s: &mut Scope<'_>, cb: Callback, data: UserData, rt: 
         vproc,
         rt: rt.clone(),
         descs: rt.descriptors(),
+        next: args.thread.then(NextSlot::default),
     };
-    let activation = Activation::new(token, vproc, &mut st);
-    let scope_ptr = std::ptr::without_provenance_mut::<numagc_scope>(token);
+    // The environment: handles outside any frame, so they live until the
+    // body returns. Rooting cannot fail short of 2^31 entries.
+    let mut env = Vec::with_capacity(args.env.len());
+    let mut rooted = Ok(());
+    for &h in args.env {
+        match st.root(h) {
+            Ok(v) => env.push(v),
+            Err(e) => rooted = Err(e),
+        }
+    }
+    let received = match args.received {
+        Some(h) => st.root(h),
+        None => Ok(crate::NUMAGC_NIL),
+    };
+    let (rc, open) = match (rooted, received) {
+        (Ok(()), Ok(received)) => {
+            let activation = Activation::new(token, vproc, &mut st);
+            #[cfg(test)]
+            if INJECT_PANIC.with(|p| p.replace(false)) {
+                panic!("a panic injected by a test before a C body");
+            }
+            let scope_ptr = std::ptr::without_provenance_mut::<numagc_scope>(token);
+            let next_ptr = std::ptr::without_provenance_mut::<numagc_next>(token | NEXT_BIT);
+            let rc = call(scope_ptr, &env, received, next_ptr);
+            drop(activation);
+            (rc, st.frames.len())
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            set_last_error(&e.message);
+            (e.code, 0)
+        }
+    };
+    let last = if rc == NUMAGC_OK as c_int { None } else { last_error() };
+    match saved {
+        Some(m) => set_last_error(&m),
+        None => clear_last_error(),
+    }
+    finish(&mut st, Ended { rc, open, last })
+}
+
+/// Runs a C callback as a numagc job: returns its result code and, when
+/// it is not `NUMAGC_OK`, the message for the caller's thread.
+pub(crate) fn run_callback(s: &mut Scope<'_>, cb: Callback, data: UserData, rt: &Arc<RtShared>) -> (c_int, Option<String>) {
+    let vproc = s.vproc();
+    let args = BodyArgs { env: &[], received: None, thread: false };
     // SAFETY: `cb` is a C function pointer given to `numagc_run_on` /
     // `numagc_run_each` with this signature; `data` is the caller's
     // pointer, handed back untouched. C code cannot unwind into Rust
     // (`extern "C"` aborts on unwinding).
-    let rc = unsafe { cb(scope_ptr, data.0) };
-    drop(activation);
-    let open = st.frames.len();
-    drop(st);
-    if rc == NUMAGC_OK as c_int {
-        if open == 0 {
-            return (rc, None);
-        }
-        return (
-            NUMAGC_ERR_UNBALANCED_FRAME as c_int,
-            Some(format!(
-                "the callback on vproc {vproc} returned with {open} root frame(s) still open: leave every frame before returning"
-            )),
-        );
-    }
-    let name = numagc_status::from_code(rc).map_or("a code of the callback's own".to_string(), |s| format!("{s:?}"));
-    let last = last_error().map_or("none".to_string(), |m| format!("\"{m}\""));
-    let frames = if open > 0 { format!("; it left {open} frame(s) open, now closed") } else { String::new() };
-    (rc, Some(format!("the callback on vproc {vproc} returned {rc} ({name}){frames}; last error on that vproc: {last}")))
+    let call = |scope, _: &[numagc_value], _, _| unsafe { cb(scope, data.0) };
+    run_body(s, rt, args, call, |_, ended| match ended.failure(&format!("the callback on vproc {vproc}")) {
+        None => (NUMAGC_OK as c_int, None),
+        Some(f) => (f.code, Some(f.message)),
+    })
 }
 
 /// Opens a root frame: handles made from now on belong to it until

@@ -8,13 +8,13 @@ use std::ffi::{c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{null, null_mut};
 
-const OK: c_int = NUMAGC_OK as c_int;
+pub(crate) const OK: c_int = NUMAGC_OK as c_int;
 
-fn code(s: numagc_status) -> c_int {
+pub(crate) fn code(s: numagc_status) -> c_int {
     s as c_int
 }
 
-fn last() -> String {
+pub(crate) fn last() -> String {
     // SAFETY: numagc_last_error returns a NUL-terminated string owned by
     // this thread's record, valid until the next failing call.
     unsafe { CStr::from_ptr(numagc_last_error()) }.to_string_lossy().into_owned()
@@ -22,20 +22,20 @@ fn last() -> String {
 
 /// Asserts a call's status, showing the last error otherwise.
 #[track_caller]
-fn check(rc: c_int, want: numagc_status) {
+pub(crate) fn check(rc: c_int, want: numagc_status) {
     assert_eq!(rc, code(want), "expected {want:?}, got {rc}: {}", last());
 }
 
 #[track_caller]
-fn ok(rc: c_int) {
+pub(crate) fn ok(rc: c_int) {
     check(rc, NUMAGC_OK);
 }
 
-fn cstr(s: &str) -> CString {
+pub(crate) fn cstr(s: &str) -> CString {
     CString::new(s).unwrap()
 }
 
-fn config(settings: &[(&str, &str)]) -> *mut numagc_config {
+pub(crate) fn config(settings: &[(&str, &str)]) -> *mut numagc_config {
     let cfg = numagc_config_new();
     let base = [("pin", "false"), ("verify", "true"), ("local-heap", "256K"), ("chunk-size", "64K"), ("global-gc-threshold", "1M"), ("max-heap", "64M")];
     for (name, value) in base.iter().chain(settings) {
@@ -46,10 +46,10 @@ fn config(settings: &[(&str, &str)]) -> *mut numagc_config {
 }
 
 /// A runtime with small verified heaps.
-struct Rt(*mut numagc_runtime);
+pub(crate) struct Rt(pub(crate) *mut numagc_runtime);
 
 impl Rt {
-    fn new(vprocs: usize, settings: &[(&str, &str)]) -> Rt {
+    pub(crate) fn new(vprocs: usize, settings: &[(&str, &str)]) -> Rt {
         let v = vprocs.to_string();
         let mut s = vec![("vprocs", v.as_str())];
         s.extend_from_slice(settings);
@@ -62,7 +62,7 @@ impl Rt {
         Rt(rt)
     }
 
-    fn register(&self, name: &str, size: usize, offsets: &[usize], mutable: bool) -> numagc_desc {
+    pub(crate) fn register(&self, name: &str, size: usize, offsets: &[usize], mutable: bool) -> numagc_desc {
         let mut d = 0;
         // SAFETY: a live runtime, a string, `offsets` of the given length.
         ok(unsafe { numagc_register_mixed(self.0, cstr(name).as_ptr(), size, offsets.as_ptr(), offsets.len(), mutable, &mut d) });
@@ -71,7 +71,7 @@ impl Rt {
 
     /// Runs `f` as a C callback on `vproc`; an assertion failing inside is
     /// re-raised here.
-    fn run<F: FnMut(*mut numagc_scope) -> c_int>(&self, vproc: usize, f: F) -> c_int {
+    pub(crate) fn run<F: FnMut(*mut numagc_scope) -> c_int>(&self, vproc: usize, f: F) -> c_int {
         let mut t = Trampoline { f, panic: None };
         // SAFETY: a live runtime; `t` outlives the call, which waits for the callback.
         let rc = unsafe { numagc_run_on(self.0, vproc, Some(trampoline::<F>), &mut t as *mut Trampoline<F> as *mut c_void) };
@@ -94,7 +94,7 @@ struct Trampoline<F> {
     panic: Option<Box<dyn std::any::Any + Send>>,
 }
 
-const PANICKED: c_int = -777;
+pub(crate) const PANICKED: c_int = -777;
 
 unsafe extern "C" fn trampoline<F: FnMut(*mut numagc_scope) -> c_int>(s: *mut numagc_scope, d: *mut c_void) -> c_int {
     // SAFETY: `d` is the `Trampoline<F>` that `Rt::run` passed, alive while
@@ -111,7 +111,7 @@ unsafe extern "C" fn trampoline<F: FnMut(*mut numagc_scope) -> c_int>(s: *mut nu
 
 // Thin wrappers: the tests read like C.
 
-fn alloc_mixed(s: *mut numagc_scope, d: numagc_desc, values: &[numagc_value], raw: &[u64]) -> Result<numagc_value, c_int> {
+pub(crate) fn alloc_mixed(s: *mut numagc_scope, d: numagc_desc, values: &[numagc_value], raw: &[u64]) -> Result<numagc_value, c_int> {
     let mut v = 0;
     // SAFETY: slices of the given lengths and a valid output.
     let rc = unsafe { numagc_alloc_mixed(s, d, values.as_ptr(), values.len(), raw.as_ptr(), raw.len(), &mut v) };
@@ -123,7 +123,7 @@ fn alloc_mixed(s: *mut numagc_scope, d: numagc_desc, values: &[numagc_value], ra
     }
 }
 
-fn field(s: *mut numagc_scope, v: numagc_value, i: usize) -> Result<numagc_value, c_int> {
+pub(crate) fn field(s: *mut numagc_scope, v: numagc_value, i: usize) -> Result<numagc_value, c_int> {
     let mut f = 0;
     // SAFETY: a valid output pointer.
     let rc = unsafe { numagc_field(s, v, i, &mut f) };
@@ -134,7 +134,7 @@ fn field(s: *mut numagc_scope, v: numagc_value, i: usize) -> Result<numagc_value
     }
 }
 
-fn raw(s: *mut numagc_scope, v: numagc_value, i: usize) -> Result<u64, c_int> {
+pub(crate) fn raw(s: *mut numagc_scope, v: numagc_value, i: usize) -> Result<u64, c_int> {
     let mut w = 0;
     // SAFETY: a valid output pointer.
     let rc = unsafe { numagc_raw(s, v, i, &mut w) };
@@ -145,26 +145,26 @@ fn raw(s: *mut numagc_scope, v: numagc_value, i: usize) -> Result<u64, c_int> {
     }
 }
 
-fn get_int(v: numagc_value) -> i64 {
+pub(crate) fn get_int(v: numagc_value) -> i64 {
     let mut i = 0;
     // SAFETY: a valid output pointer.
     ok(unsafe { numagc_get_int(v, &mut i) });
     i
 }
 
-fn enter(s: *mut numagc_scope) -> numagc_frame {
+pub(crate) fn enter(s: *mut numagc_scope) -> numagc_frame {
     let mut f = 0;
     // SAFETY: a valid output pointer.
     ok(unsafe { numagc_frame_enter(s, &mut f) });
     f
 }
 
-fn leave(s: *mut numagc_scope, f: numagc_frame) -> c_int {
+pub(crate) fn leave(s: *mut numagc_scope, f: numagc_frame) -> c_int {
     // SAFETY: no pointers besides the checked scope token.
     unsafe { numagc_frame_leave(s, f) }
 }
 
-fn handles(s: *mut numagc_scope) -> (usize, usize) {
+pub(crate) fn handles(s: *mut numagc_scope) -> (usize, usize) {
     let (mut h, mut f) = (0, 0);
     // SAFETY: valid output pointers.
     ok(unsafe { numagc_scope_handles(s, &mut h, &mut f) });
@@ -173,7 +173,7 @@ fn handles(s: *mut numagc_scope) -> (usize, usize) {
 
 /// A list of `n` cons cells (field 0 raw payload `i`, field 1 the tail),
 /// built in a frame with a variable and returned to the caller's frame.
-fn build_list(s: *mut numagc_scope, cons: numagc_desc, n: u64) -> numagc_value {
+pub(crate) fn build_list(s: *mut numagc_scope, cons: numagc_desc, n: u64) -> numagc_value {
     let f = enter(s);
     let list = local(s, NUMAGC_NIL);
     for i in 0..n {
@@ -188,20 +188,20 @@ fn build_list(s: *mut numagc_scope, cons: numagc_desc, n: u64) -> numagc_value {
     out
 }
 
-fn local(s: *mut numagc_scope, v: numagc_value) -> numagc_value {
+pub(crate) fn local(s: *mut numagc_scope, v: numagc_value) -> numagc_value {
     let mut var = 0;
     // SAFETY: a valid output pointer.
     ok(unsafe { numagc_local(s, v, &mut var) });
     var
 }
 
-fn assign(s: *mut numagc_scope, var: numagc_value, v: numagc_value) {
+pub(crate) fn assign(s: *mut numagc_scope, var: numagc_value, v: numagc_value) {
     // SAFETY: no pointers besides the checked scope token.
     ok(unsafe { numagc_assign(s, var, v) });
 }
 
 /// Sum of payloads and length of a list.
-fn sum_list(s: *mut numagc_scope, list: numagc_value) -> (u64, u64) {
+pub(crate) fn sum_list(s: *mut numagc_scope, list: numagc_value) -> (u64, u64) {
     let f = enter(s);
     let (mut sum, mut n, mut v) = (0, 0, list);
     while !numagc_is_int(v) {

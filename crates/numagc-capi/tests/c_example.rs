@@ -1,4 +1,5 @@
-//! Builds `examples/c/trees.c` (and the program of `docs/c-api.md`) with
+//! Builds `examples/c/trees.c`, `examples/c/channels.c` (and the program
+//! of `docs/c-api.md`) with
 //! the system C compiler against `libnumagc.a` (and `libnumagc.so`), runs
 //! it, and runs it again under valgrind's memcheck when valgrind is
 //! installed (`scripts/install-deps.sh` installs it).
@@ -57,14 +58,15 @@ fn build_libraries() -> (PathBuf, PathBuf) {
     (a.expect("cargo reported libnumagc.a"), so.expect("cargo reported libnumagc.so"))
 }
 
-/// Compiles trees.c against the library in `lib_dir` (`-lnumagc`).
-fn compile(lib_dir: &Path, out: &Path, extra: &[&str]) {
+/// Compiles `examples/c/<example>.c` against the library in `lib_dir`
+/// (`-lnumagc`).
+fn compile(example: &str, lib_dir: &Path, out: &Path, extra: &[&str]) {
     let root = repo_root();
     let o = Command::new("cc")
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-g"])
         .arg("-I")
         .arg(root.join("include"))
-        .arg(root.join("examples/c/trees.c"))
+        .arg(root.join(format!("examples/c/{example}.c")))
         .arg("-L")
         .arg(lib_dir)
         .args(extra)
@@ -95,6 +97,25 @@ fn check_run(o: &Output, what: &str) {
     assert!(stdout.contains("used from another thread"), "{what}: other thread:\n{}", show(o));
 }
 
+/// The checks on a run of channels: exit 0, every misuse reported with its code.
+fn check_channels_run(o: &Output, what: &str) {
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && stdout.contains("channels: all checks passed"), "{what}:\n{}", show(o));
+    for code in [
+        "NUMAGC_ERR_NULL_ARGUMENT",
+        "NUMAGC_ERR_NOT_ON_VPROC",
+        "NUMAGC_ERR_UNBALANCED_FRAME",
+        "NUMAGC_ERR_UNKNOWN_DESCRIPTOR",
+        "NUMAGC_ERR_BAD_VALUE",
+        "NUMAGC_ERR_MISUSE",
+    ] {
+        assert!(stdout.contains(&format!("misuse: {code}")), "{what}: no {code} case:\n{}", show(o));
+    }
+    for text in ["with nested par2", "from a producer thread", "in order", "through 9 forced collections", "belongs to another runtime"] {
+        assert!(stdout.contains(text), "{what}: no \"{text}\":\n{}", show(o));
+    }
+}
+
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
@@ -102,7 +123,7 @@ fn on_path(program: &str) -> bool {
 }
 
 #[test]
-fn trees_example_runs_and_is_memcheck_clean() {
+fn c_examples_run_and_are_memcheck_clean() {
     let (a, so) = build_libraries();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-example");
     let (static_dir, shared_dir) = (dir.join("static"), dir.join("shared"));
@@ -115,7 +136,7 @@ fn trees_example_runs_and_is_memcheck_clean() {
 
     // Linked statically: the example at its default depth.
     let trees = dir.join("trees");
-    compile(&static_dir, &trees, &[]);
+    compile("trees", &static_dir, &trees, &[]);
     let o = Command::new(&trees).output().unwrap();
     check_run(&o, "trees (static)");
     println!("{}", String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or(""));
@@ -123,9 +144,20 @@ fn trees_example_runs_and_is_memcheck_clean() {
     // Linked dynamically: the cdylib exports the same interface.
     let trees_so = dir.join("trees-shared");
     let rpath = format!("-Wl,-rpath,{}", shared_dir.display());
-    compile(&shared_dir, &trees_so, &[&rpath]);
+    compile("trees", &shared_dir, &trees_so, &[&rpath]);
     let o = Command::new(&trees_so).arg("4").output().unwrap();
     check_run(&o, "trees (shared)");
+
+    // Tasks, threads and channels, linked statically and dynamically.
+    let channels = dir.join("channels");
+    compile("channels", &static_dir, &channels, &[]);
+    let o = Command::new(&channels).output().unwrap();
+    check_channels_run(&o, "channels (static)");
+    println!("{}", String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or(""));
+    let channels_so = dir.join("channels-shared");
+    compile("channels", &shared_dir, &channels_so, &[&rpath]);
+    let o = Command::new(&channels_so).arg("16").output().unwrap();
+    check_channels_run(&o, "channels (shared)");
 
     // The program of docs/c-api.md.
     let doc = std::fs::read_to_string(repo_root().join("docs/c-api.md")).unwrap();
@@ -184,5 +216,18 @@ fn trees_example_runs_and_is_memcheck_clean() {
         .output()
         .unwrap();
     check_run(&o, "trees under valgrind");
-    println!("valgrind memcheck: no errors, no definite leaks");
+    let o = Command::new("valgrind")
+        .args([
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+            "--show-leak-kinds=definite",
+            "--quiet",
+        ])
+        .arg(&channels)
+        .arg("16")
+        .output()
+        .unwrap();
+    check_channels_run(&o, "channels under valgrind");
+    println!("valgrind memcheck: no errors, no definite leaks (trees, channels)");
 }
