@@ -20,7 +20,9 @@
 //!   it joins global collections, answers promotion requests, and runs
 //!   other threads and stolen tasks. Inside a thread these calls are an
 //!   error (the thread would hold its vproc's stack while it waits; return a
-//!   [`Next`] instead).
+//!   [`Next`] instead). [`Scope::poll`] is only a collection safepoint: a
+//!   job that waits for a thread must wait in `recv`/`select` (or return),
+//!   since on one vproc a job spinning on `poll` never lets the thread run.
 //!
 //! ```
 //! use numagc::{Channel, Config, Handle, Next, Result, Runtime};
