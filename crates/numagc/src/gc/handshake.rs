@@ -236,7 +236,6 @@ impl<J> Coordinator<J> {
         lock(&self.state).jobs[v].push_back(job);
         self.interrupts[v].store(true, Ordering::SeqCst);
         self.cv.notify_all();
-        self.bells[v].ring();
     }
 
     /// Asks every vproc to stop once its queue is empty.
