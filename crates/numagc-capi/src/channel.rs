@@ -8,15 +8,14 @@
 //! freed twice, is `NUMAGC_ERR_BAD_VALUE` instead of undefined behaviour,
 //! and one of another runtime is `NUMAGC_ERR_MISUSE`.
 
-use crate::runtime::{lock, runtime_ref};
+use crate::registry::Registry;
+use crate::runtime::runtime_ref;
 use crate::scope::{numagc_scope, with_state, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{guard, out, slice_arg, Fail, Res};
 use crate::{numagc_runtime, numagc_value};
 use numagc_rs::{Channel, Sel};
-use std::collections::BTreeMap;
 use std::ffi::c_int;
-use std::sync::Mutex;
 
 /// A synchronous channel of a runtime: a send completes only together with
 /// a receive, and the value is promoted before it is handed over. Made by
@@ -47,27 +46,21 @@ pub struct numagc_sel {
     pub value: numagc_value,
 }
 
-struct Entry {
-    runtime: u64,
-    chan: Channel,
+/// Channels by id; a `numagc_channel*` is the id shifted left by 4 (never
+/// NULL, and a forged pointer with low bits set names no channel).
+pub(crate) static CHANNELS: Registry<Channel> = Registry::new();
+
+fn token_of(id: u64) -> *mut numagc_channel {
+    std::ptr::without_provenance_mut((id as usize) << 4)
 }
 
-struct Channels {
-    /// The next id; tokens are `id << 4`, so never 0 and never reused.
-    next: usize,
-    live: BTreeMap<usize, Entry>,
-}
-
-static CHANNELS: Mutex<Channels> = Mutex::new(Channels { next: 1, live: BTreeMap::new() });
-
-/// Frees every channel of a runtime (it is being freed).
-pub(crate) fn free_channels_of(runtime: u64) {
-    let dropped: Vec<Entry> = {
-        let mut g = lock(&CHANNELS);
-        let ids: Vec<usize> = g.live.iter().filter(|(_, e)| e.runtime == runtime).map(|(&id, _)| id).collect();
-        ids.iter().filter_map(|id| g.live.remove(id)).collect()
-    };
-    drop(dropped);
+/// The registered channel named by `ch` (non-null), with its runtime.
+fn lookup(ch: *mut numagc_channel) -> Option<(u64, Channel)> {
+    let token = ch.addr();
+    if token & 0xF != 0 {
+        return None;
+    }
+    CHANNELS.get((token >> 4) as u64)
 }
 
 /// The channel named by `ch`, which must be live and of runtime `runtime`.
@@ -78,17 +71,16 @@ pub(crate) fn channel_of(ch: *mut numagc_channel, runtime: u64, what: &str) -> R
         return Err(Fail::null(what));
     }
     let token = ch.addr();
-    let g = lock(&CHANNELS);
-    let e = g.live.get(&token).ok_or_else(|| {
+    let (owner, chan) = lookup(ch).ok_or_else(|| {
         Fail::new(NUMAGC_ERR_BAD_VALUE, format!("channel {token:#x} does not exist (never made, freed, or its runtime was freed)"))
     })?;
-    if e.runtime != runtime {
+    if owner != runtime {
         return Err(Fail::new(
             NUMAGC_ERR_MISUSE,
             format!("channel {token:#x} belongs to another runtime: channels connect the vprocs of one runtime"),
         ));
     }
-    Ok(e.chan.clone())
+    Ok(chan)
 }
 
 /// A new synchronous channel of `rt`. `*out` is NULL on failure. Channels
@@ -100,12 +92,7 @@ pub unsafe extern "C" fn numagc_channel_new(rt: *const numagc_runtime, out_ch: *
         let o = out(out_ch, "out")?;
         *o = std::ptr::null_mut();
         let rt = runtime_ref(rt)?;
-        let chan = rt.rt.channel();
-        let mut g = lock(&CHANNELS);
-        let token = g.next << 4;
-        g.next += 1;
-        g.live.insert(token, Entry { runtime: rt.shared.id, chan });
-        *o = std::ptr::without_provenance_mut(token);
+        *o = token_of(CHANNELS.insert(rt.shared.id, rt.rt.channel()));
         Ok(())
     })
 }
@@ -121,10 +108,10 @@ pub extern "C" fn numagc_channel_free(ch: *mut numagc_channel) -> c_int {
             return Ok(());
         }
         let token = ch.addr();
-        let entry = lock(&CHANNELS).live.remove(&token);
+        let entry = if token & 0xF == 0 { CHANNELS.remove((token >> 4) as u64) } else { None };
         match entry {
-            Some(e) => {
-                drop(e);
+            Some(chan) => {
+                drop(chan);
                 Ok(())
             }
             None => Err(Fail::new(
@@ -147,12 +134,9 @@ pub unsafe extern "C" fn numagc_channel_waiting(ch: *mut numagc_channel, out_n: 
             return Err(Fail::null("ch"));
         }
         let token = ch.addr();
-        let g = lock(&CHANNELS);
-        let e = g
-            .live
-            .get(&token)
-            .ok_or_else(|| Fail::new(NUMAGC_ERR_BAD_VALUE, format!("channel {token:#x} does not exist (freed?)")))?;
-        *o = e.chan.waiting();
+        let (_, chan) =
+            lookup(ch).ok_or_else(|| Fail::new(NUMAGC_ERR_BAD_VALUE, format!("channel {token:#x} does not exist (freed?)")))?;
+        *o = chan.waiting();
         Ok(())
     })
 }

@@ -130,6 +130,7 @@ mod status;
 mod runtime;
 mod scope;
 mod ops;
+mod registry;
 mod parallel;
 mod channel;
 mod thread;

@@ -1,15 +1,14 @@
 //! What a callback does with its scope: immediates, allocation, reads,
 //! stores, promotion, global roots, collections.
 
-use crate::runtime::lock;
+use crate::registry::Registry;
 use crate::scope::{int_word, numagc_scope, with_state, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{guard, out, slice_arg, slice_out, Fail, Res};
 use crate::{numagc_desc, numagc_global, numagc_value};
 use numagc_rs::{GlobalRoot, ObjectKind, Scope};
-use std::collections::BTreeMap;
 use std::ffi::c_int;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 // ---- immediates -----------------------------------------------------------------
 
@@ -388,42 +387,19 @@ pub unsafe extern "C" fn numagc_is_local(scope: *mut numagc_scope, v: numagc_val
 
 // ---- global roots --------------------------------------------------------------
 
-struct GlobalEntry {
-    runtime: u64,
-    root: Arc<GlobalRoot>,
-}
-
-struct Globals {
-    next: u64,
-    roots: BTreeMap<u64, GlobalEntry>,
-}
-
-/// Global roots by id. Ids are never reused, so a second free is detected.
-static GLOBALS: Mutex<Globals> = Mutex::new(Globals { next: 1, roots: BTreeMap::new() });
-
-/// Frees every global root of a runtime (it is being freed).
-pub(crate) fn free_globals_of(runtime: u64) {
-    let dropped: Vec<GlobalEntry> = {
-        let mut g = lock(&GLOBALS);
-        let ids: Vec<u64> = g.roots.iter().filter(|(_, e)| e.runtime == runtime).map(|(&id, _)| id).collect();
-        ids.iter().filter_map(|id| g.roots.remove(id)).collect()
-    };
-    drop(dropped);
-}
+/// Global roots by id (`numagc_global`).
+pub(crate) static GLOBALS: Registry<Arc<GlobalRoot>> = Registry::new();
 
 /// The global root `g`, which must belong to this callback's runtime. The
 /// registry's lock is not held afterwards: reading or setting a root may
 /// collect, and another vproc may be waiting for the lock meanwhile.
 fn global_root(st: &CallState, g: numagc_global) -> Res<Arc<GlobalRoot>> {
-    let globals = lock(&GLOBALS);
-    let e = globals
-        .roots
-        .get(&g)
-        .ok_or_else(|| Fail::new(NUMAGC_ERR_BAD_VALUE, format!("global root {g} does not exist (never made, or freed)")))?;
-    if e.runtime != st.rt.id {
+    let (runtime, root) =
+        GLOBALS.get(g).ok_or_else(|| Fail::new(NUMAGC_ERR_BAD_VALUE, format!("global root {g} does not exist (never made, or freed)")))?;
+    if runtime != st.rt.id {
         return Err(Fail::new(NUMAGC_ERR_BAD_VALUE, format!("global root {g} belongs to another runtime")));
     }
-    Ok(e.root.clone())
+    Ok(root)
 }
 
 /// Registers a global root holding `v` (promoted): it keeps the value alive
@@ -439,11 +415,7 @@ pub unsafe extern "C" fn numagc_global_new(scope: *mut numagc_scope, v: numagc_v
             let root = st.sc().global_root(h);
             Ok((st.rt.id, root))
         })?;
-        let mut g = lock(&GLOBALS);
-        let id = g.next;
-        g.next += 1;
-        g.roots.insert(id, GlobalEntry { runtime, root: Arc::new(root) });
-        *o = id;
+        *o = GLOBALS.insert(runtime, Arc::new(root));
         Ok(())
     })
 }
@@ -484,10 +456,9 @@ pub extern "C" fn numagc_global_free(g: numagc_global) -> c_int {
         if g == 0 {
             return Ok(());
         }
-        let entry = lock(&GLOBALS).roots.remove(&g);
-        match entry {
-            Some(e) => {
-                drop(e);
+        match GLOBALS.remove(g) {
+            Some(root) => {
+                drop(root);
                 Ok(())
             }
             None => Err(Fail::new(NUMAGC_ERR_BAD_VALUE, format!("global root {g} does not exist (freed twice, or its runtime was freed)"))),

@@ -159,8 +159,8 @@ pub unsafe extern "C" fn numagc_runtime_free(rt: *mut numagc_runtime) -> c_int {
         // SAFETY: made by `Box::into_raw` in `numagc_runtime_new`; the
         // caller gives it back once and uses it no more.
         let rt = unsafe { Box::from_raw(rt) };
-        crate::ops::free_globals_of(rt.shared.id);
-        crate::channel::free_channels_of(rt.shared.id);
+        crate::ops::GLOBALS.remove_runtime(rt.shared.id);
+        crate::channel::CHANNELS.remove_runtime(rt.shared.id);
         drop(rt);
         Ok(())
     })
