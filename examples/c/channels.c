@@ -22,6 +22,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <numagc.h>
+#include "check.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,47 +32,6 @@
 static numagc_desc CONS; /* fields: 0 payload (raw), 1 tail (value) */
 static int FIB_N = 22;
 static int failures = 0;
-
-#define CHECK(call)                                                               \
-    do {                                                                          \
-        int rc_ = (call);                                                         \
-        if (rc_ != NUMAGC_OK) {                                                   \
-            fprintf(stderr, "channels.c:%d: %s failed: %s: %s\n", __LINE__,       \
-                    #call, numagc_status_name(rc_), numagc_last_error());         \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
-
-#define TRY(call)                                                                 \
-    do {                                                                          \
-        int rc_ = (call);                                                         \
-        if (rc_ != NUMAGC_OK) {                                                   \
-            fprintf(stderr, "channels.c:%d: %s failed: %s: %s\n", __LINE__,       \
-                    #call, numagc_status_name(rc_), numagc_last_error());         \
-            return rc_;                                                           \
-        }                                                                         \
-    } while (0)
-
-#define EXPECT(call, code)                                                        \
-    do {                                                                          \
-        int rc_ = (call);                                                         \
-        if (rc_ != (code)) {                                                      \
-            fprintf(stderr, "channels.c:%d: %s returned %s, expected %s (%s)\n",  \
-                    __LINE__, #call, numagc_status_name(rc_), #code,              \
-                    numagc_last_error());                                         \
-            failures++;                                                           \
-        } else {                                                                  \
-            printf("misuse: %-28s %s\n", #code, numagc_last_error());             \
-        }                                                                         \
-    } while (0)
-
-#define ASSERT(cond)                                                              \
-    do {                                                                          \
-        if (!(cond)) {                                                            \
-            fprintf(stderr, "channels.c:%d: check failed: %s\n", __LINE__, #cond);\
-            return NUMAGC_ERR_MISUSE;                                             \
-        }                                                                         \
-    } while (0)
 
 /* ---- helpers ------------------------------------------------------------- */
 

@@ -17,6 +17,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <numagc.h>
+#include "check.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,50 +27,6 @@
 static numagc_desc NODE; /* fields: 0 left (value), 1 right (value), 2 depth (raw) */
 static int DEPTH = 14;
 static int failures = 0;
-
-/* A call that must succeed, outside callbacks: report and stop otherwise. */
-#define CHECK(call)                                                               \
-    do {                                                                          \
-        int rc_ = (call);                                                         \
-        if (rc_ != NUMAGC_OK) {                                                   \
-            fprintf(stderr, "trees.c:%d: %s failed: %s: %s\n", __LINE__, #call,   \
-                    numagc_status_name(rc_), numagc_last_error());                \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
-
-/* Inside callbacks and their helpers: pass a failure up. */
-#define TRY(call)                                                                 \
-    do {                                                                          \
-        int rc_ = (call);                                                         \
-        if (rc_ != NUMAGC_OK) {                                                   \
-            fprintf(stderr, "trees.c:%d: %s failed: %s: %s\n", __LINE__, #call,   \
-                    numagc_status_name(rc_), numagc_last_error());                \
-            return rc_;                                                           \
-        }                                                                         \
-    } while (0)
-
-/* A misuse: the call must return `code`. */
-#define EXPECT(call, code)                                                        \
-    do {                                                                          \
-        int rc_ = (call);                                                         \
-        if (rc_ != (code)) {                                                      \
-            fprintf(stderr, "trees.c:%d: %s returned %s, expected %s (%s)\n",     \
-                    __LINE__, #call, numagc_status_name(rc_), #code,              \
-                    numagc_last_error());                                         \
-            failures++;                                                           \
-        } else {                                                                  \
-            printf("misuse: %-28s %s\n", #code, numagc_last_error());             \
-        }                                                                         \
-    } while (0)
-
-#define ASSERT(cond)                                                              \
-    do {                                                                          \
-        if (!(cond)) {                                                            \
-            fprintf(stderr, "trees.c:%d: check failed: %s\n", __LINE__, #cond);   \
-            return NUMAGC_ERR_MISUSE;                                             \
-        }                                                                         \
-    } while (0)
 
 static uint64_t expected_nodes(int depth) { return (UINT64_C(1) << (depth + 1)) - 1; }
 

@@ -77,11 +77,21 @@ fn compile(example: &str, lib_dir: &Path, out: &Path, extra: &[&str]) {
     assert!(o.status.success(), "cc failed:\n{}", show(&o));
 }
 
-/// The checks on a run of trees: exit 0, every misuse reported with its code.
-fn check_run(o: &Output, what: &str) {
+/// The checks on a run of an example: exit 0 with "`name`: all checks
+/// passed", each misuse code reported, and each of `texts` printed.
+fn check_example_run(o: &Output, what: &str, name: &str, codes: &[&str], texts: &[&str]) {
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && stdout.contains("trees: all checks passed"), "{what}:\n{}", show(o));
-    for code in [
+    assert!(o.status.success() && stdout.contains(&format!("{name}: all checks passed")), "{what}:\n{}", show(o));
+    for code in codes {
+        assert!(stdout.contains(&format!("misuse: {code}")), "{what}: no {code} case:\n{}", show(o));
+    }
+    for text in texts {
+        assert!(stdout.contains(text), "{what}: no \"{text}\":\n{}", show(o));
+    }
+}
+
+fn check_run(o: &Output, what: &str) {
+    let codes = [
         "NUMAGC_ERR_NULL_ARGUMENT",
         "NUMAGC_ERR_NOT_ON_VPROC",
         "NUMAGC_ERR_UNBALANCED_FRAME",
@@ -90,30 +100,21 @@ fn check_run(o: &Output, what: &str) {
         "NUMAGC_ERR_HEAP_LIMIT",
         "NUMAGC_ERR_BAD_VALUE",
         "NUMAGC_ERR_MISUSE",
-    ] {
-        assert!(stdout.contains(&format!("misuse: {code}")), "{what}: no {code} case:\n{}", show(o));
-    }
-    assert!(stdout.contains("is not live: its callback has returned"), "{what}: stale scope:\n{}", show(o));
-    assert!(stdout.contains("used from another thread"), "{what}: other thread:\n{}", show(o));
+    ];
+    check_example_run(o, what, "trees", &codes, &["is not live: its callback has returned", "used from another thread"]);
 }
 
-/// The checks on a run of channels: exit 0, every misuse reported with its code.
 fn check_channels_run(o: &Output, what: &str) {
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && stdout.contains("channels: all checks passed"), "{what}:\n{}", show(o));
-    for code in [
+    let codes = [
         "NUMAGC_ERR_NULL_ARGUMENT",
         "NUMAGC_ERR_NOT_ON_VPROC",
         "NUMAGC_ERR_UNBALANCED_FRAME",
         "NUMAGC_ERR_UNKNOWN_DESCRIPTOR",
         "NUMAGC_ERR_BAD_VALUE",
         "NUMAGC_ERR_MISUSE",
-    ] {
-        assert!(stdout.contains(&format!("misuse: {code}")), "{what}: no {code} case:\n{}", show(o));
-    }
-    for text in ["with nested par2", "from a producer thread", "in order", "through 9 forced collections", "belongs to another runtime"] {
-        assert!(stdout.contains(text), "{what}: no \"{text}\":\n{}", show(o));
-    }
+    ];
+    let texts = ["with nested par2", "from a producer thread", "in order", "through 9 forced collections", "belongs to another runtime"];
+    check_example_run(o, what, "channels", &codes, &texts);
 }
 
 fn on_path(program: &str) -> bool {
