@@ -272,7 +272,7 @@ impl<'s> Scope<'s> {
     /// cross to another vproc or outlive this scope).
     pub(crate) fn park(&mut self, hs: &[Handle<'_>]) -> Vec<GlobalRoot> {
         let mut words: Vec<u64> = hs.iter().map(|&h| self.word(h)).collect();
-        crate::plan::promote_words(self.vp, &mut words);
-        words.into_iter().map(|w| GlobalRoot { slot: self.vp.shared.global_roots.add(w), shared: self.vp.shared.clone() }).collect()
+        let slots = crate::sched::park_env(self.vp, &mut words);
+        slots.into_iter().map(|slot| GlobalRoot { slot, shared: self.vp.shared.clone() }).collect()
     }
 }

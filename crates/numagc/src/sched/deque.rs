@@ -50,13 +50,17 @@ mod model {
 
     impl<T> Stealer<T> {
         pub fn steal(&self) -> Steal<T> {
-            match lock(&self.0).pop_front() {
-                Some(t) => Steal::Success(t),
-                None => Steal::Empty,
-            }
+            steal_front(&self.0)
         }
         pub fn is_empty(&self) -> bool {
             lock(&self.0).is_empty()
+        }
+    }
+
+    fn steal_front<T>(q: &Mutex<VecDeque<T>>) -> Steal<T> {
+        match lock(q).pop_front() {
+            Some(t) => Steal::Success(t),
+            None => Steal::Empty,
         }
     }
 
@@ -71,10 +75,7 @@ mod model {
             lock(&self.0).push_back(t);
         }
         pub fn steal(&self) -> Steal<T> {
-            match lock(&self.0).pop_front() {
-                Some(t) => Steal::Success(t),
-                None => Steal::Empty,
-            }
+            steal_front(&self.0)
         }
         pub fn is_empty(&self) -> bool {
             lock(&self.0).is_empty()
