@@ -1,0 +1,135 @@
+//! binary-trees from the Computer Language Benchmarks Game
+//! (`multicore-ocaml-gc.txt` §6.2, "binarytrees5"; also issue 2's
+//! benchmark): a stretch tree of depth max+1, a long-lived tree of depth
+//! max kept in a global root for the whole run, and 2^(max-d+4) trees for
+//! each depth d from 4 to max in steps of 2, the iterations of each depth
+//! spread over the vprocs. The output lines are the standard program's;
+//! each check value is compared with the node count 2^(d+1)-1 computed
+//! independently.
+
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use numagc::{DescId, Descriptor, Handle, Runtime, Scope, View};
+use std::fmt::Write;
+
+const MIN_DEPTH: u32 = 4;
+
+pub struct BinaryTrees;
+
+fn make<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<Handle<'s>> {
+    if depth == 0 {
+        return s.alloc_mixed(node, &[Handle::NIL, Handle::NIL], &[]);
+    }
+    s.scope_value(|s| {
+        let l = make(s, node, depth - 1)?;
+        let r = make(s, node, depth - 1)?;
+        s.alloc_mixed(node, &[l, r], &[])
+    })
+}
+
+fn check(t: View<'_>) -> u64 {
+    let l = t.field(0);
+    if l.is_int() {
+        1
+    } else {
+        1 + check(l) + check(t.field(1))
+    }
+}
+
+/// Nodes of a complete tree of `depth` (the independent answer).
+fn nodes(depth: u32) -> u64 {
+    (1u64 << (depth + 1)) - 1
+}
+
+impl Benchmark for BinaryTrees {
+    fn name(&self) -> &'static str {
+        "binarytrees"
+    }
+    fn source(&self) -> &'static str {
+        "multicore-ocaml-gc.txt §6.2"
+    }
+    fn description(&self) -> &'static str {
+        "allocate and walk complete binary trees; one long-lived tree"
+    }
+    fn params(&self) -> &'static [Param] {
+        &[Param { name: "depth", help: "maximum tree depth", quick: 18, paper: 21, min: 6, max: 30 }]
+    }
+
+    fn run(&self, rt: &Runtime, p: &Params) -> Result<Outcome, String> {
+        let max_depth = p.get("depth") as u32;
+        let node = rt.register(Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let mut out = String::new();
+
+        let stretch = rt
+            .run_on(0, move |s| -> numagc::Result<u64> {
+                let t = make(s, node, max_depth + 1)?;
+                Ok(check(s.view(t)))
+            })
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        writeln!(out, "stretch tree of depth {}\t check: {}", max_depth + 1, stretch).unwrap();
+
+        let long_lived = rt
+            .run_on(0, move |s| -> numagc::Result<numagc::GlobalRoot> {
+                let t = make(s, node, max_depth)?;
+                Ok(s.global_root(t))
+            })
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+
+        let depths: Vec<u32> = (MIN_DEPTH..=max_depth).step_by(2).collect();
+        let per_vproc = rt
+            .run_each(move |s| -> numagc::Result<Vec<u64>> {
+                let (me, n) = (s.vproc() as u64, s.vprocs() as u64);
+                let mut sums = Vec::new();
+                for d in (MIN_DEPTH..=max_depth).step_by(2) {
+                    let iterations = 1u64 << (max_depth - d + MIN_DEPTH);
+                    let mut sum = 0;
+                    for _ in (me..iterations).step_by(n as usize) {
+                        sum += s.scope(|s| make(s, node, d).map(|t| check(s.view(t))))?;
+                    }
+                    sums.push(sum);
+                }
+                Ok(sums)
+            })
+            .map_err(rt_err)?;
+        let mut totals = vec![0u64; depths.len()];
+        for r in per_vproc {
+            for (t, x) in totals.iter_mut().zip(r.map_err(rt_err)?) {
+                *t += x;
+            }
+        }
+        for (&d, &sum) in depths.iter().zip(&totals) {
+            let iterations = 1u64 << (max_depth - d + MIN_DEPTH);
+            writeln!(out, "{iterations}\t trees of depth {d}\t check: {sum}").unwrap();
+        }
+
+        let ll = rt
+            .run_on(0, move |s| {
+                let t = s.get_global(&long_lived);
+                check(s.view(t))
+            })
+            .map_err(rt_err)?;
+        writeln!(out, "long lived tree of depth {max_depth}\t check: {ll}").unwrap();
+
+        Ok(Outcome::new(out, move || {
+            let mut failures = Vec::new();
+            if stretch != nodes(max_depth + 1) {
+                failures.push(format!("stretch tree: {stretch} != {}", nodes(max_depth + 1)));
+            }
+            for (&d, &sum) in depths.iter().zip(&totals) {
+                let want = (1u64 << (max_depth - d + MIN_DEPTH)) * nodes(d);
+                if sum != want {
+                    failures.push(format!("depth {d}: {sum} != {want}"));
+                }
+            }
+            if ll != nodes(max_depth) {
+                failures.push(format!("long-lived tree: {ll} != {}", nodes(max_depth)));
+            }
+            if failures.is_empty() {
+                Ok(())
+            } else {
+                Err(failures.join("; "))
+            }
+        }))
+    }
+}

@@ -1,0 +1,13 @@
+//! One file per benchmark; [`ALL`] lists them in the order of the suite's
+//! table (crate docs).
+
+mod binarytrees;
+mod parfib;
+
+use crate::Benchmark;
+
+/// Every benchmark of the suite.
+pub static ALL: &[&dyn Benchmark] = &[
+    &parfib::Parfib,
+    &binarytrees::BinaryTrees,
+];

@@ -1,0 +1,188 @@
+//! The benchmark suite of the papers, written in functional style on the
+//! numagc API: the data the original programs allocate (trees, lists,
+//! vectors, particles, matrices) is allocated through the runtime and is
+//! immutable once built; plain Rust collections appear only in the
+//! independent computations that check the answers.
+//!
+//! | paper | benchmarks |
+//! |---|---|
+//! | `manticore-numa-gc.md` §4.1 | barnes-hut, raytracer, quicksort, smvm, dmm |
+//! | `gumsmp-shared-distributed-heaps.txt` §3.1 | parfib, coins, sumeuler, worpitzky, maze, mandelbrot, blackscholes |
+//! | `multicore-ocaml-gc.txt` §6.2 | binarytrees, game_of_life, nbody, spectralnorm, mandelbrot6, lu_decomposition, matrix_multiplication, floyd_warshall |
+//! | Boehm's GCBench | gcbench |
+//!
+//! Every benchmark has two sizes ([`Size`]): `paper`, the size of the paper
+//! (or the customary one where the paper gives none), and `quick`, under
+//! about one second on one core, for the tests and CI. A size is a set of
+//! named integer parameters ([`Param`]) that the harness may override one
+//! by one (`numagc bench binarytrees --depth 21`).
+//!
+//! A run ([`Benchmark::run`]) computes on a runtime the harness made and
+//! returns the program's output and a check; the harness times the run and
+//! calls the check afterwards, outside the timed region, so that the
+//! independent computation of the expected answer is not counted.
+
+use numagc::Runtime;
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub mod benchmarks;
+
+/// The two sizes of the suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Size {
+    /// Each benchmark under about one second on one core (tests, CI).
+    Quick,
+    /// The papers' sizes.
+    Paper,
+}
+
+impl Size {
+    pub fn name(self) -> &'static str {
+        match self {
+            Size::Quick => "quick",
+            Size::Paper => "paper",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Size, String> {
+        match s {
+            "quick" => Ok(Size::Quick),
+            "paper" => Ok(Size::Paper),
+            other => Err(format!("unknown suite size {other:?}: expected quick or paper")),
+        }
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A named integer parameter of a benchmark, with its value at each size
+/// and the range the benchmark accepts.
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    /// Lower-case, words joined by `-` (it becomes a `--flag`).
+    pub name: &'static str,
+    pub help: &'static str,
+    pub quick: i64,
+    pub paper: i64,
+    /// Smallest and largest accepted values.
+    pub min: i64,
+    pub max: i64,
+}
+
+impl Param {
+    pub fn default_for(&self, size: Size) -> i64 {
+        match size {
+            Size::Quick => self.quick,
+            Size::Paper => self.paper,
+        }
+    }
+}
+
+/// The parameter values of one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params {
+    values: BTreeMap<&'static str, i64>,
+}
+
+impl Params {
+    /// `bench`'s parameters at `size`, with `overrides` (name, value)
+    /// applied; an override of a parameter `bench` does not have is
+    /// ignored (the harness checks that each applies to some benchmark),
+    /// one out of range is an error naming it.
+    pub fn new(bench: &dyn Benchmark, size: Size, overrides: &[(String, i64)]) -> Result<Params, String> {
+        let mut values = BTreeMap::new();
+        for p in bench.params() {
+            let mut v = p.default_for(size);
+            for (name, x) in overrides {
+                if name == p.name {
+                    v = *x;
+                }
+            }
+            if v < p.min || v > p.max {
+                return Err(format!("{} --{} {v}: allowed {} ..= {}", bench.name(), p.name, p.min, p.max));
+            }
+            values.insert(p.name, v);
+        }
+        Ok(Params { values })
+    }
+
+    /// The value of parameter `name`.
+    ///
+    /// Panics when the benchmark did not declare `name`: that is a bug in
+    /// the benchmark, found by the quick-suite test.
+    pub fn get(&self, name: &str) -> i64 {
+        match self.values.get(name) {
+            Some(&v) => v,
+            None => panic!("benchmark parameter {name:?} is not declared"),
+        }
+    }
+
+    /// `get(name)` as a `usize` (parameters' ranges are non-negative where this is used).
+    pub fn usize(&self, name: &str) -> usize {
+        usize::try_from(self.get(name)).unwrap_or(0)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, i64)> + '_ {
+        self.values.iter().map(|(k, v)| (*k, *v))
+    }
+}
+
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        f.write_str(&parts.join(" "))
+    }
+}
+
+/// Checks a run's answer against an independently computed one; runs
+/// after the timed region.
+pub type Check = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// What a run produced.
+pub struct Outcome {
+    /// The program's standard output (e.g. binarytrees' check lines).
+    pub output: String,
+    /// Compares the answer with an independent computation.
+    pub check: Check,
+}
+
+impl Outcome {
+    pub fn new(output: String, check: impl FnOnce() -> Result<(), String> + Send + 'static) -> Outcome {
+        Outcome { output, check: Box::new(check) }
+    }
+}
+
+/// One benchmark program.
+pub trait Benchmark: Sync {
+    /// Lower-case name, words joined by `_` as in the paper's table.
+    fn name(&self) -> &'static str;
+    /// Which paper and section it comes from.
+    fn source(&self) -> &'static str;
+    /// One line on what it computes.
+    fn description(&self) -> &'static str;
+    fn params(&self) -> &'static [Param];
+    /// Runs the program on `rt` (a fresh runtime; descriptors are
+    /// registered by the run). Errors of the runtime (heap limit, misuse)
+    /// are returned as text.
+    fn run(&self, rt: &Runtime, params: &Params) -> Result<Outcome, String>;
+}
+
+/// Every benchmark of the suite, in the order of the table above.
+pub fn all() -> Vec<&'static dyn Benchmark> {
+    benchmarks::ALL.to_vec()
+}
+
+/// The benchmark called `name`.
+pub fn find(name: &str) -> Option<&'static dyn Benchmark> {
+    benchmarks::ALL.iter().copied().find(|b| b.name() == name)
+}
+
+/// Turns a runtime or descriptor error into the text a run returns.
+pub fn rt_err(e: impl fmt::Display) -> String {
+    e.to_string()
+}
