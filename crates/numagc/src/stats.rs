@@ -143,6 +143,9 @@ pub struct VprocStats {
     pub minor: PhaseStats,
     pub major: PhaseStats,
     pub promotion: PhaseStats,
+    /// The parallel part of global collections: after the vproc's own
+    /// minor and major collections that start each one (counted in `minor`
+    /// and `major`), so the four phases add up to collection time.
     pub global: PhaseStats,
     /// All bytes the mutator allocated (nursery and direct global).
     pub bytes_allocated: u64,
@@ -211,6 +214,15 @@ impl VprocStats {
             *mine = mine.saturating_add(theirs);
         }
         self.pauses.merge(&o.pauses);
+    }
+
+    /// Time spent collecting, in nanoseconds (the four phases; nothing
+    /// counted twice).
+    pub fn gc_ns(&self) -> u64 {
+        self.minor.total_ns
+            .saturating_add(self.major.total_ns)
+            .saturating_add(self.promotion.total_ns)
+            .saturating_add(self.global.total_ns)
     }
 
     /// Share of global-collection copying that read chunks on this vproc's node;
