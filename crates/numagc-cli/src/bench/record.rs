@@ -39,6 +39,7 @@ pub struct RunRecord {
     pub global_collections: u64,
     pub bytes_allocated: u64,
     pub bytes_promoted: u64,
+    pub tasks_forked: u64,
     pub tasks_stolen: u64,
     /// Share of global-collection copying that read node-local chunks.
     pub numa_locality: Option<f64>,
@@ -176,6 +177,7 @@ mod tests {
             global_collections: 0,
             bytes_allocated: 100,
             bytes_promoted: 10,
+            tasks_forked: 0,
             tasks_stolen: 0,
             numa_locality: None,
             correct: ok,
