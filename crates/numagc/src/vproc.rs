@@ -53,8 +53,11 @@ pub(crate) struct Shared {
     /// When the runtime started: time zero of the trace.
     pub epoch: std::time::Instant,
     /// Per vproc: the trace spans it published, and how many it dropped.
-    pub traces: Box<[Mutex<(Vec<Span>, u64)>]>,
+    pub traces: Box<[Mutex<PublishedSpans>]>,
 }
+
+/// Trace spans a vproc published, and how many it dropped.
+pub(crate) type PublishedSpans = (Vec<Span>, u64);
 
 /// How many thread errors are kept for `Runtime::take_thread_errors`.
 pub(crate) const MAX_THREAD_ERRORS: usize = 64;
