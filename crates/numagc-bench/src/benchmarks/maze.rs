@@ -1,0 +1,348 @@
+//! maze (`gumsmp-shared-distributed-heaps.txt` §3.1): "a nested
+//! data-parallel AI application for finding the path through a fixed maze
+//! using a parallelism threshold". The paper gives neither the maze nor
+//! the program; this port keeps its shape: a backtracking depth-first
+//! search whose paths are heap lists of cells, a cell being rejected when
+//! it is already on the path (`elem`, a walk of the list), and the
+//! alternatives at a branch point searched in parallel while the search is
+//! above the threshold.
+//!
+//! The maze: a `size`×`size` grid, a perfect maze carved by randomized
+//! depth-first search from a fixed seed (xorshift), then `openings` extra
+//! walls knocked down so that it has cycles and the search real work (the
+//! number of simple paths grows about 1.7× per opening). It is built by
+//! the program as a heap vector of rows, each row a raw object of the
+//! cells' open-side bits, and promoted once so that every vproc reads the
+//! same copy. Entrance: the top-left cell; exit: the bottom-right one.
+//!
+//! The search is exhaustive, so that the answer and the work do not
+//! depend on the schedule: it enumerates every simple path from the
+//! entrance to the exit and returns a heap record `(count, length, path)`
+//! with the number of such paths and the shortest one (ties broken by
+//! comparing the paths cell by cell from the exit), combined pairwise
+//! as the alternatives return. Each step allocates one cons cell of the
+//! path; results are allocated where paths meet.
+//!
+//! Parallelism: at a branch point (two or more open cells not on the
+//! path), the first alternative runs here and the others are forked with
+//! [`numagc::Scope::par2`], at the first `threshold` branch points of each
+//! path (threshold 12 gives some hundreds of tasks, the largest about 2 %
+//! of the work). The environment of a fork is the maze and the
+//! path so far.
+//!
+//! Sizes: a 20×20 maze (seed 1) with 17 extra openings at the quick size
+//! (about 0.6 million search steps) and 22 at the paper size (about 12
+//! million steps, a few seconds on one vproc).
+//!
+//! Check: a breadth-first search over a plain Rust grid gives the
+//! shortest path's length, a backtracking count with a visited array the
+//! number of paths, and the returned path is walked on the grid (it must
+//! go from the entrance to the exit through open sides without repeating
+//! a cell).
+
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
+use std::collections::VecDeque;
+
+pub struct Maze;
+
+/// Sides of a cell: bit `d` of a cell is set when side `d` is open.
+const DX: [i64; 4] = [1, 0, -1, 0];
+const DY: [i64; 4] = [0, 1, 0, -1];
+
+/// The maze as plain Rust data: the input the program is given.
+struct Grid {
+    size: usize,
+    open: Vec<u64>,
+}
+
+impl Grid {
+    fn neighbour(&self, cell: usize, d: usize) -> Option<usize> {
+        let (x, y) = ((cell % self.size) as i64 + DX[d], (cell / self.size) as i64 + DY[d]);
+        let n = self.size as i64;
+        (x >= 0 && y >= 0 && x < n && y < n).then_some((y * n + x) as usize)
+    }
+
+    /// A perfect maze by randomized depth-first carving, plus `openings`
+    /// extra passages.
+    fn generate(size: usize, openings: usize, seed: u64) -> Grid {
+        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move |bound: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % bound as u64) as usize
+        };
+        let mut g = Grid { size, open: vec![0; size * size] };
+        let mut carved = vec![false; size * size];
+        let mut stack = vec![0];
+        carved[0] = true;
+        while let Some(&cell) = stack.last() {
+            let fresh: Vec<usize> = (0..4).filter(|&d| g.neighbour(cell, d).is_some_and(|n| !carved[n])).collect();
+            if fresh.is_empty() {
+                stack.pop();
+                continue;
+            }
+            let d = fresh[next(fresh.len())];
+            let n = g.neighbour(cell, d).expect("a fresh neighbour");
+            g.open[cell] |= 1 << d;
+            g.open[n] |= 1 << ((d + 2) % 4);
+            carved[n] = true;
+            stack.push(n);
+        }
+        let mut added = 0;
+        while added < openings.min(size * size) {
+            let (cell, d) = (next(size * size), next(2));
+            match g.neighbour(cell, d) {
+                Some(n) if g.open[cell] & (1 << d) == 0 => {
+                    g.open[cell] |= 1 << d;
+                    g.open[n] |= 1 << ((d + 2) % 4);
+                    added += 1;
+                }
+                _ => {}
+            }
+        }
+        g
+    }
+
+    /// Length in cells of the shortest path from the first to the last cell (BFS).
+    fn shortest(&self) -> Option<usize> {
+        let goal = self.size * self.size - 1;
+        let mut dist = vec![usize::MAX; self.size * self.size];
+        dist[0] = 1;
+        let mut queue = VecDeque::from([0]);
+        while let Some(c) = queue.pop_front() {
+            for d in (0..4).filter(|d| self.open[c] & (1 << d) != 0) {
+                let n = self.neighbour(c, d).expect("open sides lead inside");
+                if dist[n] == usize::MAX {
+                    dist[n] = dist[c] + 1;
+                    queue.push_back(n);
+                }
+            }
+        }
+        (dist[goal] != usize::MAX).then_some(dist[goal])
+    }
+
+    /// Number of simple paths from `cell` to the last cell.
+    fn count_paths(&self, cell: usize, visited: &mut [bool]) -> u64 {
+        if cell == self.size * self.size - 1 {
+            return 1;
+        }
+        visited[cell] = true;
+        let mut n = 0;
+        for d in (0..4).filter(|d| self.open[cell] & (1 << d) != 0) {
+            let next = self.neighbour(cell, d).expect("open sides lead inside");
+            if !visited[next] {
+                n += self.count_paths(next, visited);
+            }
+        }
+        visited[cell] = false;
+        n
+    }
+}
+
+/// The descriptors and the maze's geometry, copied into every task.
+#[derive(Clone, Copy)]
+struct Search {
+    /// `[cell, tail]`; the empty path is NIL.
+    cons: DescId,
+    /// `[count, length, path]`; "no path" is NIL.
+    found: DescId,
+    size: usize,
+}
+
+/// The cells reachable in one step from the head of `path` that are not on it.
+fn moves(s: &Scope<'_>, sr: Search, maze: Handle<'_>, path: Handle<'_>) -> ([usize; 4], usize) {
+    let p = s.view(path);
+    let cell = p.field(0).as_int().expect("a cell") as usize;
+    let open = s.view(maze).field(cell / sr.size).raw(cell % sr.size);
+    let (mut out, mut n) = ([0; 4], 0);
+    for d in (0..4).filter(|d| open & (1 << d) != 0) {
+        let (x, y) = ((cell % sr.size) as i64 + DX[d], (cell / sr.size) as i64 + DY[d]);
+        let next = (y * sr.size as i64 + x) as usize;
+        // `notElem next path`
+        let mut on_path = false;
+        let mut c = p;
+        while c.is_object() && !on_path {
+            on_path = c.field(0).as_int() == Some(next as i64);
+            c = c.field(1);
+        }
+        if !on_path {
+            out[n] = next;
+            n += 1;
+        }
+    }
+    (out, n)
+}
+
+/// Every simple path from the head of `path` (of `len` cells) to the exit.
+fn search<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, len: usize, forks: u32) -> Result<Handle<'s>> {
+    let cell = s.view(path).field(0).as_int().expect("a cell") as usize;
+    if cell == sr.size * sr.size - 1 {
+        return s.alloc_mixed(sr.found, &[Handle::int(1), Handle::int(len as i64), path], &[]);
+    }
+    let (next, n) = moves(s, sr, maze, path);
+    alternatives(s, sr, maze, path, len, &next[..n], forks)
+}
+
+/// The results of the moves to the cells `next`, combined. At a branch
+/// point with `forks` left (forks happen at the first `threshold` branch
+/// points of a path), the first move runs here and the others are forked;
+/// else they run one after the other.
+fn alternatives<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, len: usize, next: &[usize], forks: u32) -> Result<Handle<'s>> {
+    let fork = next.len() >= 2 && forks > 0;
+    let forks_below = if fork { forks - 1 } else { forks };
+    s.scope_value(|s| {
+        if fork {
+            let first = next[0];
+            let mut rest = [0; 4];
+            rest[..next.len() - 1].copy_from_slice(&next[1..]);
+            let n = next.len() - 1;
+            let (a, b) = s.par2(
+                &[maze, path],
+                move |s, env| step(s, sr, env[0], env[1], len, first, forks_below),
+                move |s, env| alternatives(s, sr, env[0], env[1], len, &rest[..n], forks),
+            )?;
+            return combine(s, sr, a, b);
+        }
+        let acc = s.slot(Handle::NIL);
+        for &cell in next {
+            s.scope(|s| -> Result<()> {
+                let r = step(s, sr, maze, path, len, cell, forks_below)?;
+                let c = combine(s, sr, acc.get(), r)?;
+                s.assign(acc, c);
+                Ok(())
+            })?;
+        }
+        Ok(acc.get())
+    })
+}
+
+/// Moves to `cell`: the path grows by one cons cell.
+fn step<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, len: usize, cell: usize, forks: u32) -> Result<Handle<'s>> {
+    s.scope_value(|s| {
+        let longer = s.alloc_mixed(sr.cons, &[Handle::int(cell as i64), path], &[])?;
+        search(s, sr, maze, longer, len + 1, forks)
+    })
+}
+
+/// Two results as one: counts added, the better path kept.
+fn combine<'s>(s: &mut Scope<'s>, sr: Search, a: Handle<'_>, b: Handle<'_>) -> Result<Handle<'s>> {
+    let (va, vb) = (s.view(a), s.view(b));
+    if va.is_int() {
+        return Ok(s.handle(vb));
+    }
+    if vb.is_int() {
+        return Ok(s.handle(va));
+    }
+    let count = va.field(0).as_int().expect("a count") + vb.field(0).as_int().expect("a count");
+    let (la, lb) = (va.field(1).as_int().expect("a length"), vb.field(1).as_int().expect("a length"));
+    let a_better = la < lb || (la == lb && path_precedes(va.field(2), vb.field(2)));
+    let (best, len) = if a_better { (s.handle(va.field(2)), la) } else { (s.handle(vb.field(2)), lb) };
+    s.alloc_mixed(sr.found, &[Handle::int(count), Handle::int(len), best], &[])
+}
+
+/// Whether path `a` comes before path `b` of the same length, cell by cell.
+fn path_precedes(mut a: numagc::View<'_>, mut b: numagc::View<'_>) -> bool {
+    while a.is_object() && b.is_object() {
+        let (x, y) = (a.field(0).as_int(), b.field(0).as_int());
+        if x != y {
+            return x < y;
+        }
+        (a, b) = (a.field(1), b.field(1));
+    }
+    false
+}
+
+/// The maze on the heap: a vector of rows, each a raw object of cells.
+fn maze_on_heap<'s>(s: &mut Scope<'s>, g: &Grid) -> Result<Handle<'s>> {
+    s.scope_value(|s| {
+        let mut rows = Vec::with_capacity(g.size);
+        for row in g.open.chunks(g.size) {
+            rows.push(s.alloc_raw(row)?);
+        }
+        let maze = s.alloc_vector(&rows)?;
+        Ok(s.promote(maze))
+    })
+}
+
+impl Benchmark for Maze {
+    fn name(&self) -> &'static str {
+        "maze"
+    }
+    fn source(&self) -> &'static str {
+        "gumsmp-shared-distributed-heaps.txt §3.1"
+    }
+    fn description(&self) -> &'static str {
+        "every simple path through a fixed maze by backtracking on heap-list paths, branches forked above a threshold"
+    }
+    fn params(&self) -> &'static [Param] {
+        &[
+            Param { name: "size", help: "the maze is size × size cells", quick: 20, paper: 20, min: 2, max: 40 },
+            Param { name: "openings", help: "walls knocked down after carving a perfect maze", quick: 17, paper: 22, min: 0, max: 200 },
+            Param { name: "seed", help: "seed of the maze generator", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param { name: "threshold", help: "fork at the first this many branch points of each path", quick: 12, paper: 12, min: 0, max: 64 },
+        ]
+    }
+
+    fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+        let (size, openings, seed) = (p.usize("size"), p.usize("openings"), p.get("seed") as u64);
+        let threshold = p.get("threshold") as u32;
+        let grid = Grid::generate(size, openings, seed);
+        let cons = rt.register(Descriptor::mixed("path-cons", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let found = rt.register(Descriptor::mixed("paths-found", 3, &[0, 1, 2]).map_err(rt_err)?).map_err(rt_err)?;
+        let sr = Search { cons, found, size };
+        let grid_for_run = Grid { size, open: grid.open.clone() };
+        let (count, path) = rt
+            .run_on(0, move |s| -> Result<(u64, Vec<usize>)> {
+                let maze = maze_on_heap(s, &grid_for_run)?;
+                let start = s.alloc_mixed(cons, &[Handle::int(0), Handle::NIL], &[])?;
+                let r = search(s, sr, maze, start, 1, threshold)?;
+                let v = s.view(r);
+                if v.is_int() {
+                    return Ok((0, Vec::new()));
+                }
+                let mut path = Vec::new();
+                let mut c = v.field(2);
+                while c.is_object() {
+                    path.push(c.field(0).as_int().expect("a cell") as usize);
+                    c = c.field(1);
+                }
+                path.reverse();
+                Ok((v.field(0).as_int().expect("a count") as u64, path))
+            })
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        let out = format!("maze {size}x{size} (+{openings} openings, seed {seed}): {count} paths, shortest {} cells\n", path.len());
+        Ok(Outcome::new(out, move || check(&grid, count, &path)))
+    }
+}
+
+/// Compares the answer with a BFS and a visited-array count on the grid,
+/// and walks the returned path.
+fn check(grid: &Grid, count: u64, path: &[usize]) -> std::result::Result<(), String> {
+    let want_count = grid.count_paths(0, &mut vec![false; grid.size * grid.size]);
+    if count != want_count {
+        return Err(format!("{count} paths, expected {want_count}"));
+    }
+    let want_len = grid.shortest().unwrap_or(0);
+    if path.len() != want_len {
+        return Err(format!("shortest path of {} cells, expected {want_len}", path.len()));
+    }
+    if path.is_empty() {
+        return Ok(());
+    }
+    let mut seen = vec![false; grid.size * grid.size];
+    for (i, &c) in path.iter().enumerate() {
+        if std::mem::replace(&mut seen[c], true) {
+            return Err(format!("the path visits cell {c} twice"));
+        }
+        if i > 0 && !(0..4).any(|d| grid.open[path[i - 1]] & (1 << d) != 0 && grid.neighbour(path[i - 1], d) == Some(c)) {
+            return Err(format!("the path steps from cell {} to {c} through a wall", path[i - 1]));
+        }
+    }
+    if path[0] != 0 || path[path.len() - 1] != grid.size * grid.size - 1 {
+        return Err("the path does not lead from the entrance to the exit".into());
+    }
+    Ok(())
+}
