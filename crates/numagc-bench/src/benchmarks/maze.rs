@@ -30,9 +30,10 @@
 //! of the work). The environment of a fork is the maze and the
 //! path so far.
 //!
-//! Sizes: a 20×20 maze (seed 1) with 17 extra openings at the quick size
-//! (about 0.6 million search steps) and 22 at the paper size (about 12
-//! million steps, a few seconds on one vproc).
+//! Sizes: a 20×20 maze (seed 1) with 16 extra openings at the quick size
+//! (about 0.4 million search steps) and 21 at the paper size (about 4.3
+//! million steps, a few seconds on one vproc); the maze size is kept and
+//! the openings varied because the work grows exponentially with them.
 //!
 //! Check: a breadth-first search over a plain Rust grid gives the
 //! shortest path's length, a backtracking count with a visited array the
@@ -41,7 +42,7 @@
 //! a cell).
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
-use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
+use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
 use std::collections::VecDeque;
 
 pub struct Maze;
@@ -144,73 +145,97 @@ impl Grid {
 /// The descriptors and the maze's geometry, copied into every task.
 #[derive(Clone, Copy)]
 struct Search {
-    /// `[cell, tail]`; the empty path is NIL.
+    /// `[head, tail]`; the empty list is NIL.
     cons: DescId,
+    /// A position `(x, y)`, both immediates.
+    pos: DescId,
     /// `[count, length, path]`; "no path" is NIL.
     found: DescId,
     size: usize,
 }
 
-/// The cells reachable in one step from the head of `path` that are not on it.
-fn moves(s: &Scope<'_>, sr: Search, maze: Handle<'_>, path: Handle<'_>) -> ([usize; 4], usize) {
-    let p = s.view(path);
-    let cell = p.field(0).as_int().expect("a cell") as usize;
-    let open = s.view(maze).field(cell / sr.size).raw(cell % sr.size);
-    let (mut out, mut n) = ([0; 4], 0);
-    for d in (0..4).filter(|d| open & (1 << d) != 0) {
-        let (x, y) = ((cell % sr.size) as i64 + DX[d], (cell / sr.size) as i64 + DY[d]);
-        let next = (y * sr.size as i64 + x) as usize;
-        // `notElem next path`
-        let mut on_path = false;
-        let mut c = p;
-        while c.is_object() && !on_path {
-            on_path = c.field(0).as_int() == Some(next as i64);
-            c = c.field(1);
+fn xy(pos: View<'_>) -> (i64, i64) {
+    (pos.field(0).as_int().expect("an x"), pos.field(1).as_int().expect("a y"))
+}
+
+/// `elem (x, y) path`: a walk of the path list.
+fn on_path(mut path: View<'_>, x: i64, y: i64) -> bool {
+    while path.is_object() {
+        if xy(path.field(0)) == (x, y) {
+            return true;
         }
-        if !on_path {
-            out[n] = next;
-            n += 1;
-        }
+        path = path.field(1);
     }
-    (out, n)
+    false
+}
+
+/// `filter (\`notElem\` path) (neighbours maze (head path))`: the positions
+/// one step from the head of `path` that are not on it, a heap list of new
+/// `(x, y)` pairs in side order.
+fn moves<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>) -> Result<Handle<'s>> {
+    let (x, y) = xy(s.view(path).field(0));
+    let open = s.view(maze).field(y as usize).raw(x as usize);
+    let list = s.slot(Handle::NIL);
+    for d in (0..4).rev().filter(|d| open & (1 << d) != 0) {
+        let (nx, ny) = (x + DX[d], y + DY[d]);
+        if on_path(s.view(path), nx, ny) {
+            continue;
+        }
+        s.scope(|s| -> Result<()> {
+            let pos = s.alloc_mixed(sr.pos, &[Handle::int(nx), Handle::int(ny)], &[])?;
+            s.alloc_mixed_to(list, sr.cons, &[pos, list.get()], &[])
+        })?;
+    }
+    Ok(list.get())
 }
 
 /// Every simple path from the head of `path` (of `len` cells) to the exit.
 fn search<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, len: usize, forks: u32) -> Result<Handle<'s>> {
-    let cell = s.view(path).field(0).as_int().expect("a cell") as usize;
-    if cell == sr.size * sr.size - 1 {
+    let exit = sr.size as i64 - 1;
+    if xy(s.view(path).field(0)) == (exit, exit) {
         return s.alloc_mixed(sr.found, &[Handle::int(1), Handle::int(len as i64), path], &[]);
     }
-    let (next, n) = moves(s, sr, maze, path);
-    alternatives(s, sr, maze, path, len, &next[..n], forks)
+    s.scope_value(|s| {
+        let next = moves(s, sr, maze, path)?;
+        alternatives(s, sr, maze, path, next, len, forks)
+    })
 }
 
-/// The results of the moves to the cells `next`, combined. At a branch
-/// point with `forks` left (forks happen at the first `threshold` branch
-/// points of a path), the first move runs here and the others are forked;
-/// else they run one after the other.
-fn alternatives<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, len: usize, next: &[usize], forks: u32) -> Result<Handle<'s>> {
-    let fork = next.len() >= 2 && forks > 0;
+/// The results of the moves to the positions of the list `next`, combined.
+/// At a branch point with `forks` left (forks happen at the first
+/// `threshold` branch points of a path), the first move runs here and the
+/// others are forked; else they run one after the other.
+fn alternatives<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, next: Handle<'_>, len: usize, forks: u32) -> Result<Handle<'s>> {
+    let branches = {
+        let v = s.view(next);
+        if v.is_int() { 0 } else if v.field(1).is_int() { 1 } else { 2 }
+    };
+    let fork = branches >= 2 && forks > 0;
     let forks_below = if fork { forks - 1 } else { forks };
     s.scope_value(|s| {
         if fork {
-            let first = next[0];
-            let mut rest = [0; 4];
-            rest[..next.len() - 1].copy_from_slice(&next[1..]);
-            let n = next.len() - 1;
             let (a, b) = s.par2(
-                &[maze, path],
-                move |s, env| step(s, sr, env[0], env[1], len, first, forks_below),
-                move |s, env| alternatives(s, sr, env[0], env[1], len, &rest[..n], forks),
+                &[maze, path, next],
+                move |s, env| {
+                    let first = s.field(env[2], 0)?;
+                    step(s, sr, env[0], env[1], first, len, forks_below)
+                },
+                move |s, env| {
+                    let rest = s.field(env[2], 1)?;
+                    alternatives(s, sr, env[0], env[1], rest, len, forks)
+                },
             )?;
             return combine(s, sr, a, b);
         }
-        let acc = s.slot(Handle::NIL);
-        for &cell in next {
+        let (acc, rest) = (s.slot(Handle::NIL), s.slot(next));
+        while s.view(rest.get()).is_object() {
             s.scope(|s| -> Result<()> {
-                let r = step(s, sr, maze, path, len, cell, forks_below)?;
+                let pos = s.field(rest.get(), 0)?;
+                let r = step(s, sr, maze, path, pos, len, forks_below)?;
                 let c = combine(s, sr, acc.get(), r)?;
                 s.assign(acc, c);
+                let tail = s.field(rest.get(), 1)?;
+                s.assign(rest, tail);
                 Ok(())
             })?;
         }
@@ -218,10 +243,10 @@ fn alternatives<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handl
     })
 }
 
-/// Moves to `cell`: the path grows by one cons cell.
-fn step<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, len: usize, cell: usize, forks: u32) -> Result<Handle<'s>> {
+/// Moves to `pos`: the path grows by one cons cell.
+fn step<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, pos: Handle<'_>, len: usize, forks: u32) -> Result<Handle<'s>> {
     s.scope_value(|s| {
-        let longer = s.alloc_mixed(sr.cons, &[Handle::int(cell as i64), path], &[])?;
+        let longer = s.alloc_mixed(sr.cons, &[pos, path], &[])?;
         search(s, sr, maze, longer, len + 1, forks)
     })
 }
@@ -242,12 +267,13 @@ fn combine<'s>(s: &mut Scope<'s>, sr: Search, a: Handle<'_>, b: Handle<'_>) -> R
     s.alloc_mixed(sr.found, &[Handle::int(count), Handle::int(len), best], &[])
 }
 
-/// Whether path `a` comes before path `b` of the same length, cell by cell.
-fn path_precedes(mut a: numagc::View<'_>, mut b: numagc::View<'_>) -> bool {
+/// Whether path `a` comes before path `b` of the same length, comparing
+/// positions `(x, y)` from the heads.
+fn path_precedes(mut a: View<'_>, mut b: View<'_>) -> bool {
     while a.is_object() && b.is_object() {
-        let (x, y) = (a.field(0).as_int(), b.field(0).as_int());
-        if x != y {
-            return x < y;
+        let (p, q) = (xy(a.field(0)), xy(b.field(0)));
+        if p != q {
+            return p < q;
         }
         (a, b) = (a.field(1), b.field(1));
     }
@@ -279,7 +305,7 @@ impl Benchmark for Maze {
     fn params(&self) -> &'static [Param] {
         &[
             Param { name: "size", help: "the maze is size × size cells", quick: 20, paper: 20, min: 2, max: 40 },
-            Param { name: "openings", help: "walls knocked down after carving a perfect maze", quick: 17, paper: 22, min: 0, max: 200 },
+            Param { name: "openings", help: "walls knocked down after carving a perfect maze", quick: 16, paper: 21, min: 0, max: 200 },
             Param { name: "seed", help: "seed of the maze generator", quick: 1, paper: 1, min: 0, max: i64::MAX },
             Param { name: "threshold", help: "fork at the first this many branch points of each path", quick: 12, paper: 12, min: 0, max: 64 },
         ]
@@ -289,14 +315,16 @@ impl Benchmark for Maze {
         let (size, openings, seed) = (p.usize("size"), p.usize("openings"), p.get("seed") as u64);
         let threshold = p.get("threshold") as u32;
         let grid = Grid::generate(size, openings, seed);
-        let cons = rt.register(Descriptor::mixed("path-cons", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let cons = rt.register(Descriptor::mixed("list-cons", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let pos = rt.register(Descriptor::mixed("position", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
         let found = rt.register(Descriptor::mixed("paths-found", 3, &[0, 1, 2]).map_err(rt_err)?).map_err(rt_err)?;
-        let sr = Search { cons, found, size };
+        let sr = Search { cons, pos, found, size };
         let grid_for_run = Grid { size, open: grid.open.clone() };
         let (count, path) = rt
             .run_on(0, move |s| -> Result<(u64, Vec<usize>)> {
                 let maze = maze_on_heap(s, &grid_for_run)?;
-                let start = s.alloc_mixed(cons, &[Handle::int(0), Handle::NIL], &[])?;
+                let entrance = s.alloc_mixed(pos, &[Handle::int(0), Handle::int(0)], &[])?;
+                let start = s.alloc_mixed(cons, &[entrance, Handle::NIL], &[])?;
                 let r = search(s, sr, maze, start, 1, threshold)?;
                 let v = s.view(r);
                 if v.is_int() {
@@ -305,7 +333,8 @@ impl Benchmark for Maze {
                 let mut path = Vec::new();
                 let mut c = v.field(2);
                 while c.is_object() {
-                    path.push(c.field(0).as_int().expect("a cell") as usize);
+                    let (x, y) = xy(c.field(0));
+                    path.push(y as usize * size + x as usize);
                     c = c.field(1);
                 }
                 path.reverse();

@@ -299,8 +299,8 @@ impl Benchmark for Worpitzky {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "the exponent (and the number of terms)", quick: 450, paper: 1000, min: 1, max: 100_000 },
-            Param { name: "x", help: "the base", quick: 450, paper: 1000, min: 1, max: 1 << 32 },
+            Param { name: "n", help: "the exponent (and the number of terms)", quick: 500, paper: 1000, min: 1, max: 100_000 },
+            Param { name: "x", help: "the base", quick: 500, paper: 1000, min: 1, max: 1 << 32 },
         ]
     }
 
