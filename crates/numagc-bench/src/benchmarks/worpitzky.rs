@@ -5,11 +5,11 @@
 //! x^n = Σ_{k=0}^{n-1} A(n,k) · C(x+k, n)
 //! ```
 //!
-//! for one `n` and `x` with arbitrary-precision naturals, as the parallel
-//! Haskell program does with `Integer`. The paper says only that the
-//! program "checks the Worpitzky property over Stirling numbers"; this
-//! port uses the identity's Eulerian-number form, with each Eulerian
-//! number computed from its explicit sum
+//! for one `n` and one big `x` with arbitrary-precision naturals, as the
+//! parallel Haskell program does with `Integer`. The paper says only that
+//! the program "checks the Worpitzky property over Stirling numbers"; this
+//! port uses the identity's Eulerian-number form, each Eulerian number
+//! computed from its explicit sum
 //! `A(n,k) = Σ_{j=0}^{k} (-1)^j C(n+1, j) (k+1-j)^n`, and multiplies both
 //! sides by `n!` so that no big division is needed:
 //! `n!·x^n = Σ_k A(n,k) · (x+k)(x+k-1)…(x+k-n+1)`.
@@ -20,27 +20,32 @@
 //! `ByteArray#` per `Integer` result. Each operation computes its limbs
 //! into a small reusable Rust buffer from views of its operands, then
 //! copies them into the new heap object (the buffer is working space, like
-//! GMP's scratch; it never holds a value between operations). Products are
-//! schoolbook multiplications, so most of the time goes to multiplying
-//! limbs rather than allocating: the paper's worpitzky is the GUM program
-//! with the lowest allocation rate.
+//! GMP's scratch; it never holds a value between operations).
+//!
+//! `x` is a pseudo-random natural of `x-limbs` limbs (xorshift, fixed
+//! seed), so that most of the work is the falling factorials: each is a
+//! balanced product tree of `n` big factors, schoolbook-multiplied, whose
+//! top products cost O(m²) limb operations for O(m) words allocated. This
+//! is the choice that gives the program the paper's character, the GUM
+//! program with the lowest allocation rate (with a small `x` the Eulerian
+//! sums dominate, and they allocate a full-size sum and product per small
+//! power).
 //!
 //! Parallelism: the terms `k = 0..n` are a divide-and-conquer reduction
 //! ([`numagc::Scope::par_reduce`], split in halves with `par2`, one term
-//! per leaf, results added); term `k` costs about `k+1` powers, so work
-//! stealing balances the uneven halves. The row `C(n+1, j)` is one heap
-//! vector of naturals built first and shared by every task (promoted when
-//! a task is stolen). The left side `n!·x^n` (a product tree and a power,
-//! a small fraction of the work) is computed afterwards on the vproc that
-//! started the run.
+//! per leaf, results added). The row `C(n+1, j)` and `x` are heap values
+//! built first and shared by every task (promoted when a task is stolen).
+//! The left side `n!·x^n` (a power by squaring, a small part of the work)
+//! is computed afterwards on the vproc that started the run.
 //!
-//! Sizes (the paper gives none): paper n = x = 1000 (a few seconds on one
-//! vproc), quick n = x = 450.
+//! Sizes (the paper gives none): paper n = 300 with a 16-limb (1024-bit)
+//! `x` (a few seconds on one vproc), quick n = 150 with a 12-limb `x`.
 //!
 //! Check: the program prints `true` when its two sides are equal; the
 //! check also reduces the heap sum modulo three 61–63-bit moduli and
 //! compares each residue with `n! · x^n` computed by plain modular
-//! arithmetic in `u128` (no big integers), an independent code path.
+//! arithmetic in `u128` from `x`'s limbs (no big integers), an
+//! independent code path.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Handle, Result, Runtime, Scope};
@@ -160,16 +165,16 @@ fn div_exact_small<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, d: u6
 }
 
 /// `base^e` by repeated squaring.
-fn pow_small<'s>(s: &mut Scope<'s>, sc: &mut Scratch, base: u64, e: u32) -> Result<Handle<'s>> {
+fn pow<'s>(s: &mut Scope<'s>, sc: &mut Scratch, base: Handle<'_>, e: u64) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let one = small(s, 1)?;
         let acc = s.slot(one);
-        for bit in (0..u32::BITS - e.leading_zeros()).rev() {
+        for bit in (0..u64::BITS - e.leading_zeros()).rev() {
             s.scope(|s| -> Result<()> {
                 let sq = mul(s, sc, acc.get(), acc.get())?;
                 s.assign(acc, sq);
                 if e >> bit & 1 == 1 {
-                    let m = mul_small(s, sc, acc.get(), base)?;
+                    let m = mul(s, sc, acc.get(), base)?;
                     s.assign(acc, m);
                 }
                 Ok(())
@@ -179,16 +184,31 @@ fn pow_small<'s>(s: &mut Scope<'s>, sc: &mut Scratch, base: u64, e: u32) -> Resu
     })
 }
 
-/// `lo · (lo+1) · … · hi` (1 when `lo > hi`) as a balanced product tree.
-fn product<'s>(s: &mut Scope<'s>, sc: &mut Scratch, lo: u64, hi: u64) -> Result<Handle<'s>> {
-    if lo >= hi {
-        return small(s, if lo == hi { lo } else { 1 });
+/// `factor(lo) · factor(lo+1) · … · factor(hi)` as a balanced product tree.
+fn product<'s, F>(s: &mut Scope<'s>, sc: &mut Scratch, lo: u64, hi: u64, factor: &F) -> Result<Handle<'s>>
+where
+    F: for<'i> Fn(&mut Scope<'i>, &mut Scratch, u64) -> Result<Handle<'i>>,
+{
+    if lo == hi {
+        return factor(s, sc, lo);
     }
     let mid = lo + (hi - lo) / 2;
     s.scope_value(|s| {
-        let a = product(s, sc, lo, mid)?;
-        let b = product(s, sc, mid + 1, hi)?;
+        let a = product(s, sc, lo, mid, factor)?;
+        let b = product(s, sc, mid + 1, hi, factor)?;
         mul(s, sc, a, b)
+    })
+}
+
+/// `x + d` for a signed `d` with `x + d >= 0`.
+fn offset<'s>(s: &mut Scope<'s>, sc: &mut Scratch, x: Handle<'_>, d: i64) -> Result<Handle<'s>> {
+    s.scope_value(|s| {
+        let magnitude = small(s, d.unsigned_abs())?;
+        if d >= 0 {
+            add(s, sc, x, magnitude)
+        } else {
+            sub(s, sc, x, magnitude)
+        }
     })
 }
 
@@ -213,7 +233,8 @@ fn eulerian<'s>(s: &mut Scope<'s>, sc: &mut Scratch, row: Handle<'_>, n: u64, k:
         let (even, odd) = (s.slot(zero), s.slot(zero));
         for j in 0..=k {
             s.scope(|s| -> Result<()> {
-                let power = pow_small(s, sc, k + 1 - j, n as u32)?;
+                let base = small(s, k + 1 - j)?;
+                let power = pow(s, sc, base, n)?;
                 let c = s.field(row, j as usize)?;
                 let t = mul(s, sc, c, power)?;
                 let sum = if j % 2 == 0 { even } else { odd };
@@ -226,27 +247,29 @@ fn eulerian<'s>(s: &mut Scope<'s>, sc: &mut Scratch, row: Handle<'_>, n: u64, k:
     })
 }
 
-/// Term `k` of the right side: `A(n,k) · (x+k)(x+k-1)…(x+k-n+1)`.
-fn term<'s>(s: &mut Scope<'s>, row: Handle<'_>, n: u64, x: u64, k: u64) -> Result<Handle<'s>> {
+/// Term `k` of the right side: `A(n,k) · (x+k)(x+k-1)…(x+k-n+1)`
+/// (`x > n`, so every factor is positive).
+fn term<'s>(s: &mut Scope<'s>, row: Handle<'_>, x: Handle<'_>, n: u64, k: u64) -> Result<Handle<'s>> {
     let mut sc = Scratch::new();
     s.scope_value(|s| {
-        if x + k < n {
-            // The falling factorial has a zero factor.
-            return small(s, 0);
-        }
         let a = eulerian(s, &mut sc, row, n, k)?;
-        let falling = product(s, &mut sc, x + k + 1 - n, x + k)?;
+        let falling = {
+            // The factors read `x` through a slot of this scope.
+            let x = s.slot(x);
+            product(s, &mut sc, 0, n - 1, &move |s: &mut Scope<'_>, sc: &mut Scratch, i: u64| offset(s, sc, x.get(), k as i64 - i as i64))?
+        };
         mul(s, &mut sc, a, falling)
     })
 }
 
 /// Both sides of `n!·x^n = Σ_k A(n,k)·(x+k)_n`; the right side's limbs are
 /// returned for the check.
-fn both_sides(s: &mut Scope<'_>, n: u64, x: u64) -> Result<(bool, Vec<u64>)> {
+fn both_sides(s: &mut Scope<'_>, n: u64, x_limbs: &[u64]) -> Result<(bool, Vec<u64>)> {
     let mut sc = Scratch::new();
+    let x = s.alloc_raw(x_limbs)?;
     let row = binomial_row(s, &mut sc, n)?;
     let right = s.par_reduce(
-        &[row],
+        &[row, x],
         0,
         n as usize,
         1,
@@ -257,7 +280,7 @@ fn both_sides(s: &mut Scope<'_>, n: u64, x: u64) -> Result<(bool, Vec<u64>)> {
                 let acc = s.slot(zero);
                 for k in lo..hi {
                     s.scope(|s| -> Result<()> {
-                        let t = term(s, env[0], n, x, k as u64)?;
+                        let t = term(s, env[0], env[1], n, k as u64)?;
                         let r = add(s, &mut sc, acc.get(), t)?;
                         s.assign(acc, r);
                         Ok(())
@@ -268,10 +291,28 @@ fn both_sides(s: &mut Scope<'_>, n: u64, x: u64) -> Result<(bool, Vec<u64>)> {
         },
         |s, _, a, b| add(s, &mut Scratch::new(), a, b),
     )?;
-    let factorial = product(s, &mut sc, 1, n)?;
-    let power = pow_small(s, &mut sc, x, n as u32)?;
+    let factorial = product(s, &mut sc, 1, n, &|s: &mut Scope<'_>, _: &mut Scratch, i: u64| small(s, i))?;
+    let power = pow(s, &mut sc, x, n)?;
     let left = mul(s, &mut sc, factorial, power)?;
     Ok((limbs(s, left) == limbs(s, right), limbs(s, right).to_vec()))
+}
+
+/// `x`: `count` pseudo-random limbs (xorshift), the top one with its high
+/// bit set so that `x > n`.
+fn x_limbs(count: usize) -> Vec<u64> {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut limbs: Vec<u64> = (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        })
+        .collect();
+    if let Some(top) = limbs.last_mut() {
+        *top |= 1 << 63;
+    }
+    limbs
 }
 
 /// `limbs mod m` (little-endian limbs).
@@ -280,10 +321,11 @@ fn residue(limbs: &[u64], m: u64) -> u64 {
 }
 
 /// `n! · x^n mod m` by modular arithmetic (the independent answer).
-fn expected_residue(n: u64, x: u64, m: u64) -> u64 {
+fn expected_residue(n: u64, x: &[u64], m: u64) -> u64 {
     let m = m as u128;
     let factorial = (1..=n as u128).fold(1u128, |f, i| f * (i % m) % m);
-    let power = (0..n).fold(1u128, |p, _| p * (x as u128 % m) % m);
+    let x = residue(x, m as u64) as u128;
+    let power = (0..n).fold(1u128, |p, _| p * x % m);
     (factorial * power % m) as u64
 }
 
@@ -299,22 +341,27 @@ impl Benchmark for Worpitzky {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "the exponent (and the number of terms)", quick: 500, paper: 1000, min: 1, max: 100_000 },
-            Param { name: "x", help: "the base", quick: 500, paper: 1000, min: 1, max: 1 << 32 },
+            Param { name: "n", help: "the exponent (and the number of terms)", quick: 150, paper: 300, min: 1, max: 5000 },
+            Param { name: "x-limbs", help: "size of the base x in 64-bit limbs", quick: 12, paper: 16, min: 1, max: 4096 },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let (n, x) = (p.get("n") as u64, p.get("x") as u64);
-        let (holds, right) = rt.run_on(0, move |s| both_sides(s, n, x)).map_err(rt_err)?.map_err(rt_err)?;
+        let (n, x) = (p.get("n") as u64, x_limbs(p.usize("x-limbs")));
+        let x_for_run = x.clone();
+        let (holds, right) = rt.run_on(0, move |s| both_sides(s, n, &x_for_run)).map_err(rt_err)?.map_err(rt_err)?;
         let bits = right.len() as u64 * 64 - right.last().map_or(64, |l| l.leading_zeros() as u64);
-        let out = format!("worpitzky n={n} x={x}: n!·x^n = Σ A(n,k)·(x+k)_n holds: {holds} ({bits}-bit value, top limb {:#018x})\n", right.last().unwrap_or(&0));
+        let out = format!(
+            "worpitzky n={n}, x of {} bits: n!·x^n = Σ A(n,k)·(x+k)_n holds: {holds} ({bits}-bit value, top limb {:#018x})\n",
+            x.len() * 64,
+            right.last().unwrap_or(&0)
+        );
         Ok(Outcome::new(out, move || {
             if !holds {
-                return Err(format!("the two sides differ for n={n} x={x}"));
+                return Err(format!("the two sides differ for n={n}"));
             }
             for m in CHECK_MODULI {
-                let (got, want) = (residue(&right, m), expected_residue(n, x, m));
+                let (got, want) = (residue(&right, m), expected_residue(n, &x, m));
                 if got != want {
                     return Err(format!("Σ A(n,k)·(x+k)_n mod {m} = {got}, expected n!·x^n mod {m} = {want}"));
                 }
