@@ -1,11 +1,13 @@
 //! maze (`gumsmp-shared-distributed-heaps.txt` §3.1): "a nested
 //! data-parallel AI application for finding the path through a fixed maze
 //! using a parallelism threshold". The paper gives neither the maze nor
-//! the program; this port keeps its shape: a backtracking depth-first
-//! search whose paths are heap lists of cells, a cell being rejected when
-//! it is already on the path (`elem`, a walk of the list), and the
-//! alternatives at a branch point searched in parallel while the search is
-//! above the threshold.
+//! the program; this port keeps its shape as a Haskell program would have
+//! it: a backtracking depth-first search over positions `(x, y)` (heap
+//! pairs), whose paths are heap lists of positions; the moves from a
+//! position are the heap list ``filter (`notElem` path) (neighbours pos)``
+//! of new position pairs (`notElem` walks the path list), and the moves at
+//! a branch point are searched in parallel while the search is above the
+//! threshold.
 //!
 //! The maze: a `size`×`size` grid, a perfect maze carved by randomized
 //! depth-first search from a fixed seed (xorshift), then `openings` extra
@@ -19,16 +21,18 @@
 //! depend on the schedule: it enumerates every simple path from the
 //! entrance to the exit and returns a heap record `(count, length, path)`
 //! with the number of such paths and the shortest one (ties broken by
-//! comparing the paths cell by cell from the exit), combined pairwise
-//! as the alternatives return. Each step allocates one cons cell of the
-//! path; results are allocated where paths meet.
+//! comparing the paths position by position from the exit), combined
+//! pairwise as the alternatives return. Each step allocates the list of
+//! its moves (a pair and a cons cell per move) and one cons cell of the
+//! path; results are allocated where paths meet. Most of the time goes to
+//! the `notElem` walks, reading the path lists.
 //!
 //! Parallelism: at a branch point (two or more open cells not on the
 //! path), the first alternative runs here and the others are forked with
 //! [`numagc::Scope::par2`], at the first `threshold` branch points of each
 //! path (threshold 12 gives some hundreds of tasks, the largest about 2 %
-//! of the work). The environment of a fork is the maze and the
-//! path so far.
+//! of the work). The environment of a fork is the maze, the path so far
+//! and the list of moves.
 //!
 //! Sizes: a 20×20 maze (seed 1) with 16 extra openings at the quick size
 //! (about 0.4 million search steps) and 21 at the paper size (about 4.3
@@ -169,7 +173,7 @@ fn on_path(mut path: View<'_>, x: i64, y: i64) -> bool {
     false
 }
 
-/// `filter (\`notElem\` path) (neighbours maze (head path))`: the positions
+/// ``filter (`notElem` path) (neighbours maze (head path))``: the positions
 /// one step from the head of `path` that are not on it, a heap list of new
 /// `(x, y)` pairs in side order.
 fn moves<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>) -> Result<Handle<'s>> {
@@ -206,11 +210,9 @@ fn search<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>,
 /// `threshold` branch points of a path), the first move runs here and the
 /// others are forked; else they run one after the other.
 fn alternatives<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, next: Handle<'_>, len: usize, forks: u32) -> Result<Handle<'s>> {
-    let branches = {
-        let v = s.view(next);
-        if v.is_int() { 0 } else if v.field(1).is_int() { 1 } else { 2 }
-    };
-    let fork = branches >= 2 && forks > 0;
+    // A branch point: at least two moves.
+    let v = s.view(next);
+    let fork = v.is_object() && v.field(1).is_object() && forks > 0;
     let forks_below = if fork { forks - 1 } else { forks };
     s.scope_value(|s| {
         if fork {
