@@ -14,16 +14,16 @@
 //! to the sum of its totients (the `parList`), and
 //! [`numagc::Scope::seq_reduce`] adds the chunk sums. φ(k) is the naive
 //! count of the `j < k` with `gcd(j, k) = 1` (Euclid's `rem` loop, as the
-//! original's `hcf`); like the original compiled by GHC 6.12, whose
-//! `length` did not fuse with `filter`, each φ(k) builds the heap list of
-//! the coprime `j` and takes its length, so the program allocates about
-//! 0.3·n² short-lived cons cells.
+//! original's `hcf`). As the GHC of the paper's time compiled the
+//! original (its `length` was no good consumer for list fusion), each φ(k)
+//! builds the heap list of the coprime `j` and takes its length, so the
+//! program allocates about 0.3·n² short-lived cons cells.
 //!
 //! Parallelism: chunks are the tasks; the first chunks hold the largest
 //! numbers and cost the most, and `par_map` splits the chunk vector in
-//! halves, so the idle vproc steals a large half first and work stealing
-//! evens out the rest (the original relies on many more chunks than
-//! processors in the same way).
+//! halves, so the idle vproc first steals the half not yet started, and
+//! stealing the remaining halves evens out the rest (the original relies
+//! on many more chunks than processors in the same way).
 //!
 //! Sizes (the paper gives none; nofib's defaults are n = 5000, chunks of
 //! 100): quick n = 5000, paper n = 20000 (a few seconds on one vproc),
