@@ -113,21 +113,31 @@ fn sub<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, b: Handle<'_>) ->
     alloc_nat(s, sc)
 }
 
-/// Schoolbook product.
+/// Rows of a product computed between two safepoints.
+const ROWS_PER_POLL: usize = 32;
+
+/// Schoolbook product. A product of big factors runs for milliseconds
+/// without allocating, so it polls between blocks of rows: a global
+/// collection or a thief waiting for this vproc is not held up by it.
 fn mul<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, b: Handle<'_>) -> Result<Handle<'s>> {
-    {
-        let (x, y) = (limbs(s, a), limbs(s, b));
-        sc.clear();
-        sc.resize(x.len() + y.len(), 0);
-        for (i, &xi) in x.iter().enumerate() {
-            let mut carry = 0u128;
-            for (j, &yj) in y.iter().enumerate() {
-                let t = xi as u128 * yj as u128 + sc[i + j] as u128 + carry;
-                sc[i + j] = t as u64;
-                carry = t >> 64;
+    let (x_len, y_len) = (limbs(s, a).len(), limbs(s, b).len());
+    sc.clear();
+    sc.resize(x_len + y_len, 0);
+    for first in (0..x_len).step_by(ROWS_PER_POLL) {
+        {
+            // Views again after each poll: a collection may have moved `a` and `b`.
+            let (x, y) = (limbs(s, a), limbs(s, b));
+            for (i, &xi) in x.iter().enumerate().skip(first).take(ROWS_PER_POLL) {
+                let mut carry = 0u128;
+                for (j, &yj) in y.iter().enumerate() {
+                    let t = xi as u128 * yj as u128 + sc[i + j] as u128 + carry;
+                    sc[i + j] = t as u64;
+                    carry = t >> 64;
+                }
+                sc[i + y.len()] = carry as u64;
             }
-            sc[i + y.len()] = carry as u64;
         }
+        s.poll();
     }
     alloc_nat(s, sc)
 }
