@@ -2,12 +2,20 @@
 //! table (crate docs).
 
 mod binarytrees;
+mod coins;
+mod maze;
 mod parfib;
+mod sumeuler;
+mod worpitzky;
 
 use crate::Benchmark;
 
 /// Every benchmark of the suite.
 pub static ALL: &[&dyn Benchmark] = &[
     &parfib::Parfib,
+    &coins::Coins,
+    &sumeuler::SumEuler,
+    &worpitzky::Worpitzky,
+    &maze::Maze,
     &binarytrees::BinaryTrees,
 ];
