@@ -2,7 +2,11 @@
 //! table (crate docs).
 
 mod binarytrees;
+mod dmm;
+mod matrix_multiplication;
 mod parfib;
+mod quicksort;
+mod smvm;
 
 use crate::Benchmark;
 
@@ -10,4 +14,8 @@ use crate::Benchmark;
 pub static ALL: &[&dyn Benchmark] = &[
     &parfib::Parfib,
     &binarytrees::BinaryTrees,
+    &quicksort::Quicksort,
+    &smvm::Smvm,
+    &dmm::Dmm,
+    &matrix_multiplication::MatrixMultiplication,
 ];
