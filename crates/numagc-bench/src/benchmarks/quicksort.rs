@@ -36,6 +36,13 @@
 //! input is built in parallel too, so its leaves start out spread over
 //! the vprocs' heaps (the PML driver maps over it for the same reason).
 //!
+//! Nearly everything this program allocates survives a while (each
+//! filter's output is the next level's input), so it is a stress test of
+//! minor, major and global collections. A task's environment stays rooted
+//! until the task returns, so a sort keeps its input sequence alive while
+//! it sorts the parts: the live data is about twice what a compiler's
+//! precise liveness would keep (the input, once filtered, is dead in PML).
+//!
 //! Output: the length, the first, middle and last keys, and an
 //! order-dependent checksum of the sorted sequence. Check: the keys are
 //! regenerated into a Rust `Vec` and sorted with `sort_unstable`; the
