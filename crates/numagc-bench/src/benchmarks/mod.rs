@@ -4,9 +4,13 @@
 mod barnes_hut;
 mod binarytrees;
 mod coins;
+mod dmm;
+mod matrix_multiplication;
 mod maze;
 mod nbody;
 mod parfib;
+mod quicksort;
+mod smvm;
 mod sumeuler;
 mod worpitzky;
 
@@ -15,6 +19,9 @@ use crate::Benchmark;
 /// Every benchmark of the suite.
 pub static ALL: &[&dyn Benchmark] = &[
     &barnes_hut::BarnesHut,
+    &quicksort::Quicksort,
+    &smvm::Smvm,
+    &dmm::Dmm,
     &parfib::Parfib,
     &coins::Coins,
     &sumeuler::SumEuler,
@@ -22,4 +29,5 @@ pub static ALL: &[&dyn Benchmark] = &[
     &maze::Maze,
     &binarytrees::BinaryTrees,
     &nbody::NBody,
+    &matrix_multiplication::MatrixMultiplication,
 ];
