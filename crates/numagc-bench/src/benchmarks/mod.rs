@@ -3,6 +3,9 @@
 
 mod binarytrees;
 mod parfib;
+mod raytracer;
+mod mandelbrot;
+mod mandelbrot6;
 
 use crate::Benchmark;
 
@@ -10,4 +13,7 @@ use crate::Benchmark;
 pub static ALL: &[&dyn Benchmark] = &[
     &parfib::Parfib,
     &binarytrees::BinaryTrees,
+    &raytracer::Raytracer,
+    &mandelbrot::Mandelbrot,
+    &mandelbrot6::Mandelbrot6,
 ];
