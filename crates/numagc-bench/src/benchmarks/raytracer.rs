@@ -19,12 +19,13 @@
 //!
 //! Output: the file is written inside the run, to `$NUMAGC_BENCH_OUT/`
 //! (a directory) when set, else to the system's temporary directory, as
-//! `raytracer-<size>.ppm` (binary P6); its path is printed.
+//! `raytracer-<size>.ppm` (binary P6, written under a temporary name and
+//! renamed into place); its path and a hash of its pixel bytes are printed.
 //!
-//! Check: the file is read back; its header must be `P6\n<size> <size>\n255\n`
-//! and every pixel's bytes must be within ±1 of those of an independent
-//! plain-Rust renderer (`reference`, `f64` structs and no numagc) run on the
-//! same scene.
+//! Check: the file is read back; its header must be `P6\n<size> <size>\n255\n`,
+//! its pixel bytes must be those the run wrote (same hash), and every
+//! pixel's bytes must be within ±1 of those of an independent plain-Rust
+//! renderer (`reference`, `f64` structs and no numagc) run on the same scene.
 //!
 //! Choices where the paper is vague: the scene, camera (90° field of view
 //! at focal length 1), and shading constants are ours; colours are clamped
@@ -34,6 +35,7 @@ use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{DescId, Descriptor, Handle, ObjectKind, Result, Runtime, Scope, View};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Reflections followed from a primary ray (which is depth 0).
 const MAX_DEPTH: u32 = 3;
@@ -330,13 +332,25 @@ fn quantise(c: f64) -> u8 {
     (c.clamp(0.0, 1.0) * 255.0).round() as u8
 }
 
-/// Writes the image as a binary PPM (P6); returns the sum of its pixel bytes.
+/// 64-bit FNV-1a of `bytes`, continuing from `hash`.
+fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Writes the image as a binary PPM (P6) at `path`; returns the FNV-1a hash
+/// of its pixel bytes. The file is written under a name of its own and
+/// renamed into place, so that a concurrent run (the tests run two) never
+/// reads a half-written file.
 fn write_ppm(s: &mut Scope<'_>, image: Handle<'_>, size: usize, path: &Path) -> std::result::Result<u64, String> {
-    let io_err = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io_err)?);
+    static WRITES: AtomicUsize = AtomicUsize::new(0);
+    let partial = path.with_extension(format!("ppm.{}-{}.part", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
+    let io_err = |e: std::io::Error| format!("{}: {e}", partial.display());
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&partial).map_err(io_err)?);
     write!(out, "P6\n{size} {size}\n255\n").map_err(io_err)?;
     let mut line = Vec::with_capacity(3 * size);
-    let mut byte_sum = 0u64;
+    let mut hash = FNV_OFFSET;
     for i in 0..size {
         line.clear();
         // A scope per row, so that the rows' handles do not pile up.
@@ -345,11 +359,13 @@ fn write_ppm(s: &mut Scope<'_>, image: Handle<'_>, size: usize, path: &Path) -> 
             s.seq_for_each(row, |pixel| line.extend(triple(pixel).map(quantise)))
         })
         .map_err(rt_err)?;
-        byte_sum += line.iter().map(|&b| b as u64).sum::<u64>();
+        hash = fnv1a(hash, &line);
         out.write_all(&line).map_err(io_err)?;
     }
     out.flush().map_err(io_err)?;
-    Ok(byte_sum)
+    drop(out);
+    std::fs::rename(&partial, path).map_err(io_err)?;
+    Ok(hash)
 }
 
 fn output_path(size: usize) -> PathBuf {
@@ -387,7 +403,7 @@ impl Benchmark for Raytracer {
         };
         let path = output_path(size);
         let file = path.clone();
-        let byte_sum = rt
+        let hash = rt
             .run_on(0, move |s| {
                 let image = render(s, d, size).map_err(rt_err)?;
                 write_ppm(s, image, size, &file)
@@ -395,17 +411,19 @@ impl Benchmark for Raytracer {
             .map_err(rt_err)??;
         let output = format!(
             "raytracer: {size}x{size} pixels, {} objects, {} lights, reflection depth {MAX_DEPTH}\n\
-             wrote {} (pixel byte sum {byte_sum})\n",
+             wrote {} (FNV-1a of the pixel bytes {hash:#018x})\n",
             SPHERES.len() + 1,
             LIGHTS.len(),
             path.display()
         );
-        Ok(Outcome::new(output, move || check_file(&path, size)))
+        Ok(Outcome::new(output, move || check_file(&path, size, hash)))
     }
 }
 
-/// Reads the written file back and compares it with the reference renderer.
-fn check_file(path: &Path, size: usize) -> std::result::Result<(), String> {
+/// Reads the written file back and compares it with the reference renderer
+/// (and its hash with the one of the bytes the run wrote, in case a
+/// concurrent run replaced the file).
+fn check_file(path: &Path, size: usize, written_hash: u64) -> std::result::Result<(), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let header = format!("P6\n{size} {size}\n255\n");
     let Some(body) = bytes.strip_prefix(header.as_bytes()) else {
@@ -413,6 +431,9 @@ fn check_file(path: &Path, size: usize) -> std::result::Result<(), String> {
     };
     if body.len() != 3 * size * size {
         return Err(format!("{}: {} pixel bytes, expected {}", path.display(), body.len(), 3 * size * size));
+    }
+    if fnv1a(FNV_OFFSET, body) != written_hash {
+        return Err(format!("{}: the pixel bytes are not those the run wrote", path.display()));
     }
     let want_image = reference::render(size);
     let mut bad = 0usize;
