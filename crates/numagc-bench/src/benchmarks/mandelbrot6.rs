@@ -27,7 +27,7 @@
 //! the bitmap whose MD5 the Benchmarks Game publishes (`KNOWN_200`).
 //!
 //! Sizes: paper N = 16000, the Benchmarks Game's customary size; quick
-//! N = 1000.
+//! N = 4000.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Handle, Result, Runtime, Scope};
@@ -117,7 +117,7 @@ impl Benchmark for Mandelbrot6 {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "bitmap width and height in pixels", quick: 1000, paper: 16000, min: 1, max: 1 << 17 },
+            Param { name: "n", help: "bitmap width and height in pixels", quick: 4000, paper: 16000, min: 1, max: 1 << 17 },
             Param { name: "grain", help: "rows per parallel piece", quick: 4, paper: 4, min: 1, max: 1 << 17 },
         ]
     }

@@ -384,7 +384,7 @@ impl Benchmark for Raytracer {
         "ray trace spheres and a plane (shadows, reflections) into a 2-D sequence, write a PPM"
     }
     fn params(&self) -> &'static [Param] {
-        &[Param { name: "size", help: "image width and height in pixels", quick: 128, paper: 512, min: 1, max: 8192 }]
+        &[Param { name: "size", help: "image width and height in pixels", quick: 256, paper: 512, min: 1, max: 8192 }]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
