@@ -5,11 +5,14 @@ mod barnes_hut;
 mod binarytrees;
 mod coins;
 mod dmm;
+mod mandelbrot;
+mod mandelbrot6;
 mod matrix_multiplication;
 mod maze;
 mod nbody;
 mod parfib;
 mod quicksort;
+mod raytracer;
 mod smvm;
 mod sumeuler;
 mod worpitzky;
@@ -19,6 +22,7 @@ use crate::Benchmark;
 /// Every benchmark of the suite.
 pub static ALL: &[&dyn Benchmark] = &[
     &barnes_hut::BarnesHut,
+    &raytracer::Raytracer,
     &quicksort::Quicksort,
     &smvm::Smvm,
     &dmm::Dmm,
@@ -27,7 +31,9 @@ pub static ALL: &[&dyn Benchmark] = &[
     &sumeuler::SumEuler,
     &worpitzky::Worpitzky,
     &maze::Maze,
+    &mandelbrot::Mandelbrot,
     &binarytrees::BinaryTrees,
     &nbody::NBody,
+    &mandelbrot6::Mandelbrot6,
     &matrix_multiplication::MatrixMultiplication,
 ];
