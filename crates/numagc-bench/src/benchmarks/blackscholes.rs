@@ -6,9 +6,10 @@
 //! (`CNDF`, Abramowitz & Stegun 26.2.17), the whole set priced `runs`
 //! times as PARSEC does (its `NUM_RUNS` is 100).
 //!
-//! The options are immutable heap records (spot, strike, rate, volatility,
-//! time, call/put), generated deterministically from `seed` and built in
-//! parallel into a sequence whose leaves hold `granularity` options. A run
+//! The options are immutable heap records (raw objects of six words: spot,
+//! strike, rate, volatility, time, call/put), generated deterministically
+//! from `seed` and built in parallel into a sequence whose leaves hold
+//! `granularity` options. A run
 //! maps the pricing over the sequence (`par_map`, one leaf per task, so
 //! `granularity` is the chunk size of the parallel Haskell version; it is
 //! capped at 256, the runtime's rope-leaf size), giving a sequence of boxed
@@ -28,7 +29,7 @@
 //! series), and satisfy put-call parity C − P = S − K·e^(−rT) to 1e-9.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
-use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
+use numagc::{Handle, Result, Runtime, Scope, View};
 use std::fmt::Write;
 
 pub struct BlackScholes;
@@ -37,7 +38,8 @@ pub struct BlackScholes;
 /// `i - 1` with the other kind.
 const TWIN_EVERY: usize = 64;
 
-/// One option; on the heap a record of six raw words in this order.
+/// One option; on the heap a raw record of six words in this order (a
+/// record of unboxed fields: a raw object, read as one slice).
 #[derive(Clone, Copy, Debug)]
 struct OptionData {
     spot: f64,
@@ -74,8 +76,14 @@ fn to_words(o: &OptionData) -> [u64; 6] {
 }
 
 fn from_view(v: View<'_>) -> OptionData {
-    let f = |i| f64::from_bits(v.raw(i));
-    OptionData { spot: f(0), strike: f(1), rate: f(2), volatility: f(3), time: f(4), put: v.raw(5) == 1 }
+    let w = v.raw_words().expect("an option is a raw record");
+    let f = |i: usize| f64::from_bits(w[i]);
+    OptionData { spot: f(0), strike: f(1), rate: f(2), volatility: f(3), time: f(4), put: w[5] == 1 }
+}
+
+/// The float in a box (a raw object of one word).
+fn unbox(v: View<'_>) -> f64 {
+    f64::from_bits(v.raw_words().expect("a boxed float is a raw object")[0])
 }
 
 /// PARSEC's `CNDF`, step by step as the original.
@@ -127,11 +135,11 @@ fn sum(s: &mut Scope<'_>, xs: Handle<'_>, granularity: usize) -> Result<f64> {
     let total = s.scope_value(|s| {
         let zero = s.alloc_f64s(&[0.0])?;
         s.seq_reduce(&[], xs, granularity, zero, |s, _, x, y| {
-            let sum = s.view(x).f64(0) + s.view(y).f64(0);
+            let sum = unbox(s.view(x)) + unbox(s.view(y));
             s.alloc_f64s(&[sum])
         })
     })?;
-    Ok(s.view(total).f64(0))
+    Ok(unbox(s.view(total)))
 }
 
 /// What a run hands to the check: each run's sum, and the twins' last prices.
@@ -141,8 +149,8 @@ struct Priced {
     twins: Vec<(usize, f64, f64)>,
 }
 
-fn price_all(s: &mut Scope<'_>, option: DescId, n: usize, runs: usize, granularity: usize, seed: u64) -> Result<Priced> {
-    let options = s.tabulate(&[], 0, n, granularity, move |s, _, i| s.alloc_mixed(option, &[], &to_words(&generate(seed, i))))?;
+fn price_all(s: &mut Scope<'_>, n: usize, runs: usize, granularity: usize, seed: u64) -> Result<Priced> {
+    let options = s.tabulate(&[], 0, n, granularity, move |s, _, i| s.alloc_raw(&to_words(&generate(seed, i))))?;
     let mut priced = Priced { sums: Vec::with_capacity(runs), twins: Vec::new() };
     for run in 0..runs {
         s.scope(|s| -> Result<()> {
@@ -151,7 +159,7 @@ fn price_all(s: &mut Scope<'_>, option: DescId, n: usize, runs: usize, granulari
             if run + 1 == runs {
                 for i in (TWIN_EVERY - 1..n).step_by(TWIN_EVERY) {
                     let (a, b) = (s.seq_get(prices, i - 1)?, s.seq_get(prices, i)?);
-                    priced.twins.push((i - 1, s.view(a).f64(0), s.view(b).f64(0)));
+                    priced.twins.push((i - 1, unbox(s.view(a)), unbox(s.view(b))));
                 }
             }
             Ok(())
@@ -248,8 +256,8 @@ impl Benchmark for BlackScholes {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "options", help: "number of options", quick: 16_384, paper: 262_144, min: 1, max: 100_000_000 },
-            Param { name: "runs", help: "times the whole set is priced (PARSEC: 100)", quick: 30, paper: 100, min: 1, max: 100_000 },
+            Param { name: "options", help: "number of options", quick: 16_384, paper: 524_288, min: 1, max: 100_000_000 },
+            Param { name: "runs", help: "times the whole set is priced (PARSEC: 100)", quick: 50, paper: 100, min: 1, max: 100_000 },
             Param { name: "granularity", help: "options per chunk (task), at most 256", quick: 128, paper: 128, min: 1, max: 256 },
             Param { name: "seed", help: "seed of the generated options", quick: 1, paper: 1, min: 0, max: i64::MAX },
         ]
@@ -257,9 +265,8 @@ impl Benchmark for BlackScholes {
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (n, runs, granularity, seed) = (p.usize("options"), p.usize("runs"), p.usize("granularity"), p.get("seed") as u64);
-        let option = rt.register(Descriptor::mixed("option", 6, &[]).map_err(rt_err)?).map_err(rt_err)?;
         let priced = rt
-            .run_on(0, move |s| price_all(s, option, n, runs, granularity, seed))
+            .run_on(0, move |s| price_all(s, n, runs, granularity, seed))
             .map_err(rt_err)?
             .map_err(rt_err)?;
         let mut out = String::new();

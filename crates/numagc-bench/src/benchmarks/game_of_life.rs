@@ -2,14 +2,19 @@
 //! `game_of_life_multicore`): an N×N board run for a number of
 //! generations. As in the original, cells outside the board count as dead
 //! (the original catches the out-of-bounds exception; the board is not a
-//! torus), and a cell is one word, 0 or 1, as in its `int array array`.
+//! torus).
 //!
 //! The original swaps two mutable boards; here every generation allocates
 //! a new immutable board: a sequence (built by `tabulate`, `grain` rows per
 //! task, so the rows of a generation are computed in parallel as the
-//! original's `parallel_for` over rows) of raw row objects of N words. A
-//! new row reads the old rows above, at and below it, and is computed from
-//! column sums (a different formulation from the check's).
+//! original's `parallel_for` over rows) of raw row objects. A cell is a
+//! byte, 0 or 1, eight to a word (a row is a byte string, N/8 words). The
+//! original's `int array array` has a word per cell; with a new board per
+//! generation that would be 8× the allocation, and on two vprocs nearly
+//! every board is promoted (the board is the environment of the stolen
+//! tasks), so the copying would dwarf the computation. A new row reads the
+//! old rows above, at and below it, and is computed from column sums (a
+//! different formulation from the check's).
 //!
 //! Initial board: each cell alive with probability `density`% from a
 //! hash of (`seed`, row, column) (the original uses `Random.int 2`, i.e.
@@ -59,17 +64,28 @@ impl Fnv {
     }
 }
 
-/// The next generation of the row `mid`, between `above` and `below`
-/// (absent outside the board), into `out`.
-fn next_row(above: Option<&[u64]>, mid: &[u64], below: Option<&[u64]>, out: &mut [u64]) {
-    let n = mid.len();
+/// Words of a row of `n` cells.
+fn row_words(n: usize) -> usize {
+    n.div_ceil(8)
+}
+
+/// Cell `y` of a row: byte `y % 8` of word `y / 8` (0 or 1).
+#[inline(always)]
+fn cell(row: &[u64], y: usize) -> u64 {
+    (row[y / 8] >> (8 * (y % 8))) & 0xFF
+}
+
+/// The next generation of the `n` cells of row `mid`, between `above` and
+/// `below` (absent outside the board), into `out` (zeroed).
+fn next_row(above: Option<&[u64]>, mid: &[u64], below: Option<&[u64]>, n: usize, out: &mut [u64]) {
     // Live cells in each column of the three rows.
-    let column = |y: usize| above.map_or(0, |r| r[y]) + mid[y] + below.map_or(0, |r| r[y]);
+    let column = |y: usize| above.map_or(0, |r| cell(r, y)) + cell(mid, y) + below.map_or(0, |r| cell(r, y));
     let (mut left, mut here) = (0, column(0));
     for y in 0..n {
         let right = if y + 1 < n { column(y + 1) } else { 0 };
-        let neighbours = left + here + right - mid[y];
-        out[y] = u64::from(neighbours == 3 || (neighbours == 2 && mid[y] == 1));
+        let me = cell(mid, y);
+        let neighbours = left + here + right - me;
+        out[y / 8] |= u64::from(neighbours == 3 || (neighbours == 2 && me == 1)) << (8 * (y % 8));
         (left, here) = (here, right);
     }
 }
@@ -84,9 +100,9 @@ fn step<'s>(s: &mut Scope<'s>, board: Handle<'_>, n: usize, grain: usize) -> Res
             let below = if x + 1 < n { Some(s.seq_get(board, x + 1)?) } else { None };
             // The new row, computed in a buffer of the loop, then copied into
             // its raw object (the views cannot live across the allocation).
-            let mut row = vec![0u64; n];
+            let mut row = vec![0u64; row_words(n)];
             let words = |h: Handle<'_>| s.view(h).raw_words().expect("a board row is a raw object");
-            next_row(above.map(words), words(mid), below.map(words), &mut row);
+            next_row(above.map(words), words(mid), below.map(words), n, &mut row);
             s.alloc_raw(&row)
         })
     })
@@ -95,9 +111,9 @@ fn step<'s>(s: &mut Scope<'s>, board: Handle<'_>, n: usize, grain: usize) -> Res
 /// Runs the board on the heap; returns (live cells, hash) of the last board.
 fn simulate(s: &mut Scope<'_>, n: usize, generations: usize, grain: usize, seed: u64, density: u64) -> Result<(u64, u64)> {
     let first = s.tabulate(&[], 0, n, grain, move |s, _, x| {
-        s.alloc_raw_with(n, |row| {
-            for (y, cell) in row.iter_mut().enumerate() {
-                *cell = u64::from(initially_alive(seed, density, n, x, y));
+        s.alloc_raw_with(row_words(n), |row| {
+            for y in 0..n {
+                row[y / 8] |= u64::from(initially_alive(seed, density, n, x, y)) << (8 * (y % 8));
             }
         })
     })?;
@@ -111,9 +127,10 @@ fn simulate(s: &mut Scope<'_>, n: usize, generations: usize, grain: usize, seed:
     }
     let (mut live, mut hash) = (0, Fnv::new());
     s.seq_for_each(board.get(), |row| {
-        for &cell in row.raw_words().expect("a board row is a raw object") {
-            live += cell;
-            hash.add(cell);
+        let words = row.raw_words().expect("a board row is a raw object");
+        for y in 0..n {
+            live += cell(words, y);
+            hash.add(cell(words, y));
         }
     })?;
     Ok((live, hash.0))
@@ -163,7 +180,7 @@ impl Benchmark for GameOfLife {
     fn params(&self) -> &'static [Param] {
         &[
             Param { name: "size", help: "board side N (cells)", quick: 256, paper: 1024, min: 1, max: 2048 },
-            Param { name: "generations", help: "generations to run", quick: 200, paper: 500, min: 0, max: 1_000_000 },
+            Param { name: "generations", help: "generations to run", quick: 200, paper: 1000, min: 0, max: 1_000_000 },
             Param { name: "grain", help: "rows per task", quick: 8, paper: 16, min: 1, max: 256 },
             Param { name: "density", help: "percentage of cells alive initially", quick: 50, paper: 50, min: 0, max: 100 },
             Param { name: "seed", help: "seed of the initial board", quick: 42, paper: 42, min: 0, max: i64::MAX },
