@@ -179,9 +179,9 @@ impl Benchmark for GameOfLife {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "size", help: "board side N (cells)", quick: 256, paper: 1024, min: 1, max: 2048 },
-            Param { name: "generations", help: "generations to run", quick: 200, paper: 1000, min: 0, max: 1_000_000 },
-            Param { name: "grain", help: "rows per task", quick: 8, paper: 16, min: 1, max: 256 },
+            Param { name: "size", help: "board side N (cells)", quick: 512, paper: 1024, min: 1, max: 2048 },
+            Param { name: "generations", help: "generations to run", quick: 40, paper: 1000, min: 0, max: 1_000_000 },
+            Param { name: "grain", help: "rows per task", quick: 16, paper: 16, min: 1, max: 256 },
             Param { name: "density", help: "percentage of cells alive initially", quick: 50, paper: 50, min: 0, max: 100 },
             Param { name: "seed", help: "seed of the initial board", quick: 42, paper: 42, min: 0, max: i64::MAX },
         ]

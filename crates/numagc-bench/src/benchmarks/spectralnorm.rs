@@ -45,25 +45,27 @@ fn a(i: usize, j: usize) -> f64 {
 fn times<'s>(s: &mut Scope<'s>, u: Handle<'_>, n: usize, chunk: usize, transpose: bool) -> Result<Handle<'s>> {
     s.tabulate(&[u], 0, n.div_ceil(chunk), 1, move |s, env, c| {
         let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(n));
-        // The chunk's sums, accumulated over the input's chunks in j order
-        // (a local buffer of the loop, copied into the new raw object).
-        let mut acc = [0.0f64; MAX_CHUNK];
-        let acc = &mut acc[..hi - lo];
-        let mut j0 = 0;
-        s.seq_for_each(env[0], |piece| {
-            let words = piece.raw_words().expect("a vector chunk is a raw object");
-            for (k, sum) in acc.iter_mut().enumerate() {
-                let i = lo + k;
-                let mut x = *sum;
+        // The chunk's elements, in a local buffer of the loop that is copied
+        // into the new raw object.
+        let mut out = [0.0f64; MAX_CHUNK];
+        for (k, out_i) in out[..hi - lo].iter_mut().enumerate() {
+            // A safepoint per element: this loop allocates nothing, and a
+            // thief waits for the owner's next safepoint to get a task's
+            // environment.
+            s.poll();
+            let i = lo + k;
+            let (mut sum, mut j0) = (0.0, 0);
+            s.seq_for_each(env[0], |piece| {
+                let words = piece.raw_words().expect("a vector chunk is a raw object");
                 for (dj, &w) in words.iter().enumerate() {
                     let aij = if transpose { a(j0 + dj, i) } else { a(i, j0 + dj) };
-                    x += aij * f64::from_bits(w);
+                    sum += aij * f64::from_bits(w);
                 }
-                *sum = x;
-            }
-            j0 += words.len();
-        })?;
-        s.alloc_f64s(acc)
+                j0 += words.len();
+            })?;
+            *out_i = sum;
+        }
+        s.alloc_f64s(&out[..hi - lo])
     })
 }
 
