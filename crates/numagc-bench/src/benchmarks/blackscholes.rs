@@ -8,16 +8,18 @@
 //!
 //! The options are immutable heap records (raw objects of six words: spot,
 //! strike, rate, volatility, time, call/put), generated deterministically
-//! from `seed` and built in parallel into a sequence whose leaves hold
-//! `granularity` options. A run
-//! maps the pricing over the sequence (`par_map`, one leaf per task, so
-//! `granularity` is the chunk size of the parallel Haskell version; it is
-//! capped at 256, the runtime's rope-leaf size), giving a sequence of boxed
-//! prices, and sums them sequentially in sequence order, as the original's
-//! final sum (a parallel `seq_reduce` was tried: on two vprocs its first
-//! steal promotes the whole price sequence of the owner, a sequential copy
-//! that cost more than the O(n) sum it spreads). The output is the sum of
-//! the last run's prices.
+//! from `seed`, in chunks of `granularity` as the parallel Haskell version
+//! splits its list: the option set is a sequence (built by `tabulate`, one
+//! chunk per task) of chunks, each a vector of option records. A run maps
+//! the pricing of a chunk over the chunks (`par_map`, one chunk per task),
+//! each chunk giving a raw object of its unboxed prices (PARSEC writes its
+//! prices into a float array; boxing each price would triple what a thief
+//! copies back to the owner), and then sums them sequentially, in sequence
+//! order, as the original's final sum. (A parallel `seq_reduce` would
+//! spread an O(n) loop of a nanosecond per price, but its first steal
+//! promotes the owner's half of the prices, a copy of about the same cost,
+//! done while the thief waits.) The output is the sum of the last run's
+//! prices.
 //!
 //! Every 64th option is the twin of its predecessor (same parameters,
 //! other kind), so that put-call parity can be checked on the program's
@@ -83,10 +85,6 @@ fn from_view(v: View<'_>) -> OptionData {
     OptionData { spot: f(0), strike: f(1), rate: f(2), volatility: f(3), time: f(4), put: w[5] == 1 }
 }
 
-/// The float in a box (a raw object of one word).
-fn unbox(v: View<'_>) -> f64 {
-    f64::from_bits(v.raw_words().expect("a boxed float is a raw object")[0])
-}
 
 /// PARSEC's `CNDF`, step by step as the original.
 fn cndf(input: f64) -> f64 {
@@ -124,19 +122,40 @@ fn price(o: &OptionData) -> f64 {
     }
 }
 
-/// The prices of every option: a sequence of boxed floats of the options' shape.
-fn prices<'s>(s: &mut Scope<'s>, options: Handle<'_>, granularity: usize) -> Result<Handle<'s>> {
-    s.par_map(&[], options, granularity, |s, _, o| {
-        let p = price(&from_view(s.view(o)));
-        s.alloc_f64s(&[p])
+/// The option set: a sequence of chunks of `granularity` option records.
+fn options<'s>(s: &mut Scope<'s>, n: usize, granularity: usize, seed: u64) -> Result<Handle<'s>> {
+    s.tabulate(&[], 0, n.div_ceil(granularity), 1, move |s, _, c| {
+        s.scope_value(|s| {
+            let records = (c * granularity..((c + 1) * granularity).min(n))
+                .map(|i| s.alloc_raw(&to_words(&generate(seed, i))))
+                .collect::<Result<Vec<_>>>()?;
+            s.alloc_vector(&records)
+        })
     })
 }
 
-/// The sum of a sequence of boxed floats, in sequence order.
-fn sum(s: &Scope<'_>, xs: Handle<'_>) -> Result<f64> {
-    let mut total = 0.0;
-    s.seq_for_each(xs, |x| total += unbox(x))?;
-    Ok(total)
+/// The prices of every option: a sequence of raw objects, one per chunk.
+fn prices<'s>(s: &mut Scope<'s>, options: Handle<'_>) -> Result<Handle<'s>> {
+    s.par_map(&[], options, 1, |s, _, chunk| {
+        let chunk = s.view(chunk);
+        let len = chunk.len();
+        // The chunk's prices, in a local buffer of the loop that is copied
+        // into the new raw object (no view may live across the allocation).
+        let priced: Vec<u64> = (0..len).map(|k| price(&from_view(chunk.field(k))).to_bits()).collect();
+        s.alloc_raw(&priced)
+    })
+}
+
+/// The price chunks' words, in sequence order.
+fn price_words(s: &Scope<'_>, prices: Handle<'_>, mut f: impl FnMut(&[u64])) -> Result<()> {
+    s.seq_for_each(prices, |chunk| f(chunk.raw_words().expect("a price chunk is a raw object")))
+}
+
+/// The price of option `i`: word `i % granularity` of chunk `i / granularity`.
+fn price_of(s: &Scope<'_>, prices: Handle<'_>, granularity: usize, i: usize) -> Result<f64> {
+    let chunk = s.seq_get(prices, i / granularity)?;
+    let words = s.view(chunk).raw_words().expect("a price chunk is a raw object");
+    Ok(f64::from_bits(words[i % granularity]))
 }
 
 /// What a run hands to the check: each run's sum, and the twins' last prices.
@@ -147,16 +166,18 @@ struct Priced {
 }
 
 fn price_all(s: &mut Scope<'_>, n: usize, runs: usize, granularity: usize, seed: u64) -> Result<Priced> {
-    let options = s.tabulate(&[], 0, n, granularity, move |s, _, i| s.alloc_raw(&to_words(&generate(seed, i))))?;
+    let options = options(s, n, granularity, seed)?;
     let mut priced = Priced { sums: Vec::with_capacity(runs), twins: Vec::new() };
     for run in 0..runs {
         s.scope(|s| -> Result<()> {
-            let prices = prices(s, options, granularity)?;
-            priced.sums.push(sum(s, prices)?);
+            let prices = prices(s, options)?;
+            let mut total = 0.0;
+            price_words(s, prices, |words| words.iter().for_each(|&w| total += f64::from_bits(w)))?;
+            priced.sums.push(total);
             if run + 1 == runs {
                 for i in (TWIN_EVERY - 1..n).step_by(TWIN_EVERY) {
-                    let (a, b) = (s.seq_get(prices, i - 1)?, s.seq_get(prices, i)?);
-                    priced.twins.push((i - 1, unbox(s.view(a)), unbox(s.view(b))));
+                    let (first, second) = (price_of(s, prices, granularity, i - 1)?, price_of(s, prices, granularity, i)?);
+                    priced.twins.push((i - 1, first, second));
                 }
             }
             Ok(())
@@ -253,9 +274,9 @@ impl Benchmark for BlackScholes {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "options", help: "number of options", quick: 65_536, paper: 524_288, min: 1, max: 100_000_000 },
-            Param { name: "runs", help: "times the whole set is priced (PARSEC: 100)", quick: 15, paper: 100, min: 1, max: 100_000 },
-            Param { name: "granularity", help: "options per chunk (task), at most 256", quick: 128, paper: 128, min: 1, max: 256 },
+            Param { name: "options", help: "number of options", quick: 65_536, paper: 1_048_576, min: 1, max: 100_000_000 },
+            Param { name: "runs", help: "times the whole set is priced (PARSEC: 100)", quick: 40, paper: 100, min: 1, max: 100_000 },
+            Param { name: "granularity", help: "options per chunk (task)", quick: 128, paper: 128, min: 1, max: 4096 },
             Param { name: "seed", help: "seed of the generated options", quick: 1, paper: 1, min: 0, max: i64::MAX },
         ]
     }
