@@ -12,14 +12,15 @@
 //! splits its list: the option set is a sequence (built by `tabulate`, one
 //! chunk per task) of chunks, each a vector of option records. A run maps
 //! the pricing of a chunk over the chunks (`par_map`, one chunk per task),
-//! each chunk giving a raw object of its unboxed prices (PARSEC writes its
-//! prices into a float array; boxing each price would triple what a thief
-//! copies back to the owner), and then sums them sequentially, in sequence
-//! order, as the original's final sum. (A parallel `seq_reduce` would
-//! spread an O(n) loop of a nanosecond per price, but its first steal
-//! promotes the owner's half of the prices, a copy of about the same cost,
-//! done while the thief waits.) The output is the sum of the last run's
-//! prices.
+//! each chunk giving a raw object of its unboxed prices, preceded by their
+//! sum (PARSEC writes its prices into a float array; boxing each price
+//! would triple what a thief copies back to the owner). The total is then
+//! the sum of the chunks' sums, in sequence order, so it does not depend on
+//! the vproc count. (Summing all the prices after the map would be a
+//! sequential O(n) loop in every run; a parallel `seq_reduce` over the
+//! prices would make its first steal promote the owner's half of them, a
+//! copy done while the thief waits.) The output is the sum of the last
+//! run's prices.
 //!
 //! Every 64th option is the twin of its predecessor (same parameters,
 //! other kind), so that put-call parity can be checked on the program's
@@ -134,28 +135,38 @@ fn options<'s>(s: &mut Scope<'s>, n: usize, granularity: usize, seed: u64) -> Re
     })
 }
 
-/// The prices of every option: a sequence of raw objects, one per chunk.
+/// The prices of every option: a sequence of raw objects, one per chunk,
+/// each holding the chunk's sum and then its prices.
 fn prices<'s>(s: &mut Scope<'s>, options: Handle<'_>) -> Result<Handle<'s>> {
     s.par_map(&[], options, 1, |s, _, chunk| {
         let chunk = s.view(chunk);
-        let len = chunk.len();
-        // The chunk's prices, in a local buffer of the loop that is copied
-        // into the new raw object (no view may live across the allocation).
-        let priced: Vec<u64> = (0..len).map(|k| price(&from_view(chunk.field(k))).to_bits()).collect();
-        s.alloc_raw(&priced)
+        // The chunk's sum and prices, in a local buffer of the loop that is
+        // copied into the new raw object (no view may live across the
+        // allocation).
+        let mut words = vec![0u64; 1 + chunk.len()];
+        let mut sum = 0.0;
+        for (k, word) in words[1..].iter_mut().enumerate() {
+            let p = price(&from_view(chunk.field(k)));
+            sum += p;
+            *word = p.to_bits();
+        }
+        words[0] = sum.to_bits();
+        s.alloc_raw(&words)
     })
 }
 
-/// The price chunks' words, in sequence order.
-fn price_words(s: &Scope<'_>, prices: Handle<'_>, mut f: impl FnMut(&[u64])) -> Result<()> {
-    s.seq_for_each(prices, |chunk| f(chunk.raw_words().expect("a price chunk is a raw object")))
+/// The sum of all prices: the chunks' sums, in sequence order.
+fn total(s: &Scope<'_>, prices: Handle<'_>) -> Result<f64> {
+    let mut sum = 0.0;
+    s.seq_for_each(prices, |chunk| sum += f64::from_bits(chunk.raw_words().expect("a price chunk is a raw object")[0]))?;
+    Ok(sum)
 }
 
-/// The price of option `i`: word `i % granularity` of chunk `i / granularity`.
+/// The price of option `i`: price `i % granularity` of chunk `i / granularity`.
 fn price_of(s: &Scope<'_>, prices: Handle<'_>, granularity: usize, i: usize) -> Result<f64> {
     let chunk = s.seq_get(prices, i / granularity)?;
     let words = s.view(chunk).raw_words().expect("a price chunk is a raw object");
-    Ok(f64::from_bits(words[i % granularity]))
+    Ok(f64::from_bits(words[1 + i % granularity]))
 }
 
 /// What a run hands to the check: each run's sum, and the twins' last prices.
@@ -171,9 +182,7 @@ fn price_all(s: &mut Scope<'_>, n: usize, runs: usize, granularity: usize, seed:
     for run in 0..runs {
         s.scope(|s| -> Result<()> {
             let prices = prices(s, options)?;
-            let mut total = 0.0;
-            price_words(s, prices, |words| words.iter().for_each(|&w| total += f64::from_bits(w)))?;
-            priced.sums.push(total);
+            priced.sums.push(total(s, prices)?);
             if run + 1 == runs {
                 for i in (TWIN_EVERY - 1..n).step_by(TWIN_EVERY) {
                     let (first, second) = (price_of(s, prices, granularity, i - 1)?, price_of(s, prices, granularity, i)?);
