@@ -79,7 +79,8 @@ fn cell(row: &[u64], y: usize) -> u64 {
     (row[y / 64] >> (y % 64)) & 1
 }
 
-/// A row's word `y / 64` with cell `y` set to `alive`.
+/// Sets cell `y` of a row (bit `y % 64` of word `y / 64`) when `alive`; the
+/// row starts zeroed.
 #[inline(always)]
 fn set_cell(row: &mut [u64], y: usize, alive: bool) {
     row[y / 64] |= u64::from(alive) << (y % 64);

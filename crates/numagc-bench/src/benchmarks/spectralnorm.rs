@@ -8,19 +8,22 @@
 //! Every vector is immutable and allocated through the runtime: a
 //! sequence (built by `tabulate`) of raw objects of `chunk` f64s each. Each
 //! matrix-vector product builds a new vector, its chunks computed in
-//! parallel (`tabulate` over chunk indices, one chunk per task); a chunk
-//! reads the whole input vector chunk by chunk. Where the original
+//! parallel (`tabulate` over chunk indices, one chunk per task); each
+//! element reads the whole input vector chunk by chunk. Where the original
 //! program writes into preallocated arrays with `parallel_for`, this one
 //! allocates 40 fresh vectors (2 products per AᵀA, 2 AᵀA per round); the
-//! final dot products are sequential (O(N), negligible).
+//! final dot products are sequential (O(N), negligible). The products
+//! allocate only once per chunk, so they poll for a safepoint once per
+//! element: a thief waits for its victim's next safepoint to receive the
+//! stolen task's environment.
 //!
 //! Check: a plain-Rust sequential power method on `Vec<f64>`, written with
 //! its own loops, must give the same norm and the same final vectors (the
 //! run copies them out after the loop; the norm alone, a Rayleigh
-//! quotient, would hide small errors in the vectors). Each element's sum is accumulated in the same j
-//! order in both, so they agree to the last bit; the tolerance is 1e-12.
-//! At N = 100 and N = 5500 the printed norm must also be the Benchmarks
-//! Game's published output.
+//! quotient, would hide small errors in the vectors). Each element's sum
+//! is accumulated in the same j order in both, so they agree to the last
+//! bit; the tolerance is 1e-12. At N = 100 and N = 5500 the printed norm
+//! must also be the Benchmarks Game's published output.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Handle, Result, Runtime, Scope};
@@ -49,9 +52,7 @@ fn times<'s>(s: &mut Scope<'s>, u: Handle<'_>, n: usize, chunk: usize, transpose
         // into the new raw object.
         let mut out = [0.0f64; MAX_CHUNK];
         for (k, out_i) in out[..hi - lo].iter_mut().enumerate() {
-            // A safepoint per element: this loop allocates nothing, and a
-            // thief waits for the owner's next safepoint to get a task's
-            // environment.
+            // A safepoint per element (see the module docs).
             s.poll();
             let i = lo + k;
             let (mut sum, mut j0) = (0.0, 0);
