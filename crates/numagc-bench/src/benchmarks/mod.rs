@@ -3,8 +3,10 @@
 
 mod barnes_hut;
 mod binarytrees;
+mod blackscholes;
 mod coins;
 mod dmm;
+mod game_of_life;
 mod mandelbrot;
 mod mandelbrot6;
 mod matrix_multiplication;
@@ -14,6 +16,7 @@ mod parfib;
 mod quicksort;
 mod raytracer;
 mod smvm;
+mod spectralnorm;
 mod sumeuler;
 mod worpitzky;
 
@@ -32,8 +35,11 @@ pub static ALL: &[&dyn Benchmark] = &[
     &worpitzky::Worpitzky,
     &maze::Maze,
     &mandelbrot::Mandelbrot,
+    &blackscholes::BlackScholes,
     &binarytrees::BinaryTrees,
+    &game_of_life::GameOfLife,
     &nbody::NBody,
+    &spectralnorm::SpectralNorm,
     &mandelbrot6::Mandelbrot6,
     &matrix_multiplication::MatrixMultiplication,
 ];
