@@ -2,7 +2,11 @@
 //! table (crate docs).
 
 mod binarytrees;
+mod floyd_warshall;
+mod gcbench;
+mod lu_decomposition;
 mod parfib;
+mod row_tree;
 
 use crate::Benchmark;
 
@@ -10,4 +14,7 @@ use crate::Benchmark;
 pub static ALL: &[&dyn Benchmark] = &[
     &parfib::Parfib,
     &binarytrees::BinaryTrees,
+    &lu_decomposition::LuDecomposition,
+    &floyd_warshall::FloydWarshall,
+    &gcbench::GcBench,
 ];
