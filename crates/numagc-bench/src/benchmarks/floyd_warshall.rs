@@ -125,7 +125,7 @@ impl Benchmark for FloydWarshall {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "number of vertices", quick: 300, paper: 1024, min: 2, max: 1800 },
+            Param { name: "n", help: "number of vertices", quick: 448, paper: 1024, min: 2, max: 1800 },
             Param { name: "grain", help: "rows relaxed sequentially by one task", quick: 4, paper: 8, min: 1, max: 256 },
             Param { name: "seed", help: "seed of the random graph", quick: 1, paper: 1, min: 0, max: i64::MAX },
         ]

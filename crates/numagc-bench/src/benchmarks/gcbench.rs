@@ -9,19 +9,21 @@
 //!
 //! A node has `left`, `right` and two integers `i`, `j` (the Java `Node`).
 //! Top-down construction (`Populate`) allocates a node and then stores its
-//! children into it; numagc's nodes are immutable (a mutable node would be
-//! an `alloc_array`-style object in the global heap, which is not what the
-//! benchmark measures: short-lived trees in the young generation), so both
-//! constructions build the children first. The two phases are kept, as
-//! two passes of `NumIters(d)` trees, so the allocation volume is the
-//! original's. The long-lived array is one raw object of 4 MB, which goes
-//! to the large-object space.
+//! children into it. numagc's young objects are immutable: a mutable node
+//! (a mutable descriptor written with `Scope::set`) is allocated in the
+//! global heap, which would turn the benchmark's short-lived trees, the
+//! young generation's workload, into global-heap traffic. So both
+//! constructions build the children first and then the node; the two
+//! phases are kept, as two passes of `NumIters(d)` trees, so that the
+//! allocation volume is the original's. The long-lived array is one raw
+//! object of 4 MB, which goes to the large-object space.
 //!
 //! Parallelism: the trees of each phase and depth are spread over the
-//! vprocs with [`Scope::par_reduce`] over the iteration numbers; each leaf
-//! of the reduction builds its trees one after the other, walks each to
-//! count its nodes (the counts are the check values) and drops it. The
-//! stretch tree and the long-lived data are built on vproc 0.
+//! vprocs with [`Scope::par_reduce`] over the iteration numbers; a leaf of
+//! the reduction builds about `grain` nodes' worth of trees (at least one)
+//! one after the other, walks each to count its nodes (the check values)
+//! and drops it. The stretch tree and the long-lived data are built on
+//! vproc 0 (about 4% of the nodes).
 //!
 //! Output: GCBench's progress lines, compacted (no timings). Check: the
 //! node count of every tree against 2^(d+1)−1, the number of trees per

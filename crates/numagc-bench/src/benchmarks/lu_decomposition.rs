@@ -151,7 +151,7 @@ impl Benchmark for LuDecomposition {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "order of the matrix", quick: 320, paper: 1024, min: 2, max: 1800 },
+            Param { name: "n", help: "order of the matrix", quick: 576, paper: 1024, min: 2, max: 1800 },
             Param { name: "grain", help: "rows eliminated sequentially by one task", quick: 4, paper: 8, min: 1, max: 256 },
             Param { name: "seed", help: "seed of the random matrix", quick: 1, paper: 1, min: 0, max: i64::MAX },
         ]

@@ -8,9 +8,10 @@
 //! the grain, and a stolen half's environment holds only that half of the
 //! old matrix: lazy promotion then copies to the global heap just the rows
 //! the thief reads. (`Scope::tabulate` and `par_map` give both halves the
-//! whole sequence as environment, so the first steal of a step promotes
-//! every local row of the old matrix: measured on floyd_warshall n = 1024,
-//! that doubled the bytes promoted and made 2 vprocs slower than one.)
+//! whole sequence as environment, so a steal promotes every local row of
+//! the old matrix: floyd_warshall n = 1024 on 2 vprocs written with them
+//! promoted 7.0 and 8.2 GB of the 8.3 GB it allocates, against 4.1 and
+//! 4.2 GB with this module.)
 
 use numagc::{DescId, Descriptor, Handle, ObjectKind, Result, Runtime, Scope, View};
 use std::sync::Arc;
