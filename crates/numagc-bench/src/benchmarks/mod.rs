@@ -6,7 +6,10 @@ mod binarytrees;
 mod blackscholes;
 mod coins;
 mod dmm;
+mod floyd_warshall;
 mod game_of_life;
+mod gcbench;
+mod lu_decomposition;
 mod mandelbrot;
 mod mandelbrot6;
 mod matrix_multiplication;
@@ -15,6 +18,7 @@ mod nbody;
 mod parfib;
 mod quicksort;
 mod raytracer;
+mod row_tree;
 mod smvm;
 mod spectralnorm;
 mod sumeuler;
@@ -41,5 +45,8 @@ pub static ALL: &[&dyn Benchmark] = &[
     &nbody::NBody,
     &spectralnorm::SpectralNorm,
     &mandelbrot6::Mandelbrot6,
+    &lu_decomposition::LuDecomposition,
     &matrix_multiplication::MatrixMultiplication,
+    &floyd_warshall::FloydWarshall,
+    &gcbench::GcBench,
 ];
