@@ -219,7 +219,12 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
         shared.sched.mailboxes[owner].post(t.clone());
         shared.coord.signal(owner);
     }
-    wait_until(s, || t.handoff.state() >= READY);
+    // Waiting for the owner to promote the environment, this vproc does
+    // not steal more: a second task from the same owner would wait for the
+    // same safepoint, and emptying the owner's deque leaves it nothing to do
+    // but steal back and wait in turn (measured: two vprocs asleep half of
+    // the time on matrix_multiplication).
+    wait_for(s, || t.handoff.state() >= READY, false);
     let result = s.scope(|s| {
         let shared = s.shared();
         let env: Vec<Handle<'_>> = t
@@ -252,6 +257,12 @@ const WAIT_SPINS: usize = 2_000;
 /// duties meanwhile: global collections, promotion requests, ready threads
 /// and stolen work.
 pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
+    wait_for(s, done, true)
+}
+
+/// `wait_until`, running ready threads and stolen work meanwhile only when
+/// `steal` is set.
+fn wait_for(s: &mut Scope<'_>, done: impl Fn() -> bool, steal: bool) {
     // Most waits are short: spin a little before the slower duties and the
     // doorbell's sleep (a futex wake-up costs tens of microseconds).
     for _ in 0..WAIT_SPINS {
@@ -275,15 +286,17 @@ pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
             serve_mail(s.vproc_mut());
             continue;
         }
-        if let Some(w) = find_work(s.vproc_mut()) {
-            run_work(s, w);
-            continue;
+        if steal {
+            if let Some(w) = find_work(s.vproc_mut()) {
+                run_work(s, w);
+                continue;
+            }
         }
         let slept = s.vproc_mut().tracer.start();
         shared.coord.wait_for_work_or(
             me,
             || done() || shared.coord.pending() || shared.coord.signalled(me),
-            || shared.sched.has_work(me),
+            || steal && shared.sched.has_work(me),
         );
         s.vproc_mut().tracer.end(SpanKind::Sleep, slept);
     }
