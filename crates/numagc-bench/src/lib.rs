@@ -182,6 +182,18 @@ pub fn find(name: &str) -> Option<&'static dyn Benchmark> {
     benchmarks::ALL.iter().copied().find(|b| b.name() == name)
 }
 
+/// splitmix64's finaliser (with its increment): a well-mixed hash of one
+/// word, from which the benchmarks derive their deterministic inputs (an
+/// entry is `mix` of its seed and indices, so the check can regenerate any
+/// entry independently of the run).
+#[inline]
+pub fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Turns a runtime or descriptor error into the text a run returns.
 pub fn rt_err(e: impl fmt::Display) -> String {
     e.to_string()

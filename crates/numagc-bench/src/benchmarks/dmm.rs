@@ -27,18 +27,11 @@
 //! entries must agree within a relative tolerance.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::mix;
 use numagc::{Handle, Result, Runtime, Scope};
 use std::fmt::Write;
 
 pub struct Dmm;
-
-/// splitmix64's finaliser: a well-mixed hash of one word.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// Entry (`row`, `col`) of input matrix `which` (0: A, 1: B), in [0, 1000).
 fn entry(seed: u64, which: u64, row: usize, col: usize) -> f64 {

@@ -25,6 +25,7 @@
 
 use super::row_tree;
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::mix;
 use numagc::{Handle, Runtime, Scope};
 use std::cell::RefCell;
 
@@ -33,22 +34,15 @@ const INFINITY: i64 = i64::MAX / 4;
 
 pub struct FloydWarshall;
 
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// The weight of edge `i -> j` of the input graph, `INFINITY` when absent.
 fn edge(seed: u64, n: usize, i: usize, j: usize) -> i64 {
     if i == j {
         return 0;
     }
-    if splitmix(seed ^ 0x5eed_0000 ^ j as u64).is_multiple_of(32) {
+    if mix(seed ^ 0x5eed_0000 ^ j as u64).is_multiple_of(32) {
         return INFINITY; // a vertex nobody reaches
     }
-    let r = splitmix(seed.wrapping_mul(0x1_0000_0001) ^ (i * n + j) as u64);
+    let r = mix(seed.wrapping_mul(0x1_0000_0001) ^ (i * n + j) as u64);
     if r & 1 == 0 {
         INFINITY
     } else {

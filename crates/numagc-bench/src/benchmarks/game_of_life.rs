@@ -31,6 +31,7 @@
 //! original does; live count and hash must be equal.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::mix;
 use numagc::{Handle, Result, Runtime, Scope};
 
 pub struct GameOfLife;
@@ -39,14 +40,6 @@ pub struct GameOfLife;
 const GLIDER: [(usize, usize); 5] = [(1, 2), (2, 3), (3, 1), (3, 2), (3, 3)];
 /// The corner kept clear around the glider (rows and columns 0..5).
 const GLIDER_MARGIN: usize = 5;
-
-/// SplitMix64's finaliser: a hash of one word.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// Whether cell (x, y) of an `n`×`n` board is alive initially.
 fn initially_alive(seed: u64, density: u64, n: usize, x: usize, y: usize) -> bool {

@@ -28,21 +28,15 @@
 
 use super::row_tree;
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::mix;
 use numagc::{Descriptor, Handle, Runtime, Scope};
 use std::cell::RefCell;
 
 pub struct LuDecomposition;
 
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// Entry `(i, j)` of the input matrix A.
 fn entry(seed: u64, n: usize, i: usize, j: usize) -> f64 {
-    let unit = (splitmix(seed.wrapping_mul(0x1_0000_0001) ^ (i * n + j) as u64) >> 11) as f64 / (1u64 << 53) as f64;
+    let unit = (mix(seed.wrapping_mul(0x1_0000_0001) ^ (i * n + j) as u64) >> 11) as f64 / (1u64 << 53) as f64;
     let x = 1.0 + 100.0 * unit;
     if i == j {
         x + 101.0 * n as f64
@@ -126,7 +120,7 @@ fn check(seed: u64, n: usize, l: &[f64], u: &[f64]) -> Result<(), String> {
         let (i, j) = if n * n <= 4096 {
             (t / n, t % n)
         } else {
-            state = splitmix(state);
+            state = mix(state);
             ((state % n as u64) as usize, ((state >> 32) % n as u64) as usize)
         };
         let terms = (0..n).map(|m| l[i * n + m] * u[m * n + j]);

@@ -32,6 +32,7 @@
 //! are kinetic-dominated and fly apart).
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::mix;
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
 use std::fmt::Write;
 
@@ -53,14 +54,6 @@ const BODY_FIELDS: usize = 7;
 const GRAIN: usize = 16;
 
 type Body = [f64; BODY_FIELDS];
-
-/// splitmix64: seeds each body's stream.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// Body `i` as Sandmark draws it (before `offset_momentum`).
 fn initial_body(seed: u64, i: usize) -> Body {

@@ -50,6 +50,7 @@
 //! walk over its result reports the first position out of order, if any.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::mix;
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
 use std::fmt::Write;
 
@@ -93,14 +94,6 @@ impl Keep {
             Keep::Greater => x > pivot,
         }
     }
-}
-
-/// splitmix64's finaliser: a well-mixed hash of one word.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Input key `i`, in [0, range).

@@ -31,18 +31,11 @@
 //! entries must agree within a relative tolerance.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::mix;
 use numagc::{Handle, Result, Runtime, Scope};
 use std::fmt::Write;
 
 pub struct Smvm;
-
-/// splitmix64's finaliser: a well-mixed hash of one word.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 fn unit_float(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
