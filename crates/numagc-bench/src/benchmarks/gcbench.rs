@@ -23,8 +23,9 @@
 //! the reduction builds about `grain` nodes' worth of trees (at least one)
 //! one after the other, walks each to count its nodes (the check values)
 //! and drops it. The stretch tree and the long-lived tree are single trees
-//! of 2^19 and 2^17 nodes which outgrow the nursery, so they cost several
-//! times as much per node as the short-lived trees: built sequentially they
+//! of 2^19 and 2^17 nodes that survive while they are built (the stretch
+//! tree is larger than a local heap), so they cost several times as much
+//! per node as the short-lived trees: built sequentially they
 //! were a quarter of the one-vproc time and held 2 vprocs to a speedup of
 //! about 1.45. They are built with their subtrees above depth
 //! [`FORK_DEPTH`] forked with [`Scope::par2`] (about 1.6).
