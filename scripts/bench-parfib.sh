@@ -12,9 +12,7 @@ bin=target/release/numagc
 out=$(mktemp -d)
 for i in $(seq 1 "$repeat"); do
   for p in lazy eager; do
-    for v in 1 2; do
-      "$bin" bench parfib --vprocs "$v" --task-promotion "$p" --json "$out/pf-$p-$v-$i.json" "$@" > /dev/null
-    done
+    "$bin" bench parfib --vprocs 1,2 --task-promotion "$p" --quiet --json "$out/pf-$p-$i.json" "$@" > /dev/null
   done
 done
 python3 - "$out" "$repeat" <<'PY'
@@ -22,12 +20,12 @@ import json, sys, statistics as st
 out, repeat = sys.argv[1], int(sys.argv[2])
 runs = {}
 for p in ("lazy", "eager"):
-    for v in (1, 2):
-        rs = [json.load(open(f"{out}/pf-{p}-{v}-{i}.json")) for i in range(1, repeat + 1)]
-        assert all(r["correct"] for r in rs), "wrong answer"
-        runs[p, v] = rs
-n, thr = runs["lazy", 1][0]["n"], runs["lazy", 1][0]["threshold"]
-print(f"parfib {n} (threshold {thr}), {repeat} runs per configuration (median [min, max])")
+    for i in range(1, repeat + 1):
+        for r in json.load(open(f"{out}/pf-{p}-{i}.json"))["runs"]:
+            assert r["correct"], "wrong answer"
+            runs.setdefault((p, r["vprocs"]), []).append(r)
+first = runs["lazy", 1][0]["params"]
+print(f"parfib {first['n']} (threshold {first['threshold']}), {repeat} runs per configuration (median [min, max])")
 print("| promotion | vprocs | wall s | tasks forked | stolen | bytes promoted |")
 print("|---|---|---|---|---|---|")
 med = {}

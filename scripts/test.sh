@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command of numagc: unit, integration, property and CLI tests
-# (with the heap verifier on), the C example (under valgrind memcheck when
-# it can be installed), then the loom models of the synchronising protocols.
+# (with the heap verifier on; the quick benchmark suite among them), the C
+# example (under valgrind memcheck when it can be installed), the quick
+# suite through the harness in release, then the loom models of the
+# synchronising protocols.
 # Run from anywhere; besides what cargo fetches it installs valgrind with
 # apt-get when it is missing and that is possible (scripts/install-deps.sh).
 set -euo pipefail
@@ -13,4 +15,14 @@ cargo test --workspace --exclude numagc-capi --doc
 NUMAGC_VPROCS=2 NUMAGC_VERIFY=true NUMAGC_LOCAL_HEAP=256K NUMAGC_PIN=false \
   cargo run -q -p numagc --example embed > /dev/null
 echo "example embed: ok"
+# The quick suite through the harness, as a user runs it: every benchmark on
+# 1 and 2 vprocs, answers checked, with the plots and the timeline written.
+out=$(mktemp -d)
+cargo run -q --release -p numagc-cli -- bench --suite quick --vprocs 1,2 --quiet \
+  --json "$out/quick.json" --plot "$out/plots" --trace "$out/trace.json" > "$out/table.txt"
+for f in quick.json plots/speedup.png plots/speedup.svg plots/gc_share.png plots/pauses.png trace.json; do
+  test -s "$out/$f" || { echo "bench --suite quick: $f missing"; exit 1; }
+done
+echo "quick suite through the harness: ok ($(grep -c ' ok$' "$out/table.txt") configurations)"
+rm -rf "$out"
 scripts/loom.sh

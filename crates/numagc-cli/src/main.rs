@@ -1,6 +1,7 @@
 //! The `numagc` command: runtime information and benchmarks.
 
 mod bench;
+mod micro;
 mod runtime_args;
 
 use clap::{Parser, Subcommand};
@@ -24,10 +25,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run a benchmark.
-    Bench {
+    /// Run benchmarks of the papers' suite: a table of wall times, speedups, GC share and pauses; JSON, plots, traces.
+    Bench(bench::BenchArgs),
+    /// Microbenchmarks of single mechanisms (allocation rate, channel messages).
+    Micro {
         #[command(subcommand)]
-        bench: bench::Bench,
+        micro: micro::Micro,
     },
 }
 
@@ -35,7 +38,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info { runtime, json } => info(&runtime, json),
-        Command::Bench { bench } => bench::run(bench),
+        Command::Bench(args) => bench::run(args),
+        Command::Micro { micro } => micro::run(micro),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -32,43 +32,81 @@ impl RuntimeArgs {
     }
 }
 
+/// The settings the benchmark harness takes its own way: as lists
+/// (`--vprocs 1,2`, `--numa-policy local,interleave`), and `trace`, turned
+/// on by `--trace FILE`.
+pub const HARNESS_LISTS: &[&str] = &["vprocs", "numa-policy", "trace"];
+
+/// Every setting but `HARNESS_LISTS`, as flags, for `numagc bench`.
+#[derive(Clone, Debug, Default)]
+pub struct HarnessRuntimeArgs(pub RuntimeArgs);
+
+fn collect(m: &ArgMatches, skip: &[&str]) -> RuntimeArgs {
+    let mut a = RuntimeArgs::default();
+    for s in settings().iter().filter(|s| !skip.contains(&s.name)) {
+        if let Some(v) = m.get_one::<String>(s.name) {
+            a.values.push((s.name, v.clone()));
+        }
+    }
+    a
+}
+
 impl FromArgMatches for RuntimeArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let mut a = RuntimeArgs::default();
-        a.update_from_arg_matches(m)?;
-        Ok(a)
+        Ok(collect(m, &[]))
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        for s in settings() {
-            if let Some(v) = m.get_one::<String>(s.name) {
-                self.values.push((s.name, v.clone()));
-            }
-        }
+        *self = collect(m, &[]);
         Ok(())
     }
 }
 
-impl Args for RuntimeArgs {
+impl FromArgMatches for HarnessRuntimeArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(HarnessRuntimeArgs(collect(m, HARNESS_LISTS)))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        self.0 = collect(m, HARNESS_LISTS);
+        Ok(())
+    }
+}
+
+impl Args for HarnessRuntimeArgs {
     fn augment_args(cmd: Command) -> Command {
-        let mut cmd = cmd;
-        for s in settings() {
-            let mut arg = Arg::new(s.name)
-                .long(s.name)
-                .help(format!("{} [env: {}]", s.help, s.env))
-                .action(ArgAction::Set)
-                .help_heading("Runtime settings");
-            if s.flag {
-                arg = arg.num_args(0..=1).require_equals(true).default_missing_value("true").value_name("BOOL");
-            } else {
-                arg = arg.value_name("VALUE");
-            }
-            cmd = cmd.arg(arg);
-        }
-        cmd
+        augment(cmd, HARNESS_LISTS)
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {
-        Self::augment_args(cmd)
+        augment(cmd, HARNESS_LISTS)
+    }
+}
+
+fn augment(cmd: Command, skip: &[&str]) -> Command {
+    let mut cmd = cmd;
+    for s in settings().iter().filter(|s| !skip.contains(&s.name)) {
+        let mut arg = Arg::new(s.name)
+            .long(s.name)
+            .help(format!("{} [env: {}]", s.help, s.env))
+            .action(ArgAction::Set)
+            .help_heading("Runtime settings");
+        if s.flag {
+            arg = arg.num_args(0..=1).require_equals(true).default_missing_value("true").value_name("BOOL");
+        } else {
+            arg = arg.value_name("VALUE");
+        }
+        cmd = cmd.arg(arg);
+    }
+    cmd
+}
+
+impl Args for RuntimeArgs {
+    fn augment_args(cmd: Command) -> Command {
+        augment(cmd, &[])
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        augment(cmd, &[])
     }
 }

@@ -205,6 +205,9 @@ pub struct Config {
     /// Bytes: the heap limit.
     pub max_heap: usize,
     pub verify: bool,
+    /// Record a timeline of each vproc's jobs, collections, stolen work,
+    /// waits and sleeps (`Runtime::trace`).
+    pub trace: bool,
     pub pin: bool,
 }
 
@@ -253,6 +256,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "survivor-promotion", env: "NUMAGC_SURVIVOR_PROMOTION", help: "after a minor collection whose survivors fill this percentage of the nursery, the next local collection evacuates the local heap to the global heap, 0 (never) ..= 100; default 90", flag: false },
     SettingInfo { name: "task-promotion", env: "NUMAGC_TASK_PROMOTION", help: "when a forked task's environment is promoted: lazy (when stolen, default) or eager (at the fork)", flag: false },
     SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false", flag: true },
+    SettingInfo { name: "trace", env: "NUMAGC_TRACE", help: "record a timeline of jobs, collections, steals, waits and sleeps per vproc (true/false); default false", flag: true },
     SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true", flag: true },
 ];
 
@@ -279,6 +283,7 @@ pub struct ConfigBuilder {
     survivor_promotion: u32,
     task_promotion: TaskPromotion,
     verify: bool,
+    trace: bool,
     pin: bool,
     /// Text given to [`ConfigBuilder::set`] per setting, so errors show the value as given.
     given: BTreeMap<&'static str, String>,
@@ -309,6 +314,7 @@ impl ConfigBuilder {
             survivor_promotion: DEFAULT_SURVIVOR_PROMOTION,
             task_promotion: TaskPromotion::Lazy,
             verify: false,
+            trace: false,
             pin: true,
             given: BTreeMap::new(),
         }
@@ -407,6 +413,7 @@ impl ConfigBuilder {
                     .map_err(|_| refused(setting, value, SURVIVOR_PROMOTION_ALLOWED))?
             }
             "verify" => self.verify = boolean()?,
+            "trace" => self.trace = boolean()?,
             "pin" => self.pin = boolean()?,
             _ => unreachable!("setting {setting} is in SETTINGS but has no parser"),
         }
@@ -465,6 +472,10 @@ impl ConfigBuilder {
     }
     pub fn verify(self, on: bool) -> Self {
         self.typed("verify", |b| b.verify = on)
+    }
+
+    pub fn trace(self, on: bool) -> Self {
+        self.typed("trace", |b| b.trace = on)
     }
     pub fn pin(self, on: bool) -> Self {
         self.typed("pin", |b| b.pin = on)
@@ -590,6 +601,7 @@ impl ConfigBuilder {
             survivor_promotion: self.survivor_promotion,
             task_promotion: self.task_promotion,
             verify: self.verify,
+            trace: self.trace,
             pin: self.pin,
         })
     }
@@ -926,7 +938,7 @@ mod tests {
 
     #[test]
     fn settings_table_is_complete_and_consistent() {
-        assert_eq!(settings().len(), 16);
+        assert_eq!(settings().len(), 17);
         let mut b = ConfigBuilder::new();
         for s in settings() {
             assert_eq!(

@@ -47,6 +47,7 @@ mod sched;
 pub mod stats;
 mod sync;
 pub mod topology;
+pub mod trace;
 mod vproc;
 
 pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};

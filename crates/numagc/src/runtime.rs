@@ -113,6 +113,8 @@ impl Runtime {
             pins: Mutex::new(vec![PinOutcome::Disabled; n]),
             channels: Mutex::new(Vec::new()),
             thread_errors: Mutex::new(Vec::new()),
+            epoch: std::time::Instant::now(),
+            traces: (0..n).map(|_| Mutex::new((Vec::new(), 0))).collect(),
             config,
         });
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -226,6 +228,23 @@ impl Runtime {
         )
     }
 
+    /// Moves out the timeline recorded so far (with the `trace` setting
+    /// on; empty otherwise): every vproc's spans, ordered by start time, and
+    /// the number of spans dropped because a vproc reached
+    /// [`trace::MAX_EVENTS`](crate::trace::MAX_EVENTS). Spans published after
+    /// the call are returned by the next one.
+    pub fn take_trace(&self) -> (Vec<crate::trace::Span>, u64) {
+        let mut spans = Vec::new();
+        let mut dropped = 0;
+        for t in self.shared.traces.iter() {
+            let mut t = lock(t);
+            spans.append(&mut t.0);
+            dropped += std::mem::take(&mut t.1);
+        }
+        spans.sort_by_key(|s| (s.start_ns, std::cmp::Reverse(s.dur_ns)));
+        (spans, dropped)
+    }
+
     /// Bytes of global chunks and large objects in use.
     pub fn global_heap_bytes(&self) -> usize {
         self.shared.heap.in_use()
@@ -308,11 +327,13 @@ where
 {
     Box::new(move |vp: &mut Vproc| {
         let id = vp.id;
+        let t0 = vp.tracer.start();
         let r = catch_unwind(AssertUnwindSafe(|| {
             let mut s = Scope::root(vp);
             f(&mut s)
         }));
         vp.roots_mut().clear();
+        vp.tracer.end(crate::trace::SpanKind::Job, t0);
         vp.publish_stats();
         let _ = tx.send(r.map_err(|p| Error::TaskPanicked { vproc: id, message: panic_message(p) }));
     })

@@ -97,6 +97,16 @@ impl PauseHistogram {
         self.histogram.value_at_percentile(q.clamp(0.0, 100.0))
     }
 
+    /// Every distinct recorded pause (to the histogram's precision, 3
+    /// significant digits) with how many times it occurred, shortest first:
+    /// the data of a pause-time histogram plot.
+    pub fn recorded(&self) -> Vec<(u64, u64)> {
+        self.histogram
+            .iter_recorded()
+            .map(|v| (self.histogram.highest_equivalent(v.value_iterated_to()), v.count_at_value()))
+            .collect()
+    }
+
     pub fn max_ns(&self) -> u64 {
         if self.histogram.is_empty() {
             0
@@ -143,6 +153,9 @@ pub struct VprocStats {
     pub minor: PhaseStats,
     pub major: PhaseStats,
     pub promotion: PhaseStats,
+    /// The parallel part of global collections: after the vproc's own
+    /// minor and major collections that start each one (counted in `minor`
+    /// and `major`), so the four phases add up to collection time.
     pub global: PhaseStats,
     /// All bytes the mutator allocated (nursery and direct global).
     pub bytes_allocated: u64,
@@ -211,6 +224,15 @@ impl VprocStats {
             *mine = mine.saturating_add(theirs);
         }
         self.pauses.merge(&o.pauses);
+    }
+
+    /// Time spent collecting, in nanoseconds (the four phases; nothing
+    /// counted twice).
+    pub fn gc_ns(&self) -> u64 {
+        self.minor.total_ns
+            .saturating_add(self.major.total_ns)
+            .saturating_add(self.promotion.total_ns)
+            .saturating_add(self.global.total_ns)
     }
 
     /// Share of global-collection copying that read chunks on this vproc's node;
@@ -389,6 +411,21 @@ mod tests {
         assert_eq!((a.count, a.total_ns, a.max_ns), (3, 16_000_000, 9_000_000));
         a.record(Duration::MAX);
         assert_eq!((a.total_ns, a.max_ns), (u64::MAX, u64::MAX));
+    }
+
+    #[test]
+    fn histogram_recorded_values_count_every_pause() {
+        let mut h = PauseHistogram::new();
+        assert!(h.recorded().is_empty());
+        for us in [5, 5, 7, 1000] {
+            h.record(Duration::from_micros(us));
+        }
+        let r = h.recorded();
+        assert_eq!(r.iter().map(|&(_, n)| n).sum::<u64>(), 4);
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0].1, 2);
+        // Values within the histogram's 3 significant digits.
+        assert!(r[0].0.abs_diff(5_000) <= 5 && r[2].0.abs_diff(1_000_000) <= 1_000, "{r:?}");
     }
 
     #[test]

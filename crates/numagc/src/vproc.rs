@@ -19,6 +19,7 @@ use crate::object::descriptor::{DescriptorTable, FastLayouts};
 use crate::sched::deque::Worker;
 use crate::sched::{Scheduler, Task};
 use crate::stats::{PhaseStats, VprocStats};
+use crate::trace::{Span, SpanKind, Tracer};
 use crate::sync::Mutex;
 use crate::topology::{PinOutcome, VprocPlacement};
 use std::cell::UnsafeCell;
@@ -49,7 +50,14 @@ pub(crate) struct Shared {
     /// Errors of threads that failed, oldest first (at most
     /// [`MAX_THREAD_ERRORS`]; `stats.threads_failed` counts them all).
     pub thread_errors: Mutex<Vec<Error>>,
+    /// When the runtime started: time zero of the trace.
+    pub epoch: std::time::Instant,
+    /// Per vproc: the trace spans it published, and how many it dropped.
+    pub traces: Box<[Mutex<PublishedSpans>]>,
 }
+
+/// Trace spans a vproc published, and how many it dropped.
+pub(crate) type PublishedSpans = (Vec<Span>, u64);
 
 /// How many thread errors are kept for `Runtime::take_thread_errors`.
 pub(crate) const MAX_THREAD_ERRORS: usize = 64;
@@ -115,6 +123,8 @@ pub(crate) struct Vproc {
     /// happen while a vproc waits); direct-style channel calls refuse to
     /// block inside one.
     pub in_thread: u32,
+    /// This vproc's timeline (`crate::trace`), when the `trace` setting is on.
+    pub tracer: Tracer,
     pub shared: Arc<Shared>,
 }
 
@@ -140,6 +150,7 @@ impl Vproc {
             stats,
             worker,
             in_thread: 0,
+            tracer: Tracer::new(cfg.trace, id, shared.epoch),
             shared,
         };
         v.install_limit();
@@ -189,16 +200,42 @@ impl Vproc {
         self.counted_ptr = self.alloc_ptr;
     }
 
-    /// Records a collection pause of the kind `phase` selects.
-    pub fn record_pause(&mut self, phase: fn(&mut VprocStats) -> &mut PhaseStats, since: std::time::Instant) {
-        let d = since.elapsed();
-        phase(&mut self.stats).record(d);
-        self.stats.pauses.record(d);
+    /// Records a collection pause (`kind` is one of the collector's span
+    /// kinds) in the statistics and the trace.
+    pub fn record_pause(&mut self, kind: SpanKind, since: std::time::Instant) {
+        self.record_pause_from(kind, since, since);
     }
 
-    /// Copies this vproc's statistics where `Runtime::stats` reads them.
+    /// Records a pause that began at `since` and whose own phase began at
+    /// `phase_since`: a global collection starts with this vproc's minor
+    /// and major collections (§3.4), which record themselves, so the
+    /// global phase counts only the time after them. The pause histogram
+    /// and the trace get the whole stop; the phase totals add up to the
+    /// time spent collecting without counting anything twice.
+    pub fn record_pause_from(&mut self, kind: SpanKind, since: std::time::Instant, phase_since: std::time::Instant) {
+        let d = since.elapsed();
+        let phase: &mut PhaseStats = match kind {
+            SpanKind::Minor => &mut self.stats.minor,
+            SpanKind::Major => &mut self.stats.major,
+            SpanKind::Promotion => &mut self.stats.promotion,
+            _ => &mut self.stats.global,
+        };
+        debug_assert!(kind.is_gc(), "record_pause of {kind:?}");
+        phase.record(d.saturating_sub(phase_since.saturating_duration_since(since)));
+        self.stats.pauses.record(d);
+        self.tracer.span(kind, since, d);
+    }
+
+    /// Copies this vproc's statistics where `Runtime::stats` reads them,
+    /// and moves its trace spans to the shared buffer.
     pub fn publish_stats(&mut self) {
         self.count_allocation();
         *crate::sync::lock(&self.shared.stats[self.id]) = self.stats.clone();
+        let spans = self.tracer.take();
+        if !spans.is_empty() || self.tracer.dropped > 0 {
+            let mut t = crate::sync::lock(&self.shared.traces[self.id]);
+            t.0.extend(spans);
+            t.1 += std::mem::take(&mut self.tracer.dropped);
+        }
     }
 }

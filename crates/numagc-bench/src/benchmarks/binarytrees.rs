@@ -3,7 +3,10 @@
 //! benchmark): a stretch tree of depth max+1, a long-lived tree of depth
 //! max kept in a global root for the whole run, and 2^(max-d+4) trees for
 //! each depth d from 4 to max in steps of 2, the iterations of each depth
-//! spread over the vprocs. The output lines are the standard program's;
+//! spread over the vprocs (statically: every vproc takes every n-th
+//! iteration, so each does the same work). The stretch and long-lived
+//! trees are built with their top levels forked (`make_par`), so that
+//! every vproc helps build them. The output lines are the standard program's;
 //! each check value is compared with the node count 2^(d+1)-1 computed
 //! independently.
 
@@ -24,6 +27,24 @@ fn make<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<Handl
         let r = make(s, node, depth - 1)?;
         s.alloc_mixed(node, &[l, r], &[])
     })
+}
+
+/// Levels at the top of the stretch and long-lived trees built in parallel
+/// (2^PAR_LEVELS subtrees): those two trees are built by one job, and
+/// without this the other vprocs would idle while it runs.
+const PAR_LEVELS: u32 = 3;
+
+/// `make` with its top `levels` levels forked with `par2`.
+fn make_par<'s>(s: &mut Scope<'s>, node: DescId, depth: u32, levels: u32) -> numagc::Result<Handle<'s>> {
+    if levels == 0 || depth == 0 {
+        return make(s, node, depth);
+    }
+    let (l, r) = s.par2(
+        &[],
+        move |s, _| make_par(s, node, depth - 1, levels - 1),
+        move |s, _| make_par(s, node, depth - 1, levels - 1),
+    )?;
+    s.alloc_mixed(node, &[l, r], &[])
 }
 
 fn check(t: View<'_>) -> u64 {
@@ -61,7 +82,7 @@ impl Benchmark for BinaryTrees {
 
         let stretch = rt
             .run_on(0, move |s| -> numagc::Result<u64> {
-                let t = make(s, node, max_depth + 1)?;
+                let t = make_par(s, node, max_depth + 1, PAR_LEVELS)?;
                 Ok(check(s.view(t)))
             })
             .map_err(rt_err)?
@@ -70,7 +91,7 @@ impl Benchmark for BinaryTrees {
 
         let long_lived = rt
             .run_on(0, move |s| -> numagc::Result<numagc::GlobalRoot> {
-                let t = make(s, node, max_depth)?;
+                let t = make_par(s, node, max_depth, PAR_LEVELS)?;
                 Ok(s.global_root(t))
             })
             .map_err(rt_err)?

@@ -1,91 +1,173 @@
-//! Benchmarks. Each checks its own answer against an independently
-//! computed one and prints figures; none asserts a timing.
+//! `numagc bench`: the experiment harness over the papers' suite
+//! (`numagc_bench`). It runs every configuration (benchmark × placement
+//! policy × vprocs) `--repeat` times, prints a summary table, and writes
+//! JSON (`--json`), plots (`--plot`) and a Perfetto timeline (`--trace`).
+//! Each benchmark checks its own answer; a wrong answer or a failed run
+//! makes the command fail after every configuration has run. None
+//! asserts a timing.
 
-pub mod alloc;
-pub mod binarytrees;
-pub mod parfib;
-pub mod pingpong;
+pub mod harness;
+pub mod params;
+pub mod plot;
+pub mod record;
+pub mod table;
+pub mod timeline;
 
-use crate::runtime_args::RuntimeArgs;
-use clap::Subcommand;
+use crate::runtime_args::HarnessRuntimeArgs;
+use clap::Args;
+use numagc::NumaPolicy;
+use numagc_bench::{Params, Size};
+use params::ParamArgs;
 use std::path::PathBuf;
 
-#[derive(Subcommand)]
-pub enum Bench {
-    /// The Benchmarks Game binary-trees program on the numagc heap.
-    Binarytrees {
-        /// Maximum tree depth.
-        #[arg(long, default_value_t = 21)]
-        depth: u32,
-        /// Write the results and statistics as JSON.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        #[command(flatten)]
-        runtime: RuntimeArgs,
-    },
-    /// Parallel Fibonacci with heap-boxed results, forked above a threshold.
-    Parfib {
-        /// Which Fibonacci number.
-        #[arg(long, default_value_t = 38)]
-        n: i64,
-        /// Calls with n at most this run sequentially.
-        #[arg(long, default_value_t = 20)]
-        threshold: i64,
-        /// Write the results and statistics as JSON.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        #[command(flatten)]
-        runtime: RuntimeArgs,
-    },
-    /// Two threads bounce a heap message over synchronous channels.
-    Pingpong {
-        /// Round trips.
-        #[arg(long, default_value_t = 200_000)]
-        rounds: u64,
-        /// Write the results and statistics as JSON.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        #[command(flatten)]
-        runtime: RuntimeArgs,
-    },
-    /// Nursery allocation rate against a plain bump-pointer loop, side by side.
-    Alloc {
-        /// Bytes allocated per measurement.
-        #[arg(long, default_value_t = 4 << 30)]
-        bytes: u64,
-        /// Measurements of each kind (alternating); medians are reported.
-        #[arg(long, default_value_t = 7)]
-        repeat: usize,
-        /// Write the results as JSON.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        #[command(flatten)]
-        runtime: RuntimeArgs,
-    },
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Benchmarks to run (default: the whole suite); see --list.
+    names: Vec<String>,
+    /// List the benchmarks with their parameters at both sizes, and exit.
+    #[arg(long)]
+    list: bool,
+    /// Sizes of the benchmarks: paper (the papers' sizes) or quick (each under about a second).
+    #[arg(long, default_value = "paper")]
+    suite: String,
+    /// Vproc counts to run, comma-separated (default: the vprocs setting, NUMAGC_VPROCS or all CPUs).
+    #[arg(long, value_delimiter = ',')]
+    vprocs: Vec<usize>,
+    /// Placement policies to run, comma-separated: local, interleave, node0 (default: the numa-policy setting).
+    #[arg(long = "numa-policy", value_delimiter = ',')]
+    numa_policy: Vec<String>,
+    /// Runs of each configuration.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Print each run's per-vproc statistics (always when there is a single run).
+    #[arg(long)]
+    stats: bool,
+    /// Do not print the benchmarks' own output.
+    #[arg(long)]
+    quiet: bool,
+    /// Write every run and the summaries as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write plots (SVG and PNG) into this directory.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Write a Chrome/Perfetto trace of every run (turns the trace setting on).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[command(flatten)]
+    params: ParamArgs,
+    #[command(flatten)]
+    runtime: HarnessRuntimeArgs,
 }
 
-pub fn run(b: Bench) -> Result<(), String> {
-    match b {
-        Bench::Binarytrees { depth, json, runtime } => binarytrees::run(depth, json, &runtime),
-        Bench::Parfib { n, threshold, json, runtime } => parfib::run(n, threshold, json, &runtime),
-        Bench::Pingpong { rounds, json, runtime } => pingpong::run(rounds, json, &runtime),
-        Bench::Alloc { bytes, repeat, json, runtime } => alloc::run(bytes, repeat, json, &runtime),
+fn list() {
+    println!("{:<22} {:<44} parameters (quick / paper)", "benchmark", "source");
+    for b in numagc_bench::all() {
+        let ps: Vec<String> = b.params().iter().map(|p| format!("{}={}/{}", p.name, p.quick, p.paper)).collect();
+        println!("{:<22} {:<44} {}", b.name(), b.source(), ps.join(" "));
+        println!("{:<22} {}", "", b.description());
     }
 }
 
-/// Median of a non-empty sample.
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
+pub fn run(a: BenchArgs) -> Result<(), String> {
+    if a.list {
+        list();
+        return Ok(());
+    }
+    let size = Size::parse(&a.suite).map_err(|e| format!("--suite: {e}"))?;
+    if a.repeat == 0 {
+        return Err("--repeat 0: at least one run of each configuration".into());
+    }
+    let benches = if a.names.is_empty() {
+        numagc_bench::all()
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+        a.names
+            .iter()
+            .map(|n| numagc_bench::find(n).ok_or_else(|| format!("no benchmark {n:?} (see numagc bench --list)")))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    for (name, _) in &a.params.values {
+        if !benches.iter().any(|b| b.params().iter().any(|p| p.name == *name)) {
+            return Err(format!("--{name}: none of the selected benchmarks has this parameter"));
+        }
+    }
+    let benchmarks = benches
+        .iter()
+        .map(|&b| Params::new(b, size, &a.params.values).map(|p| (b, p)))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // Base configuration: defaults, NUMAGC_* variables, then flags; vprocs
+    // and placement from the lists, else from the settings.
+    let runtime = a.runtime.0.clone();
+    let base = move || runtime.builder();
+    let defaults = base()?.build().map_err(|e| e.to_string())?;
+    let vprocs = if a.vprocs.is_empty() { vec![defaults.vprocs] } else { a.vprocs.clone() };
+    let policies = if a.numa_policy.is_empty() {
+        vec![defaults.numa_policy]
+    } else {
+        a.numa_policy
+            .iter()
+            .map(|p| p.parse::<NumaPolicy>().map_err(|e| format!("--numa-policy {p}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    // Validate every configuration before the first run.
+    for &v in &vprocs {
+        for &p in &policies {
+            base()?.vprocs(v).numa_policy(p).build().map_err(|e| e.to_string())?;
+        }
+    }
+    let single = a.repeat * benchmarks.len() * vprocs.len() * policies.len() == 1;
+    let plan = harness::Plan {
+        benchmarks,
+        size,
+        vprocs,
+        policies,
+        repeat: a.repeat,
+        base: &base,
+        trace: a.trace.is_some(),
+        echo_output: !a.quiet,
+        stats: a.stats || single,
+    };
+    let results = harness::run(&plan)?;
+    let summaries = record::summarize(&results.runs);
+    if !single || a.stats {
+        println!();
+    }
+    print!("{}", table::render(&summaries));
+
+    if let Some(path) = &a.json {
+        let v = serde_json::json!({
+            "suite": size.name(),
+            "numagc": env!("CARGO_PKG_VERSION"),
+            "config": defaults,
+            "runs": results.runs,
+            "summaries": summaries,
+        });
+        write_json(path, &v)?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(dir) = &a.plot {
+        for p in plot::write_plots(dir, &summaries, &results.runs)? {
+            println!("wrote {}", p.display());
+        }
+    }
+    if let Some(path) = &a.trace {
+        timeline::write(path, &results.timelines)?;
+        println!("wrote {} (open it in https://ui.perfetto.dev)", path.display());
+    }
+    let failed: Vec<String> = results
+        .runs
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| format!("{} x{} #{}: {e}", r.benchmark, r.vprocs, r.repetition)))
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} run(s) failed:\n  {}", failed.len(), failed.join("\n  ")))
     }
 }
 
 pub fn write_json(path: &PathBuf, value: &serde_json::Value) -> Result<(), String> {
-    std::fs::write(path, serde_json::to_string_pretty(value).unwrap())
+    std::fs::write(path, serde_json::to_string_pretty(value).map_err(|e| e.to_string())?)
         .map_err(|e| format!("writing {}: {e}", path.display()))
 }

@@ -343,6 +343,7 @@ pub(crate) fn participate(v: &mut Vproc) {
     //    collection as from-space.
     minor::collect(v);
     major::collect(v, false);
+    let t_global = Instant::now();
     v.cursor.retire(heap);
     lock(&gc.from_space).append(&mut v.cursor.owned);
     coord.phase(v.id, || {
@@ -457,7 +458,7 @@ pub(crate) fn participate(v: &mut Vproc) {
     if shared.config.verify {
         verify::local_heap(v, "global collection");
     }
-    v.record_pause(|s| &mut s.global, t0);
+    v.record_pause_from(crate::trace::SpanKind::Global, t0, t_global);
     v.publish_stats();
 }
 

@@ -94,7 +94,7 @@ fn evacuate(v: &mut Vproc, from_hi: usize) -> usize {
     lh.old_top = lh.base + young;
     lh.young_start = lh.base;
     v.reset_nursery();
-    v.record_pause(|s| &mut s.major, t0);
+    v.record_pause(crate::trace::SpanKind::Major, t0);
     v.stats.bytes_copied_major += copied as u64;
     copied
 }

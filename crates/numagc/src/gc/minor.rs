@@ -67,7 +67,7 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
     let copied = top - lh.young_start;
     lh.old_top = top;
     v.reset_nursery();
-    v.record_pause(|s| &mut s.minor, t0);
+    v.record_pause(crate::trace::SpanKind::Minor, t0);
     v.stats.bytes_copied_minor += copied as u64;
     copied
 }

@@ -24,7 +24,7 @@ pub(crate) fn promote(v: &mut Vproc, words: &mut [u64]) -> usize {
     c.finish();
     let copied = c.copied;
     if copied > 0 {
-        v.record_pause(|s| &mut s.promotion, t0);
+        v.record_pause(crate::trace::SpanKind::Promotion, t0);
         v.stats.bytes_promoted += copied as u64;
     }
     copied

@@ -32,6 +32,11 @@ impl<'s> Scope<'s> {
         A: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>>,
         B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send + 'static,
     {
+        // Every fork is a safepoint: a thief waiting for this vproc to
+        // promote an environment is served here even when the tasks compute
+        // without allocating (a leaf of a matrix product, measured: the
+        // thief slept through half of the run without this).
+        self.poll();
         let base = self.roots().len();
         let n = env.len();
         for &h in env {
@@ -56,6 +61,8 @@ impl<'s> Scope<'s> {
                 a(s, &env)
             })
         }));
+        // Joining is a safepoint too (see above).
+        self.poll();
         // `b` is joined whatever became of `a`: a thief may still need the
         // environment, which lives in this frame of the root stack.
         let rb = self.join(&task, base, n);

@@ -278,6 +278,10 @@ where
         let env = s.slot_handles_of(env);
         let mut elems = Vec::with_capacity(hi - lo);
         for i in lo..hi {
+            // A safepoint per element: a thief waiting for this vproc to
+            // promote a task's environment (lazy promotion) is served even
+            // when `elem` computes without allocating.
+            s.poll();
             elems.push(elem(s, &env, i)?);
         }
         s.alloc_vector(&elems)
@@ -385,6 +389,7 @@ where
             let first = s.field(vector, lo)?;
             let acc = s.slot(first);
             for i in lo + 1..hi {
+                s.poll();
                 // Each step's handles are popped; only `acc` carries over.
                 s.scope(|s| -> Result<()> {
                     let x = s.field(vector, i)?;

@@ -168,7 +168,32 @@ impl<'a> View<'a> {
     }
 
     /// Raw word `i`; panics on a bad index (see [`View::try_raw`]).
+    ///
+    /// Fast path, as in [`View::field`]: a raw object, or a small immutable
+    /// mixed object whose packed layout says field `i` is raw, is read with
+    /// no descriptor lookup.
+    #[inline]
     pub fn raw(self, i: usize) -> u64 {
+        if let Some((o, h)) = self.obj() {
+            if i < h.len() {
+                let id = h.id();
+                if id == ID_RAW {
+                    return o.field(i);
+                }
+                if id >= FIRST_MIXED_ID {
+                    let l = self.descs.fast(id);
+                    if l.is_some() && i < l.size() && !l.is_pointer_field(i) {
+                        return o.field(i);
+                    }
+                }
+            }
+        }
+        self.raw_slow(i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn raw_slow(self, i: usize) -> u64 {
         match self.try_raw(i) {
             Ok(w) => w,
             Err(e) => panic!("{e}"),
@@ -187,6 +212,7 @@ impl<'a> View<'a> {
     }
 
     /// Raw word `i` read as an `f64`.
+    #[inline]
     pub fn f64(self, i: usize) -> f64 {
         f64::from_bits(self.raw(i))
     }

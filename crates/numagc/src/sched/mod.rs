@@ -30,6 +30,7 @@ pub(crate) mod doorbell;
 pub(crate) mod task;
 pub(crate) mod thread;
 
+use crate::trace::SpanKind;
 use crate::error::{Error, Result};
 use crate::mutator::{Handle, Scope};
 use crate::sync::{lock, Mutex};
@@ -147,7 +148,11 @@ pub(crate) fn find_work(vp: &mut Vproc) -> Option<Work> {
 pub(crate) fn run_work(s: &mut Scope<'_>, w: Work) {
     match w {
         Work::Task(t) => s.scope(|s| run_stolen(s, &t)),
-        Work::Thread(r) => s.scope(|s| thread::run(s, r)),
+        Work::Thread(r) => {
+            let t0 = s.vproc_mut().tracer.start();
+            s.scope(|s| thread::run(s, r));
+            s.vproc_mut().tracer.end(SpanKind::Thread, t0);
+        }
     }
 }
 
@@ -208,12 +213,18 @@ pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Vec<usize> {
 pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
     let me = s.vproc();
     let owner = t.handoff.owner;
+    let t0 = s.vproc_mut().tracer.start();
     if t.handoff.want(me) {
         let shared = s.shared();
         shared.sched.mailboxes[owner].post(t.clone());
         shared.coord.signal(owner);
     }
-    wait_until(s, || t.handoff.state() >= READY);
+    // Waiting for the owner to promote the environment, this vproc does
+    // not steal more: a second task from the same owner would wait for the
+    // same safepoint, and emptying the owner's deque leaves it nothing to do
+    // but steal back and wait in turn (measured: two vprocs asleep half of
+    // the time on matrix_multiplication).
+    wait_for(s, || t.handoff.state() >= READY, false);
     let result = s.scope(|s| {
         let shared = s.shared();
         let env: Vec<Handle<'_>> = t
@@ -234,6 +245,7 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
     });
     // Publish before finishing: once the owner sees the result, the
     // statistics of everything this task did are visible (`Runtime::stats`).
+    s.vproc_mut().tracer.end(SpanKind::StolenTask, t0);
     s.vproc_mut().publish_stats();
     t.handoff.finish(result);
     s.shared().coord.bell(owner).ring();
@@ -245,6 +257,12 @@ const WAIT_SPINS: usize = 2_000;
 /// duties meanwhile: global collections, promotion requests, ready threads
 /// and stolen work.
 pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
+    wait_for(s, done, true)
+}
+
+/// `wait_until`, running ready threads and stolen work meanwhile only when
+/// `steal` is set.
+fn wait_for(s: &mut Scope<'_>, done: impl Fn() -> bool, steal: bool) {
     // Most waits are short: spin a little before the slower duties and the
     // doorbell's sleep (a futex wake-up costs tens of microseconds).
     for _ in 0..WAIT_SPINS {
@@ -253,9 +271,10 @@ pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
         }
         std::hint::spin_loop();
     }
+    let t0 = s.vproc_mut().tracer.start();
     loop {
         if done() {
-            return;
+            break;
         }
         let shared = s.shared();
         let me = s.vproc();
@@ -267,16 +286,21 @@ pub(crate) fn wait_until(s: &mut Scope<'_>, done: impl Fn() -> bool) {
             serve_mail(s.vproc_mut());
             continue;
         }
-        if let Some(w) = find_work(s.vproc_mut()) {
-            run_work(s, w);
-            continue;
+        if steal {
+            if let Some(w) = find_work(s.vproc_mut()) {
+                run_work(s, w);
+                continue;
+            }
         }
+        let slept = s.vproc_mut().tracer.start();
         shared.coord.wait_for_work_or(
             me,
             || done() || shared.coord.pending() || shared.coord.signalled(me),
-            || shared.sched.has_work(me),
+            || steal && shared.sched.has_work(me),
         );
+        s.vproc_mut().tracer.end(SpanKind::Sleep, slept);
     }
+    s.vproc_mut().tracer.end(SpanKind::Wait, t0);
 }
 
 /// Reads the result of a task that was stolen, once `DONE`: a handle in `s`.
@@ -312,7 +336,10 @@ pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crat
             run_in_root_scope(vp, w);
             continue;
         }
-        match shared.coord.wait_idle(vp.id, || shared.sched.has_work(vp.id)) {
+        let t0 = vp.tracer.start();
+        let wake = shared.coord.wait_idle(vp.id, || shared.sched.has_work(vp.id));
+        vp.tracer.end(SpanKind::Sleep, t0);
+        match wake {
             Wake::Job(j) => run_job(vp, j),
             Wake::Collect => crate::plan::join_collection(vp),
             Wake::Steal => {

@@ -4,7 +4,7 @@
 //! of the nursery, measured alternately in one run (medians reported).
 //! Both build 3-word objects (header + two fields) that die at once.
 
-use crate::bench::median;
+use crate::bench::record::median;
 use crate::runtime_args::RuntimeArgs;
 use numagc::{Descriptor, Handle, Runtime};
 use std::hint::black_box;

@@ -1,0 +1,199 @@
+//! coins (`gumsmp-shared-distributed-heaps.txt` §3.1): the number of ways
+//! to pay a value from a fixed set of coins, each coin value available in
+//! a limited quantity. This is version 7 (`payN_par`) of the parallel
+//! Haskell `coins` program (GHC's nofib `parallel/coins`): the coins are a
+//! heap list of `(value, quantity)` pairs, largest value first, and each
+//! step either pays one coin of the first value (the *left* branch, on the
+//! list whose head pair has one coin less: a new pair and a new cons cell,
+//! as `(c,q-1) : coins` allocates) or drops that value (the *right* branch,
+//! on the tail). The paper names coins as the GUM program with the highest
+//! allocation rate; here, as in the original, almost every left step
+//! allocates a pair and a cons cell that die young.
+//!
+//! Parallelism is the original's depth threshold: while `depth > 0` the
+//! right branch is forked with [`numagc::Scope::par2`]
+//! (`` right `par` left ``), its depth one less; the left branch keeps its
+//! depth unless it used the last coin of a value. Below depth 0 the
+//! sequential `payN` runs. The forked closure's environment is the coin
+//! list, so a stolen task promotes the (short) list it needs. Counts are returned as
+//! immediate integers (GHC's worker returns an unboxed `Int#`).
+//!
+//! Sizes and choices (the paper gives no input): the coin values and the
+//! "large setup" quantities are the original's (`[250, 100, 25, 10, 5, 1]`
+//! with `[55, 88, 88, 99, 122, 177]`), and so is the depth, 4; nofib runs
+//! value 863. The paper size pays 1100 (about 230 million calls, a few
+//! seconds on one vproc; about 19,000 forks, the largest sequential task
+//! under 0.1 % of the calls), the quick size 600 (16 million calls). A
+//! depth of 5 would fork 30 times as often for no better balance.
+//!
+//! Check: a dynamic-programming count over plain Rust arrays (bounded
+//! knapsack: for each coin value, ways of paying `v` with `0..=q` coins of
+//! it), an independent code path.
+
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
+
+/// Coin values, largest first, and how many coins of each there are
+/// (the original's "large setup").
+const COINS: [(i64, i64); 6] = [(250, 55), (100, 88), (25, 88), (10, 99), (5, 122), (1, 177)];
+
+pub struct Coins;
+
+/// The descriptors of the coin list.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// `(value, quantity)`, both immediates.
+    pair: DescId,
+    /// `[head, tail]`; the empty list is NIL.
+    cons: DescId,
+}
+
+/// The first coin of a non-empty list: `(value, quantity)`.
+fn head_coin(s: &Scope<'_>, coins: Handle<'_>) -> Option<(i64, i64)> {
+    let v = s.view(coins);
+    if v.is_int() {
+        return None;
+    }
+    let pair = v.field(0);
+    Some((pair.field(0).as_int().expect("coin value"), pair.field(1).as_int().expect("coin quantity")))
+}
+
+/// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
+/// last coin of value `c` was used.
+fn pay_one<'s>(s: &mut Scope<'s>, l: Layout, coins: Handle<'_>, c: i64, q: i64) -> Result<Handle<'s>> {
+    let rest = s.field(coins, 1)?;
+    if q == 1 {
+        return Ok(rest);
+    }
+    let pair = s.alloc_mixed(l.pair, &[Handle::int(c), Handle::int(q - 1)], &[])?;
+    s.alloc_mixed(l.cons, &[pair, rest], &[])
+}
+
+/// `payN`: the sequential count.
+fn pay_n(s: &mut Scope<'_>, l: Layout, val: i64, coins: Handle<'_>) -> Result<u64> {
+    if val == 0 {
+        return Ok(1);
+    }
+    let Some((c, q)) = head_coin(s, coins) else { return Ok(0) };
+    // Each call's handles are popped when it returns, so the root stack
+    // grows with the recursion depth only.
+    s.scope(|s| {
+        if c > val {
+            let rest = s.field(coins, 1)?;
+            return pay_n(s, l, val, rest);
+        }
+        let left_coins = pay_one(s, l, coins, c, q)?;
+        let left = pay_n(s, l, val - c, left_coins)?;
+        let rest = s.field(coins, 1)?;
+        let right = pay_n(s, l, val, rest)?;
+        Ok(left + right)
+    })
+}
+
+/// `payN_par`: forks the right branch while `depth > 0`; returns the count
+/// as an immediate.
+fn pay_n_par<'s>(s: &mut Scope<'s>, l: Layout, depth: i64, val: i64, coins: Handle<'_>) -> Result<Handle<'s>> {
+    if depth == 0 {
+        let n = pay_n(s, l, val, coins)?;
+        return Ok(count(n));
+    }
+    if val == 0 {
+        return Ok(count(1));
+    }
+    let Some((c, q)) = head_coin(s, coins) else { return Ok(count(0)) };
+    s.scope_value(|s| {
+        if c > val {
+            let rest = s.field(coins, 1)?;
+            return pay_n_par(s, l, depth, val, rest);
+        }
+        let left_depth = if q == 1 { depth - 1 } else { depth };
+        let (left, right) = s.par2(
+            &[coins],
+            move |s, env| {
+                let left_coins = pay_one(s, l, env[0], c, q)?;
+                pay_n_par(s, l, left_depth, val - c, left_coins)
+            },
+            move |s, env| {
+                let rest = s.field(env[0], 1)?;
+                pay_n_par(s, l, depth - 1, val, rest)
+            },
+        )?;
+        let sum = s.as_int(left).expect("a count") + s.as_int(right).expect("a count");
+        Ok(count(sum as u64))
+    })
+}
+
+/// A count as an immediate integer (no allocation, no root slot).
+fn count<'s>(n: u64) -> Handle<'s> {
+    Handle::int(i64::try_from(n).expect("count fits in 63 bits"))
+}
+
+/// The coin list `[(value, quantity)]` on the heap, in `COINS` order.
+fn coin_list<'s>(s: &mut Scope<'s>, l: Layout) -> Result<Handle<'s>> {
+    let list = s.slot(Handle::NIL);
+    for &(c, q) in COINS.iter().rev() {
+        s.scope(|s| -> Result<()> {
+            let pair = s.alloc_mixed(l.pair, &[Handle::int(c), Handle::int(q)], &[])?;
+            s.alloc_mixed_to(list, l.cons, &[pair, list.get()], &[])
+        })?;
+    }
+    Ok(list.get())
+}
+
+/// Ways to pay `val` with at most `q` coins of each value `c` (the
+/// independent answer): bounded-knapsack counting over a Rust array.
+fn ways_dp(val: usize) -> u64 {
+    let mut ways = vec![0u64; val + 1];
+    ways[0] = 1;
+    for &(c, q) in &COINS {
+        let (c, q) = (c as usize, q as usize);
+        let mut next = vec![0u64; val + 1];
+        for (v, slot) in next.iter_mut().enumerate() {
+            *slot = (0..=q).take_while(|t| t * c <= v).map(|t| ways[v - t * c]).sum();
+        }
+        ways = next;
+    }
+    ways[val]
+}
+
+impl Benchmark for Coins {
+    fn name(&self) -> &'static str {
+        "coins"
+    }
+    fn source(&self) -> &'static str {
+        "gumsmp-shared-distributed-heaps.txt §3.1"
+    }
+    fn description(&self) -> &'static str {
+        "ways to pay a value from limited coins; heap coin lists, right branches forked above a depth"
+    }
+    fn params(&self) -> &'static [Param] {
+        &[
+            Param { name: "value", help: "the amount to pay", quick: 600, paper: 1100, min: 0, max: 5000 },
+            Param { name: "depth", help: "fork the right branch while the depth is above 0", quick: 4, paper: 4, min: 0, max: 30 },
+        ]
+    }
+
+    fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+        let (val, depth) = (p.get("value"), p.get("depth"));
+        let pair = rt.register(Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let cons = rt.register(Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let l = Layout { pair, cons };
+        let got = rt
+            .run_on(0, move |s| -> Result<i64> {
+                let coins = coin_list(s, l)?;
+                let n = pay_n_par(s, l, depth, val, coins)?;
+                Ok(s.as_int(n).expect("a count"))
+            })
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        let out = format!("coins: ways to pay {val} (depth {depth}) = {got}\n");
+        Ok(Outcome::new(out, move || {
+            let want = ways_dp(val as usize);
+            if got as u64 == want {
+                Ok(())
+            } else {
+                Err(format!("{got} ways to pay {val}, expected {want}"))
+            }
+        }))
+    }
+}

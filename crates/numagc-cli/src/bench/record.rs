@@ -1,0 +1,216 @@
+//! The measurements of the harness: one [`RunRecord`] per run, and one
+//! [`Summary`] per configuration (benchmark × placement policy × vprocs)
+//! over its repetitions. Both are written to `--json` and feed the table
+//! and the plots.
+//!
+//! Choices: the wall time of a run is the benchmark's run alone (the
+//! runtime is started before and the answer checked after); the GC share
+//! is collection time summed over vprocs divided by wall time × vprocs
+//! (the fraction of the machine's time spent collecting); the speedup of a
+//! configuration is the median wall time at the smallest vproc count run
+//! (1 when run) divided by its own median, same benchmark and policy.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One run of one benchmark in one configuration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub benchmark: String,
+    pub size: String,
+    pub params: BTreeMap<String, i64>,
+    pub vprocs: usize,
+    pub numa_policy: String,
+    /// 1-based.
+    pub repetition: usize,
+    pub wall_s: f64,
+    /// Collection time summed over vprocs.
+    pub gc_s: f64,
+    /// `gc_s / (wall_s × vprocs)`.
+    pub gc_share: f64,
+    pub pause_count: u64,
+    pub pause_p99_ms: f64,
+    pub pause_max_ms: f64,
+    /// Distinct pause durations (ns) and their counts, for the histogram.
+    pub pauses: Vec<(u64, u64)>,
+    pub minor_collections: u64,
+    pub major_collections: u64,
+    pub promotions: u64,
+    pub global_collections: u64,
+    pub bytes_allocated: u64,
+    pub bytes_promoted: u64,
+    pub tasks_forked: u64,
+    pub tasks_stolen: u64,
+    /// Share of global-collection copying that read node-local chunks.
+    pub numa_locality: Option<f64>,
+    /// The answer passed its independent check.
+    pub correct: bool,
+    /// Why the run failed or its answer was wrong.
+    pub error: Option<String>,
+}
+
+/// The repetitions of one configuration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    pub benchmark: String,
+    pub size: String,
+    pub vprocs: usize,
+    pub numa_policy: String,
+    pub runs: usize,
+    pub wall_median_s: f64,
+    pub wall_min_s: f64,
+    pub wall_max_s: f64,
+    /// Over the smallest vproc count of the same benchmark and policy.
+    pub speedup: Option<f64>,
+    /// The vproc count `speedup` is relative to.
+    pub speedup_base_vprocs: Option<usize>,
+    pub gc_share_median: f64,
+    /// The largest p99 pause of the repetitions.
+    pub pause_p99_ms: f64,
+    pub pause_max_ms: f64,
+    pub bytes_allocated_median: f64,
+    pub bytes_promoted_median: f64,
+    pub numa_locality_median: Option<f64>,
+    pub all_correct: bool,
+}
+
+/// Median of a sample (0 for an empty one).
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// One summary per configuration, in the order the configurations first
+/// appear in `runs`. Failed runs count in `runs` and `all_correct` but not
+/// in the times.
+pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
+    let mut order: Vec<(String, String, usize)> = Vec::new();
+    let mut groups: BTreeMap<(String, String, usize), Vec<&RunRecord>> = BTreeMap::new();
+    for r in runs {
+        let key = (r.benchmark.clone(), r.numa_policy.clone(), r.vprocs);
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        groups.entry(key).or_default().push(r);
+    }
+    let mut out: Vec<Summary> = order
+        .iter()
+        .map(|key| {
+            let rs = &groups[key];
+            let ok: Vec<&&RunRecord> = rs.iter().filter(|r| r.error.is_none()).collect();
+            let walls: Vec<f64> = ok.iter().map(|r| r.wall_s).collect();
+            let f = |g: fn(&RunRecord) -> f64| median(&ok.iter().map(|r| g(r)).collect::<Vec<_>>());
+            let localities: Vec<f64> = ok.iter().filter_map(|r| r.numa_locality).collect();
+            Summary {
+                benchmark: key.0.clone(),
+                size: rs[0].size.clone(),
+                vprocs: key.2,
+                numa_policy: key.1.clone(),
+                runs: rs.len(),
+                wall_median_s: median(&walls),
+                wall_min_s: walls.iter().copied().reduce(f64::min).unwrap_or(0.0),
+                wall_max_s: walls.iter().copied().reduce(f64::max).unwrap_or(0.0),
+                speedup: None,
+                speedup_base_vprocs: None,
+                gc_share_median: f(|r| r.gc_share),
+                pause_p99_ms: ok.iter().map(|r| r.pause_p99_ms).fold(0.0, f64::max),
+                pause_max_ms: ok.iter().map(|r| r.pause_max_ms).fold(0.0, f64::max),
+                bytes_allocated_median: f(|r| r.bytes_allocated as f64),
+                bytes_promoted_median: f(|r| r.bytes_promoted as f64),
+                numa_locality_median: (!localities.is_empty()).then(|| median(&localities)),
+                all_correct: rs.iter().all(|r| r.correct),
+            }
+        })
+        .collect();
+    // Speedups against the smallest vproc count of the same benchmark and policy.
+    let bases: Vec<Option<(usize, f64)>> = out
+        .iter()
+        .map(|s| {
+            out.iter()
+                .filter(|o| o.benchmark == s.benchmark && o.numa_policy == s.numa_policy && o.wall_median_s > 0.0)
+                .min_by_key(|o| o.vprocs)
+                .map(|o| (o.vprocs, o.wall_median_s))
+        })
+        .collect();
+    for (s, base) in out.iter_mut().zip(bases) {
+        if let Some((v, t)) = base {
+            if s.wall_median_s > 0.0 {
+                s.speedup = Some(t / s.wall_median_s);
+                s.speedup_base_vprocs = Some(v);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(bench: &str, vprocs: usize, wall: f64, ok: bool) -> RunRecord {
+        RunRecord {
+            benchmark: bench.into(),
+            size: "quick".into(),
+            params: BTreeMap::new(),
+            vprocs,
+            numa_policy: "local".into(),
+            repetition: 1,
+            wall_s: wall,
+            gc_s: wall / 10.0,
+            gc_share: 0.1,
+            pause_count: 1,
+            pause_p99_ms: wall,
+            pause_max_ms: wall * 2.0,
+            pauses: vec![],
+            minor_collections: 0,
+            major_collections: 0,
+            promotions: 0,
+            global_collections: 0,
+            bytes_allocated: 100,
+            bytes_promoted: 10,
+            tasks_forked: 0,
+            tasks_stolen: 0,
+            numa_locality: None,
+            correct: ok,
+            error: (!ok).then(|| "wrong".into()),
+        }
+    }
+
+    #[test]
+    fn medians_and_speedups_per_configuration() {
+        let runs = vec![
+            run("a", 1, 4.0, true),
+            run("a", 2, 2.5, true),
+            run("a", 1, 6.0, true),
+            run("a", 2, 1.5, true),
+            run("a", 1, 5.0, true),
+            run("a", 2, 2.0, true),
+            run("b", 2, 1.0, false),
+        ];
+        let s = summarize(&runs);
+        assert_eq!(s.len(), 3);
+        assert_eq!((s[0].vprocs, s[0].wall_median_s, s[0].wall_min_s, s[0].wall_max_s), (1, 5.0, 4.0, 6.0));
+        assert_eq!(s[0].speedup, Some(1.0));
+        assert_eq!((s[1].vprocs, s[1].wall_median_s, s[1].speedup), (2, 2.0, Some(2.5)));
+        assert_eq!(s[1].pause_max_ms, 5.0);
+        assert!(s[1].all_correct);
+        // A configuration whose only run failed has no times and no speedup.
+        assert_eq!((s[2].runs, s[2].all_correct, s[2].speedup), (1, false, None));
+    }
+
+    #[test]
+    fn median_of_even_and_odd_samples() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+}

@@ -1,0 +1,46 @@
+//! Microbenchmarks of single mechanisms, outside the papers' suite: the
+//! nursery allocation rate against a plain bump-pointer loop, and the cost
+//! of a message over a synchronous channel.
+
+pub mod alloc;
+pub mod pingpong;
+
+use crate::runtime_args::RuntimeArgs;
+use clap::Subcommand;
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum Micro {
+    /// Nursery allocation rate against a plain bump-pointer loop, side by side.
+    Alloc {
+        /// Bytes allocated per measurement.
+        #[arg(long, default_value_t = 4 << 30)]
+        bytes: u64,
+        /// Measurements of each kind (alternating); medians are reported.
+        #[arg(long, default_value_t = 7)]
+        repeat: usize,
+        /// Write the results as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
+    /// Two threads bounce a heap message over synchronous channels.
+    Pingpong {
+        /// Round trips.
+        #[arg(long, default_value_t = 200_000)]
+        rounds: u64,
+        /// Write the results and statistics as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
+}
+
+pub fn run(m: Micro) -> Result<(), String> {
+    match m {
+        Micro::Alloc { bytes, repeat, json, runtime } => alloc::run(bytes, repeat, json, &runtime),
+        Micro::Pingpong { rounds, json, runtime } => pingpong::run(rounds, json, &runtime),
+    }
+}
