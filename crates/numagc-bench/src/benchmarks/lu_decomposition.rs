@@ -20,7 +20,8 @@
 //! The input: Sandmark's entries are uniform in [1, 101); here the diagonal
 //! gets `101·n` added so that the matrix is diagonally dominant and the
 //! decomposition without pivoting is stable. The paper's size is Sandmark's
-//! customary order of magnitude (`n` = 1024).
+//! customary order of magnitude (`n` = 1024; Sandmark's default is 1200),
+//! about 0.7 s on one vproc of the 2-core development machine.
 //!
 //! Output: checksums (sums of all entries) of L and U. Check: a plain
 //! in-place LU on a `Vec<f64>`, compared entry by entry with a relative
