@@ -35,10 +35,6 @@ pub struct Results {
     pub timelines: Vec<RunTimeline>,
 }
 
-pub fn policy_name(p: NumaPolicy) -> &'static str {
-    p.name()
-}
-
 pub fn run(plan: &Plan<'_>) -> Result<Results, String> {
     let total = plan.repeat * plan.benchmarks.len() * plan.policies.len() * plan.vprocs.len();
     let bar = ProgressBar::new(total as u64);
@@ -52,7 +48,7 @@ pub fn run(plan: &Plan<'_>) -> Result<Results, String> {
         for (bench, params) in &plan.benchmarks {
             for &policy in &plan.policies {
                 for &vprocs in &plan.vprocs {
-                    let label = format!("{} {} x{} #{rep}", bench.name(), policy_name(policy), vprocs);
+                    let label = format!("{} {} x{} #{rep}", bench.name(), policy.name(), vprocs);
                     bar.set_message(label.clone());
                     let mut builder = (plan.base)()?.vprocs(vprocs).numa_policy(policy);
                     if plan.trace {
@@ -100,7 +96,7 @@ fn run_one(
         size: size.name().into(),
         params: params.iter().map(|(k, v)| (k.to_string(), v)).collect(),
         vprocs,
-        numa_policy: policy_name(policy).into(),
+        numa_policy: policy.name().into(),
         repetition: rep,
         wall_s: 0.0,
         gc_s: 0.0,
