@@ -60,7 +60,7 @@ pub const MAX_VPROCS: usize = 1024;
 const MAX_GLOBAL_GC_THRESHOLD: usize = TIB;
 const MAX_HEAP_LIMIT: usize = 16 * TIB;
 const MIN_NURSERY_FLOOR: usize = 4 * KIB;
-const LARGE_OBJECT_FLOOR: usize = 256;
+pub(crate) const LARGE_OBJECT_FLOOR: usize = 256;
 
 const PLAN_ALLOWED: &str = "split (or split-heap)";
 const POLICY_ALLOWED: &str = "local, interleave, node0";

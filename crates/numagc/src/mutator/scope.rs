@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::mutator::roots::GlobalRoot;
 use crate::mutator::view::{resolve, View};
-use crate::object::descriptor::{DescId, Descriptor, DescriptorTable, FastLayouts};
+use crate::object::descriptor::{DescId, Descriptor, DescriptorTable, FastLayout, FastLayouts};
 use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR, MAX_LENGTH};
 use crate::object::{int_value, is_mutable, is_pointer, Obj, NIL};
 use crate::plan;
@@ -158,6 +158,7 @@ impl<'s> Scope<'s> {
     }
 
     /// Runs `f` in a nested scope; its handles are popped afterwards.
+    #[inline]
     pub fn scope<R>(&mut self, f: impl for<'i> FnOnce(&mut Scope<'i>) -> R) -> R {
         let base = self.roots().len();
         let r = {
@@ -170,6 +171,7 @@ impl<'s> Scope<'s> {
 
     /// Runs `f` in a nested scope and keeps the handle it returns, which is
     /// re-rooted in this scope.
+    #[inline]
     pub fn scope_value<E>(
         &mut self,
         f: impl for<'i> FnOnce(&mut Scope<'i>) -> std::result::Result<Handle<'i>, E>,
@@ -236,10 +238,18 @@ impl<'s> Scope<'s> {
     /// in the global heap".
     #[inline(always)]
     fn reserve(&mut self, words: usize) -> Result<Option<usize>> {
-        let bytes = (words + 1) * 8;
-        if bytes >= self.vp.large_object_size {
+        if (words + 1) * 8 >= self.vp.large_object_size {
             return Ok(None);
         }
+        self.reserve_small(words)
+    }
+
+    /// [`Scope::reserve`] for an object known to be below every allowed
+    /// large-object size (a packed layout's object, see the assertion
+    /// below): the fast path is the bump and the limit check alone.
+    #[inline(always)]
+    fn reserve_small(&mut self, words: usize) -> Result<Option<usize>> {
+        let bytes = (words + 1) * 8;
         if let Some(p) = self.vp.bump(bytes) {
             return Ok(Some(p));
         }
@@ -302,18 +312,25 @@ impl<'s> Scope<'s> {
         let mask = f.pointer_mask();
         if f.is_some() && values.len() == f.values() && raw.len() + values.len() == f.size() {
             let size = f.size();
-            if let Some(p) = self.reserve(size)? {
+            if let Some(p) = self.reserve_small(size)? {
                 // SAFETY: `p` is a fresh nursery reservation of `size` fields.
                 let o = unsafe { Obj::at(p) };
-                o.init_header(Header::new(d.0, size as u64));
                 if raw.is_empty() {
                     // Every field is a value, in order: with a literal
                     // `values` this loop unrolls and tests no mask bits.
-                    for (i, &v) in values.iter().enumerate() {
-                        o.set_field(i, self.word(v));
+                    // The handles are read before the first store into the
+                    // object, so the root stack is loaded once.
+                    let mut words = [0u64; FastLayout::MAX_SIZE];
+                    for (w, &v) in words.iter_mut().zip(values) {
+                        *w = self.word(v);
+                    }
+                    o.init_header(Header::new(d.0, size as u64));
+                    for (i, &w) in words[..values.len()].iter().enumerate() {
+                        o.set_field(i, w);
                     }
                     return Ok(Some(p));
                 }
+                o.init_header(Header::new(d.0, size as u64));
                 let (mut vi, mut ri) = (0, 0);
                 for i in 0..size {
                     if (mask >> i) & 1 == 1 {

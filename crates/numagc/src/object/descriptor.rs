@@ -169,9 +169,14 @@ impl FastLayouts {
     }
 }
 
+// Checked at compile time: see `FastLayout::MAX_SIZE`.
+const _: () = assert!((FastLayout::MAX_SIZE + 1) * 8 < crate::config::LARGE_OBJECT_FLOOR);
+
 impl FastLayout {
-    /// Largest size (in fields) with a packed layout.
-    pub const MAX_SIZE: usize = 32;
+    /// Largest size (in fields) with a packed layout. Small enough that an
+    /// object with a packed layout is below every allowed large-object size,
+    /// so the allocation fast path need not compare with it.
+    pub const MAX_SIZE: usize = 30;
 
     fn of(d: &Descriptor) -> FastLayout {
         if d.mutable || d.size > Self::MAX_SIZE {
