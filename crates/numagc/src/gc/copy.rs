@@ -15,8 +15,7 @@ use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
-use crate::gc::prefetch::FieldQueue;
-use crate::object::{for_each_value_field, is_pointer, update_value_fields, Obj};
+use crate::object::{is_pointer, update_value_fields, Obj};
 
 pub(crate) struct ToGlobal<'a> {
     pub heap: &'a GlobalHeap,
@@ -105,26 +104,8 @@ impl<'a> ToGlobal<'a> {
         self.cursor.try_bump(size).expect("object larger than a chunk")
     }
 
-    /// Whether `w` may need forwarding: a pointer into the local heap.
-    #[inline(always)]
-    fn is_local(&self, w: u64) -> bool {
-        is_pointer(w) && (w as usize).wrapping_sub(self.local_lo) < self.local_hi - self.local_lo
-    }
-
-    /// Forwards field `i` of the copy `o`.
-    #[inline(always)]
-    fn forward_field(&mut self, o: Obj, i: usize) {
-        let w = o.field(i);
-        let n = self.forward(w);
-        if n != w {
-            o.set_field(i, n);
-        }
-    }
-
-    /// Scans copies until none is left unscanned. The fields of the copies
-    /// in the cursor's chunk go through a prefetching [`FieldQueue`].
+    /// Scans copies until none is left unscanned.
     pub fn finish(&mut self) {
-        let mut queue = FieldQueue::new();
         loop {
             if self.cursor.scan < self.cursor.top {
                 // SAFETY: objects below the cursor's top are copies of this
@@ -133,17 +114,7 @@ impl<'a> ToGlobal<'a> {
                 let h = o.header().expect("copied object has a header");
                 // Advance first: the chunk may be retired while scanning.
                 self.cursor.scan += h.size_bytes();
-                let descs = self.descs;
-                for_each_value_field(h, descs, |i| {
-                    let w = o.field(i);
-                    if self.is_local(w) {
-                        if let Some((q, j)) = queue.push(o, i, w) {
-                            self.forward_field(q, j);
-                        }
-                    }
-                });
-            } else if let Some((q, j)) = queue.pop() {
-                self.forward_field(q, j);
+                self.scan_fields(o, h);
             } else if let Some((mut s, e)) = self.pending.pop() {
                 while s < e {
                     s += self.scan_object(s);

@@ -49,7 +49,6 @@
 //! tenure, so data that dies soon after a collection is never tenured.
 
 use crate::gc::copy::Scan;
-use crate::gc::prefetch::FieldQueue;
 use crate::gc::work_queue::ScanQueue;
 use crate::gc::{major, minor, verify};
 use crate::heap::cursor::ChunkCursor;
@@ -139,8 +138,6 @@ struct Evacuator<'a> {
     generational: bool,
     /// Those slots (the next collection's remembered set).
     remember: Vec<usize>,
-    /// Fields of survivor copies waiting to be forwarded (`gc::prefetch`).
-    fields: FieldQueue,
 }
 
 impl Evacuator<'_> {
@@ -237,25 +234,7 @@ impl Evacuator<'_> {
         if tenured {
             self.scan_tenured(o, h);
         } else {
-            let descs = self.descs;
-            crate::object::for_each_value_field(h, descs, |i| {
-                let w = o.field(i);
-                if is_pointer(w) {
-                    if let Some((q, j)) = self.fields.push(o, i, w) {
-                        self.forward_field(q, j);
-                    }
-                }
-            });
-        }
-    }
-
-    /// Forwards field `i` of a survivor copy this vproc scans.
-    #[inline(always)]
-    fn forward_field(&mut self, o: Obj, i: usize) {
-        let w = o.field(i);
-        let n = self.forward(w);
-        if n != w {
-            o.set_field(i, n);
+            self.scan_fields(o, h);
         }
     }
 
@@ -303,12 +282,6 @@ impl Evacuator<'_> {
                 self.scan_copy(o, h, tenure);
                 return true;
             }
-        }
-        // The queued fields are this vproc's work too: finish them before
-        // looking for work elsewhere (or reporting none).
-        if let Some((q, j)) = self.fields.pop() {
-            self.forward_field(q, j);
-            return true;
         }
         false
     }
@@ -413,7 +386,6 @@ pub(crate) fn participate(v: &mut Vproc) {
             full,
             generational: shared.config.young_global_gc,
             remember: Vec::new(),
-            fields: FieldQueue::new(),
         };
         e.survivor.begin_copy();
         for r in roots.iter_mut() {

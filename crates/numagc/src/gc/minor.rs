@@ -8,8 +8,7 @@
 //! the free space left is halved to make the new nursery.
 
 use crate::object::header::Header;
-use crate::gc::prefetch::FieldQueue;
-use crate::object::{for_each_value_field, is_pointer, Obj};
+use crate::object::{is_pointer, update_value_fields, Obj};
 use crate::vproc::Vproc;
 use std::time::Instant;
 
@@ -55,37 +54,14 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
     for r in v.roots.get_mut().iter_mut() {
         *r = forward(*r, &mut top);
     }
-    // Cheney scan of the copies; fields pointing into the local heap wait
-    // in a prefetching queue (see `gc::prefetch`) before being forwarded.
-    let mut queue = FieldQueue::new();
-    let forward_field = |o: Obj, i: usize, top: &mut usize| {
-        let w = o.field(i);
-        let n = forward(w, top);
-        if n != w {
-            o.set_field(i, n);
-        }
-    };
     let mut scan = lh.young_start;
-    loop {
-        if scan < top {
-            // SAFETY: `[young_start, top)` holds the objects this pass
-            // copied, laid out one after another.
-            let o = unsafe { Obj::at(scan) };
-            let h = o.header().expect("copied object has a header");
-            scan += h.size_bytes();
-            for_each_value_field(h, descs, |i| {
-                let w = o.field(i);
-                if is_pointer(w) && (w as usize).wrapping_sub(local_lo) < local_hi - local_lo {
-                    if let Some((q, j)) = queue.push(o, i, w) {
-                        forward_field(q, j, &mut top);
-                    }
-                }
-            });
-        } else if let Some((q, j)) = queue.pop() {
-            forward_field(q, j, &mut top);
-        } else {
-            break;
-        }
+    while scan < top {
+        // SAFETY: `[young_start, top)` holds the objects this pass copied,
+        // laid out one after another.
+        let o = unsafe { Obj::at(scan) };
+        let h = o.header().expect("copied object has a header");
+        scan += h.size_bytes();
+        update_value_fields(o, h, descs, |w| forward(w, &mut top));
     }
     debug_assert!(top <= nursery_lo, "minor collection overflowed into the nursery");
     let copied = top - lh.young_start;

@@ -23,7 +23,6 @@ pub(crate) mod global;
 pub(crate) mod handshake;
 pub(crate) mod major;
 pub(crate) mod minor;
-pub(crate) mod prefetch;
 pub(crate) mod promote;
 pub(crate) mod verify;
 pub(crate) mod work_queue;
