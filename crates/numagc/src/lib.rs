@@ -34,6 +34,10 @@
 
 pub mod config;
 pub mod error;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
+#[cfg(not(feature = "fault-injection"))]
+mod fault;
 mod gc;
 mod heap;
 #[cfg(all(test, loom))]
