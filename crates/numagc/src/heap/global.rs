@@ -236,18 +236,30 @@ impl GlobalHeap {
         }
         let mut refused = None;
         'nodes: for (home, &want) in want.iter().enumerate() {
-            for _ in self.pool.len(home)..want {
-                match self.space.carve(1) {
-                    Ok(id) => {
-                        self.bind(id, 1, home);
-                        self.space.info(id).node.store(home as u32, Ordering::Relaxed);
-                        self.pool.put(home, id as u32);
-                    }
+            let mut short = want.saturating_sub(self.pool.len(home));
+            while short > 0 {
+                // One run (one `mbind`) when the address space has it,
+                // else chunk by chunk.
+                let run = match self.space.carve(short) {
+                    Ok(start) => (start, short),
+                    Err(_) if short > 1 => match self.space.carve(1) {
+                        Ok(start) => (start, 1),
+                        Err(e) => {
+                            refused = Some(e);
+                            break 'nodes;
+                        }
+                    },
                     Err(e) => {
                         refused = Some(e);
                         break 'nodes;
                     }
+                };
+                self.bind(run.0, run.1, home);
+                for id in run.0..run.0 + run.1 {
+                    self.space.info(id).node.store(home as u32, Ordering::Relaxed);
+                    self.pool.put(home, id as u32);
                 }
+                short -= run.1;
             }
         }
         let pooled: usize = (0..self.topology.num_nodes()).map(|n| self.pool.len(n)).sum();
