@@ -63,7 +63,8 @@ pub enum Error {
     /// A call whose arguments do not fit the object or the API.
     #[error("invalid use of the API: {0}")]
     Misuse(String),
-    /// The operating system refused a request (mapping memory, starting a thread).
+    /// The operating system refused a request other than memory (starting a
+    /// thread); refused memory is [`Error::MapFailed`].
     #[error("operating system: {what}: {source}")]
     Os { what: &'static str, #[source] source: std::io::Error },
     /// A job, a task or a thread panicked on vproc `vproc`; the vproc and

@@ -114,11 +114,7 @@ impl Runtime {
         for p in &placements {
             let base = heap.carve_local(config.local_heap_size, p.vproc, p.node).map_err(|m| m.error("a local heap"))?;
             local_bases.push(base);
-            let chunks = (0..spare)
-                .map(|_| heap.spare_chunk(p.node))
-                .collect::<std::result::Result<Vec<usize>, _>>()
-                .map_err(|m| m.error("the copy reserve of a vproc"))?;
-            reserves.push(chunks);
+            reserves.push(heap.spare_chunks(p.node, spare).map_err(|m| m.error("the copy reserve of a vproc"))?);
         }
         let nodes: Vec<usize> = placements.iter().map(|p| p.node).collect();
         let (sched, workers) = crate::sched::Scheduler::new(&nodes);

@@ -46,7 +46,7 @@
 //!   that no longer exists, and no one waits for it once the collection is
 //!   closed. Exactly one outcome holds: either all vprocs took part, or the
 //!   collection was abandoned and the late one took no part
-//!   (`loom_models::safepoint_*`).
+//!   (`loom_models::safepoint`).
 //!
 //! Results are delivered per vproc (`results[v]`), so a vproc that wakes
 //! late from an abandoned collection still reads its own outcome even if a

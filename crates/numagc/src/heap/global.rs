@@ -214,6 +214,20 @@ impl GlobalHeap {
         self.free_chunk(self.home_node(node))
     }
 
+    /// `n` free chunks for a new vproc's copy reserve: one run bound once
+    /// when the address space has it, else chunk by chunk.
+    pub fn spare_chunks(&self, node: usize, n: usize) -> Result<Vec<usize>, MapFailure> {
+        let home = self.home_node(node);
+        if let Ok(start) = self.space.carve(n) {
+            self.bind(start, n, home);
+            for id in start..start + n {
+                self.space.info(id).node.store(home as u32, Ordering::Relaxed);
+            }
+            return Ok((start..start + n).collect());
+        }
+        (0..n).map(|_| self.free_chunk(home)).collect()
+    }
+
     /// Puts a chunk of a copy reserve into use.
     pub fn adopt_spare(&self, id: usize) -> usize {
         self.adopt(id)
