@@ -761,9 +761,102 @@ fn waiting_vproc_wakes_for_pushed_work() {
 }
 
 // ===========================================================================
-// §3.4 extended: the safepoint deadline of a global collection (issue 5).
+// Faults (issue 5): the safepoint deadline of a global collection (§3.4
+// extended) and a stolen task whose environment cannot be promoted (§2.3).
 // Everything below belongs to this block; other models go above it.
 // ===========================================================================
+
+/// A thief steals a task whose owner cannot promote the environment (the
+/// system refuses the memory, `sched::serve_mail`): the owner records the
+/// error and marks the task `READY`; the thief must see the error (not an
+/// environment), must not run the task, and finishes it with the error,
+/// which the owner's join reads. Nobody waits for ever, and the task runs
+/// at most once (exactly once when the owner pops it back itself).
+/// Mutation check: an `env_failed` that does not mark the task `READY`
+/// makes loom report the deadlock.
+mod handoff_failure {
+    use super::bounded;
+    use crate::gc::handshake::Coordinator;
+    use crate::sched::deque::{Steal, Worker};
+    use crate::sched::task::{Handoff, Mailbox, DONE, READY};
+    use crate::Error;
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use loom::sync::Arc;
+    use loom::thread;
+
+    fn refused() -> Error {
+        Error::MapFailed { bytes: 4096, what: "the copy reserve of a major collection or promotion", errno: 12 }
+    }
+
+    #[test]
+    fn stolen_task_whose_environment_cannot_be_promoted() {
+        bounded(2).check(|| {
+            let c = Arc::new(Coordinator::<u32>::new(2));
+            let mailbox = Arc::new(Mailbox::<Arc<Handoff>>::new());
+            let runs = Arc::new(AtomicUsize::new(0));
+            let worker = Worker::<Arc<Handoff>>::new_lifo();
+            let stealer = worker.stealer();
+            let task = Arc::new(Handoff::new(0, true));
+            worker.push(task.clone());
+
+            // The owner's duty at a safepoint, with the promotion refused.
+            let serve = |c: &Coordinator<u32>, mailbox: &Mailbox<Arc<Handoff>>| {
+                if c.take_signal(0) {
+                    for t in mailbox.take() {
+                        t.env_failed(refused());
+                        c.bell(t.thief()).ring();
+                    }
+                }
+            };
+
+            let (c1, m1, r1) = (c.clone(), mailbox.clone(), runs.clone());
+            let thief = thread::spawn(move || {
+                let Steal::Success(t) = stealer.steal() else { return false };
+                if t.want(1) {
+                    m1.post(t.clone());
+                    c1.signal(0);
+                }
+                while t.state() < READY {
+                    c1.bell(1).wait_unless(|| t.state() >= READY);
+                }
+                match t.take_env_error() {
+                    Some(e) => {
+                        assert!(t.take_env().is_empty(), "an environment beside the error");
+                        t.finish(Err(e));
+                    }
+                    None => {
+                        r1.fetch_add(1, Ordering::Relaxed);
+                        t.finish(Ok(7));
+                    }
+                }
+                c1.bell(0).ring();
+                true
+            });
+
+            serve(&c, &mailbox);
+            let stolen = match worker.pop() {
+                Some(t) => {
+                    assert!(Arc::ptr_eq(&t, &task));
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    false
+                }
+                None => {
+                    while task.state() != DONE {
+                        serve(&c, &mailbox);
+                        c.bell(0).wait_unless(|| task.state() == DONE || c.signalled(0));
+                    }
+                    let r = task.take_result();
+                    assert!(matches!(r, Some(Err(Error::MapFailed { .. }))), "the owner's join got {r:?}");
+                    true
+                }
+            };
+            assert_eq!(thief.join().unwrap(), stolen);
+            // Stolen: the owner was always asked (lazy promotion), refused,
+            // and the task never ran; popped back: it ran once, here.
+            assert_eq!(runs.load(Ordering::Relaxed), usize::from(!stolen));
+        });
+    }
+}
 
 /// The deadline protocol of `gc::handshake` (`enter`, `gather`, `expire`):
 /// a global collection either has every vproc take part, or is called off
