@@ -147,14 +147,20 @@ typedef enum numagc_status {
    */
   NUMAGC_ERR_TASK_PANICKED = 11,
   /**
-   * The operating system refused a request (reserving memory, starting
-   * a thread).
+   * The operating system refused a request (reserving or mapping memory,
+   * starting a thread). A refused allocation leaves the heap as it was.
    */
   NUMAGC_ERR_OS = 12,
   /**
    * A bug in numagc: a panic was caught at the C boundary.
    */
   NUMAGC_ERR_INTERNAL = 13,
+  /**
+   * A global collection was called off because a vproc did not reach a
+   * safepoint within the `safepoint-timeout` setting; nothing was moved
+   * and the call that needed the collection may be retried.
+   */
+  NUMAGC_ERR_SAFEPOINT_TIMEOUT = 14,
 } numagc_status;
 
 /**
@@ -635,6 +641,9 @@ int numagc_collect_major(struct numagc_scope *scope);
 
 /**
  * Forces a global collection; every vproc takes part.
+ * `NUMAGC_ERR_SAFEPOINT_TIMEOUT` or `NUMAGC_ERR_OS` when it was called off
+ * before anything moved (a vproc did not reach a safepoint in time, or the
+ * system refused its to-space); the heap is intact.
  */
 int numagc_collect_global(struct numagc_scope *scope);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command of numagc: unit, integration, property and CLI tests
-# (with the heap verifier on; the quick benchmark suite among them), the C
+# (with the heap verifier on; the quick benchmark suite among them), the
+# fault-injection tests (feature `fault-injection`), the C
 # example (under valgrind memcheck when it can be installed), the quick
 # suite through the harness in release, then the loom models of the
 # synchronising protocols.
@@ -10,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cargo test --workspace --all-targets "$@"
+# The fault tests inject refused memory: they need the `fault-injection`
+# feature, which the workspace build leaves out (the hooks cost nothing then).
+cargo test -p numagc --features fault-injection --test faults "$@"
 cargo test --workspace --exclude numagc-capi --doc
 # The embedding example checks its own answer; run it with the verifier on.
 NUMAGC_VPROCS=2 NUMAGC_VERIFY=true NUMAGC_LOCAL_HEAP=256K NUMAGC_PIN=false \

@@ -364,7 +364,7 @@ pub unsafe extern "C" fn numagc_promote(scope: *mut numagc_scope, v: numagc_valu
     produce_into(scope, out_value, |st| {
         let h = st.handle(v)?;
         st.produce(|s, slot| {
-            let p = s.promote(h);
+            let p = s.try_promote(h)?;
             s.assign(slot, p);
             Ok(())
         })
@@ -412,7 +412,7 @@ pub unsafe extern "C" fn numagc_global_new(scope: *mut numagc_scope, v: numagc_v
         *o = 0;
         let (runtime, root) = with_state(scope, |st| {
             let h = st.handle(v)?;
-            let root = st.sc().global_root(h);
+            let root = st.sc().try_global_root(h)?;
             Ok((st.rt.id, root))
         })?;
         *o = GLOBALS.insert(runtime, Arc::new(root));
@@ -441,7 +441,7 @@ pub unsafe extern "C" fn numagc_global_set(scope: *mut numagc_scope, g: numagc_g
         with_state(scope, |st| {
             let root = global_root(st, g)?;
             let h = st.handle(v)?;
-            st.sc().set_global(&root, h);
+            st.sc().try_set_global(&root, h)?;
             Ok(())
         })
     })
@@ -468,37 +468,44 @@ pub extern "C" fn numagc_global_free(g: numagc_global) -> c_int {
 
 // ---- collections ---------------------------------------------------------------
 
-fn on_scope(scope: *mut numagc_scope, f: impl FnOnce(&mut Scope<'static>)) -> c_int {
-    guard(|| {
-        with_state(scope, |st| {
-            f(st.sc());
-            Ok(())
-        })
-    })
+fn on_scope(scope: *mut numagc_scope, f: impl FnOnce(&mut Scope<'static>) -> numagc_rs::Result<()>) -> c_int {
+    guard(|| with_state(scope, |st| Ok(f(st.sc())?)))
 }
 
 /// Forces a minor collection of this vproc's local heap (which may run a
 /// major one). Every handle stays valid.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_collect_minor(scope: *mut numagc_scope) -> c_int {
-    on_scope(scope, |s| s.collect_minor())
+    on_scope(scope, |s| {
+        s.collect_minor();
+        Ok(())
+    })
 }
 
 /// Forces a minor and a major collection of this vproc's local heap.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_collect_major(scope: *mut numagc_scope) -> c_int {
-    on_scope(scope, |s| s.collect_major())
+    on_scope(scope, |s| {
+        s.collect_major();
+        Ok(())
+    })
 }
 
 /// Forces a global collection; every vproc takes part.
+/// `NUMAGC_ERR_SAFEPOINT_TIMEOUT` or `NUMAGC_ERR_OS` when it was called off
+/// before anything moved (a vproc did not reach a safepoint in time, or the
+/// system refused its to-space); the heap is intact.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_collect_global(scope: *mut numagc_scope) -> c_int {
-    on_scope(scope, |s| s.collect_global())
+    on_scope(scope, |s| s.try_collect_global())
 }
 
 /// A safepoint for long loops that do not allocate: joins a pending global
 /// collection.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_poll(scope: *mut numagc_scope) -> c_int {
-    on_scope(scope, |s| s.poll())
+    on_scope(scope, |s| {
+        s.poll();
+        Ok(())
+    })
 }

@@ -47,17 +47,21 @@ pub enum numagc_status {
     NUMAGC_ERR_INVALID_ARGUMENT = 10,
     /// The Rust side of a job panicked; the vproc carries on.
     NUMAGC_ERR_TASK_PANICKED = 11,
-    /// The operating system refused a request (reserving memory, starting
-    /// a thread).
+    /// The operating system refused a request (reserving or mapping memory,
+    /// starting a thread). A refused allocation leaves the heap as it was.
     NUMAGC_ERR_OS = 12,
     /// A bug in numagc: a panic was caught at the C boundary.
     NUMAGC_ERR_INTERNAL = 13,
+    /// A global collection was called off because a vproc did not reach a
+    /// safepoint within the `safepoint-timeout` setting; nothing was moved
+    /// and the call that needed the collection may be retried.
+    NUMAGC_ERR_SAFEPOINT_TIMEOUT = 14,
 }
 
 use numagc_status::*;
 
 impl numagc_status {
-    const ALL: [numagc_status; 14] = [
+    const ALL: [numagc_status; 15] = [
         NUMAGC_OK,
         NUMAGC_ERR_NULL_ARGUMENT,
         NUMAGC_ERR_NOT_ON_VPROC,
@@ -72,6 +76,7 @@ impl numagc_status {
         NUMAGC_ERR_TASK_PANICKED,
         NUMAGC_ERR_OS,
         NUMAGC_ERR_INTERNAL,
+        NUMAGC_ERR_SAFEPOINT_TIMEOUT,
     ];
 
     /// The status with this code, if it is one.
@@ -96,6 +101,7 @@ impl numagc_status {
             NUMAGC_ERR_TASK_PANICKED => c"NUMAGC_ERR_TASK_PANICKED",
             NUMAGC_ERR_OS => c"NUMAGC_ERR_OS",
             NUMAGC_ERR_INTERNAL => c"NUMAGC_ERR_INTERNAL",
+            NUMAGC_ERR_SAFEPOINT_TIMEOUT => c"NUMAGC_ERR_SAFEPOINT_TIMEOUT",
         }
     }
 }
@@ -129,6 +135,8 @@ impl From<numagc_rs::Error> for Fail {
             E::Misuse(_) => NUMAGC_ERR_MISUSE,
             E::Os { .. } => NUMAGC_ERR_OS,
             E::TaskPanicked { .. } => NUMAGC_ERR_TASK_PANICKED,
+            E::MapFailed { .. } => NUMAGC_ERR_OS,
+            E::SafepointTimeout { .. } => NUMAGC_ERR_SAFEPOINT_TIMEOUT,
             _ => NUMAGC_ERR_MISUSE,
         };
         Fail::new(code, e.to_string())

@@ -80,9 +80,15 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
             "local_heap" => "local_heap_size",
             "min_nursery" => "min_nursery_size",
             "large_object" => "large_object_size",
+            "safepoint_timeout" => "safepoint_timeout_ms",
             other => other,
         };
         let v = match values.get(field) {
+            Some(serde_json::Value::Number(n)) if field == "safepoint_timeout_ms" => match n.as_u64() {
+                Some(0) => "0 (wait for ever)".to_string(),
+                Some(ms) if ms % 1000 == 0 => format!("{}s", ms / 1000),
+                _ => format!("{n}ms"),
+            },
             Some(serde_json::Value::Number(n)) if field.ends_with("_size") || field.ends_with("_heap") || field.ends_with("_threshold") => {
                 numagc::config::format_size(n.as_u64().unwrap_or(0) as usize)
             }

@@ -13,6 +13,11 @@
 //! final values unless they were set explicitly. Every refused value is a
 //! [`ConfigError`] naming the setting, the value as given, and the allowed range.
 //!
+//! `safepoint-timeout` is a numagc addition (the paper's handshake, §3.4,
+//! waits for every vproc without bound): how long the vprocs stopped for a
+//! global collection wait for the others before the collection is called
+//! off (see `gc::handshake`).
+//!
 //! Paper: the local-heap size and nursery threshold are those of §3.3 (Appel
 //! semi-generational local heaps sized to fit the L3 cache); chunk size, the
 //! per-vproc global-collection threshold (§3.4, footnote 2: vprocs × 32 MiB) and
@@ -56,6 +61,12 @@ pub const DEFAULT_SURVIVOR_PROMOTION: u32 = 90;
 pub const DEFAULT_LARGE_OBJECT_CAP: usize = 16 * KIB;
 /// Most vprocs a runtime may have.
 pub const MAX_VPROCS: usize = 1024;
+/// Default `safepoint-timeout`, in milliseconds: generous, since it only
+/// has to catch a vproc that never reaches a safepoint (a loop that neither
+/// allocates nor polls, a job blocked outside the runtime).
+pub const DEFAULT_SAFEPOINT_TIMEOUT_MS: u64 = 10_000;
+/// Longest `safepoint-timeout` other than 0 (wait for ever): one hour.
+pub const MAX_SAFEPOINT_TIMEOUT_MS: u64 = 3_600_000;
 
 const MAX_GLOBAL_GC_THRESHOLD: usize = TIB;
 const MAX_HEAP_LIMIT: usize = 16 * TIB;
@@ -75,6 +86,7 @@ const HEAP_GROWTH_ALLOWED: &str = "a finite number from 1.0 to 100.0";
 const TASK_PROMOTION_ALLOWED: &str = "lazy or eager";
 const SURVIVOR_PROMOTION_ALLOWED: &str = "a percentage from 0 (never) to 100";
 const MAX_HEAP_ALLOWED: &str = "a size from vprocs x (local-heap + 2 x chunk-size) to 16 TiB";
+const SAFEPOINT_TIMEOUT_ALLOWED: &str = "0 (wait for ever) or a duration from 1ms to 3600s (a number with unit ms or s; no unit: ms)";
 
 /// When the environment of a forked task is promoted to the global heap
 /// (§3.1, after Rainey's lazy promotion \[Rai10\]; see `sched`).
@@ -204,6 +216,10 @@ pub struct Config {
     pub task_promotion: TaskPromotion,
     /// Bytes: the heap limit.
     pub max_heap: usize,
+    /// Milliseconds the vprocs stopped for a global collection wait for the
+    /// others to reach a safepoint before the collection is called off
+    /// (0: wait for ever).
+    pub safepoint_timeout_ms: u64,
     pub verify: bool,
     /// Record a timeline of each vproc's jobs, collections, stolen work,
     /// waits and sleeps (`Runtime::trace`).
@@ -214,6 +230,11 @@ pub struct Config {
 impl Config {
     pub fn builder() -> ConfigBuilder {
         ConfigBuilder::new()
+    }
+
+    /// `safepoint-timeout` as a duration; `None` means wait for ever.
+    pub fn safepoint_timeout(&self) -> Option<std::time::Duration> {
+        (self.safepoint_timeout_ms > 0).then(|| std::time::Duration::from_millis(self.safepoint_timeout_ms))
     }
 
     /// Defaults overridden by every `NUMAGC_*` environment variable that is set.
@@ -252,6 +273,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "global-gc-threshold", env: "NUMAGC_GLOBAL_GC_THRESHOLD", help: "global heap bytes per vproc that trigger a global collection, chunk-size ..= 1 TiB; default 32 MiB", flag: false },
     SettingInfo { name: "heap-growth", env: "NUMAGC_HEAP_GROWTH", help: "next global collection when the global heap exceeds max(threshold, live x growth), 1.0 ..= 100.0; default 2.0", flag: false },
     SettingInfo { name: "max-heap", env: "NUMAGC_MAX_HEAP", help: "heap limit in bytes, vprocs x (local-heap + 2 x chunk-size) ..= 16 TiB; default 3/4 of physical memory", flag: false },
+    SettingInfo { name: "safepoint-timeout", env: "NUMAGC_SAFEPOINT_TIMEOUT", help: "a global collection is called off (nothing moved, the requester gets an error) when a vproc has not reached a safepoint this long after the request, 1ms ..= 3600s, or 0 to wait for ever; default 10s", flag: false },
     SettingInfo { name: "young-global-gc", env: "NUMAGC_YOUNG_GLOBAL_GC", help: "young global collections leave data that survived two of them in place until a full one (true/false); default true", flag: true },
     SettingInfo { name: "survivor-promotion", env: "NUMAGC_SURVIVOR_PROMOTION", help: "after a minor collection whose survivors fill this percentage of the nursery, the next local collection evacuates the local heap to the global heap, 0 (never) ..= 100; default 90", flag: false },
     SettingInfo { name: "task-promotion", env: "NUMAGC_TASK_PROMOTION", help: "when a forked task's environment is promoted: lazy (when stolen, default) or eager (at the fork)", flag: false },
@@ -279,6 +301,7 @@ pub struct ConfigBuilder {
     global_gc_threshold: usize,
     heap_growth: f64,
     max_heap: Option<usize>,
+    safepoint_timeout_ms: u64,
     young_global_gc: bool,
     survivor_promotion: u32,
     task_promotion: TaskPromotion,
@@ -310,6 +333,7 @@ impl ConfigBuilder {
             global_gc_threshold: DEFAULT_GLOBAL_GC_THRESHOLD,
             heap_growth: DEFAULT_HEAP_GROWTH,
             max_heap: None,
+            safepoint_timeout_ms: DEFAULT_SAFEPOINT_TIMEOUT_MS,
             young_global_gc: true,
             survivor_promotion: DEFAULT_SURVIVOR_PROMOTION,
             task_promotion: TaskPromotion::Lazy,
@@ -403,6 +427,10 @@ impl ConfigBuilder {
                     .map_err(|_| refused(setting, value, HEAP_GROWTH_ALLOWED))?
             }
             "max-heap" => self.max_heap = Some(size(MAX_HEAP_ALLOWED)?),
+            "safepoint-timeout" => {
+                self.safepoint_timeout_ms =
+                    parse_millis(value).ok_or_else(|| refused(setting, value, SAFEPOINT_TIMEOUT_ALLOWED))?
+            }
             "young-global-gc" => self.young_global_gc = boolean()?,
             "task-promotion" => self.task_promotion = value.parse()?,
             "survivor-promotion" => {
@@ -460,6 +488,11 @@ impl ConfigBuilder {
     }
     pub fn max_heap(self, bytes: usize) -> Self {
         self.typed("max-heap", |b| b.max_heap = Some(bytes))
+    }
+    /// `Duration::ZERO`: wait for ever. Whole milliseconds count.
+    pub fn safepoint_timeout(self, timeout: std::time::Duration) -> Self {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self.typed("safepoint-timeout", |b| b.safepoint_timeout_ms = ms)
     }
     pub fn young_global_gc(self, on: bool) -> Self {
         self.typed("young-global-gc", |b| b.young_global_gc = on)
@@ -585,6 +618,9 @@ impl ConfigBuilder {
             },
         )?;
 
+        let spt = self.safepoint_timeout_ms;
+        self.check("safepoint-timeout", format!("{spt}ms"), spt <= MAX_SAFEPOINT_TIMEOUT_MS, || owned(SAFEPOINT_TIMEOUT_ALLOWED))?;
+
         Ok(Config {
             plan: self.plan,
             vprocs,
@@ -597,6 +633,7 @@ impl ConfigBuilder {
             global_gc_threshold: threshold,
             heap_growth: growth,
             max_heap,
+            safepoint_timeout_ms: spt,
             young_global_gc: self.young_global_gc,
             survivor_promotion: self.survivor_promotion,
             task_promotion: self.task_promotion,
@@ -641,6 +678,23 @@ fn physical_memory() -> usize {
         return 0;
     }
     (pages as usize).saturating_mul(page_size as usize)
+}
+
+/// Parses a duration in milliseconds: digits, then an optional unit `ms`
+/// or `s` (no unit: milliseconds). `None` for anything else or overflow.
+pub fn parse_millis(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(digits_end);
+    if digits.is_empty() {
+        return None;
+    }
+    let scale = match unit.trim_start().to_ascii_lowercase().as_str() {
+        "" | "ms" => 1,
+        "s" => 1000,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(scale)
 }
 
 /// Parses a byte size: digits, then an optional binary unit (`K`, `KB`, `KiB`, `M`,
@@ -746,6 +800,10 @@ mod tests {
             ("survivor-promotion", "half"),
             ("task-promotion", "sometimes"),
             ("pin", "2"),
+            ("safepoint-timeout", "soon"),
+            ("safepoint-timeout", "1.5s"),
+            ("safepoint-timeout", "3601s"),
+            ("safepoint-timeout", "10m"),
         ];
         for &(name, value) in cases {
             let e = refusal(name, value);
@@ -929,6 +987,23 @@ mod tests {
     }
 
     #[test]
+    fn safepoint_timeout_parses_units_and_zero_means_for_ever() {
+        assert_eq!(Config::default().safepoint_timeout(), Some(std::time::Duration::from_secs(10)));
+        let mut b = ConfigBuilder::new();
+        for (given, ms) in [("250", 250), ("250ms", 250), ("3s", 3000), (" 2 S ", 2000), ("3600s", 3_600_000)] {
+            b.set("safepoint-timeout", given).unwrap();
+            assert_eq!(b.build().unwrap().safepoint_timeout_ms, ms, "{given}");
+        }
+        b.set("safepoint-timeout", "0").unwrap();
+        assert_eq!(b.build().unwrap().safepoint_timeout(), None);
+        let cfg = ConfigBuilder::from_env_map(env(&[("NUMAGC_SAFEPOINT_TIMEOUT", "1s")])).unwrap().build().unwrap();
+        assert_eq!(cfg.safepoint_timeout_ms, 1000);
+        let e = ConfigBuilder::new().safepoint_timeout(std::time::Duration::from_secs(7200)).build().unwrap_err();
+        assert_eq!((e.setting, e.value.as_str()), ("safepoint-timeout", "7200000ms"));
+        assert_eq!(parse_millis("18446744073709551615s"), None);
+    }
+
+    #[test]
     fn format_size_uses_exact_units() {
         assert_eq!(format_size(64 * KIB), "64 KiB");
         assert_eq!(format_size(3 * GIB), "3 GiB");
@@ -938,7 +1013,7 @@ mod tests {
 
     #[test]
     fn settings_table_is_complete_and_consistent() {
-        assert_eq!(settings().len(), 17);
+        assert_eq!(settings().len(), 18);
         let mut b = ConfigBuilder::new();
         for s in settings() {
             assert_eq!(

@@ -1,9 +1,10 @@
 //! Errors returned by the runtime.
 //!
 //! Every failure a caller can provoke (bad configuration, bad descriptor, heap
-//! limit, misuse of the API) is a value of [`Error`]; none of them aborts the
-//! process. Each message names what was wrong and, where it applies, the range
-//! that would have been accepted.
+//! limit, misuse of the API) and every fault of the system it runs on (memory
+//! the system refuses, a vproc that stops answering) is a value of [`Error`];
+//! none of them aborts the process. Each message names what was wrong and,
+//! where it applies, the range that would have been accepted.
 
 use std::fmt;
 
@@ -62,12 +63,31 @@ pub enum Error {
     /// A call whose arguments do not fit the object or the API.
     #[error("invalid use of the API: {0}")]
     Misuse(String),
-    /// The operating system refused a request (mapping memory, starting a thread).
+    /// The operating system refused a request other than memory (starting a
+    /// thread); refused memory is [`Error::MapFailed`].
     #[error("operating system: {what}: {source}")]
     Os { what: &'static str, #[source] source: std::io::Error },
-    /// A vproc job panicked; the runtime is shut down cleanly.
+    /// A job, a task or a thread panicked on vproc `vproc`; the vproc and
+    /// the runtime carry on.
     #[error("a task panicked on vproc {vproc}: {message}")]
     TaskPanicked { vproc: usize, message: String },
+    /// The system refused memory: `bytes` could not be mapped for `what`
+    /// (`errno` is the system's reason, `ENOMEM` when the heap's address-space
+    /// reservation is exhausted). Nothing was allocated or moved; the heap
+    /// is intact and a later request may succeed.
+    #[error("out of memory: could not map {bytes} bytes for {what}: {}", os_reason(*.errno))]
+    MapFailed { bytes: usize, what: &'static str, errno: i32 },
+    /// A global collection was abandoned before anything was moved because
+    /// vproc `vproc` did not reach a safepoint within `waited_ms`
+    /// milliseconds (setting `safepoint-timeout`). The vprocs that had
+    /// stopped went back to their work with their heaps as they were; the
+    /// request that needed the collection gets this error and may retry.
+    #[error("global collection abandoned: vproc {vproc} did not reach a safepoint within {waited_ms} ms (setting `safepoint-timeout`); nothing was moved")]
+    SafepointTimeout { vproc: usize, waited_ms: u64 },
+}
+
+fn os_reason(errno: i32) -> String {
+    std::io::Error::from_raw_os_error(errno).to_string()
 }
 
 // Boxed so that `Result<Handle, Error>`, returned by every allocation, stays

@@ -17,6 +17,7 @@
 //! | §2.1 threads, synchronous channels, choice (CML) | `sched::thread`, `sched::channel`, [`Scope::spawn`], [`Channel`] |
 //! | §2.1 PML's parallel arrays (ropes of vectors) | `mutator::tabulate`, [`Scope::tabulate`] |
 //! | §4.3 placement policies local / interleave / node0 | [`numa`], `heap::global` |
+//! | §3.4 extended: safepoint deadline, to-space set aside, refused memory | `gc::handshake`, `gc::global`, `gc::copy`, `fault` |
 //!
 //! ```
 //! use numagc::{Config, Descriptor, Handle, Runtime};
@@ -34,6 +35,10 @@
 
 pub mod config;
 pub mod error;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
+#[cfg(not(feature = "fault-injection"))]
+mod fault;
 mod gc;
 mod heap;
 #[cfg(all(test, loom))]

@@ -66,8 +66,22 @@ pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 impl Runtime {
-    /// Starts a runtime with `config`.
+    /// Starts a runtime with `config`. Fails with [`Error::MapFailed`] when
+    /// the system refuses the heap's memory, [`Error::Os`] when a vproc
+    /// thread cannot be started; nothing is left behind either way.
     pub fn new(config: Config) -> Result<Runtime> {
+        Self::start(config, crate::fault::Hook::default())
+    }
+
+    /// A runtime whose memory calls fail as `faults` says (feature
+    /// `fault-injection`; see [`crate::fault`]). The plan may be armed and
+    /// disarmed while the runtime runs.
+    #[cfg(feature = "fault-injection")]
+    pub fn with_faults(config: Config, faults: Arc<crate::fault::FaultPlan>) -> Result<Runtime> {
+        Self::start(config, crate::fault::Hook::new(faults))
+    }
+
+    fn start(config: Config, faults: crate::fault::Hook) -> Result<Runtime> {
         let topology = Topology::from_config(&config)?;
         let n = config.vprocs;
         let placements = topology.place_vprocs(n);
@@ -78,11 +92,15 @@ impl Runtime {
         // Collector copies may exceed the limit (see heap::global): during a
         // global collection from-space holds up to the limit plus what
         // forced major collections pushed past it (a local heap per vproc),
-        // and to-space as much again plus the tail of each chunk that a
-        // next object did not fit in (up to a quarter of a chunk). Address
-        // space is only reserved, not committed, so be generous.
-        let reserve = 3 * limit + 2 * locals + 64 * cs;
-        let space = AddressSpace::reserve(reserve, cs).map_err(|e| Error::Os { what: "reserving the heap", source: e })?;
+        // and the to-space set aside for it as much again plus the tail of
+        // each chunk that a next object did not fit in (up to a quarter of
+        // a chunk) and an open chunk per cursor. Each vproc also keeps a
+        // copy reserve. Address space is only reserved, not committed, so
+        // be generous.
+        let spare = crate::vproc::copy_reserve_chunks(config.local_heap_size, cs);
+        let reserve = 3 * limit + 3 * locals + (n * (spare + 4) + 64) * cs;
+        let space = AddressSpace::reserve(reserve, cs, faults)
+            .map_err(|m| m.error("the heap's address-space reservation"))?;
         let heap = GlobalHeap::new(
             space,
             topology.clone(),
@@ -92,12 +110,11 @@ impl Runtime {
             config.heap_growth,
         );
         let mut local_bases = Vec::with_capacity(n);
+        let mut reserves = Vec::with_capacity(n);
         for p in &placements {
-            let base = heap.carve_local(config.local_heap_size, p.vproc, p.node).ok_or_else(|| Error::Os {
-                what: "carving a local heap",
-                source: std::io::Error::other("address-space reservation exhausted"),
-            })?;
+            let base = heap.carve_local(config.local_heap_size, p.vproc, p.node).map_err(|m| m.error("a local heap"))?;
             local_bases.push(base);
+            reserves.push(heap.spare_chunks(p.node, spare).map_err(|m| m.error("the copy reserve of a vproc"))?);
         }
         let nodes: Vec<usize> = placements.iter().map(|p| p.node).collect();
         let (sched, workers) = crate::sched::Scheduler::new(&nodes);
@@ -105,7 +122,7 @@ impl Runtime {
             sched,
             heap,
             descs: DescriptorTable::new(),
-            coord: Coordinator::new(n),
+            coord: Coordinator::with_safepoint_timeout(n, config.safepoint_timeout()),
             global_roots: GlobalRoots::new(),
             gc: GlobalGc::new(topology.num_nodes(), n.saturating_mul(config.global_gc_threshold)),
             stats: (0..n).map(|_| Mutex::new(VprocStats::default())).collect(),
@@ -115,11 +132,12 @@ impl Runtime {
             thread_errors: Mutex::new(Vec::new()),
             epoch: std::time::Instant::now(),
             traces: (0..n).map(|_| Mutex::new((Vec::new(), 0))).collect(),
+            running: std::sync::atomic::AtomicUsize::new(n),
             config,
         });
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::with_capacity(n);
-        for ((p, base), worker) in placements.iter().zip(local_bases).zip(workers) {
+        for (((p, base), reserve), worker) in placements.iter().zip(local_bases).zip(reserves).zip(workers) {
             let vshared = shared.clone();
             let ready = ready_tx.clone();
             let (id, node, cpu) = (p.vproc, p.node, p.cpu);
@@ -129,17 +147,22 @@ impl Runtime {
                     ON_VPROC.with(|c| c.set(true));
                     let pin = if vshared.config.pin { pin_current_thread(cpu) } else { PinOutcome::Disabled };
                     lock(&vshared.pins)[id] = pin;
-                    let mut vp = Vproc::new(vshared, id, node, base, worker);
+                    let mut vp = Vproc::new(vshared, id, node, base, reserve, worker);
                     vp.publish_stats();
                     let _ = ready.send(());
                     drop(ready);
                     vproc_loop(&mut vp);
+                    vp.shared.vproc_exited();
                 })
                 .map_err(|e| Error::Os { what: "starting a vproc thread", source: e });
             match t {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     shared.coord.shutdown();
+                    // The threads never started count as exited.
+                    for _ in threads.len()..n {
+                        shared.vproc_exited();
+                    }
                     for t in threads {
                         let _ = t.join();
                     }
@@ -265,6 +288,13 @@ impl Runtime {
         self.shared.coord.collections()
     }
 
+    /// Number of global collections called off before anything was moved
+    /// (a vproc missed the `safepoint-timeout` deadline, or the system
+    /// refused their to-space).
+    pub fn abandoned_global_collections(&self) -> u64 {
+        self.shared.coord.collections_abandoned()
+    }
+
     /// Number of those that were full (every chunk evacuated).
     pub fn full_global_collections(&self) -> u64 {
         self.shared.gc.full_collections()
@@ -344,6 +374,11 @@ fn vproc_loop(vp: &mut Vproc) {
 }
 
 impl Drop for Runtime {
+    /// Stops the vprocs once their queued jobs are done. The threads of the
+    /// language still waiting (ready or blocked on a channel) are dropped by
+    /// the last vproc thread to exit (`Shared::vproc_exited`): when the
+    /// last handle is dropped inside a job, that job's vproc goes on running
+    /// it, and may still spawn or wake threads, after this returns.
     fn drop(&mut self) {
         self.shared.coord.shutdown();
         let me = std::thread::current().id();
@@ -354,6 +389,5 @@ impl Drop for Runtime {
                 let _ = t.join();
             }
         }
-        self.shared.drop_threads();
     }
 }

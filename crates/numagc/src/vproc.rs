@@ -54,10 +54,20 @@ pub(crate) struct Shared {
     pub epoch: std::time::Instant,
     /// Per vproc: the trace spans it published, and how many it dropped.
     pub traces: Box<[Mutex<PublishedSpans>]>,
+    /// Vproc threads that have not exited yet.
+    pub running: std::sync::atomic::AtomicUsize,
 }
 
 /// Trace spans a vproc published, and how many it dropped.
 pub(crate) type PublishedSpans = (Vec<Span>, u64);
+
+/// Chunks a copy reserve holds: enough for a copy of a whole local heap of
+/// `local_heap` bytes into chunks of `chunk` bytes, where every object is
+/// under a quarter of a chunk, so each chunk is retired more than three
+/// quarters full (see `gc::copy`).
+pub(crate) fn copy_reserve_chunks(local_heap: usize, chunk: usize) -> usize {
+    (4 * local_heap).div_ceil(3 * chunk) + 1
+}
 
 /// How many thread errors are kept for `Runtime::take_thread_errors`.
 pub(crate) const MAX_THREAD_ERRORS: usize = 64;
@@ -78,9 +88,18 @@ impl Shared {
         }
     }
 
+    /// A vproc thread is exiting; the last one drops the threads of the
+    /// language left over (no vproc can push one after that).
+    pub fn vproc_exited(&self) {
+        if self.running.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            self.drop_threads();
+        }
+    }
+
     /// Drops the threads waiting in ready queues and on channels (after the
     /// vproc threads have stopped): what they hold is released, and the
-    /// reference cycles a continuation can form with its channel are cut.
+    /// reference cycles a continuation can form with its channel — and a
+    /// ready thread's global roots form with this state — are cut.
     pub fn drop_threads(&self) {
         self.sched.clear_ready();
         for c in crate::sync::lock(&self.channels).drain(..) {
@@ -113,6 +132,11 @@ pub(crate) struct Vproc {
     /// (a copy of the setting, read on every allocation).
     pub large_object_size: usize,
     pub cursor: ChunkCursor,
+    /// Free chunks set aside for this vproc's local copies (major
+    /// collections, promotion) when the system refuses memory (`gc::copy`).
+    pub copy_reserve: Vec<usize>,
+    /// How many chunks the copy reserve must hold before a copy starts.
+    pub copy_reserve_target: usize,
     /// Field slots of tenured and large objects this vproc stored into
     /// since the last global collection: roots of the next young one.
     pub remembered: Vec<usize>,
@@ -129,7 +153,14 @@ pub(crate) struct Vproc {
 }
 
 impl Vproc {
-    pub fn new(shared: Arc<Shared>, id: usize, node: usize, local_base: usize, worker: Worker<Arc<Task>>) -> Vproc {
+    pub fn new(
+        shared: Arc<Shared>,
+        id: usize,
+        node: usize,
+        local_base: usize,
+        copy_reserve: Vec<usize>,
+        worker: Worker<Arc<Task>>,
+    ) -> Vproc {
         let cfg = &shared.config;
         let local = LocalHeap::new(local_base, cfg.local_heap_size, cfg.min_nursery_size);
         let limit: *const AtomicUsize = shared.coord.limit_cell(id);
@@ -146,6 +177,8 @@ impl Vproc {
             large_object_size: cfg.large_object_size,
             layouts: shared.descs.fast_layouts(),
             cursor: ChunkCursor::default(),
+            copy_reserve_target: copy_reserve_chunks(cfg.local_heap_size, cfg.chunk_size),
+            copy_reserve,
             remembered: Vec::new(),
             stats,
             worker,
@@ -155,6 +188,21 @@ impl Vproc {
         };
         v.install_limit();
         v
+    }
+
+    /// Tops the copy reserve up before a local copy (major collection,
+    /// promotion), which may then draw on it and cannot fail. `Err` when the
+    /// system refuses the memory: the copy must not start.
+    pub fn ensure_copy_reserve(&mut self) -> Result<(), Error> {
+        while self.copy_reserve.len() < self.copy_reserve_target {
+            let id = self
+                .shared
+                .heap
+                .spare_chunk(self.node)
+                .map_err(|m| m.error("the copy reserve of a major collection or promotion"))?;
+            self.copy_reserve.push(id);
+        }
+        Ok(())
     }
 
     /// Bump-allocates `bytes` in the nursery: the inlined fast path.

@@ -10,6 +10,16 @@
 //!
 //! Invariant on exit: no object copied by this pass points into
 //! `[from_lo, from_hi)`.
+//!
+//! A copy cannot stop half-way (originals are already forwarded), so it
+//! never fails: when the heap cannot give it a chunk (the system refuses
+//! memory) it takes one from the vproc's *copy reserve*, free chunks set
+//! aside before the copy started. The caller makes sure the reserve holds
+//! enough for the whole copy (`plan::split_heap::ensure_copy_reserve`):
+//! every object of a local heap is smaller than a quarter of a chunk, so a
+//! chunk is retired only when more than three quarters of it are filled,
+//! and a copy of at most `local-heap` bytes needs at most
+//! `4 × local-heap / (3 × chunk) + 1` chunks.
 
 use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
@@ -21,6 +31,8 @@ pub(crate) struct ToGlobal<'a> {
     pub heap: &'a GlobalHeap,
     pub descs: &'a DescriptorTable,
     pub cursor: &'a mut ChunkCursor,
+    /// Free chunks to copy into when the heap cannot give one.
+    reserve: &'a mut Vec<usize>,
     pub node: usize,
     /// Local addresses in this range are evacuated.
     pub from_lo: usize,
@@ -38,6 +50,7 @@ impl<'a> ToGlobal<'a> {
         heap: &'a GlobalHeap,
         descs: &'a DescriptorTable,
         cursor: &'a mut ChunkCursor,
+        reserve: &'a mut Vec<usize>,
         node: usize,
         from: (usize, usize),
         local: (usize, usize),
@@ -47,6 +60,7 @@ impl<'a> ToGlobal<'a> {
             heap,
             descs,
             cursor,
+            reserve,
             node,
             from_lo: from.0,
             from_hi: from.1,
@@ -90,12 +104,16 @@ impl<'a> ToGlobal<'a> {
         if let Some(p) = self.cursor.try_bump(size) {
             return p;
         }
-        // Collector copies are forced: the reservation is twice the heap
-        // limit, so this only fails if the address space itself is gone.
-        let retired = self
-            .cursor
-            .refill(self.heap, self.node, true)
-            .expect("address-space reservation exhausted during a copy");
+        // Collector copies are forced past the heap limit; when the system
+        // refuses a chunk, the copy reserve has one (see the module doc).
+        let retired = match self.cursor.refill(self.heap, self.node, true) {
+            Ok(r) => r,
+            Err(_) => {
+                let id = self.reserve.pop().expect("the copy reserve covers a whole local heap (ensure_copy_reserve)");
+                let id = self.heap.adopt_spare(id);
+                self.cursor.install(self.heap, id)
+            }
+        };
         if let Some(r) = retired {
             if r.scan < r.top {
                 self.pending.push((r.scan, r.top));

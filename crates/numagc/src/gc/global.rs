@@ -24,6 +24,34 @@
 //! Invariant after a global collection: no object, root or local heap points
 //! into a chunk that was from-space.
 //!
+//! ## Before anything moves: deadline and to-space
+//!
+//! A collection cannot stop once objects move, so everything that can make
+//! it fail is settled in phase A, before the first copy
+//! (`gc::handshake` has the protocol):
+//!
+//! * Every vproc must [enter](crate::gc::handshake::Coordinator::enter) within
+//!   `safepoint-timeout` of the request, or the vprocs that did enter call
+//!   the collection off.
+//! * The leader makes sure to-space exists: copies fill each to-space chunk
+//!   to more than three quarters (every object in a chunk is under a quarter
+//!   of one), so `4 × from-space bytes / (3 × chunk) + 2 × vprocs` chunks
+//!   (one open chunk per cursor) always suffice. The pools are filled up to
+//!   that, node by node for the from-space bound to each node and its
+//!   vprocs' cursors ([`GlobalHeap::ensure_pooled`]); a vproc whose node's
+//!   pool runs dry and whose new chunk the system refuses takes one from
+//!   another node's pool, so only the total matters for progress. If the
+//!   pools cannot hold the total, the collection is called off.
+//!
+//! Called off, the collection leaves a clean state: the local collections
+//! that ran are complete collections of their own, and the chunks handed in
+//! as from-space go back to the survivor list (they keep their ages and are
+//! evacuated by the next collection). The vproc whose request needed the
+//! collection gets the reason as an error; the others go back to work.
+//! Beyond that, a collection copies past `max-heap` if it must: the heap
+//! limit is enforced on mutator requests after the collection
+//! (`plan::split_heap`).
+//!
 //! ## Young global collections (a numagc extension, `young-global-gc`)
 //!
 //! The paper evacuates every chunk at every global collection, so long-lived
@@ -49,6 +77,7 @@
 //! tenure, so data that dies soon after a collection is never tenured.
 
 use crate::gc::copy::Scan;
+use crate::gc::handshake::{Abandoned, Entry};
 use crate::gc::work_queue::ScanQueue;
 use crate::gc::{major, minor, verify};
 use crate::heap::cursor::ChunkCursor;
@@ -257,7 +286,13 @@ impl Evacuator<'_> {
             return p;
         }
         let (heap, node) = (self.heap, self.node);
-        let retired = self.cursor(tenure).refill(heap, node, true).expect("address-space reservation exhausted");
+        // Forced: past the heap limit, and to another node's pool when the
+        // system refuses a chunk; phase A filled the pools with all that the
+        // copies can need, so this cannot fail.
+        let retired = self
+            .cursor(tenure)
+            .refill(heap, node, true)
+            .expect("the pools hold the to-space that phase A set aside");
         if let Some(r) = retired {
             if r.scan < r.top {
                 let node = heap.space.info(r.chunk).node.load(Ordering::Relaxed) as usize;
@@ -328,40 +363,104 @@ fn used_bytes(heap: &GlobalHeap, chunks: &[usize]) -> usize {
     chunks.iter().map(|&c| heap.space.info(c).top.load(Ordering::Acquire) - heap.space.chunk_start(c)).sum()
 }
 
+/// What a vproc's part in a global collection came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Joined {
+    /// It took part in a collection that completed.
+    Collected,
+    /// No collection was pending any more.
+    NotPending,
+    /// The collection was called off before anything moved; `requested`:
+    /// this vproc had asked for it (it was the leader).
+    Abandoned { reason: Abandoned, requested: bool },
+}
+
 /// Takes part in the pending global collection. Every vproc calls this when
 /// it sees the collection pending, at a safe point with all its values in
 /// its root stack.
-pub(crate) fn participate(v: &mut Vproc) {
-    let _guard = crate::gc::AbortOnUnwind("global collection");
-    let t0 = Instant::now();
+pub(crate) fn participate(v: &mut Vproc) -> Joined {
     let shared = v.shared.clone();
     let heap = &shared.heap;
     let gc = &shared.gc;
     let coord = &shared.coord;
+    match coord.enter(v.id) {
+        Entry::Entered => {}
+        Entry::NotPending => return Joined::NotPending,
+        Entry::Abandoned(reason) => return Joined::Abandoned { reason, requested: false },
+    }
+    // The leader is recorded by `request`, before the leader itself enters.
+    let requested = coord.leader() == Some(v.id);
+    let _guard = crate::gc::AbortOnUnwind("global collection");
+    let t0 = Instant::now();
 
     // 1. Local collections, then hand in the chunks filled since the last
-    //    collection as from-space.
+    //    collection as from-space. The major collection is skipped when the
+    //    system refuses its copy reserve: the old local data then stays
+    //    local, where step 2 scans it as roots like the young data.
     minor::collect(v);
-    major::collect(v, false);
+    if v.ensure_copy_reserve().is_ok() {
+        major::collect(v, false);
+    }
     let t_global = Instant::now();
     v.cursor.retire(heap);
     lock(&gc.from_space).append(&mut v.cursor.owned);
-    coord.phase(v.id, || {
-        let full = !shared.config.young_global_gc
-            || gc.force_full.swap(false, Ordering::Relaxed)
-            || gc.tenured_live.load(Ordering::Relaxed) > gc.full_limit.load(Ordering::Relaxed)
-            || heap.in_use() > heap.limit();
-        gc.full.store(full, Ordering::Relaxed);
-        let mut from = lock(&gc.from_space);
-        from.append(&mut lock(&gc.survivors));
-        if full {
-            from.append(&mut lock(&gc.tenured));
+    let gathered = coord.gather(
+        v.id,
+        || {
+            let full = !shared.config.young_global_gc
+                || gc.force_full.load(Ordering::Relaxed)
+                || gc.tenured_live.load(Ordering::Relaxed) > gc.full_limit.load(Ordering::Relaxed)
+                || heap.in_use() > heap.limit();
+            let mut from = lock(&gc.from_space);
+            let mut survivors = lock(&gc.survivors);
+            let mut tenured = lock(&gc.tenured);
+            // To-space first, before anything is marked or moved: per node,
+            // for the from-space bound to it and the cursors of its vprocs.
+            let nodes = heap.topology.num_nodes();
+            let mut from_bytes = vec![0usize; nodes];
+            let mut add = |chunks: &[usize]| {
+                for &c in chunks {
+                    let node = heap.space.info(c).node.load(Ordering::Relaxed) as usize;
+                    from_bytes[node] += used_bytes(heap, &[c]);
+                }
+            };
+            add(&from);
+            add(&survivors);
+            if full {
+                add(&tenured);
+            }
+            let mut need: Vec<usize> = from_bytes.iter().map(|b| (4 * b).div_ceil(3 * heap.chunk_size())).collect();
+            for p in shared.placements.iter() {
+                need[p.node] += 2;
+            }
+            heap.ensure_pooled(&need).map_err(|m| Abandoned::NoToSpace { bytes: m.bytes, errno: m.errno })?;
+            gc.force_full.store(false, Ordering::Relaxed);
+            gc.full.store(full, Ordering::Relaxed);
+            from.append(&mut survivors);
+            if full {
+                from.append(&mut tenured);
+            }
+            for &c in from.iter() {
+                heap.space.info(c).set_kind(ChunkKind::FromSpace);
+            }
+            gc.queue.reset(coord.vprocs());
+            Ok(())
+        },
+        || {
+            // Called off: the chunks handed in go back, unmarked, with their
+            // ages; the next collection evacuates them.
+            let mut from = lock(&gc.from_space);
+            lock(&gc.survivors).append(&mut from);
+        },
+    );
+    if let Err(a) = gathered {
+        if shared.config.verify {
+            verify::local_heap(v, "an abandoned global collection");
         }
-        for &c in from.iter() {
-            heap.space.info(c).set_kind(ChunkKind::FromSpace);
-        }
-        gc.queue.reset(coord.vprocs());
-    });
+        v.record_pause_from(crate::trace::SpanKind::Global, t0, t_global);
+        v.publish_stats();
+        return Joined::Abandoned { reason: a, requested };
+    }
     let full = gc.full.load(Ordering::Relaxed);
 
     // 2. Roots: the root stack and the young local data; in a young
@@ -460,6 +559,7 @@ pub(crate) fn participate(v: &mut Vproc) {
     }
     v.record_pause_from(crate::trace::SpanKind::Global, t0, t_global);
     v.publish_stats();
+    Joined::Collected
 }
 
 #[cfg(all(test, not(loom)))]
@@ -486,7 +586,7 @@ mod tests {
     fn young(s: &mut crate::Scope<'_>) {
         let v = s.vproc_mut();
         let full = v.shared.gc.full_collections();
-        split_heap::collect_global(v);
+        split_heap::collect_global(v).expect("the collection completes");
         assert_eq!(v.shared.gc.full_collections(), full, "the collection was young");
     }
 

@@ -2,7 +2,9 @@
 //!
 //! 1. A vproc that finds the global heap over its trigger calls [`request`].
 //!    The first caller wins a compare-and-swap on `pending` and is the
-//!    *leader*; later callers just join.
+//!    *leader*; later callers just join. The swap is made under the state
+//!    lock, where every other change of `pending` is made too, so the leader
+//!    and the start of the deadline are recorded before anyone can enter.
 //! 2. The leader "signals all of the other vprocs to enter garbage collection
 //!    code by setting their allocation limit pointer to zero": each vproc's
 //!    next allocation fails its limit check and enters the slow path, which
@@ -18,6 +20,41 @@
 //! comes first and is overwritten with zero. A SeqCst fence on each side
 //! makes this hold under any model; `src/loom_models.rs` checks it.
 //!
+//! ## Entering, gathering, and abandoning a collection (safepoint deadline)
+//!
+//! A vproc that sees the collection pending first [`enter`]s it, then does
+//! its local part (minor and major collection, handing in its chunks), then
+//! waits in [`gather`] until all vprocs have arrived; the leader runs the
+//! first serial step there. Nothing has been moved before `gather` returns
+//! `Ok`, so until then the collection can still be called off:
+//!
+//! * **Deadline** (setting `safepoint-timeout`): a vproc waiting in `gather`
+//!   while some vproc has not even *entered* within the deadline (counted
+//!   from the request) *closes* the collection: no one may enter any more.
+//!   It waits for the vprocs that did enter (they are doing local work and
+//!   will arrive), runs the `undo` step (their chunks go back where they
+//!   were), and ends the collection: `pending` is cleared, and every vproc
+//!   that took part gets [`Abandoned::Late`] naming the first vproc that
+//!   did not answer. A vproc that has entered is always waited for.
+//! * **No to-space**: the leader's serial step may refuse (the memory its
+//!   copies could need cannot be obtained); the collection ends the same
+//!   way with the serial step's reason.
+//! * **The late vproc**: when it finally reaches a safepoint, `enter` finds
+//!   either nothing pending (the collection was abandoned, or a new one it
+//!   joins normally) or the collection closed, in which case it waits for
+//!   the abandonment to finish and is told so. It never joins a collection
+//!   that no longer exists, and no one waits for it once the collection is
+//!   closed. Exactly one outcome holds: either all vprocs took part, or the
+//!   collection was abandoned and the late one took no part
+//!   (`loom_models::safepoint`).
+//!
+//! Results are delivered per vproc (`results[v]`), so a vproc that wakes
+//! late from an abandoned collection still reads its own outcome even if a
+//! later collection has been requested and abandoned meanwhile. Under loom
+//! the deadline is a flag that a model's timer thread sets
+//! ([`Coordinator::expire`]), which loom then explores at every point of
+//! the interleaving.
+//!
 //! Vproc-directed requests (a thief asking for a task's environment, see
 //! `sched::task`) use the same signal: [`signal`] sets the vproc's flag,
 //! then zeroes its limit, and [`set_limit`] reports the flag as well.
@@ -30,6 +67,8 @@
 //! check and its wait.
 //!
 //! [`request`]: Coordinator::request
+//! [`enter`]: Coordinator::enter
+//! [`gather`]: Coordinator::gather
 //! [`signal`]: Coordinator::signal
 //! [`wait_idle`]: Coordinator::wait_idle
 //! [`notify_work`]: Coordinator::notify_work
@@ -37,8 +76,9 @@
 //! [`set_limit`]: Coordinator::set_limit
 
 use crate::sched::doorbell::Doorbell;
-use crate::sync::{fence, lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{fence, lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use std::collections::VecDeque;
+use std::time::Duration;
 
 /// What an idle vproc should do next.
 pub(crate) enum Wake<J> {
@@ -49,6 +89,39 @@ pub(crate) enum Wake<J> {
     Shutdown,
 }
 
+/// Why a global collection was called off before anything was moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Abandoned {
+    /// Vproc `vproc` did not reach a safepoint within `waited_ms`.
+    Late { vproc: usize, waited_ms: u64 },
+    /// The to-space the copies could need could not be obtained: the
+    /// system refused `bytes` with `errno`.
+    NoToSpace { bytes: usize, errno: i32 },
+}
+
+impl Abandoned {
+    /// The error for the mutator whose request needed the collection.
+    pub fn error(self) -> crate::Error {
+        match self {
+            Abandoned::Late { vproc, waited_ms } => crate::Error::SafepointTimeout { vproc, waited_ms },
+            Abandoned::NoToSpace { bytes, errno } => {
+                crate::Error::MapFailed { bytes, what: "the to-space of a global collection", errno }
+            }
+        }
+    }
+}
+
+/// What [`Coordinator::enter`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// The caller takes part in the pending collection.
+    Entered,
+    /// No collection is pending (any more).
+    NotPending,
+    /// The pending collection was being abandoned; it is over now.
+    Abandoned(Abandoned),
+}
+
 struct State<J> {
     jobs: Vec<VecDeque<J>>,
     shutdown: bool,
@@ -56,6 +129,20 @@ struct State<J> {
     arrived: usize,
     generation: u64,
     collections: u64,
+    /// Per vproc: it entered the pending collection.
+    entered: Vec<bool>,
+    n_entered: usize,
+    /// The pending collection is being abandoned: no one may enter.
+    closed: bool,
+    /// The vproc that closed it (it runs `undo` and ends it), and why.
+    abandoner: Option<usize>,
+    abandon_reason: Option<Abandoned>,
+    /// Per vproc: the outcome of its `gather`, once decided.
+    results: Vec<Option<Result<(), Abandoned>>>,
+    /// When the pending collection was requested (start of the deadline).
+    #[cfg(not(loom))]
+    requested_at: Option<std::time::Instant>,
+    abandoned: u64,
 }
 
 pub(crate) struct Coordinator<J> {
@@ -76,10 +163,25 @@ pub(crate) struct Coordinator<J> {
     state: Mutex<State<J>>,
     cv: Condvar,
     n: usize,
+    /// How long vprocs that stopped wait for the others to enter a
+    /// collection (`None`: for ever).
+    timeout: Option<Duration>,
+    /// Under loom: the deadline has passed (set by a model's timer thread).
+    #[cfg(loom)]
+    expired: AtomicBool,
 }
 
 impl<J> Coordinator<J> {
+    /// A coordinator of `n` vprocs whose collections wait for ever (the
+    /// loom models of the other protocols).
+    #[cfg(loom)]
     pub fn new(n: usize) -> Self {
+        Self::with_safepoint_timeout(n, None)
+    }
+
+    /// A coordinator of `n` vprocs whose collections are abandoned when a
+    /// vproc has not entered within `timeout` of the request.
+    pub fn with_safepoint_timeout(n: usize, timeout: Option<Duration>) -> Self {
         Coordinator {
             pending: AtomicBool::new(false),
             limits: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicUsize::new(0))).collect(),
@@ -95,9 +197,21 @@ impl<J> Coordinator<J> {
                 arrived: 0,
                 generation: 0,
                 collections: 0,
+                entered: vec![false; n],
+                n_entered: 0,
+                closed: false,
+                abandoner: None,
+                abandon_reason: None,
+                results: vec![None; n],
+                #[cfg(not(loom))]
+                requested_at: None,
+                abandoned: 0,
             }),
             cv: Condvar::new(),
             n,
+            timeout,
+            #[cfg(loom)]
+            expired: AtomicBool::new(false),
         }
     }
 
@@ -182,10 +296,23 @@ impl<J> Coordinator<J> {
     /// Requests a global collection on behalf of vproc `v`; `true` when this
     /// call made the request (and `v` leads the collection).
     pub fn request(&self, v: usize) -> bool {
-        if self.pending.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        if self.pending.load(Ordering::SeqCst) {
             return false;
         }
-        lock(&self.state).leader = Some(v);
+        {
+            // Under the state lock, so that no vproc can enter, and no one
+            // abandon, this collection before its leader and the start of
+            // its deadline are recorded (`pending` only changes under it).
+            let mut s = lock(&self.state);
+            if self.pending.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                return false;
+            }
+            s.leader = Some(v);
+            #[cfg(not(loom))]
+            {
+                s.requested_at = Some(std::time::Instant::now());
+            }
+        }
         fence(Ordering::SeqCst);
         for l in self.limits.iter() {
             l.store(0, Ordering::SeqCst);
@@ -286,11 +413,179 @@ impl<J> Coordinator<J> {
         let mut s = lock(&self.state);
         s.leader = None;
         s.collections += 1;
+        Self::clear_entries(&mut s);
         self.pending.store(false, Ordering::SeqCst);
     }
 
     /// Number of global collections completed.
     pub fn collections(&self) -> u64 {
         lock(&self.state).collections
+    }
+
+    /// Number of global collections abandoned before anything was moved.
+    pub fn collections_abandoned(&self) -> u64 {
+        lock(&self.state).abandoned
+    }
+
+    fn clear_entries(s: &mut State<J>) {
+        s.entered.iter_mut().for_each(|e| *e = false);
+        s.n_entered = 0;
+        s.closed = false;
+        s.abandoner = None;
+        s.abandon_reason = None;
+        #[cfg(not(loom))]
+        {
+            s.requested_at = None;
+        }
+    }
+
+    /// Vproc `v` saw a collection pending at a safepoint: takes part in it
+    /// ([`Entry::Entered`]), or learns that there is none to take part in.
+    /// If the collection is being abandoned, waits until that is over
+    /// (the vprocs that entered are finishing local work, no one waits for
+    /// `v`) and reports why.
+    pub fn enter(&self, v: usize) -> Entry {
+        let mut s = lock(&self.state);
+        if s.closed {
+            let reason = s.abandon_reason.expect("a closed collection has a reason");
+            let gen = s.generation;
+            while s.generation == gen {
+                s = wait(&self.cv, s);
+            }
+            return Entry::Abandoned(reason);
+        }
+        if !self.pending.load(Ordering::SeqCst) {
+            return Entry::NotPending;
+        }
+        debug_assert!(!s.entered[v], "vproc {v} entered the collection twice");
+        s.entered[v] = true;
+        s.n_entered += 1;
+        Entry::Entered
+    }
+
+    /// The first step of a collection that vproc `v` [entered](Self::enter):
+    /// returns `Ok` once every vproc has arrived and the leader's `serial`
+    /// step has succeeded, or `Err` when the collection was abandoned (the
+    /// deadline passed before every vproc entered, or `serial` refused);
+    /// then `undo` has run once, on one vproc, after every vproc that
+    /// entered had arrived, and no collection is pending any more.
+    pub fn gather(&self, v: usize, serial: impl FnOnce() -> Result<(), Abandoned>, undo: impl FnOnce()) -> Result<(), Abandoned> {
+        // Each runs at most once; the loop below proves it to the compiler.
+        let (mut serial, mut undo) = (Some(serial), Some(undo));
+        let mut s = lock(&self.state);
+        debug_assert!(s.entered[v], "vproc {v} gathers without entering");
+        s.arrived += 1;
+        self.cv.notify_all();
+        loop {
+            if let Some(r) = s.results[v].take() {
+                return r;
+            }
+            if s.closed {
+                if s.abandoner == Some(v) && s.arrived == s.n_entered {
+                    drop(s);
+                    (undo.take().expect("one vproc ends the collection, once"))();
+                    s = lock(&self.state);
+                    let reason = s.abandon_reason.expect("the abandoner recorded its reason");
+                    self.end_gather(&mut s, Err(reason));
+                } else {
+                    s = wait(&self.cv, s);
+                }
+                continue;
+            }
+            if s.arrived == self.n {
+                if s.leader == Some(v) {
+                    drop(s);
+                    let r = (serial.take().expect("the leader runs the serial step once"))();
+                    if r.is_err() {
+                        (undo.take().expect("one vproc ends the collection, once"))();
+                    }
+                    s = lock(&self.state);
+                    self.end_gather(&mut s, r);
+                } else {
+                    s = wait(&self.cv, s);
+                }
+                continue;
+            }
+            if s.n_entered == self.n {
+                // Everyone is on the way: no deadline any more.
+                s = wait(&self.cv, s);
+            } else if self.deadline_passed(&s) {
+                let late = (0..self.n).find(|&u| !s.entered[u]).expect("a vproc has not entered");
+                s.closed = true;
+                s.abandoner = Some(v);
+                s.abandon_reason = Some(Abandoned::Late { vproc: late, waited_ms: self.waited_ms(&s) });
+            } else {
+                s = self.wait_for_deadline(s);
+            }
+        }
+    }
+
+    /// Hands every vproc that entered the outcome `r` of the gather; an
+    /// abandoned collection ends here.
+    fn end_gather(&self, s: &mut State<J>, r: Result<(), Abandoned>) {
+        for u in 0..self.n {
+            if s.entered[u] {
+                s.results[u] = Some(r);
+            }
+        }
+        s.arrived = 0;
+        s.generation += 1;
+        if r.is_err() {
+            s.leader = None;
+            s.abandoned += 1;
+            Self::clear_entries(s);
+            self.pending.store(false, Ordering::SeqCst);
+        }
+        self.cv.notify_all();
+    }
+
+    #[cfg(not(loom))]
+    fn deadline_passed(&self, s: &State<J>) -> bool {
+        match (self.timeout, s.requested_at) {
+            (Some(t), Some(at)) => at.elapsed() >= t,
+            _ => false,
+        }
+    }
+
+    #[cfg(not(loom))]
+    fn waited_ms(&self, s: &State<J>) -> u64 {
+        s.requested_at.map_or(0, |at| at.elapsed().as_millis() as u64)
+    }
+
+    /// Waits for a notification, or until the deadline of the pending
+    /// collection.
+    #[cfg(not(loom))]
+    fn wait_for_deadline<'a>(&self, s: MutexGuard<'a, State<J>>) -> MutexGuard<'a, State<J>> {
+        match (self.timeout, s.requested_at) {
+            (Some(t), Some(at)) => {
+                let left = (at + t).saturating_duration_since(std::time::Instant::now());
+                crate::sync::wait_timeout(&self.cv, s, left.max(Duration::from_millis(1)))
+            }
+            _ => wait(&self.cv, s),
+        }
+    }
+
+    #[cfg(loom)]
+    fn deadline_passed(&self, _s: &State<J>) -> bool {
+        self.timeout.is_some() && self.expired.load(Ordering::SeqCst)
+    }
+
+    #[cfg(loom)]
+    fn waited_ms(&self, _s: &State<J>) -> u64 {
+        self.timeout.map_or(0, |t| t.as_millis() as u64)
+    }
+
+    #[cfg(loom)]
+    fn wait_for_deadline<'a>(&self, s: MutexGuard<'a, State<J>>) -> MutexGuard<'a, State<J>> {
+        wait(&self.cv, s)
+    }
+
+    /// Under loom, the timer: the deadline of every collection has passed
+    /// from now on, and the vprocs waiting for it are woken.
+    #[cfg(loom)]
+    pub fn expire(&self) {
+        self.expired.store(true, Ordering::SeqCst);
+        let _s = lock(&self.state);
+        self.cv.notify_all();
     }
 }

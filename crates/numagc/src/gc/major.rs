@@ -51,6 +51,7 @@ fn evacuate(v: &mut Vproc, from_hi: usize) -> usize {
             &shared.heap,
             &shared.descs,
             &mut v.cursor,
+            &mut v.copy_reserve,
             v.node,
             (lh.base, from_hi),
             (lh.base, lh.end),

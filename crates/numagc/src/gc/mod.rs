@@ -5,8 +5,9 @@
 /// Aborts the process if a collection unwinds. A collection that stops
 /// half-way leaves objects forwarded and, in a global collection, the other
 /// vprocs waiting for this one forever: there is no state to return to, so
-/// a panic inside the collector (an invariant broken, the address-space
-/// reservation exhausted) is reported and ends the process.
+/// a panic inside the collector (an invariant broken) is reported and ends
+/// the process. Memory the system refuses is not such a panic: copies take
+/// their to-space before they move anything (`gc::copy`, `gc::global`).
 pub(crate) struct AbortOnUnwind(pub &'static str);
 
 impl Drop for AbortOnUnwind {

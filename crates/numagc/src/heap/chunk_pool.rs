@@ -26,6 +26,12 @@ impl ChunkPool {
         lock(&self.nodes[node]).pop()
     }
 
+    /// Takes a free chunk of any node (the fallback of collector copies when
+    /// the system refuses new chunks; affinity is lost, progress is not).
+    pub fn take_any(&self) -> Option<u32> {
+        self.nodes.iter().find_map(|n| lock(n).pop())
+    }
+
     /// Returns a chunk to its node's pool.
     pub fn put(&self, node: usize, chunk: u32) {
         lock(&self.nodes[node]).push(chunk);

@@ -9,7 +9,7 @@
 //! into this chunk; `owned` lists the chunks this vproc filled since the last
 //! global collection (they become that collection's from-space).
 
-use crate::heap::global::{GlobalHeap, OverLimit};
+use crate::heap::global::{GlobalHeap, Refused};
 use std::sync::atomic::Ordering;
 
 /// A chunk taken out of service with objects in `[scan, top)` not yet scanned.
@@ -52,8 +52,14 @@ impl ChunkCursor {
     }
 
     /// Retires the current chunk (if any) and takes a new one on `node`.
-    pub fn refill(&mut self, heap: &GlobalHeap, node: usize, force: bool) -> Result<Option<Retired>, OverLimit> {
+    pub fn refill(&mut self, heap: &GlobalHeap, node: usize, force: bool) -> Result<Option<Retired>, Refused> {
         let id = heap.acquire_chunk(node, force)?;
+        Ok(self.install(heap, id))
+    }
+
+    /// Retires the current chunk (if any) and continues in chunk `id`, a
+    /// global chunk just taken into use.
+    pub fn install(&mut self, heap: &GlobalHeap, id: usize) -> Option<Retired> {
         heap.space.info(id).age.store(self.age, Ordering::Relaxed);
         let retired = self.retire(heap);
         let start = heap.space.chunk_start(id);
@@ -61,7 +67,7 @@ impl ChunkCursor {
         self.top = start;
         self.scan = start;
         self.end = start + heap.chunk_size();
-        Ok(retired)
+        retired
     }
 
     /// Takes the current chunk out of service.

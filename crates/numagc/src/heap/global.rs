@@ -20,11 +20,20 @@
 //! * The heap limit refuses mutator requests that would take `in_use` above
 //!   `max_heap` minus the local heaps. Collector-internal requests (`force`)
 //!   may go over it: a copying collection cannot stop half-way, and the
-//!   reservation is sized at twice the limit so they always find room.
+//!   reservation is sized well above the limit so they find room.
+//! * Memory the system refuses (a run that cannot be carved, see
+//!   `heap::space`) is [`Refused::Map`]. A copy must never meet it half-way,
+//!   so copies obtain their to-space before they move anything: a global
+//!   collection has [`GlobalHeap::ensure_pooled`] fill the pools with what
+//!   its from-space could need, and falls back to other nodes' pools when
+//!   its own node's is empty (`force`); a vproc's local copies (major
+//!   collection, promotion) draw on its copy reserve ([`GlobalHeap::spare_chunk`],
+//!   `plan::split_heap`). Free chunks set aside this way are not counted in
+//!   `in_use` until they are used.
 
 use crate::config::NumaPolicy;
 use crate::heap::chunk_pool::ChunkPool;
-use crate::heap::space::{AddressSpace, ChunkKind};
+use crate::heap::space::{AddressSpace, ChunkKind, MapFailure};
 use crate::numa::{self, BindOutcome, BindRequest, BindingCounts};
 use crate::sync::{lock, Mutex};
 use crate::topology::Topology;
@@ -55,6 +64,25 @@ struct BindLog {
 pub(crate) struct OverLimit {
     pub in_use: usize,
     pub limit: usize,
+}
+
+/// Why a request for global memory was refused.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refused {
+    /// The heap limit (mutator requests only).
+    OverLimit(OverLimit),
+    /// The system refused the memory.
+    Map(MapFailure),
+}
+
+impl Refused {
+    /// The error for the mutator that asked for `requested` bytes of `what`.
+    pub fn error(self, requested: usize, what: &'static str) -> crate::Error {
+        match self {
+            Refused::OverLimit(o) => crate::Error::HeapLimit { requested, in_use: o.in_use, limit: o.limit },
+            Refused::Map(m) => m.error(what),
+        }
+    }
 }
 
 pub(crate) struct GlobalHeap {
@@ -141,31 +169,118 @@ impl GlobalHeap {
         Ok(())
     }
 
-    /// Takes a chunk for a vproc on `node`; `force` for collector copies.
-    pub fn acquire_chunk(&self, node: usize, force: bool) -> Result<usize, OverLimit> {
-        let cs = self.chunk_size();
-        if !force {
-            self.check_limit(cs)?;
+    /// A free chunk with `home`'s placement: from the node's pool, else new
+    /// address space bound to it. Not counted in `in_use`.
+    fn free_chunk(&self, home: usize) -> Result<usize, MapFailure> {
+        if let Some(id) = self.pool.take(home) {
+            return Ok(id as usize);
         }
-        let home = self.home_node(node);
-        let id = match self.pool.take(home) {
-            Some(id) => id as usize,
-            None => {
-                let id = self.space.carve(1).ok_or(OverLimit {
-                    in_use: self.in_use.load(Ordering::Relaxed),
-                    limit: self.limit,
-                })?;
-                self.bind(id, 1, home);
-                id
-            }
-        };
+        let id = self.space.carve(1)?;
+        self.bind(id, 1, home);
+        self.space.info(id).node.store(home as u32, Ordering::Relaxed);
+        Ok(id)
+    }
+
+    /// Makes the free chunk `id` a global chunk in use (of age 0, on the
+    /// node it is bound to).
+    fn adopt(&self, id: usize) -> usize {
         let info = self.space.info(id);
-        info.node.store(home as u32, Ordering::Relaxed);
         info.top.store(self.space.chunk_start(id), Ordering::Relaxed);
         info.age.store(0, Ordering::Relaxed);
         info.set_kind(ChunkKind::Global);
-        self.account(cs, home);
-        Ok(id)
+        self.account(self.chunk_size(), info.node.load(Ordering::Relaxed) as usize);
+        id
+    }
+
+    /// Takes a chunk for a vproc on `node`; `force` for collector copies,
+    /// which ignore the limit and, if the system refuses a new chunk, take
+    /// one from another node's pool (see [`GlobalHeap::ensure_pooled`]).
+    pub fn acquire_chunk(&self, node: usize, force: bool) -> Result<usize, Refused> {
+        let cs = self.chunk_size();
+        if !force {
+            self.check_limit(cs).map_err(Refused::OverLimit)?;
+        }
+        let id = match self.free_chunk(self.home_node(node)) {
+            Ok(id) => id,
+            Err(e) if force => self.pool.take_any().ok_or(Refused::Map(e))? as usize,
+            Err(e) => return Err(Refused::Map(e)),
+        };
+        Ok(self.adopt(id))
+    }
+
+    /// A free chunk for the copy reserve of a vproc on `node` (not counted
+    /// in `in_use` until [`GlobalHeap::adopt_spare`]).
+    pub fn spare_chunk(&self, node: usize) -> Result<usize, MapFailure> {
+        self.free_chunk(self.home_node(node))
+    }
+
+    /// `n` free chunks for a new vproc's copy reserve: one run bound once
+    /// when the address space has it, else chunk by chunk.
+    pub fn spare_chunks(&self, node: usize, n: usize) -> Result<Vec<usize>, MapFailure> {
+        let home = self.home_node(node);
+        if let Ok(start) = self.space.carve(n) {
+            self.bind(start, n, home);
+            for id in start..start + n {
+                self.space.info(id).node.store(home as u32, Ordering::Relaxed);
+            }
+            return Ok((start..start + n).collect());
+        }
+        (0..n).map(|_| self.free_chunk(home)).collect()
+    }
+
+    /// Puts a chunk of a copy reserve into use.
+    pub fn adopt_spare(&self, id: usize) -> usize {
+        self.adopt(id)
+    }
+
+    /// Makes sure the pools hold at least `need[k]` free chunks in all,
+    /// carving what node `k`'s pool lacks of `need[k]` on node `k` (the
+    /// copies of a vproc take to-space from its own node first): a global
+    /// collection calls it before it moves anything, so that its copies
+    /// cannot run out. When the system refuses a chunk, carving stops, and
+    /// the pools of all nodes together must hold the total (a copier whose
+    /// node's pool runs dry takes from another, see `acquire_chunk`); if they
+    /// do not, the refusal is returned. The chunks carved stay pooled either
+    /// way. Call only while no one else takes chunks (all vprocs stopped).
+    pub fn ensure_pooled(&self, need: &[usize]) -> Result<(), MapFailure> {
+        // Under `node0` every node's chunks come from node 0's pool.
+        let mut want = vec![0; need.len()];
+        for (node, &n) in need.iter().enumerate() {
+            want[self.home_node(node)] += n;
+        }
+        let mut refused = None;
+        'nodes: for (home, &want) in want.iter().enumerate() {
+            let mut short = want.saturating_sub(self.pool.len(home));
+            while short > 0 {
+                // One run (one `mbind`) when the address space has it,
+                // else chunk by chunk.
+                let run = match self.space.carve(short) {
+                    Ok(start) => (start, short),
+                    Err(_) if short > 1 => match self.space.carve(1) {
+                        Ok(start) => (start, 1),
+                        Err(e) => {
+                            refused = Some(e);
+                            break 'nodes;
+                        }
+                    },
+                    Err(e) => {
+                        refused = Some(e);
+                        break 'nodes;
+                    }
+                };
+                self.bind(run.0, run.1, home);
+                for id in run.0..run.0 + run.1 {
+                    self.space.info(id).node.store(home as u32, Ordering::Relaxed);
+                    self.pool.put(home, id as u32);
+                }
+                short -= run.1;
+            }
+        }
+        let pooled: usize = (0..self.topology.num_nodes()).map(|n| self.pool.len(n)).sum();
+        match refused {
+            Some(e) if pooled < need.iter().sum::<usize>() => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Returns a global chunk to its node's pool.
@@ -179,7 +294,7 @@ impl GlobalHeap {
     }
 
     /// Carves the chunks of a vproc's local heap, bound by the policy.
-    pub fn carve_local(&self, bytes: usize, vproc: usize, node: usize) -> Option<usize> {
+    pub fn carve_local(&self, bytes: usize, vproc: usize, node: usize) -> Result<usize, MapFailure> {
         let n = bytes.div_ceil(self.chunk_size());
         let start = self.space.carve(n)?;
         self.bind(start, n, self.home_node(node));
@@ -189,19 +304,19 @@ impl GlobalHeap {
             info.node.store(node as u32, Ordering::Relaxed);
             info.set_kind(ChunkKind::Local);
         }
-        Some(self.space.chunk_start(start))
+        Ok(self.space.chunk_start(start))
     }
 
     /// Allocates a run of chunks for one large object of `bytes` bytes and
     /// returns its address. The memory is zero (fresh or `MADV_DONTNEED`).
-    pub fn alloc_large(&self, bytes: usize, node: usize, force: bool) -> Result<usize, OverLimit> {
+    pub fn alloc_large(&self, bytes: usize, node: usize, force: bool) -> Result<usize, Refused> {
         let n = bytes.div_ceil(self.chunk_size());
         let run = n * self.chunk_size();
         if !force {
-            self.check_limit(run)?;
+            self.check_limit(run).map_err(Refused::OverLimit)?;
         }
         let home = self.home_node(node);
-        let start = self.space.carve(n).ok_or(OverLimit { in_use: self.in_use.load(Ordering::Relaxed), limit: self.limit })?;
+        let start = self.space.carve(n).map_err(Refused::Map)?;
         self.bind(start, n, home);
         for id in start..start + n {
             let info = self.space.info(id);

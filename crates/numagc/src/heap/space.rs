@@ -12,11 +12,18 @@
 //! synchronisation when a new chunk is requested from the system"); freed
 //! runs are coalesced and given back to the system with `MADV_DONTNEED`.
 //!
+//! Failures: the reservation's `mmap` and the carving of a run are the two
+//! places where the system can refuse memory (a run fails when the
+//! reservation is exhausted). Both are [`crate::fault`] injection points, and
+//! both return a [`MapFailure`] naming the bytes and the errno, which the
+//! callers turn into [`crate::Error::MapFailed`] for whoever asked.
+//!
 //! Invariant: a chunk's `kind` changes only while its owner holds it
 //! exclusively (allocation, release) or inside a global collection when all
 //! vprocs are stopped; readers on other threads only ever see chunks that
 //! were published to them through a lock or the collection's barriers.
 
+use crate::fault::{Hook, Point};
 use crate::sync::{lock, Mutex};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
@@ -79,6 +86,20 @@ impl ChunkInfo {
     }
 }
 
+/// The system refused `bytes` of memory with `errno`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MapFailure {
+    pub bytes: usize,
+    pub errno: i32,
+}
+
+impl MapFailure {
+    /// The error for the mutator, naming what the memory was for.
+    pub fn error(self, what: &'static str) -> crate::Error {
+        crate::Error::MapFailed { bytes: self.bytes, what, errno: self.errno }
+    }
+}
+
 struct Runs {
     /// Next never-used chunk.
     bump: usize,
@@ -94,14 +115,18 @@ pub(crate) struct AddressSpace {
     chunk_shift: u32,
     chunks: Box<[ChunkInfo]>,
     runs: Mutex<Runs>,
+    faults: Hook,
 }
 
 impl AddressSpace {
     /// Reserves `bytes` (rounded up to chunks) of address space.
-    pub fn reserve(bytes: usize, chunk_size: usize) -> std::io::Result<AddressSpace> {
+    pub fn reserve(bytes: usize, chunk_size: usize, faults: Hook) -> Result<AddressSpace, MapFailure> {
         assert!(chunk_size.is_power_of_two());
         let n = bytes.div_ceil(chunk_size).max(1);
         let mapping_len = (n + 1) * chunk_size;
+        if faults.fails(Point::Reserve) {
+            return Err(MapFailure { bytes: mapping_len, errno: libc::ENOMEM });
+        }
         // SAFETY: an anonymous private mapping at an address of the kernel's
         // choosing aliases nothing; the result is checked below.
         let p = unsafe {
@@ -115,7 +140,8 @@ impl AddressSpace {
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM);
+            return Err(MapFailure { bytes: mapping_len, errno });
         }
         let mapping = p as usize;
         let base = (mapping + chunk_size - 1) & !(chunk_size - 1);
@@ -126,6 +152,7 @@ impl AddressSpace {
             chunk_shift: chunk_size.trailing_zeros(),
             chunks: (0..n).map(|_| ChunkInfo::default()).collect(),
             runs: Mutex::new(Runs { bump: 0, free: BTreeMap::new() }),
+            faults,
         })
     }
 
@@ -162,8 +189,13 @@ impl AddressSpace {
     }
 
     /// Takes `n` contiguous chunks: first fit among freed runs, else new
-    /// address space. `None` when the reservation is exhausted.
-    pub fn carve(&self, n: usize) -> Option<usize> {
+    /// address space. Fails (`ENOMEM`) when the reservation is exhausted, or
+    /// when a failure is injected.
+    pub fn carve(&self, n: usize) -> Result<usize, MapFailure> {
+        let refused = MapFailure { bytes: n << self.chunk_shift, errno: libc::ENOMEM };
+        if self.faults.fails(Point::MapChunks) {
+            return Err(refused);
+        }
         let mut runs = lock(&self.runs);
         let fit = runs.free.iter().find(|&(_, &len)| len >= n).map(|(&s, &l)| (s, l));
         if let Some((start, len)) = fit {
@@ -171,14 +203,14 @@ impl AddressSpace {
             if len > n {
                 runs.free.insert(start + n, len - n);
             }
-            return Some(start);
+            return Ok(start);
         }
         if runs.bump + n > self.chunks.len() {
-            return None;
+            return Err(refused);
         }
         let start = runs.bump;
         runs.bump += n;
-        Some(start)
+        Ok(start)
     }
 
     /// Gives `n` chunks starting at `start` back: their pages are released
@@ -226,7 +258,7 @@ mod tests {
 
     #[test]
     fn carve_release_coalesce() {
-        let s = AddressSpace::reserve(16 << 16, 1 << 16).unwrap();
+        let s = AddressSpace::reserve(16 << 16, 1 << 16, Hook::default()).unwrap();
         assert_eq!(s.chunk_start(0) % (1 << 16), 0);
         let a = s.carve(4).unwrap();
         let b = s.carve(4).unwrap();
@@ -235,9 +267,9 @@ mod tests {
         s.release(a, 4);
         s.release(b, 4);
         // a and b coalesced into one run of 8
-        assert_eq!(s.carve(8), Some(0));
-        assert_eq!(s.carve(8), None, "only 4 chunks left after c");
-        assert_eq!(s.carve(4), Some(12));
+        assert_eq!(s.carve(8), Ok(0));
+        assert_eq!(s.carve(8), Err(MapFailure { bytes: 8 << 16, errno: libc::ENOMEM }), "only 4 chunks left after c");
+        assert_eq!(s.carve(4), Ok(12));
         assert_eq!(s.chunk_of(s.chunk_start(3) + 100), Some(3));
         assert_eq!(s.chunk_of(0), None);
         // memory is usable

@@ -216,7 +216,7 @@ impl<'s> Scope<'s> {
         if vproc >= self.vprocs() {
             return Err(Error::Misuse(format!("spawn_on: vproc {vproc} does not exist (the runtime has {})", self.vprocs())));
         }
-        let env = self.park(env);
+        let env = self.park(env)?;
         let k: Cont = Box::new(move |s, env, _| body(s, env));
         self.vp.stats.threads_spawned += 1;
         thread::push_ready(&self.vp.shared, vproc, Runnable { env, value: None, k });
@@ -262,7 +262,7 @@ impl<'s> Scope<'s> {
             ch.check_runtime(&shared)?;
             on.push((&ch.inner, dir));
         }
-        let mut parked = self.park(&sent).into_iter();
+        let mut parked = self.park(&sent)?.into_iter();
         let values = on.iter().map(|&(_, d)| if d == Dir::Send { parked.next() } else { None }).collect();
         let (case, value) = thread::select_blocking(self, &on, values);
         Ok((case, value.map_or_else(|| self.nil(), |w| self.push_root(w))))
@@ -270,9 +270,10 @@ impl<'s> Scope<'s> {
 
     /// Promotes `hs` together and keeps them in global roots (values that
     /// cross to another vproc or outlive this scope).
-    pub(crate) fn park(&mut self, hs: &[Handle<'_>]) -> Vec<GlobalRoot> {
+    /// `Err` (nothing parked) when the system refuses the memory.
+    pub(crate) fn park(&mut self, hs: &[Handle<'_>]) -> Result<Vec<GlobalRoot>> {
         let mut words: Vec<u64> = hs.iter().map(|&h| self.word(h)).collect();
-        let slots = crate::sched::park_env(self.vp, &mut words);
-        slots.into_iter().map(|slot| GlobalRoot { slot, shared: self.vp.shared.clone() }).collect()
+        let slots = crate::sched::park_env(self.vp, &mut words)?;
+        Ok(slots.into_iter().map(|slot| GlobalRoot { slot, shared: self.vp.shared.clone() }).collect())
     }
 }

@@ -51,8 +51,14 @@ impl<'s> Scope<'s> {
         });
         if n > 0 && self.vp.shared.config.task_promotion == TaskPromotion::Eager {
             let mut words = self.roots()[base..base + n].to_vec();
-            let slots = sched::park_env(self.vp, &mut words);
-            task.handoff.env_ready(slots);
+            match sched::park_env(self.vp, &mut words) {
+                Ok(slots) => task.handoff.env_ready(slots),
+                Err(e) => {
+                    // Nothing was forked yet.
+                    self.vp.roots.get_mut().truncate(base);
+                    return Err(e);
+                }
+            }
         }
         sched::push(self.vp, task.clone());
         let ra = catch_unwind(AssertUnwindSafe(|| {

@@ -102,10 +102,10 @@ impl<'s> Scope<'s> {
     }
 
     /// Promotes `h`'s value and returns the global word.
-    pub(crate) fn promote_word(&mut self, h: Handle<'_>) -> u64 {
+    pub(crate) fn promote_word(&mut self, h: Handle<'_>) -> Result<u64> {
         let mut w = [self.word(h)];
-        plan::promote_words(self.vp, &mut w);
-        w[0]
+        plan::promote_words(self.vp, &mut w)?;
+        Ok(w[0])
     }
 
     /// The state shared by the runtime's vprocs.
@@ -263,7 +263,15 @@ impl<'s> Scope<'s> {
     fn global_object(&mut self, h: Header, values: &[Handle<'_>], fill: impl FnOnce(Obj, &[u64])) -> Result<Handle<'s>> {
         let addr = plan::alloc_global(self.vp, h.size_bytes())?;
         let mut words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
-        plan::promote_words(self.vp, &mut words);
+        if let Err(e) = plan::promote_words(self.vp, &mut words) {
+            // The reserved room must hold an object before the next
+            // safepoint: fill it with immediates (garbage from now on).
+            // SAFETY: `addr` was just reserved for this object.
+            let o = unsafe { Obj::at(addr) };
+            fill(o, &vec![NIL; words.len()]);
+            o.init_header(h);
+            return Err(e);
+        }
         // SAFETY: `addr` was just reserved for this object in the global heap.
         let o = unsafe { Obj::at(addr) };
         fill(o, &words);
@@ -469,7 +477,7 @@ impl<'s> Scope<'s> {
     pub fn set(&mut self, obj: Handle<'_>, i: usize, value: Handle<'_>) -> Result<()> {
         let o = self.mutable_target(obj, i, true)?;
         let mut w = [self.word(value)];
-        plan::promote_words(self.vp, &mut w);
+        plan::promote_words(self.vp, &mut w)?;
         o.field_cell(i).store(w[0], std::sync::atomic::Ordering::Release);
         plan::remember_store(self.vp, o, i);
         Ok(())
@@ -511,16 +519,33 @@ impl<'s> Scope<'s> {
 
     /// Promotes a value (and everything it reaches) to the global heap, so it
     /// may be shared with other vprocs. Returns the handle of the global copy.
+    ///
+    /// Panics with the [`Error::MapFailed`] message if the system refuses the
+    /// memory for the copies (nothing is promoted; inside a job the panic is
+    /// reported as [`Error::TaskPanicked`]); [`Scope::try_promote`] returns
+    /// the error instead.
     pub fn promote(&mut self, h: Handle<'_>) -> Handle<'s> {
-        let w = self.promote_word(h);
-        self.push_root(w)
+        self.try_promote(h).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Registers a global root holding `h`'s value (promoted).
+    /// [`Scope::promote`], with the system's refusal of memory as an error
+    /// (nothing is promoted then).
+    pub fn try_promote(&mut self, h: Handle<'_>) -> Result<Handle<'s>> {
+        let w = self.promote_word(h)?;
+        Ok(self.push_root(w))
+    }
+
+    /// Registers a global root holding `h`'s value (promoted). Panics like
+    /// [`Scope::promote`]; [`Scope::try_global_root`] returns the error.
     pub fn global_root(&mut self, h: Handle<'_>) -> GlobalRoot {
-        let w = self.promote_word(h);
+        self.try_global_root(h).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Scope::global_root`], with the system's refusal of memory as an error.
+    pub fn try_global_root(&mut self, h: Handle<'_>) -> Result<GlobalRoot> {
+        let w = self.promote_word(h)?;
         let slot = self.vp.shared.global_roots.add(w);
-        GlobalRoot { slot, shared: self.vp.shared.clone() }
+        Ok(GlobalRoot { slot, shared: self.vp.shared.clone() })
     }
 
     /// Reads a global root.
@@ -528,10 +553,18 @@ impl<'s> Scope<'s> {
         self.push_root(self.vp.shared.global_roots.get(r.slot))
     }
 
-    /// Replaces a global root's value (promoted).
+    /// Replaces a global root's value (promoted). Panics like
+    /// [`Scope::promote`]; [`Scope::try_set_global`] returns the error.
     pub fn set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) {
-        let w = self.promote_word(h);
+        self.try_set_global(r, h).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Scope::set_global`], with the system's refusal of memory as an
+    /// error (the root keeps its value then).
+    pub fn try_set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) -> Result<()> {
+        let w = self.promote_word(h)?;
         self.vp.shared.global_roots.set(r.slot, w);
+        Ok(())
     }
 
     /// A safepoint for loops that do not allocate: joins a pending global
@@ -548,14 +581,26 @@ impl<'s> Scope<'s> {
         plan::collect_minor(self.vp);
     }
 
-    /// Forces a minor and a major collection of this vproc's local heap.
+    /// Forces a minor and a major collection of this vproc's local heap
+    /// (the major one is skipped if the system refuses its memory; see
+    /// [`Scope::try_collect_global`] for the reasons a collection can fail).
     pub fn collect_major(&mut self) {
-        plan::collect_major(self.vp);
+        let _ = plan::collect_major(self.vp);
     }
 
-    /// Forces a global collection (every vproc takes part).
+    /// Forces a global collection (every vproc takes part). If it is called
+    /// off, nothing happens; [`Scope::try_collect_global`] says why.
     pub fn collect_global(&mut self) {
-        plan::collect_global(self.vp);
+        let _ = plan::collect_global(self.vp);
+    }
+
+    /// Forces a global collection, and reports a collection called off
+    /// before anything moved: [`Error::SafepointTimeout`] when a vproc did
+    /// not reach a safepoint within `safepoint-timeout`,
+    /// [`Error::MapFailed`] when the system refused its to-space. The heap
+    /// is intact either way.
+    pub fn try_collect_global(&mut self) -> Result<()> {
+        plan::collect_global(self.vp)
     }
 
     /// Bytes of this vproc's local heap in use (old data + nursery).

@@ -40,8 +40,9 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
 }
 
 /// Makes the values in `words` shareable with other vprocs (in place).
-/// Never collects.
-pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) {
+/// Never collects. `Err` (nothing changed) when the memory for the copies
+/// cannot be obtained.
+pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) -> Result<()> {
     match v.plan {
         PlanKind::SplitHeap => split_heap::promote_words(v, words),
     }
@@ -68,14 +69,14 @@ pub(crate) fn collect_minor(v: &mut Vproc) {
     }
 }
 
-pub(crate) fn collect_major(v: &mut Vproc) {
+pub(crate) fn collect_major(v: &mut Vproc) -> Result<()> {
     match v.plan {
         PlanKind::SplitHeap => split_heap::collect_major(v),
     }
 }
 
-/// An explicit global collection: a full one.
-pub(crate) fn collect_global(v: &mut Vproc) {
+/// An explicit global collection: a full one. `Err` when it was called off.
+pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
     match v.plan {
         PlanKind::SplitHeap => split_heap::collect_global_full(v),
     }

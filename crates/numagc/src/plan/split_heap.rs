@@ -13,25 +13,59 @@
 //!   and nothing else changes. The limit is the whole heap's: while one vproc
 //!   holds it full, another vproc whose collections need global space may be
 //!   refused as well; its state is intact and a retry succeeds once memory
-//!   is freed. The vprocs carry on either way.
+//!   is freed. The vprocs carry on either way. A global collection itself
+//!   is never stopped by the limit: its copies may take the heap past
+//!   `max_heap` (a copy cannot stop half-way), and the limit is checked
+//!   again when it is over.
+//! * Memory the system refuses: a request of the mutator (a global chunk, a
+//!   large object) fails with [`Error::MapFailed`]. Copies never meet the
+//!   refusal half-way: a local copy (major collection, promotion) first
+//!   tops up the vproc's copy reserve (`Vproc::ensure_copy_reserve`) and
+//!   does not start if it cannot, which is the error of the operation that
+//!   needed it; a global collection sets its to-space aside before anything
+//!   moves, or is called off (`gc::global`).
+//! * A global collection called off (a vproc missed the `safepoint-timeout`
+//!   deadline, or no to-space) is an error for the vproc that asked for it,
+//!   returned by the operation during which it was called off: the
+//!   allocation whose slow path requested or joined it, or an explicit
+//!   [`crate::Scope::try_collect_global`] (a promotion asks for a collection
+//!   at the next safepoint; a [`crate::Scope::poll`] has no error to return,
+//!   and the next slow path asks again). The vprocs that were only stopped
+//!   go back to their work. Nothing moved, so every heap is as it was; the
+//!   heap is still over its trigger, so the next slow path asks again.
 
 use crate::error::{Error, Result};
+use crate::gc::global::{Joined, TENURED};
 use crate::gc::{global, major, minor, promote, verify};
-use crate::gc::global::TENURED;
 use crate::heap::space::ChunkKind;
 use crate::vproc::Vproc;
 
 /// Runs the pending global collection, or requests one and runs it.
-pub(crate) fn collect_global(v: &mut Vproc) {
+/// `Err` when the collection was called off.
+pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
     v.shared.coord.request(v.id);
-    global::participate(v);
+    let r = match global::participate(v) {
+        Joined::Collected | Joined::NotPending => Ok(()),
+        Joined::Abandoned { reason, .. } => Err(reason.error()),
+    };
     v.install_limit();
+    r
 }
 
 /// A full global collection: explicit requests and the heap limit.
-pub(crate) fn collect_global_full(v: &mut Vproc) {
+pub(crate) fn collect_global_full(v: &mut Vproc) -> Result<()> {
     v.shared.gc.request_full();
-    collect_global(v);
+    collect_global(v)
+}
+
+/// Joins the pending collection at a safepoint. Called off, it is an error
+/// only if this vproc asked for it (`promote_words` asks for the next
+/// safepoint); a vproc that was only stopped goes back to work.
+fn join(v: &mut Vproc) -> Result<()> {
+    match global::participate(v) {
+        Joined::Abandoned { reason, requested: true } => Err(reason.error()),
+        _ => Ok(()),
+    }
 }
 
 /// The collections of the nursery-exhausted slow path.
@@ -43,10 +77,14 @@ pub(crate) fn collect_global_full(v: &mut Vproc) {
 /// heap). Then the next collection evacuates the whole local heap to the
 /// global heap in one pass, copying the survivors once. The mode lasts while
 /// survival stays that high, measured on what each evacuation copies.
-fn local_collections(v: &mut Vproc) {
+///
+/// `Err` when a major collection was due but the system refused its copy
+/// reserve: the minor collection ran, the major one did not start.
+fn local_collections(v: &mut Vproc) -> Result<()> {
     let threshold = v.shared.config.survivor_promotion as usize;
     let survived = |copied: usize, used: usize| threshold > 0 && copied * 100 >= used.max(1) * threshold;
-    if v.local.evacuate_next {
+    let mut r = Ok(());
+    if v.local.evacuate_next && v.ensure_copy_reserve().is_ok() {
         let used = (v.alloc_ptr - v.local.nursery_start) + (v.local.old_top - v.local.base);
         let copied = major::evacuate_all(v);
         v.local.evacuate_next = survived(copied, used);
@@ -55,15 +93,22 @@ fn local_collections(v: &mut Vproc) {
         let copied = minor::collect(v);
         v.local.evacuate_next = survived(copied, used);
         if v.local.needs_major() {
-            major::collect(v, false);
-            if v.local.needs_major() {
-                major::collect(v, true);
+            r = v.ensure_copy_reserve();
+            if r.is_ok() {
+                major::collect(v, false);
+                if v.local.needs_major() {
+                    r = v.ensure_copy_reserve();
+                    if r.is_ok() {
+                        major::collect(v, true);
+                    }
+                }
             }
         }
     }
     if v.shared.config.verify {
         verify::local_heap(v, "a local collection");
     }
+    r
 }
 
 fn over_limit(v: &Vproc, requested: usize) -> Error {
@@ -82,11 +127,17 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
         // nursery is really exhausted.
         crate::sched::serve_mail(v);
         if v.shared.coord.pending() {
-            global::participate(v);
+            if let Err(e) = join(v) {
+                v.install_limit();
+                return Err(e);
+            }
             global_done = true;
         } else {
             if v.alloc_ptr + bytes > v.local.end {
-                local_collections(v);
+                if let Err(e) = local_collections(v) {
+                    v.install_limit();
+                    return Err(e);
+                }
             }
             let heap = &v.shared.heap;
             if heap.in_use() > heap.limit() {
@@ -94,7 +145,7 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
                     v.install_limit();
                     return Err(over_limit(v, bytes));
                 }
-                collect_global_full(v);
+                collect_global_full(v)?;
                 global_done = true;
                 continue;
             }
@@ -102,7 +153,7 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
             // the heap may still be over the trigger (it is retuned above
             // the heap in use, but other vprocs allocate meanwhile).
             if heap.over_trigger() && !global_done {
-                collect_global(v);
+                collect_global(v)?;
                 global_done = true;
                 continue;
             }
@@ -124,11 +175,18 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
 /// The memory is uninitialised; the caller writes the object before its
 /// next safepoint.
 pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
-    if v.shared.heap.over_trigger() || v.shared.coord.pending() {
-        collect_global(v);
+    if v.shared.coord.pending() {
+        let joined = join(v);
+        v.install_limit();
+        joined?;
+    }
+    if v.shared.heap.over_trigger() {
+        collect_global(v)?;
     }
     let large = bytes >= v.shared.config.large_object_size;
-    for attempt in 0..2 {
+    let what = if large { "a large object" } else { "a global-heap chunk" };
+    let mut attempt = 0;
+    loop {
         let shared = v.shared.clone();
         let got = if large {
             shared.heap.alloc_large(bytes, v.node, false)
@@ -143,23 +201,29 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
                 v.stats.bytes_allocated_global += bytes as u64;
                 return Ok(p);
             }
-            Err(_) if attempt == 0 => collect_global_full(v),
-            Err(o) => return Err(Error::HeapLimit { requested: bytes, in_use: o.in_use, limit: o.limit }),
+            // A full collection frees chunks (into the pools, where a
+            // refused map is not needed) and the heap room the limit wants.
+            Err(_) if attempt == 0 => collect_global_full(v)?,
+            Err(r) => return Err(r.error(bytes, what)),
         }
+        attempt += 1;
     }
-    Err(over_limit(v, bytes))
 }
 
 /// Promotes the values in `words` (in place). No collection runs here, so
 /// the caller may hold unrooted words across it; if the global heap is now
 /// over its trigger a collection is requested for the next safepoint.
-pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) {
+/// `Err` (nothing promoted, `words` unchanged) when the system refuses the
+/// copy reserve.
+pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) -> Result<()> {
     if words.iter().any(|&w| promote::is_local(v, w)) {
+        v.ensure_copy_reserve()?;
         promote::promote(v, words);
         if v.shared.heap.over_trigger() {
             v.shared.coord.request(v.id);
         }
     }
+    Ok(())
 }
 
 /// The generational part of the write barrier: a store into an object
@@ -184,25 +248,34 @@ pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
 pub(crate) fn poll(v: &mut Vproc) {
     crate::sched::serve_mail(v);
     if v.shared.coord.pending() {
-        global::participate(v);
+        // A poll has no error to return: a collection this vproc asked for
+        // and that was called off is asked for again by its next slow path.
+        let _ = join(v);
         v.install_limit();
     }
 }
 
-/// Forces a minor collection (and whatever it triggers).
+/// Forces a minor collection (and whatever it triggers). A major collection
+/// whose copy reserve the system refuses is skipped; the next allocation
+/// that needs it reports the error.
 pub(crate) fn collect_minor(v: &mut Vproc) {
     poll(v);
-    local_collections(v);
+    let _ = local_collections(v);
     v.install_limit();
 }
 
-/// Forces a minor and a major collection.
-pub(crate) fn collect_major(v: &mut Vproc) {
+/// Forces a minor and a major collection; `Err` (after the minor one) when
+/// the system refuses the major one's copy reserve.
+pub(crate) fn collect_major(v: &mut Vproc) -> Result<()> {
     poll(v);
     minor::collect(v);
-    major::collect(v, false);
+    let r = v.ensure_copy_reserve();
+    if r.is_ok() {
+        major::collect(v, false);
+    }
     if v.shared.config.verify {
         verify::local_heap(v, "a major collection");
     }
     v.install_limit();
+    r
 }

@@ -197,16 +197,21 @@ pub(crate) fn serve_mail(vp: &mut Vproc) {
     let shared = vp.shared.clone();
     for t in shared.sched.mailboxes[vp.id].take() {
         let mut words: Vec<u64> = vp.roots_mut()[t.env_base..t.env_base + t.env_len].to_vec();
-        let slots = park_env(vp, &mut words);
-        t.handoff.env_ready(slots);
+        match park_env(vp, &mut words) {
+            Ok(slots) => t.handoff.env_ready(slots),
+            // The environment cannot be promoted (the system refuses the
+            // memory): the thief does not run the task and hands the error
+            // to the join.
+            Err(e) => t.handoff.env_failed(e),
+        }
         shared.coord.bell(t.handoff.thief()).ring();
     }
 }
 
 /// Promotes `words` now and parks them in global roots (eager promotion).
-pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Vec<usize> {
-    crate::plan::promote_words(vp, words);
-    words.iter().map(|&w| vp.shared.global_roots.add(w)).collect()
+pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Result<Vec<usize>> {
+    crate::plan::promote_words(vp, words)?;
+    Ok(words.iter().map(|&w| vp.shared.global_roots.add(w)).collect())
 }
 
 /// Runs a task taken from another vproc's deque on `s`'s vproc.
@@ -227,6 +232,10 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
     wait_for(s, || t.handoff.state() >= READY, false);
     let result = s.scope(|s| {
         let shared = s.shared();
+        if let Some(e) = t.handoff.take_env_error() {
+            drop(lock(&t.func).take());
+            return Err(e);
+        }
         let env: Vec<Handle<'_>> = t
             .handoff
             .take_env()
@@ -235,10 +244,7 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
             .collect();
         let f = lock(&t.func).take().expect("a task runs once");
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s, &env))) {
-            Ok(Ok(h)) => {
-                let w = s.promote_word(h);
-                Ok(s.shared().global_roots.add(w))
-            }
+            Ok(Ok(h)) => s.promote_word(h).map(|w| s.shared().global_roots.add(w)),
             Ok(Err(e)) => Err(e),
             Err(p) => Err(Error::TaskPanicked { vproc: me, message: crate::runtime::panic_message(p) }),
         }

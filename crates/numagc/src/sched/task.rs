@@ -18,6 +18,10 @@
 //!   owner, waiting to join, reads the result.
 //! * With eager promotion the owner promotes the environment at the fork
 //!   and the task starts `READY`.
+//! * If the owner cannot promote the environment (the system refuses the
+//!   memory), it records the error instead and marks the task `READY`; the
+//!   thief finishes the task with that error without running it, so the
+//!   join reports it and no one waits for ever.
 //!
 //! States only move forward: QUEUED → WANTED → READY → DONE (or QUEUED →
 //! READY when eager, or READY from the start for a task without an
@@ -41,6 +45,8 @@ pub(crate) struct Handoff {
     thief: AtomicUsize,
     /// Global-root slots holding the promoted environment (READY).
     env_roots: Mutex<Vec<usize>>,
+    /// Why the environment could not be promoted (READY without one).
+    env_error: Mutex<Option<Error>>,
     /// The global-root slot of the promoted result, or the error (DONE).
     result: Mutex<Option<Result<usize, Error>>>,
 }
@@ -54,6 +60,7 @@ impl Handoff {
             owner,
             thief: AtomicUsize::new(usize::MAX),
             env_roots: Mutex::new(Vec::new()),
+            env_error: Mutex::new(None),
             result: Mutex::new(None),
         }
     }
@@ -79,6 +86,19 @@ impl Handoff {
     pub fn env_ready(&self, slots: Vec<usize>) {
         *lock(&self.env_roots) = slots;
         self.state.store(READY, Ordering::Release);
+    }
+
+    /// Owner: the environment cannot be promoted (the system refuses the
+    /// memory). The thief, once `READY`, finishes the task with `e`
+    /// instead of running it.
+    pub fn env_failed(&self, e: Error) {
+        *lock(&self.env_error) = Some(e);
+        self.state.store(READY, Ordering::Release);
+    }
+
+    /// Thief, once `READY`: the error that replaced the environment.
+    pub fn take_env_error(&self) -> Option<Error> {
+        lock(&self.env_error).take()
     }
 
     /// Takes the global-root slots of the environment (once `READY`).

@@ -117,7 +117,10 @@ fn step<'i>(s: &mut Scope<'i>, env: &[u64], value: Option<u64>, k: Cont) -> Outc
             Outcome::Stop
         }
         Step::Yield { env, k } => {
-            let env = s.park(&env);
+            let env = match s.park(&env) {
+                Ok(env) => env,
+                Err(e) => return fail(s, e),
+            };
             let me = s.vproc();
             push_ready(&s.shared(), me, Runnable { env, value: None, k });
             Outcome::Stop
@@ -140,7 +143,10 @@ fn synchronise<'i>(s: &mut Scope<'i>, env: Vec<Handle<'i>>, cases: Vec<crate::mu
         return fail(s, e);
     }
     let sent: Vec<Handle<'i>> = cases.iter().filter_map(|c| c.value).collect();
-    let mut parked = s.park(&sent).into_iter();
+    let mut parked = match s.park(&sent) {
+        Ok(p) => p.into_iter(),
+        Err(e) => return fail(s, e),
+    };
     let values = cases.iter().map(|c| c.value.and_then(|_| parked.next())).collect();
     let offer = channel::Offer::new(values);
     let chans: Vec<Arc<ChanCore>> = cases.iter().map(|c| c.chan.inner.clone()).collect();
@@ -155,7 +161,13 @@ fn synchronise<'i>(s: &mut Scope<'i>, env: Vec<Handle<'i>>, cases: Vec<crate::mu
     }
     // Nobody waits yet: block. The continuation may run on any vproc.
     let me = s.vproc();
-    let env = s.park(&env);
+    let env = match s.park(&env) {
+        Ok(env) => env,
+        Err(e) => {
+            // Not queued: the offer is dropped with its values.
+            return fail(s, e);
+        }
+    };
     *lock(&offer.resume) = Some(Resume::Thread { home: me, env, conts });
     s.vproc_mut().stats.sync_waits += 1;
     match channel::sync(&on, &offer, true) {

@@ -1,6 +1,7 @@
 //! Shared helpers of the integration tests: a small verified configuration,
 //! a test data structure (a list of mixed `cons` cells) with an independent
-//! Rust model, and walkers that compare heap contents with the model.
+//! Rust model, walkers that compare heap contents with the model, and a
+//! watchdog that turns a hang into a failure.
 #![allow(dead_code)]
 
 use numagc::{Config, ConfigBuilder, DescId, Descriptor, Handle, Result, Runtime, Scope, View};
@@ -163,4 +164,37 @@ pub fn promoted_list<'s>(
         let l = build_list(s, cons, seed, n)?;
         Ok::<_, numagc::Error>(s.promote(l))
     })
+}
+
+/// Fails the test process if it is still running `secs` seconds from now:
+/// prints what hung and exits with status 1 (a deadlock would otherwise
+/// hang the test run). Dropping the guard disarms it.
+pub struct Watchdog {
+    done: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+pub fn watchdog(secs: u64, what: &str) -> Watchdog {
+    let done = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let d = done.clone();
+    let what = what.to_string();
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        let mut g = d.0.lock().unwrap_or_else(|p| p.into_inner());
+        while !*g {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                eprintln!("watchdog: `{what}` still running after {secs} s: a hang or a deadlock");
+                std::process::exit(1);
+            }
+            g = d.1.wait_timeout(g, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    });
+    Watchdog { done }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        *self.done.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.done.1.notify_all();
+    }
 }
