@@ -62,6 +62,16 @@ impl<'a> View<'a> {
         Some((o, o.header().expect("resolved object has a header")))
     }
 
+    /// Whether `self` and `other` are the same value: the same immediate,
+    /// or the same object (identity, after following forwarding pointers).
+    /// Two equal copies of an object are not the same; this lets a checker
+    /// (the torture tester of issue 5) tell a shared object from one that a
+    /// collection duplicated.
+    #[inline]
+    pub fn same(self, other: View<'_>) -> bool {
+        self.w == other.w
+    }
+
     pub fn is_int(self) -> bool {
         !is_pointer(self.w)
     }
