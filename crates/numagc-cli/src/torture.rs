@@ -56,6 +56,9 @@ pub struct TortureArgs {
     /// Print a line per round.
     #[arg(long)]
     verbose: bool,
+    /// Print each round's program, an operation per line (with --seed S --rounds 1: the program of round S).
+    #[arg(long)]
+    show_program: bool,
     /// Run the rounds in this process and report them on standard output (used by the parent).
     #[arg(long, hide = true)]
     worker: bool,
@@ -112,9 +115,18 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
         let round_seed = seed.wrapping_add(n);
         let plan = RoundPlan::new(round_seed, args.vprocs, &args.plan, args.gc_every)?;
         println!("@round {n} {round_seed} {} {}", plan.gc_every, plan.describe());
+        if args.show_program {
+            for (i, op) in plan.program.iter().enumerate() {
+                println!("op {i}: {op:?}");
+            }
+        }
         let progress: Arc<dyn Fn(usize) + Send + Sync> = Arc::new(|i| println!("@op {i}"));
-        let r = round::run(&plan, if n == 0 { fault } else { None }, Some(progress));
+        let deadline = start + Duration::from_secs(args.seconds);
+        let r = round::run(&plan, if n == 0 { fault } else { None }, Some(progress), Some(deadline));
         println!("@done {}", encode(&r.report, &r.counts));
+        if r.failure.is_none() {
+            println!("@pass");
+        }
         if let Some(f) = r.failure {
             let kind = match f.kind {
                 FailureKind::Violation => "violation",
@@ -199,6 +211,9 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
     if let Some(f) = &args.fault {
         cmd.args(["--fault", f]);
     }
+    if args.show_program {
+        cmd.arg("--show-program");
+    }
     let mut child = cmd.stdout(Stdio::piped()).stdin(Stdio::null()).spawn().map_err(|e| format!("cannot start the worker: {e}"))?;
     let stdout = child.stdout.take().ok_or("the worker has no standard output")?;
     let (tx, rx) = mpsc::channel();
@@ -224,9 +239,10 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
     let t0 = Instant::now();
     let (mut report, mut counts) = (Report::default(), RuntimeCounts::default());
     let mut pos = Position::default();
-    let mut rounds = 0u64;
+    let (mut rounds, mut passed) = (0u64, 0u64);
     let mut violation: Option<String> = None;
     let mut ended = false;
+    let mut round_start = Instant::now();
     let stall = Duration::from_secs(args.stall_timeout);
     loop {
         match rx.recv_timeout(stall) {
@@ -240,17 +256,21 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
                     pos.gc_every = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
                     pos.desc = it.next().unwrap_or("").to_string();
                     pos.op = None;
+                    round_start = Instant::now();
                 } else if let Some(rest) = l.strip_prefix("@done ") {
                     decode(rest, &mut report, &mut counts);
                     rounds += 1;
+                } else if l == "@pass" {
+                    passed += 1;
                     if args.verbose {
-                        println!("round {} (seed {}): {}: ok", pos.round, pos.seed, pos.desc);
+                        let secs = round_start.elapsed().as_secs_f64();
+                        println!("round {} (seed {}): {}: ok in {secs:.2} s", pos.round, pos.seed, pos.desc);
                     }
                 } else if let Some(rest) = l.strip_prefix("@fail ") {
                     let mut it = rest.splitn(3, ' ');
                     let (kind, op, what) = (it.next().unwrap_or(""), it.next().unwrap_or("?"), it.next().unwrap_or(""));
                     pos.op = op.parse().ok();
-                    violation = Some(format!("{kind}: {what}"));
+                    violation = Some(format!("({kind}) {what}"));
                 } else if l == "@end" {
                     ended = true;
                 } else {
@@ -260,7 +280,7 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
             Ok(Event::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let _ = child.kill();
-                violation = Some(format!("no progress for {} s (a deadlock or a livelock?): the worker was killed", args.stall_timeout));
+                violation = Some(format!("(hang) no progress for {} s (a deadlock or a livelock?): the worker was killed", args.stall_timeout));
                 break;
             }
         }
@@ -268,12 +288,12 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
     let status = child.wait().map_err(|e| format!("waiting for the worker: {e}"))?;
     let _ = reader.join();
     if violation.is_none() && (!status.success() || !ended) {
-        violation = Some(format!("the worker died: {} (the heap verifier aborts on a broken invariant; its report is above)", describe(status)));
+        violation = Some(format!("(crash) the worker died: {} (the heap verifier aborts on a broken invariant; its report is above)", describe(status)));
     }
 
     let elapsed = t0.elapsed().as_secs_f64();
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    println!("rounds: {rounds} in {elapsed:.1} s, {} operations", report.ops);
+    println!("rounds: {rounds} run, {passed} passed, in {elapsed:.1} s; {} operations", report.ops);
     println!(
         "collections: minor {}, major {}, promotion {}, global {} (full {})",
         counts.minor, counts.major, counts.promotion, counts.global, counts.full_global
@@ -298,7 +318,7 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         Some(v) => {
             println!("violations: 1");
             let op = pos.op.map_or("before the first operation".to_string(), |o| format!("op {o}"));
-            println!("VIOLATION in round {} (seed {}), {op}: {v}", pos.round, pos.seed);
+            println!("VIOLATION in round {} (seed {}), {op} {v}", pos.round, pos.seed);
             if !pos.desc.is_empty() {
                 println!("round settings: {}", pos.desc);
             }

@@ -25,7 +25,7 @@
 //! are checked by the runtime's own verifier (`--verify`), which the torture
 //! runtime always turns on; this module checks content and identity.
 
-use crate::layout::{oid_of, Descs, Kind};
+use crate::layout::{oid_of, wide_is_value, Descs, Kind, CELL_VALUE, REC_VALUES};
 use crate::rng::mix;
 use crate::shadow::{Field, SVal, Shadow};
 use numagc::{Handle, ObjectKind, Scope, View};
@@ -82,13 +82,51 @@ fn kind_code(k: Kind) -> u64 {
     k as u64 + 1
 }
 
+/// The objects a walk has seen, by id word: a table indexed by oid (oids
+/// are dense), and a map for any id beyond it.
+struct Seen<N> {
+    table: Vec<Option<N>>,
+    rest: HashMap<u64, N>,
+}
+
+impl<N> Default for Seen<N> {
+    fn default() -> Self {
+        Seen { table: Vec::new(), rest: HashMap::new() }
+    }
+}
+
+impl<N: Copy> Seen<N> {
+    const TABLE_MAX: usize = 1 << 24;
+
+    fn get(&self, id: &u64) -> Option<&N> {
+        match oid_of(*id).map(|o| o as usize).filter(|&o| o < Self::TABLE_MAX) {
+            Some(o) => self.table.get(o).and_then(|x| x.as_ref()),
+            None => self.rest.get(id),
+        }
+    }
+
+    fn insert(&mut self, id: u64, n: N) {
+        match oid_of(id).map(|o| o as usize).filter(|&o| o < Self::TABLE_MAX) {
+            Some(o) => {
+                if self.table.len() <= o {
+                    self.table.resize(o + 1, None);
+                }
+                self.table[o] = Some(n);
+            }
+            None => {
+                self.rest.insert(id, n);
+            }
+        }
+    }
+}
+
 /// The digest of everything reachable from `roots`; `Err` when an object
 /// cannot be read as one of the program's, or a shared object was found at
 /// two places.
 pub fn digest<G: Graph>(g: &G, roots: &[Item<G::N>]) -> Result<Digest, String> {
     let mut h = Hasher(0x7057_u64);
     let mut d = Digest::default();
-    let mut seen: HashMap<u64, G::N> = HashMap::new();
+    let mut seen: Seen<G::N> = Seen::default();
     let mut stack: Vec<Item<G::N>> = roots.iter().rev().copied().collect();
     let mut fields = Vec::new();
     h.add(9, roots.len() as u64);
@@ -237,6 +275,18 @@ impl<'a, 's> HeapGraph<'a, 's> {
     }
 }
 
+/// Whether field `i` of a mixed object of `kind` holds a value.
+fn is_value_field(kind: Kind, i: usize) -> bool {
+    match kind {
+        Kind::Pair => i > 0,
+        Kind::Rec => REC_VALUES.contains(&i),
+        Kind::Wide => wide_is_value(i),
+        Kind::Cell => i == CELL_VALUE,
+        Kind::Vector | Kind::Array | Kind::Seq => true,
+        Kind::Raw => false,
+    }
+}
+
 fn id_from_int(v: View<'_>, what: &str) -> Result<u64, String> {
     v.as_int()
         .map(|i| i as u64)
@@ -290,10 +340,7 @@ impl<'a, 's> Graph for HeapGraph<'a, 's> {
                     return Err(format!("{kind:?} object without an id: {v:?} word 0 = {id:#x}"));
                 }
                 for i in 0..len {
-                    fields.push(match v.try_field(i) {
-                        Ok(f) => Self::item(f),
-                        Err(_) => Item::Raw(v.try_raw(i).map_err(err)?),
-                    });
+                    fields.push(if is_value_field(kind, i) { Self::item(v.try_field(i).map_err(err)?) } else { Item::Raw(v.try_raw(i).map_err(err)?) });
                 }
                 Ok(Head { kind, id: Some(id), len })
             }

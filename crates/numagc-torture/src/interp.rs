@@ -35,8 +35,14 @@ use crate::rng::mix;
 use crate::shadow::{src_val, Field, SVal, Shadow};
 use numagc::{GlobalRoot, Handle, Next, Runtime, Scope, Slot};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 use std::sync::{Arc, Mutex};
+
+/// How long `par2`'s first branch waits for another vproc to steal the
+/// second (when there is another vproc) before it returns and the second
+/// runs here.
+const STEAL_WAIT: Duration = Duration::from_millis(20);
 
 /// Global roots a program keeps at most (the oldest is dropped beyond).
 pub const MAX_GLOBALS: usize = 16;
@@ -87,6 +93,9 @@ pub struct Options {
     pub fault: Option<Fault>,
     /// Called with the index of each operation before it runs.
     pub progress: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+    /// No operation starts after this instant: the program is cut short
+    /// there, and the final checks run on what it built.
+    pub deadline: Option<Instant>,
 }
 
 /// What went wrong, and where.
@@ -734,10 +743,24 @@ impl<'s> Machine<'s> {
         let got = received();
         let (cx_a, cx_b, got_b, b) = (self.cx.clone(), self.cx.clone(), got.clone(), b.clone());
         let root = g.map(|(g, _)| g);
+        let started = Arc::new(AtomicBool::new(false));
+        let started_b = started.clone();
         let hs = s.par2(
             &[self.reg(env[0]), self.reg(env[1])],
-            |s, env| build(s, &cx_a, a, env, base_a).map_err(|f| cx_a.tally.stash(f)),
+            |s, env| {
+                let h = build(s, &cx_a, a, env, base_a).map_err(|f| cx_a.tally.stash(f))?;
+                // Give an idle vproc the time to steal `b`, so that what this
+                // vproc built is read on the other one (safepoints meanwhile:
+                // a thief's request for the environment is served here).
+                let t = Instant::now();
+                while s.vprocs() > 1 && !started.load(Ordering::Acquire) && t.elapsed() < STEAL_WAIT {
+                    s.poll();
+                    std::hint::spin_loop();
+                }
+                Ok(h)
+            },
             move |s, env| {
+                started_b.store(true, Ordering::Release);
                 let d = s.scope(|s| {
                     let mut seen: Vec<Handle<'_>> = env.to_vec();
                     if let Some(g) = &root {
@@ -856,7 +879,21 @@ pub fn large_words(rt: &Runtime) -> usize {
 /// Runs `program` on `rt` (a program job on vproc 0) against the shadow.
 /// `Ok` with what was checked, or the first failure.
 pub fn run(rt: &Runtime, program: &[Op], opts: &Options) -> Result<Report, Failure> {
-    let descs = Descs::register(rt).map_err(|e| Failure { op: 0, kind: FailureKind::Runtime, what: format!("registering descriptors: {e}") })?;
+    match run_counted(rt, program, opts) {
+        (r, None) => Ok(r),
+        (_, Some(f)) => Err(f),
+    }
+}
+
+/// [`run`], with what was checked up to a failure too.
+pub fn run_counted(rt: &Runtime, program: &[Op], opts: &Options) -> (Report, Option<Failure>) {
+    let descs = match Descs::register(rt) {
+        Ok(d) => d,
+        Err(e) => {
+            let f = Failure { op: 0, kind: FailureKind::Runtime, what: format!("registering descriptors: {e}") };
+            return (Report::default(), Some(f));
+        }
+    };
     let tally = Arc::new(Tally::default());
     let cx = Cx {
         descs,
@@ -873,8 +910,12 @@ pub fn run(rt: &Runtime, program: &[Op], opts: &Options) -> Result<Report, Failu
             Fail::Violation(what) => Failure { op, kind: FailureKind::Violation, what },
             Fail::Runtime(e) => Failure { op, kind: FailureKind::Runtime, what: e.to_string() },
         };
-        let n = program.len();
-        for i in 0..=n {
+        let mut n = program.len();
+        let mut i = 0;
+        loop {
+            if i < n && opts2.deadline.is_some_and(|d| Instant::now() >= d) {
+                n = i;
+            }
             cur.store(i, Ordering::Relaxed);
             if let Some(p) = &opts2.progress {
                 p(i);
@@ -882,18 +923,21 @@ pub fn run(rt: &Runtime, program: &[Op], opts: &Options) -> Result<Report, Failu
             if let Some(f) = opts2.fault.filter(|f| f.at.min(n) == i) {
                 s.scope(|s| m.inject(s, f.kind)).map_err(|e| fail(i, e))?;
             }
-            if i < n {
-                s.scope(|s| m.step(s, &program[i])).map_err(|e| fail(i, e))?;
+            if i == n {
+                break;
             }
+            s.scope(|s| m.step(s, &program[i])).map_err(|e| fail(i, e))?;
+            i += 1;
         }
         // The end: everything, then across a global collection.
         s.scope(|s| m.full_check(s, Some(Collect::Global))).map_err(|e| fail(n, e))?;
         m.globals.clear();
         Ok(n as u64)
     });
+    let at = current.load(Ordering::Relaxed);
     match result {
-        Ok(Ok(ops)) => Ok(tally.report(ops)),
-        Ok(Err(f)) => Err(f),
-        Err(e) => Err(Failure { op: current.load(Ordering::Relaxed), kind: FailureKind::Panic, what: e.to_string() }),
+        Ok(Ok(ops)) => (tally.report(ops), None),
+        Ok(Err(f)) => (tally.report(f.op as u64), Some(f)),
+        Err(e) => (tally.report(at as u64), Some(Failure { op: at, kind: FailureKind::Panic, what: e.to_string() })),
     }
 }

@@ -26,6 +26,9 @@ use proptest::prelude::*;
 pub const REGS: usize = 8;
 /// Choices each operation draws from.
 pub const CHOICES_PER_OP: usize = 32;
+/// Choices are below this bound (16 bits: enough for every decision, and a
+/// choice shrinks to 0 in at most 16 steps).
+pub const CHOICE_BOUND: u64 = 1 << 16;
 
 /// A source value of a build: an immediate integer or a register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,12 +190,12 @@ pub fn generate_build(c: &mut impl Choices, s: &Sizes) -> Build {
     match c.weighted(&[6, 4, 3, 4, 3, 2, 2, 2, 3, 2]) {
         0 => Build::List { len: upto(c, s.list), elem: src(c) },
         1 => Build::Tree { depth: c.range(0, s.depth as u64) as u8, leaf: src(c) },
-        2 => Build::Dag { nodes: 1 + upto(c, s.dag), seed: c.choose(u64::MAX), srcs: srcs(c) },
-        3 => Build::Vector { len: 1 + upto(c, s.vector), seed: c.choose(u64::MAX), srcs: srcs(c) },
+        2 => Build::Dag { nodes: 1 + upto(c, s.dag), seed: c.choose(CHOICE_BOUND), srcs: srcs(c) },
+        3 => Build::Vector { len: 1 + upto(c, s.vector), seed: c.choose(CHOICE_BOUND), srcs: srcs(c) },
         4 => Build::Raw { len: 1 + upto(c, s.raw) },
         5 => Build::Rec { a: src(c), b: src(c) },
-        6 => Build::Wide { seed: c.choose(u64::MAX), srcs: srcs(c) },
-        7 => Build::Large { raw: c.chance(50), extra: upto(c, s.large_extra), seed: c.choose(u64::MAX), srcs: srcs(c) },
+        6 => Build::Wide { seed: c.choose(CHOICE_BOUND), srcs: srcs(c) },
+        7 => Build::Large { raw: c.chance(50), extra: upto(c, s.large_extra), seed: c.choose(CHOICE_BOUND), srcs: srcs(c) },
         8 => Build::Array { len: 1 + upto(c, s.array), init: src(c) },
         _ => Build::Cell { init: src(c) },
     }
@@ -207,7 +210,7 @@ pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
         2 => Op::Load { dst: reg(c), src: reg(c), field: c.choose(1 << 16) as u32 },
         3 => Op::Clear { dst: reg(c) },
         4 => Op::Store { obj: reg(c), index: c.choose(1 << 16) as u32, value: src(c), fresh: c.chance(50) },
-        5 => Op::StoreRaw { obj: reg(c), value: c.choose(u64::MAX) },
+        5 => Op::StoreRaw { obj: reg(c), value: c.choose(CHOICE_BOUND) },
         6 => Op::Promote { reg: reg(c) },
         7 => Op::GlobalAdd { src: reg(c) },
         8 => Op::GlobalDrop { index: c.choose(64) as u32 },
@@ -232,7 +235,7 @@ pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
 
 /// The choices of `ops` operations drawn from `rng`.
 pub fn choices(rng: &mut Rng, ops: usize) -> Vec<Vec<u64>> {
-    (0..ops).map(|_| (0..CHOICES_PER_OP).map(|_| rng.next_u64()).collect()).collect()
+    (0..ops).map(|_| (0..CHOICES_PER_OP).map(|_| rng.next_u64() % CHOICE_BOUND).collect()).collect()
 }
 
 /// The program that recorded choices describe.
@@ -248,7 +251,7 @@ pub fn generate(rng: &mut Rng, ops: usize, s: &Sizes) -> Vec<Op> {
 /// Programs of 1 to `max_ops` operations, for proptest; shrinking drops
 /// operations and simplifies the remaining ones.
 pub fn strategy(max_ops: usize, s: Sizes) -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec(prop::collection::vec(any::<u64>(), CHOICES_PER_OP), 1..=max_ops.max(1))
+    prop::collection::vec(prop::collection::vec(0..CHOICE_BOUND, CHOICES_PER_OP), 1..=max_ops.max(1))
         .prop_map(move |choices| from_choices(&choices, &s))
 }
 

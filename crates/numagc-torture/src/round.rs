@@ -24,6 +24,7 @@ use crate::program::{self, Op, Sizes};
 use crate::rng::{mix, Choices, Rng};
 use numagc::{Config, ConfigBuilder, Runtime, TaskPromotion};
 use std::sync::Arc;
+use std::time::Instant;
 
 const KIB: usize = 1 << 10;
 
@@ -131,7 +132,8 @@ pub struct RoundResult {
 }
 
 /// Runs a planned round. `progress` gets each operation's index.
-pub fn run(plan: &RoundPlan, fault: Option<Fault>, progress: Option<Arc<dyn Fn(usize) + Send + Sync>>) -> RoundResult {
+/// No operation starts after `deadline`.
+pub fn run(plan: &RoundPlan, fault: Option<Fault>, progress: Option<Arc<dyn Fn(usize) + Send + Sync>>, deadline: Option<Instant>) -> RoundResult {
     let rt = match Runtime::new(plan.config.clone()) {
         Ok(rt) => rt,
         Err(e) => {
@@ -142,8 +144,8 @@ pub fn run(plan: &RoundPlan, fault: Option<Fault>, progress: Option<Arc<dyn Fn(u
             }
         }
     };
-    let opts = Options { gc_every: plan.gc_every, seed: mix(plan.seed ^ 0x70_7274), fault, progress };
-    let outcome = interp::run(&rt, &plan.program, &opts);
+    let opts = Options { gc_every: plan.gc_every, seed: mix(plan.seed ^ 0x70_7274), fault, progress, deadline };
+    let (report, failure) = interp::run_counted(&rt, &plan.program, &opts);
     let stats = rt.stats();
     let t = &stats.total;
     let counts = RuntimeCounts {
@@ -157,7 +159,7 @@ pub fn run(plan: &RoundPlan, fault: Option<Fault>, progress: Option<Arc<dyn Fn(u
         rendezvous: t.rendezvous,
         bytes_promoted: t.bytes_promoted,
     };
-    let mut failure = outcome.as_ref().err().cloned();
+    let mut failure = failure;
     let thread_errors = rt.take_thread_errors();
     if failure.is_none() && !thread_errors.is_empty() {
         failure = Some(Failure {
@@ -166,7 +168,7 @@ pub fn run(plan: &RoundPlan, fault: Option<Fault>, progress: Option<Arc<dyn Fn(u
             what: format!("threads failed: {thread_errors:?}"),
         });
     }
-    RoundResult { report: outcome.unwrap_or_default(), counts, failure }
+    RoundResult { report, counts, failure }
 }
 
 #[cfg(test)]
@@ -196,3 +198,4 @@ mod tests {
         assert_eq!(RoundPlan::new(3, 1, "split", Some(1)).unwrap().gc_every, 1);
     }
 }
+

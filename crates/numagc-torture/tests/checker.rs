@@ -31,7 +31,7 @@ fn program() -> Vec<Op> {
 
 fn run_with(fault: Option<Fault>, gc_every: u32) -> Result<interp::Report, Failure> {
     let rt = runtime(2);
-    interp::run(&rt, &program(), &Options { gc_every, seed: 1, fault, progress: None })
+    interp::run(&rt, &program(), &Options { gc_every, seed: 1, fault, progress: None, deadline: None })
 }
 
 #[test]
