@@ -164,12 +164,15 @@ pub fn digest<G: Graph>(g: &G, roots: &[Item<G::N>]) -> Result<Digest, String> {
     Ok(d)
 }
 
+/// A named root of `a` and the root of `b` it should equal.
+pub type Paired<A, B> = (String, Item<<A as Graph>::N>, Item<<B as Graph>::N>);
+
 /// The first difference between two graphs reached from paired roots, as
-/// "path: heap ..., shadow ...", or `None` when they agree. `names` name the
-/// roots.
-pub fn explain<A: Graph, B: Graph>(a: &A, b: &B, roots: &[(String, Item<A::N>, Item<B::N>)]) -> Option<String> {
+/// "path: heap ..., shadow ...", or `None` when they agree. A path is the
+/// root's name and the field indices from it.
+pub fn explain<A: Graph, B: Graph>(a: &A, b: &B, roots: &[Paired<A, B>]) -> Option<String> {
     let mut seen: HashMap<u64, (A::N, B::N)> = HashMap::new();
-    let mut stack: Vec<(String, Item<A::N>, Item<B::N>)> = roots.iter().rev().cloned().collect();
+    let mut stack: Vec<Paired<A, B>> = roots.iter().rev().cloned().collect();
     let (mut fa, mut fb) = (Vec::new(), Vec::new());
     while let Some((path, x, y)) = stack.pop() {
         match (x, y) {

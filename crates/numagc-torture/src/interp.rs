@@ -225,7 +225,7 @@ impl Ticker {
             return None;
         }
         let c = self.count.fetch_add(1, Ordering::Relaxed) + 1;
-        if c % self.every != 0 {
+        if !c.is_multiple_of(self.every) {
             return None;
         }
         Some(match mix(self.seed ^ c) % 10 {

@@ -151,8 +151,8 @@ impl Sizes {
     /// every `gc_every` allocations (0: never forced).
     pub fn for_gc_every(gc_every: u32) -> Sizes {
         match gc_every {
-            1..=4 => Sizes::SMALL,
-            5..=99 => Sizes::MEDIUM,
+            1..=9 => Sizes::SMALL,
+            10..=99 => Sizes::MEDIUM,
             _ => Sizes::LARGE,
         }
     }
