@@ -536,9 +536,19 @@ impl<'s> Scope<'s> {
         plan::collect_major(self.vp);
     }
 
-    /// Forces a global collection (every vproc takes part).
+    /// Forces a global collection (every vproc takes part). It is a full
+    /// one: every global chunk is evacuated.
     pub fn collect_global(&mut self) {
         plan::collect_global(self.vp);
+    }
+
+    /// Forces a global collection of the kind a trigger starts: with
+    /// `young-global-gc` on, a young one (tenured data stays in place, the
+    /// remembered stores are its roots) unless tenured data has outgrown its
+    /// limit; otherwise a full one. Lets tests reach young collections at
+    /// points of their choosing.
+    pub fn collect_global_young(&mut self) {
+        plan::collect_global_young(self.vp);
     }
 
     /// Bytes of this vproc's local heap in use (old data + nursery).
