@@ -143,14 +143,14 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
     Ok(())
 }
 
-const FIELDS: [&str; 17] = [
-    "ops", "checks", "objects", "bytes", "fminor", "fmajor", "fglobal", "promotions", "minor", "major", "promotion", "global",
+const FIELDS: [&str; 18] = [
+    "ops", "checks", "objects", "bytes", "fminor", "fmajor", "fglobal", "fyoung", "promotions", "minor", "major", "promotion", "global",
     "full", "stolen", "tstolen", "rendezvous", "promoted",
 ];
 
 fn encode(r: &Report, c: &RuntimeCounts) -> String {
     let v = [
-        r.ops, r.checks, r.objects_checked, r.bytes_checked, r.forced_minor, r.forced_major, r.forced_global, r.promotions, c.minor,
+        r.ops, r.checks, r.objects_checked, r.bytes_checked, r.forced_minor, r.forced_major, r.forced_global, r.forced_young, r.promotions, c.minor,
         c.major, c.promotion, c.global, c.full_global, c.tasks_stolen, c.threads_stolen, c.rendezvous, c.bytes_promoted,
     ];
     FIELDS.iter().zip(v).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
@@ -166,6 +166,7 @@ fn decode(s: &str, r: &mut Report, c: &mut RuntimeCounts) {
     r.forced_minor += g("fminor");
     r.forced_major += g("fmajor");
     r.forced_global += g("fglobal");
+    r.forced_young += g("fyoung");
     r.promotions += g("promotions");
     c.add(&RuntimeCounts {
         minor: g("minor"),
@@ -299,8 +300,8 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         counts.minor, counts.major, counts.promotion, counts.global, counts.full_global
     );
     println!(
-        "forced by the programs: minor {}, major {}, global {}; promotions {}",
-        report.forced_minor, report.forced_major, report.forced_global, report.promotions
+        "forced by the programs: minor {}, major {}, young global {}, full global {}; promotions {}",
+        report.forced_minor, report.forced_major, report.forced_young, report.forced_global, report.promotions
     );
     println!(
         "sharing: {} tasks stolen, {} threads stolen, {} rendezvous, {:.1} MiB promoted",

@@ -15,7 +15,7 @@
 //! Forced collections (issue 5: "collections are forced at random points,
 //! down to every allocation"): with `gc_every` = N, every N-th allocation of
 //! a builder, on whichever vproc, is followed by a collection of a random
-//! kind (minor 6 : major 3 : global 1). The heap digest of the builder's
+//! kind (minor 5 : major 3 : young global 1 : full global 1). The heap digest of the builder's
 //! environment and of the object just built is taken before and after the
 //! collection and must not change; the runtime's verifier (`verify` on)
 //! runs inside the collection and aborts on a broken heap invariant
@@ -136,10 +136,12 @@ pub struct Report {
     pub checks: u64,
     pub objects_checked: u64,
     pub bytes_checked: u64,
-    /// Collections the program forced: minor, major, global; and promotions.
+    /// Collections the program forced: minor, major, full global, young
+    /// global (full when the runtime has no young ones); and promotions.
     pub forced_minor: u64,
     pub forced_major: u64,
     pub forced_global: u64,
+    pub forced_young: u64,
     pub promotions: u64,
 }
 
@@ -149,7 +151,8 @@ struct Tally {
     checks: AtomicU64,
     objects: AtomicU64,
     bytes: AtomicU64,
-    forced: [AtomicU64; 4],
+    /// Minor, major, full global, young global; promotions.
+    forced: [AtomicU64; 5],
     /// A violation found where only a runtime error can be returned (a
     /// `par2` branch, a thread, an element function).
     failure: Mutex<Option<String>>,
@@ -172,7 +175,8 @@ impl Tally {
             forced_minor: f(0),
             forced_major: f(1),
             forced_global: f(2),
-            promotions: f(3),
+            forced_young: f(3),
+            promotions: f(4),
         }
     }
 
@@ -229,8 +233,9 @@ impl Ticker {
             return None;
         }
         Some(match mix(self.seed ^ c) % 10 {
-            0..=5 => Collect::Minor,
-            6..=8 => Collect::Major,
+            0..=4 => Collect::Minor,
+            5..=7 => Collect::Major,
+            8 => Collect::Young,
             _ => Collect::Global,
         })
     }
@@ -250,6 +255,7 @@ fn collect(s: &mut Scope<'_>, kind: Collect) {
         Collect::Minor => s.collect_minor(),
         Collect::Major => s.collect_major(),
         Collect::Global => s.collect_global(),
+        Collect::Young => s.collect_global_young(),
     }
 }
 
@@ -612,7 +618,7 @@ impl<'s> Machine<'s> {
             Op::Promote { reg } => {
                 let g = s.promote(self.reg(*reg));
                 s.assign(self.regs[r(*reg)], g);
-                self.cx.tally.forced[3].fetch_add(1, Ordering::Relaxed);
+                self.cx.tally.forced[4].fetch_add(1, Ordering::Relaxed);
                 self.check_regs(s, &[*reg])
             }
             Op::GlobalAdd { src } => {

@@ -72,7 +72,11 @@ pub enum Build {
 pub enum Collect {
     Minor,
     Major,
+    /// A full global collection (`Scope::collect_global`).
     Global,
+    /// A global collection of the kind a trigger starts: young when the
+    /// runtime has young global collections (`Scope::collect_global_young`).
+    Young,
 }
 
 /// One operation of a program. Register and index operands are taken
@@ -228,7 +232,7 @@ pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
         14 => Op::Reduce { src: reg(c), grain: 1 + c.choose(300) as u32 },
         15 => Op::Channel { dst: reg(c), src: reg(c), build: generate_build(c, s), mutate: c.chance(50) },
         16 => Op::Garbage { objects: upto(c, s.garbage) },
-        17 => Op::Collect([Collect::Minor, Collect::Major, Collect::Global][c.weighted(&[3, 2, 1])]),
+        17 => Op::Collect([Collect::Minor, Collect::Major, Collect::Young, Collect::Global][c.weighted(&[3, 2, 1, 1])]),
         _ => Op::Check,
     }
 }
