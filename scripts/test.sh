@@ -3,8 +3,8 @@
 # (with the heap verifier on; the quick benchmark suite among them), the
 # fault-injection tests (feature `fault-injection`), the C
 # example (under valgrind memcheck when it can be installed), the quick
-# suite through the harness in release, then the loom models of the
-# synchronising protocols.
+# suite through the harness in release, a bounded torture run, then the loom
+# models of the synchronising protocols.
 # Run from anywhere; besides what cargo fetches it installs valgrind with
 # apt-get when it is missing and that is possible (scripts/install-deps.sh).
 set -euo pipefail
@@ -29,4 +29,9 @@ for f in quick.json plots/speedup.png plots/speedup.svg plots/gc_share.png plots
 done
 echo "quick suite through the harness: ok ($(grep -c ' ok$' "$out/table.txt") configurations)"
 rm -rf "$out"
+# Torture (issue 5): a minute of random mutator programs on 2 vprocs against
+# a shadow model, with collections forced at random points and the heap
+# verifier after every collection. The first round's seed comes from the
+# clock and is printed; a violation prints the command that replays it.
+cargo run -q --release -p numagc-cli -- torture --seconds 60 --vprocs 2
 scripts/loom.sh

@@ -1,8 +1,9 @@
-//! The `numagc` command: runtime information and benchmarks.
+//! The `numagc` command: runtime information, benchmarks and torture testing.
 
 mod bench;
 mod micro;
 mod runtime_args;
+mod torture;
 
 use clap::{Parser, Subcommand};
 use runtime_args::RuntimeArgs;
@@ -32,6 +33,8 @@ enum Command {
         #[command(subcommand)]
         micro: micro::Micro,
     },
+    /// Random mutator programs against a shadow model, collections forced at random points, the heap verifier after each: prints collections by kind, objects checked and violations.
+    Torture(torture::TortureArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Command::Info { runtime, json } => info(&runtime, json),
         Command::Bench(args) => bench::run(args),
         Command::Micro { micro } => micro::run(micro),
+        Command::Torture(args) => torture::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

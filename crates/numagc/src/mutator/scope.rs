@@ -588,8 +588,9 @@ impl<'s> Scope<'s> {
         let _ = plan::collect_major(self.vp);
     }
 
-    /// Forces a global collection (every vproc takes part). If it is called
-    /// off, nothing happens; [`Scope::try_collect_global`] says why.
+    /// Forces a global collection (every vproc takes part). It is a full
+    /// one: every global chunk is evacuated. If it is called off, nothing
+    /// happens; [`Scope::try_collect_global`] says why.
     pub fn collect_global(&mut self) {
         let _ = plan::collect_global(self.vp);
     }
@@ -601,6 +602,15 @@ impl<'s> Scope<'s> {
     /// is intact either way.
     pub fn try_collect_global(&mut self) -> Result<()> {
         plan::collect_global(self.vp)
+    }
+
+    /// Forces a global collection of the kind a trigger starts: with
+    /// `young-global-gc` on, a young one (tenured data stays in place, the
+    /// remembered stores are its roots) unless tenured data has outgrown its
+    /// limit; otherwise a full one. Lets tests reach young collections at
+    /// points of their choosing.
+    pub fn collect_global_young(&mut self) {
+        let _ = plan::collect_global_young(self.vp);
     }
 
     /// Bytes of this vproc's local heap in use (old data + nursery).

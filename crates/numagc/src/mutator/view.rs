@@ -62,6 +62,32 @@ impl<'a> View<'a> {
         Some((o, o.header().expect("resolved object has a header")))
     }
 
+    /// Whether `self` and `other` are the same value: the same immediate,
+    /// or the same object (identity, after following forwarding pointers).
+    /// Two equal copies of an object are not the same; this lets a checker
+    /// (the torture tester of issue 5) tell a shared object from one that a
+    /// collection duplicated.
+    ///
+    /// ```
+    /// use numagc::{Config, Handle, Runtime};
+    /// let rt = Runtime::new(Config::builder().vprocs(1).build()?)?;
+    /// rt.run_on(0, |s| -> numagc::Result<()> {
+    ///     let a = s.alloc_vector(&[Handle::int(1)])?;
+    ///     let b = s.alloc_vector(&[Handle::int(1)])?; // equal to `a`, not the same
+    ///     let v = s.alloc_vector(&[a, a, b])?;
+    ///     s.collect_major(); // every object moves; sharing is kept
+    ///     let v = s.view(v);
+    ///     assert!(v.field(0).same(v.field(1)));
+    ///     assert!(!v.field(0).same(v.field(2)));
+    ///     Ok(())
+    /// })??;
+    /// # Ok::<(), numagc::Error>(())
+    /// ```
+    #[inline]
+    pub fn same(self, other: View<'_>) -> bool {
+        self.w == other.w
+    }
+
     pub fn is_int(self) -> bool {
         !is_pointer(self.w)
     }

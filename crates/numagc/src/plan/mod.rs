@@ -82,6 +82,14 @@ pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
     }
 }
 
+/// An explicit global collection of the kind a trigger starts (young when
+/// the plan has young collections and tenured data is within its limit).
+pub(crate) fn collect_global_young(v: &mut Vproc) -> Result<()> {
+    match v.plan {
+        PlanKind::SplitHeap => split_heap::collect_global(v),
+    }
+}
+
 /// An idle vproc was woken because a collection is pending.
 pub(crate) fn join_collection(v: &mut Vproc) {
     match v.plan {
