@@ -2,8 +2,8 @@
 # The test command of numagc: unit, integration, property and CLI tests
 # (with the heap verifier on; the quick benchmark suite among them), the C
 # example (under valgrind memcheck when it can be installed), the quick
-# suite through the harness in release, then the loom models of the
-# synchronising protocols.
+# suite through the harness in release, the fuzz targets' replay of seeded
+# inputs, then the loom models of the synchronising protocols.
 # Run from anywhere; besides what cargo fetches it installs valgrind with
 # apt-get when it is missing and that is possible (scripts/install-deps.sh).
 set -euo pipefail
@@ -25,4 +25,8 @@ for f in quick.json plots/speedup.png plots/speedup.svg plots/gc_share.png plots
 done
 echo "quick suite through the harness: ok ($(grep -c ' ok$' "$out/table.txt") configurations)"
 rm -rf "$out"
+# The fuzz targets' interpreters (fuzz/, a workspace of its own) on seeded
+# inputs, without libFuzzer; in the same target directory, so that it
+# reuses the numagc build above. The campaigns themselves: scripts/fuzz.sh.
+CARGO_TARGET_DIR="$PWD/target" cargo test --manifest-path fuzz/Cargo.toml
 scripts/loom.sh
