@@ -869,64 +869,6 @@ fn channel_choices_on_both_sides_complete_one_case() {
     });
 }
 
-#[test]
-fn blocked_vproc_joins_a_collection_then_completes() {
-    // vproc 1 waits for a rendezvous as `sched::wait_until` does: on its
-    // doorbell, also woken for a pending collection, which it joins. vproc
-    // 0 leads a collection and then completes the rendezvous. vproc 1 must
-    // take part in the collection (the leader's phases need both) and then
-    // see the value.
-    bounded(2).check(|| {
-        let c = Arc::new(Coordinator::<u32>::new(2));
-        let k = Arc::new(PhaseCounters::new());
-        let done = Arc::new(AtomicUsize::new(0));
-        let (c1, k1, d1) = (c.clone(), k.clone(), done.clone());
-        let waiter = thread::spawn(move || {
-            let mut collected = false;
-            loop {
-                if d1.load(Ordering::Acquire) == 1 {
-                    return collected;
-                }
-                if c1.pending() {
-                    run_two_phases(&c1, &k1, 1);
-                    collected = true;
-                    continue;
-                }
-                c1.wait_for_work_or(1, || d1.load(Ordering::Acquire) == 1 || c1.pending(), || false);
-            }
-        });
-        assert!(c.request(0));
-        run_two_phases(&c, &k, 0);
-        done.store(1, Ordering::Release);
-        c.bell(1).ring();
-        assert!(waiter.join().unwrap(), "the blocked vproc finished without taking part in the collection");
-        assert_eq!(c.collections(), 1);
-    });
-}
-
-#[test]
-fn waiting_vproc_wakes_for_pushed_work() {
-    use crate::sched::deque::{Steal, Worker};
-    // A vproc waiting in a join (`Coordinator::wait_for_work_or`) must hear
-    // of a task pushed meanwhile (`notify_work`), or it would sit idle
-    // beside work it could steal.
-    bounded(3).check(|| {
-        let c = Arc::new(Coordinator::<u32>::new(2));
-        let worker = Worker::<u32>::new_lifo();
-        let stealer = Arc::new(worker.stealer());
-        let (c1, s1) = (c.clone(), stealer.clone());
-        let waiter = thread::spawn(move || loop {
-            c1.wait_for_work_or(1, || false, || !s1.is_empty());
-            if let Steal::Success(x) = s1.steal() {
-                return x;
-            }
-        });
-        worker.push(5);
-        c.notify_work();
-        assert_eq!(waiter.join().unwrap(), 5);
-    });
-}
-
 /// How the party of an offer is resumed in [`blocked_thread_is_resumed_on_its_home_vproc`]:
 /// `sched::thread::Resume` minus the heap (a thread's continuation goes to
 /// its home vproc's ready queue; a vproc waiting in a job is rung).
@@ -1051,4 +993,62 @@ fn thread_and_job_rendezvous(thread_sends: bool) {
     assert!(resumed.load(Ordering::Relaxed) <= 1, "the continuation ran twice");
     assert!(ready[0].is_empty() && ready[1].is_empty(), "a continuation was left behind");
     assert_eq!(ch.waiting(), 0, "an offer was left queued");
+}
+
+#[test]
+fn blocked_vproc_joins_a_collection_then_completes() {
+    // vproc 1 waits for a rendezvous as `sched::wait_until` does: on its
+    // doorbell, also woken for a pending collection, which it joins. vproc
+    // 0 leads a collection and then completes the rendezvous. vproc 1 must
+    // take part in the collection (the leader's phases need both) and then
+    // see the value.
+    bounded(2).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let k = Arc::new(PhaseCounters::new());
+        let done = Arc::new(AtomicUsize::new(0));
+        let (c1, k1, d1) = (c.clone(), k.clone(), done.clone());
+        let waiter = thread::spawn(move || {
+            let mut collected = false;
+            loop {
+                if d1.load(Ordering::Acquire) == 1 {
+                    return collected;
+                }
+                if c1.pending() {
+                    run_two_phases(&c1, &k1, 1);
+                    collected = true;
+                    continue;
+                }
+                c1.wait_for_work_or(1, || d1.load(Ordering::Acquire) == 1 || c1.pending(), || false);
+            }
+        });
+        assert!(c.request(0));
+        run_two_phases(&c, &k, 0);
+        done.store(1, Ordering::Release);
+        c.bell(1).ring();
+        assert!(waiter.join().unwrap(), "the blocked vproc finished without taking part in the collection");
+        assert_eq!(c.collections(), 1);
+    });
+}
+
+#[test]
+fn waiting_vproc_wakes_for_pushed_work() {
+    use crate::sched::deque::{Steal, Worker};
+    // A vproc waiting in a join (`Coordinator::wait_for_work_or`) must hear
+    // of a task pushed meanwhile (`notify_work`), or it would sit idle
+    // beside work it could steal.
+    bounded(3).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let worker = Worker::<u32>::new_lifo();
+        let stealer = Arc::new(worker.stealer());
+        let (c1, s1) = (c.clone(), stealer.clone());
+        let waiter = thread::spawn(move || loop {
+            c1.wait_for_work_or(1, || false, || !s1.is_empty());
+            if let Steal::Success(x) = s1.steal() {
+                return x;
+            }
+        });
+        worker.push(5);
+        c.notify_work();
+        assert_eq!(waiter.join().unwrap(), 5);
+    });
 }
