@@ -111,8 +111,8 @@ typedef enum numagc_status {
    */
   NUMAGC_ERR_UNKNOWN_DESCRIPTOR = 4,
   /**
-   * A descriptor was refused (size 0, offset out of range or listed
-   * twice, table full).
+   * A descriptor was refused (size 0 or over 2^20 words, offset out of
+   * range or listed twice, table full).
    */
   NUMAGC_ERR_INVALID_DESCRIPTOR = 5,
   /**
@@ -358,8 +358,9 @@ int numagc_runtime_vprocs(const struct numagc_runtime *rt, size_t *out_n);
  * (handles or immediates), the others raw 64-bit words. A mutable
  * descriptor's objects live in the global heap and accept
  * `numagc_set` / `numagc_set_raw`. `name` is for messages.
- * `NUMAGC_ERR_INVALID_DESCRIPTOR` for a size of 0, an offset out of range
- * or listed twice, or a full table. May be called at any time, from any
+ * `NUMAGC_ERR_INVALID_DESCRIPTOR` for a size of 0 or over 2^20 words
+ * (mixed objects are records: bulk data goes in vectors, arrays and raw
+ * objects), an offset out of range or listed twice, or a full table. May be called at any time, from any
  * thread, callbacks included.
  */
 int numagc_register_mixed(const struct numagc_runtime *rt,

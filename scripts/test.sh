@@ -3,8 +3,9 @@
 # (with the heap verifier on; the quick benchmark suite among them), the
 # fault-injection tests (feature `fault-injection`), the C
 # example (under valgrind memcheck when it can be installed), the quick
-# suite through the harness in release, a bounded torture run, then the loom
-# models of the synchronising protocols.
+# suite through the harness in release, a bounded torture run, the fuzz
+# targets' replay of seeded inputs, then the loom models of the
+# synchronising protocols.
 # Run from anywhere; besides what cargo fetches it installs valgrind with
 # apt-get when it is missing and that is possible (scripts/install-deps.sh).
 set -euo pipefail
@@ -34,4 +35,8 @@ rm -rf "$out"
 # verifier after every collection. The first round's seed comes from the
 # clock and is printed; a violation prints the command that replays it.
 cargo run -q --release -p numagc-cli -- torture --seconds 60 --vprocs 2
+# The fuzz targets' interpreters (fuzz/, a workspace of its own) on seeded
+# inputs, without libFuzzer; in the same target directory, so that it
+# reuses the numagc build above. The campaigns themselves: scripts/fuzz.sh.
+CARGO_TARGET_DIR="$PWD/target" cargo test --manifest-path fuzz/Cargo.toml
 scripts/loom.sh

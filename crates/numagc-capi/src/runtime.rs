@@ -181,8 +181,9 @@ pub unsafe extern "C" fn numagc_runtime_vprocs(rt: *const numagc_runtime, out_n:
 /// (handles or immediates), the others raw 64-bit words. A mutable
 /// descriptor's objects live in the global heap and accept
 /// `numagc_set` / `numagc_set_raw`. `name` is for messages.
-/// `NUMAGC_ERR_INVALID_DESCRIPTOR` for a size of 0, an offset out of range
-/// or listed twice, or a full table. May be called at any time, from any
+/// `NUMAGC_ERR_INVALID_DESCRIPTOR` for a size of 0 or over 2^20 words
+/// (mixed objects are records: bulk data goes in vectors, arrays and raw
+/// objects), an offset out of range or listed twice, or a full table. May be called at any time, from any
 /// thread, callbacks included.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_register_mixed(

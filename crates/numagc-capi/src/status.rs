@@ -25,8 +25,8 @@ pub enum numagc_status {
     NUMAGC_ERR_UNBALANCED_FRAME = 3,
     /// No descriptor with this id is registered with the runtime.
     NUMAGC_ERR_UNKNOWN_DESCRIPTOR = 4,
-    /// A descriptor was refused (size 0, offset out of range or listed
-    /// twice, table full).
+    /// A descriptor was refused (size 0 or over 2^20 words, offset out of
+    /// range or listed twice, table full).
     NUMAGC_ERR_INVALID_DESCRIPTOR = 5,
     /// A configuration setting or value was refused; the message names the
     /// setting, the value and the accepted range.

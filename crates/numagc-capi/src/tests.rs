@@ -556,6 +556,10 @@ fn descriptors_are_checked() {
         check(numagc_register_mixed(rt.0, c"empty".as_ptr(), 0, null(), 0, false, &mut d), NUMAGC_ERR_INVALID_DESCRIPTOR);
         check(numagc_register_mixed(rt.0, c"far".as_ptr(), 2, [2usize].as_ptr(), 1, false, &mut d), NUMAGC_ERR_INVALID_DESCRIPTOR);
         check(numagc_register_mixed(rt.0, c"twice".as_ptr(), 2, [1usize, 1].as_ptr(), 2, false, &mut d), NUMAGC_ERR_INVALID_DESCRIPTOR);
+        // Found by fuzzing: a huge size was accepted and building the
+        // descriptor ran the process out of memory. Refused at once now.
+        check(numagc_register_mixed(rt.0, c"huge".as_ptr(), 1 << 40, null(), 0, true, &mut d), NUMAGC_ERR_INVALID_DESCRIPTOR);
+        assert!(last().contains("largest mixed object"), "{}", last());
     }
     ok(rt.run(0, |s| {
         check(alloc_mixed(s, 9999, &[], &[]).unwrap_err(), NUMAGC_ERR_UNKNOWN_DESCRIPTOR);

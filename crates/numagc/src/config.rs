@@ -409,10 +409,12 @@ impl ConfigBuilder {
                     .map_err(|_| refused(setting, value, VPROCS_ALLOWED))?
             }
             "topology" => {
-                self.topology = normalize_topology(Some(value.to_string()));
-                if let Some(spec) = &self.topology {
+                // Checked before it is kept: a refused value changes nothing.
+                let spec = normalize_topology(Some(value.to_string()));
+                if let Some(spec) = &spec {
                     Topology::synthetic(spec)?;
                 }
+                self.topology = spec;
             }
             "numa-policy" => self.numa_policy = value.parse()?,
             "local-heap" => self.local_heap_size = size(LOCAL_HEAP_ALLOWED)?,
@@ -946,6 +948,22 @@ mod tests {
         let e = b.clone().vprocs(0).build().unwrap_err();
         assert_eq!(e.value, "0");
         assert!(b.vprocs(2).build().is_ok());
+    }
+
+    /// Found by fuzzing (`fuzz/`, target `config`): a refused topology was
+    /// kept, so a later `build` failed on a value `set` had refused.
+    #[test]
+    fn a_refused_value_changes_nothing() {
+        for s in settings() {
+            let mut b = ConfigBuilder::new();
+            let before = format!("{b:?}");
+            b.set(s.name, "33554431x").unwrap_err();
+            assert_eq!(format!("{b:?}"), before, "set({}) was refused but changed the builder", s.name);
+        }
+        let mut b = ConfigBuilder::new().vprocs(1);
+        b.set("topology", "2x1").unwrap();
+        b.set("topology", "4x").unwrap_err();
+        assert_eq!(b.build().unwrap().topology.as_deref(), Some("2x1"));
     }
 
     #[test]

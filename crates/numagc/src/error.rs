@@ -40,7 +40,7 @@ pub enum DescriptorError {
     OffsetOutOfRange { name: String, offset: usize, size: usize },
     #[error("descriptor `{name}`: pointer offset {offset} is listed twice")]
     DuplicateOffset { name: String, offset: usize },
-    #[error("descriptor `{name}`: size {size} words exceeds the 48-bit length field")]
+    #[error("descriptor `{name}`: size {size} words exceeds the largest mixed object, {max} words", max = crate::object::descriptor::MAX_MIXED_SIZE)]
     TooLarge { name: String, size: usize },
     #[error("descriptor table is full: the 15-bit ID space holds {capacity} descriptors")]
     TableFull { capacity: usize },

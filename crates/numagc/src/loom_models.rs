@@ -7,6 +7,50 @@
 //! that loom models. Each model is small (2 threads, a handful of operations)
 //! so that it finishes in seconds.
 //!
+//! ## Protocols and their models
+//!
+//! Every synchronising protocol of `src/` (found with a search for
+//! `crate::sync`, `Mutex`, `Condvar`, atomics and crossbeam), the file
+//! that implements it and the models that explore that code:
+//!
+//! | protocol | production code | model(s) |
+//! |---|---|---|
+//! | leader election and limit zeroing (§3.4) | `gc/handshake.rs`: `request`, `set_limit` | [`handshake_leader_unique_and_limits_zeroed`], [`set_limit_never_misses_a_request`] (control: [`set_limit_fenced_replica_reordered_is_caught`]) |
+//! | barriers of the global collection (§3.4) | `gc/handshake.rs`: `phase`, `finish` | [`phases_run_serial_once_with_idle_vproc`], [`phases_with_racing_requesters`], [`blocked_vproc_joins_a_collection_then_completes`] |
+//! | termination of the parallel scan (§3.4) | `gc/work_queue.rs`: `ScanQueue` | [`scan_queue_each_item_once_and_terminates`], [`scan_queue_push_wakes_idle_worker`] |
+//! | chunk pool, per node (§3.1) | `heap/chunk_pool.rs`: `ChunkPool` | [`chunk_pool_affinity`] |
+//! | parking and waking of idle vprocs (jobs, collections, work, shutdown) | `gc/handshake.rs`: `wait_idle`, `submit`, `shutdown`, `notify_work` | [`wait_idle_job_then_shutdown`], [`phases_run_serial_once_with_idle_vproc`], [`idle_vproc_wakes_for_pushed_work`], [`blocked_thread_is_resumed_on_its_home_vproc`] |
+//! | parking and waking of vprocs waiting inside a computation (joins, environments) | `sched/doorbell.rs`; `gc/handshake.rs`: `wait_for_work_or` | [`doorbell_ring_is_never_lost`], [`waiting_vproc_wakes_for_pushed_work`], [`blocked_vproc_joins_a_collection_then_completes`] |
+//! | work-stealing hand-off: who runs a task, its environment and result (§2.2–2.3) | `sched/task.rs`: `Handoff`; `sched/deque.rs` (loom stand-in) | [`stolen_task_handoff`] |
+//! | promotion requests: thief to owner (§2.3, lazy promotion) | `sched/task.rs`: `Mailbox`, `serve_requests`; `gc/handshake.rs`: `signal`, `take_signal`; `mutator/roots.rs`: `GlobalRoots` | [`signal_is_never_missed_by_set_limit`], [`promotion_requests_of_two_thieves_are_served`], [`stolen_task_handoff`] |
+//! | channel rendezvous and choice (§2.1) | `sched/channel.rs`: `sync`, `Offer` | [`channel_choice_is_claimed_once`], [`channel_choices_on_both_sides_complete_one_case`] |
+//! | parking and waking of threads blocked on channels (§2.1) | `sched/thread.rs`: `synchronise`, `wake`, `push_ready` (replayed); ready queues; `notify_work` | [`blocked_thread_is_resumed_on_its_home_vproc`] |
+//! | a vproc blocked in a job's send/recv during a collection | `sched/mod.rs`: `wait_until` (replayed); `Coordinator` | [`blocked_vproc_joins_a_collection_then_completes`] |
+//!
+//! Not modelled, and why:
+//! * the Chase–Lev deque and injector of `crossbeam-deque` (`sched/deque.rs`):
+//!   crossbeam tests them; under loom a mutex-protected `VecDeque` with the
+//!   same interface stands in, so the models explore numagc's protocols
+//!   around it;
+//! * claiming objects by compare-and-swap on their headers during the
+//!   parallel copy (`gc/global.rs`, `object/mod.rs`): `std` atomics on raw
+//!   heap memory, which loom cannot stand in for; the collector's stress and
+//!   property tests run it with the heap verifier;
+//! * the descriptor table's publication (`object/descriptor.rs`, `std`
+//!   `AtomicPtr` release/acquire): an id reaches another vproc only through
+//!   a synchronised hand-off (a job, a channel, a task), after its release;
+//! * single-lock data, not protocols: address-space carving
+//!   (`heap/space.rs`), the large-object list and binding log
+//!   (`heap/global.rs`), statistics, pins, the channel registry and thread
+//!   errors (`vproc.rs`), a task's closure (`sched/mod.rs`); the global
+//!   heap's byte counters (`heap/global.rs`) are `std` atomics, where the
+//!   heap-limit check is check-then-add, so vprocs acquiring chunks at
+//!   once may each pass it and overshoot the limit by up to a chunk each
+//!   (the reservation leaves room for that);
+//! * job results (`runtime.rs`): `std::sync::mpsc`;
+//! * `Coordinator::interrupted`, a relaxed hint that brings a busy idle
+//!   loop to `wait_idle` sooner (`wait_idle` itself is modelled).
+//!
 //! What each model proves, against `../shared/papers/manticore-numa-gc.md`:
 //!
 //! * **§3.4, leader election and limit zeroing** (`gc::handshake`):
@@ -62,6 +106,18 @@
 //!     replays `sched::serve_mail` without a heap.
 //!   - [`waiting_vproc_wakes_for_pushed_work`]: a vproc waiting in a join
 //!     (`Coordinator::wait_for_work_or`) hears of a task pushed meanwhile.
+//!   - [`signal_is_never_missed_by_set_limit`]: a thief's promotion request
+//!     (`signal`) against the owner re-installing its allocation limit
+//!     (`set_limit`): the owner sees the request at once or keeps a zero
+//!     limit, so its next allocation reaches the safepoint that serves it;
+//!     the request is taken exactly once.
+//!   - [`promotion_requests_of_two_thieves_are_served`]: two thieves ask
+//!     one owner for two environments at once, racing with the owner's
+//!     serving (`task::serve_requests`, the protocol of
+//!     `sched::serve_mail`, with the production `GlobalRoots`): each
+//!     environment is promoted once and reaches its own thief, the owner
+//!     joins both results, and no request is lost between the owner's
+//!     clearing of its signal and its emptying of the mailbox.
 //! * **§2.1, channels** (`sched::channel`, the production rendezvous code
 //!   with `u32` values; waiting as `sched::thread::select_blocking` does):
 //!   - [`channel_choice_is_claimed_once`]: two senders race to claim one
@@ -73,6 +129,13 @@
 //!   - [`blocked_vproc_joins_a_collection_then_completes`]: a vproc waiting
 //!     for a rendezvous is woken by a global collection, takes part in both
 //!     phases, and then sees the rendezvous complete.
+//!   - [`blocked_thread_is_resumed_on_its_home_vproc`]: a thread that
+//!     receives on a channel (the two looks of `sched::thread::synchronise`)
+//!     parks, its vproc goes idle, and a job's send on another vproc wakes
+//!     it through its home vproc's ready queue and `notify_work`; or the
+//!     thread finds the sender and rings it. The rendezvous completes once,
+//!     the continuation runs once, on its home vproc, with the value, and
+//!     no vproc sleeps for ever.
 //!
 //! ## loom and SeqCst
 //!
@@ -97,6 +160,22 @@
 //! channel models, a matcher that takes a waiting offer without winning its
 //! claim, and unlocking the channels between the search and the queueing
 //! (a deadlock: both choices queue and wait).
+//!
+//! The same check for the models added with the fuzz targets (issue 5),
+//! each mutation made alone on a scratch copy and the model run against
+//! it: `signal` without its `fence(SeqCst)` fails
+//! [`signal_is_never_missed_by_set_limit`] (the owner misses the request
+//! and keeps its limit); `serve_requests` emptying the mailbox before
+//! clearing the signal (a deadlock: a thief's request is lost) and
+//! `Handoff::env_ready` publishing `READY` before the environment (a thief
+//! finds no environment) fail [`promotion_requests_of_two_thieves_are_served`];
+//! `notify_work` that wakes sleepers only when there are two, `wait_idle`
+//! sleeping without asking for work (both deadlocks: the idle vproc sleeps
+//! through its thread's wake-up), `channel::sync` marking offers done
+//! before moving the value (the waiting job receives nothing) and a
+//! blocking offer that is never queued (a deadlock) fail
+//! [`blocked_thread_is_resumed_on_its_home_vproc`]. Moving the value while
+//! the channel locks are still held, which changes no outcome, passes.
 
 use crate::gc::handshake::{Coordinator, Wake};
 use crate::gc::work_queue::ScanQueue;
@@ -561,7 +640,7 @@ fn idle_vproc_wakes_for_pushed_work() {
 #[test]
 fn stolen_task_handoff() {
     use crate::sched::deque::{Steal, Worker};
-    use crate::sched::task::{Handoff, Mailbox, DONE, READY};
+    use crate::sched::task::{serve_requests, Handoff, Mailbox, DONE, READY};
     bounded(2).check(|| {
         let c = Arc::new(Coordinator::<u32>::new(2));
         let mailbox = Arc::new(Mailbox::<Arc<Handoff>>::new());
@@ -571,14 +650,11 @@ fn stolen_task_handoff() {
         let task = Arc::new(Handoff::new(0, true));
         worker.push(task.clone());
 
-        // The owner's duty at a safepoint: `sched::serve_mail`.
+        // The owner's duty at a safepoint: `sched::serve_mail`, whose
+        // protocol is `task::serve_requests` (here with a fixed environment
+        // instead of promoting one).
         let serve = |c: &Coordinator<u32>, mailbox: &Mailbox<Arc<Handoff>>| {
-            if c.take_signal(0) {
-                for t in mailbox.take() {
-                    t.env_ready(vec![42]);
-                    c.bell(t.thief()).ring();
-                }
-            }
+            serve_requests(c, mailbox, 0, |t: &Arc<Handoff>| &**t, |_| Ok(vec![42]));
         };
 
         let (c1, m1, r1) = (c.clone(), mailbox.clone(), runs.clone());
@@ -617,6 +693,97 @@ fn stolen_task_handoff() {
         };
         assert_eq!(thief.join().unwrap(), stolen);
         assert_eq!(runs.load(Ordering::Relaxed), 1, "the task ran {} times", runs.load(Ordering::Relaxed));
+    });
+}
+
+/// A promotion request is never missed by a running owner: `signal` (the
+/// thief: flag, fence, zero the owner's limit) against `set_limit` (the
+/// owner re-installing its limit after a local collection: store, fence,
+/// load the flag) is the same Dekker pattern as `request` against
+/// `set_limit`, so the owner either sees the request at once or keeps a
+/// zero limit and enters its slow path, where `serve_mail` finds it. The
+/// flag is then taken exactly once.
+#[test]
+fn signal_is_never_missed_by_set_limit() {
+    loom::model(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        assert!(!c.set_limit(0, 10));
+        let ca = c.clone();
+        let owner = thread::spawn(move || ca.set_limit(0, 42));
+        let cb = c.clone();
+        let thief = thread::spawn(move || cb.signal(0));
+        let saw = owner.join().unwrap();
+        thief.join().unwrap();
+        let l0 = c.limit_cell(0).load(Ordering::SeqCst);
+        assert!(l0 == 0 || l0 == 42);
+        assert!(saw || l0 == 0, "the owner missed the promotion request and kept limit {l0}");
+        assert!(c.signalled(0));
+        assert!(c.take_signal(0), "the request is taken once");
+        assert!(!c.take_signal(0), "the request is taken twice");
+        assert!(!c.pending(), "a promotion request is not a collection");
+    });
+}
+
+/// Two thieves steal the owner's two tasks and ask for both environments
+/// at once: both post in the owner's mailbox and signal it, racing with
+/// the owner, which waits to join and serves requests meanwhile
+/// (`task::serve_requests`, the production protocol of `sched::serve_mail`,
+/// with the environment parked in the production `GlobalRoots`). Each
+/// thief gets its own task's environment, through the global roots, once;
+/// the owner gets both results; no request is lost between the owner's
+/// clearing of its signal and its emptying of the mailbox (a lost one is a
+/// thief waiting for ever, which loom reports as a deadlock).
+#[test]
+fn promotion_requests_of_two_thieves_are_served() {
+    use crate::mutator::roots::GlobalRoots;
+    use crate::sched::deque::{Steal, Worker};
+    use crate::sched::task::{serve_requests, Handoff, Mailbox, DONE, READY};
+    bounded(2).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(3));
+        let mailbox = Arc::new(Mailbox::<Arc<Handoff>>::new());
+        let roots = Arc::new(GlobalRoots::new());
+        let worker = Worker::<Arc<Handoff>>::new_lifo();
+        let tasks: Vec<Arc<Handoff>> = (0..2).map(|_| Arc::new(Handoff::new(0, true))).collect();
+        for t in &tasks {
+            worker.push(t.clone());
+        }
+        let thieves: Vec<_> = (1..=2)
+            .map(|me| {
+                let (c, m, r, stealer) = (c.clone(), mailbox.clone(), roots.clone(), worker.stealer());
+                thread::spawn(move || {
+                    let Steal::Success(t) = stealer.steal() else { panic!("thief {me} found no task") };
+                    assert!(t.want(me), "a lazily promoted task starts QUEUED");
+                    m.post(t.clone());
+                    c.signal(0);
+                    while t.state() < READY {
+                        c.bell(me).wait_unless(|| t.state() >= READY);
+                    }
+                    let env: Vec<u64> = t.take_env().into_iter().map(|slot| r.take(slot)).collect();
+                    assert_eq!(env.len(), 1);
+                    t.finish(Ok(env[0] as usize));
+                    c.bell(0).ring();
+                })
+            })
+            .collect();
+        // The owner: both tasks were stolen; it joins them in turn.
+        let word_of = |t: &Arc<Handoff>| 100 + tasks.iter().position(|x| Arc::ptr_eq(x, t)).expect("one of ours") as u64;
+        let mut served = 0;
+        for t in &tasks {
+            while t.state() != DONE {
+                serve_requests(&c, &mailbox, 0, |t: &Arc<Handoff>| &**t, |t| {
+                    served += 1;
+                    Ok(vec![roots.add(word_of(t))])
+                });
+                c.bell(0).wait_unless(|| t.state() == DONE || c.signalled(0));
+            }
+        }
+        for h in thieves {
+            h.join().unwrap();
+        }
+        assert_eq!(served, 2, "each environment is promoted once");
+        for (k, t) in tasks.iter().enumerate() {
+            assert!(matches!(t.take_result(), Some(Ok(r)) if r == 100 + k), "task {k}: the thief ran another environment");
+        }
     });
 }
 
@@ -700,6 +867,132 @@ fn channel_choices_on_both_sides_complete_one_case() {
             other => panic!("vproc 0 completed {other:?}"),
         }
     });
+}
+
+/// How the party of an offer is resumed in [`blocked_thread_is_resumed_on_its_home_vproc`]:
+/// `sched::thread::Resume` minus the heap (a thread's continuation goes to
+/// its home vproc's ready queue; a vproc waiting in a job is rung).
+#[derive(Clone, Copy, Debug)]
+enum ModelResume {
+    Thread { home: usize },
+    Vproc(usize),
+}
+
+type ThreadChan = crate::sched::channel::Chan<u32, ModelResume>;
+type ThreadOffer = crate::sched::channel::Offer<u32, ModelResume>;
+type ReadyQueues = Vec<crate::sched::deque::Injector<std::sync::Arc<ThreadOffer>>>;
+
+/// `sched::thread::wake` and `push_ready`: wakes the party of `other`, an
+/// offer a rendezvous just completed. The runnable is the offer itself
+/// (its continuation reads the value it received).
+fn model_wake(c: &Coordinator<u32>, ready: &ReadyQueues, other: &std::sync::Arc<ThreadOffer>) {
+    match crate::sync::lock(&other.resume).take() {
+        Some(ModelResume::Thread { home }) => {
+            ready[home].push(other.clone());
+            c.notify_work();
+        }
+        Some(ModelResume::Vproc(v)) => c.bell(v).ring(),
+        None => panic!("a queued offer has no resume"),
+    }
+}
+
+/// Parking and waking of a thread blocked on a channel, both ways round:
+/// vproc 1 runs a thread that receives on `ch` (or sends 7 on it) as
+/// `sched::thread::synchronise` does: a first look without queueing; then,
+/// with its resume recorded (home: vproc 1), a second look that queues it;
+/// if that queued it, the vproc has nothing left to run and goes idle in
+/// `wait_idle`, asking the ready queues for work (`sched::idle_loop`).
+/// Vproc 0 sends 7 on `ch` (or receives) in direct style
+/// (`select_blocking`: queue, wait on its doorbell until `done`). Whoever
+/// matches wakes the other: the thread's continuation goes to vproc 1's
+/// ready queue with `notify_work`, vproc 0 is rung. In every interleaving
+/// the rendezvous completes once, the continuation runs once, on vproc 1,
+/// the receiver gets 7 whoever waited, and neither vproc sleeps for ever
+/// (the idle vproc's "any work?" check and its sleep cannot miss the push,
+/// nor the waiting vproc's `done` check its ring). Production code:
+/// `channel::sync`, `Offer`, `Coordinator::wait_idle` / `notify_work` /
+/// doorbells, the ready queue's stand-in; replayed: the two looks of
+/// `synchronise`, and `wake`.
+#[test]
+fn blocked_thread_is_resumed_on_its_home_vproc() {
+    for thread_sends in [false, true] {
+        bounded(3).check(move || thread_and_job_rendezvous(thread_sends));
+    }
+}
+
+fn thread_and_job_rendezvous(thread_sends: bool) {
+    use crate::sched::channel::Dir::{Recv, Send};
+    use crate::sched::channel::{sync, Offer};
+    use crate::sched::deque::{Injector, Steal};
+    let (thread_dir, job_dir) = if thread_sends { (Send, Recv) } else { (Recv, Send) };
+    let c = Arc::new(Coordinator::<u32>::new(2));
+    let ch = Arc::new(ThreadChan::new());
+    let ready: Arc<ReadyQueues> = Arc::new((0..2).map(|_| Injector::new()).collect());
+    let resumed = Arc::new(AtomicUsize::new(0));
+
+    let (c1, ch1, r1, n1) = (c.clone(), ch.clone(), ready.clone(), resumed.clone());
+    let vproc1 = thread::spawn(move || {
+        let offer: std::sync::Arc<ThreadOffer> = Offer::new(vec![thread_sends.then_some(7)]);
+        let cases = [(&*ch1, thread_dir)];
+        let now = match sync(&cases, &offer, false) {
+            Some(m) => {
+                model_wake(&c1, &r1, &m.other);
+                true
+            }
+            None => {
+                *crate::sync::lock(&offer.resume) = Some(ModelResume::Thread { home: 1 });
+                match sync(&cases, &offer, true) {
+                    Some(m) => {
+                        // A counterpart arrived between the two looks.
+                        crate::sync::lock(&offer.resume).take().expect("not queued: the resume is ours");
+                        model_wake(&c1, &r1, &m.other);
+                        true
+                    }
+                    None => false,
+                }
+            }
+        };
+        if now {
+            return offer.take_received();
+        }
+        // Blocked: the idle loop runs the thread once it is ready.
+        loop {
+            match c1.wait_idle(1, || !r1[1].is_empty()) {
+                Wake::Steal => {
+                    if let Steal::Success(o) = r1[1].steal() {
+                        assert!(std::sync::Arc::ptr_eq(&o, &offer), "another thread was resumed");
+                        assert!(o.done(), "resumed before the rendezvous was done");
+                        n1.fetch_add(1, Ordering::Relaxed);
+                        return o.take_received();
+                    }
+                }
+                w => panic!("the idle vproc woke for {}", wake_name(&w)),
+            }
+        }
+    });
+
+    // Vproc 0: a job's `send` or `recv` (select_blocking).
+    let offer: std::sync::Arc<ThreadOffer> = Offer::new(vec![(!thread_sends).then_some(7)]);
+    *crate::sync::lock(&offer.resume) = Some(ModelResume::Vproc(0));
+    match sync(&[(&*ch, job_dir)], &offer, true) {
+        Some(m) => model_wake(&c, &ready, &m.other),
+        None => {
+            while !offer.done() {
+                c.bell(0).wait_unless(|| offer.done());
+            }
+        }
+    }
+    assert_eq!(offer.completed_case(), Some(0));
+    let job_got = offer.take_received();
+    let thread_got = vproc1.join().unwrap();
+    if thread_sends {
+        assert_eq!((job_got, thread_got), (Some(7), None), "the job received another value");
+    } else {
+        assert_eq!((job_got, thread_got), (None, Some(7)), "the thread received another value");
+    }
+    assert!(resumed.load(Ordering::Relaxed) <= 1, "the continuation ran twice");
+    assert!(ready[0].is_empty() && ready[1].is_empty(), "a continuation was left behind");
+    assert_eq!(ch.waiting(), 0, "an offer was left queued");
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! Synchronisation primitives used by the runtime's protocols.
 //!
 //! The protocols (chunk pool, global-collection handshake, parallel scan work
-//! queue) take their primitives from here so that `RUSTFLAGS="--cfg loom"`
-//! swaps in `loom`'s model-checked versions and the same code is explored by
-//! the model tests in `tests/loom.rs`.
+//! queue, doorbells, task hand-off and promotion requests, channels) take
+//! their primitives from here so that `RUSTFLAGS="--cfg loom"` swaps in
+//! `loom`'s model-checked versions and the same code is explored by the
+//! model tests in `src/loom_models.rs` (whose docs list every protocol).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};

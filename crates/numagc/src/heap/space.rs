@@ -58,7 +58,9 @@ impl ChunkKind {
     }
 }
 
-/// Metadata of one chunk.
+/// Metadata of one chunk. All-zero bytes are a valid `ChunkInfo` (every
+/// field is an atomic integer or flag, zero meaning `Free`, node 0, ...):
+/// the table lives in zero-filled pages (see [`ChunkTable`]).
 #[derive(Default)]
 pub(crate) struct ChunkInfo {
     kind: AtomicU8,
@@ -107,13 +109,76 @@ struct Runs {
     free: BTreeMap<usize, usize>,
 }
 
+/// The chunk table: one [`ChunkInfo`] per chunk of the reservation, in an
+/// anonymous mapping of its own. The kernel hands out its pages zero-filled
+/// and only when first touched, so the table costs memory in proportion to
+/// the chunks in use, not to the reservation: a heap limit of 16 TiB with
+/// 64 KiB chunks reserves 48 TiB of address space, whose table of 800
+/// million entries used to be built eagerly (19 GB, found by fuzzing).
+struct ChunkTable {
+    ptr: std::ptr::NonNull<ChunkInfo>,
+    len: usize,
+    bytes: usize,
+}
+
+// SAFETY: the table owns its mapping exclusively, like a `Box<[ChunkInfo]>`;
+// `ChunkInfo` is all atomics, so shared access from any thread is sound.
+unsafe impl Send for ChunkTable {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for ChunkTable {}
+
+impl ChunkTable {
+    fn new(len: usize) -> Result<ChunkTable, MapFailure> {
+        let too_big = || MapFailure { bytes: usize::MAX, errno: libc::ENOMEM };
+        let bytes = len.checked_mul(std::mem::size_of::<ChunkInfo>()).ok_or_else(too_big)?.max(1);
+        // SAFETY: an anonymous private mapping at an address of the kernel's
+        // choosing aliases nothing; the result is checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(MapFailure { bytes, errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM) });
+        }
+        let ptr = std::ptr::NonNull::new(p.cast::<ChunkInfo>()).ok_or_else(too_big)?;
+        Ok(ChunkTable { ptr, len, bytes })
+    }
+}
+
+impl std::ops::Deref for ChunkTable {
+    type Target = [ChunkInfo];
+    fn deref(&self) -> &[ChunkInfo] {
+        // SAFETY: the mapping holds `len` entries, is page-aligned (so
+        // aligned for `ChunkInfo`), zero-filled (a valid `ChunkInfo`, see
+        // its docs) and lives until `drop`; entries are only ever accessed
+        // through their atomics, never through `&mut`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for ChunkTable {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was created in `new` with this length, and no
+        // reference into it outlives the table (`Deref` borrows it).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.bytes);
+        }
+    }
+}
+
 /// The reserved range and its chunk table.
 pub(crate) struct AddressSpace {
     base: usize,
     mapping: usize,
     mapping_len: usize,
     chunk_shift: u32,
-    chunks: Box<[ChunkInfo]>,
+    chunks: ChunkTable,
     runs: Mutex<Runs>,
     faults: Hook,
 }
@@ -127,6 +192,7 @@ impl AddressSpace {
         if faults.fails(Point::Reserve) {
             return Err(MapFailure { bytes: mapping_len, errno: libc::ENOMEM });
         }
+        let chunks = ChunkTable::new(n)?;
         // SAFETY: an anonymous private mapping at an address of the kernel's
         // choosing aliases nothing; the result is checked below.
         let p = unsafe {
@@ -150,7 +216,7 @@ impl AddressSpace {
             mapping,
             mapping_len,
             chunk_shift: chunk_size.trailing_zeros(),
-            chunks: (0..n).map(|_| ChunkInfo::default()).collect(),
+            chunks,
             runs: Mutex::new(Runs { bump: 0, free: BTreeMap::new() }),
             faults,
         })
@@ -278,5 +344,50 @@ mod tests {
         unsafe { p.write(7) };
         // SAFETY: as above; the word was just written.
         assert_eq!(unsafe { p.read() }, 7);
+    }
+
+    /// The table starts as all `ChunkInfo::default()`, from zero pages.
+    #[test]
+    fn a_fresh_table_reads_as_defaults() {
+        let s = AddressSpace::reserve(64 << 16, 1 << 16).unwrap();
+        for id in [0, 1, 63] {
+            let i = s.info(id);
+            assert_eq!(i.kind(), ChunkKind::Free);
+            let d = ChunkInfo::default();
+            assert_eq!(i.node.load(Ordering::Relaxed), d.node.load(Ordering::Relaxed));
+            assert_eq!(i.owner.load(Ordering::Relaxed), d.owner.load(Ordering::Relaxed));
+            assert_eq!(i.top.load(Ordering::Relaxed), d.top.load(Ordering::Relaxed));
+            assert_eq!(i.mark.load(Ordering::Relaxed), d.mark.load(Ordering::Relaxed));
+            assert_eq!(i.age.load(Ordering::Relaxed), d.age.load(Ordering::Relaxed));
+        }
+        s.info(63).set_kind(ChunkKind::Local);
+        assert_eq!(s.kind_of(s.chunk_start(63)), ChunkKind::Local);
+    }
+
+    /// Found by fuzzing (`fuzz/`, target `capi`): `max-heap=16T` with
+    /// `chunk-size=64K` is a valid configuration; its runtime reserves
+    /// 48 TiB of address space, and the chunk table for it (800 million
+    /// entries) was built eagerly: 19 GB and 47 s, or the OOM killer. The
+    /// table is now committed only where touched.
+    #[test]
+    fn a_huge_reservation_costs_no_memory_up_front() {
+        let rss = || {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        };
+        let before = rss();
+        let t = std::time::Instant::now();
+        let Ok(s) = AddressSpace::reserve(48 << 40, 1 << 16) else {
+            return; // a kernel that refuses 48 TiB of address space: nothing to check
+        };
+        assert!(t.elapsed() < std::time::Duration::from_secs(2), "reserving took {:?}", t.elapsed());
+        assert_eq!(s.carve(2), Some(0));
+        assert_eq!(s.info((48 << 24) - 1).kind(), ChunkKind::Free);
+        if let (Some(a), Some(b)) = (before, rss()) {
+            assert!(b.saturating_sub(a) < 64 << 10, "the reservation made the process grow by {} kB", b - a);
+        }
     }
 }

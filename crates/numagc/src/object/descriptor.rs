@@ -16,7 +16,7 @@
 //! registers it on creation and never hands it to an embedder.
 
 use crate::error::DescriptorError;
-use crate::object::header::{FIRST_MIXED_ID, ID_LIMIT, ID_ROPE, MAX_LENGTH};
+use crate::object::header::{FIRST_MIXED_ID, ID_LIMIT, ID_ROPE};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -30,6 +30,14 @@ impl DescId {
         self.0
     }
 }
+
+/// The largest mixed object, in fields: 2^20 (8 MiB). A descriptor keeps a
+/// list of its value and raw field offsets (4 bytes per field, `u32`), so
+/// its own size grows with the object's; bulk data belongs in vectors,
+/// arrays and raw objects, whose length is only bounded by the header's
+/// 48 bits and the heap limit. Without this bound a descriptor of 2^40
+/// fields would try to build a list of a trillion offsets.
+pub const MAX_MIXED_SIZE: usize = 1 << 20;
 
 /// The layout of a mixed object: its size and which of its fields hold values
 /// (pointers or immediates); the other fields hold raw 64-bit words.
@@ -45,7 +53,8 @@ pub struct Descriptor {
 
 impl Descriptor {
     /// A descriptor for an immutable mixed object of `size` words whose fields
-    /// at `pointer_offsets` hold values.
+    /// at `pointer_offsets` hold values. `size` is 1 to [`MAX_MIXED_SIZE`];
+    /// each offset is below `size` and listed once.
     pub fn mixed(
         name: impl Into<String>,
         size: usize,
@@ -55,7 +64,7 @@ impl Descriptor {
         if size == 0 {
             return Err(DescriptorError::ZeroSize { name });
         }
-        if size as u64 > MAX_LENGTH {
+        if size > MAX_MIXED_SIZE {
             return Err(DescriptorError::TooLarge { name, size });
         }
         let mut bitmap = vec![0u64; size.div_ceil(64)];
@@ -327,6 +336,26 @@ mod tests {
             Err(DescriptorError::OffsetOutOfRange { offset: 2, size: 2, .. })
         ));
         assert!(matches!(Descriptor::mixed("d", 2, &[1, 1]), Err(DescriptorError::DuplicateOffset { .. })));
+    }
+
+    /// Found by fuzzing (`fuzz/`, target `descriptor`): a size up to the
+    /// header's 48-bit length was accepted, and building the offset lists
+    /// of a descriptor of 2^35 fields ran out of memory (2^28 took 3 s and
+    /// 1 GiB). Sizes beyond `MAX_MIXED_SIZE` are refused at once.
+    #[test]
+    fn huge_sizes_are_refused_at_once() {
+        let t = std::time::Instant::now();
+        for size in [MAX_MIXED_SIZE + 1, 1 << 35, (1 << 48) - 1, 1 << 48, usize::MAX] {
+            assert_eq!(
+                Descriptor::mixed("huge", size, &[0]).unwrap_err(),
+                DescriptorError::TooLarge { name: "huge".into(), size }
+            );
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(1), "refusing took {:?}", t.elapsed());
+        let e = Descriptor::mixed("huge", MAX_MIXED_SIZE + 1, &[]).unwrap_err().to_string();
+        assert!(e.contains("1048576"), "{e}");
+        let d = Descriptor::mixed("largest", MAX_MIXED_SIZE, &[0, MAX_MIXED_SIZE - 1]).unwrap();
+        assert_eq!((d.pointer_offsets().len(), d.raw_offsets().len()), (2, MAX_MIXED_SIZE - 2));
     }
 
     #[test]

@@ -191,21 +191,15 @@ pub(crate) fn pop_if(vp: &mut Vproc, t: &Arc<Task>) -> bool {
 
 /// Promotes the environments thieves asked `vp` for (a safepoint duty).
 pub(crate) fn serve_mail(vp: &mut Vproc) {
-    if !vp.shared.coord.take_signal(vp.id) {
+    if !vp.shared.coord.signalled(vp.id) {
         return;
     }
     let shared = vp.shared.clone();
-    for t in shared.sched.mailboxes[vp.id].take() {
+    let me = vp.id;
+    task::serve_requests(&shared.coord, &shared.sched.mailboxes[me], me, |t| &t.handoff, |t| {
         let mut words: Vec<u64> = vp.roots_mut()[t.env_base..t.env_base + t.env_len].to_vec();
-        match park_env(vp, &mut words) {
-            Ok(slots) => t.handoff.env_ready(slots),
-            // The environment cannot be promoted (the system refuses the
-            // memory): the thief does not run the task and hands the error
-            // to the join.
-            Err(e) => t.handoff.env_failed(e),
-        }
-        shared.coord.bell(t.handoff.thief()).ring();
-    }
+        park_env(vp, &mut words)
+    });
 }
 
 /// Promotes `words` now and parks them in global roots (eager promotion).

@@ -30,6 +30,7 @@
 //! doorbell.
 
 use crate::error::Error;
+use crate::gc::handshake::Coordinator;
 use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
 
 pub(crate) const QUEUED: usize = 0;
@@ -141,5 +142,37 @@ impl<T> Mailbox<T> {
     pub fn take(&self) -> Vec<T> {
         self.flag.store(false, Ordering::SeqCst);
         std::mem::take(&mut *lock(&self.items))
+    }
+}
+
+/// The owner's side of promotion requests, a safepoint duty of vproc `v`
+/// (`sched::serve_mail`): when a request waits for `v` (its signal, see
+/// `Coordinator::signal`), takes every task posted in `mailbox`, has
+/// `promote` publish each one's environment (global-root slots) or say why
+/// it cannot, marks it `READY` and rings its thief. The signal is cleared before the mailbox
+/// is emptied, so a request posted meanwhile is either taken now or
+/// leaves the signal set for the next safepoint
+/// (`loom_models::promotion_requests_of_two_thieves_are_served`).
+pub(crate) fn serve_requests<J, T>(
+    coord: &Coordinator<J>,
+    mailbox: &Mailbox<T>,
+    v: usize,
+    handoff: impl Fn(&T) -> &Handoff,
+    mut promote: impl FnMut(&T) -> Result<Vec<usize>, Error>,
+) {
+    if !coord.take_signal(v) {
+        return;
+    }
+    for t in mailbox.take() {
+        let r = promote(&t);
+        let h = handoff(&t);
+        match r {
+            Ok(slots) => h.env_ready(slots),
+            // The environment cannot be promoted (the system refuses the
+            // memory): the thief does not run the task and hands the error
+            // to the join.
+            Err(e) => h.env_failed(e),
+        }
+        coord.bell(h.thief()).ring();
     }
 }
