@@ -1,15 +1,8 @@
 //! The `numagc` binary, run as a user would.
 
-use std::process::Command;
+mod common;
 
-fn numagc(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numagc"))
-        .args(args)
-        .env_remove("NUMAGC_VPROCS")
-        .output()
-        .expect("run numagc");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
+use common::numagc;
 
 #[test]
 fn binarytrees_prints_the_standard_output_and_statistics() {
@@ -114,7 +107,7 @@ fn bad_settings_are_refused_with_the_setting_named() {
     let (ok, _, err) = numagc(&["info", "--numa-policy", "everywhere"]);
     assert!(!ok);
     assert!(err.contains("numa-policy") && err.contains("everywhere"), "{err}");
-    let out = Command::new(env!("CARGO_BIN_EXE_numagc"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_numagc"))
         .args(["info"])
         .env("NUMAGC_VPROCS", "0")
         .output()

@@ -3,16 +3,11 @@
 //! verifier aborts) and a hang are reported with the seed and the
 //! operation, and make the command fail; bad input is a clear error.
 
-use std::process::Command;
+mod common;
 
+/// `numagc torture ARGS...`.
 fn numagc(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numagc"))
-        .arg("torture")
-        .args(args)
-        .env_remove("NUMAGC_VPROCS")
-        .output()
-        .expect("run numagc");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    common::numagc(&[&["torture"], args].concat())
 }
 
 #[test]

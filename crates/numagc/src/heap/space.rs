@@ -127,26 +127,35 @@ unsafe impl Send for ChunkTable {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for ChunkTable {}
 
+/// Maps `bytes` of zero-filled, readable and writable anonymous memory,
+/// reserved but not committed (`MAP_NORESERVE`: pages take memory when first
+/// touched); returns its address.
+fn map_reserved(bytes: usize) -> Result<usize, MapFailure> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's
+    // choosing aliases nothing; the result is checked below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM);
+        return Err(MapFailure { bytes, errno });
+    }
+    Ok(p as usize)
+}
+
 impl ChunkTable {
     fn new(len: usize) -> Result<ChunkTable, MapFailure> {
         let too_big = || MapFailure { bytes: usize::MAX, errno: libc::ENOMEM };
         let bytes = len.checked_mul(std::mem::size_of::<ChunkInfo>()).ok_or_else(too_big)?.max(1);
-        // SAFETY: an anonymous private mapping at an address of the kernel's
-        // choosing aliases nothing; the result is checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(MapFailure { bytes, errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM) });
-        }
-        let ptr = std::ptr::NonNull::new(p.cast::<ChunkInfo>()).ok_or_else(too_big)?;
+        let p = map_reserved(bytes)?;
+        let ptr = std::ptr::NonNull::new(p as *mut ChunkInfo).ok_or_else(too_big)?;
         Ok(ChunkTable { ptr, len, bytes })
     }
 }
@@ -193,23 +202,7 @@ impl AddressSpace {
             return Err(MapFailure { bytes: mapping_len, errno: libc::ENOMEM });
         }
         let chunks = ChunkTable::new(n)?;
-        // SAFETY: an anonymous private mapping at an address of the kernel's
-        // choosing aliases nothing; the result is checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                mapping_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM);
-            return Err(MapFailure { bytes: mapping_len, errno });
-        }
-        let mapping = p as usize;
+        let mapping = map_reserved(mapping_len)?;
         let base = (mapping + chunk_size - 1) & !(chunk_size - 1);
         Ok(AddressSpace {
             base,
