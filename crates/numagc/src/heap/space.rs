@@ -342,7 +342,7 @@ mod tests {
     /// The table starts as all `ChunkInfo::default()`, from zero pages.
     #[test]
     fn a_fresh_table_reads_as_defaults() {
-        let s = AddressSpace::reserve(64 << 16, 1 << 16).unwrap();
+        let s = AddressSpace::reserve(64 << 16, 1 << 16, Hook::default()).unwrap();
         for id in [0, 1, 63] {
             let i = s.info(id);
             assert_eq!(i.kind(), ChunkKind::Free);
@@ -373,11 +373,11 @@ mod tests {
         };
         let before = rss();
         let t = std::time::Instant::now();
-        let Ok(s) = AddressSpace::reserve(48 << 40, 1 << 16) else {
+        let Ok(s) = AddressSpace::reserve(48 << 40, 1 << 16, Hook::default()) else {
             return; // a kernel that refuses 48 TiB of address space: nothing to check
         };
         assert!(t.elapsed() < std::time::Duration::from_secs(2), "reserving took {:?}", t.elapsed());
-        assert_eq!(s.carve(2), Some(0));
+        assert_eq!(s.carve(2), Ok(0));
         assert_eq!(s.info((48 << 24) - 1).kind(), ChunkKind::Free);
         if let (Some(a), Some(b)) = (before, rss()) {
             assert!(b.saturating_sub(a) < 64 << 10, "the reservation made the process grow by {} kB", b - a);
