@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds every peer program into peers/build/{haskell,ocaml,java}.
+# A language whose compiler is missing is reported and skipped (not a failure).
+# Usage: peers/build.sh            (run peers/install.sh first to get the compilers)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="$here/build"
+mkdir -p "$out"
+status=0
+
+# Haskell. -O2: GHC's optimising pipeline. -threaded: the multicore RTS, so
+# `+RTS -N<k>` runs sparks on k capabilities. -rtsopts: accept all +RTS
+# options at run time (-N, -A, -s). -fno-full-laziness and -fno-cse: stop GHC
+# from floating `make d` out of binarytrees' iteration loop (full laziness)
+# and from sharing the two identical subtrees `make (d-1)` (CSE); with either,
+# binarytrees would allocate far fewer nodes than numagc's version. The same
+# flags are used for every Haskell peer so all are built alike.
+if command -v ghc >/dev/null 2>&1; then
+    mkdir -p "$out/haskell/obj"
+    for src in "$here"/haskell/*.hs; do
+        name="$(basename "$src" .hs | tr 'A-Z' 'a-z')"
+        echo "ghc: $name"
+        ghc -O2 -threaded -rtsopts -fno-full-laziness -fno-cse \
+            -outputdir "$out/haskell/obj/$name" -o "$out/haskell/$name" "$src" >/dev/null || status=1
+    done
+else
+    echo "build.sh: ghc not found; Haskell peers skipped" >&2
+fi
+
+# OCaml (sequential baseline). ocamlopt -O3 when the compiler has flambda
+# (-O3 is accepted only by flambda compilers), plain ocamlopt otherwise;
+# -unsafe is not used (bounds checks stay, as in numagc's Rust).
+if command -v ocamlopt >/dev/null 2>&1; then
+    oflags=""
+    if ocamlopt -config | grep -q '^flambda: true'; then oflags="-O3"; fi
+    mkdir -p "$out/ocaml/obj"
+    for src in "$here"/ocaml/*.ml; do
+        name="$(basename "$src" .ml)"
+        echo "ocamlopt $oflags: $name"
+        cp "$src" "$out/ocaml/obj/$name.ml"
+        (cd "$out/ocaml/obj" && ocamlopt $oflags -o "$out/ocaml/$name" "$name.ml") || status=1
+    done
+else
+    echo "build.sh: ocamlopt not found; OCaml peers skipped" >&2
+fi
+
+# Java: plain javac (the JIT optimises at run time). The collector is chosen
+# when running: java -XX:+UseParallelGC ... or java -XX:+UseG1GC ...
+if command -v javac >/dev/null 2>&1; then
+    mkdir -p "$out/java"
+    echo "javac: $(cd "$here/java" && echo *.java)"
+    javac -d "$out/java" "$here"/java/*.java || status=1
+else
+    echo "build.sh: javac not found; Java peers skipped" >&2
+fi
+
+exit $status
