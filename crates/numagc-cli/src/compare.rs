@@ -544,13 +544,16 @@ fn plot(dir: &Path, summaries: &[Summary]) -> Result<Vec<PathBuf>, String> {
     Ok(written)
 }
 
+/// The numagc/peer ratio of a (benchmark, vprocs) group and a peer.
+type RatioOf<'a> = dyn Fn(&(String, usize), &str) -> Option<f64> + 'a;
+
 const COLORS: [RGBColor; 4] = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
 
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     groups: &[(String, usize)],
     peers: &[&str],
-    ratio: &dyn Fn(&(String, usize), &str) -> Option<f64>,
+    ratio: &RatioOf,
     max: f64,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
