@@ -532,7 +532,7 @@ fn plot(dir: &Path, summaries: &[Summary]) -> Result<Vec<PathBuf>, String> {
     };
     let max = groups.iter().flat_map(|g| peers.iter().filter_map(move |p| ratio(g, p))).fold(1.0f64, f64::max) * 1.15;
     let mut written = Vec::new();
-    let size = ((160 * groups.len() as u32 + 300).max(900), 700);
+    let size = ((110 * groups.len() as u32 + 300).max(900), 700);
     let svg = dir.join("compare.svg");
     draw(SVGBackend::new(&svg, size).into_drawing_area(), &groups, &peers, &ratio, max)
         .map_err(|e| format!("writing {}: {e}", svg.display()))?;
