@@ -1,6 +1,7 @@
 //! The `numagc` command: runtime information, benchmarks and torture testing.
 
 mod bench;
+mod compare;
 mod micro;
 mod runtime_args;
 mod torture;
@@ -28,6 +29,8 @@ enum Command {
     },
     /// Run benchmarks of the papers' suite: a table of wall times, speedups, GC share and pauses; JSON, plots, traces.
     Bench(bench::BenchArgs),
+    /// numagc against the Haskell, OCaml and Java peers (peers/): wall time, CPU time, peak RSS and answers, runs alternated.
+    Compare(compare::CompareArgs),
     /// Microbenchmarks of single mechanisms (allocation rate, channel messages).
     Micro {
         #[command(subcommand)]
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info { runtime, json } => info(&runtime, json),
         Command::Bench(args) => bench::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Micro { micro } => micro::run(micro),
         Command::Torture(args) => torture::run(args),
     };

@@ -27,7 +27,7 @@ use std::sync::OnceLock;
 
 /// DejaVu Sans; its licence is in `assets/LICENSE-DejaVu.txt`.
 const FONT_BYTES: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 const TITLE_PX: u32 = 34;
 const PANEL_TITLE_PX: u32 = 28;
@@ -90,7 +90,7 @@ pub fn write_plots(dir: &Path, summaries: &[Summary], runs: &[RunRecord]) -> Res
 
 /// Registers the embedded font under the generic family names plotters
 /// uses, once per process.
-fn register_fonts() -> Result<(), String> {
+pub(crate) fn register_fonts() -> Result<(), String> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         for family in ["sans-serif", "serif", "monospace"] {

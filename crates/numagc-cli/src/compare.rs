@@ -1,0 +1,615 @@
+//! `numagc compare`: numagc against the peer implementations in `peers/`
+//! (Haskell, OCaml, Java) on the benchmarks that have them.
+//!
+//! **What it measures.** Every run, numagc's included, is a child process:
+//! numagc as `<this exe> bench NAME --suite S --vprocs K --repeat 1 --quiet`
+//! (its harness checks numagc's own answer; a non-zero exit is a failed
+//! run), each peer from the peers directory (`peers/build/`) with the
+//! benchmark's parameters of the chosen size, positional in the order of
+//! its `params()`. The child is reaped with `wait4`, which gives per run
+//! the wall time (an `Instant` around spawn..wait, so process start-up,
+//! the JVM's and GHC's RTS's included), the CPU time (user + system of the
+//! child's `rusage`) and the peak resident set (`ru_maxrss`, KiB). Each
+//! peer's standard output must equal numagc's output for the same
+//! parameters, computed once per benchmark in this process (1 vproc); a
+//! differing answer is reported and makes the command fail at the end.
+//!
+//! **Alternation.** For each benchmark and vproc count the runtimes run in
+//! turn, repetition being the outer loop (numagc, Haskell, OCaml, Java
+//! ParallelGC, Java G1, numagc, Haskell, ...), so that a slow drift of the
+//! machine (thermal, other load) spreads over all of them instead of
+//! landing on one.
+//!
+//! **Tuning of each peer.**
+//! - Haskell (GHC): `+RTS -N{K} -A32m -RTS`: K capabilities, and a 32 MB
+//!   allocation area per capability, the nursery size GHC's user guide
+//!   recommends for parallel programs (the default 4 MB nursery makes
+//!   parallel GHC programs collect far too often). No other RTS flag.
+//! - OCaml (4.x, one domain): sequential; run at K = 1 only, shown as
+//!   "sequential" at larger counts.
+//! - Java: `-XX:+UseParallelGC` (the throughput collector, closest to a
+//!   parallel stop-the-world generational collector) and `-XX:+UseG1GC`
+//!   (the JVM default), K as the worker count of the program's
+//!   `ForkJoinPool`; heap sizes left at the JVM's defaults.
+//! - numagc: its defaults (`NUMAGC_*` variables apply, as for `numagc bench`).
+
+use crate::bench::plot::{register_fonts, FONT};
+use crate::bench::write_json;
+use clap::Args;
+use numagc::{Config, Runtime};
+use numagc_bench::{Benchmark, Params, Size};
+use plotters::prelude::*;
+use serde::Serialize;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// The benchmarks with peers, and the Java class of each.
+const PEERED: [(&str, &str); 8] = [
+    ("binarytrees", "BinaryTrees"),
+    ("gcbench", "GCBench"),
+    ("parfib", "Parfib"),
+    ("coins", "Coins"),
+    ("sumeuler", "SumEuler"),
+    ("mandelbrot", "Mandelbrot"),
+    ("nbody", "NBody"),
+    ("quicksort", "Quicksort"),
+];
+
+/// The runtimes compared, in the order they run.
+const RUNTIMES: [&str; 5] = ["numagc", "haskell", "ocaml", "java-parallelgc", "java-g1"];
+
+const NOT_INSTALLED: &str = "not installed (run peers/install.sh)";
+const SEQUENTIAL: &str = "sequential (runs at vprocs 1 only)";
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Benchmarks to compare (default: the 8 with peers: binarytrees, gcbench, parfib, coins, sumeuler, mandelbrot, nbody, quicksort).
+    names: Vec<String>,
+    /// Sizes of the benchmarks: paper or quick.
+    #[arg(long, default_value = "paper")]
+    suite: String,
+    /// Vproc (worker) counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    vprocs: Vec<usize>,
+    /// Runs of each runtime per benchmark and vproc count (alternated).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Where the built peers are (haskell/, ocaml/, java/ below it).
+    #[arg(long = "peers-dir", default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers/build"))]
+    peers_dir: PathBuf,
+    /// Write every run and the summaries as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the plot of numagc/peer wall-time ratios (SVG and PNG) into this directory.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Internal: print numagc's output of the one benchmark named (1 vproc, answer checked) and exit.
+    #[arg(long, hide = true)]
+    print_output: bool,
+}
+
+/// One timed run of one runtime.
+#[derive(Serialize, Clone)]
+pub struct Run {
+    pub benchmark: String,
+    pub vprocs: usize,
+    pub runtime: String,
+    pub repetition: usize,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub max_rss_kib: u64,
+    /// numagc: exited successfully (its harness checks the answer); peers:
+    /// exited successfully and printed numagc's output.
+    pub ok: bool,
+    pub error: Option<String>,
+}
+
+/// One benchmark × vprocs × runtime.
+#[derive(Serialize, Clone)]
+pub struct Summary {
+    pub benchmark: String,
+    pub vprocs: usize,
+    pub runtime: String,
+    /// "ran", or why not ("not installed (run peers/install.sh)", "sequential ...").
+    pub status: String,
+    pub runs: usize,
+    pub wall_median_s: Option<f64>,
+    pub wall_min_s: Option<f64>,
+    pub wall_max_s: Option<f64>,
+    pub cpu_median_s: Option<f64>,
+    pub max_rss_median_kib: Option<u64>,
+    pub answers_ok: Option<bool>,
+    /// numagc's median wall time over this runtime's (below 1: numagc faster).
+    pub numagc_over_this: Option<f64>,
+}
+
+/// The fastest peer of one benchmark × vprocs.
+#[derive(Serialize, Clone)]
+pub struct Best {
+    pub benchmark: String,
+    pub vprocs: usize,
+    pub best_peer: Option<String>,
+    pub numagc_over_best: Option<f64>,
+}
+
+/// How to start one runtime, or why it does not run.
+enum Launch {
+    Run(Command),
+    Skip(&'static str),
+}
+
+fn launch(runtime: &str, bench: &str, class: &str, args: &[String], k: usize, size: Size, dir: &Path) -> Result<Launch, String> {
+    let exe = |p: PathBuf| is_executable(&p).then_some(p);
+    Ok(match runtime {
+        "numagc" => {
+            let me = std::env::current_exe().map_err(|e| format!("finding the numagc executable: {e}"))?;
+            let mut c = Command::new(me);
+            c.args(["bench", bench, "--suite", size.name(), "--vprocs", &k.to_string(), "--repeat", "1", "--quiet"]);
+            Launch::Run(c)
+        }
+        "haskell" => match exe(dir.join("haskell").join(bench)) {
+            Some(p) => {
+                let mut c = Command::new(p);
+                c.args(args).args(["+RTS", &format!("-N{k}"), "-A32m", "-RTS"]);
+                Launch::Run(c)
+            }
+            None => Launch::Skip(NOT_INSTALLED),
+        },
+        "ocaml" => match exe(dir.join("ocaml").join(bench)) {
+            Some(_) if k != 1 => Launch::Skip(SEQUENTIAL),
+            Some(p) => {
+                let mut c = Command::new(p);
+                c.args(args);
+                Launch::Run(c)
+            }
+            None => Launch::Skip(NOT_INSTALLED),
+        },
+        "java-parallelgc" | "java-g1" => {
+            let java_dir = dir.join("java");
+            if !java_dir.join(format!("{class}.class")).is_file() || !on_path("java") {
+                Launch::Skip(NOT_INSTALLED)
+            } else {
+                let gc = if runtime == "java-g1" { "-XX:+UseG1GC" } else { "-XX:+UseParallelGC" };
+                let mut c = Command::new("java");
+                c.arg(gc).arg("-cp").arg(&java_dir).arg(class).args(args).arg(k.to_string());
+                Launch::Run(c)
+            }
+        }
+        _ => unreachable!("runtime {runtime}"),
+    })
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+fn on_path(prog: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| is_executable(&d.join(prog))))
+}
+
+/// Runs `cmd` to the end: its standard output and its measures.
+struct Measured {
+    stdout: String,
+    wall_s: f64,
+    cpu_s: f64,
+    max_rss_kib: u64,
+    exit: Result<(), String>,
+}
+
+fn measure(mut cmd: Command) -> Result<Measured, String> {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("starting {:?}: {e}", cmd.get_program()))?;
+    let pid = child.id() as libc::pid_t;
+    // Standard error on a thread so that neither pipe can fill and block the child.
+    let mut err_pipe = child.stderr.take().expect("piped stderr");
+    let err_thread = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err_pipe.read_to_end(&mut s);
+        s
+    });
+    let mut out = Vec::new();
+    let _ = child.stdout.take().expect("piped stdout").read_to_end(&mut out);
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data, zero is a valid value; wait4 fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = loop {
+        // SAFETY: pid is our own unreaped child; status and ru are valid for writing.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == -1 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        break r;
+    };
+    let wall_s = t0.elapsed().as_secs_f64();
+    if r != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    // The child is reaped: `child` must not be waited for again (dropping it does not wait).
+    drop(child);
+    let err = err_thread.join().unwrap_or_default();
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let exit = if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else {
+        let how = if libc::WIFEXITED(status) {
+            format!("exit status {}", libc::WEXITSTATUS(status))
+        } else {
+            format!("killed by signal {}", libc::WTERMSIG(status))
+        };
+        let err = String::from_utf8_lossy(&err);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        Err(if last.is_empty() { how } else { format!("{how}: {last}") })
+    };
+    Ok(Measured {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        wall_s,
+        cpu_s: tv(ru.ru_utime) + tv(ru.ru_stime),
+        max_rss_kib: ru.ru_maxrss.max(0) as u64,
+        exit,
+    })
+}
+
+/// numagc's output for `bench` at `size`, from one run on 1 vproc (its
+/// answer checked) in a child process (`--print-output`): run in this
+/// process, its heap would raise this process's peak RSS, which Linux
+/// carries into every child's `ru_maxrss` (the memory of the process
+/// image replaced by `exec` counts).
+fn expected_output(bench: &dyn Benchmark, size: Size) -> Result<String, String> {
+    let me = std::env::current_exe().map_err(|e| format!("finding the numagc executable: {e}"))?;
+    let mut c = Command::new(me);
+    c.args(["compare", "--print-output", "--suite", size.name(), bench.name()]);
+    let m = measure(c)?;
+    m.exit.map_err(|e| format!("{}: numagc's reference run failed: {e}", bench.name()))?;
+    Ok(m.stdout)
+}
+
+fn print_output(bench: &dyn Benchmark, params: &Params) -> Result<(), String> {
+    let rt = Runtime::new(Config::builder().vprocs(1).build().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let outcome = bench.run(&rt, params)?;
+    (outcome.check)().map_err(|e| format!("{}: numagc's own answer is wrong: {e}", bench.name()))?;
+    print!("{}", outcome.output);
+    Ok(())
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub fn run(a: CompareArgs) -> Result<(), String> {
+    let size = Size::parse(&a.suite).map_err(|e| format!("--suite: {e}"))?;
+    if a.repeat == 0 {
+        return Err("--repeat 0: at least one run of each runtime".into());
+    }
+    if a.vprocs.is_empty() || a.vprocs.contains(&0) {
+        return Err("--vprocs: counts of at least 1".into());
+    }
+    let names: Vec<String> = if a.names.is_empty() { PEERED.iter().map(|(n, _)| n.to_string()).collect() } else { a.names.clone() };
+    let mut benches = Vec::new();
+    for n in &names {
+        let b = numagc_bench::find(n).ok_or_else(|| format!("no benchmark {n:?} (see numagc bench --list)"))?;
+        let class = PEERED.iter().find(|(p, _)| *p == b.name()).map(|(_, c)| *c).ok_or_else(|| {
+            let with: Vec<&str> = PEERED.iter().map(|(p, _)| *p).collect();
+            format!("{n} has no peer implementations to compare with; those with peers: {}", with.join(", "))
+        })?;
+        let params = Params::new(b, size, &[])?;
+        let args: Vec<String> = b.params().iter().map(|p| params.get(p.name).to_string()).collect();
+        benches.push((b, class, params, args));
+    }
+    if a.print_output {
+        return match &benches[..] {
+            [(b, _, params, _)] => print_output(*b, params),
+            _ => Err("--print-output: exactly one benchmark".into()),
+        };
+    }
+
+    let mut runs: Vec<Run> = Vec::new();
+    let mut skipped: Vec<(String, usize, String, &'static str)> = Vec::new();
+    let mut wrong: Vec<String> = Vec::new();
+    for (b, class, _, args) in &benches {
+        let name = b.name();
+        println!("{name} ({size}: {}): numagc's output (1 vproc) ...", args.join(" "));
+        let want = expected_output(*b, size)?;
+        for &k in &a.vprocs {
+            // Which runtimes run here.
+            let mut active = Vec::new();
+            for rt in RUNTIMES {
+                match launch(rt, name, class, args, k, size, &a.peers_dir)? {
+                    Launch::Run(_) => active.push(rt),
+                    Launch::Skip(why) => skipped.push((name.to_string(), k, rt.to_string(), why)),
+                }
+            }
+            for rep in 0..a.repeat {
+                for &rt in &active {
+                    let Launch::Run(cmd) = launch(rt, name, class, args, k, size, &a.peers_dir)? else { unreachable!() };
+                    let m = measure(cmd)?;
+                    let error = match &m.exit {
+                        Err(e) => Some(format!("failed: {e}")),
+                        Ok(()) if rt != "numagc" && m.stdout != want => Some(format!("different answer: printed {:?}, numagc {:?}", m.stdout, want)),
+                        Ok(()) => None,
+                    };
+                    if let Some(e) = &error {
+                        wrong.push(format!("{name} x{k} {rt} #{rep}: {e}"));
+                    }
+                    println!(
+                        "  x{k} {rt:<16} #{rep}: {:>8.3} s wall, {:>8.3} s CPU, {:>8} KiB peak RSS{}",
+                        m.wall_s,
+                        m.cpu_s,
+                        m.max_rss_kib,
+                        if error.is_some() { "  WRONG/FAILED" } else { "" }
+                    );
+                    runs.push(Run {
+                        benchmark: name.to_string(),
+                        vprocs: k,
+                        runtime: rt.to_string(),
+                        repetition: rep,
+                        wall_s: m.wall_s,
+                        cpu_s: m.cpu_s,
+                        max_rss_kib: m.max_rss_kib,
+                        ok: error.is_none(),
+                        error,
+                    });
+                }
+            }
+        }
+    }
+
+    let (summaries, bests) = summarize(&benches.iter().map(|(b, ..)| b.name()).collect::<Vec<_>>(), &a.vprocs, &runs, &skipped);
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut me: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut me) };
+    let self_rss_kib = me.ru_maxrss.max(0) as u64;
+    println!();
+    print!("{}", render(&summaries, &bests));
+    println!(
+        "Peak RSS: ru_maxrss of each child; Linux counts the memory of the process image an exec replaces, so each\n\
+         includes at least this process's own peak ({:.1} MiB).",
+        self_rss_kib as f64 / 1024.0
+    );
+
+    if let Some(path) = &a.json {
+        let v = serde_json::json!({
+            "suite": size.name(),
+            "numagc": env!("CARGO_PKG_VERSION"),
+            "peers_dir": a.peers_dir,
+            "tuning": {
+                "haskell": "+RTS -N{K} -A32m -RTS",
+                "ocaml": "sequential, vprocs 1 only",
+                "java-parallelgc": "-XX:+UseParallelGC, K workers, default heap",
+                "java-g1": "-XX:+UseG1GC, K workers, default heap",
+            },
+            "compare_process_max_rss_kib": self_rss_kib,
+            "runs": runs,
+            "summaries": summaries,
+            "best": bests,
+        });
+        write_json(path, &v)?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(dir) = &a.plot {
+        for p in plot(dir, &summaries)? {
+            println!("wrote {}", p.display());
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} run(s) failed or gave a different answer:\n  {}", wrong.len(), wrong.join("\n  ")))
+    }
+}
+
+fn summarize(names: &[&str], vprocs: &[usize], runs: &[Run], skipped: &[(String, usize, String, &'static str)]) -> (Vec<Summary>, Vec<Best>) {
+    let mut out = Vec::new();
+    let mut bests = Vec::new();
+    for &name in names {
+        for &k in vprocs {
+            let mut numagc_wall = None;
+            let mut group = Vec::new();
+            for rt in RUNTIMES {
+                let rs: Vec<&Run> = runs.iter().filter(|r| r.benchmark == name && r.vprocs == k && r.runtime == rt).collect();
+                let mut s = Summary {
+                    benchmark: name.to_string(),
+                    vprocs: k,
+                    runtime: rt.to_string(),
+                    status: "ran".into(),
+                    runs: rs.len(),
+                    wall_median_s: None,
+                    wall_min_s: None,
+                    wall_max_s: None,
+                    cpu_median_s: None,
+                    max_rss_median_kib: None,
+                    answers_ok: None,
+                    numagc_over_this: None,
+                };
+                if let Some((.., why)) = skipped.iter().find(|(n, v, r, _)| n == name && *v == k && r == rt) {
+                    s.status = why.to_string();
+                } else if !rs.is_empty() {
+                    let walls: Vec<f64> = rs.iter().map(|r| r.wall_s).collect();
+                    s.wall_median_s = Some(median(&walls));
+                    s.wall_min_s = walls.iter().copied().reduce(f64::min);
+                    s.wall_max_s = walls.iter().copied().reduce(f64::max);
+                    s.cpu_median_s = Some(median(&rs.iter().map(|r| r.cpu_s).collect::<Vec<_>>()));
+                    s.max_rss_median_kib = Some(median(&rs.iter().map(|r| r.max_rss_kib as f64).collect::<Vec<_>>()) as u64);
+                    s.answers_ok = Some(rs.iter().all(|r| r.ok));
+                    if rt == "numagc" {
+                        numagc_wall = s.wall_median_s;
+                    }
+                }
+                group.push(s);
+            }
+            for s in &mut group {
+                if let (Some(n), Some(w)) = (numagc_wall, s.wall_median_s) {
+                    s.numagc_over_this = Some(n / w);
+                }
+            }
+            let best = group
+                .iter()
+                .filter(|s| s.runtime != "numagc" && s.answers_ok == Some(true))
+                .filter_map(|s| s.wall_median_s.map(|w| (s, w)))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            bests.push(Best {
+                benchmark: name.to_string(),
+                vprocs: k,
+                best_peer: best.map(|(s, _)| s.runtime.clone()),
+                numagc_over_best: best.and_then(|(s, _)| s.numagc_over_this),
+            });
+            out.extend(group);
+        }
+    }
+    (out, bests)
+}
+
+fn render(summaries: &[Summary], bests: &[Best]) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{:<12} {:>2} {:<16} {:>28} {:>9} {:>10} {:>6} {:>8}",
+        "benchmark", "K", "runtime", "wall s median [min, max]", "CPU s", "RSS MiB", "answer", "numagc/"
+    );
+    for s in summaries {
+        let head = format!("{:<12} {:>2} {:<16}", s.benchmark, s.vprocs, s.runtime);
+        match (s.wall_median_s, s.wall_min_s, s.wall_max_s) {
+            (Some(m), Some(lo), Some(hi)) => {
+                let _ = writeln!(
+                    t,
+                    "{head} {:>28} {:>9.3} {:>10.1} {:>6} {:>8}",
+                    format!("{m:.3} [{lo:.3}, {hi:.3}]"),
+                    s.cpu_median_s.unwrap_or(0.0),
+                    s.max_rss_median_kib.unwrap_or(0) as f64 / 1024.0,
+                    if s.answers_ok == Some(true) { "ok" } else { "WRONG" },
+                    if s.runtime == "numagc" { "-".to_string() } else { s.numagc_over_this.map_or("-".into(), |r| format!("{r:.2}")) }
+                );
+            }
+            _ => {
+                let _ = writeln!(t, "{head} {}", if s.status == "ran" { "no runs" } else { &s.status });
+            }
+        }
+    }
+    let _ = writeln!(t, "\nbest peer (fastest median wall time with the right answer):");
+    for b in bests {
+        match (&b.best_peer, b.numagc_over_best) {
+            (Some(p), Some(r)) => {
+                let _ = writeln!(t, "{:<12} {:>2} {:<16} numagc/best {r:.2}", b.benchmark, b.vprocs, p);
+            }
+            _ => {
+                let _ = writeln!(t, "{:<12} {:>2} no peer ran", b.benchmark, b.vprocs);
+            }
+        }
+    }
+    let _ = writeln!(
+        t,
+        "\nnumagc/ = numagc's median wall time over the runtime's (below 1: numagc faster). Tuning: Haskell +RTS -N<K> -A32m\n\
+         (GHC's recommended nursery for parallel programs); Java K ForkJoin workers, default heap; OCaml sequential."
+    );
+    t
+}
+
+/// One grouped bar chart: numagc/peer wall-time ratio per benchmark × vprocs, a bar per peer.
+fn plot(dir: &Path, summaries: &[Summary]) -> Result<Vec<PathBuf>, String> {
+    register_fonts()?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating plot directory {}: {e}", dir.display()))?;
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for s in summaries {
+        if !groups.iter().any(|(b, k)| *b == s.benchmark && *k == s.vprocs) {
+            groups.push((s.benchmark.clone(), s.vprocs));
+        }
+    }
+    let peers: Vec<&str> = RUNTIMES[1..].to_vec();
+    let ratio = |g: &(String, usize), p: &str| {
+        summaries.iter().find(|s| s.benchmark == g.0 && s.vprocs == g.1 && s.runtime == p).and_then(|s| s.numagc_over_this)
+    };
+    let max = groups.iter().flat_map(|g| peers.iter().filter_map(move |p| ratio(g, p))).fold(1.0f64, f64::max) * 1.15;
+    let mut written = Vec::new();
+    let size = ((110 * groups.len() as u32 + 300).max(900), 700);
+    let svg = dir.join("compare.svg");
+    draw(SVGBackend::new(&svg, size).into_drawing_area(), &groups, &peers, &ratio, max)
+        .map_err(|e| format!("writing {}: {e}", svg.display()))?;
+    written.push(svg);
+    let png = dir.join("compare.png");
+    draw(BitMapBackend::new(&png, size).into_drawing_area(), &groups, &peers, &ratio, max)
+        .map_err(|e| format!("writing {}: {e}", png.display()))?;
+    written.push(png);
+    Ok(written)
+}
+
+/// The numagc/peer ratio of a (benchmark, vprocs) group and a peer.
+type RatioOf<'a> = dyn Fn(&(String, usize), &str) -> Option<f64> + 'a;
+
+const COLORS: [RGBColor; 4] = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    groups: &[(String, usize)],
+    peers: &[&str],
+    ratio: &RatioOf,
+    max: f64,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    let n = groups.len() as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("numagc wall time / peer wall time (below 1: numagc faster)", (FONT, 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..n, 0.0..max)?;
+    let labels: Vec<String> = groups.iter().map(|(b, k)| format!("{b} x{k}")).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(groups.len() * 2 + 1)
+        .x_label_formatter(&|x| {
+            let i = x.floor() as usize;
+            if (x - x.floor() - 0.5).abs() < 1e-6 && i < labels.len() {
+                labels[i].clone()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("numagc / peer")
+        .label_style((FONT, 18))
+        .axis_desc_style((FONT, 20))
+        .draw()?;
+    let w = 0.8 / peers.len() as f64;
+    for (pi, p) in peers.iter().enumerate() {
+        let c = COLORS[pi % COLORS.len()];
+        let bars: Vec<Rectangle<(f64, f64)>> = groups
+            .iter()
+            .enumerate()
+            .filter_map(|(gi, g)| {
+                ratio(g, p).map(|r| {
+                    let x0 = gi as f64 + 0.1 + pi as f64 * w;
+                    Rectangle::new([(x0, 0.0), (x0 + w * 0.9, r)], c.filled())
+                })
+            })
+            .collect();
+        chart
+            .draw_series(bars)?
+            .label(*p)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
+    }
+    chart.draw_series(std::iter::once(PathElement::new(vec![(0.0, 1.0), (n, 1.0)], BLACK.stroke_width(2))))?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font((FONT, 18))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
