@@ -33,6 +33,7 @@
 //!   `ForkJoinPool`; heap sizes left at the JVM's defaults.
 //! - numagc: its defaults (`NUMAGC_*` variables apply, as for `numagc bench`).
 
+use crate::bench::record::median;
 use crate::bench::plot::{register_fonts, FONT};
 use crate::bench::write_json;
 use clap::Args;
@@ -273,17 +274,6 @@ fn print_output(bench: &dyn Benchmark, params: &Params) -> Result<(), String> {
     (outcome.check)().map_err(|e| format!("{}: numagc's own answer is wrong: {e}", bench.name()))?;
     print!("{}", outcome.output);
     Ok(())
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 pub fn run(a: CompareArgs) -> Result<(), String> {
