@@ -31,7 +31,10 @@ fn check(t: View<'_>) -> u64 {
 
 fn main() -> Result<(), String> {
     let arg = std::env::args().nth(1).ok_or("usage: bt_depths D[,D...]")?;
-    let depths: Vec<u32> = arg.split(',').map(|x| x.parse().map_err(|e| format!("depth {x:?}: {e}"))).collect::<Result<_, _>>()?;
+    let depths: Vec<u32> = arg
+        .split(',')
+        .map(|x| x.parse().map_err(|e| format!("depth {x:?}: {e}")))
+        .collect::<Result<_, _>>()?;
     for d in depths {
         if !(1..=25).contains(&d) {
             return Err(format!("depth {d}: allowed 1..=25"));
@@ -39,7 +42,9 @@ fn main() -> Result<(), String> {
         let mut b = ConfigBuilder::from_env().map_err(|e| e.to_string())?;
         b.set("vprocs", "1").map_err(|e| e.to_string())?;
         let rt = Runtime::new(b.build().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-        let node = rt.register(Descriptor::mixed("node", 2, &[0, 1]).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        let node = rt
+            .register(Descriptor::mixed("node", 2, &[0, 1]).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
         let iterations = 1u64 << (25 - d);
         let t0 = Instant::now();
         let sum = rt

@@ -49,7 +49,9 @@ impl Size {
         match s {
             "quick" => Ok(Size::Quick),
             "paper" => Ok(Size::Paper),
-            other => Err(format!("unknown suite size {other:?}: expected quick or paper")),
+            other => Err(format!(
+                "unknown suite size {other:?}: expected quick or paper"
+            )),
         }
     }
 }
@@ -94,7 +96,11 @@ impl Params {
     /// applied; an override of a parameter `bench` does not have is
     /// ignored (the harness checks that each applies to some benchmark),
     /// one out of range is an error naming it.
-    pub fn new(bench: &dyn Benchmark, size: Size, overrides: &[(String, i64)]) -> Result<Params, String> {
+    pub fn new(
+        bench: &dyn Benchmark,
+        size: Size,
+        overrides: &[(String, i64)],
+    ) -> Result<Params, String> {
         let mut values = BTreeMap::new();
         for p in bench.params() {
             let mut v = p.default_for(size);
@@ -104,7 +110,13 @@ impl Params {
                 }
             }
             if v < p.min || v > p.max {
-                return Err(format!("{} --{} {v}: allowed {} ..= {}", bench.name(), p.name, p.min, p.max));
+                return Err(format!(
+                    "{} --{} {v}: allowed {} ..= {}",
+                    bench.name(),
+                    p.name,
+                    p.min,
+                    p.max
+                ));
             }
             values.insert(p.name, v);
         }
@@ -134,7 +146,11 @@ impl Params {
 
 impl fmt::Display for Params {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let parts: Vec<String> = self
+            .values
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         f.write_str(&parts.join(" "))
     }
 }
@@ -152,8 +168,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn new(output: String, check: impl FnOnce() -> Result<(), String> + Send + 'static) -> Outcome {
-        Outcome { output, check: Box::new(check) }
+    pub fn new(
+        output: String,
+        check: impl FnOnce() -> Result<(), String> + Send + 'static,
+    ) -> Outcome {
+        Outcome {
+            output,
+            check: Box::new(check),
+        }
     }
 }
 

@@ -12,20 +12,38 @@ fn selected() -> Vec<&'static dyn numagc_bench::Benchmark> {
     let only = std::env::var("NUMAGC_BENCH_ONLY").ok();
     all()
         .into_iter()
-        .filter(|b| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == b.name())))
+        .filter(|b| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|n| n == b.name()))
+        })
         .collect()
 }
 
 fn run_all(vprocs: usize) {
     for b in selected() {
         let params = Params::new(b, Size::Quick, &[]).unwrap();
-        let config = Config::builder().vprocs(vprocs).verify(true).build().unwrap();
+        let config = Config::builder()
+            .vprocs(vprocs)
+            .verify(true)
+            .build()
+            .unwrap();
         let rt = Runtime::new(config).unwrap();
-        let outcome = b.run(&rt, &params).unwrap_or_else(|e| panic!("{} failed: {e}", b.name()));
-        (outcome.check)().unwrap_or_else(|e| panic!("{} on {vprocs} vprocs: wrong answer: {e}", b.name()));
-        assert!(rt.take_thread_errors().is_empty(), "{}: thread errors", b.name());
+        let outcome = b
+            .run(&rt, &params)
+            .unwrap_or_else(|e| panic!("{} failed: {e}", b.name()));
+        (outcome.check)()
+            .unwrap_or_else(|e| panic!("{} on {vprocs} vprocs: wrong answer: {e}", b.name()));
+        assert!(
+            rt.take_thread_errors().is_empty(),
+            "{}: thread errors",
+            b.name()
+        );
         let stats = rt.stats();
-        assert!(stats.total.bytes_allocated > 0, "{} allocated nothing on the numagc heap", b.name());
+        assert!(
+            stats.total.bytes_allocated > 0,
+            "{} allocated nothing on the numagc heap",
+            b.name()
+        );
     }
 }
 
@@ -48,8 +66,18 @@ fn every_benchmark_is_listed_once_with_its_parameters_in_range() {
     assert_eq!(names.len(), n, "duplicate benchmark names");
     for b in all() {
         for p in b.params() {
-            assert!(p.min <= p.quick && p.quick <= p.max, "{} --{}: quick value out of range", b.name(), p.name);
-            assert!(p.min <= p.paper && p.paper <= p.max, "{} --{}: paper value out of range", b.name(), p.name);
+            assert!(
+                p.min <= p.quick && p.quick <= p.max,
+                "{} --{}: quick value out of range",
+                b.name(),
+                p.name
+            );
+            assert!(
+                p.min <= p.paper && p.paper <= p.max,
+                "{} --{}: paper value out of range",
+                b.name(),
+                p.name
+            );
         }
         assert!(Params::new(b, Size::Quick, &[]).is_ok());
     }

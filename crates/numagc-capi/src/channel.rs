@@ -72,7 +72,12 @@ pub(crate) fn channel_of(ch: *mut numagc_channel, runtime: u64, what: &str) -> R
     }
     let token = ch.addr();
     let (owner, chan) = lookup(ch).ok_or_else(|| {
-        Fail::new(NUMAGC_ERR_BAD_VALUE, format!("channel {token:#x} does not exist (never made, freed, or its runtime was freed)"))
+        Fail::new(
+            NUMAGC_ERR_BAD_VALUE,
+            format!(
+                "channel {token:#x} does not exist (never made, freed, or its runtime was freed)"
+            ),
+        )
     })?;
     if owner != runtime {
         return Err(Fail::new(
@@ -87,7 +92,10 @@ pub(crate) fn channel_of(ch: *mut numagc_channel, runtime: u64, what: &str) -> R
 /// may be used from any vproc, by callbacks, tasks and threads, and by
 /// several at once.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_channel_new(rt: *const numagc_runtime, out_ch: *mut *mut numagc_channel) -> c_int {
+pub unsafe extern "C" fn numagc_channel_new(
+    rt: *const numagc_runtime,
+    out_ch: *mut *mut numagc_channel,
+) -> c_int {
     guard(|| {
         let o = out(out_ch, "out")?;
         *o = std::ptr::null_mut();
@@ -108,7 +116,11 @@ pub extern "C" fn numagc_channel_free(ch: *mut numagc_channel) -> c_int {
             return Ok(());
         }
         let token = ch.addr();
-        let entry = if token & 0xF == 0 { CHANNELS.remove((token >> 4) as u64) } else { None };
+        let entry = if token & 0xF == 0 {
+            CHANNELS.remove((token >> 4) as u64)
+        } else {
+            None
+        };
         match entry {
             Some(chan) => {
                 drop(chan);
@@ -116,7 +128,9 @@ pub extern "C" fn numagc_channel_free(ch: *mut numagc_channel) -> c_int {
             }
             None => Err(Fail::new(
                 NUMAGC_ERR_BAD_VALUE,
-                format!("channel {token:#x} does not exist (freed twice, or its runtime was freed)"),
+                format!(
+                    "channel {token:#x} does not exist (freed twice, or its runtime was freed)"
+                ),
             )),
         }
     })
@@ -126,7 +140,10 @@ pub extern "C" fn numagc_channel_free(ch: *mut numagc_channel) -> c_int {
 /// counting entries of choices that completed elsewhere and were not yet
 /// cleared: 1 after a thread blocked on it alone, for instance.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_channel_waiting(ch: *mut numagc_channel, out_n: *mut usize) -> c_int {
+pub unsafe extern "C" fn numagc_channel_waiting(
+    ch: *mut numagc_channel,
+    out_n: *mut usize,
+) -> c_int {
     guard(|| {
         let o = out(out_n, "out")?;
         *o = 0;
@@ -134,8 +151,12 @@ pub unsafe extern "C" fn numagc_channel_waiting(ch: *mut numagc_channel, out_n: 
             return Err(Fail::null("ch"));
         }
         let token = ch.addr();
-        let (_, chan) =
-            lookup(ch).ok_or_else(|| Fail::new(NUMAGC_ERR_BAD_VALUE, format!("channel {token:#x} does not exist (freed?)")))?;
+        let (_, chan) = lookup(ch).ok_or_else(|| {
+            Fail::new(
+                NUMAGC_ERR_BAD_VALUE,
+                format!("channel {token:#x} does not exist (freed?)"),
+            )
+        })?;
         *o = chan.waiting();
         Ok(())
     })
@@ -148,7 +169,11 @@ fn select_in(st: &mut CallState, cases: &[numagc_sel], one: bool) -> Res<(usize,
     let mut chans = Vec::with_capacity(cases.len());
     let mut values = Vec::with_capacity(cases.len());
     for (k, c) in cases.iter().enumerate() {
-        let what = if one { "ch".to_string() } else { format!("cases[{k}].channel") };
+        let what = if one {
+            "ch".to_string()
+        } else {
+            format!("cases[{k}].channel")
+        };
         chans.push(channel_of(c.channel, st.rt.id, &what)?);
         values.push(match c.dir {
             numagc_dir::NUMAGC_SEND => Some(st.handle(c.value)?),
@@ -179,10 +204,22 @@ fn select_in(st: &mut CallState, cases: &[numagc_sel], one: bool) -> Res<(usize,
 /// inside a thread body (return `numagc_next_send` instead) or for a
 /// channel of another runtime; `NUMAGC_ERR_BAD_VALUE` for a freed channel.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_send(scope: *mut numagc_scope, ch: *mut numagc_channel, value: numagc_value) -> c_int {
+pub unsafe extern "C" fn numagc_send(
+    scope: *mut numagc_scope,
+    ch: *mut numagc_channel,
+    value: numagc_value,
+) -> c_int {
     guard(|| {
         with_state(scope, |st| {
-            select_in(st, &[numagc_sel { channel: ch, dir: numagc_dir::NUMAGC_SEND, value }], true)?;
+            select_in(
+                st,
+                &[numagc_sel {
+                    channel: ch,
+                    dir: numagc_dir::NUMAGC_SEND,
+                    value,
+                }],
+                true,
+            )?;
             Ok(())
         })
     })
@@ -191,12 +228,24 @@ pub unsafe extern "C" fn numagc_send(scope: *mut numagc_scope, ch: *mut numagc_c
 /// Waits for a value on `ch`; `*out` is a handle in the innermost frame
 /// (to a global object) or an immediate. As `numagc_send` otherwise.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_recv(scope: *mut numagc_scope, ch: *mut numagc_channel, out_value: *mut numagc_value) -> c_int {
+pub unsafe extern "C" fn numagc_recv(
+    scope: *mut numagc_scope,
+    ch: *mut numagc_channel,
+    out_value: *mut numagc_value,
+) -> c_int {
     guard(|| {
         let o = out(out_value, "out")?;
         *o = 0;
         *o = with_state(scope, |st| {
-            let (_, v) = select_in(st, &[numagc_sel { channel: ch, dir: numagc_dir::NUMAGC_RECV, value: 0 }], true)?;
+            let (_, v) = select_in(
+                st,
+                &[numagc_sel {
+                    channel: ch,
+                    dir: numagc_dir::NUMAGC_RECV,
+                    value: 0,
+                }],
+                true,
+            )?;
             Ok(v)
         })?;
         Ok(())

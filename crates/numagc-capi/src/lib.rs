@@ -126,18 +126,18 @@
 #![allow(clippy::missing_safety_doc)]
 
 // In this order in the header.
-mod status;
+mod channel;
+mod ops;
+mod parallel;
+mod registry;
 mod runtime;
 mod scope;
-mod ops;
-mod registry;
-mod parallel;
-mod channel;
-mod thread;
+mod status;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_parallel;
+mod thread;
 
 pub use channel::*;
 pub use ops::*;
@@ -146,7 +146,6 @@ pub use runtime::*;
 pub use scope::*;
 pub use status::*;
 pub use thread::*;
-
 
 /// A value held by C code: an immediate integer (bit 0 set) or a handle to
 /// a root slot of the current callback (bit 0 clear). Never a heap address.

@@ -32,7 +32,10 @@ pub unsafe extern "C" fn numagc_get_int(v: numagc_value, out_int: *mut i64) -> c
     guard(|| {
         let o = out(out_int, "out")?;
         if v & 1 == 0 {
-            return Err(Fail::new(NUMAGC_ERR_BAD_VALUE, format!("value {v:#x} is a handle, not an immediate integer")));
+            return Err(Fail::new(
+                NUMAGC_ERR_BAD_VALUE,
+                format!("value {v:#x} is a handle, not an immediate integer"),
+            ));
         }
         *o = (v as i64) >> 1;
         Ok(())
@@ -202,7 +205,11 @@ pub unsafe extern "C" fn numagc_kind_of(
 ) -> c_int {
     guard(|| {
         let o = out(out_kind, "out_kind")?;
-        let d = if out_desc.is_null() { None } else { Some(out(out_desc, "out_desc")?) };
+        let d = if out_desc.is_null() {
+            None
+        } else {
+            Some(out(out_desc, "out_desc")?)
+        };
         let (kind, desc) = with_state(scope, |st| {
             let h = st.handle(v)?;
             #[allow(unreachable_patterns)] // kept for kinds added later
@@ -211,8 +218,15 @@ pub unsafe extern "C" fn numagc_kind_of(
                 Some(ObjectKind::Raw) => (numagc_kind::NUMAGC_KIND_RAW, 0),
                 Some(ObjectKind::Vector) => (numagc_kind::NUMAGC_KIND_VECTOR, 0),
                 Some(ObjectKind::Array) => (numagc_kind::NUMAGC_KIND_ARRAY, 0),
-                Some(ObjectKind::Mixed(d)) => (numagc_kind::NUMAGC_KIND_MIXED, d.id() as numagc_desc),
-                Some(k) => return Err(Fail::new(NUMAGC_ERR_INTERNAL, format!("object kind {k:?} has no C name"))),
+                Some(ObjectKind::Mixed(d)) => {
+                    (numagc_kind::NUMAGC_KIND_MIXED, d.id() as numagc_desc)
+                }
+                Some(k) => {
+                    return Err(Fail::new(
+                        NUMAGC_ERR_INTERNAL,
+                        format!("object kind {k:?} has no C name"),
+                    ))
+                }
             })
         })?;
         *o = kind;
@@ -225,7 +239,11 @@ pub unsafe extern "C" fn numagc_kind_of(
 
 /// The number of fields (words) of an object; 0 for an immediate.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_length(scope: *mut numagc_scope, v: numagc_value, out_len: *mut usize) -> c_int {
+pub unsafe extern "C" fn numagc_length(
+    scope: *mut numagc_scope,
+    v: numagc_value,
+    out_len: *mut usize,
+) -> c_int {
     guard(|| {
         let o = out(out_len, "out")?;
         *o = with_state(scope, |st| {
@@ -258,7 +276,12 @@ pub unsafe extern "C" fn numagc_field(
 
 /// Raw field `i` of a mixed object, or word `i` of a raw object.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_raw(scope: *mut numagc_scope, v: numagc_value, i: usize, out_word: *mut u64) -> c_int {
+pub unsafe extern "C" fn numagc_raw(
+    scope: *mut numagc_scope,
+    v: numagc_value,
+    i: usize,
+    out_word: *mut u64,
+) -> c_int {
     guard(|| {
         let o = out(out_word, "out")?;
         *o = with_state(scope, |st| {
@@ -271,7 +294,12 @@ pub unsafe extern "C" fn numagc_raw(scope: *mut numagc_scope, v: numagc_value, i
 
 /// `numagc_raw` read as a double.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_f64(scope: *mut numagc_scope, v: numagc_value, i: usize, out_f64: *mut f64) -> c_int {
+pub unsafe extern "C" fn numagc_f64(
+    scope: *mut numagc_scope,
+    v: numagc_value,
+    i: usize,
+    out_f64: *mut f64,
+) -> c_int {
     guard(|| {
         let o = out(out_f64, "out")?;
         *o = with_state(scope, |st| {
@@ -283,16 +311,34 @@ pub unsafe extern "C" fn numagc_f64(scope: *mut numagc_scope, v: numagc_value, i
 }
 
 /// Copies words `start .. start + n` of a raw object into `buf`.
-fn read_raw_words(scope: *mut numagc_scope, v: numagc_value, start: usize, n: usize, mut put: impl FnMut(usize, u64)) -> Res {
+fn read_raw_words(
+    scope: *mut numagc_scope,
+    v: numagc_value,
+    start: usize,
+    n: usize,
+    mut put: impl FnMut(usize, u64),
+) -> Res {
     with_state(scope, |st| {
         let h = st.handle(v)?;
         let view = st.sc().view(h);
-        let words = view
-            .raw_words()
-            .ok_or_else(|| Fail::new(NUMAGC_ERR_MISUSE, format!("value {v:#x} is not a raw object ({view:?})")))?;
-        let end = start.checked_add(n).filter(|&e| e <= words.len()).ok_or_else(|| {
-            Fail::new(NUMAGC_ERR_MISUSE, format!("words {start}..{start}+{n} are out of range for a raw object of {}", words.len()))
+        let words = view.raw_words().ok_or_else(|| {
+            Fail::new(
+                NUMAGC_ERR_MISUSE,
+                format!("value {v:#x} is not a raw object ({view:?})"),
+            )
         })?;
+        let end = start
+            .checked_add(n)
+            .filter(|&e| e <= words.len())
+            .ok_or_else(|| {
+                Fail::new(
+                    NUMAGC_ERR_MISUSE,
+                    format!(
+                        "words {start}..{start}+{n} are out of range for a raw object of {}",
+                        words.len()
+                    ),
+                )
+            })?;
         for (k, &w) in words[start..end].iter().enumerate() {
             put(k, w);
         }
@@ -337,7 +383,12 @@ pub unsafe extern "C" fn numagc_read_f64s(
 /// (the write barrier). `NUMAGC_ERR_MISUSE` for an immutable object, an
 /// index out of range or a raw field.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_set(scope: *mut numagc_scope, obj: numagc_value, i: usize, value: numagc_value) -> c_int {
+pub unsafe extern "C" fn numagc_set(
+    scope: *mut numagc_scope,
+    obj: numagc_value,
+    i: usize,
+    value: numagc_value,
+) -> c_int {
     guard(|| {
         with_state(scope, |st| {
             let (o, v) = (st.handle(obj)?, st.handle(value)?);
@@ -348,7 +399,12 @@ pub unsafe extern "C" fn numagc_set(scope: *mut numagc_scope, obj: numagc_value,
 
 /// Stores a raw word into raw field `i` of a mutable mixed object.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_set_raw(scope: *mut numagc_scope, obj: numagc_value, i: usize, word: u64) -> c_int {
+pub unsafe extern "C" fn numagc_set_raw(
+    scope: *mut numagc_scope,
+    obj: numagc_value,
+    i: usize,
+    word: u64,
+) -> c_int {
     guard(|| {
         with_state(scope, |st| {
             let o = st.handle(obj)?;
@@ -360,7 +416,11 @@ pub unsafe extern "C" fn numagc_set_raw(scope: *mut numagc_scope, obj: numagc_va
 /// Promotes `v` and everything it reaches to the global heap, so that other
 /// vprocs may see it; `*out` is a handle to the global copy.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_promote(scope: *mut numagc_scope, v: numagc_value, out_value: *mut numagc_value) -> c_int {
+pub unsafe extern "C" fn numagc_promote(
+    scope: *mut numagc_scope,
+    v: numagc_value,
+    out_value: *mut numagc_value,
+) -> c_int {
     produce_into(scope, out_value, |st| {
         let h = st.handle(v)?;
         st.produce(|s, slot| {
@@ -374,7 +434,11 @@ pub unsafe extern "C" fn numagc_promote(scope: *mut numagc_scope, v: numagc_valu
 /// Whether `v` lives in this vproc's local heap (false for immediates and
 /// for global objects).
 #[no_mangle]
-pub unsafe extern "C" fn numagc_is_local(scope: *mut numagc_scope, v: numagc_value, out_local: *mut bool) -> c_int {
+pub unsafe extern "C" fn numagc_is_local(
+    scope: *mut numagc_scope,
+    v: numagc_value,
+    out_local: *mut bool,
+) -> c_int {
     guard(|| {
         let o = out(out_local, "out")?;
         *o = with_state(scope, |st| {
@@ -394,10 +458,17 @@ pub(crate) static GLOBALS: Registry<Arc<GlobalRoot>> = Registry::new();
 /// registry's lock is not held afterwards: reading or setting a root may
 /// collect, and another vproc may be waiting for the lock meanwhile.
 fn global_root(st: &CallState, g: numagc_global) -> Res<Arc<GlobalRoot>> {
-    let (runtime, root) =
-        GLOBALS.get(g).ok_or_else(|| Fail::new(NUMAGC_ERR_BAD_VALUE, format!("global root {g} does not exist (never made, or freed)")))?;
+    let (runtime, root) = GLOBALS.get(g).ok_or_else(|| {
+        Fail::new(
+            NUMAGC_ERR_BAD_VALUE,
+            format!("global root {g} does not exist (never made, or freed)"),
+        )
+    })?;
     if runtime != st.rt.id {
-        return Err(Fail::new(NUMAGC_ERR_BAD_VALUE, format!("global root {g} belongs to another runtime")));
+        return Err(Fail::new(
+            NUMAGC_ERR_BAD_VALUE,
+            format!("global root {g} belongs to another runtime"),
+        ));
     }
     Ok(root)
 }
@@ -406,7 +477,11 @@ fn global_root(st: &CallState, g: numagc_global) -> Res<Arc<GlobalRoot>> {
 /// across callbacks and vprocs until `numagc_global_free` or the runtime's
 /// end. `*out` is its id.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_global_new(scope: *mut numagc_scope, v: numagc_value, out_global: *mut numagc_global) -> c_int {
+pub unsafe extern "C" fn numagc_global_new(
+    scope: *mut numagc_scope,
+    v: numagc_value,
+    out_global: *mut numagc_global,
+) -> c_int {
     guard(|| {
         let o = out(out_global, "out")?;
         *o = 0;
@@ -423,7 +498,11 @@ pub unsafe extern "C" fn numagc_global_new(scope: *mut numagc_scope, v: numagc_v
 /// The value of a global root, as a new handle in the innermost frame (or
 /// an immediate).
 #[no_mangle]
-pub unsafe extern "C" fn numagc_global_get(scope: *mut numagc_scope, g: numagc_global, out_value: *mut numagc_value) -> c_int {
+pub unsafe extern "C" fn numagc_global_get(
+    scope: *mut numagc_scope,
+    g: numagc_global,
+    out_value: *mut numagc_value,
+) -> c_int {
     produce_into(scope, out_value, |st| {
         let root = global_root(st, g)?;
         st.produce(|s, slot| {
@@ -436,7 +515,11 @@ pub unsafe extern "C" fn numagc_global_get(scope: *mut numagc_scope, g: numagc_g
 
 /// Replaces a global root's value (promoted).
 #[no_mangle]
-pub unsafe extern "C" fn numagc_global_set(scope: *mut numagc_scope, g: numagc_global, v: numagc_value) -> c_int {
+pub unsafe extern "C" fn numagc_global_set(
+    scope: *mut numagc_scope,
+    g: numagc_global,
+    v: numagc_value,
+) -> c_int {
     guard(|| {
         with_state(scope, |st| {
             let root = global_root(st, g)?;
@@ -461,14 +544,20 @@ pub extern "C" fn numagc_global_free(g: numagc_global) -> c_int {
                 drop(root);
                 Ok(())
             }
-            None => Err(Fail::new(NUMAGC_ERR_BAD_VALUE, format!("global root {g} does not exist (freed twice, or its runtime was freed)"))),
+            None => Err(Fail::new(
+                NUMAGC_ERR_BAD_VALUE,
+                format!("global root {g} does not exist (freed twice, or its runtime was freed)"),
+            )),
         }
     })
 }
 
 // ---- collections ---------------------------------------------------------------
 
-fn on_scope(scope: *mut numagc_scope, f: impl FnOnce(&mut Scope<'static>) -> numagc_rs::Result<()>) -> c_int {
+fn on_scope(
+    scope: *mut numagc_scope,
+    f: impl FnOnce(&mut Scope<'static>) -> numagc_rs::Result<()>,
+) -> c_int {
     guard(|| with_state(scope, |st| Ok(f(st.sc())?)))
 }
 

@@ -8,11 +8,11 @@
 //! it is; the Rust task returns a marker error, and `numagc_par2` returns
 //! the kept failure of `a`, else of `b` (`Scope::par2`'s order).
 
+use crate::numagc_value;
 use crate::runtime::{lock, RtShared};
 use crate::scope::{numagc_scope, run_body, with_state, BodyArgs, CallState, Ended, UserData};
 use crate::status::numagc_status::*;
 use crate::status::{guard, out, slice_arg, Fail, Res};
-use crate::numagc_value;
 use numagc_rs::{Error, Handle, Scope};
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -35,16 +35,34 @@ pub type numagc_task_fn = Option<
     ) -> c_int,
 >;
 
-type TaskFn = unsafe extern "C" fn(*mut numagc_scope, *const numagc_value, usize, *mut c_void, *mut numagc_value) -> c_int;
+type TaskFn = unsafe extern "C" fn(
+    *mut numagc_scope,
+    *const numagc_value,
+    usize,
+    *mut c_void,
+    *mut numagc_value,
+) -> c_int;
 
 /// Where a side's failure waits for `numagc_par2`.
 type Failed = Arc<Mutex<Option<Fail>>>;
 
 /// Runs side `side` ("a" or "b") of a fork as a C body on `s`.
-fn run_task<'i>(s: &mut Scope<'i>, env: &[Handle<'i>], f: TaskFn, data: UserData, rt: &Arc<RtShared>, side: &str, failed: &Failed) -> numagc_rs::Result<Handle<'i>> {
+fn run_task<'i>(
+    s: &mut Scope<'i>,
+    env: &[Handle<'i>],
+    f: TaskFn,
+    data: UserData,
+    rt: &Arc<RtShared>,
+    side: &str,
+    failed: &Failed,
+) -> numagc_rs::Result<Handle<'i>> {
     let vproc = s.vproc();
     let result = Cell::new(0 as numagc_value);
-    let args = BodyArgs { env, received: None, thread: false };
+    let args = BodyArgs {
+        env,
+        received: None,
+        thread: false,
+    };
     let call = |scope, env: &[numagc_value], _, _| {
         // SAFETY: `f` is the C function given to `numagc_par2` with this
         // signature; `env` has `env.len()` values and `result` is a local
@@ -54,16 +72,28 @@ fn run_task<'i>(s: &mut Scope<'i>, env: &[Handle<'i>], f: TaskFn, data: UserData
         unsafe { f(scope, env.as_ptr(), env.len(), data.0, result.as_ptr()) }
     };
     let what = format!("par2 task {side} on vproc {vproc}");
-    let r = run_body(s, rt, args, call, |st: &mut CallState, ended: Ended| -> Res<Handle<'static>> {
-        if let Some(f) = ended.failure(&format!("the {what}")) {
-            return Err(f);
-        }
-        let result = result.get();
-        if result == 0 {
-            return Err(Fail::new(NUMAGC_ERR_BAD_VALUE, format!("the {what} returned NUMAGC_OK but left *result unset (0)")));
-        }
-        st.handle(result).map_err(|f| Fail { code: f.code, message: format!("the result of the {what}: {}", f.message) })
-    });
+    let r = run_body(
+        s,
+        rt,
+        args,
+        call,
+        |st: &mut CallState, ended: Ended| -> Res<Handle<'static>> {
+            if let Some(f) = ended.failure(&format!("the {what}")) {
+                return Err(f);
+            }
+            let result = result.get();
+            if result == 0 {
+                return Err(Fail::new(
+                    NUMAGC_ERR_BAD_VALUE,
+                    format!("the {what} returned NUMAGC_OK but left *result unset (0)"),
+                ));
+            }
+            st.handle(result).map_err(|f| Fail {
+                code: f.code,
+                message: format!("the result of the {what}: {}", f.message),
+            })
+        },
+    );
     match r {
         // The handle names a root slot of `s` (or is an immediate): valid
         // in `'i`, where `par2` reads it.
@@ -131,7 +161,10 @@ pub unsafe extern "C" fn numagc_par2(
                     }
                     // A C failure kept aside, else the library's own error
                     // (a task stolen by another vproc that panicked).
-                    Err(e) => Err(lock(&failed_a).take().or_else(|| lock(&failed_b).take()).unwrap_or_else(|| e.into())),
+                    Err(e) => Err(lock(&failed_a)
+                        .take()
+                        .or_else(|| lock(&failed_b).take())
+                        .unwrap_or_else(|| e.into())),
                 }
             })
         })?;

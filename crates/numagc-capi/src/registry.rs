@@ -16,7 +16,10 @@ pub(crate) struct Registry<T>(Mutex<Table<T>>);
 
 impl<T: Clone> Registry<T> {
     pub const fn new() -> Self {
-        Registry(Mutex::new(Table { next: 1, live: BTreeMap::new() }))
+        Registry(Mutex::new(Table {
+            next: 1,
+            live: BTreeMap::new(),
+        }))
     }
 
     /// Registers `t` of runtime `runtime`; returns its id (never 0).
@@ -43,7 +46,12 @@ impl<T: Clone> Registry<T> {
     pub fn remove_runtime(&self, runtime: u64) {
         let dropped: Vec<(u64, T)> = {
             let mut g = lock(&self.0);
-            let ids: Vec<u64> = g.live.iter().filter(|(_, e)| e.0 == runtime).map(|(&id, _)| id).collect();
+            let ids: Vec<u64> = g
+                .live
+                .iter()
+                .filter(|(_, e)| e.0 == runtime)
+                .map(|(&id, _)| id)
+                .collect();
             ids.iter().filter_map(|id| g.live.remove(id)).collect()
         };
         drop(dropped);

@@ -69,7 +69,9 @@ pub(crate) fn runtime_ref<'a>(rt: *const numagc_runtime) -> Res<&'a numagc_runti
 pub extern "C" fn numagc_config_new() -> *mut numagc_config {
     let mut cfg = std::ptr::null_mut();
     guard(|| {
-        cfg = Box::into_raw(Box::new(numagc_config { builder: ConfigBuilder::new() }));
+        cfg = Box::into_raw(Box::new(numagc_config {
+            builder: ConfigBuilder::new(),
+        }));
         Ok(())
     });
     cfg
@@ -95,7 +97,11 @@ pub unsafe extern "C" fn numagc_config_from_env(out_cfg: *mut *mut numagc_config
 /// unknown setting or a value outside its range; ranges that depend on
 /// other settings are checked by `numagc_runtime_new`.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_config_set(cfg: *mut numagc_config, name: *const c_char, value: *const c_char) -> c_int {
+pub unsafe extern "C" fn numagc_config_set(
+    cfg: *mut numagc_config,
+    name: *const c_char,
+    value: *const c_char,
+) -> c_int {
     guard(|| {
         let cfg = out(cfg, "cfg")?;
         let name = str_arg(name, "name")?;
@@ -123,7 +129,10 @@ pub unsafe extern "C" fn numagc_config_free(cfg: *mut numagc_config) -> c_int {
 /// `NUMAGC_ERR_INVALID_CONFIG` when the settings do not fit together,
 /// `NUMAGC_ERR_OS` when memory or threads cannot be had.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_runtime_new(cfg: *const numagc_config, out_rt: *mut *mut numagc_runtime) -> c_int {
+pub unsafe extern "C" fn numagc_runtime_new(
+    cfg: *const numagc_config,
+    out_rt: *mut *mut numagc_runtime,
+) -> c_int {
     guard(|| {
         let o = out(out_rt, "out")?;
         *o = std::ptr::null_mut();
@@ -135,7 +144,10 @@ pub unsafe extern "C" fn numagc_runtime_new(cfg: *const numagc_config, out_rt: *
         let cfg = unsafe { &*cfg };
         let config = cfg.builder.build()?;
         let rt = Runtime::new(config)?;
-        let shared = Arc::new(RtShared { id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed), descs: Mutex::new(Vec::new()) });
+        let shared = Arc::new(RtShared {
+            id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
+            descs: Mutex::new(Vec::new()),
+        });
         *o = Box::into_raw(Box::new(numagc_runtime { rt, shared }));
         Ok(())
     })
@@ -168,7 +180,10 @@ pub unsafe extern "C" fn numagc_runtime_free(rt: *mut numagc_runtime) -> c_int {
 
 /// The number of vprocs of the runtime.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_runtime_vprocs(rt: *const numagc_runtime, out_n: *mut usize) -> c_int {
+pub unsafe extern "C" fn numagc_runtime_vprocs(
+    rt: *const numagc_runtime,
+    out_n: *mut usize,
+) -> c_int {
     guard(|| {
         let o = out(out_n, "out")?;
         *o = runtime_ref(rt)?.rt.vprocs();
@@ -220,13 +235,17 @@ pub unsafe extern "C" fn numagc_register_mixed(
 /// A C callback run on a vproc. `scope` is valid only on this thread and
 /// only until the callback returns. Return 0 (`NUMAGC_OK`) on success; any
 /// other value is handed back by `numagc_run_on` / `numagc_run_each`.
-pub type numagc_callback = Option<unsafe extern "C" fn(scope: *mut crate::numagc_scope, user_data: *mut c_void) -> c_int>;
+pub type numagc_callback =
+    Option<unsafe extern "C" fn(scope: *mut crate::numagc_scope, user_data: *mut c_void) -> c_int>;
 
 fn report(rc: c_int, message: Option<String>) -> Res {
     if rc == NUMAGC_OK as c_int {
         return Ok(());
     }
-    Err(Fail { code: rc, message: message.unwrap_or_default() })
+    Err(Fail {
+        code: rc,
+        message: message.unwrap_or_default(),
+    })
 }
 
 /// Runs `callback(scope, user_data)` on vproc `vproc` and waits for it.
@@ -246,7 +265,9 @@ pub unsafe extern "C" fn numagc_run_on(
         let cb: Callback = callback.ok_or_else(|| Fail::null("callback"))?;
         let shared = rt.shared.clone();
         let data = UserData(user_data);
-        let (rc, message) = rt.rt.run_on(vproc, move |s| run_callback(s, cb, data, &shared))?;
+        let (rc, message) = rt
+            .rt
+            .run_on(vproc, move |s| run_callback(s, cb, data, &shared))?;
         report(rc, message)
     })
 }
@@ -256,13 +277,19 @@ pub unsafe extern "C" fn numagc_run_on(
 /// it), and waits for all. Returns the first nonzero result in vproc order,
 /// as `numagc_run_on` would.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_run_each(rt: *const numagc_runtime, callback: numagc_callback, user_data: *mut c_void) -> c_int {
+pub unsafe extern "C" fn numagc_run_each(
+    rt: *const numagc_runtime,
+    callback: numagc_callback,
+    user_data: *mut c_void,
+) -> c_int {
     guard(|| {
         let rt = runtime_ref(rt)?;
         let cb: Callback = callback.ok_or_else(|| Fail::null("callback"))?;
         let shared = rt.shared.clone();
         let data = UserData(user_data);
-        let results = rt.rt.run_each(move |s| run_callback(s, cb, data, &shared))?;
+        let results = rt
+            .rt
+            .run_each(move |s| run_callback(s, cb, data, &shared))?;
         for (rc, message) in results {
             report(rc, message)?;
         }
@@ -276,12 +303,16 @@ pub unsafe extern "C" fn numagc_run_each(rt: *const numagc_runtime, callback: nu
 /// or global collection of each vproc. Free `*out` with
 /// `numagc_string_free`.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_stats_json(rt: *const numagc_runtime, out_json: *mut *mut c_char) -> c_int {
+pub unsafe extern "C" fn numagc_stats_json(
+    rt: *const numagc_runtime,
+    out_json: *mut *mut c_char,
+) -> c_int {
     guard(|| {
         let o = out(out_json, "out")?;
         *o = std::ptr::null_mut();
         let json = runtime_ref(rt)?.rt.stats().to_json().to_string();
-        let c = CString::new(json).map_err(|_| Fail::new(NUMAGC_ERR_INTERNAL, "statistics JSON contains a NUL byte"))?;
+        let c = CString::new(json)
+            .map_err(|_| Fail::new(NUMAGC_ERR_INTERNAL, "statistics JSON contains a NUL byte"))?;
         *o = c.into_raw();
         Ok(())
     })

@@ -2,9 +2,9 @@
 //! scope's root slots, and root frames (see the crate docs).
 
 use crate::runtime::{lock, RtShared};
-use crate::thread::{numagc_next, NextSlot};
 use crate::status::numagc_status::{self, *};
 use crate::status::{clear_last_error, guard, last_error, out, set_last_error, Fail, Res};
+use crate::thread::{numagc_next, NextSlot};
 use crate::{numagc_frame, numagc_value};
 use numagc_rs::{DescId, Handle, Scope, Slot};
 use std::cell::Cell;
@@ -128,7 +128,10 @@ impl CallState {
         }
         let (index, tag) = decode(v);
         if v == 0 {
-            return Err(Fail::new(NUMAGC_ERR_BAD_VALUE, "value 0 is not a value (a failed call's output?)"));
+            return Err(Fail::new(
+                NUMAGC_ERR_BAD_VALUE,
+                "value 0 is not a value (a failed call's output?)",
+            ));
         }
         if index >= self.top || self.tags[index] != tag {
             return Err(Fail::new(
@@ -154,7 +157,10 @@ impl CallState {
     fn reserve(&mut self) -> Res<Slot<'static>> {
         if self.top == self.slots.len() {
             if self.top >= MAX_HANDLES {
-                return Err(Fail::new(NUMAGC_ERR_MISUSE, format!("more than {MAX_HANDLES} live handles: leave frames")));
+                return Err(Fail::new(
+                    NUMAGC_ERR_MISUSE,
+                    format!("more than {MAX_HANDLES} live handles: leave frames"),
+                ));
             }
             let slot = self.sc().slot(Handle::NIL);
             self.slots.push(slot);
@@ -210,7 +216,10 @@ impl CallState {
         // The entries `top .. top + N`, not live until committed.
         while self.slots.len() < self.top + N {
             if self.slots.len() >= MAX_HANDLES {
-                return Err(Fail::new(NUMAGC_ERR_MISUSE, format!("more than {MAX_HANDLES} live handles: leave frames")));
+                return Err(Fail::new(
+                    NUMAGC_ERR_MISUSE,
+                    format!("more than {MAX_HANDLES} live handles: leave frames"),
+                ));
             }
             let slot = self.sc().slot(Handle::NIL);
             self.slots.push(slot);
@@ -284,7 +293,10 @@ impl CallState {
         }
         self.descs = self.rt.descriptors();
         find(&self.descs).ok_or_else(|| {
-            Fail::new(NUMAGC_ERR_UNKNOWN_DESCRIPTOR, format!("descriptor id {id} is not registered with this runtime"))
+            Fail::new(
+                NUMAGC_ERR_UNKNOWN_DESCRIPTOR,
+                format!("descriptor id {id} is not registered with this runtime"),
+            )
         })
     }
 }
@@ -327,7 +339,10 @@ impl Handles {
 
 /// Lends the state of the callback that `scope` names, if it runs on this
 /// thread; else `NUMAGC_ERR_NOT_ON_VPROC`.
-pub(crate) fn with_state<R>(scope: *mut numagc_scope, f: impl FnOnce(&mut CallState) -> Res<R>) -> Res<R> {
+pub(crate) fn with_state<R>(
+    scope: *mut numagc_scope,
+    f: impl FnOnce(&mut CallState) -> Res<R>,
+) -> Res<R> {
     if scope.is_null() {
         return Err(Fail::null("scope"));
     }
@@ -433,10 +448,25 @@ impl Ended {
                 format!("{what} returned with {open} root frame(s) still open: leave every frame before returning"),
             ));
         }
-        let name = numagc_status::from_code(rc).map_or("a code of the callback's own".to_string(), |s| format!("{s:?}"));
-        let last = self.last.as_ref().map_or("none".to_string(), |m| format!("\"{m}\""));
-        let frames = if open > 0 { format!("; it left {open} frame(s) open, now closed") } else { String::new() };
-        Some(Fail { code: rc, message: format!("{what} returned {rc} ({name}){frames}; last error on that vproc: {last}") })
+        let name = numagc_status::from_code(rc)
+            .map_or("a code of the callback's own".to_string(), |s| {
+                format!("{s:?}")
+            });
+        let last = self
+            .last
+            .as_ref()
+            .map_or("none".to_string(), |m| format!("\"{m}\""));
+        let frames = if open > 0 {
+            format!("; it left {open} frame(s) open, now closed")
+        } else {
+            String::new()
+        };
+        Some(Fail {
+            code: rc,
+            message: format!(
+                "{what} returned {rc} ({name}){frames}; last error on that vproc: {last}"
+            ),
+        })
     }
 }
 
@@ -517,7 +547,11 @@ pub(crate) fn run_body<'i, R>(
             (e.code, 0)
         }
     };
-    let last = if rc == NUMAGC_OK as c_int { None } else { last_error() };
+    let last = if rc == NUMAGC_OK as c_int {
+        None
+    } else {
+        last_error()
+    };
     match saved {
         Some(m) => set_last_error(&m),
         None => clear_last_error(),
@@ -527,24 +561,38 @@ pub(crate) fn run_body<'i, R>(
 
 /// Runs a C callback as a numagc job: returns its result code and, when
 /// it is not `NUMAGC_OK`, the message for the caller's thread.
-pub(crate) fn run_callback(s: &mut Scope<'_>, cb: Callback, data: UserData, rt: &Arc<RtShared>) -> (c_int, Option<String>) {
+pub(crate) fn run_callback(
+    s: &mut Scope<'_>,
+    cb: Callback,
+    data: UserData,
+    rt: &Arc<RtShared>,
+) -> (c_int, Option<String>) {
     let vproc = s.vproc();
-    let args = BodyArgs { env: &[], received: None, thread: false };
+    let args = BodyArgs {
+        env: &[],
+        received: None,
+        thread: false,
+    };
     // SAFETY: `cb` is a C function pointer given to `numagc_run_on` /
     // `numagc_run_each` with this signature; `data` is the caller's
     // pointer, handed back untouched. C code cannot unwind into Rust
     // (`extern "C"` aborts on unwinding).
     let call = |scope, _: &[numagc_value], _, _| unsafe { cb(scope, data.0) };
-    run_body(s, rt, args, call, |_, ended| match ended.failure(&format!("the callback on vproc {vproc}")) {
-        None => (NUMAGC_OK as c_int, None),
-        Some(f) => (f.code, Some(f.message)),
+    run_body(s, rt, args, call, |_, ended| {
+        match ended.failure(&format!("the callback on vproc {vproc}")) {
+            None => (NUMAGC_OK as c_int, None),
+            Some(f) => (f.code, Some(f.message)),
+        }
     })
 }
 
 /// Opens a root frame: handles made from now on belong to it until
 /// `numagc_frame_leave(scope, *out)`.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_frame_enter(scope: *mut numagc_scope, out_frame: *mut numagc_frame) -> c_int {
+pub unsafe extern "C" fn numagc_frame_enter(
+    scope: *mut numagc_scope,
+    out_frame: *mut numagc_frame,
+) -> c_int {
     guard(|| {
         let o = out(out_frame, "out")?;
         *o = 0;
@@ -562,7 +610,10 @@ pub unsafe extern "C" fn numagc_frame_enter(scope: *mut numagc_scope, out_frame:
 /// handle made in it (using one afterwards gives `NUMAGC_ERR_BAD_VALUE`).
 /// `NUMAGC_ERR_UNBALANCED_FRAME`, changing nothing, for any other frame.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_frame_leave(scope: *mut numagc_scope, frame: numagc_frame) -> c_int {
+pub unsafe extern "C" fn numagc_frame_leave(
+    scope: *mut numagc_scope,
+    frame: numagc_frame,
+) -> c_int {
     guard(|| {
         with_state(scope, |st| {
             let i = st.innermost(frame)?;
@@ -620,7 +671,11 @@ pub unsafe extern "C" fn numagc_frame_return(
 /// A new handle in the innermost frame holding `value`, even an immediate:
 /// a variable for `numagc_assign` (in the spirit of OCaml's `CAMLlocal`).
 #[no_mangle]
-pub unsafe extern "C" fn numagc_local(scope: *mut numagc_scope, value: numagc_value, out_var: *mut numagc_value) -> c_int {
+pub unsafe extern "C" fn numagc_local(
+    scope: *mut numagc_scope,
+    value: numagc_value,
+    out_var: *mut numagc_value,
+) -> c_int {
     guard(|| {
         let o = out(out_var, "out")?;
         *o = 0;
@@ -638,7 +693,11 @@ pub unsafe extern "C" fn numagc_local(scope: *mut numagc_scope, value: numagc_va
 /// immediate): every copy of `var` then reads `value`. Loops rebind a
 /// variable this way instead of making a handle per iteration.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_assign(scope: *mut numagc_scope, var: numagc_value, value: numagc_value) -> c_int {
+pub unsafe extern "C" fn numagc_assign(
+    scope: *mut numagc_scope,
+    var: numagc_value,
+    value: numagc_value,
+) -> c_int {
     guard(|| {
         with_state(scope, |st| {
             if var & 1 == 1 {
@@ -658,7 +717,10 @@ pub unsafe extern "C" fn numagc_assign(scope: *mut numagc_scope, var: numagc_val
 
 /// The vproc this callback runs on.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_scope_vproc(scope: *mut numagc_scope, out_vproc: *mut usize) -> c_int {
+pub unsafe extern "C" fn numagc_scope_vproc(
+    scope: *mut numagc_scope,
+    out_vproc: *mut usize,
+) -> c_int {
     guard(|| {
         let o = out(out_vproc, "out")?;
         with_state(scope, |st| {
@@ -683,7 +745,11 @@ pub unsafe extern "C" fn numagc_scope_vprocs(scope: *mut numagc_scope, out_n: *m
 /// The number of live handles of this callback (all frames) and of open
 /// frames; either output may be NULL.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_scope_handles(scope: *mut numagc_scope, out_handles: *mut usize, out_frames: *mut usize) -> c_int {
+pub unsafe extern "C" fn numagc_scope_handles(
+    scope: *mut numagc_scope,
+    out_handles: *mut usize,
+    out_frames: *mut usize,
+) -> c_int {
     guard(|| {
         with_state(scope, |st| {
             if !out_handles.is_null() {

@@ -115,11 +115,17 @@ pub(crate) struct Fail {
 
 impl Fail {
     pub fn new(code: numagc_status, message: impl Into<String>) -> Fail {
-        Fail { code: code as c_int, message: message.into() }
+        Fail {
+            code: code as c_int,
+            message: message.into(),
+        }
     }
 
     pub fn null(what: &str) -> Fail {
-        Fail::new(NUMAGC_ERR_NULL_ARGUMENT, format!("argument `{what}` is NULL"))
+        Fail::new(
+            NUMAGC_ERR_NULL_ARGUMENT,
+            format!("argument `{what}` is NULL"),
+        )
     }
 }
 
@@ -172,7 +178,11 @@ pub(crate) fn set_last_error(message: &str) {
 /// This thread's last error message, if any.
 pub(crate) fn last_error() -> Option<String> {
     LAST_ERROR
-        .try_with(|m| m.borrow().as_ref().map(|c| c.to_string_lossy().into_owned()))
+        .try_with(|m| {
+            m.borrow()
+                .as_ref()
+                .map(|c| c.to_string_lossy().into_owned())
+        })
         .ok()
         .flatten()
 }
@@ -228,7 +238,10 @@ pub(crate) fn str_arg<'a>(p: *const c_char, what: &str) -> Res<&'a str> {
     // lives for the duration of the call.
     let c = unsafe { CStr::from_ptr(p) };
     c.to_str().map_err(|_| {
-        Fail::new(NUMAGC_ERR_INVALID_ARGUMENT, format!("argument `{what}` is not valid UTF-8: {c:?}"))
+        Fail::new(
+            NUMAGC_ERR_INVALID_ARGUMENT,
+            format!("argument `{what}` is not valid UTF-8: {c:?}"),
+        )
     })
 }
 
@@ -238,7 +251,10 @@ pub(crate) fn slice_arg<'a, T>(p: *const T, n: usize, what: &str) -> Res<&'a [T]
         return Ok(&[]);
     }
     if p.is_null() {
-        return Err(Fail::new(NUMAGC_ERR_NULL_ARGUMENT, format!("argument `{what}` is NULL but {n} elements were announced")));
+        return Err(Fail::new(
+            NUMAGC_ERR_NULL_ARGUMENT,
+            format!("argument `{what}` is NULL but {n} elements were announced"),
+        ));
     }
     // SAFETY: non-null; the caller promises `n` initialised, aligned
     // elements that are not written during the call.
@@ -251,7 +267,10 @@ pub(crate) fn slice_out<'a, T>(p: *mut T, n: usize, what: &str) -> Res<&'a mut [
         return Ok(&mut []);
     }
     if p.is_null() {
-        return Err(Fail::new(NUMAGC_ERR_NULL_ARGUMENT, format!("argument `{what}` is NULL but {n} elements were announced")));
+        return Err(Fail::new(
+            NUMAGC_ERR_NULL_ARGUMENT,
+            format!("argument `{what}` is NULL but {n} elements were announced"),
+        ));
     }
     // SAFETY: non-null; the caller promises room for `n` aligned elements,
     // not otherwise accessed during the call.

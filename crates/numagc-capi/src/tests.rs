@@ -17,7 +17,9 @@ pub(crate) fn code(s: numagc_status) -> c_int {
 pub(crate) fn last() -> String {
     // SAFETY: numagc_last_error returns a NUL-terminated string owned by
     // this thread's record, valid until the next failing call.
-    unsafe { CStr::from_ptr(numagc_last_error()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(numagc_last_error()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Asserts a call's status, showing the last error otherwise.
@@ -37,7 +39,14 @@ pub(crate) fn cstr(s: &str) -> CString {
 
 pub(crate) fn config(settings: &[(&str, &str)]) -> *mut numagc_config {
     let cfg = numagc_config_new();
-    let base = [("pin", "false"), ("verify", "true"), ("local-heap", "256K"), ("chunk-size", "64K"), ("global-gc-threshold", "1M"), ("max-heap", "64M")];
+    let base = [
+        ("pin", "false"),
+        ("verify", "true"),
+        ("local-heap", "256K"),
+        ("chunk-size", "64K"),
+        ("global-gc-threshold", "1M"),
+        ("max-heap", "64M"),
+    ];
     for (name, value) in base.iter().chain(settings) {
         // SAFETY: a live configuration and NUL-terminated strings.
         ok(unsafe { numagc_config_set(cfg, cstr(name).as_ptr(), cstr(value).as_ptr()) });
@@ -62,10 +71,26 @@ impl Rt {
         Rt(rt)
     }
 
-    pub(crate) fn register(&self, name: &str, size: usize, offsets: &[usize], mutable: bool) -> numagc_desc {
+    pub(crate) fn register(
+        &self,
+        name: &str,
+        size: usize,
+        offsets: &[usize],
+        mutable: bool,
+    ) -> numagc_desc {
         let mut d = 0;
         // SAFETY: a live runtime, a string, `offsets` of the given length.
-        ok(unsafe { numagc_register_mixed(self.0, cstr(name).as_ptr(), size, offsets.as_ptr(), offsets.len(), mutable, &mut d) });
+        ok(unsafe {
+            numagc_register_mixed(
+                self.0,
+                cstr(name).as_ptr(),
+                size,
+                offsets.as_ptr(),
+                offsets.len(),
+                mutable,
+                &mut d,
+            )
+        });
         d
     }
 
@@ -74,7 +99,14 @@ impl Rt {
     pub(crate) fn run<F: FnMut(*mut numagc_scope) -> c_int>(&self, vproc: usize, f: F) -> c_int {
         let mut t = Trampoline { f, panic: None };
         // SAFETY: a live runtime; `t` outlives the call, which waits for the callback.
-        let rc = unsafe { numagc_run_on(self.0, vproc, Some(trampoline::<F>), &mut t as *mut Trampoline<F> as *mut c_void) };
+        let rc = unsafe {
+            numagc_run_on(
+                self.0,
+                vproc,
+                Some(trampoline::<F>),
+                &mut t as *mut Trampoline<F> as *mut c_void,
+            )
+        };
         if let Some(p) = t.panic {
             resume_unwind(p);
         }
@@ -96,7 +128,10 @@ struct Trampoline<F> {
 
 pub(crate) const PANICKED: c_int = -777;
 
-unsafe extern "C" fn trampoline<F: FnMut(*mut numagc_scope) -> c_int>(s: *mut numagc_scope, d: *mut c_void) -> c_int {
+unsafe extern "C" fn trampoline<F: FnMut(*mut numagc_scope) -> c_int>(
+    s: *mut numagc_scope,
+    d: *mut c_void,
+) -> c_int {
     // SAFETY: `d` is the `Trampoline<F>` that `Rt::run` passed, alive while
     // it waits for this callback.
     let t = unsafe { &mut *(d as *mut Trampoline<F>) };
@@ -111,10 +146,25 @@ unsafe extern "C" fn trampoline<F: FnMut(*mut numagc_scope) -> c_int>(s: *mut nu
 
 // Thin wrappers: the tests read like C.
 
-pub(crate) fn alloc_mixed(s: *mut numagc_scope, d: numagc_desc, values: &[numagc_value], raw: &[u64]) -> Result<numagc_value, c_int> {
+pub(crate) fn alloc_mixed(
+    s: *mut numagc_scope,
+    d: numagc_desc,
+    values: &[numagc_value],
+    raw: &[u64],
+) -> Result<numagc_value, c_int> {
     let mut v = 0;
     // SAFETY: slices of the given lengths and a valid output.
-    let rc = unsafe { numagc_alloc_mixed(s, d, values.as_ptr(), values.len(), raw.as_ptr(), raw.len(), &mut v) };
+    let rc = unsafe {
+        numagc_alloc_mixed(
+            s,
+            d,
+            values.as_ptr(),
+            values.len(),
+            raw.as_ptr(),
+            raw.len(),
+            &mut v,
+        )
+    };
     if rc == OK {
         Ok(v)
     } else {
@@ -123,7 +173,11 @@ pub(crate) fn alloc_mixed(s: *mut numagc_scope, d: numagc_desc, values: &[numagc
     }
 }
 
-pub(crate) fn field(s: *mut numagc_scope, v: numagc_value, i: usize) -> Result<numagc_value, c_int> {
+pub(crate) fn field(
+    s: *mut numagc_scope,
+    v: numagc_value,
+    i: usize,
+) -> Result<numagc_value, c_int> {
     let mut f = 0;
     // SAFETY: a valid output pointer.
     let rc = unsafe { numagc_field(s, v, i, &mut f) };
@@ -219,7 +273,11 @@ fn lists_survive_every_kind_of_collection() {
     let cons = rt.register("cons", 2, &[1], false);
     ok(rt.run(1, |s| {
         let list = build_list(s, cons, 20_000);
-        assert_eq!(handles(s), (1, 0), "frames returned one handle, left no frame");
+        assert_eq!(
+            handles(s),
+            (1, 0),
+            "frames returned one handle, left no frame"
+        );
         // SAFETY: a scope token only; it is checked.
         unsafe {
             ok(numagc_collect_minor(s));
@@ -267,7 +325,10 @@ fn every_kind_of_object_reads_back() {
         check(field(s, x, 1).unwrap_err(), NUMAGC_ERR_MISUSE);
         check(field(s, x, 3).unwrap_err(), NUMAGC_ERR_MISUSE);
         check(raw(s, x, 0).unwrap_err(), NUMAGC_ERR_MISUSE);
-        check(alloc_mixed(s, pair, &[NUMAGC_NIL], &[1]).unwrap_err(), NUMAGC_ERR_MISUSE);
+        check(
+            alloc_mixed(s, pair, &[NUMAGC_NIL], &[1]).unwrap_err(),
+            NUMAGC_ERR_MISUSE,
+        );
 
         let (mut kind, mut desc, mut len) = (NUMAGC_KIND_INT, 77, 0);
         // SAFETY: valid output pointers and arrays of the given lengths.
@@ -280,7 +341,12 @@ fn every_kind_of_object_reads_back() {
             assert_eq!(len, 3);
 
             let mut v = 0;
-            ok(numagc_alloc_vector(s, [x, numagc_int(1)].as_ptr(), 2, &mut v));
+            ok(numagc_alloc_vector(
+                s,
+                [x, numagc_int(1)].as_ptr(),
+                2,
+                &mut v,
+            ));
             ok(numagc_kind_of(s, v, &mut kind, &mut desc));
             assert_eq!((kind, desc), (NUMAGC_KIND_VECTOR, 0));
             assert_eq!(field(s, v, 0).map(|f| raw(s, f, 1)), Ok(Ok(99)));
@@ -293,8 +359,14 @@ fn every_kind_of_object_reads_back() {
             let mut back = [0u64; 3];
             ok(numagc_read_raw(s, v, 1, back.as_mut_ptr(), 3));
             assert_eq!(back, [2, 3, u64::MAX]);
-            check(numagc_read_raw(s, v, 2, back.as_mut_ptr(), 3), NUMAGC_ERR_MISUSE);
-            check(numagc_alloc_raw(s, null(), 4, &mut v), NUMAGC_ERR_NULL_ARGUMENT);
+            check(
+                numagc_read_raw(s, v, 2, back.as_mut_ptr(), 3),
+                NUMAGC_ERR_MISUSE,
+            );
+            check(
+                numagc_alloc_raw(s, null(), 4, &mut v),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
 
             let xs = [0.5f64, -2.25, 1e300];
             ok(numagc_alloc_f64s(s, xs.as_ptr(), 3, &mut v));
@@ -327,7 +399,10 @@ fn every_kind_of_object_reads_back() {
             ok(numagc_set(s, c, 0, numagc_int(42)));
             ok(numagc_set_raw(s, c, 1, 6));
             check(numagc_set_raw(s, c, 0, 6), NUMAGC_ERR_MISUSE);
-            assert_eq!((get_int(field(s, c, 0).unwrap()), raw(s, c, 1)), (42, Ok(6)));
+            assert_eq!(
+                (get_int(field(s, c, 0).unwrap()), raw(s, c, 1)),
+                (42, Ok(6))
+            );
 
             let mut p = 0;
             ok(numagc_promote(s, x, &mut p));
@@ -350,7 +425,10 @@ fn immediates_round_trip() {
     assert_eq!(numagc_int(0), NUMAGC_NIL);
     let mut i = 0;
     // SAFETY: a valid output pointer.
-    check(unsafe { numagc_get_int(2 << 32, &mut i) }, NUMAGC_ERR_BAD_VALUE);
+    check(
+        unsafe { numagc_get_int(2 << 32, &mut i) },
+        NUMAGC_ERR_BAD_VALUE,
+    );
 }
 
 #[test]
@@ -421,7 +499,10 @@ fn frame_return_keeps_outer_values_and_immediates() {
         assign(s, var, a);
         assert_eq!(raw(s, var, 0), Ok(1));
         // SAFETY: no pointers besides the scope token.
-        check(unsafe { numagc_assign(s, numagc_int(1), a) }, NUMAGC_ERR_BAD_VALUE);
+        check(
+            unsafe { numagc_assign(s, numagc_int(1), a) },
+            NUMAGC_ERR_BAD_VALUE,
+        );
         // SAFETY: as above.
         check(unsafe { numagc_assign(s, var, 0) }, NUMAGC_ERR_BAD_VALUE);
         OK
@@ -431,17 +512,27 @@ fn frame_return_keeps_outer_values_and_immediates() {
 #[test]
 fn callback_codes_come_back_with_the_vprocs_message() {
     let rt = Rt::new(2, &[]);
-    check(rt.run(1, |s| {
-        let mut v = 0;
-        // SAFETY: a valid output pointer; the descriptor is not registered.
-        let rc = unsafe { numagc_alloc_mixed(s, 4000, null(), 0, null(), 0, &mut v) };
-        check(rc, NUMAGC_ERR_UNKNOWN_DESCRIPTOR);
-        rc
-    }), NUMAGC_ERR_UNKNOWN_DESCRIPTOR);
+    check(
+        rt.run(1, |s| {
+            let mut v = 0;
+            // SAFETY: a valid output pointer; the descriptor is not registered.
+            let rc = unsafe { numagc_alloc_mixed(s, 4000, null(), 0, null(), 0, &mut v) };
+            check(rc, NUMAGC_ERR_UNKNOWN_DESCRIPTOR);
+            rc
+        }),
+        NUMAGC_ERR_UNKNOWN_DESCRIPTOR,
+    );
     let m = last();
-    assert!(m.contains("vproc 1") && m.contains("descriptor id 4000 is not registered"), "{m}");
+    assert!(
+        m.contains("vproc 1") && m.contains("descriptor id 4000 is not registered"),
+        "{m}"
+    );
     assert_eq!(rt.run(0, |_| 12345), 12345);
-    assert!(last().contains("a code of the callback's own"), "{}", last());
+    assert!(
+        last().contains("a code of the callback's own"),
+        "{}",
+        last()
+    );
 }
 
 unsafe extern "C" fn keep_scope(s: *mut numagc_scope, d: *mut c_void) -> c_int {
@@ -455,17 +546,30 @@ fn scopes_are_refused_after_their_callback_and_on_other_threads() {
     let rt = Rt::new(2, &[]);
     let mut kept: usize = 0;
     // SAFETY: `kept` outlives the call.
-    ok(unsafe { numagc_run_on(rt.0, 0, Some(keep_scope), &mut kept as *mut usize as *mut c_void) });
+    ok(unsafe {
+        numagc_run_on(
+            rt.0,
+            0,
+            Some(keep_scope),
+            &mut kept as *mut usize as *mut c_void,
+        )
+    });
     let stale = kept as *mut numagc_scope;
     let mut v = 0;
     // SAFETY: the scope token is checked, not dereferenced.
-    check(unsafe { numagc_alloc_vector(stale, null(), 0, &mut v) }, NUMAGC_ERR_NOT_ON_VPROC);
+    check(
+        unsafe { numagc_alloc_vector(stale, null(), 0, &mut v) },
+        NUMAGC_ERR_NOT_ON_VPROC,
+    );
     assert!(last().contains("its callback has returned"), "{}", last());
     // Used inside a later callback on the same vproc: still refused.
     ok(rt.run(0, |s| {
         assert_ne!(s, stale);
         // SAFETY: as above.
-        check(unsafe { numagc_collect_minor(stale) }, NUMAGC_ERR_NOT_ON_VPROC);
+        check(
+            unsafe { numagc_collect_minor(stale) },
+            NUMAGC_ERR_NOT_ON_VPROC,
+        );
         OK
     }));
     // From another thread while the callback runs.
@@ -485,7 +589,10 @@ fn scopes_are_refused_after_their_callback_and_on_other_threads() {
     }));
     // Garbage is just another dead token.
     // SAFETY: as above.
-    check(unsafe { numagc_poll(0x1234 as *mut numagc_scope) }, NUMAGC_ERR_NOT_ON_VPROC);
+    check(
+        unsafe { numagc_poll(0x1234 as *mut numagc_scope) },
+        NUMAGC_ERR_NOT_ON_VPROC,
+    );
 }
 
 #[test]
@@ -495,30 +602,78 @@ fn null_arguments_are_refused() {
     let mut v = 0;
     // SAFETY: every pointer is NULL or valid.
     unsafe {
-        check(numagc_runtime_vprocs(null(), &mut n), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_runtime_vprocs(rt.0, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
+        check(
+            numagc_runtime_vprocs(null(), &mut n),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_runtime_vprocs(rt.0, null_mut()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
         ok(numagc_runtime_vprocs(rt.0, &mut n));
         assert_eq!(n, 1);
-        check(numagc_run_on(null(), 0, Some(keep_scope), null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_run_on(rt.0, 0, None, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_run_each(null(), Some(keep_scope), null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_alloc_vector(null_mut(), null(), 0, &mut v), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_frame_enter(null_mut(), null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_runtime_new(null(), &mut null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_stats_json(rt.0, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_config_set(null_mut(), c"vprocs".as_ptr(), c"1".as_ptr()), NUMAGC_ERR_NULL_ARGUMENT);
+        check(
+            numagc_run_on(null(), 0, Some(keep_scope), null_mut()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_run_on(rt.0, 0, None, null_mut()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_run_each(null(), Some(keep_scope), null_mut()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_alloc_vector(null_mut(), null(), 0, &mut v),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_frame_enter(null_mut(), null_mut()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_runtime_new(null(), &mut null_mut()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_stats_json(rt.0, null_mut()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_config_set(null_mut(), c"vprocs".as_ptr(), c"1".as_ptr()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
         let d = rt.register("x", 1, &[], false);
-        check(numagc_register_mixed(rt.0, null(), 1, null(), 0, false, &mut 0), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_register_mixed(rt.0, c"x".as_ptr(), 2, null(), 1, false, &mut 0), NUMAGC_ERR_NULL_ARGUMENT);
+        check(
+            numagc_register_mixed(rt.0, null(), 1, null(), 0, false, &mut 0),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
+        check(
+            numagc_register_mixed(rt.0, c"x".as_ptr(), 2, null(), 1, false, &mut 0),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
         ok(numagc_runtime_free(null_mut()));
         ok(numagc_config_free(null_mut()));
         ok(numagc_string_free(null_mut()));
         ok(rt.run(0, |s| {
             check(numagc_frame_enter(s, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_alloc_mixed(s, d, null(), 0, null(), 1, &mut v), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_alloc_mixed(s, d, null(), 0, [1u64].as_ptr(), 1, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_field(s, NUMAGC_NIL, 0, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_kind_of(s, NUMAGC_NIL, null_mut(), null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
+            check(
+                numagc_alloc_mixed(s, d, null(), 0, null(), 1, &mut v),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_alloc_mixed(s, d, null(), 0, [1u64].as_ptr(), 1, null_mut()),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_field(s, NUMAGC_NIL, 0, null_mut()),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_kind_of(s, NUMAGC_NIL, null_mut(), null_mut()),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
             ok(numagc_scope_handles(s, null_mut(), null_mut()));
             OK
         }));
@@ -530,14 +685,35 @@ fn configuration_errors_name_the_setting() {
     let cfg = numagc_config_new();
     // SAFETY: a live configuration and NUL-terminated strings.
     unsafe {
-        check(numagc_config_set(cfg, c"local-heap".as_ptr(), c"12 parsecs".as_ptr()), NUMAGC_ERR_INVALID_CONFIG);
-        assert!(last().contains("local-heap") && last().contains("12 parsecs"), "{}", last());
-        check(numagc_config_set(cfg, c"nursery".as_ptr(), c"1M".as_ptr()), NUMAGC_ERR_INVALID_CONFIG);
-        assert!(last().contains("min-nursery"), "the message lists the names: {}", last());
-        check(numagc_config_set(cfg, c"vprocs".as_ptr(), c"\xff".as_ptr()), NUMAGC_ERR_INVALID_ARGUMENT);
+        check(
+            numagc_config_set(cfg, c"local-heap".as_ptr(), c"12 parsecs".as_ptr()),
+            NUMAGC_ERR_INVALID_CONFIG,
+        );
+        assert!(
+            last().contains("local-heap") && last().contains("12 parsecs"),
+            "{}",
+            last()
+        );
+        check(
+            numagc_config_set(cfg, c"nursery".as_ptr(), c"1M".as_ptr()),
+            NUMAGC_ERR_INVALID_CONFIG,
+        );
+        assert!(
+            last().contains("min-nursery"),
+            "the message lists the names: {}",
+            last()
+        );
+        check(
+            numagc_config_set(cfg, c"vprocs".as_ptr(), c"\xff".as_ptr()),
+            NUMAGC_ERR_INVALID_ARGUMENT,
+        );
         // Ranges that depend on other settings are checked at the start.
         ok(numagc_config_set(cfg, c"vprocs".as_ptr(), c"2".as_ptr()));
-        ok(numagc_config_set(cfg, c"local-heap".as_ptr(), c"1M".as_ptr()));
+        ok(numagc_config_set(
+            cfg,
+            c"local-heap".as_ptr(),
+            c"1M".as_ptr(),
+        ));
         ok(numagc_config_set(cfg, c"max-heap".as_ptr(), c"2M".as_ptr()));
         let mut rt = std::ptr::dangling_mut::<numagc_runtime>();
         check(numagc_runtime_new(cfg, &mut rt), NUMAGC_ERR_INVALID_CONFIG);
@@ -553,16 +729,47 @@ fn descriptors_are_checked() {
     let mut d = 0;
     // SAFETY: a live runtime, strings, arrays of the given lengths.
     unsafe {
-        check(numagc_register_mixed(rt.0, c"empty".as_ptr(), 0, null(), 0, false, &mut d), NUMAGC_ERR_INVALID_DESCRIPTOR);
-        check(numagc_register_mixed(rt.0, c"far".as_ptr(), 2, [2usize].as_ptr(), 1, false, &mut d), NUMAGC_ERR_INVALID_DESCRIPTOR);
-        check(numagc_register_mixed(rt.0, c"twice".as_ptr(), 2, [1usize, 1].as_ptr(), 2, false, &mut d), NUMAGC_ERR_INVALID_DESCRIPTOR);
+        check(
+            numagc_register_mixed(rt.0, c"empty".as_ptr(), 0, null(), 0, false, &mut d),
+            NUMAGC_ERR_INVALID_DESCRIPTOR,
+        );
+        check(
+            numagc_register_mixed(
+                rt.0,
+                c"far".as_ptr(),
+                2,
+                [2usize].as_ptr(),
+                1,
+                false,
+                &mut d,
+            ),
+            NUMAGC_ERR_INVALID_DESCRIPTOR,
+        );
+        check(
+            numagc_register_mixed(
+                rt.0,
+                c"twice".as_ptr(),
+                2,
+                [1usize, 1].as_ptr(),
+                2,
+                false,
+                &mut d,
+            ),
+            NUMAGC_ERR_INVALID_DESCRIPTOR,
+        );
         // Found by fuzzing: a huge size was accepted and building the
         // descriptor ran the process out of memory. Refused at once now.
-        check(numagc_register_mixed(rt.0, c"huge".as_ptr(), 1 << 40, null(), 0, true, &mut d), NUMAGC_ERR_INVALID_DESCRIPTOR);
+        check(
+            numagc_register_mixed(rt.0, c"huge".as_ptr(), 1 << 40, null(), 0, true, &mut d),
+            NUMAGC_ERR_INVALID_DESCRIPTOR,
+        );
         assert!(last().contains("largest mixed object"), "{}", last());
     }
     ok(rt.run(0, |s| {
-        check(alloc_mixed(s, 9999, &[], &[]).unwrap_err(), NUMAGC_ERR_UNKNOWN_DESCRIPTOR);
+        check(
+            alloc_mixed(s, 9999, &[], &[]).unwrap_err(),
+            NUMAGC_ERR_UNKNOWN_DESCRIPTOR,
+        );
         // Registered while the callback runs: found on a miss.
         let late = rt.register("late", 1, &[0], false);
         let x = alloc_mixed(s, late, &[numagc_int(1)], &[]).unwrap();
@@ -571,9 +778,14 @@ fn descriptors_are_checked() {
     }));
     // Descriptors belong to their runtime: ids registered elsewhere are unknown.
     let other = Rt::new(1, &[]);
-    let ids: Vec<numagc_desc> = (0..5).map(|k| other.register(&format!("d{k}"), 1, &[], false)).collect();
+    let ids: Vec<numagc_desc> = (0..5)
+        .map(|k| other.register(&format!("d{k}"), 1, &[], false))
+        .collect();
     ok(rt.run(0, |s| {
-        check(alloc_mixed(s, ids[4], &[], &[0]).unwrap_err(), NUMAGC_ERR_UNKNOWN_DESCRIPTOR);
+        check(
+            alloc_mixed(s, ids[4], &[], &[0]).unwrap_err(),
+            NUMAGC_ERR_UNKNOWN_DESCRIPTOR,
+        );
         OK
     }));
 }
@@ -650,7 +862,10 @@ fn global_roots_live_across_callbacks_and_die_with_their_runtime() {
     ok(rt.run(0, |s| {
         let mut v = 0;
         // SAFETY: a valid output pointer.
-        check(unsafe { numagc_global_get(s, h, &mut v) }, NUMAGC_ERR_BAD_VALUE);
+        check(
+            unsafe { numagc_global_get(s, h, &mut v) },
+            NUMAGC_ERR_BAD_VALUE,
+        );
         assert!(last().contains("another runtime"), "{}", last());
         OK
     }));
@@ -665,13 +880,19 @@ fn callbacks_cannot_wait_for_callbacks_or_free_their_runtime() {
     ok(rt.run(0, |_| {
         // SAFETY: a live runtime.
         unsafe {
-            check(numagc_run_on(p, 0, Some(keep_scope), null_mut()), NUMAGC_ERR_MISUSE);
+            check(
+                numagc_run_on(p, 0, Some(keep_scope), null_mut()),
+                NUMAGC_ERR_MISUSE,
+            );
             check(numagc_runtime_free(p), NUMAGC_ERR_MISUSE);
         }
         OK
     }));
     // SAFETY: a live runtime.
-    check(unsafe { numagc_run_on(p, 5, Some(keep_scope), null_mut()) }, NUMAGC_ERR_MISUSE);
+    check(
+        unsafe { numagc_run_on(p, 5, Some(keep_scope), null_mut()) },
+        NUMAGC_ERR_MISUSE,
+    );
 }
 
 unsafe extern "C" fn count_vprocs(s: *mut numagc_scope, d: *mut c_void) -> c_int {
@@ -716,7 +937,10 @@ fn stats_are_json_and_names_are_known() {
         let text = CStr::from_ptr(json).to_str().unwrap().to_string();
         ok(numagc_string_free(json));
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert!(v["total"]["bytes_allocated"].as_u64().unwrap() >= 5000 * 24, "{text}");
+        assert!(
+            v["total"]["bytes_allocated"].as_u64().unwrap() >= 5000 * 24,
+            "{text}"
+        );
         let name = |c| CStr::from_ptr(numagc_status_name(c)).to_str().unwrap();
         assert_eq!(name(code(NUMAGC_ERR_HEAP_LIMIT)), "NUMAGC_ERR_HEAP_LIMIT");
         assert_eq!(name(0), "NUMAGC_OK");

@@ -20,7 +20,10 @@ fn caught(f: impl FnOnce() -> c_int) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(rc) => rc,
         Err(p) => {
-            BODY_PANICS.lock().unwrap().push(crate::status::panic_message(&*p));
+            BODY_PANICS
+                .lock()
+                .unwrap()
+                .push(crate::status::panic_message(&*p));
             PANICKED
         }
     }
@@ -41,12 +44,15 @@ fn env_slice<'a>(env: *const numagc_value, n: usize) -> &'a [numagc_value] {
 
 // ---- tasks ---------------------------------------------------------------------
 
-type TaskBody = dyn Fn(*mut numagc_scope, &[numagc_value], &mut numagc_value) -> c_int + Send + Sync;
+type TaskBody =
+    dyn Fn(*mut numagc_scope, &[numagc_value], &mut numagc_value) -> c_int + Send + Sync;
 
 /// A task's code; kept alive by the test while `numagc_par2` runs.
 struct TaskCode(Box<TaskBody>);
 
-fn task(f: impl Fn(*mut numagc_scope, &[numagc_value], &mut numagc_value) -> c_int + Send + Sync + 'static) -> TaskCode {
+fn task(
+    f: impl Fn(*mut numagc_scope, &[numagc_value], &mut numagc_value) -> c_int + Send + Sync + 'static,
+) -> TaskCode {
     TaskCode(Box::new(f))
 }
 
@@ -56,7 +62,13 @@ impl TaskCode {
     }
 }
 
-unsafe extern "C" fn run_task_code(s: *mut numagc_scope, env: *const numagc_value, n: usize, ud: *mut c_void, result: *mut numagc_value) -> c_int {
+unsafe extern "C" fn run_task_code(
+    s: *mut numagc_scope,
+    env: *const numagc_value,
+    n: usize,
+    ud: *mut c_void,
+    result: *mut numagc_value,
+) -> c_int {
     // SAFETY: `ud` is a `TaskCode` that outlives the `numagc_par2` call.
     let code = unsafe { &*(ud as *const TaskCode) };
     // SAFETY: the library passes a valid result pointer.
@@ -64,10 +76,27 @@ unsafe extern "C" fn run_task_code(s: *mut numagc_scope, env: *const numagc_valu
     caught(|| (code.0)(s, env_slice(env, n), result))
 }
 
-fn par2(s: *mut numagc_scope, env: &[numagc_value], a: &TaskCode, b: &TaskCode) -> Result<(numagc_value, numagc_value), c_int> {
+fn par2(
+    s: *mut numagc_scope,
+    env: &[numagc_value],
+    a: &TaskCode,
+    b: &TaskCode,
+) -> Result<(numagc_value, numagc_value), c_int> {
     let (mut x, mut y) = (0, 0);
     // SAFETY: `env` of its length, the codes outlive the call, valid outputs.
-    let rc = unsafe { numagc_par2(s, env.as_ptr(), env.len(), Some(run_task_code), a.ud(), Some(run_task_code), b.ud(), &mut x, &mut y) };
+    let rc = unsafe {
+        numagc_par2(
+            s,
+            env.as_ptr(),
+            env.len(),
+            Some(run_task_code),
+            a.ud(),
+            Some(run_task_code),
+            b.ud(),
+            &mut x,
+            &mut y,
+        )
+    };
     if rc == OK {
         Ok((x, y))
     } else {
@@ -138,7 +167,13 @@ fn fib_value(s: *mut numagc_scope, k: i64) -> Result<numagc_value, c_int> {
 }
 
 /// A fib task: computes fib(env[0] - *userdata).
-unsafe extern "C" fn fib_task(s: *mut numagc_scope, env: *const numagc_value, n: usize, ud: *mut c_void, result: *mut numagc_value) -> c_int {
+unsafe extern "C" fn fib_task(
+    s: *mut numagc_scope,
+    env: *const numagc_value,
+    n: usize,
+    ud: *mut c_void,
+    result: *mut numagc_value,
+) -> c_int {
     caught(|| {
         // SAFETY: `ud` is one of the static `DELTAS`.
         let delta = unsafe { *(ud as *const i64) };
@@ -166,7 +201,11 @@ fn par2_computes_fib_with_nested_forks_on_two_vprocs() {
         ok(rt.run(0, |s| {
             let v = fib_value(s, k).expect("fib");
             assert_eq!(unbox(s, v), fib_model(k), "fib({k})");
-            assert_eq!(handles(s), (1, 0), "one handle left in the callback's frame");
+            assert_eq!(
+                handles(s),
+                (1, 0),
+                "one handle left in the callback's frame"
+            );
             OK
         }));
     }
@@ -190,7 +229,10 @@ fn par2_computes_fib_with_nested_forks_on_two_vprocs() {
     });
     assert_eq!(total.into_inner(), 2 * fib_model(19));
     no_body_panics();
-    println!("fib tasks per vproc: {:?}", FIB_TASKS_ON.each_ref().map(|a| a.load(SeqCst)));
+    println!(
+        "fib tasks per vproc: {:?}",
+        FIB_TASKS_ON.each_ref().map(|a| a.load(SeqCst))
+    );
 }
 
 #[test]
@@ -212,16 +254,22 @@ fn par2_results_and_environment_are_handles_of_each_scope() {
         };
         let (a, b) = (task(sum_env), task(sum_env));
         let (x, y) = par2(s, &[list, numagc_int(7)], &a, &b).unwrap();
-        assert_eq!((raw(s, x, 0), raw(s, y, 0)), (Ok(300 * 299 / 2), Ok(300 * 299 / 2)));
+        assert_eq!(
+            (raw(s, x, 0), raw(s, y, 0)),
+            (Ok(300 * 299 / 2), Ok(300 * 299 / 2))
+        );
         assert_eq!(sum_list(s, field(s, x, 1).unwrap()), (300 * 299 / 2, 300));
         // Immediates come back as themselves; an environment handle is a result.
-        let (a, b) = (task(|_, _, out| {
-            *out = numagc_int(-3);
-            OK
-        }), task(|_, env, out| {
-            *out = env[0];
-            OK
-        }));
+        let (a, b) = (
+            task(|_, _, out| {
+                *out = numagc_int(-3);
+                OK
+            }),
+            task(|_, env, out| {
+                *out = env[0];
+                OK
+            }),
+        );
         let (x, y) = par2(s, &[list], &a, &b).unwrap();
         assert_eq!(x, numagc_int(-3));
         assert_eq!(sum_list(s, y).1, 300);
@@ -262,9 +310,14 @@ fn par2_failures_come_back_with_their_codes() {
     let uses_parent_scope = task(move |_, _, out| {
         let mut v = 0;
         // SAFETY: the token is checked, not dereferenced.
-        let rc = unsafe { numagc_alloc_vector(p2.load(SeqCst) as *mut numagc_scope, null(), 0, &mut v) };
+        let rc =
+            unsafe { numagc_alloc_vector(p2.load(SeqCst) as *mut numagc_scope, null(), 0, &mut v) };
         check(rc, NUMAGC_ERR_NOT_ON_VPROC);
-        assert!(last().contains("waiting for a nested one on this thread"), "{}", last());
+        assert!(
+            last().contains("waiting for a nested one on this thread"),
+            "{}",
+            last()
+        );
         *out = NUMAGC_NIL;
         rc
     });
@@ -272,7 +325,14 @@ fn par2_failures_come_back_with_their_codes() {
         // SAFETY: a live runtime; refused before the callback is looked at.
         unsafe { numagc_run_on(rtp as *const numagc_runtime, 0, None, null_mut()) };
         // SAFETY: as above, with a callback.
-        unsafe { numagc_run_on(rtp as *const numagc_runtime, 0, Some(noop_callback), null_mut()) }
+        unsafe {
+            numagc_run_on(
+                rtp as *const numagc_runtime,
+                0,
+                Some(noop_callback),
+                null_mut(),
+            )
+        }
     });
     let result_of_parent = std::sync::Arc::new(AtomicUsize::new(0));
     let r2 = result_of_parent.clone();
@@ -290,28 +350,64 @@ fn par2_failures_come_back_with_their_codes() {
 
         for (a, b) in [(&own_code, &fine), (&fine, &own_code)] {
             assert_eq!(par2(s, &[], a, b), Err(7777));
-            assert!(last().contains("returned 7777 (a code of the callback's own)"), "{}", last());
+            assert!(
+                last().contains("returned 7777 (a code of the callback's own)"),
+                "{}",
+                last()
+            );
         }
         assert!(last().contains("par2 task b on vproc"), "{}", last());
-        check(par2(s, &[], &fine, &unknown_desc).unwrap_err(), NUMAGC_ERR_UNKNOWN_DESCRIPTOR);
-        assert!(last().contains("descriptor id 4000 is not registered"), "the task's own message is quoted: {}", last());
+        check(
+            par2(s, &[], &fine, &unknown_desc).unwrap_err(),
+            NUMAGC_ERR_UNKNOWN_DESCRIPTOR,
+        );
+        assert!(
+            last().contains("descriptor id 4000 is not registered"),
+            "the task's own message is quoted: {}",
+            last()
+        );
         // Both fail: a's error wins.
-        check(par2(s, &[], &unknown_desc, &own_code).unwrap_err(), NUMAGC_ERR_UNKNOWN_DESCRIPTOR);
+        check(
+            par2(s, &[], &unknown_desc, &own_code).unwrap_err(),
+            NUMAGC_ERR_UNKNOWN_DESCRIPTOR,
+        );
         assert!(last().contains("par2 task a"), "{}", last());
-        check(par2(s, &[], &open_frame, &fine).unwrap_err(), NUMAGC_ERR_UNBALANCED_FRAME);
+        check(
+            par2(s, &[], &open_frame, &fine).unwrap_err(),
+            NUMAGC_ERR_UNBALANCED_FRAME,
+        );
         assert!(last().contains("1 root frame(s) still open"), "{}", last());
-        check(par2(s, &[], &fine, &unset).unwrap_err(), NUMAGC_ERR_BAD_VALUE);
+        check(
+            par2(s, &[], &fine, &unset).unwrap_err(),
+            NUMAGC_ERR_BAD_VALUE,
+        );
         assert!(last().contains("left *result unset"), "{}", last());
         let mine = boxed(s, 5);
         result_of_parent.store(mine as usize, SeqCst);
-        check(par2(s, &[], &returns_parent_handle, &fine).unwrap_err(), NUMAGC_ERR_BAD_VALUE);
-        assert!(last().contains("the result of the par2 task a"), "{}", last());
-        check(par2(s, &[], &uses_parent_scope, &fine).unwrap_err(), NUMAGC_ERR_NOT_ON_VPROC);
-        check(par2(s, &[], &runs_a_callback, &fine).unwrap_err(), NUMAGC_ERR_MISUSE);
+        check(
+            par2(s, &[], &returns_parent_handle, &fine).unwrap_err(),
+            NUMAGC_ERR_BAD_VALUE,
+        );
+        assert!(
+            last().contains("the result of the par2 task a"),
+            "{}",
+            last()
+        );
+        check(
+            par2(s, &[], &uses_parent_scope, &fine).unwrap_err(),
+            NUMAGC_ERR_NOT_ON_VPROC,
+        );
+        check(
+            par2(s, &[], &runs_a_callback, &fine).unwrap_err(),
+            NUMAGC_ERR_MISUSE,
+        );
         par2(s, &[], &keeps_scope, &fine).unwrap();
         let stale = kept.load(SeqCst) as *mut numagc_scope;
         // SAFETY: the token is checked, not dereferenced.
-        check(unsafe { numagc_collect_minor(stale) }, NUMAGC_ERR_NOT_ON_VPROC);
+        check(
+            unsafe { numagc_collect_minor(stale) },
+            NUMAGC_ERR_NOT_ON_VPROC,
+        );
         assert!(last().contains("its callback has returned"), "{}", last());
 
         // Arguments.
@@ -319,13 +415,104 @@ fn par2_failures_come_back_with_their_codes() {
         let ud = fine.ud();
         // SAFETY: every pointer is NULL or valid.
         unsafe {
-            check(numagc_par2(s, null(), 0, None, ud, Some(run_task_code), ud, &mut x, &mut y), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_par2(s, null(), 0, Some(run_task_code), ud, None, ud, &mut x, &mut y), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_par2(s, null(), 1, Some(run_task_code), ud, Some(run_task_code), ud, &mut x, &mut y), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_par2(s, null(), 0, Some(run_task_code), ud, Some(run_task_code), ud, null_mut(), &mut y), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_par2(s, null(), 0, Some(run_task_code), ud, Some(run_task_code), ud, &mut x, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_par2(null_mut(), null(), 0, Some(run_task_code), ud, Some(run_task_code), ud, &mut x, &mut y), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_par2(s, [0u64].as_ptr(), 1, Some(run_task_code), ud, Some(run_task_code), ud, &mut x, &mut y), NUMAGC_ERR_BAD_VALUE);
+            check(
+                numagc_par2(
+                    s,
+                    null(),
+                    0,
+                    None,
+                    ud,
+                    Some(run_task_code),
+                    ud,
+                    &mut x,
+                    &mut y,
+                ),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_par2(
+                    s,
+                    null(),
+                    0,
+                    Some(run_task_code),
+                    ud,
+                    None,
+                    ud,
+                    &mut x,
+                    &mut y,
+                ),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_par2(
+                    s,
+                    null(),
+                    1,
+                    Some(run_task_code),
+                    ud,
+                    Some(run_task_code),
+                    ud,
+                    &mut x,
+                    &mut y,
+                ),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_par2(
+                    s,
+                    null(),
+                    0,
+                    Some(run_task_code),
+                    ud,
+                    Some(run_task_code),
+                    ud,
+                    null_mut(),
+                    &mut y,
+                ),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_par2(
+                    s,
+                    null(),
+                    0,
+                    Some(run_task_code),
+                    ud,
+                    Some(run_task_code),
+                    ud,
+                    &mut x,
+                    null_mut(),
+                ),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_par2(
+                    null_mut(),
+                    null(),
+                    0,
+                    Some(run_task_code),
+                    ud,
+                    Some(run_task_code),
+                    ud,
+                    &mut x,
+                    &mut y,
+                ),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_par2(
+                    s,
+                    [0u64].as_ptr(),
+                    1,
+                    Some(run_task_code),
+                    ud,
+                    Some(run_task_code),
+                    ud,
+                    &mut x,
+                    &mut y,
+                ),
+                NUMAGC_ERR_BAD_VALUE,
+            );
         }
         // The callback's own handles are intact after all that.
         assert_eq!(unbox(s, mine), 5);
@@ -337,7 +524,22 @@ fn par2_failures_come_back_with_their_codes() {
     let (mut x, mut y) = (0, 0);
     let ud = fine.ud();
     // SAFETY: the token is checked, not dereferenced.
-    check(unsafe { numagc_par2(stale, null(), 0, Some(run_task_code), ud, Some(run_task_code), ud, &mut x, &mut y) }, NUMAGC_ERR_NOT_ON_VPROC);
+    check(
+        unsafe {
+            numagc_par2(
+                stale,
+                null(),
+                0,
+                Some(run_task_code),
+                ud,
+                Some(run_task_code),
+                ud,
+                &mut x,
+                &mut y,
+            )
+        },
+        NUMAGC_ERR_NOT_ON_VPROC,
+    );
     no_body_panics();
 }
 
@@ -355,11 +557,17 @@ fn a_panic_on_the_rust_side_of_a_task_is_an_error_and_the_callback_carries_on() 
     ok(rt.run(0, |s| {
         let mine = boxed(s, 9);
         crate::scope::INJECT_PANIC.with(|p| p.set(true));
-        check(par2(s, &[mine], &fine, &fine).unwrap_err(), NUMAGC_ERR_INTERNAL);
+        check(
+            par2(s, &[mine], &fine, &fine).unwrap_err(),
+            NUMAGC_ERR_INTERNAL,
+        );
         assert!(last().contains("a panic injected by a test"), "{}", last());
         // The scope is active again and its handles are intact.
         assert_eq!(unbox(s, mine), 9);
-        assert_eq!(par2(s, &[mine], &fine, &fine), Ok((numagc_int(1), numagc_int(1))));
+        assert_eq!(
+            par2(s, &[mine], &fine, &fine),
+            Ok((numagc_int(1), numagc_int(1)))
+        );
         OK
     }));
     no_body_panics();
@@ -367,13 +575,20 @@ fn a_panic_on_the_rust_side_of_a_task_is_an_error_and_the_callback_carries_on() 
 
 // ---- threads -------------------------------------------------------------------
 
-type ThreadBody = dyn Fn(*mut numagc_scope, &[numagc_value], numagc_value, *mut numagc_next, *mut c_void) -> c_int + Send + Sync;
+type ThreadBody = dyn Fn(*mut numagc_scope, &[numagc_value], numagc_value, *mut numagc_next, *mut c_void) -> c_int
+    + Send
+    + Sync;
 
 struct ThreadCode(Box<ThreadBody>);
 
 /// A thread body or continuation (leaked: threads may outlive the test's
 /// frames). The closure gets its own userdata last, to continue with itself.
-fn code(f: impl Fn(*mut numagc_scope, &[numagc_value], numagc_value, *mut numagc_next, *mut c_void) -> c_int + Send + Sync + 'static) -> *mut c_void {
+fn code(
+    f: impl Fn(*mut numagc_scope, &[numagc_value], numagc_value, *mut numagc_next, *mut c_void) -> c_int
+        + Send
+        + Sync
+        + 'static,
+) -> *mut c_void {
     Box::leak(Box::new(ThreadCode(Box::new(f)))) as *mut ThreadCode as *mut c_void
 }
 
@@ -453,7 +668,10 @@ fn take_errors(rt: &Rt) -> Vec<String> {
 fn wait_stat(rt: &Rt, what: &str, n: u64) {
     let start = Instant::now();
     while stats(rt)["total"][what].as_u64().unwrap() < n {
-        assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what} to reach {n}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what} to reach {n}"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
 }
@@ -512,7 +730,11 @@ fn a_producer_thread_feeds_a_consumer_callback() {
                 // SAFETY: a valid output.
                 ok(unsafe { numagc_is_local(s, list, &mut local) });
                 assert!(!local, "a value received is global");
-                assert_eq!(sum_list(s, list), ((5 + i) * (4 + i) / 2, 5 + i), "list {i}");
+                assert_eq!(
+                    sum_list(s, list),
+                    ((5 + i) * (4 + i) / 2, 5 + i),
+                    "list {i}"
+                );
                 ok(leave(s, f));
             }
             OK
@@ -551,8 +773,16 @@ fn a_direct_select_over_two_channels_takes_each_value_once_in_order() {
             spawn_on(s, 0, &[numagc_int(0)], sender(a, 0, per));
             spawn_on(s, vprocs - 1, &[numagc_int(0)], sender(b, 1000, per));
             let cases = [
-                numagc_sel { channel: a.p(), dir: NUMAGC_RECV, value: 0 },
-                numagc_sel { channel: b.p(), dir: NUMAGC_RECV, value: 0 },
+                numagc_sel {
+                    channel: a.p(),
+                    dir: NUMAGC_RECV,
+                    value: 0,
+                },
+                numagc_sel {
+                    channel: b.p(),
+                    dir: NUMAGC_RECV,
+                    value: 0,
+                },
             ];
             for _ in 0..2 * per {
                 let f = enter(s);
@@ -565,7 +795,11 @@ fn a_direct_select_over_two_channels_takes_each_value_once_in_order() {
             OK
         }));
         assert_eq!(got[0], (0..per).collect::<Vec<_>>(), "{vprocs} vprocs");
-        assert_eq!(got[1], (1000..1000 + per).collect::<Vec<_>>(), "{vprocs} vprocs");
+        assert_eq!(
+            got[1],
+            (1000..1000 + per).collect::<Vec<_>>(),
+            "{vprocs} vprocs"
+        );
         wait_stat(&rt, "threads_finished", 2);
         assert_eq!(take_errors(&rt), Vec::<String>::new());
     }
@@ -588,7 +822,10 @@ fn a_thread_selects_and_a_direct_select_sends() {
             let c3 = c2.clone();
             code(move |_, env, received, next, _| {
                 let (sum, left) = (get_int(env[0]), get_int(env[1]));
-                let env = [numagc_int(sum + w * get_int(received)), numagc_int(left - 1)];
+                let env = [
+                    numagc_int(sum + w * get_int(received)),
+                    numagc_int(left - 1),
+                ];
                 // Back to the collector's body, after letting others run.
                 let body = c3.load(SeqCst) as *mut c_void;
                 // SAFETY: two values in the environment; `body` made by `code`.
@@ -600,11 +837,33 @@ fn a_thread_selects_and_a_direct_select_sends() {
         let (sum, left) = (get_int(env[0]), get_int(env[1]));
         if left == 0 {
             // SAFETY: a value and an empty environment.
-            return unsafe { numagc_next_send(next, out.p(), numagc_int(sum), null(), 0, K, code(|_, _, _, next, _| numagc_next_exit(next))) };
+            return unsafe {
+                numagc_next_send(
+                    next,
+                    out.p(),
+                    numagc_int(sum),
+                    null(),
+                    0,
+                    K,
+                    code(|_, _, _, next, _| numagc_next_exit(next)),
+                )
+            };
         }
         let cases = [
-            numagc_case { channel: a.p(), dir: NUMAGC_RECV, value: 0, k: K, userdata: conts[0] as *mut c_void },
-            numagc_case { channel: b.p(), dir: NUMAGC_RECV, value: 0, k: K, userdata: conts[1] as *mut c_void },
+            numagc_case {
+                channel: a.p(),
+                dir: NUMAGC_RECV,
+                value: 0,
+                k: K,
+                userdata: conts[0] as *mut c_void,
+            },
+            numagc_case {
+                channel: b.p(),
+                dir: NUMAGC_RECV,
+                value: 0,
+                k: K,
+                userdata: conts[1] as *mut c_void,
+            },
         ];
         // SAFETY: the environment and two cases.
         unsafe { numagc_next_select(next, env.as_ptr(), env.len(), cases.as_ptr(), 2) }
@@ -624,7 +883,17 @@ fn a_thread_selects_and_a_direct_select_sends() {
         let echoer = code(move |_, _, _, next, _| {
             let then_echo = code(move |_, _, v, next, _| {
                 // SAFETY: no environment.
-                unsafe { numagc_next_send(next, echo.p(), v, null(), 0, K, code(|_, _, _, next, _| numagc_next_exit(next))) }
+                unsafe {
+                    numagc_next_send(
+                        next,
+                        echo.p(),
+                        v,
+                        null(),
+                        0,
+                        K,
+                        code(|_, _, _, next, _| numagc_next_exit(next)),
+                    )
+                }
             });
             // SAFETY: no environment.
             unsafe { numagc_next_recv(next, a.p(), null(), 0, K, then_echo) }
@@ -633,13 +902,25 @@ fn a_thread_selects_and_a_direct_select_sends() {
         wait_in(s, || waiting(a) == 1);
         let v = boxed(s, 41);
         let cases = [
-            numagc_sel { channel: b.p(), dir: NUMAGC_RECV, value: 0 },
-            numagc_sel { channel: a.p(), dir: NUMAGC_SEND, value: v },
+            numagc_sel {
+                channel: b.p(),
+                dir: NUMAGC_RECV,
+                value: 0,
+            },
+            numagc_sel {
+                channel: a.p(),
+                dir: NUMAGC_SEND,
+                value: v,
+            },
         ];
         let (mut i, mut got) = (9, 0);
         // SAFETY: two cases and valid outputs.
         ok(unsafe { numagc_select(s, cases.as_ptr(), 2, &mut i, &mut got) });
-        assert_eq!((i, got), (1, NUMAGC_NIL), "the send case completed and gives NIL");
+        assert_eq!(
+            (i, got),
+            (1, NUMAGC_NIL),
+            "the send case completed and gives NIL"
+        );
         assert_eq!(unbox(s, recv(s, echo)), 41);
         OK
     }));
@@ -661,10 +942,24 @@ fn collections_run_while_threads_are_blocked() {
             let then = code(move |s, env, received, next, _| {
                 assert_eq!(env.len(), 2);
                 let (sum, len) = sum_list(s, env[0]);
-                assert_eq!(len, 100 + get_int(env[1]) as u64, "the list survived the collections");
+                assert_eq!(
+                    len,
+                    100 + get_int(env[1]) as u64,
+                    "the list survived the collections"
+                );
                 let total = numagc_int(sum as i64 + get_int(received));
                 // SAFETY: no environment.
-                unsafe { numagc_next_send(next, out.p(), total, null(), 0, K, code(|_, _, _, next, _| numagc_next_exit(next))) }
+                unsafe {
+                    numagc_next_send(
+                        next,
+                        out.p(),
+                        total,
+                        null(),
+                        0,
+                        K,
+                        code(|_, _, _, next, _| numagc_next_exit(next)),
+                    )
+                }
             }) as usize;
             let body = code(move |s, env, _, next, _| {
                 let then = then as *mut c_void;
@@ -692,7 +987,11 @@ fn collections_run_while_threads_are_blocked() {
                     ok(numagc_collect_major(s));
                     ok(numagc_collect_global(s));
                 }
-                assert_eq!(waiting(ch), threads as usize, "round {round}: the threads still wait");
+                assert_eq!(
+                    waiting(ch),
+                    threads as usize,
+                    "round {round}: the threads still wait"
+                );
             }
             let mut sums = Vec::new();
             for k in 0..threads {
@@ -705,17 +1004,27 @@ fn collections_run_while_threads_are_blocked() {
             let lists: Vec<u64> = (0..threads).map(|t| (100 + t) * (99 + t) / 2).collect();
             let mut any_pairing = false;
             for perm in permutations(threads as usize) {
-                let mut want: Vec<u64> = perm.iter().enumerate().map(|(k, &t)| lists[t] + 1_000 * k as u64).collect();
+                let mut want: Vec<u64> = perm
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &t)| lists[t] + 1_000 * k as u64)
+                    .collect();
                 want.sort();
                 any_pairing |= want == sums;
             }
-            assert!(any_pairing, "sums {sums:?} are not lists {lists:?} plus 0, 1000, 2000");
+            assert!(
+                any_pairing,
+                "sums {sums:?} are not lists {lists:?} plus 0, 1000, 2000"
+            );
             OK
         }));
         assert!(stats(&rt)["total"]["minor"]["count"].as_u64().unwrap() > collections);
         wait_stat(&rt, "threads_finished", threads);
         assert_eq!(take_errors(&rt), Vec::<String>::new());
-        assert!(stats(&rt)["total"]["sync_waits"].as_u64().unwrap() >= threads, "the threads blocked");
+        assert!(
+            stats(&rt)["total"]["sync_waits"].as_u64().unwrap() >= threads,
+            "the threads blocked"
+        );
     }
     no_body_panics();
 }
@@ -757,7 +1066,9 @@ fn misused_threads_fail_with_messages_and_the_vprocs_carry_on() {
         let exit_k = exit_k as *mut c_void;
         ok(numagc_next_exit(next));
         // SAFETY: no environment.
-        r("second next", unsafe { numagc_next_yield(next, null(), 0, K, exit_k) });
+        r("second next", unsafe {
+            numagc_next_yield(next, null(), 0, K, exit_k)
+        });
         OK
     });
     let r = record.clone();
@@ -766,7 +1077,9 @@ fn misused_threads_fail_with_messages_and_the_vprocs_carry_on() {
         // SAFETY: a valid output.
         r("blocking recv", unsafe { numagc_recv(s, ch.p(), &mut v) });
         // SAFETY: as above.
-        r("blocking send", unsafe { numagc_send(s, ch.p(), NUMAGC_NIL) });
+        r("blocking send", unsafe {
+            numagc_send(s, ch.p(), NUMAGC_NIL)
+        });
         numagc_next_exit(next)
     });
     let own_code = code(|_, _, _, _, _| 4242);
@@ -781,15 +1094,30 @@ fn misused_threads_fail_with_messages_and_the_vprocs_carry_on() {
         kn.store(next as usize, SeqCst);
         // SAFETY: every pointer is NULL or valid; tokens are checked.
         unsafe {
-            r("null k", numagc_next_recv(next, ch.p(), null(), 0, None, null_mut()));
-            r("null ch", numagc_next_recv(next, null_mut(), null(), 0, K, exit_k));
+            r(
+                "null k",
+                numagc_next_recv(next, ch.p(), null(), 0, None, null_mut()),
+            );
+            r(
+                "null ch",
+                numagc_next_recv(next, null_mut(), null(), 0, K, exit_k),
+            );
             r("null env", numagc_next_yield(next, null(), 2, K, exit_k));
-            r("bad value", numagc_next_send(next, ch.p(), 0, null(), 0, K, exit_k));
+            r(
+                "bad value",
+                numagc_next_send(next, ch.p(), 0, null(), 0, K, exit_k),
+            );
             r("no cases", numagc_next_select(next, null(), 0, null(), 0));
             r("null next", numagc_next_exit(null_mut()));
             r("scope as next", numagc_next_exit(s as *mut numagc_next));
-            r("spawn null body", numagc_spawn(s, null(), 0, None, null_mut()));
-            r("spawn on vproc 7", numagc_spawn_on(s, 7, null(), 0, K, exit_k));
+            r(
+                "spawn null body",
+                numagc_spawn(s, null(), 0, None, null_mut()),
+            );
+            r(
+                "spawn on vproc 7",
+                numagc_spawn_on(s, 7, null(), 0, K, exit_k),
+            );
         }
         // Failed calls do not count: this thread goes on normally.
         numagc_next_exit(next)
@@ -810,12 +1138,24 @@ fn misused_threads_fail_with_messages_and_the_vprocs_carry_on() {
             *out = NUMAGC_NIL;
             OK
         });
-        r("next in a task", par2(s, &[], &in_task_next, &fine).unwrap_err());
+        r(
+            "next in a task",
+            par2(s, &[], &in_task_next, &fine).unwrap_err(),
+        );
         numagc_next_exit(next)
     });
 
     ok(rt.run(0, |s| {
-        for body in [no_next, two_nexts, blocking_recv, own_code, open_frame, bad_nexts, fails_a_next, tries_a_next_in_a_task] {
+        for body in [
+            no_next,
+            two_nexts,
+            blocking_recv,
+            own_code,
+            open_frame,
+            bad_nexts,
+            fails_a_next,
+            tries_a_next_in_a_task,
+        ] {
             spawn_on(s, 1, &[], body);
         }
         OK
@@ -826,18 +1166,35 @@ fn misused_threads_fail_with_messages_and_the_vprocs_carry_on() {
     let mut errors = take_errors(&rt);
     errors.sort();
     let has = |what: &str| errors.iter().any(|e| e.contains(what));
-    assert!(has("returned NUMAGC_OK without saying what comes next"), "{errors:?}");
+    assert!(
+        has("returned NUMAGC_OK without saying what comes next"),
+        "{errors:?}"
+    );
     assert!(has("numagc_next_* was called twice"), "{errors:?}");
-    assert!(has("returned 4242 (a code of the callback's own)"), "{errors:?}");
+    assert!(
+        has("returned 4242 (a code of the callback's own)"),
+        "{errors:?}"
+    );
     assert!(has("1 root frame(s) still open"), "{errors:?}");
-    assert!(has("its last numagc_next_* call failed: argument `k` is NULL"), "{errors:?}");
-    assert!(errors.iter().all(|e| e.contains("the C thread body on vproc ")), "{errors:?}");
+    assert!(
+        has("its last numagc_next_* call failed: argument `k` is NULL"),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.contains("the C thread body on vproc ")),
+        "{errors:?}"
+    );
     assert_eq!(errors.len(), 5, "{errors:?}");
     assert_eq!(take_errors(&rt), Vec::<String>::new(), "taken once");
 
     let codes = codes.lock().unwrap().clone();
     let code_of = |what: &str| -> (c_int, String) {
-        let (_, rc, m) = codes.iter().find(|(w, _, _)| w == what).unwrap_or_else(|| panic!("no {what} in {codes:?}"));
+        let (_, rc, m) = codes
+            .iter()
+            .find(|(w, _, _)| w == what)
+            .unwrap_or_else(|| panic!("no {what} in {codes:?}"));
         (*rc, m.clone())
     };
     let expect = |what: &str, status: numagc_status, message: &str| {
@@ -846,18 +1203,38 @@ fn misused_threads_fail_with_messages_and_the_vprocs_carry_on() {
         assert!(m.contains(message), "{what}: {m}");
     };
     expect("second next", NUMAGC_ERR_MISUSE, "called twice");
-    expect("blocking recv", NUMAGC_ERR_MISUSE, "inside a spawned thread");
-    expect("blocking send", NUMAGC_ERR_MISUSE, "inside a spawned thread");
+    expect(
+        "blocking recv",
+        NUMAGC_ERR_MISUSE,
+        "inside a spawned thread",
+    );
+    expect(
+        "blocking send",
+        NUMAGC_ERR_MISUSE,
+        "inside a spawned thread",
+    );
     expect("null k", NUMAGC_ERR_NULL_ARGUMENT, "`k`");
     expect("null ch", NUMAGC_ERR_NULL_ARGUMENT, "`ch`");
     expect("null env", NUMAGC_ERR_NULL_ARGUMENT, "`env`");
     expect("bad value", NUMAGC_ERR_BAD_VALUE, "value 0");
     expect("no cases", NUMAGC_ERR_MISUSE, "no cases");
     expect("null next", NUMAGC_ERR_NULL_ARGUMENT, "`next`");
-    expect("scope as next", NUMAGC_ERR_NOT_ON_VPROC, "not the numagc_next");
+    expect(
+        "scope as next",
+        NUMAGC_ERR_NOT_ON_VPROC,
+        "not the numagc_next",
+    );
     expect("spawn null body", NUMAGC_ERR_NULL_ARGUMENT, "`body`");
-    expect("spawn on vproc 7", NUMAGC_ERR_MISUSE, "vproc 7 does not exist");
-    expect("next in a task", NUMAGC_ERR_MISUSE, "does not belong to a thread body");
+    expect(
+        "spawn on vproc 7",
+        NUMAGC_ERR_MISUSE,
+        "vproc 7 does not exist",
+    );
+    expect(
+        "next in a task",
+        NUMAGC_ERR_MISUSE,
+        "does not belong to a thread body",
+    );
 
     // A next kept after its body returned.
     let stale = kept_next.load(SeqCst) as *mut numagc_next;
@@ -870,9 +1247,15 @@ fn misused_threads_fail_with_messages_and_the_vprocs_carry_on() {
         OK
     }));
     // SAFETY: a NULL output is refused.
-    check(unsafe { numagc_take_thread_errors(rt.0, null_mut()) }, NUMAGC_ERR_NULL_ARGUMENT);
+    check(
+        unsafe { numagc_take_thread_errors(rt.0, null_mut()) },
+        NUMAGC_ERR_NULL_ARGUMENT,
+    );
     // SAFETY: a NULL runtime is refused.
-    check(unsafe { numagc_take_thread_errors(null(), &mut null_mut()) }, NUMAGC_ERR_NULL_ARGUMENT);
+    check(
+        unsafe { numagc_take_thread_errors(null(), &mut null_mut()) },
+        NUMAGC_ERR_NULL_ARGUMENT,
+    );
     no_body_panics();
 }
 
@@ -888,7 +1271,10 @@ fn a_panic_on_the_rust_side_of_a_thread_step_fails_the_thread() {
     }));
     wait_stat(&rt, "threads_failed", 1);
     let errors = take_errors(&rt);
-    assert!(errors.len() == 1 && errors[0].contains("a panic injected by a test"), "{errors:?}");
+    assert!(
+        errors.len() == 1 && errors[0].contains("a panic injected by a test"),
+        "{errors:?}"
+    );
     ok(rt.run(0, |s| {
         spawn_on(s, 0, &[], body);
         OK
@@ -916,20 +1302,55 @@ fn channels_are_checked() {
             check(numagc_recv(s, theirs.p(), &mut v), NUMAGC_ERR_MISUSE);
             check(numagc_send(s, freed.p(), NUMAGC_NIL), NUMAGC_ERR_BAD_VALUE);
             assert!(last().contains("does not exist"), "{}", last());
-            check(numagc_recv(s, 0x5550 as *mut numagc_channel, &mut v), NUMAGC_ERR_BAD_VALUE);
-            check(numagc_send(s, null_mut(), NUMAGC_NIL), NUMAGC_ERR_NULL_ARGUMENT);
+            check(
+                numagc_recv(s, 0x5550 as *mut numagc_channel, &mut v),
+                NUMAGC_ERR_BAD_VALUE,
+            );
+            check(
+                numagc_send(s, null_mut(), NUMAGC_NIL),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
             check(numagc_send(s, ch.p(), 0), NUMAGC_ERR_BAD_VALUE);
             check(numagc_recv(s, ch.p(), null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_recv(null_mut(), ch.p(), &mut v), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_select(s, null(), 0, &mut i, &mut v), NUMAGC_ERR_MISUSE);
+            check(
+                numagc_recv(null_mut(), ch.p(), &mut v),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_select(s, null(), 0, &mut i, &mut v),
+                NUMAGC_ERR_MISUSE,
+            );
             assert!(last().contains("no cases"), "{}", last());
-            check(numagc_select(s, null(), 2, &mut i, &mut v), NUMAGC_ERR_NULL_ARGUMENT);
-            check(numagc_select(s, null(), 0, null_mut(), &mut v), NUMAGC_ERR_NULL_ARGUMENT);
-            let cases = [numagc_sel { channel: ch.p(), dir: NUMAGC_RECV, value: 0 }, numagc_sel { channel: theirs.p(), dir: NUMAGC_RECV, value: 0 }];
-            check(numagc_select(s, cases.as_ptr(), 2, &mut i, &mut v), NUMAGC_ERR_MISUSE);
+            check(
+                numagc_select(s, null(), 2, &mut i, &mut v),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            check(
+                numagc_select(s, null(), 0, null_mut(), &mut v),
+                NUMAGC_ERR_NULL_ARGUMENT,
+            );
+            let cases = [
+                numagc_sel {
+                    channel: ch.p(),
+                    dir: NUMAGC_RECV,
+                    value: 0,
+                },
+                numagc_sel {
+                    channel: theirs.p(),
+                    dir: NUMAGC_RECV,
+                    value: 0,
+                },
+            ];
+            check(
+                numagc_select(s, cases.as_ptr(), 2, &mut i, &mut v),
+                NUMAGC_ERR_MISUSE,
+            );
             check(numagc_channel_waiting(ch.p(), &mut n), NUMAGC_OK);
             assert_eq!(n, 0, "a refused select queues nothing");
-            check(numagc_channel_waiting(freed.p(), &mut n), NUMAGC_ERR_BAD_VALUE);
+            check(
+                numagc_channel_waiting(freed.p(), &mut n),
+                NUMAGC_ERR_BAD_VALUE,
+            );
         }
         OK
     }));
@@ -952,12 +1373,21 @@ fn channels_are_checked() {
     let mut v = 0;
     // SAFETY: tokens are checked, not dereferenced.
     unsafe {
-        check(numagc_send(stale, ch.p(), NUMAGC_NIL), NUMAGC_ERR_NOT_ON_VPROC);
+        check(
+            numagc_send(stale, ch.p(), NUMAGC_NIL),
+            NUMAGC_ERR_NOT_ON_VPROC,
+        );
         check(numagc_recv(stale, ch.p(), &mut v), NUMAGC_ERR_NOT_ON_VPROC);
-        check(numagc_spawn(stale, null(), 0, K, null_mut()), NUMAGC_ERR_NOT_ON_VPROC);
+        check(
+            numagc_spawn(stale, null(), 0, K, null_mut()),
+            NUMAGC_ERR_NOT_ON_VPROC,
+        );
         let mut c = null_mut();
         check(numagc_channel_new(null(), &mut c), NUMAGC_ERR_NULL_ARGUMENT);
-        check(numagc_channel_new(rt.0, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
+        check(
+            numagc_channel_new(rt.0, null_mut()),
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
     }
     // Freeing a runtime frees its channels.
     drop(other);

@@ -50,7 +50,14 @@ pub type numagc_thread_fn = Option<
     ) -> c_int,
 >;
 
-type ThreadFn = unsafe extern "C" fn(*mut numagc_scope, *const numagc_value, usize, numagc_value, *mut c_void, *mut numagc_next) -> c_int;
+type ThreadFn = unsafe extern "C" fn(
+    *mut numagc_scope,
+    *const numagc_value,
+    usize,
+    numagc_value,
+    *mut c_void,
+    *mut numagc_next,
+) -> c_int;
 
 /// One case of a thread's choice (`numagc_next_select`): receive from
 /// `channel`, or send `value` on it, then run `k(…, userdata, …)` with the
@@ -77,8 +84,15 @@ pub(crate) struct NextSlot {
 
 enum NextSpec {
     Exit,
-    Yield { env: Vec<Handle<'static>>, k: ThreadFn, data: UserData },
-    Select { env: Vec<Handle<'static>>, cases: Vec<CaseSpec> },
+    Yield {
+        env: Vec<Handle<'static>>,
+        k: ThreadFn,
+        data: UserData,
+    },
+    Select {
+        env: Vec<Handle<'static>>,
+        cases: Vec<CaseSpec>,
+    },
 }
 
 struct CaseSpec {
@@ -100,7 +114,11 @@ fn step<'i>(
     rt: &Arc<RtShared>,
 ) -> numagc_rs::Result<Next<'i>> {
     let vproc = s.vproc();
-    let args = BodyArgs { env, received, thread: true };
+    let args = BodyArgs {
+        env,
+        received,
+        thread: true,
+    };
     let call = |scope, env: &[numagc_value], received, next| {
         // SAFETY: `f` is a C function given to `numagc_spawn` or a
         // `numagc_next_*` with this signature; `env` has `env.len()` values;
@@ -136,20 +154,38 @@ fn step<'i>(
         NextSpec::Select { env, cases } => {
             let cases = cases
                 .into_iter()
-                .map(|CaseSpec { chan, value, k, data }| {
-                    let rt = rt.clone();
-                    match value {
-                        Some(v) => Case::send(&chan, v, move |s, env| step(s, env, None, k, data, &rt)),
-                        None => Case::recv(&chan, move |s, env, v| step(s, env, Some(v), k, data, &rt)),
-                    }
-                })
+                .map(
+                    |CaseSpec {
+                         chan,
+                         value,
+                         k,
+                         data,
+                     }| {
+                        let rt = rt.clone();
+                        match value {
+                            Some(v) => {
+                                Case::send(&chan, v, move |s, env| step(s, env, None, k, data, &rt))
+                            }
+                            None => Case::recv(&chan, move |s, env, v| {
+                                step(s, env, Some(v), k, data, &rt)
+                            }),
+                        }
+                    },
+                )
                 .collect();
             Next::select(&env, cases)
         }
     })
 }
 
-fn spawn(scope: *mut numagc_scope, vproc: Option<usize>, env: *const numagc_value, n: usize, body: numagc_thread_fn, userdata: *mut c_void) -> c_int {
+fn spawn(
+    scope: *mut numagc_scope,
+    vproc: Option<usize>,
+    env: *const numagc_value,
+    n: usize,
+    body: numagc_thread_fn,
+    userdata: *mut c_void,
+) -> c_int {
     guard(|| {
         let f: ThreadFn = body.ok_or_else(|| Fail::null("body"))?;
         let env = slice_arg(env, n, "env")?;
@@ -158,7 +194,9 @@ fn spawn(scope: *mut numagc_scope, vproc: Option<usize>, env: *const numagc_valu
             let hs = st.handles(env)?;
             let rt = st.rt.clone();
             let on = vproc.unwrap_or(st.vproc);
-            st.sc().spawn_on(on, hs.as_slice(), move |s, env| step(s, env, None, f, data, &rt))?;
+            st.sc().spawn_on(on, hs.as_slice(), move |s, env| {
+                step(s, env, None, f, data, &rt)
+            })?;
             Ok(())
         })
     })
@@ -229,7 +267,8 @@ fn set_next(next: *mut numagc_next, build: impl FnOnce(&mut CallState) -> Res<Ne
                     Ok(())
                 }
                 Err(fail) => {
-                    st.next.get_or_insert_with(Default::default).failed = Some(fail.message.clone());
+                    st.next.get_or_insert_with(Default::default).failed =
+                        Some(fail.message.clone());
                     Err(fail)
                 }
             }
@@ -260,7 +299,11 @@ pub unsafe extern "C" fn numagc_next_yield(
 ) -> c_int {
     set_next(next, |st| {
         let k = k.ok_or_else(|| Fail::null("k"))?;
-        Ok(NextSpec::Yield { env: env_of(st, env, n)?, k, data: UserData(userdata) })
+        Ok(NextSpec::Yield {
+            env: env_of(st, env, n)?,
+            k,
+            data: UserData(userdata),
+        })
     })
 }
 
@@ -277,7 +320,13 @@ pub unsafe extern "C" fn numagc_next_send(
     k: numagc_thread_fn,
     userdata: *mut c_void,
 ) -> c_int {
-    let case = numagc_case { channel: ch, dir: numagc_dir::NUMAGC_SEND, value, k, userdata };
+    let case = numagc_case {
+        channel: ch,
+        dir: numagc_dir::NUMAGC_SEND,
+        value,
+        k,
+        userdata,
+    };
     // SAFETY: one case, from a local that outlives the call.
     unsafe { numagc_next_select(next, env, n, &case, 1) }
 }
@@ -293,7 +342,13 @@ pub unsafe extern "C" fn numagc_next_recv(
     k: numagc_thread_fn,
     userdata: *mut c_void,
 ) -> c_int {
-    let case = numagc_case { channel: ch, dir: numagc_dir::NUMAGC_RECV, value: 0, k, userdata };
+    let case = numagc_case {
+        channel: ch,
+        dir: numagc_dir::NUMAGC_RECV,
+        value: 0,
+        k,
+        userdata,
+    };
     // SAFETY: one case, from a local that outlives the call.
     unsafe { numagc_next_select(next, env, n, &case, 1) }
 }
@@ -314,19 +369,45 @@ pub unsafe extern "C" fn numagc_next_select(
     set_next(next, |st| {
         let cases = slice_arg(cases, n_cases, "cases")?;
         if cases.is_empty() {
-            return Err(Fail::new(NUMAGC_ERR_MISUSE, "a choice of no cases would wait for ever: call numagc_next_exit to end the thread"));
+            return Err(Fail::new(
+                NUMAGC_ERR_MISUSE,
+                "a choice of no cases would wait for ever: call numagc_next_exit to end the thread",
+            ));
         }
         let env = env_of(st, env, n)?;
         let mut specs = Vec::with_capacity(cases.len());
         for (i, c) in cases.iter().enumerate() {
-            let k = c.k.ok_or_else(|| Fail::null(if n_cases == 1 { "k" } else { "cases[].k" }))?;
-            let chan = channel_of(c.channel, st.rt.id, if n_cases == 1 { "ch" } else { "cases[].channel" })
-                .map_err(|f| if n_cases == 1 { f } else { Fail { code: f.code, message: format!("case {i}: {}", f.message) } })?;
+            let k =
+                c.k.ok_or_else(|| Fail::null(if n_cases == 1 { "k" } else { "cases[].k" }))?;
+            let chan = channel_of(
+                c.channel,
+                st.rt.id,
+                if n_cases == 1 {
+                    "ch"
+                } else {
+                    "cases[].channel"
+                },
+            )
+            .map_err(|f| {
+                if n_cases == 1 {
+                    f
+                } else {
+                    Fail {
+                        code: f.code,
+                        message: format!("case {i}: {}", f.message),
+                    }
+                }
+            })?;
             let value = match c.dir {
                 numagc_dir::NUMAGC_SEND => Some(st.handle(c.value)?),
                 numagc_dir::NUMAGC_RECV => None,
             };
-            specs.push(CaseSpec { chan, value, k, data: UserData(c.userdata) });
+            specs.push(CaseSpec {
+                chan,
+                value,
+                k,
+                data: UserData(c.userdata),
+            });
         }
         Ok(NextSpec::Select { env, cases: specs })
     })
@@ -336,13 +417,22 @@ pub unsafe extern "C" fn numagc_next_select(
 /// of messages, oldest first (at most 64 are kept; the statistics' total
 /// `threads_failed` counts them all). Free `*out` with `numagc_string_free`.
 #[no_mangle]
-pub unsafe extern "C" fn numagc_take_thread_errors(rt: *const numagc_runtime, out_json: *mut *mut c_char) -> c_int {
+pub unsafe extern "C" fn numagc_take_thread_errors(
+    rt: *const numagc_runtime,
+    out_json: *mut *mut c_char,
+) -> c_int {
     guard(|| {
         let o = out(out_json, "out")?;
         *o = std::ptr::null_mut();
-        let errors: Vec<String> = runtime_ref(rt)?.rt.take_thread_errors().iter().map(|e| e.to_string()).collect();
+        let errors: Vec<String> = runtime_ref(rt)?
+            .rt
+            .take_thread_errors()
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
         let json = serde_json::Value::from(errors).to_string();
-        let c = CString::new(json).map_err(|_| Fail::new(NUMAGC_ERR_INTERNAL, "thread errors contain a NUL byte"))?;
+        let c = CString::new(json)
+            .map_err(|_| Fail::new(NUMAGC_ERR_INTERNAL, "thread errors contain a NUL byte"))?;
         *o = c.into_raw();
         Ok(())
     })

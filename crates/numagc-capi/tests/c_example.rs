@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn show(o: &Output) -> String {
@@ -29,25 +32,55 @@ fn build_libraries() -> (PathBuf, PathBuf) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // The profile of this test binary: target/<dir>/deps/<test>.
     let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(|d| d.parent()).and_then(|d| d.file_name()).unwrap();
-    let profile = if profile_dir == "release" { "release" } else { "test" };
+    let profile_dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .and_then(|d| d.file_name())
+        .unwrap();
+    let profile = if profile_dir == "release" {
+        "release"
+    } else {
+        "test"
+    };
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let o = Command::new(cargo)
-        .args(["build", "--lib", "--message-format=json", "--profile", profile, "--manifest-path"])
+        .args([
+            "build",
+            "--lib",
+            "--message-format=json",
+            "--profile",
+            profile,
+            "--manifest-path",
+        ])
         .arg(&manifest)
         .output()
         .expect("running cargo");
-    assert!(o.status.success(), "cargo build of libnumagc failed:\n{}", show(&o));
+    assert!(
+        o.status.success(),
+        "cargo build of libnumagc failed:\n{}",
+        show(&o)
+    );
     let (mut a, mut so) = (None, None);
     for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
         if msg["reason"] != "compiler-artifact" || msg["target"]["name"] != "numagc" {
             continue;
         }
-        if !msg["package_id"].as_str().unwrap_or("").contains("numagc-capi") {
+        if !msg["package_id"]
+            .as_str()
+            .unwrap_or("")
+            .contains("numagc-capi")
+        {
             continue;
         }
-        for f in msg["filenames"].as_array().into_iter().flatten().filter_map(|f| f.as_str()) {
+        for f in msg["filenames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str())
+        {
             if f.ends_with("libnumagc.a") {
                 a = Some(PathBuf::from(f));
             } else if f.ends_with("libnumagc.so") {
@@ -55,7 +88,10 @@ fn build_libraries() -> (PathBuf, PathBuf) {
             }
         }
     }
-    (a.expect("cargo reported libnumagc.a"), so.expect("cargo reported libnumagc.so"))
+    (
+        a.expect("cargo reported libnumagc.a"),
+        so.expect("cargo reported libnumagc.so"),
+    )
 }
 
 /// Compiles `examples/c/<example>.c` against the library in `lib_dir`
@@ -81,9 +117,17 @@ fn compile(example: &str, lib_dir: &Path, out: &Path, extra: &[&str]) {
 /// passed", each misuse code reported, and each of `texts` printed.
 fn check_example_run(o: &Output, what: &str, name: &str, codes: &[&str], texts: &[&str]) {
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && stdout.contains(&format!("{name}: all checks passed")), "{what}:\n{}", show(o));
+    assert!(
+        o.status.success() && stdout.contains(&format!("{name}: all checks passed")),
+        "{what}:\n{}",
+        show(o)
+    );
     for code in codes {
-        assert!(stdout.contains(&format!("misuse: {code}")), "{what}: no {code} case:\n{}", show(o));
+        assert!(
+            stdout.contains(&format!("misuse: {code}")),
+            "{what}: no {code} case:\n{}",
+            show(o)
+        );
     }
     for text in texts {
         assert!(stdout.contains(text), "{what}: no \"{text}\":\n{}", show(o));
@@ -101,7 +145,16 @@ fn check_run(o: &Output, what: &str) {
         "NUMAGC_ERR_BAD_VALUE",
         "NUMAGC_ERR_MISUSE",
     ];
-    check_example_run(o, what, "trees", &codes, &["is not live: its callback has returned", "used from another thread"]);
+    check_example_run(
+        o,
+        what,
+        "trees",
+        &codes,
+        &[
+            "is not live: its callback has returned",
+            "used from another thread",
+        ],
+    );
 }
 
 fn check_channels_run(o: &Output, what: &str) {
@@ -113,7 +166,13 @@ fn check_channels_run(o: &Output, what: &str) {
         "NUMAGC_ERR_BAD_VALUE",
         "NUMAGC_ERR_MISUSE",
     ];
-    let texts = ["with nested par2", "from a producer thread", "in order", "through 9 forced collections", "belongs to another runtime"];
+    let texts = [
+        "with nested par2",
+        "from a producer thread",
+        "in order",
+        "through 9 forced collections",
+        "belongs to another runtime",
+    ];
     check_example_run(o, what, "channels", &codes, &texts);
 }
 
@@ -128,7 +187,10 @@ fn c_examples_run_and_are_memcheck_clean() {
     let (a, so) = build_libraries();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-example");
     let (static_dir, shared_dir) = (dir.join("static"), dir.join("shared"));
-    for (d, lib, name) in [(&static_dir, &a, "libnumagc.a"), (&shared_dir, &so, "libnumagc.so")] {
+    for (d, lib, name) in [
+        (&static_dir, &a, "libnumagc.a"),
+        (&shared_dir, &so, "libnumagc.so"),
+    ] {
         std::fs::create_dir_all(d).unwrap();
         let link = d.join(name);
         let _ = std::fs::remove_file(&link);
@@ -140,7 +202,13 @@ fn c_examples_run_and_are_memcheck_clean() {
     compile("trees", &static_dir, &trees, &[]);
     let o = Command::new(&trees).output().unwrap();
     check_run(&o, "trees (static)");
-    println!("{}", String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or(""));
+    println!(
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+    );
 
     // Linked dynamically: the cdylib exports the same interface.
     let trees_so = dir.join("trees-shared");
@@ -154,7 +222,13 @@ fn c_examples_run_and_are_memcheck_clean() {
     compile("channels", &static_dir, &channels, &[]);
     let o = Command::new(&channels).output().unwrap();
     check_channels_run(&o, "channels (static)");
-    println!("{}", String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or(""));
+    println!(
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+    );
     let channels_so = dir.join("channels-shared");
     compile("channels", &shared_dir, &channels_so, &[&rpath]);
     let o = Command::new(&channels_so).arg("16").output().unwrap();
@@ -162,7 +236,11 @@ fn c_examples_run_and_are_memcheck_clean() {
 
     // The program of docs/c-api.md.
     let doc = std::fs::read_to_string(repo_root().join("docs/c-api.md")).unwrap();
-    let program = doc.split("```c\n").nth(1).and_then(|rest| rest.split("```").next()).expect("docs/c-api.md has a C program");
+    let program = doc
+        .split("```c\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/c-api.md has a C program");
     let doc_c = dir.join("doc.c");
     std::fs::write(&doc_c, program).unwrap();
     let doc_exe = dir.join("doc");
@@ -176,9 +254,17 @@ fn c_examples_run_and_are_memcheck_clean() {
         .arg(&doc_exe)
         .output()
         .unwrap();
-    assert!(o.status.success(), "the program of docs/c-api.md does not compile:\n{}", show(&o));
+    assert!(
+        o.status.success(),
+        "the program of docs/c-api.md does not compile:\n{}",
+        show(&o)
+    );
     let o = Command::new(&doc_exe).output().unwrap();
-    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout) == "sum 499500\n", "docs/c-api.md:\n{}", show(&o));
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout) == "sum 499500\n",
+        "docs/c-api.md:\n{}",
+        show(&o)
+    );
 
     // The header is valid C++ too.
     if on_path("c++") {
@@ -196,7 +282,11 @@ fn c_examples_run_and_are_memcheck_clean() {
                 c.wait_with_output()
             })
             .unwrap();
-        assert!(o.status.success(), "numagc.h does not compile as C++:\n{}", show(&o));
+        assert!(
+            o.status.success(),
+            "numagc.h does not compile as C++:\n{}",
+            show(&o)
+        );
     }
 
     // Memcheck: no errors, no definite leaks. Small trees: valgrind is slow.

@@ -2,17 +2,20 @@
 //! (Haskell, OCaml, Java) on the benchmarks that have them.
 //!
 //! **What it measures.** Every run, numagc's included, is a child process:
-//! numagc as `<this exe> bench NAME --suite S --vprocs K --repeat 1 --quiet`
-//! (its harness checks numagc's own answer; a non-zero exit is a failed
-//! run), each peer from the peers directory (`peers/build/`) with the
+//! numagc as `<this exe> compare --run-output --suite S --vprocs K NAME`
+//! (the benchmark alone, with the `NUMAGC_*` settings; a non-zero exit is
+//! a failed run), each peer from the peers directory (`peers/build/`) with the
 //! benchmark's parameters of the chosen size, positional in the order of
 //! its `params()`. The child is reaped with `wait4`, which gives per run
 //! the wall time (an `Instant` around spawn..wait, so process start-up,
 //! the JVM's and GHC's RTS's included), the CPU time (user + system of the
 //! child's `rusage`) and the peak resident set (`ru_maxrss`, KiB). Each
-//! peer's standard output must equal numagc's output for the same
-//! parameters, computed once per benchmark in this process (1 vproc); a
-//! differing answer is reported and makes the command fail at the end.
+//! run's standard output, numagc's and the peers' alike, must equal the
+//! reference output: numagc's for the same parameters, computed once per
+//! benchmark on 1 vproc with the benchmark's own independent answer check
+//! (`--print-output`, untimed). A differing answer is reported and makes
+//! the command fail at the end. The timed numagc runs leave the check out:
+//! it recomputes the answer, often sequentially, work the peers do not do.
 //!
 //! **Alternation.** For each benchmark and vproc count the runtimes run in
 //! turn, repetition being the outer loop (numagc, Haskell, OCaml, Java
@@ -33,11 +36,11 @@
 //!   `ForkJoinPool`; heap sizes left at the JVM's defaults.
 //! - numagc: its defaults (`NUMAGC_*` variables apply, as for `numagc bench`).
 
-use crate::bench::record::median;
 use crate::bench::plot::{register_fonts, FONT};
+use crate::bench::record::median;
 use crate::bench::write_json;
 use clap::Args;
-use numagc::{Config, Runtime};
+use numagc::{ConfigBuilder, Runtime};
 use numagc_bench::{Benchmark, Params, Size};
 use plotters::prelude::*;
 use serde::Serialize;
@@ -89,6 +92,11 @@ pub struct CompareArgs {
     /// Internal: print numagc's output of the one benchmark named (1 vproc, answer checked) and exit.
     #[arg(long, hide = true)]
     print_output: bool,
+    /// Internal: the timed numagc run: the one benchmark named on the one
+    /// vproc count given, its output printed, its answer not checked here
+    /// (the caller compares the output with the checked one).
+    #[arg(long, hide = true)]
+    run_output: bool,
 }
 
 /// One timed run of one runtime.
@@ -141,19 +149,37 @@ enum Launch {
     Skip(&'static str),
 }
 
-fn launch(runtime: &str, bench: &str, class: &str, args: &[String], k: usize, size: Size, dir: &Path) -> Result<Launch, String> {
+fn launch(
+    runtime: &str,
+    bench: &str,
+    class: &str,
+    args: &[String],
+    k: usize,
+    size: Size,
+    dir: &Path,
+) -> Result<Launch, String> {
     let exe = |p: PathBuf| is_executable(&p).then_some(p);
     Ok(match runtime {
         "numagc" => {
-            let me = std::env::current_exe().map_err(|e| format!("finding the numagc executable: {e}"))?;
+            let me = std::env::current_exe()
+                .map_err(|e| format!("finding the numagc executable: {e}"))?;
             let mut c = Command::new(me);
-            c.args(["bench", bench, "--suite", size.name(), "--vprocs", &k.to_string(), "--repeat", "1", "--quiet"]);
+            c.args([
+                "compare",
+                "--run-output",
+                "--suite",
+                size.name(),
+                "--vprocs",
+                &k.to_string(),
+                bench,
+            ]);
             Launch::Run(c)
         }
         "haskell" => match exe(dir.join("haskell").join(bench)) {
             Some(p) => {
                 let mut c = Command::new(p);
-                c.args(args).args(["+RTS", &format!("-N{k}"), "-A32m", "-RTS"]);
+                c.args(args)
+                    .args(["+RTS", &format!("-N{k}"), "-A32m", "-RTS"]);
                 Launch::Run(c)
             }
             None => Launch::Skip(NOT_INSTALLED),
@@ -172,9 +198,18 @@ fn launch(runtime: &str, bench: &str, class: &str, args: &[String], k: usize, si
             if !java_dir.join(format!("{class}.class")).is_file() || !on_path("java") {
                 Launch::Skip(NOT_INSTALLED)
             } else {
-                let gc = if runtime == "java-g1" { "-XX:+UseG1GC" } else { "-XX:+UseParallelGC" };
+                let gc = if runtime == "java-g1" {
+                    "-XX:+UseG1GC"
+                } else {
+                    "-XX:+UseParallelGC"
+                };
                 let mut c = Command::new("java");
-                c.arg(gc).arg("-cp").arg(&java_dir).arg(class).args(args).arg(k.to_string());
+                c.arg(gc)
+                    .arg("-cp")
+                    .arg(&java_dir)
+                    .arg(class)
+                    .args(args)
+                    .arg(k.to_string());
                 Launch::Run(c)
             }
         }
@@ -184,11 +219,14 @@ fn launch(runtime: &str, bench: &str, class: &str, args: &[String], k: usize, si
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 fn on_path(prog: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| is_executable(&d.join(prog))))
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| is_executable(&d.join(prog))))
 }
 
 /// Runs `cmd` to the end: its standard output and its measures.
@@ -201,9 +239,13 @@ struct Measured {
 }
 
 fn measure(mut cmd: Command) -> Result<Measured, String> {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("starting {:?}: {e}", cmd.get_program()))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting {:?}: {e}", cmd.get_program()))?;
     let pid = child.id() as libc::pid_t;
     // Standard error on a thread so that neither pipe can fill and block the child.
     let mut err_pipe = child.stderr.take().expect("piped stderr");
@@ -213,7 +255,11 @@ fn measure(mut cmd: Command) -> Result<Measured, String> {
         s
     });
     let mut out = Vec::new();
-    let _ = child.stdout.take().expect("piped stdout").read_to_end(&mut out);
+    let _ = child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_end(&mut out);
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain data, zero is a valid value; wait4 fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -242,8 +288,17 @@ fn measure(mut cmd: Command) -> Result<Measured, String> {
             format!("killed by signal {}", libc::WTERMSIG(status))
         };
         let err = String::from_utf8_lossy(&err);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-        Err(if last.is_empty() { how } else { format!("{how}: {last}") })
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        Err(if last.is_empty() {
+            how
+        } else {
+            format!("{how}: {last}")
+        })
     };
     Ok(Measured {
         stdout: String::from_utf8_lossy(&out).into_owned(),
@@ -262,16 +317,42 @@ fn measure(mut cmd: Command) -> Result<Measured, String> {
 fn expected_output(bench: &dyn Benchmark, size: Size) -> Result<String, String> {
     let me = std::env::current_exe().map_err(|e| format!("finding the numagc executable: {e}"))?;
     let mut c = Command::new(me);
-    c.args(["compare", "--print-output", "--suite", size.name(), bench.name()]);
+    c.args([
+        "compare",
+        "--print-output",
+        "--suite",
+        size.name(),
+        bench.name(),
+    ]);
     let m = measure(c)?;
-    m.exit.map_err(|e| format!("{}: numagc's reference run failed: {e}", bench.name()))?;
+    m.exit
+        .map_err(|e| format!("{}: numagc's reference run failed: {e}", bench.name()))?;
     Ok(m.stdout)
 }
 
-fn print_output(bench: &dyn Benchmark, params: &Params) -> Result<(), String> {
-    let rt = Runtime::new(Config::builder().vprocs(1).build().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+/// Runs `bench` on `vprocs` vprocs (the `NUMAGC_*` settings apply) and
+/// prints its output; its own answer check only when `check` (the
+/// reference run). The timed runs skip it: the check recomputes the answer
+/// independently, often sequentially (mandelbrot, nbody, coins), and would
+/// be timed as numagc's work while the peers do no such thing. Their output
+/// is compared with the checked one instead, as the peers' is.
+fn print_output(
+    bench: &dyn Benchmark,
+    params: &Params,
+    vprocs: usize,
+    check: bool,
+) -> Result<(), String> {
+    let config = ConfigBuilder::from_env()
+        .map_err(|e| e.to_string())?
+        .vprocs(vprocs)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let rt = Runtime::new(config).map_err(|e| e.to_string())?;
     let outcome = bench.run(&rt, params)?;
-    (outcome.check)().map_err(|e| format!("{}: numagc's own answer is wrong: {e}", bench.name()))?;
+    if check {
+        (outcome.check)()
+            .map_err(|e| format!("{}: numagc's own answer is wrong: {e}", bench.name()))?;
+    }
     print!("{}", outcome.output);
     Ok(())
 }
@@ -284,22 +365,43 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     if a.vprocs.is_empty() || a.vprocs.contains(&0) {
         return Err("--vprocs: counts of at least 1".into());
     }
-    let names: Vec<String> = if a.names.is_empty() { PEERED.iter().map(|(n, _)| n.to_string()).collect() } else { a.names.clone() };
+    let names: Vec<String> = if a.names.is_empty() {
+        PEERED.iter().map(|(n, _)| n.to_string()).collect()
+    } else {
+        a.names.clone()
+    };
     let mut benches = Vec::new();
     for n in &names {
-        let b = numagc_bench::find(n).ok_or_else(|| format!("no benchmark {n:?} (see numagc bench --list)"))?;
-        let class = PEERED.iter().find(|(p, _)| *p == b.name()).map(|(_, c)| *c).ok_or_else(|| {
-            let with: Vec<&str> = PEERED.iter().map(|(p, _)| *p).collect();
-            format!("{n} has no peer implementations to compare with; those with peers: {}", with.join(", "))
-        })?;
+        let b = numagc_bench::find(n)
+            .ok_or_else(|| format!("no benchmark {n:?} (see numagc bench --list)"))?;
+        let class = PEERED
+            .iter()
+            .find(|(p, _)| *p == b.name())
+            .map(|(_, c)| *c)
+            .ok_or_else(|| {
+                let with: Vec<&str> = PEERED.iter().map(|(p, _)| *p).collect();
+                format!(
+                    "{n} has no peer implementations to compare with; those with peers: {}",
+                    with.join(", ")
+                )
+            })?;
         let params = Params::new(b, size, &[])?;
-        let args: Vec<String> = b.params().iter().map(|p| params.get(p.name).to_string()).collect();
+        let args: Vec<String> = b
+            .params()
+            .iter()
+            .map(|p| params.get(p.name).to_string())
+            .collect();
         benches.push((b, class, params, args));
     }
-    if a.print_output {
+    if a.print_output || a.run_output {
+        let vprocs = match (a.run_output, &a.vprocs[..]) {
+            (false, _) => 1,
+            (true, [k]) => *k,
+            (true, _) => return Err("--run-output: exactly one vproc count".into()),
+        };
         return match &benches[..] {
-            [(b, _, params, _)] => print_output(*b, params),
-            _ => Err("--print-output: exactly one benchmark".into()),
+            [(b, _, params, _)] => print_output(*b, params, vprocs, a.print_output),
+            _ => Err("--print-output, --run-output: exactly one benchmark".into()),
         };
     }
 
@@ -308,7 +410,10 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     let mut wrong: Vec<String> = Vec::new();
     for (b, class, _, args) in &benches {
         let name = b.name();
-        println!("{name} ({size}: {}): numagc's output (1 vproc) ...", args.join(" "));
+        println!(
+            "{name} ({size}: {}): numagc's output (1 vproc) ...",
+            args.join(" ")
+        );
         let want = expected_output(*b, size)?;
         for &k in &a.vprocs {
             // Which runtimes run here.
@@ -321,11 +426,17 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             }
             for rep in 0..a.repeat {
                 for &rt in &active {
-                    let Launch::Run(cmd) = launch(rt, name, class, args, k, size, &a.peers_dir)? else { unreachable!() };
+                    let Launch::Run(cmd) = launch(rt, name, class, args, k, size, &a.peers_dir)?
+                    else {
+                        unreachable!()
+                    };
                     let m = measure(cmd)?;
                     let error = match &m.exit {
                         Err(e) => Some(format!("failed: {e}")),
-                        Ok(()) if rt != "numagc" && m.stdout != want => Some(format!("different answer: printed {:?}, numagc {:?}", m.stdout, want)),
+                        Ok(()) if m.stdout != want => Some(format!(
+                            "different answer: printed {:?}, numagc {:?}",
+                            m.stdout, want
+                        )),
                         Ok(()) => None,
                     };
                     if let Some(e) = &error {
@@ -354,7 +465,12 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
         }
     }
 
-    let (summaries, bests) = summarize(&benches.iter().map(|(b, ..)| b.name()).collect::<Vec<_>>(), &a.vprocs, &runs, &skipped);
+    let (summaries, bests) = summarize(
+        &benches.iter().map(|(b, ..)| b.name()).collect::<Vec<_>>(),
+        &a.vprocs,
+        &runs,
+        &skipped,
+    );
     // SAFETY: rusage is plain data; getrusage fills it.
     let mut me: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: RUSAGE_SELF with a valid pointer.
@@ -395,11 +511,20 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     if wrong.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} run(s) failed or gave a different answer:\n  {}", wrong.len(), wrong.join("\n  ")))
+        Err(format!(
+            "{} run(s) failed or gave a different answer:\n  {}",
+            wrong.len(),
+            wrong.join("\n  ")
+        ))
     }
 }
 
-fn summarize(names: &[&str], vprocs: &[usize], runs: &[Run], skipped: &[(String, usize, String, &'static str)]) -> (Vec<Summary>, Vec<Best>) {
+fn summarize(
+    names: &[&str],
+    vprocs: &[usize],
+    runs: &[Run],
+    skipped: &[(String, usize, String, &'static str)],
+) -> (Vec<Summary>, Vec<Best>) {
     let mut out = Vec::new();
     let mut bests = Vec::new();
     for &name in names {
@@ -407,7 +532,10 @@ fn summarize(names: &[&str], vprocs: &[usize], runs: &[Run], skipped: &[(String,
             let mut numagc_wall = None;
             let mut group = Vec::new();
             for rt in RUNTIMES {
-                let rs: Vec<&Run> = runs.iter().filter(|r| r.benchmark == name && r.vprocs == k && r.runtime == rt).collect();
+                let rs: Vec<&Run> = runs
+                    .iter()
+                    .filter(|r| r.benchmark == name && r.vprocs == k && r.runtime == rt)
+                    .collect();
                 let mut s = Summary {
                     benchmark: name.to_string(),
                     vprocs: k,
@@ -422,7 +550,10 @@ fn summarize(names: &[&str], vprocs: &[usize], runs: &[Run], skipped: &[(String,
                     answers_ok: None,
                     numagc_over_this: None,
                 };
-                if let Some((.., why)) = skipped.iter().find(|(n, v, r, _)| n == name && *v == k && r == rt) {
+                if let Some((.., why)) = skipped
+                    .iter()
+                    .find(|(n, v, r, _)| n == name && *v == k && r == rt)
+                {
                     s.status = why.to_string();
                 } else if !rs.is_empty() {
                     let walls: Vec<f64> = rs.iter().map(|r| r.wall_s).collect();
@@ -430,7 +561,9 @@ fn summarize(names: &[&str], vprocs: &[usize], runs: &[Run], skipped: &[(String,
                     s.wall_min_s = walls.iter().copied().reduce(f64::min);
                     s.wall_max_s = walls.iter().copied().reduce(f64::max);
                     s.cpu_median_s = Some(median(&rs.iter().map(|r| r.cpu_s).collect::<Vec<_>>()));
-                    s.max_rss_median_kib = Some(median(&rs.iter().map(|r| r.max_rss_kib as f64).collect::<Vec<_>>()) as u64);
+                    s.max_rss_median_kib = Some(median(
+                        &rs.iter().map(|r| r.max_rss_kib as f64).collect::<Vec<_>>(),
+                    ) as u64);
                     s.answers_ok = Some(rs.iter().all(|r| r.ok));
                     if rt == "numagc" {
                         numagc_wall = s.wall_median_s;
@@ -466,7 +599,14 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
     let _ = writeln!(
         t,
         "{:<12} {:>2} {:<16} {:>28} {:>9} {:>10} {:>6} {:>8}",
-        "benchmark", "K", "runtime", "wall s median [min, max]", "CPU s", "RSS MiB", "answer", "numagc/"
+        "benchmark",
+        "K",
+        "runtime",
+        "wall s median [min, max]",
+        "CPU s",
+        "RSS MiB",
+        "answer",
+        "numagc/"
     );
     for s in summaries {
         let head = format!("{:<12} {:>2} {:<16}", s.benchmark, s.vprocs, s.runtime);
@@ -478,20 +618,43 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
                     format!("{m:.3} [{lo:.3}, {hi:.3}]"),
                     s.cpu_median_s.unwrap_or(0.0),
                     s.max_rss_median_kib.unwrap_or(0) as f64 / 1024.0,
-                    if s.answers_ok == Some(true) { "ok" } else { "WRONG" },
-                    if s.runtime == "numagc" { "-".to_string() } else { s.numagc_over_this.map_or("-".into(), |r| format!("{r:.2}")) }
+                    if s.answers_ok == Some(true) {
+                        "ok"
+                    } else {
+                        "WRONG"
+                    },
+                    if s.runtime == "numagc" {
+                        "-".to_string()
+                    } else {
+                        s.numagc_over_this.map_or("-".into(), |r| format!("{r:.2}"))
+                    }
                 );
             }
             _ => {
-                let _ = writeln!(t, "{head} {}", if s.status == "ran" { "no runs" } else { &s.status });
+                let _ = writeln!(
+                    t,
+                    "{head} {}",
+                    if s.status == "ran" {
+                        "no runs"
+                    } else {
+                        &s.status
+                    }
+                );
             }
         }
     }
-    let _ = writeln!(t, "\nbest peer (fastest median wall time with the right answer):");
+    let _ = writeln!(
+        t,
+        "\nbest peer (fastest median wall time with the right answer):"
+    );
     for b in bests {
         match (&b.best_peer, b.numagc_over_best) {
             (Some(p), Some(r)) => {
-                let _ = writeln!(t, "{:<12} {:>2} {:<16} numagc/best {r:.2}", b.benchmark, b.vprocs, p);
+                let _ = writeln!(
+                    t,
+                    "{:<12} {:>2} {:<16} numagc/best {r:.2}",
+                    b.benchmark, b.vprocs, p
+                );
             }
             _ => {
                 let _ = writeln!(t, "{:<12} {:>2} no peer ran", b.benchmark, b.vprocs);
@@ -509,27 +672,50 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
 /// One grouped bar chart: numagc/peer wall-time ratio per benchmark × vprocs, a bar per peer.
 fn plot(dir: &Path, summaries: &[Summary]) -> Result<Vec<PathBuf>, String> {
     register_fonts()?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("creating plot directory {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("creating plot directory {}: {e}", dir.display()))?;
     let mut groups: Vec<(String, usize)> = Vec::new();
     for s in summaries {
-        if !groups.iter().any(|(b, k)| *b == s.benchmark && *k == s.vprocs) {
+        if !groups
+            .iter()
+            .any(|(b, k)| *b == s.benchmark && *k == s.vprocs)
+        {
             groups.push((s.benchmark.clone(), s.vprocs));
         }
     }
     let peers: Vec<&str> = RUNTIMES[1..].to_vec();
     let ratio = |g: &(String, usize), p: &str| {
-        summaries.iter().find(|s| s.benchmark == g.0 && s.vprocs == g.1 && s.runtime == p).and_then(|s| s.numagc_over_this)
+        summaries
+            .iter()
+            .find(|s| s.benchmark == g.0 && s.vprocs == g.1 && s.runtime == p)
+            .and_then(|s| s.numagc_over_this)
     };
-    let max = groups.iter().flat_map(|g| peers.iter().filter_map(move |p| ratio(g, p))).fold(1.0f64, f64::max) * 1.15;
+    let max = groups
+        .iter()
+        .flat_map(|g| peers.iter().filter_map(move |p| ratio(g, p)))
+        .fold(1.0f64, f64::max)
+        * 1.15;
     let mut written = Vec::new();
     let size = ((110 * groups.len() as u32 + 300).max(900), 700);
     let svg = dir.join("compare.svg");
-    draw(SVGBackend::new(&svg, size).into_drawing_area(), &groups, &peers, &ratio, max)
-        .map_err(|e| format!("writing {}: {e}", svg.display()))?;
+    draw(
+        SVGBackend::new(&svg, size).into_drawing_area(),
+        &groups,
+        &peers,
+        &ratio,
+        max,
+    )
+    .map_err(|e| format!("writing {}: {e}", svg.display()))?;
     written.push(svg);
     let png = dir.join("compare.png");
-    draw(BitMapBackend::new(&png, size).into_drawing_area(), &groups, &peers, &ratio, max)
-        .map_err(|e| format!("writing {}: {e}", png.display()))?;
+    draw(
+        BitMapBackend::new(&png, size).into_drawing_area(),
+        &groups,
+        &peers,
+        &ratio,
+        max,
+    )
+    .map_err(|e| format!("writing {}: {e}", png.display()))?;
     written.push(png);
     Ok(written)
 }
@@ -537,7 +723,12 @@ fn plot(dir: &Path, summaries: &[Summary]) -> Result<Vec<PathBuf>, String> {
 /// The numagc/peer ratio of a (benchmark, vprocs) group and a peer.
 type RatioOf<'a> = dyn Fn(&(String, usize), &str) -> Option<f64> + 'a;
 
-const COLORS: [RGBColor; 4] = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+const COLORS: [RGBColor; 4] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+];
 
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
@@ -552,7 +743,10 @@ where
     root.fill(&WHITE)?;
     let n = groups.len() as f64;
     let mut chart = ChartBuilder::on(&root)
-        .caption("numagc wall time / peer wall time (below 1: numagc faster)", (FONT, 28))
+        .caption(
+            "numagc wall time / peer wall time (below 1: numagc faster)",
+            (FONT, 28),
+        )
         .margin(20)
         .x_label_area_size(60)
         .y_label_area_size(70)
@@ -592,7 +786,10 @@ where
             .label(*p)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
     }
-    chart.draw_series(std::iter::once(PathElement::new(vec![(0.0, 1.0), (n, 1.0)], BLACK.stroke_width(2))))?;
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(0.0, 1.0), (n, 1.0)],
+        BLACK.stroke_width(2),
+    )))?;
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.9))

@@ -11,7 +11,11 @@ use runtime_args::RuntimeArgs;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "numagc", version, about = "numagc: a NUMA-aware memory-management runtime for parallel functional languages")]
+#[command(
+    name = "numagc",
+    version,
+    about = "numagc: a NUMA-aware memory-management runtime for parallel functional languages"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -63,13 +67,18 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
     let rt = numagc::Runtime::new(config).map_err(|e| e.to_string())?;
     // Touch the global heap once per vproc so its placement shows up.
     rt.run_each(|s| {
-        let v = s.alloc_vector_filled(4, numagc::Handle::int(1)).map(|h| s.promote(h));
+        let v = s
+            .alloc_vector_filled(4, numagc::Handle::int(1))
+            .map(|h| s.promote(h));
         v.is_ok()
     })
     .map_err(|e| e.to_string())?;
     let info = rt.info();
     if json {
-        println!("{}", serde_json::to_string_pretty(&info).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&info).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
     let c = &info.config;
@@ -78,7 +87,10 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
     print!("{}", info.topology.describe());
     println!("\nvprocs: {}", c.vprocs);
     for (p, pin) in info.placements.iter().zip(&info.pins) {
-        println!("  vproc {:>3}  node {:>2}  cpu {:>3}  {:?}", p.vproc, p.node, p.cpu, pin);
+        println!(
+            "  vproc {:>3}  node {:>2}  cpu {:>3}  {:?}",
+            p.vproc, p.node, p.cpu, pin
+        );
     }
     println!("\nsettings (flag / environment variable / value):");
     let values = serde_json::to_value(c).map_err(|e| e.to_string())?;
@@ -92,12 +104,18 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
             other => other,
         };
         let v = match values.get(field) {
-            Some(serde_json::Value::Number(n)) if field == "safepoint_timeout_ms" => match n.as_u64() {
-                Some(0) => "0 (wait for ever)".to_string(),
-                Some(ms) if ms % 1000 == 0 => format!("{}s", ms / 1000),
-                _ => format!("{n}ms"),
-            },
-            Some(serde_json::Value::Number(n)) if field.ends_with("_size") || field.ends_with("_heap") || field.ends_with("_threshold") => {
+            Some(serde_json::Value::Number(n)) if field == "safepoint_timeout_ms" => {
+                match n.as_u64() {
+                    Some(0) => "0 (wait for ever)".to_string(),
+                    Some(ms) if ms % 1000 == 0 => format!("{}s", ms / 1000),
+                    _ => format!("{n}ms"),
+                }
+            }
+            Some(serde_json::Value::Number(n))
+                if field.ends_with("_size")
+                    || field.ends_with("_heap")
+                    || field.ends_with("_threshold") =>
+            {
                 numagc::config::format_size(n.as_u64().unwrap_or(0) as usize)
             }
             Some(serde_json::Value::String(s)) => s.clone(),
@@ -114,7 +132,10 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
         info.bindings.failed
     );
     for r in info.binding_log.iter().take(12) {
-        println!("  chunk {:>6} (+{}) node {}: {:?} -> {:?}", r.chunk, r.chunks, r.node, r.request, r.outcome);
+        println!(
+            "  chunk {:>6} (+{}) node {}: {:?} -> {:?}",
+            r.chunk, r.chunks, r.node, r.request, r.outcome
+        );
     }
     Ok(())
 }

@@ -92,7 +92,11 @@ fn augment(cmd: Command, skip: &[&str]) -> Command {
             .action(ArgAction::Set)
             .help_heading("Runtime settings");
         if s.flag {
-            arg = arg.num_args(0..=1).require_equals(true).default_missing_value("true").value_name("BOOL");
+            arg = arg
+                .num_args(0..=1)
+                .require_equals(true)
+                .default_missing_value("true")
+                .value_name("BOOL");
         } else {
             arg = arg.value_name("VALUE");
         }

@@ -79,8 +79,11 @@ fn parse_seed(s: &str) -> Result<u64, String> {
 fn parse_fault(s: &str) -> Result<Fault, String> {
     let (kind, at) = s.split_once('@').unwrap_or((s, "0"));
     let names: Vec<&str> = FaultKind::ALL.iter().map(|(n, _)| *n).collect();
-    let kind = FaultKind::parse(kind).ok_or_else(|| format!("unknown fault `{kind}` (known: {})", names.join(", ")))?;
-    let at = at.parse().map_err(|_| format!("fault position `{at}` is not an operation index"))?;
+    let kind = FaultKind::parse(kind)
+        .ok_or_else(|| format!("unknown fault `{kind}` (known: {})", names.join(", ")))?;
+    let at = at
+        .parse()
+        .map_err(|_| format!("fault position `{at}` is not an operation index"))?;
     Ok(Fault { kind, at })
 }
 
@@ -102,7 +105,9 @@ pub fn run(args: TortureArgs) -> Result<(), String> {
 }
 
 fn clock_seed() -> u64 {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     (t.as_secs() << 20 ^ t.subsec_micros() as u64) & 0xFFFF_FFFF_FFFF
 }
 
@@ -111,10 +116,15 @@ fn clock_seed() -> u64 {
 fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), String> {
     let start = Instant::now();
     let mut n = 0u64;
-    while args.rounds.is_none_or(|r| n < r) && (n == 0 || start.elapsed().as_secs() < args.seconds) {
+    while args.rounds.is_none_or(|r| n < r) && (n == 0 || start.elapsed().as_secs() < args.seconds)
+    {
         let round_seed = seed.wrapping_add(n);
         let plan = RoundPlan::new(round_seed, args.vprocs, &args.plan, args.gc_every)?;
-        println!("@round {n} {round_seed} {} {}", plan.gc_every, plan.describe());
+        println!(
+            "@round {n} {round_seed} {} {}",
+            plan.gc_every,
+            plan.describe()
+        );
         if args.show_program {
             for (i, op) in plan.program.iter().enumerate() {
                 println!("op {i}: {op:?}");
@@ -122,7 +132,12 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
         }
         let progress: Arc<dyn Fn(usize) + Send + Sync> = Arc::new(|i| println!("@op {i}"));
         let deadline = start + Duration::from_secs(args.seconds);
-        let r = round::run(&plan, if n == 0 { fault } else { None }, Some(progress), Some(deadline));
+        let r = round::run(
+            &plan,
+            if n == 0 { fault } else { None },
+            Some(progress),
+            Some(deadline),
+        );
         println!("@done {}", encode(&r.report, &r.counts));
         if r.failure.is_none() {
             println!("@pass");
@@ -144,20 +159,61 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
 }
 
 const FIELDS: [&str; 18] = [
-    "ops", "checks", "objects", "bytes", "fminor", "fmajor", "fglobal", "fyoung", "promotions", "minor", "major", "promotion", "global",
-    "full", "stolen", "tstolen", "rendezvous", "promoted",
+    "ops",
+    "checks",
+    "objects",
+    "bytes",
+    "fminor",
+    "fmajor",
+    "fglobal",
+    "fyoung",
+    "promotions",
+    "minor",
+    "major",
+    "promotion",
+    "global",
+    "full",
+    "stolen",
+    "tstolen",
+    "rendezvous",
+    "promoted",
 ];
 
 fn encode(r: &Report, c: &RuntimeCounts) -> String {
     let v = [
-        r.ops, r.checks, r.objects_checked, r.bytes_checked, r.forced_minor, r.forced_major, r.forced_global, r.forced_young, r.promotions, c.minor,
-        c.major, c.promotion, c.global, c.full_global, c.tasks_stolen, c.threads_stolen, c.rendezvous, c.bytes_promoted,
+        r.ops,
+        r.checks,
+        r.objects_checked,
+        r.bytes_checked,
+        r.forced_minor,
+        r.forced_major,
+        r.forced_global,
+        r.forced_young,
+        r.promotions,
+        c.minor,
+        c.major,
+        c.promotion,
+        c.global,
+        c.full_global,
+        c.tasks_stolen,
+        c.threads_stolen,
+        c.rendezvous,
+        c.bytes_promoted,
     ];
-    FIELDS.iter().zip(v).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    FIELDS
+        .iter()
+        .zip(v)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn decode(s: &str, r: &mut Report, c: &mut RuntimeCounts) {
-    let m: HashMap<&str, u64> = s.split_whitespace().filter_map(|kv| kv.split_once('=')).filter_map(|(k, v)| Some((k, v.parse().ok()?))).collect();
+    let m: HashMap<&str, u64> = s
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+        .collect();
     let g = |k: &str| m.get(k).copied().unwrap_or(0);
     r.ops += g("ops");
     r.checks += g("checks");
@@ -199,9 +255,17 @@ enum Event {
 }
 
 fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the numagc binary to run the worker: {e}"))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the numagc binary to run the worker: {e}"))?;
     let mut cmd = Command::new(exe);
-    cmd.args(["torture", "--worker", "--seconds", &args.seconds.to_string(), "--vprocs", &args.vprocs.to_string()]);
+    cmd.args([
+        "torture",
+        "--worker",
+        "--seconds",
+        &args.seconds.to_string(),
+        "--vprocs",
+        &args.vprocs.to_string(),
+    ]);
     cmd.args(["--seed", &seed.to_string(), "--plan", &args.plan]);
     if let Some(r) = args.rounds {
         cmd.args(["--rounds", &r.to_string()]);
@@ -215,8 +279,15 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
     if args.show_program {
         cmd.arg("--show-program");
     }
-    let mut child = cmd.stdout(Stdio::piped()).stdin(Stdio::null()).spawn().map_err(|e| format!("cannot start the worker: {e}"))?;
-    let stdout = child.stdout.take().ok_or("the worker has no standard output")?;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start the worker: {e}"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("the worker has no standard output")?;
     let (tx, rx) = mpsc::channel();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
@@ -232,7 +303,9 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         let _ = tx.send(Event::Eof);
     });
 
-    let every = args.gc_every.map_or("drawn per round".to_string(), |n| n.to_string());
+    let every = args
+        .gc_every
+        .map_or("drawn per round".to_string(), |n| n.to_string());
     println!(
         "numagc torture: {} s on {} vproc(s), plan {}, first seed {seed}, gc-every {every}, verifier on",
         args.seconds, args.vprocs, args.plan
@@ -265,11 +338,18 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
                     passed += 1;
                     if args.verbose {
                         let secs = round_start.elapsed().as_secs_f64();
-                        println!("round {} (seed {}): {}: ok in {secs:.2} s", pos.round, pos.seed, pos.desc);
+                        println!(
+                            "round {} (seed {}): {}: ok in {secs:.2} s",
+                            pos.round, pos.seed, pos.desc
+                        );
                     }
                 } else if let Some(rest) = l.strip_prefix("@fail ") {
                     let mut it = rest.splitn(3, ' ');
-                    let (kind, op, what) = (it.next().unwrap_or(""), it.next().unwrap_or("?"), it.next().unwrap_or(""));
+                    let (kind, op, what) = (
+                        it.next().unwrap_or(""),
+                        it.next().unwrap_or("?"),
+                        it.next().unwrap_or(""),
+                    );
                     pos.op = op.parse().ok();
                     violation = Some(format!("({kind}) {what}"));
                 } else if l == "@end" {
@@ -286,7 +366,9 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
             }
         }
     }
-    let status = child.wait().map_err(|e| format!("waiting for the worker: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for the worker: {e}"))?;
     let _ = reader.join();
     if violation.is_none() && (!status.success() || !ended) {
         violation = Some(format!("(crash) the worker died: {} (the heap verifier aborts on a broken invariant; its report is above)", describe(status)));
@@ -294,7 +376,10 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
 
     let elapsed = t0.elapsed().as_secs_f64();
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    println!("rounds: {rounds} run, {passed} passed, in {elapsed:.1} s; {} operations", report.ops);
+    println!(
+        "rounds: {rounds} run, {passed} passed, in {elapsed:.1} s; {} operations",
+        report.ops
+    );
     println!(
         "collections: minor {}, major {}, promotion {}, global {} (full {})",
         counts.minor, counts.major, counts.promotion, counts.global, counts.full_global
@@ -310,7 +395,12 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         counts.rendezvous,
         mib(counts.bytes_promoted)
     );
-    println!("checked: {} objects, {:.1} MiB, in {} digests", report.objects_checked, mib(report.bytes_checked), report.checks);
+    println!(
+        "checked: {} objects, {:.1} MiB, in {} digests",
+        report.objects_checked,
+        mib(report.bytes_checked),
+        report.checks
+    );
     match violation {
         None => {
             println!("violations: 0");
@@ -318,17 +408,29 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         }
         Some(v) => {
             println!("violations: 1");
-            let op = pos.op.map_or("before the first operation".to_string(), |o| format!("op {o}"));
-            println!("VIOLATION in round {} (seed {}), {op} {v}", pos.round, pos.seed);
+            let op = pos
+                .op
+                .map_or("before the first operation".to_string(), |o| {
+                    format!("op {o}")
+                });
+            println!(
+                "VIOLATION in round {} (seed {}), {op} {v}",
+                pos.round, pos.seed
+            );
             if !pos.desc.is_empty() {
                 println!("round settings: {}", pos.desc);
             }
-            let gc = args.gc_every.map_or(String::new(), |g| format!(" --gc-every {g}"));
+            let gc = args
+                .gc_every
+                .map_or(String::new(), |g| format!(" --gc-every {g}"));
             println!(
                 "reproduce: numagc torture --seed {} --rounds 1 --vprocs {} --plan {}{gc}",
                 pos.seed, args.vprocs, args.plan
             );
-            Err(format!("torture: a violation in round {} (seed {})", pos.round, pos.seed))
+            Err(format!(
+                "torture: a violation in round {} (seed {})",
+                pos.round, pos.seed
+            ))
         }
     }
 }

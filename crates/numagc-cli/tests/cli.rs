@@ -7,8 +7,19 @@ use common::numagc;
 #[test]
 fn binarytrees_prints_the_standard_output_and_statistics() {
     let (ok, out, err) = numagc(&[
-        "bench", "binarytrees", "--depth", "10", "--vprocs", "2", "--verify",
-        "--local-heap", "64K", "--chunk-size", "64K", "--global-gc-threshold", "64K",
+        "bench",
+        "binarytrees",
+        "--depth",
+        "10",
+        "--vprocs",
+        "2",
+        "--verify",
+        "--local-heap",
+        "64K",
+        "--chunk-size",
+        "64K",
+        "--global-gc-threshold",
+        "64K",
     ]);
     assert!(ok, "stderr: {err}");
     let expected = "stretch tree of depth 11\t check: 4095\n\
@@ -19,24 +30,45 @@ fn binarytrees_prints_the_standard_output_and_statistics() {
                     long lived tree of depth 10\t check: 2047\n";
     assert!(out.starts_with(expected), "output:\n{out}");
     // The statistics table: one row per vproc and a total, with every kind of collection.
-    let total = out.lines().find(|l| l.starts_with("total")).expect("total row");
+    let total = out
+        .lines()
+        .find(|l| l.starts_with("total"))
+        .expect("total row");
     let counts: Vec<u64> = total
         .split_whitespace()
         .skip(2)
         .take(4)
         .map(|c| c.split('/').next().unwrap().parse().unwrap())
         .collect();
-    assert!(counts[0] > 0 && counts[1] > 0 && counts[3] > 0, "minor, major and global collections: {total}");
-    assert!(counts[2] > 0, "promotion (global root of the long-lived tree): {total}");
+    assert!(
+        counts[0] > 0 && counts[1] > 0 && counts[3] > 0,
+        "minor, major and global collections: {total}"
+    );
+    assert!(
+        counts[2] > 0,
+        "promotion (global root of the long-lived tree): {total}"
+    );
 }
 
 #[test]
 fn json_output_has_the_runs_and_summaries() {
     let path = std::env::temp_dir().join(format!("numagc-bt-{}.json", std::process::id()));
     let p = path.to_str().unwrap();
-    let (ok, _, err) = numagc(&["bench", "binarytrees", "--depth", "8", "--vprocs", "1", "--local-heap", "64K", "--json", p]);
+    let (ok, _, err) = numagc(&[
+        "bench",
+        "binarytrees",
+        "--depth",
+        "8",
+        "--vprocs",
+        "1",
+        "--local-heap",
+        "64K",
+        "--json",
+        p,
+    ]);
     assert!(ok, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     std::fs::remove_file(&path).ok();
     let run = &v["runs"][0];
     assert_eq!(run["correct"], true);
@@ -53,13 +85,35 @@ fn the_harness_runs_configurations_and_writes_the_trace() {
     std::fs::create_dir_all(&dir).unwrap();
     let (json, trace) = (dir.join("r.json"), dir.join("t.json"));
     let (ok, out, err) = numagc(&[
-        "bench", "parfib", "binarytrees", "--suite", "quick", "--n", "22", "--depth", "10", "--vprocs", "1,2",
-        "--numa-policy", "local,interleave", "--repeat", "2", "--topology", "2x1", "--local-heap", "256K", "--quiet",
-        "--json", json.to_str().unwrap(), "--trace", trace.to_str().unwrap(),
+        "bench",
+        "parfib",
+        "binarytrees",
+        "--suite",
+        "quick",
+        "--n",
+        "22",
+        "--depth",
+        "10",
+        "--vprocs",
+        "1,2",
+        "--numa-policy",
+        "local,interleave",
+        "--repeat",
+        "2",
+        "--topology",
+        "2x1",
+        "--local-heap",
+        "256K",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
     ]);
     assert!(ok, "stderr: {err}");
     assert!(!out.contains("stretch tree"), "--quiet: {out}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["runs"].as_array().unwrap().len(), 2 * 2 * 2 * 2);
     let sums = v["summaries"].as_array().unwrap();
     assert_eq!(sums.len(), 2 * 2 * 2);
@@ -68,18 +122,35 @@ fn the_harness_runs_configurations_and_writes_the_trace() {
         assert_eq!(s["all_correct"], true);
         assert!(s["speedup"].as_f64().unwrap() > 0.0);
         // One table row per configuration.
-        let row = [s["benchmark"].as_str().unwrap().to_string(), s["numa_policy"].as_str().unwrap().to_string(), s["vprocs"].to_string()];
+        let row = [
+            s["benchmark"].as_str().unwrap().to_string(),
+            s["numa_policy"].as_str().unwrap().to_string(),
+            s["vprocs"].to_string(),
+        ];
         assert!(
-            out.lines().any(|l| l.split_whitespace().take(3).map(String::from).collect::<Vec<_>>() == row),
+            out.lines().any(|l| l
+                .split_whitespace()
+                .take(3)
+                .map(String::from)
+                .collect::<Vec<_>>()
+                == row),
             "row {row:?} in:\n{out}"
         );
     }
-    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     let events = t["traceEvents"].as_array().unwrap();
-    let processes = events.iter().filter(|e| e["name"] == "process_name").count();
+    let processes = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .count();
     assert_eq!(processes, 16, "one process per run");
-    assert!(events.iter().any(|e| e["ph"] == "X" && e["name"] == "minor GC"));
-    assert!(events.iter().any(|e| e["ph"] == "X" && e["name"] == "job" && e["tid"] == 1));
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "X" && e["name"] == "minor GC"));
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "X" && e["name"] == "job" && e["tid"] == 1));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -88,7 +159,10 @@ fn harness_errors_name_the_problem() {
     let (ok, _, err) = numagc(&["bench", "nosuch"]);
     assert!(!ok && err.contains("no benchmark \"nosuch\""), "{err}");
     let (ok, _, err) = numagc(&["bench", "parfib", "--depth", "9"]);
-    assert!(!ok && err.contains("--depth") && err.contains("none of the selected"), "{err}");
+    assert!(
+        !ok && err.contains("--depth") && err.contains("none of the selected"),
+        "{err}"
+    );
     let (ok, _, err) = numagc(&["bench", "binarytrees", "--depth", "99"]);
     assert!(!ok && err.contains("--depth 99"), "{err}");
     let (ok, _, err) = numagc(&["bench", "parfib", "--suite", "huge"]);
@@ -96,7 +170,10 @@ fn harness_errors_name_the_problem() {
     let (ok, _, err) = numagc(&["bench", "parfib", "--numa-policy", "local,everywhere"]);
     assert!(!ok && err.contains("everywhere"), "{err}");
     let (ok, out, _) = numagc(&["bench", "--list"]);
-    assert!(ok && out.contains("binarytrees") && out.contains("depth=18/21"), "{out}");
+    assert!(
+        ok && out.contains("binarytrees") && out.contains("depth=18/21"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -106,7 +183,10 @@ fn bad_settings_are_refused_with_the_setting_named() {
     assert!(err.contains("local-heap") && err.contains("3K"), "{err}");
     let (ok, _, err) = numagc(&["info", "--numa-policy", "everywhere"]);
     assert!(!ok);
-    assert!(err.contains("numa-policy") && err.contains("everywhere"), "{err}");
+    assert!(
+        err.contains("numa-policy") && err.contains("everywhere"),
+        "{err}"
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_numagc"))
         .args(["info"])
         .env("NUMAGC_VPROCS", "0")
@@ -122,12 +202,19 @@ fn info_reports_topology_pinning_and_placement() {
     assert!(ok, "{err}");
     assert!(out.contains("synthetic 4x1"), "{out}");
     for v in 0..4 {
-        assert!(out.contains(&format!("vproc {v:>3}  node {v:>2}")), "vproc {v} on node {v}:\n{out}");
+        assert!(
+            out.contains(&format!("vproc {v:>3}  node {v:>2}")),
+            "vproc {v} on node {v}:\n{out}"
+        );
     }
     assert!(out.contains("--numa-policy") && out.contains("NUMAGC_NUMA_POLICY"));
     // Nodes 1..3 do not exist on a machine with fewer nodes: their binding is skipped.
     let nodes = std::fs::read_dir("/sys/devices/system/node")
-        .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with("node")).count())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("node"))
+                .count()
+        })
         .unwrap_or(0);
     if nodes < 4 {
         assert!(out.contains("Skipped"), "{out}");
@@ -144,13 +231,39 @@ fn paper_mode_full_global_collections_give_the_same_answers() {
     // `--young-global-gc=false`: every global collection evacuates every
     // chunk, as in the paper (§3.4); the verifier checks each one.
     let (ok, out, err) = numagc(&[
-        "bench", "binarytrees", "--depth", "10", "--vprocs", "2", "--verify", "--young-global-gc=false",
-        "--local-heap", "64K", "--chunk-size", "64K", "--global-gc-threshold", "64K",
+        "bench",
+        "binarytrees",
+        "--depth",
+        "10",
+        "--vprocs",
+        "2",
+        "--verify",
+        "--young-global-gc=false",
+        "--local-heap",
+        "64K",
+        "--chunk-size",
+        "64K",
+        "--global-gc-threshold",
+        "64K",
     ]);
     assert!(ok, "stderr: {err}");
-    assert!(out.contains("long lived tree of depth 10\t check: 2047"), "{out}");
-    let total = out.lines().find(|l| l.starts_with("total")).expect("total row");
-    let global: u64 = total.split_whitespace().nth(5).unwrap().split('/').next().unwrap().parse().unwrap();
+    assert!(
+        out.contains("long lived tree of depth 10\t check: 2047"),
+        "{out}"
+    );
+    let total = out
+        .lines()
+        .find(|l| l.starts_with("total"))
+        .expect("total row");
+    let global: u64 = total
+        .split_whitespace()
+        .nth(5)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(global > 0, "global collections ran: {total}");
 }
 
@@ -158,30 +271,68 @@ fn paper_mode_full_global_collections_give_the_same_answers() {
 fn parfib_answers_and_reports_tasks_under_both_promotion_policies() {
     for policy in ["lazy", "eager"] {
         let (ok, out, err) = numagc(&[
-            "bench", "parfib", "--n", "24", "--threshold", "12", "--vprocs", "2", "--verify", "--task-promotion", policy,
-            "--local-heap", "256K", "--chunk-size", "64K", "--global-gc-threshold", "1M",
+            "bench",
+            "parfib",
+            "--n",
+            "24",
+            "--threshold",
+            "12",
+            "--vprocs",
+            "2",
+            "--verify",
+            "--task-promotion",
+            policy,
+            "--local-heap",
+            "256K",
+            "--chunk-size",
+            "64K",
+            "--global-gc-threshold",
+            "1M",
         ]);
         assert!(ok, "{policy}: stderr: {err}");
-        assert!(out.starts_with("parfib 24 (threshold 12) = 46368\n"), "{policy}: output:\n{out}");
+        assert!(
+            out.starts_with("parfib 24 (threshold 12) = 46368\n"),
+            "{policy}: output:\n{out}"
+        );
         assert!(out.contains("tasks stolen"), "{policy}: output:\n{out}");
     }
     let (ok, _, err) = numagc(&["bench", "parfib", "--task-promotion", "sometimes"]);
-    assert!(!ok && err.contains("task-promotion") && err.contains("lazy or eager"), "stderr: {err}");
+    assert!(
+        !ok && err.contains("task-promotion") && err.contains("lazy or eager"),
+        "stderr: {err}"
+    );
 }
 
 #[test]
 fn pingpong_answers_on_one_and_two_vprocs_with_the_verifier() {
     for vprocs in ["1", "2"] {
         let (ok, out, err) = numagc(&[
-            "micro", "pingpong", "--rounds", "3000", "--vprocs", vprocs, "--verify", "--local-heap", "256K", "--chunk-size", "64K",
-            "--global-gc-threshold", "1M",
+            "micro",
+            "pingpong",
+            "--rounds",
+            "3000",
+            "--vprocs",
+            vprocs,
+            "--verify",
+            "--local-heap",
+            "256K",
+            "--chunk-size",
+            "64K",
+            "--global-gc-threshold",
+            "1M",
         ]);
         assert!(ok, "{vprocs} vprocs: stderr: {err}");
-        assert!(out.contains("counter 6000 (expected 6000)"), "{vprocs} vprocs: output:\n{out}");
+        assert!(
+            out.contains("counter 6000 (expected 6000)"),
+            "{vprocs} vprocs: output:\n{out}"
+        );
         // 6001 messages and the final one on `done`; that last rendezvous may
         // be counted by a vproc that publishes its statistics only after
         // the job has returned (statistics are as of each vproc's last
         // publication), so 6001 is also a correct reading.
-        assert!(out.contains("6002 rendezvous") || out.contains("6001 rendezvous"), "{vprocs} vprocs: output:\n{out}");
+        assert!(
+            out.contains("6002 rendezvous") || out.contains("6001 rendezvous"),
+            "{vprocs} vprocs: output:\n{out}"
+        );
     }
 }

@@ -21,7 +21,12 @@ fn read_json(path: &Path) -> serde_json::Value {
 }
 
 fn rows<'a>(v: &'a serde_json::Value, runtime: &str) -> Vec<&'a serde_json::Value> {
-    v["summaries"].as_array().unwrap().iter().filter(|s| s["runtime"] == runtime).collect()
+    v["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["runtime"] == runtime)
+        .collect()
 }
 
 /// Writes an executable shell script at `dir/rel`.
@@ -37,11 +42,24 @@ fn without_peers_numagc_runs_and_every_peer_is_listed_as_not_installed() {
     let dir = temp("empty");
     let json = dir.join("out.json");
     let (ok, out, err) = numagc(&[
-        "compare", "parfib", "--suite", "quick", "--vprocs", "1", "--repeat", "1",
-        "--peers-dir", dir.join("peers").to_str().unwrap(), "--json", json.to_str().unwrap(),
+        "compare",
+        "parfib",
+        "--suite",
+        "quick",
+        "--vprocs",
+        "1",
+        "--repeat",
+        "1",
+        "--peers-dir",
+        dir.join("peers").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
     ]);
     assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("not installed (run peers/install.sh)"), "{out}");
+    assert!(
+        out.contains("not installed (run peers/install.sh)"),
+        "{out}"
+    );
     let v = read_json(&json);
     let n = rows(&v, "numagc");
     assert_eq!(n.len(), 1);
@@ -52,7 +70,10 @@ fn without_peers_numagc_runs_and_every_peer_is_listed_as_not_installed() {
     for peer in ["haskell", "ocaml", "java-parallelgc", "java-g1"] {
         let r = rows(&v, peer);
         assert_eq!(r.len(), 1, "{peer}");
-        assert_eq!(r[0]["status"], "not installed (run peers/install.sh)", "{peer}");
+        assert_eq!(
+            r[0]["status"], "not installed (run peers/install.sh)",
+            "{peer}"
+        );
     }
     assert_eq!(v["runs"].as_array().unwrap().len(), 1, "only numagc ran");
     std::fs::remove_dir_all(&dir).ok();
@@ -65,31 +86,68 @@ fn a_fake_peer_printing_numagcs_output_is_ok_and_gets_the_positional_parameters(
     assert!(ok && !want.is_empty(), "{err}");
     std::fs::write(dir.join("want.txt"), &want).unwrap();
     let d = dir.display();
-    script(&dir, "peers/haskell/parfib", &format!("echo \"$@\" >> {d}/haskell-args.txt\ncat {d}/want.txt"));
-    script(&dir, "peers/ocaml/parfib", &format!("echo \"$@\" >> {d}/ocaml-args.txt\ncat {d}/want.txt"));
+    script(
+        &dir,
+        "peers/haskell/parfib",
+        &format!("echo \"$@\" >> {d}/haskell-args.txt\ncat {d}/want.txt"),
+    );
+    script(
+        &dir,
+        "peers/ocaml/parfib",
+        &format!("echo \"$@\" >> {d}/ocaml-args.txt\ncat {d}/want.txt"),
+    );
     let json = dir.join("out.json");
     let (ok, out, err) = numagc(&[
-        "compare", "parfib", "--suite", "quick", "--vprocs", "1,2", "--repeat", "2",
-        "--peers-dir", dir.join("peers").to_str().unwrap(), "--json", json.to_str().unwrap(),
+        "compare",
+        "parfib",
+        "--suite",
+        "quick",
+        "--vprocs",
+        "1,2",
+        "--repeat",
+        "2",
+        "--peers-dir",
+        dir.join("peers").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
     ]);
     assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
     let v = read_json(&json);
     let h = rows(&v, "haskell");
     assert_eq!(h.len(), 2);
-    assert!(h.iter().all(|r| r["answers_ok"] == true && r["runs"] == 2 && r["numagc_over_this"].as_f64().is_some()));
+    assert!(h.iter().all(|r| r["answers_ok"] == true
+        && r["runs"] == 2
+        && r["numagc_over_this"].as_f64().is_some()));
     let o = rows(&v, "ocaml");
     assert_eq!(o[0]["answers_ok"], true);
     assert_eq!(o[1]["status"], "sequential (runs at vprocs 1 only)");
     // Parameters in the order of parfib's params() (n threshold), quick size; GHC's RTS flags.
     let args = std::fs::read_to_string(dir.join("haskell-args.txt")).unwrap();
-    assert_eq!(args, "30 15 +RTS -N1 -A32m -RTS\n".repeat(2) + &"30 15 +RTS -N2 -A32m -RTS\n".repeat(2));
-    assert_eq!(std::fs::read_to_string(dir.join("ocaml-args.txt")).unwrap(), "30 15\n30 15\n");
+    assert_eq!(
+        args,
+        "30 15 +RTS -N1 -A32m -RTS\n".repeat(2) + &"30 15 +RTS -N2 -A32m -RTS\n".repeat(2)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ocaml-args.txt")).unwrap(),
+        "30 15\n30 15\n"
+    );
     // Alternation: repetition is the outer loop.
-    let order: Vec<String> = v["runs"].as_array().unwrap().iter().filter(|r| r["vprocs"] == 1).map(|r| r["runtime"].as_str().unwrap().to_string()).collect();
-    assert_eq!(order, ["numagc", "haskell", "ocaml", "numagc", "haskell", "ocaml"]);
+    let order: Vec<String> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["vprocs"] == 1)
+        .map(|r| r["runtime"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        order,
+        ["numagc", "haskell", "ocaml", "numagc", "haskell", "ocaml"]
+    );
     let best: Vec<&serde_json::Value> = v["best"].as_array().unwrap().iter().collect();
     assert_eq!(best.len(), 2);
-    assert!(best.iter().all(|b| b["best_peer"].is_string() && b["numagc_over_best"].as_f64().is_some()));
+    assert!(best
+        .iter()
+        .all(|b| b["best_peer"].is_string() && b["numagc_over_best"].as_f64().is_some()));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -100,12 +158,28 @@ fn a_peer_with_a_different_answer_or_a_failure_makes_the_command_fail() {
     script(&dir, "peers/ocaml/parfib", "echo oops >&2; exit 3");
     let json = dir.join("out.json");
     let (ok, out, err) = numagc(&[
-        "compare", "parfib", "--suite", "quick", "--vprocs", "1", "--repeat", "1",
-        "--peers-dir", dir.join("peers").to_str().unwrap(), "--json", json.to_str().unwrap(),
+        "compare",
+        "parfib",
+        "--suite",
+        "quick",
+        "--vprocs",
+        "1",
+        "--repeat",
+        "1",
+        "--peers-dir",
+        dir.join("peers").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
     ]);
     assert!(!ok, "stdout:\n{out}");
-    assert!(err.contains("haskell") && err.contains("different answer"), "{err}");
-    assert!(err.contains("ocaml") && err.contains("exit status 3: oops"), "{err}");
+    assert!(
+        err.contains("haskell") && err.contains("different answer"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ocaml") && err.contains("exit status 3: oops"),
+        "{err}"
+    );
     assert!(out.contains("WRONG"), "{out}");
     // The table and JSON are still written.
     let v = read_json(&json);
@@ -125,7 +199,10 @@ fn unknown_benchmark_is_a_clear_error() {
 fn benchmark_without_peers_is_refused() {
     let (ok, _, err) = numagc(&["compare", "raytracer", "--suite", "quick"]);
     assert!(!ok);
-    assert!(err.contains("raytracer has no peer implementations"), "{err}");
+    assert!(
+        err.contains("raytracer has no peer implementations"),
+        "{err}"
+    );
     assert!(err.contains("binarytrees"), "lists those with peers: {err}");
 }
 
@@ -142,15 +219,28 @@ fn real_peers_when_present_give_numagcs_answer() {
     let tmp = temp("real");
     let json = tmp.join("out.json");
     let (ok, out, err) = numagc(&[
-        "compare", "parfib", "--suite", "quick", "--vprocs", "1", "--repeat", "1",
-        "--peers-dir", dir.to_str().unwrap(), "--json", json.to_str().unwrap(),
+        "compare",
+        "parfib",
+        "--suite",
+        "quick",
+        "--vprocs",
+        "1",
+        "--repeat",
+        "1",
+        "--peers-dir",
+        dir.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
     ]);
     assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
     let v = read_json(&json);
     assert_eq!(rows(&v, "numagc")[0]["answers_ok"], true);
     for peer in ["haskell", "ocaml", "java-parallelgc", "java-g1"] {
         let r = rows(&v, peer)[0];
-        assert!(r["answers_ok"] == true || r["status"] == "not installed (run peers/install.sh)", "{peer}: {r}");
+        assert!(
+            r["answers_ok"] == true || r["status"] == "not installed (run peers/install.sh)",
+            "{peer}: {r}"
+        );
     }
     std::fs::remove_dir_all(&tmp).ok();
 }

@@ -91,7 +91,10 @@ struct Seen<N> {
 
 impl<N> Default for Seen<N> {
     fn default() -> Self {
-        Seen { table: Vec::new(), rest: HashMap::new() }
+        Seen {
+            table: Vec::new(),
+            rest: HashMap::new(),
+        }
     }
 }
 
@@ -99,14 +102,20 @@ impl<N: Copy> Seen<N> {
     const TABLE_MAX: usize = 1 << 24;
 
     fn get(&self, id: &u64) -> Option<&N> {
-        match oid_of(*id).map(|o| o as usize).filter(|&o| o < Self::TABLE_MAX) {
+        match oid_of(*id)
+            .map(|o| o as usize)
+            .filter(|&o| o < Self::TABLE_MAX)
+        {
             Some(o) => self.table.get(o).and_then(|x| x.as_ref()),
             None => self.rest.get(id),
         }
     }
 
     fn insert(&mut self, id: u64, n: N) {
-        match oid_of(id).map(|o| o as usize).filter(|&o| o < Self::TABLE_MAX) {
+        match oid_of(id)
+            .map(|o| o as usize)
+            .filter(|&o| o < Self::TABLE_MAX)
+        {
             Some(o) => {
                 if self.table.len() <= o {
                     self.table.resize(o + 1, None);
@@ -187,18 +196,32 @@ pub fn explain<A: Graph, B: Graph>(a: &A, b: &B, roots: &[Paired<A, B>]) -> Opti
                 };
                 let hb = b.open(q, &mut fb).expect("the shadow is well formed");
                 if ha != hb {
-                    return Some(format!("{path}: heap {ha:?} ({}), shadow {hb:?}", a.describe(p)));
+                    return Some(format!(
+                        "{path}: heap {ha:?} ({}), shadow {hb:?}",
+                        a.describe(p)
+                    ));
                 }
                 if let Some(id) = ha.id {
                     if let Some(&(pa, _)) = seen.get(&id) {
                         if !a.same(pa, p) {
-                            return Some(format!("{path}: object {id:#x} duplicated ({} and {})", a.describe(pa), a.describe(p)));
+                            return Some(format!(
+                                "{path}: object {id:#x} duplicated ({} and {})",
+                                a.describe(pa),
+                                a.describe(p)
+                            ));
                         }
                         continue;
                     }
                     seen.insert(id, (p, q));
                 }
-                for (i, (x, y)) in fa.drain(..).zip(fb.drain(..)).enumerate().collect::<Vec<_>>().into_iter().rev() {
+                for (i, (x, y)) in fa
+                    .drain(..)
+                    .zip(fb.drain(..))
+                    .enumerate()
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                {
                     stack.push((format!("{path}.{i}"), x, y));
                 }
             }
@@ -236,13 +259,21 @@ impl Graph for ShadowGraph<'_> {
     type N = u32;
 
     fn open(&self, n: u32, fields: &mut Vec<Item<u32>>) -> Result<Head, String> {
-        let o = self.0.objs.get(n as usize).ok_or_else(|| format!("no shadow object {n}"))?;
+        let o = self
+            .0
+            .objs
+            .get(n as usize)
+            .ok_or_else(|| format!("no shadow object {n}"))?;
         fields.extend(o.fields.iter().map(|f| match *f {
             Field::Val(v) => ShadowGraph::item(v),
             Field::Raw(w) => Item::Raw(w),
         }));
         let id = (o.kind != Kind::Seq).then(|| crate::layout::id_word(n));
-        Ok(Head { kind: o.kind, id, len: o.fields.len() })
+        Ok(Head {
+            kind: o.kind,
+            id,
+            len: o.fields.len(),
+        })
     }
 
     fn same(&self, a: u32, b: u32) -> bool {
@@ -273,8 +304,14 @@ impl<'a, 's> HeapGraph<'a, 's> {
 
     fn seq(&self, v: View<'a>, fields: &mut Vec<Item<View<'a>>>) -> Result<Head, String> {
         let h: Handle<'s> = self.s.handle(v);
-        self.s.seq_for_each(h, |e| fields.push(Self::item(e))).map_err(|e| format!("a sequence that cannot be read: {e}"))?;
-        Ok(Head { kind: Kind::Seq, id: None, len: fields.len() })
+        self.s
+            .seq_for_each(h, |e| fields.push(Self::item(e)))
+            .map_err(|e| format!("a sequence that cannot be read: {e}"))?;
+        Ok(Head {
+            kind: Kind::Seq,
+            id: None,
+            len: fields.len(),
+        })
     }
 }
 
@@ -310,7 +347,11 @@ impl<'a, 's> Graph for HeapGraph<'a, 's> {
                 let id = words.first().copied().filter(|&w| oid_of(w).is_some());
                 let id = id.ok_or_else(|| format!("raw object without an id: {v:?}"))?;
                 fields.extend(words.iter().map(|&w| Item::Raw(w)));
-                Ok(Head { kind: Kind::Raw, id: Some(id), len })
+                Ok(Head {
+                    kind: Kind::Raw,
+                    id: Some(id),
+                    len,
+                })
             }
             ObjectKind::Vector => {
                 // A vector whose element 0 is not an id is a sequence leaf
@@ -321,7 +362,11 @@ impl<'a, 's> Graph for HeapGraph<'a, 's> {
                     for i in 0..len {
                         fields.push(Self::item(v.try_field(i).map_err(err)?));
                     }
-                    Ok(Head { kind: Kind::Vector, id: Some(id), len })
+                    Ok(Head {
+                        kind: Kind::Vector,
+                        id: Some(id),
+                        len,
+                    })
                 } else {
                     self.seq(v, fields)
                 }
@@ -331,7 +376,11 @@ impl<'a, 's> Graph for HeapGraph<'a, 's> {
                 for i in 0..len {
                     fields.push(Self::item(v.try_field(i).map_err(err)?));
                 }
-                Ok(Head { kind: Kind::Array, id: Some(id), len })
+                Ok(Head {
+                    kind: Kind::Array,
+                    id: Some(id),
+                    len,
+                })
             }
             ObjectKind::Mixed(d) => {
                 let Some(kind) = self.descs.kind_of(d) else {
@@ -340,12 +389,22 @@ impl<'a, 's> Graph for HeapGraph<'a, 's> {
                 };
                 let id = v.try_raw(0).map_err(err)?;
                 if oid_of(id).is_none() {
-                    return Err(format!("{kind:?} object without an id: {v:?} word 0 = {id:#x}"));
+                    return Err(format!(
+                        "{kind:?} object without an id: {v:?} word 0 = {id:#x}"
+                    ));
                 }
                 for i in 0..len {
-                    fields.push(if is_value_field(kind, i) { Self::item(v.try_field(i).map_err(err)?) } else { Item::Raw(v.try_raw(i).map_err(err)?) });
+                    fields.push(if is_value_field(kind, i) {
+                        Self::item(v.try_field(i).map_err(err)?)
+                    } else {
+                        Item::Raw(v.try_raw(i).map_err(err)?)
+                    });
                 }
-                Ok(Head { kind, id: Some(id), len })
+                Ok(Head {
+                    kind,
+                    id: Some(id),
+                    len,
+                })
             }
         }
     }
@@ -360,7 +419,11 @@ impl<'a, 's> Graph for HeapGraph<'a, 's> {
 }
 
 /// The heap digest of `roots`, read in a nested scope of `s`.
-pub fn heap_digest(s: &mut Scope<'_>, descs: Descs, roots: &[Handle<'_>]) -> Result<Digest, String> {
+pub fn heap_digest(
+    s: &mut Scope<'_>,
+    descs: Descs,
+    roots: &[Handle<'_>],
+) -> Result<Digest, String> {
     s.scope(|s| {
         let g = HeapGraph { s, descs };
         let items: Vec<_> = roots.iter().map(|&h| HeapGraph::item(s.view(h))).collect();
@@ -377,7 +440,14 @@ pub fn shadow_digest(sh: &Shadow, roots: &[SVal]) -> Digest {
 /// Compares the heap reachable from `roots` with the shadow's `expected`
 /// values (named by `names`): `Ok(digest)` when they agree, else the
 /// first difference.
-pub fn compare(s: &mut Scope<'_>, descs: Descs, sh: &Shadow, names: &[String], roots: &[Handle<'_>], expected: &[SVal]) -> Result<Digest, String> {
+pub fn compare(
+    s: &mut Scope<'_>,
+    descs: Descs,
+    sh: &Shadow,
+    names: &[String],
+    roots: &[Handle<'_>],
+    expected: &[SVal],
+) -> Result<Digest, String> {
     let want = shadow_digest(sh, expected);
     let got = heap_digest(s, descs, roots);
     if got.as_ref().ok() == Some(&want) {

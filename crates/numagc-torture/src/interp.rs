@@ -29,15 +29,18 @@
 //! so the tests can show that the checker and the CLI report it.
 
 use crate::check::{compare, heap_digest, shadow_digest, Digest};
-use crate::layout::{array_store_index, dag_plan, elem_plan, fresh_count, id_word, oid_of, payload, wide_is_value, Descs, Kind, Pick, CELL_RAW, CELL_VALUE, WIDE_SIZE};
+use crate::layout::{
+    array_store_index, dag_plan, elem_plan, fresh_count, id_word, oid_of, payload, wide_is_value,
+    Descs, Kind, Pick, CELL_RAW, CELL_VALUE, WIDE_SIZE,
+};
 use crate::program::{Build, Collect, Op, Src, REGS};
 use crate::rng::mix;
 use crate::shadow::{src_val, Field, SVal, Shadow};
 use numagc::{GlobalRoot, Handle, Next, Runtime, Scope, Slot};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// How long `par2`'s first branch waits for another vproc to steal the
 /// second (when there is another vproc) before it returns and the second
@@ -73,7 +76,10 @@ impl FaultKind {
     ];
 
     pub fn parse(s: &str) -> Option<FaultKind> {
-        FaultKind::ALL.iter().find(|(n, _)| *n == s).map(|&(_, k)| k)
+        FaultKind::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|&(_, k)| k)
     }
 }
 
@@ -196,7 +202,10 @@ impl Tally {
     }
 
     fn take_failure(&self) -> Option<String> {
-        self.failure.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 }
 
@@ -264,11 +273,17 @@ impl Cx {
     /// change across it.
     fn force(&self, s: &mut Scope<'_>, kind: Collect, roots: &[Handle<'_>]) -> R<()> {
         let vproc = s.vproc();
-        let before = heap_digest(s, self.descs, roots)
-            .map_err(|e| Fail::Violation(format!("before a forced {kind:?} collection on vproc {vproc}: {e}")))?;
+        let before = heap_digest(s, self.descs, roots).map_err(|e| {
+            Fail::Violation(format!(
+                "before a forced {kind:?} collection on vproc {vproc}: {e}"
+            ))
+        })?;
         collect(s, kind);
-        let after = heap_digest(s, self.descs, roots)
-            .map_err(|e| Fail::Violation(format!("after a forced {kind:?} collection on vproc {vproc}: {e}")))?;
+        let after = heap_digest(s, self.descs, roots).map_err(|e| {
+            Fail::Violation(format!(
+                "after a forced {kind:?} collection on vproc {vproc}: {e}"
+            ))
+        })?;
         self.tally.digest(&before);
         self.tally.digest(&after);
         self.tally.forced[kind as usize].fetch_add(1, Ordering::Relaxed);
@@ -314,7 +329,12 @@ fn hsrc<'e>(s: Src, env: &[Handle<'e>], k: u64) -> Handle<'e> {
     }
 }
 
-fn hpick<'e>(p: Pick, srcs: &[Handle<'e>; 2], nodes: &[Handle<'e>], fresh: &[Handle<'e>]) -> Handle<'e> {
+fn hpick<'e>(
+    p: Pick,
+    srcs: &[Handle<'e>; 2],
+    nodes: &[Handle<'e>],
+    fresh: &[Handle<'e>],
+) -> Handle<'e> {
     match p {
         Pick::Int(i) => Handle::int(i),
         Pick::Src(j) => srcs[j],
@@ -329,7 +349,13 @@ fn int_of(id: u64) -> Handle<'static> {
 
 /// Builds `b` in the heap from `env`, with oids from `base`: the mirror of
 /// `Shadow::build`.
-fn build<'s>(s: &mut Scope<'s>, cx: &Cx, b: &Build, env: &[Handle<'_>], base: u32) -> R<Handle<'s>> {
+fn build<'s>(
+    s: &mut Scope<'s>,
+    cx: &Cx,
+    b: &Build,
+    env: &[Handle<'_>],
+    base: u32,
+) -> R<Handle<'s>> {
     let mut ids = Ids(base);
     let ids = &mut ids;
     let pair = cx.descs.pair;
@@ -359,11 +385,23 @@ fn build<'s>(s: &mut Scope<'s>, cx: &Cx, b: &Build, env: &[Handle<'_>], base: u3
             cx.tick(s, env, &[v])?;
             Ok(v)
         }),
-        Build::Vector { len, seed, srcs } => vector(s, cx, ids, len as usize, seed, [hsrc(srcs[0], env, 0), hsrc(srcs[1], env, 0)], env),
+        Build::Vector { len, seed, srcs } => vector(
+            s,
+            cx,
+            ids,
+            len as usize,
+            seed,
+            [hsrc(srcs[0], env, 0), hsrc(srcs[1], env, 0)],
+            env,
+        ),
         Build::Raw { len } => raw(s, cx, ids, len as usize, env),
         Build::Rec { a, b } => {
             let id = ids.next();
-            let h = s.alloc_mixed(cx.descs.rec, &[hsrc(a, env, 0), hsrc(b, env, 0)], &[id, payload(id, 2), payload(id, 4)])?;
+            let h = s.alloc_mixed(
+                cx.descs.rec,
+                &[hsrc(a, env, 0), hsrc(b, env, 0)],
+                &[id, payload(id, 2), payload(id, 4)],
+            )?;
             cx.tick(s, env, &[h])?;
             Ok(h)
         }
@@ -371,14 +409,27 @@ fn build<'s>(s: &mut Scope<'s>, cx: &Cx, b: &Build, env: &[Handle<'_>], base: u3
             let sv = [hsrc(srcs[0], env, 0), hsrc(srcs[1], env, 0)];
             let plan = elem_plan(seed, WIDE_SIZE, false);
             let id = ids.next();
-            let values: Vec<Handle<'_>> = (1..WIDE_SIZE).filter(|&i| wide_is_value(i)).map(|i| hpick(plan[i - 1], &sv, &[], &[])).collect();
-            let raws: Vec<u64> = (0..WIDE_SIZE).filter(|&i| !wide_is_value(i)).map(|i| if i == 0 { id } else { payload(id, i) }).collect();
+            let values: Vec<Handle<'_>> = (1..WIDE_SIZE)
+                .filter(|&i| wide_is_value(i))
+                .map(|i| hpick(plan[i - 1], &sv, &[], &[]))
+                .collect();
+            let raws: Vec<u64> = (0..WIDE_SIZE)
+                .filter(|&i| !wide_is_value(i))
+                .map(|i| if i == 0 { id } else { payload(id, i) })
+                .collect();
             let h = s.alloc_mixed(cx.descs.wide, &values, &raws)?;
             cx.tick(s, env, &[h])?;
             Ok(h)
         }
-        Build::Large { raw: true, extra, .. } => raw(s, cx, ids, cx.large_words + extra as usize, env),
-        Build::Large { raw: false, extra, seed, srcs } => {
+        Build::Large {
+            raw: true, extra, ..
+        } => raw(s, cx, ids, cx.large_words + extra as usize, env),
+        Build::Large {
+            raw: false,
+            extra,
+            seed,
+            srcs,
+        } => {
             let sv = [hsrc(srcs[0], env, 0), hsrc(srcs[1], env, 0)];
             vector(s, cx, ids, cx.large_words + extra as usize, seed, sv, env)
         }
@@ -396,7 +447,14 @@ fn build<'s>(s: &mut Scope<'s>, cx: &Cx, b: &Build, env: &[Handle<'_>], base: u3
     }
 }
 
-fn tree<'s>(s: &mut Scope<'s>, cx: &Cx, ids: &mut Ids, depth: u8, leaf: Handle<'_>, env: &[Handle<'_>]) -> R<Handle<'s>> {
+fn tree<'s>(
+    s: &mut Scope<'s>,
+    cx: &Cx,
+    ids: &mut Ids,
+    depth: u8,
+    leaf: Handle<'_>,
+    env: &[Handle<'_>],
+) -> R<Handle<'s>> {
     s.scope_value(|s| {
         let h = if depth == 0 {
             s.alloc_mixed(cx.descs.pair, &[leaf, Handle::NIL], &[ids.next()])?
@@ -410,7 +468,13 @@ fn tree<'s>(s: &mut Scope<'s>, cx: &Cx, ids: &mut Ids, depth: u8, leaf: Handle<'
     })
 }
 
-fn raw<'s>(s: &mut Scope<'s>, cx: &Cx, ids: &mut Ids, len: usize, env: &[Handle<'_>]) -> R<Handle<'s>> {
+fn raw<'s>(
+    s: &mut Scope<'s>,
+    cx: &Cx,
+    ids: &mut Ids,
+    len: usize,
+    env: &[Handle<'_>],
+) -> R<Handle<'s>> {
     let id = ids.next();
     let h = s.alloc_raw_with(len, |w| {
         for (i, x) in w.iter_mut().enumerate() {
@@ -422,16 +486,32 @@ fn raw<'s>(s: &mut Scope<'s>, cx: &Cx, ids: &mut Ids, len: usize, env: &[Handle<
 }
 
 #[allow(clippy::too_many_arguments)]
-fn vector<'s>(s: &mut Scope<'s>, cx: &Cx, ids: &mut Ids, len: usize, seed: u64, sv: [Handle<'_>; 2], env: &[Handle<'_>]) -> R<Handle<'s>> {
+fn vector<'s>(
+    s: &mut Scope<'s>,
+    cx: &Cx,
+    ids: &mut Ids,
+    len: usize,
+    seed: u64,
+    sv: [Handle<'_>; 2],
+    env: &[Handle<'_>],
+) -> R<Handle<'s>> {
     s.scope_value(|s| {
         let mut fresh = Vec::new();
         for f in 0..fresh_count(len) {
-            let h = s.alloc_mixed(cx.descs.pair, &[Handle::int(f as i64), Handle::NIL], &[ids.next()])?;
+            let h = s.alloc_mixed(
+                cx.descs.pair,
+                &[Handle::int(f as i64), Handle::NIL],
+                &[ids.next()],
+            )?;
             fresh.push(h);
             cx.tick(s, env, &[h])?;
         }
         let mut elems = vec![int_of(ids.next())];
-        elems.extend(elem_plan(seed, len, true).into_iter().map(|p| hpick(p, &sv, &[], &fresh)));
+        elems.extend(
+            elem_plan(seed, len, true)
+                .into_iter()
+                .map(|p| hpick(p, &sv, &[], &fresh)),
+        );
         let v = s.alloc_vector(&elems)?;
         cx.tick(s, env, &[v])?;
         Ok(v)
@@ -444,7 +524,9 @@ fn oid_or_int(v: numagc::View<'_>) -> numagc::Result<i64> {
         return Ok(i);
     }
     let w = v.try_raw(0)?;
-    oid_of(w).map(|o| o as i64).ok_or_else(|| numagc::Error::Misuse(format!("element without an id: {v:?}")))
+    oid_of(w)
+        .map(|o| o as i64)
+        .ok_or_else(|| numagc::Error::Misuse(format!("element without an id: {v:?}")))
 }
 
 type Received = Arc<Mutex<Option<Result<Digest, String>>>>;
@@ -485,7 +567,8 @@ impl<'s> Machine<'s> {
         let names: Vec<String> = which.iter().map(|&i| format!("r{}", r(i))).collect();
         let roots: Vec<Handle<'_>> = which.iter().map(|&i| self.reg(i)).collect();
         let want: Vec<SVal> = which.iter().map(|&i| self.sregs[r(i)]).collect();
-        let d = compare(s, self.cx.descs, &self.sh, &names, &roots, &want).map_err(Fail::Violation)?;
+        let d =
+            compare(s, self.cx.descs, &self.sh, &names, &roots, &want).map_err(Fail::Violation)?;
         self.cx.tally.digest(&d);
         Ok(())
     }
@@ -502,13 +585,16 @@ impl<'s> Machine<'s> {
                 roots.push(s.get_global(g));
                 want.push(*v);
             }
-            let d = compare(s, self.cx.descs, &self.sh, &names, &roots, &want).map_err(Fail::Violation)?;
+            let d = compare(s, self.cx.descs, &self.sh, &names, &roots, &want)
+                .map_err(Fail::Violation)?;
             self.cx.tally.digest(&d);
             if let Some(kind) = kind {
                 collect(s, kind);
                 self.cx.tally.forced[kind as usize].fetch_add(1, Ordering::Relaxed);
-                let after = compare(s, self.cx.descs, &self.sh, &names, &roots, &want)
-                    .map_err(|e| Fail::Violation(format!("after a forced {kind:?} collection: {e}")))?;
+                let after =
+                    compare(s, self.cx.descs, &self.sh, &names, &roots, &want).map_err(|e| {
+                        Fail::Violation(format!("after a forced {kind:?} collection: {e}"))
+                    })?;
                 self.cx.tally.digest(&after);
             }
             Ok(())
@@ -560,7 +646,9 @@ impl<'s> Machine<'s> {
             }
             Op::Load { dst, src, field } => {
                 let from = self.sregs[r(*src)];
-                let Some(o) = self.sh.obj(from) else { return Ok(()) };
+                let Some(o) = self.sh.obj(from) else {
+                    return Ok(());
+                };
                 let values: Vec<(usize, SVal)> = o
                     .fields
                     .iter()
@@ -574,7 +662,11 @@ impl<'s> Machine<'s> {
                     return Ok(());
                 }
                 let (pos, v) = values[*field as usize % values.len()];
-                let h = if o.kind == Kind::Seq { s.seq_get(self.reg(*src), pos)? } else { s.field(self.reg(*src), pos)? };
+                let h = if o.kind == Kind::Seq {
+                    s.seq_get(self.reg(*src), pos)?
+                } else {
+                    s.field(self.reg(*src), pos)?
+                };
                 self.put(s, *dst, h, v);
                 self.check_regs(s, &[*dst])
             }
@@ -582,7 +674,12 @@ impl<'s> Machine<'s> {
                 self.put(s, *dst, Handle::NIL, SVal::Int(0));
                 Ok(())
             }
-            Op::Store { obj, index, value, fresh } => {
+            Op::Store {
+                obj,
+                index,
+                value,
+                fresh,
+            } => {
                 let target = self.sregs[r(*obj)];
                 let at = match self.sh.obj(target) {
                     Some(o) if o.kind == Kind::Array => array_store_index(o.fields.len(), *index),
@@ -596,7 +693,8 @@ impl<'s> Machine<'s> {
                     // A new local object: the store must promote it.
                     let base = self.sh.next_oid();
                     v = self.sh.pair(v, SVal::Int(1));
-                    h = s.alloc_mixed(self.cx.descs.pair, &[h, Handle::int(1)], &[id_word(base)])?;
+                    h =
+                        s.alloc_mixed(self.cx.descs.pair, &[h, Handle::int(1)], &[id_word(base)])?;
                 }
                 s.set(self.reg(*obj), at, h)?;
                 if let Some(o) = self.sh.obj_mut(target) {
@@ -653,19 +751,37 @@ impl<'s> Machine<'s> {
                 self.globals[k].1 = self.sregs[r(*src)];
                 Ok(())
             }
-            Op::Par { dst, env, global, a, b } => self.par(s, *dst, *env, *global, a, b),
+            Op::Par {
+                dst,
+                env,
+                global,
+                a,
+                b,
+            } => self.par(s, *dst, *env, *global, a, b),
             Op::Tabulate { dst, env, n, grain } => {
                 let e = self.sregs[r(*env)];
                 let base = self.sh.next_oid();
-                let elems: Vec<SVal> = (0..*n as i64).map(|i| self.sh.pair(e, SVal::Int(i))).collect();
+                let elems: Vec<SVal> = (0..*n as i64)
+                    .map(|i| self.sh.pair(e, SVal::Int(i)))
+                    .collect();
                 let v = self.sh.seq(elems);
                 let cx = self.cx.clone();
                 let h = s
-                    .tabulate(&[self.reg(*env)], 0, *n as usize, *grain as usize, move |s, env, i| {
-                        let h = s.alloc_mixed(cx.descs.pair, &[env[0], Handle::int(i as i64)], &[id_word(base + i as u32)])?;
-                        cx.tick(s, env, &[h]).map_err(|f| cx.tally.stash(f))?;
-                        Ok(h)
-                    })
+                    .tabulate(
+                        &[self.reg(*env)],
+                        0,
+                        *n as usize,
+                        *grain as usize,
+                        move |s, env, i| {
+                            let h = s.alloc_mixed(
+                                cx.descs.pair,
+                                &[env[0], Handle::int(i as i64)],
+                                &[id_word(base + i as u32)],
+                            )?;
+                            cx.tick(s, env, &[h]).map_err(|f| cx.tally.stash(f))?;
+                            Ok(h)
+                        },
+                    )
                     .map_err(|e| self.violation_from(e))?;
                 self.put(s, *dst, h, v);
                 self.check_regs(s, &[*dst])
@@ -681,7 +797,10 @@ impl<'s> Machine<'s> {
                     _ => 0,
                 };
                 let base = self.sh.next_oid();
-                let mapped: Vec<SVal> = elems.iter().map(|&e| self.sh.pair(e, SVal::Int(7))).collect();
+                let mapped: Vec<SVal> = elems
+                    .iter()
+                    .map(|&e| self.sh.pair(e, SVal::Int(7)))
+                    .collect();
                 let v = self.sh.seq(mapped);
                 let cx = self.cx.clone();
                 let h = s
@@ -701,17 +820,34 @@ impl<'s> Machine<'s> {
                 if self.sh.kind(from) != Some(Kind::Seq) {
                     return Ok(());
                 }
-                let want: i64 = self.sh.value_fields(from).iter().map(|e| if let SVal::Obj(o) = e { *o as i64 } else { 0 }).sum();
-                let h = s.seq_reduce(&[], self.reg(*src), *grain as usize, Handle::int(0), |s, _, x, y| {
-                    Ok(Handle::int(oid_or_int(s.view(x))? + oid_or_int(s.view(y))?))
-                })?;
+                let want: i64 = self
+                    .sh
+                    .value_fields(from)
+                    .iter()
+                    .map(|e| if let SVal::Obj(o) = e { *o as i64 } else { 0 })
+                    .sum();
+                let h = s.seq_reduce(
+                    &[],
+                    self.reg(*src),
+                    *grain as usize,
+                    Handle::int(0),
+                    |s, _, x, y| Ok(Handle::int(oid_or_int(s.view(x))? + oid_or_int(s.view(y))?)),
+                )?;
                 let got = oid_or_int(s.view(h))?;
                 if got != want {
-                    return Err(Fail::Violation(format!("seq_reduce over r{} summed the element ids to {got}, the shadow to {want}", r(*src))));
+                    return Err(Fail::Violation(format!(
+                        "seq_reduce over r{} summed the element ids to {got}, the shadow to {want}",
+                        r(*src)
+                    )));
                 }
                 Ok(())
             }
-            Op::Channel { dst, src, build: b, mutate } => self.channel(s, *dst, *src, b, *mutate),
+            Op::Channel {
+                dst,
+                src,
+                build: b,
+                mutate,
+            } => self.channel(s, *dst, *src, b, *mutate),
             Op::Garbage { objects } => s.scope(|s| {
                 let env = self.env();
                 let keep = s.slot(Handle::NIL);
@@ -722,7 +858,12 @@ impl<'s> Machine<'s> {
                     if k % 3 == 0 {
                         s.alloc_raw_with(1 + (k % 5) as usize, |w| w.fill(k))?;
                     } else {
-                        s.alloc_mixed_to(keep, self.cx.descs.pair, &[Handle::int(k as i64), keep.get()], &[k])?;
+                        s.alloc_mixed_to(
+                            keep,
+                            self.cx.descs.pair,
+                            &[Handle::int(k as i64), keep.get()],
+                            &[k],
+                        )?;
                     }
                     self.cx.tick(s, &env, &[])?;
                 }
@@ -733,10 +874,20 @@ impl<'s> Machine<'s> {
         }
     }
 
-    fn par(&mut self, s: &mut Scope<'_>, dst: [u8; 2], env: [u8; 2], global: Option<u32>, a: &Build, b: &Build) -> R<()> {
+    fn par(
+        &mut self,
+        s: &mut Scope<'_>,
+        dst: [u8; 2],
+        env: [u8; 2],
+        global: Option<u32>,
+        a: &Build,
+        b: &Build,
+    ) -> R<()> {
         let lw = self.cx.large_words;
         let senv = [self.sregs[r(env[0])], self.sregs[r(env[1])]];
-        let g = global.filter(|_| !self.globals.is_empty()).map(|k| self.globals[k as usize % self.globals.len()].clone());
+        let g = global
+            .filter(|_| !self.globals.is_empty())
+            .map(|k| self.globals[k as usize % self.globals.len()].clone());
         let mut sent = senv.to_vec();
         if let Some((_, v)) = &g {
             sent.push(*v);
@@ -759,7 +910,8 @@ impl<'s> Machine<'s> {
                 // vproc built is read on the other one (safepoints meanwhile:
                 // a thief's request for the environment is served here).
                 let t = Instant::now();
-                while s.vprocs() > 1 && !started.load(Ordering::Acquire) && t.elapsed() < STEAL_WAIT {
+                while s.vprocs() > 1 && !started.load(Ordering::Acquire) && t.elapsed() < STEAL_WAIT
+                {
                     s.poll();
                     std::hint::spin_loop();
                 }
@@ -803,7 +955,13 @@ impl<'s> Machine<'s> {
         }
         let (to, from) = (s.channel(), s.channel());
         let got = received();
-        let (cx, got_t, b, to_t, from_t) = (self.cx.clone(), got.clone(), b.clone(), to.clone(), from.clone());
+        let (cx, got_t, b, to_t, from_t) = (
+            self.cx.clone(),
+            got.clone(),
+            b.clone(),
+            to.clone(),
+            from.clone(),
+        );
         let target = s.vprocs() - 1;
         s.spawn_on(target, &[], move |_, _| {
             Ok(Next::recv(&to_t, &[], move |s, _, value| {
@@ -822,12 +980,19 @@ impl<'s> Machine<'s> {
                     Ok(Ok(h)) => h,
                     Ok(Err(f)) => {
                         let e = cx.tally.stash(f);
-                        cx.tally.stash(Fail::Violation(format!("the channel thread failed: {e}")));
+                        cx.tally
+                            .stash(Fail::Violation(format!("the channel thread failed: {e}")));
                         Handle::int(-1)
                     }
                     Err(p) => {
-                        let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                        cx.tally.stash(Fail::Violation(format!("the channel thread panicked: {}", msg.unwrap_or_default())));
+                        let msg = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                        cx.tally.stash(Fail::Violation(format!(
+                            "the channel thread panicked: {}",
+                            msg.unwrap_or_default()
+                        )));
                         Handle::int(-1)
                     }
                 };
@@ -846,12 +1011,27 @@ impl<'s> Machine<'s> {
         let lw = self.cx.large_words;
         match kind {
             FaultKind::HeapStore => {
-                self.step(s, &Op::Build { dst: 0, build: Build::Array { len: 2, init: Src::Int(5) } })?;
+                self.step(
+                    s,
+                    &Op::Build {
+                        dst: 0,
+                        build: Build::Array {
+                            len: 2,
+                            init: Src::Int(5),
+                        },
+                    },
+                )?;
                 // Behind the shadow's back.
                 s.set(self.reg(0), 1, Handle::int(424_242))?;
             }
             FaultKind::ShadowRaw => {
-                self.step(s, &Op::Build { dst: 0, build: Build::Raw { len: 3 } })?;
+                self.step(
+                    s,
+                    &Op::Build {
+                        dst: 0,
+                        build: Build::Raw { len: 3 },
+                    },
+                )?;
                 if let Some(o) = self.sh.obj_mut(self.sregs[0]) {
                     if let Field::Raw(w) = &mut o.fields[1] {
                         *w ^= 1;
@@ -896,7 +1076,11 @@ pub fn run_counted(rt: &Runtime, program: &[Op], opts: &Options) -> (Report, Opt
     let descs = match Descs::register(rt) {
         Ok(d) => d,
         Err(e) => {
-            let f = Failure { op: 0, kind: FailureKind::Runtime, what: format!("registering descriptors: {e}") };
+            let f = Failure {
+                op: 0,
+                kind: FailureKind::Runtime,
+                what: format!("registering descriptors: {e}"),
+            };
             return (Report::default(), Some(f));
         }
     };
@@ -904,17 +1088,35 @@ pub fn run_counted(rt: &Runtime, program: &[Op], opts: &Options) -> (Report, Opt
     let cx = Cx {
         descs,
         large_words: large_words(rt),
-        ticker: Arc::new(Ticker { every: opts.gc_every as u64, count: AtomicU64::new(0), seed: opts.seed }),
+        ticker: Arc::new(Ticker {
+            every: opts.gc_every as u64,
+            count: AtomicU64::new(0),
+            seed: opts.seed,
+        }),
         tally: tally.clone(),
     };
     let current = Arc::new(AtomicUsize::new(0));
     let (program, opts2, cur) = (program.to_vec(), opts.clone(), current.clone());
     let result = rt.run_on(0, move |s| -> Result<u64, Failure> {
         let regs: Vec<Slot<'_>> = (0..REGS).map(|_| s.slot(Handle::NIL)).collect();
-        let mut m = Machine { regs, sregs: [SVal::Int(0); REGS], globals: Vec::new(), sh: Shadow::default(), cx };
+        let mut m = Machine {
+            regs,
+            sregs: [SVal::Int(0); REGS],
+            globals: Vec::new(),
+            sh: Shadow::default(),
+            cx,
+        };
         let fail = |op: usize, f: Fail| match f {
-            Fail::Violation(what) => Failure { op, kind: FailureKind::Violation, what },
-            Fail::Runtime(e) => Failure { op, kind: FailureKind::Runtime, what: e.to_string() },
+            Fail::Violation(what) => Failure {
+                op,
+                kind: FailureKind::Violation,
+                what,
+            },
+            Fail::Runtime(e) => Failure {
+                op,
+                kind: FailureKind::Runtime,
+                what: e.to_string(),
+            },
         };
         let mut n = program.len();
         let mut i = 0;
@@ -932,11 +1134,13 @@ pub fn run_counted(rt: &Runtime, program: &[Op], opts: &Options) -> (Report, Opt
             if i == n {
                 break;
             }
-            s.scope(|s| m.step(s, &program[i])).map_err(|e| fail(i, e))?;
+            s.scope(|s| m.step(s, &program[i]))
+                .map_err(|e| fail(i, e))?;
             i += 1;
         }
         // The end: everything, then across a global collection.
-        s.scope(|s| m.full_check(s, Some(Collect::Global))).map_err(|e| fail(n, e))?;
+        s.scope(|s| m.full_check(s, Some(Collect::Global)))
+            .map_err(|e| fail(n, e))?;
         m.globals.clear();
         Ok(n as u64)
     });
@@ -944,6 +1148,13 @@ pub fn run_counted(rt: &Runtime, program: &[Op], opts: &Options) -> (Report, Opt
     match result {
         Ok(Ok(ops)) => (tally.report(ops), None),
         Ok(Err(f)) => (tally.report(f.op as u64), Some(f)),
-        Err(e) => (tally.report(at as u64), Some(Failure { op: at, kind: FailureKind::Panic, what: e.to_string() })),
+        Err(e) => (
+            tally.report(at as u64),
+            Some(Failure {
+                op: at,
+                kind: FailureKind::Panic,
+                what: e.to_string(),
+            }),
+        ),
     }
 }

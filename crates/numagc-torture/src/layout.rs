@@ -33,7 +33,9 @@ pub fn id_word(oid: u32) -> u64 {
 
 /// The oid in an id word, if it is one.
 pub fn oid_of(word: u64) -> Option<u32> {
-    (word & !ID_MASK == ID_TAG).then(|| u32::try_from(word & ID_MASK).ok()).flatten()
+    (word & !ID_MASK == ID_TAG)
+        .then(|| u32::try_from(word & ID_MASK).ok())
+        .flatten()
 }
 
 /// The raw payload word `i` of the object with id word `id`.
@@ -97,10 +99,15 @@ impl Descs {
     /// The kind of a mixed object of descriptor `d`, `None` for a
     /// descriptor that is not one of these (a rope node).
     pub fn kind_of(&self, d: DescId) -> Option<Kind> {
-        [(self.pair, Kind::Pair), (self.rec, Kind::Rec), (self.wide, Kind::Wide), (self.cell, Kind::Cell)]
-            .into_iter()
-            .find(|&(x, _)| x == d)
-            .map(|(_, k)| k)
+        [
+            (self.pair, Kind::Pair),
+            (self.rec, Kind::Rec),
+            (self.wide, Kind::Wide),
+            (self.cell, Kind::Cell),
+        ]
+        .into_iter()
+        .find(|&(x, _)| x == d)
+        .map(|(_, k)| k)
     }
 }
 
@@ -182,8 +189,15 @@ mod tests {
     fn plans_are_pure_functions_of_the_seed() {
         assert_eq!(dag_plan(9, 30), dag_plan(9, 30));
         assert_eq!(elem_plan(9, 30, true), elem_plan(9, 30, true));
-        assert!(dag_plan(1, 40).iter().flatten().any(|p| matches!(p, Pick::Node(_))));
-        assert!(elem_plan(1, 40, true).iter().any(|p| matches!(p, Pick::Fresh(_))));
-        assert!(!elem_plan(1, 40, false).iter().any(|p| matches!(p, Pick::Fresh(_))));
+        assert!(dag_plan(1, 40)
+            .iter()
+            .flatten()
+            .any(|p| matches!(p, Pick::Node(_))));
+        assert!(elem_plan(1, 40, true)
+            .iter()
+            .any(|p| matches!(p, Pick::Fresh(_))));
+        assert!(!elem_plan(1, 40, false)
+            .iter()
+            .any(|p| matches!(p, Pick::Fresh(_))));
     }
 }

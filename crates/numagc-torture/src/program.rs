@@ -49,7 +49,11 @@ pub enum Build {
     Tree { depth: u8, leaf: Src },
     /// `nodes` pairs whose fields point to earlier nodes, sources or
     /// integers (`layout::dag_plan`), gathered in a vector.
-    Dag { nodes: u32, seed: u64, srcs: [Src; 2] },
+    Dag {
+        nodes: u32,
+        seed: u64,
+        srcs: [Src; 2],
+    },
     /// A vector of `len` elements: id, integers, sources and shared fresh pairs.
     Vector { len: u32, seed: u64, srcs: [Src; 2] },
     /// A raw object of `len` words.
@@ -60,7 +64,12 @@ pub enum Build {
     Wide { seed: u64, srcs: [Src; 2] },
     /// A raw object or a vector of the large-object size plus `extra` words
     /// (allocated directly in the large-object space).
-    Large { raw: bool, extra: u32, seed: u64, srcs: [Src; 2] },
+    Large {
+        raw: bool,
+        extra: u32,
+        seed: u64,
+        srcs: [Src; 2],
+    },
     /// A mutable array (global heap) of `len` copies of `init` after its id.
     Array { len: u32, init: Src },
     /// A mutable cell (global heap) holding `init`.
@@ -84,36 +93,93 @@ pub enum Collect {
 /// immutable object, a global root when there is none) does nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
-    Build { dst: u8, build: Build },
-    Move { dst: u8, src: u8 },
+    Build {
+        dst: u8,
+        build: Build,
+    },
+    Move {
+        dst: u8,
+        src: u8,
+    },
     /// A value field of the object in `src` (an element of a sequence).
-    Load { dst: u8, src: u8, field: u32 },
-    Clear { dst: u8 },
+    Load {
+        dst: u8,
+        src: u8,
+        field: u32,
+    },
+    Clear {
+        dst: u8,
+    },
     /// Stores `value` (or a fresh local pair holding it) into the array or
     /// cell in `obj`: the write barrier promotes a local value.
-    Store { obj: u8, index: u32, value: Src, fresh: bool },
-    StoreRaw { obj: u8, value: u64 },
-    Promote { reg: u8 },
-    GlobalAdd { src: u8 },
-    GlobalDrop { index: u32 },
-    GlobalGet { dst: u8, index: u32 },
-    GlobalSet { index: u32, src: u8 },
+    Store {
+        obj: u8,
+        index: u32,
+        value: Src,
+        fresh: bool,
+    },
+    StoreRaw {
+        obj: u8,
+        value: u64,
+    },
+    Promote {
+        reg: u8,
+    },
+    GlobalAdd {
+        src: u8,
+    },
+    GlobalDrop {
+        index: u32,
+    },
+    GlobalGet {
+        dst: u8,
+        index: u32,
+    },
+    GlobalSet {
+        index: u32,
+        src: u8,
+    },
     /// `par2`: branch `a` builds here, branch `b` (stolen by an idle vproc
     /// when there is one) first checks what it received — the registers
     /// `env` and, if any, a global root — then builds from it.
-    Par { dst: [u8; 2], env: [u8; 2], global: Option<u32>, a: Build, b: Build },
+    Par {
+        dst: [u8; 2],
+        env: [u8; 2],
+        global: Option<u32>,
+        a: Build,
+        b: Build,
+    },
     /// `tabulate` of `n` pairs `[id, env, i]` built on whichever vproc.
-    Tabulate { dst: u8, env: u8, n: u32, grain: u32 },
+    Tabulate {
+        dst: u8,
+        env: u8,
+        n: u32,
+        grain: u32,
+    },
     /// `par_map` over the sequence in `src`: pairs `[id, elem, 7]`.
-    ParMap { dst: u8, src: u8, grain: u32 },
+    ParMap {
+        dst: u8,
+        src: u8,
+        grain: u32,
+    },
     /// `seq_reduce` over the sequence in `src`, summing element ids.
-    Reduce { src: u8, grain: u32 },
+    Reduce {
+        src: u8,
+        grain: u32,
+    },
     /// Sends `src` to a thread on the last vproc, which checks it, builds
     /// from it and sends the result back; with `mutate`, it also stores the
     /// result into `src` when that is an array or a cell.
-    Channel { dst: u8, src: u8, build: Build, mutate: bool },
+    Channel {
+        dst: u8,
+        src: u8,
+        build: Build,
+        mutate: bool,
+    },
     /// Allocates `objects` objects that die at once.
-    Garbage { objects: u32 },
+    Garbage {
+        objects: u32,
+    },
     Collect(Collect),
     /// Compares everything reachable with the shadow.
     Check,
@@ -135,10 +201,28 @@ pub struct Sizes {
 
 impl Sizes {
     /// For harsh rounds (a collection every few allocations) and proptest.
-    pub const SMALL: Sizes =
-        Sizes { list: 24, depth: 4, dag: 12, vector: 40, raw: 40, large_extra: 16, array: 8, tabulate: 300, garbage: 50 };
-    pub const MEDIUM: Sizes =
-        Sizes { list: 400, depth: 8, dag: 60, vector: 600, raw: 600, large_extra: 400, array: 40, tabulate: 1200, garbage: 2000 };
+    pub const SMALL: Sizes = Sizes {
+        list: 24,
+        depth: 4,
+        dag: 12,
+        vector: 40,
+        raw: 40,
+        large_extra: 16,
+        array: 8,
+        tabulate: 300,
+        garbage: 50,
+    };
+    pub const MEDIUM: Sizes = Sizes {
+        list: 400,
+        depth: 8,
+        dag: 60,
+        vector: 600,
+        raw: 600,
+        large_extra: 400,
+        array: 40,
+        tabulate: 1200,
+        garbage: 2000,
+    };
     pub const LARGE: Sizes = Sizes {
         list: 5000,
         depth: 12,
@@ -192,15 +276,45 @@ fn upto(c: &mut impl Choices, max: u32) -> u32 {
 /// Draws a structure to build.
 pub fn generate_build(c: &mut impl Choices, s: &Sizes) -> Build {
     match c.weighted(&[6, 4, 3, 4, 3, 2, 2, 2, 3, 2]) {
-        0 => Build::List { len: upto(c, s.list), elem: src(c) },
-        1 => Build::Tree { depth: c.range(0, s.depth as u64) as u8, leaf: src(c) },
-        2 => Build::Dag { nodes: 1 + upto(c, s.dag), seed: c.choose(CHOICE_BOUND), srcs: srcs(c) },
-        3 => Build::Vector { len: 1 + upto(c, s.vector), seed: c.choose(CHOICE_BOUND), srcs: srcs(c) },
-        4 => Build::Raw { len: 1 + upto(c, s.raw) },
-        5 => Build::Rec { a: src(c), b: src(c) },
-        6 => Build::Wide { seed: c.choose(CHOICE_BOUND), srcs: srcs(c) },
-        7 => Build::Large { raw: c.chance(50), extra: upto(c, s.large_extra), seed: c.choose(CHOICE_BOUND), srcs: srcs(c) },
-        8 => Build::Array { len: 1 + upto(c, s.array), init: src(c) },
+        0 => Build::List {
+            len: upto(c, s.list),
+            elem: src(c),
+        },
+        1 => Build::Tree {
+            depth: c.range(0, s.depth as u64) as u8,
+            leaf: src(c),
+        },
+        2 => Build::Dag {
+            nodes: 1 + upto(c, s.dag),
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+        3 => Build::Vector {
+            len: 1 + upto(c, s.vector),
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+        4 => Build::Raw {
+            len: 1 + upto(c, s.raw),
+        },
+        5 => Build::Rec {
+            a: src(c),
+            b: src(c),
+        },
+        6 => Build::Wide {
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+        7 => Build::Large {
+            raw: c.chance(50),
+            extra: upto(c, s.large_extra),
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+        8 => Build::Array {
+            len: 1 + upto(c, s.array),
+            init: src(c),
+        },
         _ => Build::Cell { init: src(c) },
     }
 }
@@ -209,17 +323,43 @@ pub fn generate_build(c: &mut impl Choices, s: &Sizes) -> Build {
 pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
     let weights = [30, 4, 5, 2, 8, 2, 3, 3, 2, 2, 2, 8, 4, 3, 2, 6, 3, 4, 1];
     match c.weighted(&weights) {
-        0 => Op::Build { dst: reg(c), build: generate_build(c, s) },
-        1 => Op::Move { dst: reg(c), src: reg(c) },
-        2 => Op::Load { dst: reg(c), src: reg(c), field: c.choose(1 << 16) as u32 },
+        0 => Op::Build {
+            dst: reg(c),
+            build: generate_build(c, s),
+        },
+        1 => Op::Move {
+            dst: reg(c),
+            src: reg(c),
+        },
+        2 => Op::Load {
+            dst: reg(c),
+            src: reg(c),
+            field: c.choose(1 << 16) as u32,
+        },
         3 => Op::Clear { dst: reg(c) },
-        4 => Op::Store { obj: reg(c), index: c.choose(1 << 16) as u32, value: src(c), fresh: c.chance(50) },
-        5 => Op::StoreRaw { obj: reg(c), value: c.choose(CHOICE_BOUND) },
+        4 => Op::Store {
+            obj: reg(c),
+            index: c.choose(1 << 16) as u32,
+            value: src(c),
+            fresh: c.chance(50),
+        },
+        5 => Op::StoreRaw {
+            obj: reg(c),
+            value: c.choose(CHOICE_BOUND),
+        },
         6 => Op::Promote { reg: reg(c) },
         7 => Op::GlobalAdd { src: reg(c) },
-        8 => Op::GlobalDrop { index: c.choose(64) as u32 },
-        9 => Op::GlobalGet { dst: reg(c), index: c.choose(64) as u32 },
-        10 => Op::GlobalSet { index: c.choose(64) as u32, src: reg(c) },
+        8 => Op::GlobalDrop {
+            index: c.choose(64) as u32,
+        },
+        9 => Op::GlobalGet {
+            dst: reg(c),
+            index: c.choose(64) as u32,
+        },
+        10 => Op::GlobalSet {
+            index: c.choose(64) as u32,
+            src: reg(c),
+        },
         11 => Op::Par {
             dst: [reg(c), reg(c)],
             env: [reg(c), reg(c)],
@@ -227,24 +367,59 @@ pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
             a: generate_build(c, s),
             b: generate_build(c, s),
         },
-        12 => Op::Tabulate { dst: reg(c), env: reg(c), n: upto(c, s.tabulate), grain: 1 + c.choose(300) as u32 },
-        13 => Op::ParMap { dst: reg(c), src: reg(c), grain: 1 + c.choose(300) as u32 },
-        14 => Op::Reduce { src: reg(c), grain: 1 + c.choose(300) as u32 },
-        15 => Op::Channel { dst: reg(c), src: reg(c), build: generate_build(c, s), mutate: c.chance(50) },
-        16 => Op::Garbage { objects: upto(c, s.garbage) },
-        17 => Op::Collect([Collect::Minor, Collect::Major, Collect::Young, Collect::Global][c.weighted(&[3, 2, 1, 1])]),
+        12 => Op::Tabulate {
+            dst: reg(c),
+            env: reg(c),
+            n: upto(c, s.tabulate),
+            grain: 1 + c.choose(300) as u32,
+        },
+        13 => Op::ParMap {
+            dst: reg(c),
+            src: reg(c),
+            grain: 1 + c.choose(300) as u32,
+        },
+        14 => Op::Reduce {
+            src: reg(c),
+            grain: 1 + c.choose(300) as u32,
+        },
+        15 => Op::Channel {
+            dst: reg(c),
+            src: reg(c),
+            build: generate_build(c, s),
+            mutate: c.chance(50),
+        },
+        16 => Op::Garbage {
+            objects: upto(c, s.garbage),
+        },
+        17 => Op::Collect(
+            [
+                Collect::Minor,
+                Collect::Major,
+                Collect::Young,
+                Collect::Global,
+            ][c.weighted(&[3, 2, 1, 1])],
+        ),
         _ => Op::Check,
     }
 }
 
 /// The choices of `ops` operations drawn from `rng`.
 pub fn choices(rng: &mut Rng, ops: usize) -> Vec<Vec<u64>> {
-    (0..ops).map(|_| (0..CHOICES_PER_OP).map(|_| rng.next_u64() % CHOICE_BOUND).collect()).collect()
+    (0..ops)
+        .map(|_| {
+            (0..CHOICES_PER_OP)
+                .map(|_| rng.next_u64() % CHOICE_BOUND)
+                .collect()
+        })
+        .collect()
 }
 
 /// The program that recorded choices describe.
 pub fn from_choices(choices: &[Vec<u64>], s: &Sizes) -> Vec<Op> {
-    choices.iter().map(|c| generate_op(&mut Replay::new(c), s)).collect()
+    choices
+        .iter()
+        .map(|c| generate_op(&mut Replay::new(c), s))
+        .collect()
 }
 
 /// A program of `ops` operations drawn from `rng` (the CLI's generator).
@@ -255,8 +430,11 @@ pub fn generate(rng: &mut Rng, ops: usize, s: &Sizes) -> Vec<Op> {
 /// Programs of 1 to `max_ops` operations, for proptest; shrinking drops
 /// operations and simplifies the remaining ones.
 pub fn strategy(max_ops: usize, s: Sizes) -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec(prop::collection::vec(0..CHOICE_BOUND, CHOICES_PER_OP), 1..=max_ops.max(1))
-        .prop_map(move |choices| from_choices(&choices, &s))
+    prop::collection::vec(
+        prop::collection::vec(0..CHOICE_BOUND, CHOICES_PER_OP),
+        1..=max_ops.max(1),
+    )
+    .prop_map(move |choices| from_choices(&choices, &s))
 }
 
 #[cfg(test)]
@@ -266,15 +444,34 @@ mod tests {
     #[test]
     fn zero_choices_give_the_simplest_program() {
         let p = from_choices(&[vec![0; CHOICES_PER_OP]], &Sizes::LARGE);
-        assert_eq!(p, vec![Op::Build { dst: 0, build: Build::List { len: 0, elem: Src::Int(0) } }]);
+        assert_eq!(
+            p,
+            vec![Op::Build {
+                dst: 0,
+                build: Build::List {
+                    len: 0,
+                    elem: Src::Int(0)
+                }
+            }]
+        );
     }
 
     #[test]
     fn the_seeded_generator_draws_every_operation() {
         let p = generate(&mut Rng::new(5), 3000, &Sizes::MEDIUM);
-        let name = |o: &Op| format!("{o:?}").split([' ', '(']).next().unwrap().to_string();
+        let name = |o: &Op| {
+            format!("{o:?}")
+                .split([' ', '('])
+                .next()
+                .unwrap()
+                .to_string()
+        };
         let kinds: std::collections::BTreeSet<String> = p.iter().map(name).collect();
         assert_eq!(kinds.len(), 19, "{kinds:?}");
-        assert_eq!(p, generate(&mut Rng::new(5), 3000, &Sizes::MEDIUM), "deterministic");
+        assert_eq!(
+            p,
+            generate(&mut Rng::new(5), 3000, &Sizes::MEDIUM),
+            "deterministic"
+        );
     }
 }

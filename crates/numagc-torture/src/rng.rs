@@ -113,6 +113,9 @@ mod tests {
             hits[r.weighted(&[1, 0, 2])] += 1;
         }
         assert_eq!(hits[1], 0);
-        assert!(hits[2] > hits[0] * 3 / 2 && hits[2] < hits[0] * 5 / 2, "{hits:?}");
+        assert!(
+            hits[2] > hits[0] * 3 / 2 && hits[2] < hits[0] * 5 / 2,
+            "{hits:?}"
+        );
     }
 }

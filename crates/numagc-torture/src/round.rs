@@ -40,7 +40,12 @@ pub struct RoundPlan {
 impl RoundPlan {
     /// Draws the round of `seed`. `gc_every` overrides the drawn harshness.
     /// Errors name a refused setting (an unknown plan).
-    pub fn new(seed: u64, vprocs: usize, plan: &str, gc_every: Option<u32>) -> Result<RoundPlan, String> {
+    pub fn new(
+        seed: u64,
+        vprocs: usize,
+        plan: &str,
+        gc_every: Option<u32>,
+    ) -> Result<RoundPlan, String> {
         let mut rng = Rng::new(mix(seed));
         let c = &mut rng;
         let local = [64, 128, 256, 1024][c.choose(4) as usize] * KIB;
@@ -54,7 +59,11 @@ impl RoundPlan {
             .global_gc_threshold(chunk * [1, 2, 4, 8][c.choose(4) as usize])
             .young_global_gc(c.chance(50))
             .survivor_promotion([0, 50, 90][c.choose(3) as usize])
-            .task_promotion(if c.chance(50) { TaskPromotion::Lazy } else { TaskPromotion::Eager })
+            .task_promotion(if c.chance(50) {
+                TaskPromotion::Lazy
+            } else {
+                TaskPromotion::Eager
+            })
             .max_heap(1 << 30)
             .verify(true)
             .pin(false);
@@ -72,7 +81,12 @@ impl RoundPlan {
             _ => c.range(30, 100),
         } as usize;
         let program = program::generate(&mut rng, ops, &sizes);
-        Ok(RoundPlan { seed, config, gc_every, program })
+        Ok(RoundPlan {
+            seed,
+            config,
+            gc_every,
+            program,
+        })
     }
 
     /// The settings that differ between rounds, in one line.
@@ -133,18 +147,33 @@ pub struct RoundResult {
 
 /// Runs a planned round. `progress` gets each operation's index.
 /// No operation starts after `deadline`.
-pub fn run(plan: &RoundPlan, fault: Option<Fault>, progress: Option<Arc<dyn Fn(usize) + Send + Sync>>, deadline: Option<Instant>) -> RoundResult {
+pub fn run(
+    plan: &RoundPlan,
+    fault: Option<Fault>,
+    progress: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+    deadline: Option<Instant>,
+) -> RoundResult {
     let rt = match Runtime::new(plan.config.clone()) {
         Ok(rt) => rt,
         Err(e) => {
             return RoundResult {
                 report: Report::default(),
                 counts: RuntimeCounts::default(),
-                failure: Some(Failure { op: 0, kind: FailureKind::Runtime, what: format!("starting the runtime: {e}") }),
+                failure: Some(Failure {
+                    op: 0,
+                    kind: FailureKind::Runtime,
+                    what: format!("starting the runtime: {e}"),
+                }),
             }
         }
     };
-    let opts = Options { gc_every: plan.gc_every, seed: mix(plan.seed ^ 0x70_7274), fault, progress, deadline };
+    let opts = Options {
+        gc_every: plan.gc_every,
+        seed: mix(plan.seed ^ 0x70_7274),
+        fault,
+        progress,
+        deadline,
+    };
     let (report, failure) = interp::run_counted(&rt, &plan.program, &opts);
     let stats = rt.stats();
     let t = &stats.total;
@@ -168,7 +197,11 @@ pub fn run(plan: &RoundPlan, fault: Option<Fault>, progress: Option<Arc<dyn Fn(u
             what: format!("threads failed: {thread_errors:?}"),
         });
     }
-    RoundResult { report, counts, failure }
+    RoundResult {
+        report,
+        counts,
+        failure,
+    }
 }
 
 #[cfg(test)]
@@ -193,9 +226,10 @@ mod tests {
 
     #[test]
     fn gc_every_is_drawn_unless_given() {
-        let drawn: std::collections::BTreeSet<u32> = (0..200).map(|s| RoundPlan::new(s, 1, "split", None).unwrap().gc_every).collect();
+        let drawn: std::collections::BTreeSet<u32> = (0..200)
+            .map(|s| RoundPlan::new(s, 1, "split", None).unwrap().gc_every)
+            .collect();
         assert!(drawn.len() >= 6, "{drawn:?}");
         assert_eq!(RoundPlan::new(3, 1, "split", Some(1)).unwrap().gc_every, 1);
     }
 }
-

@@ -12,7 +12,9 @@
 //! operation and allocate oids in the same order; where a structure has
 //! random parts, both sides follow the same plan (`crate::layout`).
 
-use crate::layout::{dag_plan, elem_plan, fresh_count, id_word, payload, wide_is_value, Kind, Pick, WIDE_SIZE};
+use crate::layout::{
+    dag_plan, elem_plan, fresh_count, id_word, payload, wide_is_value, Kind, Pick, WIDE_SIZE,
+};
 use crate::program::{Build, Src};
 
 /// A value of the shadow: an immediate integer or an object, by oid.
@@ -88,7 +90,9 @@ impl Shadow {
 
     /// A pair `[id, a, b]`.
     pub fn pair(&mut self, a: SVal, b: SVal) -> SVal {
-        self.alloc(Kind::Pair, |id| vec![Field::Raw(id), Field::Val(a), Field::Val(b)])
+        self.alloc(Kind::Pair, |id| {
+            vec![Field::Raw(id), Field::Val(a), Field::Val(b)]
+        })
     }
 
     /// A sequence of `elems`.
@@ -97,12 +101,18 @@ impl Shadow {
     }
 
     fn raw(&mut self, len: usize) -> SVal {
-        self.alloc(Kind::Raw, |id| (0..len).map(|i| Field::Raw(if i == 0 { id } else { payload(id, i) })).collect())
+        self.alloc(Kind::Raw, |id| {
+            (0..len)
+                .map(|i| Field::Raw(if i == 0 { id } else { payload(id, i) }))
+                .collect()
+        })
     }
 
     /// A vector of `len` elements after `elem_plan(seed, len, true)`.
     fn vector(&mut self, len: usize, seed: u64, s: [SVal; 2]) -> SVal {
-        let fresh: Vec<SVal> = (0..fresh_count(len)).map(|f| self.pair(SVal::Int(f as i64), SVal::Int(0))).collect();
+        let fresh: Vec<SVal> = (0..fresh_count(len))
+            .map(|f| self.pair(SVal::Int(f as i64), SVal::Int(0)))
+            .collect();
         let plan = elem_plan(seed, len, true);
         self.alloc(Kind::Vector, |id| {
             let mut v = vec![Field::Val(SVal::Int(id as i64))];
@@ -141,15 +151,25 @@ impl Shadow {
                     built.push(self.pair(a, b));
                 }
                 self.alloc(Kind::Vector, |id| {
-                    std::iter::once(Field::Val(SVal::Int(id as i64))).chain(built.iter().map(|&n| Field::Val(n))).collect()
+                    std::iter::once(Field::Val(SVal::Int(id as i64)))
+                        .chain(built.iter().map(|&n| Field::Val(n)))
+                        .collect()
                 })
             }
-            Build::Vector { len, seed, srcs } => self.vector(len as usize, seed, [sv(srcs[0]), sv(srcs[1])]),
+            Build::Vector { len, seed, srcs } => {
+                self.vector(len as usize, seed, [sv(srcs[0]), sv(srcs[1])])
+            }
             Build::Raw { len } => self.raw(len as usize),
             Build::Rec { a, b } => {
                 let (a, b) = (sv(a), sv(b));
                 self.alloc(Kind::Rec, |id| {
-                    vec![Field::Raw(id), Field::Val(a), Field::Raw(payload(id, 2)), Field::Val(b), Field::Raw(payload(id, 4))]
+                    vec![
+                        Field::Raw(id),
+                        Field::Val(a),
+                        Field::Raw(payload(id, 2)),
+                        Field::Val(b),
+                        Field::Raw(payload(id, 4)),
+                    ]
                 })
             }
             Build::Wide { seed, srcs } => {
@@ -165,7 +185,12 @@ impl Shadow {
                         .collect()
                 })
             }
-            Build::Large { raw, extra, seed, srcs } => {
+            Build::Large {
+                raw,
+                extra,
+                seed,
+                srcs,
+            } => {
                 let len = large_words + extra as usize;
                 if raw {
                     self.raw(len)
@@ -183,7 +208,9 @@ impl Shadow {
             }
             Build::Cell { init } => {
                 let init = sv(init);
-                self.alloc(Kind::Cell, |id| vec![Field::Raw(id), Field::Val(init), Field::Raw(0)])
+                self.alloc(Kind::Cell, |id| {
+                    vec![Field::Raw(id), Field::Val(init), Field::Raw(0)]
+                })
             }
         }
     }
@@ -222,7 +249,14 @@ mod tests {
     fn a_tree_shares_its_leaf_and_numbers_post_order() {
         let mut sh = Shadow::default();
         let leaf = sh.build(&Build::Raw { len: 2 }, &[], 32);
-        let t = sh.build(&Build::Tree { depth: 2, leaf: Src::Reg(0) }, &[leaf], 32);
+        let t = sh.build(
+            &Build::Tree {
+                depth: 2,
+                leaf: Src::Reg(0),
+            },
+            &[leaf],
+            32,
+        );
         assert_eq!(t, SVal::Obj(7), "raw + 4 leaves + 2 nodes + root");
         assert!(sh.value_fields(SVal::Obj(1)).contains(&leaf));
         assert!(sh.value_fields(SVal::Obj(2)).contains(&leaf));
@@ -231,7 +265,16 @@ mod tests {
     #[test]
     fn large_objects_have_the_large_size_plus_extra() {
         let mut sh = Shadow::default();
-        let v = sh.build(&Build::Large { raw: true, extra: 3, seed: 1, srcs: [Src::Int(1), Src::Int(2)] }, &[], 32);
+        let v = sh.build(
+            &Build::Large {
+                raw: true,
+                extra: 3,
+                seed: 1,
+                srcs: [Src::Int(1), Src::Int(2)],
+            },
+            &[],
+            32,
+        );
         assert_eq!(sh.obj(v).unwrap().fields.len(), 35);
     }
 }

@@ -22,23 +22,55 @@ fn runtime(vprocs: usize) -> Runtime {
 
 fn program() -> Vec<Op> {
     vec![
-        Op::Build { dst: 2, build: Build::Tree { depth: 3, leaf: Src::Int(4) } },
-        Op::Build { dst: 3, build: Build::List { len: 10, elem: Src::Reg(2) } },
+        Op::Build {
+            dst: 2,
+            build: Build::Tree {
+                depth: 3,
+                leaf: Src::Int(4),
+            },
+        },
+        Op::Build {
+            dst: 3,
+            build: Build::List {
+                len: 10,
+                elem: Src::Reg(2),
+            },
+        },
         Op::Collect(Collect::Minor),
-        Op::Build { dst: 4, build: Build::Vector { len: 30, seed: 3, srcs: [Src::Reg(2), Src::Reg(3)] } },
+        Op::Build {
+            dst: 4,
+            build: Build::Vector {
+                len: 30,
+                seed: 3,
+                srcs: [Src::Reg(2), Src::Reg(3)],
+            },
+        },
     ]
 }
 
 fn run_with(fault: Option<Fault>, gc_every: u32) -> Result<interp::Report, Failure> {
     let rt = runtime(2);
-    interp::run(&rt, &program(), &Options { gc_every, seed: 1, fault, progress: None, deadline: None })
+    interp::run(
+        &rt,
+        &program(),
+        &Options {
+            gc_every,
+            seed: 1,
+            fault,
+            progress: None,
+            deadline: None,
+        },
+    )
 }
 
 #[test]
 fn the_program_passes_without_a_fault() {
     let r = run_with(None, 3).unwrap();
     assert_eq!(r.ops, 4);
-    assert!(r.objects_checked > 0 && r.checks > 0 && r.forced_minor > 0, "{r:?}");
+    assert!(
+        r.objects_checked > 0 && r.checks > 0 && r.forced_minor > 0,
+        "{r:?}"
+    );
 }
 
 fn expect_violation(kind: FaultKind, words: &str) {

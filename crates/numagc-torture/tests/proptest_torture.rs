@@ -24,9 +24,25 @@ fn runtime(seed: u64, vprocs: usize) -> Runtime {
     Runtime::new(plan.config).expect("the runtime starts")
 }
 
-fn run(program: &[Op], seed: u64, vprocs: usize, gc_every: u32, fault: Option<Fault>) -> Result<interp::Report, interp::Failure> {
+fn run(
+    program: &[Op],
+    seed: u64,
+    vprocs: usize,
+    gc_every: u32,
+    fault: Option<Fault>,
+) -> Result<interp::Report, interp::Failure> {
     let rt = runtime(seed, vprocs);
-    interp::run(&rt, program, &Options { gc_every, seed, fault, progress: None, deadline: None })
+    interp::run(
+        &rt,
+        program,
+        &Options {
+            gc_every,
+            seed,
+            fault,
+            progress: None,
+            deadline: None,
+        },
+    )
 }
 
 proptest! {
@@ -80,16 +96,35 @@ proptest! {
 /// the simplest program there is, one operation of zero choices.
 #[test]
 fn a_failure_shrinks_to_a_minimal_program() {
-    let mut runner = TestRunner::new(RunnerConfig { cases: 4, max_shrink_iters: 4000, failure_persistence: None, ..RunnerConfig::default() });
-    let fault = Fault { kind: FaultKind::HeapStore, at: usize::MAX };
-    let result = runner.run(&strategy(10, Sizes::SMALL), |program| match run(&program, 1, 1, 4, Some(fault)) {
-        Ok(_) => Ok(()),
-        Err(f) => Err(TestCaseError::fail(f.to_string())),
+    let mut runner = TestRunner::new(RunnerConfig {
+        cases: 4,
+        max_shrink_iters: 4000,
+        failure_persistence: None,
+        ..RunnerConfig::default()
+    });
+    let fault = Fault {
+        kind: FaultKind::HeapStore,
+        at: usize::MAX,
+    };
+    let result = runner.run(&strategy(10, Sizes::SMALL), |program| {
+        match run(&program, 1, 1, 4, Some(fault)) {
+            Ok(_) => Ok(()),
+            Err(f) => Err(TestCaseError::fail(f.to_string())),
+        }
     });
     match result {
         Err(TestError::Fail(why, minimal)) => {
             assert!(why.message().contains("Int(424242)"), "{why}");
-            assert_eq!(minimal, vec![Op::Build { dst: 0, build: Build::List { len: 0, elem: Src::Int(0) } }]);
+            assert_eq!(
+                minimal,
+                vec![Op::Build {
+                    dst: 0,
+                    build: Build::List {
+                        len: 0,
+                        elem: Src::Int(0)
+                    }
+                }]
+            );
         }
         other => panic!("expected a shrunk failure, got {other:?}"),
     }

@@ -10,7 +10,12 @@ fn seeded_rounds_pass() {
             let every = [3, 10, 50, 300, 0, 7][seed as usize];
             let plan = RoundPlan::new(seed, vprocs, "split", Some(every)).unwrap();
             let r = round::run(&plan, None, None, None);
-            assert!(r.failure.is_none(), "seed {seed} vprocs {vprocs} ({}): {}", plan.describe(), r.failure.unwrap());
+            assert!(
+                r.failure.is_none(),
+                "seed {seed} vprocs {vprocs} ({}): {}",
+                plan.describe(),
+                r.failure.unwrap()
+            );
             assert!(r.report.objects_checked > 0);
         }
     }

@@ -64,7 +64,10 @@ fn main() -> numagc::Result<()> {
         let sum = sum?;
         assert_eq!(sum, expected * (k as u64 + 1), "vproc {k}");
         assert_eq!(lengths[k], N, "list of vproc {k}");
-        println!("vproc {k}: sum {sum}, list of {} cells in the global heap", lengths[k]);
+        println!(
+            "vproc {k}: sum {sum}, list of {} cells in the global heap",
+            lengths[k]
+        );
     }
     println!();
     print!("{}", rt.stats().table());

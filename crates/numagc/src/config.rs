@@ -86,7 +86,8 @@ const HEAP_GROWTH_ALLOWED: &str = "a finite number from 1.0 to 100.0";
 const TASK_PROMOTION_ALLOWED: &str = "lazy or eager";
 const SURVIVOR_PROMOTION_ALLOWED: &str = "a percentage from 0 (never) to 100";
 const MAX_HEAP_ALLOWED: &str = "a size from vprocs x (local-heap + 2 x chunk-size) to 16 TiB";
-const SAFEPOINT_TIMEOUT_ALLOWED: &str = "0 (wait for ever) or a duration from 1ms to 3600s (a number with unit ms or s; no unit: ms)";
+const SAFEPOINT_TIMEOUT_ALLOWED: &str =
+    "0 (wait for ever) or a duration from 1ms to 3600s (a number with unit ms or s; no unit: ms)";
 
 /// When the environment of a forked task is promoted to the global heap
 /// (§3.1, after Rainey's lazy promotion \[Rai10\]; see `sched`).
@@ -234,7 +235,8 @@ impl Config {
 
     /// `safepoint-timeout` as a duration; `None` means wait for ever.
     pub fn safepoint_timeout(&self) -> Option<std::time::Duration> {
-        (self.safepoint_timeout_ms > 0).then(|| std::time::Duration::from_millis(self.safepoint_timeout_ms))
+        (self.safepoint_timeout_ms > 0)
+            .then(|| std::time::Duration::from_millis(self.safepoint_timeout_ms))
     }
 
     /// Defaults overridden by every `NUMAGC_*` environment variable that is set.
@@ -430,8 +432,8 @@ impl ConfigBuilder {
             }
             "max-heap" => self.max_heap = Some(size(MAX_HEAP_ALLOWED)?),
             "safepoint-timeout" => {
-                self.safepoint_timeout_ms =
-                    parse_millis(value).ok_or_else(|| refused(setting, value, SAFEPOINT_TIMEOUT_ALLOWED))?
+                self.safepoint_timeout_ms = parse_millis(value)
+                    .ok_or_else(|| refused(setting, value, SAFEPOINT_TIMEOUT_ALLOWED))?
             }
             "young-global-gc" => self.young_global_gc = boolean()?,
             "task-promotion" => self.task_promotion = value.parse()?,
@@ -552,7 +554,8 @@ impl ConfigBuilder {
         }
 
         let local_heap = self.local_heap_size;
-        let local_heap_ok = (64 * KIB..=GIB).contains(&local_heap) && local_heap.is_multiple_of(4 * KIB);
+        let local_heap_ok =
+            (64 * KIB..=GIB).contains(&local_heap) && local_heap.is_multiple_of(4 * KIB);
         self.check("local-heap", local_heap, local_heap_ok, || {
             owned(LOCAL_HEAP_ALLOWED)
         })?;
@@ -568,7 +571,9 @@ impl ConfigBuilder {
         })?;
 
         let sp = self.survivor_promotion;
-        self.check("survivor-promotion", sp, sp <= 100, || owned(SURVIVOR_PROMOTION_ALLOWED))?;
+        self.check("survivor-promotion", sp, sp <= 100, || {
+            owned(SURVIVOR_PROMOTION_ALLOWED)
+        })?;
 
         let nursery_max = local_heap / 4;
         let min_nursery = self.min_nursery_size.unwrap_or(local_heap / 8);
@@ -621,7 +626,12 @@ impl ConfigBuilder {
         )?;
 
         let spt = self.safepoint_timeout_ms;
-        self.check("safepoint-timeout", format!("{spt}ms"), spt <= MAX_SAFEPOINT_TIMEOUT_MS, || owned(SAFEPOINT_TIMEOUT_ALLOWED))?;
+        self.check(
+            "safepoint-timeout",
+            format!("{spt}ms"),
+            spt <= MAX_SAFEPOINT_TIMEOUT_MS,
+            || owned(SAFEPOINT_TIMEOUT_ALLOWED),
+        )?;
 
         Ok(Config {
             plan: self.plan,
@@ -958,7 +968,12 @@ mod tests {
             let mut b = ConfigBuilder::new();
             let before = format!("{b:?}");
             b.set(s.name, "33554431x").unwrap_err();
-            assert_eq!(format!("{b:?}"), before, "set({}) was refused but changed the builder", s.name);
+            assert_eq!(
+                format!("{b:?}"),
+                before,
+                "set({}) was refused but changed the builder",
+                s.name
+            );
         }
         let mut b = ConfigBuilder::new().vprocs(1);
         b.set("topology", "2x1").unwrap();
@@ -1006,18 +1021,36 @@ mod tests {
 
     #[test]
     fn safepoint_timeout_parses_units_and_zero_means_for_ever() {
-        assert_eq!(Config::default().safepoint_timeout(), Some(std::time::Duration::from_secs(10)));
+        assert_eq!(
+            Config::default().safepoint_timeout(),
+            Some(std::time::Duration::from_secs(10))
+        );
         let mut b = ConfigBuilder::new();
-        for (given, ms) in [("250", 250), ("250ms", 250), ("3s", 3000), (" 2 S ", 2000), ("3600s", 3_600_000)] {
+        for (given, ms) in [
+            ("250", 250),
+            ("250ms", 250),
+            ("3s", 3000),
+            (" 2 S ", 2000),
+            ("3600s", 3_600_000),
+        ] {
             b.set("safepoint-timeout", given).unwrap();
             assert_eq!(b.build().unwrap().safepoint_timeout_ms, ms, "{given}");
         }
         b.set("safepoint-timeout", "0").unwrap();
         assert_eq!(b.build().unwrap().safepoint_timeout(), None);
-        let cfg = ConfigBuilder::from_env_map(env(&[("NUMAGC_SAFEPOINT_TIMEOUT", "1s")])).unwrap().build().unwrap();
+        let cfg = ConfigBuilder::from_env_map(env(&[("NUMAGC_SAFEPOINT_TIMEOUT", "1s")]))
+            .unwrap()
+            .build()
+            .unwrap();
         assert_eq!(cfg.safepoint_timeout_ms, 1000);
-        let e = ConfigBuilder::new().safepoint_timeout(std::time::Duration::from_secs(7200)).build().unwrap_err();
-        assert_eq!((e.setting, e.value.as_str()), ("safepoint-timeout", "7200000ms"));
+        let e = ConfigBuilder::new()
+            .safepoint_timeout(std::time::Duration::from_secs(7200))
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            (e.setting, e.value.as_str()),
+            ("safepoint-timeout", "7200000ms")
+        );
         assert_eq!(parse_millis("18446744073709551615s"), None);
     }
 

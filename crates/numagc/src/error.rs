@@ -37,7 +37,11 @@ pub enum DescriptorError {
     #[error("descriptor `{name}` has size 0 words; a mixed object needs at least one field")]
     ZeroSize { name: String },
     #[error("descriptor `{name}`: pointer offset {offset} is outside the object of {size} words")]
-    OffsetOutOfRange { name: String, offset: usize, size: usize },
+    OffsetOutOfRange {
+        name: String,
+        offset: usize,
+        size: usize,
+    },
     #[error("descriptor `{name}`: pointer offset {offset} is listed twice")]
     DuplicateOffset { name: String, offset: usize },
     #[error("descriptor `{name}`: size {size} words exceeds the largest mixed object, {max} words", max = crate::object::descriptor::MAX_MIXED_SIZE)]
@@ -56,7 +60,11 @@ pub enum Error {
     /// The heap limit was reached: the allocation that asked is refused, the
     /// heap is left as it was and other vprocs carry on.
     #[error("heap limit reached: {requested} bytes requested with {in_use} of {limit} bytes in use after a global collection")]
-    HeapLimit { requested: usize, in_use: usize, limit: usize },
+    HeapLimit {
+        requested: usize,
+        in_use: usize,
+        limit: usize,
+    },
     /// An object ID that no descriptor has been registered for.
     #[error("unknown object descriptor id {0}")]
     UnknownDescriptor(u16),
@@ -66,7 +74,11 @@ pub enum Error {
     /// The operating system refused a request other than memory (starting a
     /// thread); refused memory is [`Error::MapFailed`].
     #[error("operating system: {what}: {source}")]
-    Os { what: &'static str, #[source] source: std::io::Error },
+    Os {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     /// A job, a task or a thread panicked on vproc `vproc`; the vproc and
     /// the runtime carry on.
     #[error("a task panicked on vproc {vproc}: {message}")]
@@ -76,7 +88,11 @@ pub enum Error {
     /// reservation is exhausted). Nothing was allocated or moved; the heap
     /// is intact and a later request may succeed.
     #[error("out of memory: could not map {bytes} bytes for {what}: {}", os_reason(*.errno))]
-    MapFailed { bytes: usize, what: &'static str, errno: i32 },
+    MapFailed {
+        bytes: usize,
+        what: &'static str,
+        errno: i32,
+    },
     /// A global collection was abandoned before anything was moved because
     /// vproc `vproc` did not reach a safepoint within `waited_ms`
     /// milliseconds (setting `safepoint-timeout`). The vprocs that had

@@ -58,7 +58,9 @@ mod vproc;
 pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};
 pub use error::{ConfigError, DescriptorError, Error, Result};
 pub use heap::global::BindRecord;
-pub use mutator::{Case, Channel, GlobalRoot, Handle, Next, ObjectKind, Scope, Sel, Slot, View, ROPE_LEAF_MAX};
+pub use mutator::{
+    Case, Channel, GlobalRoot, Handle, Next, ObjectKind, Scope, Sel, Slot, View, ROPE_LEAF_MAX,
+};
 pub use object::descriptor::{DescId, Descriptor};
 pub use runtime::{Runtime, RuntimeInfo};
 pub use stats::StatsReport;

@@ -287,7 +287,9 @@ fn fenced_set_limit_race(reordered: bool) -> (bool, usize) {
     });
     let (p, l) = (pending.clone(), limit.clone());
     let b = thread::spawn(move || {
-        assert!(p.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok());
+        assert!(p
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok());
         fence(Ordering::SeqCst);
         l.store(0, Ordering::SeqCst);
     });
@@ -304,7 +306,10 @@ fn fenced_set_limit_race(reordered: bool) -> (bool, usize) {
 fn set_limit_fenced_replica_reordered_is_caught() {
     loom::model(|| {
         let (saw_pending, l0) = fenced_set_limit_race(true);
-        assert!(saw_pending || l0 == 0, "vproc 0 missed the pending collection and kept limit {l0}");
+        assert!(
+            saw_pending || l0 == 0,
+            "vproc 0 missed the pending collection and kept limit {l0}"
+        );
     });
 }
 
@@ -338,20 +343,47 @@ impl PhaseCounters {
 fn run_two_phases(c: &Coordinator<u32>, k: &PhaseCounters, v: usize) {
     k.arrived1.fetch_add(1, Ordering::Relaxed);
     c.phase(v, || {
-        assert_eq!(k.arrived1.load(Ordering::Relaxed), 2, "phase 1 serial before all arrived");
-        assert_eq!(k.serial1.fetch_add(1, Ordering::Relaxed), 0, "phase 1 serial ran twice");
+        assert_eq!(
+            k.arrived1.load(Ordering::Relaxed),
+            2,
+            "phase 1 serial before all arrived"
+        );
+        assert_eq!(
+            k.serial1.fetch_add(1, Ordering::Relaxed),
+            0,
+            "phase 1 serial ran twice"
+        );
     });
-    assert_eq!(k.serial1.load(Ordering::Relaxed), 1, "vproc {v} left phase 1 before its serial part");
+    assert_eq!(
+        k.serial1.load(Ordering::Relaxed),
+        1,
+        "vproc {v} left phase 1 before its serial part"
+    );
     assert!(c.pending(), "collection ended during phase 1");
 
     k.arrived2.fetch_add(1, Ordering::Relaxed);
     c.phase(v, || {
-        assert_eq!(k.arrived2.load(Ordering::Relaxed), 2, "phase 2 serial before all arrived");
-        assert_eq!(k.serial2.fetch_add(1, Ordering::Relaxed), 0, "phase 2 serial ran twice");
+        assert_eq!(
+            k.arrived2.load(Ordering::Relaxed),
+            2,
+            "phase 2 serial before all arrived"
+        );
+        assert_eq!(
+            k.serial2.fetch_add(1, Ordering::Relaxed),
+            0,
+            "phase 2 serial ran twice"
+        );
         c.finish();
     });
-    assert_eq!(k.serial2.load(Ordering::Relaxed), 1, "vproc {v} left phase 2 before its serial part");
-    assert!(!c.pending(), "vproc {v} left the collection while still pending");
+    assert_eq!(
+        k.serial2.load(Ordering::Relaxed),
+        1,
+        "vproc {v} left phase 2 before its serial part"
+    );
+    assert!(
+        !c.pending(),
+        "vproc {v} left the collection while still pending"
+    );
 }
 
 #[test]
@@ -364,7 +396,11 @@ fn phases_run_serial_once_with_idle_vproc() {
         let (c1, k1) = (c.clone(), k.clone());
         let t1 = thread::spawn(move || {
             let w = c1.wait_idle(1, || false);
-            assert!(matches!(w, Wake::Collect), "idle vproc got {}", wake_name(&w));
+            assert!(
+                matches!(w, Wake::Collect),
+                "idle vproc got {}",
+                wake_name(&w)
+            );
             run_two_phases(&c1, &k1, 1);
         });
         // vproc 0: triggers and leads.
@@ -425,7 +461,11 @@ fn wait_idle_job_then_shutdown() {
             let w = c1.wait_idle(1, || false);
             assert!(matches!(w, Wake::Job(7)), "first wake is {}", wake_name(&w));
             let w = c1.wait_idle(1, || false);
-            assert!(matches!(w, Wake::Shutdown), "second wake is {}", wake_name(&w));
+            assert!(
+                matches!(w, Wake::Shutdown),
+                "second wake is {}",
+                wake_name(&w)
+            );
         });
         let c0 = c.clone();
         let t0 = thread::spawn(move || {
@@ -449,7 +489,12 @@ fn wait_idle_job_then_shutdown() {
 /// counts items pushed and not yet fully scanned (`Relaxed`: when `pop`
 /// returns `None` the queue's lock must make every other worker's decrement
 /// visible), and must be 0 whenever `pop` declares termination.
-fn scan_worker(q: &ScanQueue<u32>, outstanding: &AtomicUsize, node: usize, roots: &[(usize, u32)]) -> Vec<u32> {
+fn scan_worker(
+    q: &ScanQueue<u32>,
+    outstanding: &AtomicUsize,
+    node: usize,
+    roots: &[(usize, u32)],
+) -> Vec<u32> {
     for &(n, item) in roots {
         outstanding.fetch_add(1, Ordering::Relaxed);
         q.push(n, item);
@@ -463,7 +508,11 @@ fn scan_worker(q: &ScanQueue<u32>, outstanding: &AtomicUsize, node: usize, roots
         got.push(item);
         outstanding.fetch_sub(1, Ordering::Relaxed);
     }
-    assert_eq!(outstanding.load(Ordering::Relaxed), 0, "worker {node} stopped while work was outstanding");
+    assert_eq!(
+        outstanding.load(Ordering::Relaxed),
+        0,
+        "worker {node} stopped while work was outstanding"
+    );
     got
 }
 
@@ -572,7 +621,11 @@ fn chunk_pool_affinity() {
         let mut taken = a.join().unwrap();
         taken.extend(b.join().unwrap());
         for &(node, ch) in &taken {
-            assert_eq!(node_of(ch), node, "chunk {ch} taken from node {node}'s pool");
+            assert_eq!(
+                node_of(ch),
+                node,
+                "chunk {ch} taken from node {node}'s pool"
+            );
         }
         // Drain what is left; every chunk put is accounted for exactly once.
         for node in 0..2 {
@@ -586,7 +639,11 @@ fn chunk_pool_affinity() {
         }
         let mut ids: Vec<u32> = taken.iter().map(|&(_, ch)| ch).collect();
         ids.sort_unstable();
-        assert_eq!(ids, vec![1, 2, 101, 102], "no chunk lost or handed out twice");
+        assert_eq!(
+            ids,
+            vec![1, 2, 101, 102],
+            "no chunk lost or handed out twice"
+        );
     });
 }
 
@@ -659,7 +716,9 @@ fn stolen_task_handoff() {
 
         let (c1, m1, r1) = (c.clone(), mailbox.clone(), runs.clone());
         let thief = thread::spawn(move || {
-            let Steal::Success(t) = stealer.steal() else { return false };
+            let Steal::Success(t) = stealer.steal() else {
+                return false;
+            };
             if t.want(1) {
                 m1.post(t.clone());
                 c1.signal(0);
@@ -685,14 +744,23 @@ fn stolen_task_handoff() {
             None => {
                 while task.state() != DONE {
                     serve(&c, &mailbox);
-                    c.bell(0).wait_unless(|| task.state() == DONE || c.signalled(0));
+                    c.bell(0)
+                        .wait_unless(|| task.state() == DONE || c.signalled(0));
                 }
-                assert!(matches!(task.take_result(), Some(Ok(7))), "the owner missed the result");
+                assert!(
+                    matches!(task.take_result(), Some(Ok(7))),
+                    "the owner missed the result"
+                );
                 true
             }
         };
         assert_eq!(thief.join().unwrap(), stolen);
-        assert_eq!(runs.load(Ordering::Relaxed), 1, "the task ran {} times", runs.load(Ordering::Relaxed));
+        assert_eq!(
+            runs.load(Ordering::Relaxed),
+            1,
+            "the task ran {} times",
+            runs.load(Ordering::Relaxed)
+        );
     });
 }
 
@@ -716,7 +784,10 @@ fn signal_is_never_missed_by_set_limit() {
         thief.join().unwrap();
         let l0 = c.limit_cell(0).load(Ordering::SeqCst);
         assert!(l0 == 0 || l0 == 42);
-        assert!(saw || l0 == 0, "the owner missed the promotion request and kept limit {l0}");
+        assert!(
+            saw || l0 == 0,
+            "the owner missed the promotion request and kept limit {l0}"
+        );
         assert!(c.signalled(0));
         assert!(c.take_signal(0), "the request is taken once");
         assert!(!c.take_signal(0), "the request is taken twice");
@@ -749,9 +820,12 @@ fn promotion_requests_of_two_thieves_are_served() {
         }
         let thieves: Vec<_> = (1..=2)
             .map(|me| {
-                let (c, m, r, stealer) = (c.clone(), mailbox.clone(), roots.clone(), worker.stealer());
+                let (c, m, r, stealer) =
+                    (c.clone(), mailbox.clone(), roots.clone(), worker.stealer());
                 thread::spawn(move || {
-                    let Steal::Success(t) = stealer.steal() else { panic!("thief {me} found no task") };
+                    let Steal::Success(t) = stealer.steal() else {
+                        panic!("thief {me} found no task")
+                    };
                     assert!(t.want(me), "a lazily promoted task starts QUEUED");
                     m.post(t.clone());
                     c.signal(0);
@@ -766,15 +840,27 @@ fn promotion_requests_of_two_thieves_are_served() {
             })
             .collect();
         // The owner: both tasks were stolen; it joins them in turn.
-        let word_of = |t: &Arc<Handoff>| 100 + tasks.iter().position(|x| Arc::ptr_eq(x, t)).expect("one of ours") as u64;
+        let word_of = |t: &Arc<Handoff>| {
+            100 + tasks
+                .iter()
+                .position(|x| Arc::ptr_eq(x, t))
+                .expect("one of ours") as u64
+        };
         let mut served = 0;
         for t in &tasks {
             while t.state() != DONE {
-                serve_requests(&c, &mailbox, 0, |t: &Arc<Handoff>| &**t, |t| {
-                    served += 1;
-                    Ok(vec![roots.add(word_of(t))])
-                });
-                c.bell(0).wait_unless(|| t.state() == DONE || c.signalled(0));
+                serve_requests(
+                    &c,
+                    &mailbox,
+                    0,
+                    |t: &Arc<Handoff>| &**t,
+                    |t| {
+                        served += 1;
+                        Ok(vec![roots.add(word_of(t))])
+                    },
+                );
+                c.bell(0)
+                    .wait_unless(|| t.state() == DONE || c.signalled(0));
             }
         }
         for h in thieves {
@@ -782,7 +868,10 @@ fn promotion_requests_of_two_thieves_are_served() {
         }
         assert_eq!(served, 2, "each environment is promoted once");
         for (k, t) in tasks.iter().enumerate() {
-            assert!(matches!(t.take_result(), Some(Ok(r)) if r == 100 + k), "task {k}: the thief ran another environment");
+            assert!(
+                matches!(t.take_result(), Some(Ok(r)) if r == 100 + k),
+                "task {k}: the thief ran another environment"
+            );
         }
     });
 }
@@ -799,13 +888,20 @@ type ModelOffer = crate::sched::channel::Offer<u32, usize>;
 /// One synchronisation as `sched::thread::select_blocking` does it: match
 /// or queue, ring the woken party, else wait on our doorbell until done.
 /// Returns the completed case and the value received.
-fn model_select(c: &Coordinator<u32>, me: usize, cases: &[(&ModelChan, crate::sched::channel::Dir)], values: Vec<Option<u32>>) -> (usize, Option<u32>) {
+fn model_select(
+    c: &Coordinator<u32>,
+    me: usize,
+    cases: &[(&ModelChan, crate::sched::channel::Dir)],
+    values: Vec<Option<u32>>,
+) -> (usize, Option<u32>) {
     use crate::sched::channel::{sync, Offer};
     let offer: std::sync::Arc<ModelOffer> = Offer::new(values);
     *crate::sync::lock(&offer.resume) = Some(me);
     let case = match sync(cases, &offer, true) {
         Some(m) => {
-            let other = crate::sync::lock(&m.other.resume).take().expect("a queued offer has its resume");
+            let other = crate::sync::lock(&m.other.resume)
+                .take()
+                .expect("a queued offer has its resume");
             c.bell(other).ring();
             m.case
         }
@@ -829,7 +925,10 @@ fn channel_choice_is_claimed_once() {
     // and nobody hangs (loom reports a deadlock otherwise).
     bounded(2).check(|| {
         let c = Arc::new(Coordinator::<u32>::new(3));
-        let (a, b) = (std::sync::Arc::new(ModelChan::new()), std::sync::Arc::new(ModelChan::new()));
+        let (a, b) = (
+            std::sync::Arc::new(ModelChan::new()),
+            std::sync::Arc::new(ModelChan::new()),
+        );
         let senders: Vec<_> = [(1usize, a.clone(), 10u32), (2, b.clone(), 20)]
             .into_iter()
             .map(|(v, ch, x)| {
@@ -841,7 +940,11 @@ fn channel_choice_is_claimed_once() {
         let other = if first == 0 { &*b } else { &*a };
         let (_, y) = model_select(&c, 0, &[(other, Recv)], vec![None]);
         let got = if first == 0 { (x, y) } else { (y, x) };
-        assert_eq!(got, (Some(10), Some(20)), "values crossed channels or were lost");
+        assert_eq!(
+            got,
+            (Some(10), Some(20)),
+            "values crossed channels or were lost"
+        );
         for s in senders {
             assert_eq!(s.join().unwrap(), (0, None));
         }
@@ -856,14 +959,27 @@ fn channel_choices_on_both_sides_complete_one_case() {
     // rendezvous happens, and both sides agree which.
     bounded(3).check(|| {
         let c = Arc::new(Coordinator::<u32>::new(2));
-        let (a, b) = (std::sync::Arc::new(ModelChan::new()), std::sync::Arc::new(ModelChan::new()));
+        let (a, b) = (
+            std::sync::Arc::new(ModelChan::new()),
+            std::sync::Arc::new(ModelChan::new()),
+        );
         let (c1, a1, b1) = (c.clone(), a.clone(), b.clone());
-        let t1 = thread::spawn(move || model_select(&c1, 1, &[(&*a1, Recv), (&*b1, Send)], vec![None, Some(2)]));
+        let t1 = thread::spawn(move || {
+            model_select(&c1, 1, &[(&*a1, Recv), (&*b1, Send)], vec![None, Some(2)])
+        });
         let r0 = model_select(&c, 0, &[(&*a, Send), (&*b, Recv)], vec![Some(1), None]);
         let r1 = t1.join().unwrap();
         match r0 {
-            (0, None) => assert_eq!(r1, (0, Some(1)), "vproc 0 sent on a, vproc 1 did not receive it"),
-            (1, Some(2)) => assert_eq!(r1, (1, None), "vproc 0 received on b, vproc 1 did not send it"),
+            (0, None) => assert_eq!(
+                r1,
+                (0, Some(1)),
+                "vproc 0 sent on a, vproc 1 did not receive it"
+            ),
+            (1, Some(2)) => assert_eq!(
+                r1,
+                (1, None),
+                "vproc 0 received on b, vproc 1 did not send it"
+            ),
             other => panic!("vproc 0 completed {other:?}"),
         }
     });
@@ -924,7 +1040,11 @@ fn thread_and_job_rendezvous(thread_sends: bool) {
     use crate::sched::channel::Dir::{Recv, Send};
     use crate::sched::channel::{sync, Offer};
     use crate::sched::deque::{Injector, Steal};
-    let (thread_dir, job_dir) = if thread_sends { (Send, Recv) } else { (Recv, Send) };
+    let (thread_dir, job_dir) = if thread_sends {
+        (Send, Recv)
+    } else {
+        (Recv, Send)
+    };
     let c = Arc::new(Coordinator::<u32>::new(2));
     let ch = Arc::new(ThreadChan::new());
     let ready: Arc<ReadyQueues> = Arc::new((0..2).map(|_| Injector::new()).collect());
@@ -944,7 +1064,9 @@ fn thread_and_job_rendezvous(thread_sends: bool) {
                 match sync(&cases, &offer, true) {
                     Some(m) => {
                         // A counterpart arrived between the two looks.
-                        crate::sync::lock(&offer.resume).take().expect("not queued: the resume is ours");
+                        crate::sync::lock(&offer.resume)
+                            .take()
+                            .expect("not queued: the resume is ours");
                         model_wake(&c1, &r1, &m.other);
                         true
                     }
@@ -960,7 +1082,10 @@ fn thread_and_job_rendezvous(thread_sends: bool) {
             match c1.wait_idle(1, || !r1[1].is_empty()) {
                 Wake::Steal => {
                     if let Steal::Success(o) = r1[1].steal() {
-                        assert!(std::sync::Arc::ptr_eq(&o, &offer), "another thread was resumed");
+                        assert!(
+                            std::sync::Arc::ptr_eq(&o, &offer),
+                            "another thread was resumed"
+                        );
                         assert!(o.done(), "resumed before the rendezvous was done");
                         n1.fetch_add(1, Ordering::Relaxed);
                         return o.take_received();
@@ -986,12 +1111,26 @@ fn thread_and_job_rendezvous(thread_sends: bool) {
     let job_got = offer.take_received();
     let thread_got = vproc1.join().unwrap();
     if thread_sends {
-        assert_eq!((job_got, thread_got), (Some(7), None), "the job received another value");
+        assert_eq!(
+            (job_got, thread_got),
+            (Some(7), None),
+            "the job received another value"
+        );
     } else {
-        assert_eq!((job_got, thread_got), (None, Some(7)), "the thread received another value");
+        assert_eq!(
+            (job_got, thread_got),
+            (None, Some(7)),
+            "the thread received another value"
+        );
     }
-    assert!(resumed.load(Ordering::Relaxed) <= 1, "the continuation ran twice");
-    assert!(ready[0].is_empty() && ready[1].is_empty(), "a continuation was left behind");
+    assert!(
+        resumed.load(Ordering::Relaxed) <= 1,
+        "the continuation ran twice"
+    );
+    assert!(
+        ready[0].is_empty() && ready[1].is_empty(),
+        "a continuation was left behind"
+    );
     assert_eq!(ch.waiting(), 0, "an offer was left queued");
 }
 
@@ -1018,14 +1157,21 @@ fn blocked_vproc_joins_a_collection_then_completes() {
                     collected = true;
                     continue;
                 }
-                c1.wait_for_work_or(1, || d1.load(Ordering::Acquire) == 1 || c1.pending(), || false);
+                c1.wait_for_work_or(
+                    1,
+                    || d1.load(Ordering::Acquire) == 1 || c1.pending(),
+                    || false,
+                );
             }
         });
         assert!(c.request(0));
         run_two_phases(&c, &k, 0);
         done.store(1, Ordering::Release);
         c.bell(1).ring();
-        assert!(waiter.join().unwrap(), "the blocked vproc finished without taking part in the collection");
+        assert!(
+            waiter.join().unwrap(),
+            "the blocked vproc finished without taking part in the collection"
+        );
         assert_eq!(c.collections(), 1);
     });
 }
@@ -1078,7 +1224,11 @@ mod handoff_failure {
     use loom::thread;
 
     fn refused() -> Error {
-        Error::MapFailed { bytes: 4096, what: "the copy reserve of a major collection or promotion", errno: 12 }
+        Error::MapFailed {
+            bytes: 4096,
+            what: "the copy reserve of a major collection or promotion",
+            errno: 12,
+        }
     }
 
     #[test]
@@ -1104,7 +1254,9 @@ mod handoff_failure {
 
             let (c1, m1, r1) = (c.clone(), mailbox.clone(), runs.clone());
             let thief = thread::spawn(move || {
-                let Steal::Success(t) = stealer.steal() else { return false };
+                let Steal::Success(t) = stealer.steal() else {
+                    return false;
+                };
                 if t.want(1) {
                     m1.post(t.clone());
                     c1.signal(0);
@@ -1136,10 +1288,14 @@ mod handoff_failure {
                 None => {
                     while task.state() != DONE {
                         serve(&c, &mailbox);
-                        c.bell(0).wait_unless(|| task.state() == DONE || c.signalled(0));
+                        c.bell(0)
+                            .wait_unless(|| task.state() == DONE || c.signalled(0));
                     }
                     let r = task.take_result();
-                    assert!(matches!(r, Some(Err(Error::MapFailed { .. }))), "the owner's join got {r:?}");
+                    assert!(
+                        matches!(r, Some(Err(Error::MapFailed { .. }))),
+                        "the owner's join got {r:?}"
+                    );
                     true
                 }
             };
@@ -1207,7 +1363,10 @@ mod safepoint {
     }
 
     fn coordinator() -> Arc<Coordinator<u32>> {
-        Arc::new(Coordinator::with_safepoint_timeout(2, Some(Duration::from_millis(1))))
+        Arc::new(Coordinator::with_safepoint_timeout(
+            2,
+            Some(Duration::from_millis(1)),
+        ))
     }
 
     /// Vproc `v` takes part in the collection it entered: hands in its
@@ -1218,7 +1377,11 @@ mod safepoint {
         let r = c.gather(
             v,
             || {
-                assert_eq!(k.handed_in.load(Ordering::Relaxed), 2, "serial step before every vproc arrived");
+                assert_eq!(
+                    k.handed_in.load(Ordering::Relaxed),
+                    2,
+                    "serial step before every vproc arrived"
+                );
                 k.serial.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             },
@@ -1230,7 +1393,10 @@ mod safepoint {
             },
         );
         if r.is_ok() {
-            assert!(c.pending(), "vproc {v} left the gather of a collection that ended");
+            assert!(
+                c.pending(),
+                "vproc {v} left the gather of a collection that ended"
+            );
             c.phase(v, || c.finish());
             assert!(!c.pending());
         }
@@ -1266,15 +1432,36 @@ mod safepoint {
     /// vproc took no part. Either way nothing is pending afterwards.
     fn check_outcome(c: &Coordinator<u32>, k: &Steps, seen: [Seen; 2]) {
         if seen.iter().any(|s| *s == Seen::TookPart(Ok(()))) {
-            assert_eq!(seen, [Seen::TookPart(Ok(())); 2], "a collection completed without every vproc");
+            assert_eq!(
+                seen,
+                [Seen::TookPart(Ok(())); 2],
+                "a collection completed without every vproc"
+            );
             assert_eq!(k.serial.load(Ordering::Relaxed), 1);
             assert_eq!(k.undo.load(Ordering::Relaxed), 0);
             assert_eq!((c.collections(), c.collections_abandoned()), (1, 0));
         } else {
-            assert_eq!((c.collections(), c.collections_abandoned()), (0, 1), "{seen:?}");
-            assert_eq!(k.serial.load(Ordering::Relaxed), 0, "abandoned after the serial step");
-            assert_eq!(k.undo.load(Ordering::Relaxed), 1, "undo ran {} times", k.undo.load(Ordering::Relaxed));
-            assert_eq!(k.given_back.load(Ordering::Relaxed), k.handed_in.load(Ordering::Relaxed), "a hand-in came after undo");
+            assert_eq!(
+                (c.collections(), c.collections_abandoned()),
+                (0, 1),
+                "{seen:?}"
+            );
+            assert_eq!(
+                k.serial.load(Ordering::Relaxed),
+                0,
+                "abandoned after the serial step"
+            );
+            assert_eq!(
+                k.undo.load(Ordering::Relaxed),
+                1,
+                "undo ran {} times",
+                k.undo.load(Ordering::Relaxed)
+            );
+            assert_eq!(
+                k.given_back.load(Ordering::Relaxed),
+                k.handed_in.load(Ordering::Relaxed),
+                "a hand-in came after undo"
+            );
             let mut took_part = 0;
             for (v, s) in seen.iter().enumerate() {
                 if let Seen::TookPart(r) = s {
@@ -1282,7 +1469,10 @@ mod safepoint {
                     match r {
                         Err(Abandoned::Late { vproc, .. }) => {
                             assert_ne!(*vproc, v, "vproc {v} took part and was named late");
-                            assert!(!matches!(seen[*vproc], Seen::TookPart(_)), "the late vproc {vproc} took part: {seen:?}");
+                            assert!(
+                                !matches!(seen[*vproc], Seen::TookPart(_)),
+                                "the late vproc {vproc} took part: {seen:?}"
+                            );
                         }
                         other => panic!("vproc {v}: {other:?}"),
                     }
@@ -1342,7 +1532,10 @@ mod safepoint {
         bounded(3).check(|| {
             let c = Arc::new(Coordinator::<u32>::new(2));
             let k = Arc::new(Steps::default());
-            let refusal = Abandoned::NoToSpace { bytes: 4096, errno: 12 };
+            let refusal = Abandoned::NoToSpace {
+                bytes: 4096,
+                errno: 12,
+            };
             let run = move |c: &Coordinator<u32>, k: &Steps, v: usize, refuse: bool| {
                 c.request(v);
                 assert_eq!(c.enter(v), Entry::Entered);
@@ -1378,7 +1571,11 @@ mod safepoint {
             let first = run(&c, &k, 0, true);
             assert_eq!(first, Err(refusal));
             assert_eq!(k.serial.load(Ordering::Relaxed), 1, "one serial step");
-            assert_eq!(k.undo.load(Ordering::Relaxed), 1, "undo once, by the refusing leader");
+            assert_eq!(
+                k.undo.load(Ordering::Relaxed),
+                1,
+                "undo once, by the refusing leader"
+            );
             assert!(!c.pending(), "the refused collection is over");
             assert_eq!(c.collections_abandoned(), 1);
             // A new collection, whether or not vproc 1 has woken from the

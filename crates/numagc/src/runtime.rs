@@ -112,9 +112,14 @@ impl Runtime {
         let mut local_bases = Vec::with_capacity(n);
         let mut reserves = Vec::with_capacity(n);
         for p in &placements {
-            let base = heap.carve_local(config.local_heap_size, p.vproc, p.node).map_err(|m| m.error("a local heap"))?;
+            let base = heap
+                .carve_local(config.local_heap_size, p.vproc, p.node)
+                .map_err(|m| m.error("a local heap"))?;
             local_bases.push(base);
-            reserves.push(heap.spare_chunks(p.node, spare).map_err(|m| m.error("the copy reserve of a vproc"))?);
+            reserves.push(
+                heap.spare_chunks(p.node, spare)
+                    .map_err(|m| m.error("the copy reserve of a vproc"))?,
+            );
         }
         let nodes: Vec<usize> = placements.iter().map(|p| p.node).collect();
         let (sched, workers) = crate::sched::Scheduler::new(&nodes);
@@ -124,7 +129,10 @@ impl Runtime {
             descs: DescriptorTable::new(),
             coord: Coordinator::with_safepoint_timeout(n, config.safepoint_timeout()),
             global_roots: GlobalRoots::new(),
-            gc: GlobalGc::new(topology.num_nodes(), n.saturating_mul(config.global_gc_threshold)),
+            gc: GlobalGc::new(
+                topology.num_nodes(),
+                n.saturating_mul(config.global_gc_threshold),
+            ),
             stats: (0..n).map(|_| Mutex::new(VprocStats::default())).collect(),
             placements: placements.clone(),
             pins: Mutex::new(vec![PinOutcome::Disabled; n]),
@@ -137,7 +145,12 @@ impl Runtime {
         });
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::with_capacity(n);
-        for (((p, base), reserve), worker) in placements.iter().zip(local_bases).zip(reserves).zip(workers) {
+        for (((p, base), reserve), worker) in placements
+            .iter()
+            .zip(local_bases)
+            .zip(reserves)
+            .zip(workers)
+        {
             let vshared = shared.clone();
             let ready = ready_tx.clone();
             let (id, node, cpu) = (p.vproc, p.node, p.cpu);
@@ -145,7 +158,11 @@ impl Runtime {
                 .name(format!("numagc-vproc-{id}"))
                 .spawn(move || {
                     ON_VPROC.with(|c| c.set(true));
-                    let pin = if vshared.config.pin { pin_current_thread(cpu) } else { PinOutcome::Disabled };
+                    let pin = if vshared.config.pin {
+                        pin_current_thread(cpu)
+                    } else {
+                        PinOutcome::Disabled
+                    };
                     lock(&vshared.pins)[id] = pin;
                     let mut vp = Vproc::new(vshared, id, node, base, reserve, worker);
                     vp.publish_stats();
@@ -154,7 +171,10 @@ impl Runtime {
                     vproc_loop(&mut vp);
                     vp.shared.vproc_exited();
                 })
-                .map_err(|e| Error::Os { what: "starting a vproc thread", source: e });
+                .map_err(|e| Error::Os {
+                    what: "starting a vproc thread",
+                    source: e,
+                });
             match t {
                 Ok(t) => threads.push(t),
                 Err(e) => {
@@ -199,11 +219,19 @@ impl Runtime {
     {
         not_from_a_vproc("Runtime::run_on")?;
         if vproc >= self.vprocs() {
-            return Err(Error::Misuse(format!("vproc {vproc} does not exist (the runtime has {})", self.vprocs())));
+            return Err(Error::Misuse(format!(
+                "vproc {vproc} does not exist (the runtime has {})",
+                self.vprocs()
+            )));
         }
         let (tx, rx) = mpsc::channel();
         self.shared.coord.submit(vproc, job(f, tx));
-        rx.recv().unwrap_or_else(|_| Err(Error::TaskPanicked { vproc, message: "vproc thread exited".into() }))
+        rx.recv().unwrap_or_else(|_| {
+            Err(Error::TaskPanicked {
+                vproc,
+                message: "vproc thread exited".into(),
+            })
+        })
     }
 
     /// Runs `f` on every vproc at once and returns the results in vproc
@@ -219,7 +247,9 @@ impl Runtime {
             .map(|v| {
                 let (tx, rx) = mpsc::channel();
                 let f = f.clone();
-                self.shared.coord.submit(v, job(move |s: &mut Scope<'_>| f(s), tx));
+                self.shared
+                    .coord
+                    .submit(v, job(move |s: &mut Scope<'_>| f(s), tx));
                 rx
             })
             .collect();
@@ -227,7 +257,12 @@ impl Runtime {
             .into_iter()
             .enumerate()
             .map(|(v, rx)| {
-                rx.recv().unwrap_or_else(|_| Err(Error::TaskPanicked { vproc: v, message: "vproc thread exited".into() }))
+                rx.recv().unwrap_or_else(|_| {
+                    Err(Error::TaskPanicked {
+                        vproc: v,
+                        message: "vproc thread exited".into(),
+                    })
+                })
             })
             .collect();
         results.into_iter().collect()
@@ -328,7 +363,13 @@ impl Runtime {
             placements: self.shared.placements.clone(),
             pins: lock(&self.shared.pins).clone(),
             bindings: self.shared.heap.binding_counts(),
-            binding_log: self.shared.heap.binding_log().into_iter().take(64).collect(),
+            binding_log: self
+                .shared
+                .heap
+                .binding_log()
+                .into_iter()
+                .take(64)
+                .collect(),
         }
     }
 }
@@ -336,7 +377,11 @@ impl Runtime {
 /// A small runtime for the crate's unit tests: 256 KiB local heaps, 64 KiB
 /// chunks, no pinning.
 #[cfg(all(test, not(loom)))]
-pub(crate) fn small_test_runtime(vprocs: usize, verify: bool, global_gc_threshold: usize) -> Runtime {
+pub(crate) fn small_test_runtime(
+    vprocs: usize,
+    verify: bool,
+    global_gc_threshold: usize,
+) -> Runtime {
     let cfg = Config::builder()
         .vprocs(vprocs)
         .pin(false)
@@ -365,7 +410,10 @@ where
         vp.roots_mut().clear();
         vp.tracer.end(crate::trace::SpanKind::Job, t0);
         vp.publish_stats();
-        let _ = tx.send(r.map_err(|p| Error::TaskPanicked { vproc: id, message: panic_message(p) }));
+        let _ = tx.send(r.map_err(|p| Error::TaskPanicked {
+            vproc: id,
+            message: panic_message(p),
+        }));
     })
 }
 

@@ -103,7 +103,12 @@ impl PauseHistogram {
     pub fn recorded(&self) -> Vec<(u64, u64)> {
         self.histogram
             .iter_recorded()
-            .map(|v| (self.histogram.highest_equivalent(v.value_iterated_to()), v.count_at_value()))
+            .map(|v| {
+                (
+                    self.histogram.highest_equivalent(v.value_iterated_to()),
+                    v.count_at_value(),
+                )
+            })
             .collect()
     }
 
@@ -229,7 +234,8 @@ impl VprocStats {
     /// Time spent collecting, in nanoseconds (the four phases; nothing
     /// counted twice).
     pub fn gc_ns(&self) -> u64 {
-        self.minor.total_ns
+        self.minor
+            .total_ns
             .saturating_add(self.major.total_ns)
             .saturating_add(self.promotion.total_ns)
             .saturating_add(self.global.total_ns)
@@ -425,7 +431,10 @@ mod tests {
         assert_eq!(r.len(), 3);
         assert_eq!(r[0].1, 2);
         // Values within the histogram's 3 significant digits.
-        assert!(r[0].0.abs_diff(5_000) <= 5 && r[2].0.abs_diff(1_000_000) <= 1_000, "{r:?}");
+        assert!(
+            r[0].0.abs_diff(5_000) <= 5 && r[2].0.abs_diff(1_000_000) <= 1_000,
+            "{r:?}"
+        );
     }
 
     #[test]

@@ -28,7 +28,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Waits on a condition variable for at most `d`, ignoring poisoning.
 #[cfg(not(loom))]
-pub(crate) fn wait_timeout<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>, d: std::time::Duration) -> MutexGuard<'a, T> {
+pub(crate) fn wait_timeout<'a, T>(
+    cv: &Condvar,
+    g: MutexGuard<'a, T>,
+    d: std::time::Duration,
+) -> MutexGuard<'a, T> {
     match cv.wait_timeout(g, d) {
         Ok((g, _)) => g,
         Err(p) => p.into_inner().0,

@@ -57,7 +57,10 @@ impl SpanKind {
 
     /// Whether the span is collector time.
     pub fn is_gc(self) -> bool {
-        matches!(self, SpanKind::Minor | SpanKind::Major | SpanKind::Promotion | SpanKind::Global)
+        matches!(
+            self,
+            SpanKind::Minor | SpanKind::Major | SpanKind::Promotion | SpanKind::Global
+        )
     }
 }
 
@@ -85,7 +88,14 @@ pub(crate) struct Tracer {
 
 impl Tracer {
     pub fn new(on: bool, vproc: usize, epoch: Instant) -> Tracer {
-        Tracer { on, vproc, epoch, spans: Vec::new(), kept: 0, dropped: 0 }
+        Tracer {
+            on,
+            vproc,
+            epoch,
+            spans: Vec::new(),
+            kept: 0,
+            dropped: 0,
+        }
     }
 
     /// The start of a span, when tracing is on.
@@ -113,9 +123,15 @@ impl Tracer {
             return;
         }
         self.kept += 1;
-        let start_ns = u64::try_from(t0.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX);
+        let start_ns =
+            u64::try_from(t0.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX);
         let dur_ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.spans.push(Span { vproc: self.vproc, kind, start_ns, dur_ns });
+        self.spans.push(Span {
+            vproc: self.vproc,
+            kind,
+            start_ns,
+            dur_ns,
+        });
     }
 
     /// Moves the recorded spans out (to the runtime's shared buffer).
@@ -141,9 +157,21 @@ mod tests {
     fn spans_are_relative_to_the_epoch_and_capped() {
         let epoch = Instant::now();
         let mut t = Tracer::new(true, 3, epoch);
-        t.span(SpanKind::Job, epoch + Duration::from_micros(10), Duration::from_micros(7));
+        t.span(
+            SpanKind::Job,
+            epoch + Duration::from_micros(10),
+            Duration::from_micros(7),
+        );
         let s = t.take();
-        assert_eq!(s, vec![Span { vproc: 3, kind: SpanKind::Job, start_ns: 10_000, dur_ns: 7_000 }]);
+        assert_eq!(
+            s,
+            vec![Span {
+                vproc: 3,
+                kind: SpanKind::Job,
+                start_ns: 10_000,
+                dur_ns: 7_000
+            }]
+        );
         t.kept = MAX_EVENTS;
         t.span(SpanKind::Job, epoch, Duration::ZERO);
         assert!(t.take().is_empty());

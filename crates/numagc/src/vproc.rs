@@ -9,6 +9,7 @@
 //! it only through the allocation-limit cell in the [`Coordinator`].
 
 use crate::config::{Config, PlanKind};
+use crate::error::Error;
 use crate::gc::global::GlobalGc;
 use crate::gc::handshake::Coordinator;
 use crate::heap::cursor::ChunkCursor;
@@ -17,15 +18,14 @@ use crate::heap::local::LocalHeap;
 use crate::mutator::roots::GlobalRoots;
 use crate::object::descriptor::{DescriptorTable, FastLayouts};
 use crate::sched::deque::Worker;
+use crate::sched::thread::ChanCore;
 use crate::sched::{Scheduler, Task};
 use crate::stats::{PhaseStats, VprocStats};
-use crate::trace::{Span, SpanKind, Tracer};
 use crate::sync::Mutex;
-use crate::topology::{PinOutcome, VprocPlacement};
-use std::cell::UnsafeCell;
 use crate::sync::{AtomicUsize, Ordering};
-use crate::error::Error;
-use crate::sched::thread::ChanCore;
+use crate::topology::{PinOutcome, VprocPlacement};
+use crate::trace::{Span, SpanKind, Tracer};
+use std::cell::UnsafeCell;
 use std::sync::{Arc, Weak};
 
 /// A job run on a vproc thread.
@@ -91,7 +91,11 @@ impl Shared {
     /// A vproc thread is exiting; the last one drops the threads of the
     /// language left over (no vproc can push one after that).
     pub fn vproc_exited(&self) {
-        if self.running.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+        if self
+            .running
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            == 1
+        {
             self.drop_threads();
         }
     }
@@ -164,7 +168,11 @@ impl Vproc {
         let cfg = &shared.config;
         let local = LocalHeap::new(local_base, cfg.local_heap_size, cfg.min_nursery_size);
         let limit: *const AtomicUsize = shared.coord.limit_cell(id);
-        let stats = VprocStats { vproc: id, node, ..Default::default() };
+        let stats = VprocStats {
+            vproc: id,
+            node,
+            ..Default::default()
+        };
         let mut v = Vproc {
             id,
             node,
@@ -260,7 +268,12 @@ impl Vproc {
     /// global phase counts only the time after them. The pause histogram
     /// and the trace get the whole stop; the phase totals add up to the
     /// time spent collecting without counting anything twice.
-    pub fn record_pause_from(&mut self, kind: SpanKind, since: std::time::Instant, phase_since: std::time::Instant) {
+    pub fn record_pause_from(
+        &mut self,
+        kind: SpanKind,
+        since: std::time::Instant,
+        phase_since: std::time::Instant,
+    ) {
         let d = since.elapsed();
         let phase: &mut PhaseStats = match kind {
             SpanKind::Minor => &mut self.stats.minor,

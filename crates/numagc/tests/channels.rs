@@ -14,19 +14,30 @@ use std::time::{Duration, Instant};
 fn eventually(what: &str, cond: impl Fn() -> bool) {
     let start = Instant::now();
     while !cond() {
-        assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
 }
 
 /// A thread that sends lists `first..n` (list i is `build_list(i, 12)`) on `ch`.
-fn producer<'i>(s: &mut Scope<'i>, ch: Channel, cons: numagc::DescId, i: i64, n: i64) -> Result<Next<'i>> {
+fn producer<'i>(
+    s: &mut Scope<'i>,
+    ch: Channel,
+    cons: numagc::DescId,
+    i: i64,
+    n: i64,
+) -> Result<Next<'i>> {
     if i == n {
         return Ok(Next::exit());
     }
     let list = build_list(s, cons, i, 12)?;
     let next = ch.clone();
-    Ok(Next::send(&ch, list, &[], move |s, _| producer(s, next, cons, i + 1, n)))
+    Ok(Next::send(&ch, list, &[], move |s, _| {
+        producer(s, next, cons, i + 1, n)
+    }))
 }
 
 #[test]
@@ -39,7 +50,8 @@ fn a_job_receives_from_a_thread_on_one_vproc() {
     let n = 3_000;
     rt.run_on(0, move |s| {
         let c = ch.clone();
-        s.spawn(&[], move |s, _| producer(s, c, cons, 0, n)).unwrap();
+        s.spawn(&[], move |s, _| producer(s, c, cons, 0, n))
+            .unwrap();
         for i in 0..n {
             s.scope(|s| {
                 let l = s.recv(&ch).unwrap();
@@ -49,7 +61,9 @@ fn a_job_receives_from_a_thread_on_one_vproc() {
         }
     })
     .unwrap();
-    eventually("the producer to exit", || rt.stats().total.threads_finished == 1);
+    eventually("the producer to exit", || {
+        rt.stats().total.threads_finished == 1
+    });
     let t = rt.stats().total;
     assert_eq!(t.threads_spawned, 1);
     assert!(t.minor.count > 0, "the producer's allocation collected");
@@ -79,7 +93,13 @@ fn jobs_on_two_vprocs_rendezvous() {
                 let l = build_list(s, cons, i, 40).unwrap();
                 assert!(s.is_local(l));
                 s.send(&ch, l).unwrap();
-                check_list(s, l, cons, &model_list(i, 40), "the sender's list after sending");
+                check_list(
+                    s,
+                    l,
+                    cons,
+                    &model_list(i, 40),
+                    "the sender's list after sending",
+                );
             });
         }
     })
@@ -92,16 +112,27 @@ fn jobs_on_two_vprocs_rendezvous() {
 
 /// Ping-pong: the counter goes back and forth `rounds` times between two
 /// threads; the last one reports to the job.
-fn pinger<'i>(s: &mut Scope<'i>, env: &[Handle<'i>], to: Channel, from: Channel, done: Channel, left: i64) -> Result<Next<'i>> {
+fn pinger<'i>(
+    s: &mut Scope<'i>,
+    env: &[Handle<'i>],
+    to: Channel,
+    from: Channel,
+    done: Channel,
+    left: i64,
+) -> Result<Next<'i>> {
     let _ = (s, env);
     let f0 = from.clone();
     Ok(Next::recv(&f0, &[], move |s, _, v| {
         let x = s.as_int(v).expect("an int");
         if left == 0 {
-            return Ok(Next::send(&done, Handle::int(x), &[], |_, _| Ok(Next::exit())));
+            return Ok(Next::send(&done, Handle::int(x), &[], |_, _| {
+                Ok(Next::exit())
+            }));
         }
         let (t, f) = (to.clone(), from.clone());
-        Ok(Next::send(&to, Handle::int(x + 1), &[], move |s, env| pinger(s, env, t, f, done, left - 1)))
+        Ok(Next::send(&to, Handle::int(x + 1), &[], move |s, env| {
+            pinger(s, env, t, f, done, left - 1)
+        }))
     }))
 }
 
@@ -114,9 +145,13 @@ fn ping_pong_between_threads() {
         let total = rt
             .run_on(0, move |s| {
                 let (a1, b1, d1) = (a.clone(), b.clone(), done.clone());
-                s.spawn_on(0, &[], move |s, env| pinger(s, env, b1, a1, d1, rounds)).unwrap();
+                s.spawn_on(0, &[], move |s, env| pinger(s, env, b1, a1, d1, rounds))
+                    .unwrap();
                 let (a2, b2, d2) = (a.clone(), b.clone(), done.clone());
-                s.spawn_on(vprocs - 1, &[], move |s, env| pinger(s, env, a2, b2, d2, rounds)).unwrap();
+                s.spawn_on(vprocs - 1, &[], move |s, env| {
+                    pinger(s, env, a2, b2, d2, rounds)
+                })
+                .unwrap();
                 s.send(&a, Handle::int(0)).unwrap();
                 let x = s.recv(&done).unwrap();
                 s.as_int(x).unwrap()
@@ -130,10 +165,19 @@ fn ping_pong_between_threads() {
 
 /// A thread that takes `3 * per` values from a choice over three channels
 /// and sends back, for each channel, the list of what came through it.
-fn collector<'i>(s: &mut Scope<'i>, env: &[Handle<'i>], chans: [Channel; 3], out: Channel, got: Vec<Vec<i64>>, left: usize) -> Result<Next<'i>> {
+fn collector<'i>(
+    s: &mut Scope<'i>,
+    env: &[Handle<'i>],
+    chans: [Channel; 3],
+    out: Channel,
+    got: Vec<Vec<i64>>,
+    left: usize,
+) -> Result<Next<'i>> {
     let _ = s;
     if left == 0 {
-        return Ok(Next::send(&out, Handle::int(encode(&got)), env, |_, _| Ok(Next::exit())));
+        return Ok(Next::send(&out, Handle::int(encode(&got)), env, |_, _| {
+            Ok(Next::exit())
+        }));
     }
     let cases = (0..3)
         .map(|k| {
@@ -166,7 +210,9 @@ fn sender<'i>(s: &mut Scope<'i>, ch: Channel, base: i64, i: i64, per: i64) -> Re
     }
     let boxed = s.alloc_vector(&[Handle::int(base + i)])?;
     let c = ch.clone();
-    Ok(Next::send(&ch, boxed, &[], move |s, _| sender(s, c, base, i + 1, per)))
+    Ok(Next::send(&ch, boxed, &[], move |s, _| {
+        sender(s, c, base, i + 1, per)
+    }))
 }
 
 #[test]
@@ -179,19 +225,33 @@ fn a_choice_over_three_channels_takes_each_value_once_in_order() {
         let got = rt
             .run_on(0, move |s| {
                 let (c, o) = (chans.clone(), out.clone());
-                s.spawn(&[], move |s, env| collector(s, env, c, o, vec![Vec::new(); 3], 3 * per as usize)).unwrap();
+                s.spawn(&[], move |s, env| {
+                    collector(s, env, c, o, vec![Vec::new(); 3], 3 * per as usize)
+                })
+                .unwrap();
                 for (k, ch) in chans.iter().enumerate() {
                     let ch = ch.clone();
-                    s.spawn_on(k % vprocs, &[], move |s, _| sender(s, ch, 1_000 * k as i64, 0, per)).unwrap();
+                    s.spawn_on(k % vprocs, &[], move |s, _| {
+                        sender(s, ch, 1_000 * k as i64, 0, per)
+                    })
+                    .unwrap();
                 }
                 let h = s.recv(&out).unwrap();
                 s.as_int(h).unwrap()
             })
             .unwrap();
-        let expected: Vec<Vec<i64>> = (0..3).map(|k| (0..per).map(|i| 1_000 * k + i).collect()).collect();
-        assert_eq!(got, encode(&expected), "{vprocs} vprocs: each channel's values once, in order");
+        let expected: Vec<Vec<i64>> = (0..3)
+            .map(|k| (0..per).map(|i| 1_000 * k + i).collect())
+            .collect();
+        assert_eq!(
+            got,
+            encode(&expected),
+            "{vprocs} vprocs: each channel's values once, in order"
+        );
         // The senders' last continuations (exit) may still be running.
-        eventually("the collector and the three senders to finish", || rt.stats().total.threads_finished == 4);
+        eventually("the collector and the three senders to finish", || {
+            rt.stats().total.threads_finished == 4
+        });
         assert_eq!(rt.stats().total.rendezvous, 3 * per as u64 + 1);
     }
 }
@@ -206,7 +266,9 @@ fn a_direct_select_completes_exactly_one_case() {
             // A thread that waits to receive on `a` and reports what it got.
             let (a2, r2) = (a1.clone(), r1.clone());
             s.spawn_on(1, &[], move |_, _| {
-                Ok(Next::recv(&a2, &[], move |_, _, v| Ok(Next::send(&r2, v, &[], |_, _| Ok(Next::exit())))))
+                Ok(Next::recv(&a2, &[], move |_, _, v| {
+                    Ok(Next::send(&r2, v, &[], |_, _| Ok(Next::exit())))
+                }))
             })
             .unwrap();
             eventually_in(s, || a1.waiting() == 1);
@@ -224,14 +286,29 @@ fn a_direct_select_completes_exactly_one_case() {
         .unwrap()
         .unwrap();
     assert_eq!(results.0, 41);
-    assert_eq!(results.1, 0, "the select completed at once: nothing was queued on b");
+    assert_eq!(
+        results.1, 0,
+        "the select completed at once: nothing was queued on b"
+    );
     // A sender on `b` now waits: nothing is there to take it.
     let b2 = b.clone();
-    rt.run_on(1, move |s| s.spawn(&[], move |_, _| Ok(Next::send(&b2, Handle::int(5), &[], |_, _| Ok(Next::exit())))))
+    rt.run_on(1, move |s| {
+        s.spawn(&[], move |_, _| {
+            Ok(Next::send(
+                &b2,
+                Handle::int(5),
+                &[],
+                |_, _| Ok(Next::exit()),
+            ))
+        })
+    })
+    .unwrap()
+    .unwrap();
+    eventually("the sender to queue on b", || b.waiting() == 1);
+    let x = rt
+        .run_on(0, move |s| s.recv(&b).map(|h| s.as_int(h)))
         .unwrap()
         .unwrap();
-    eventually("the sender to queue on b", || b.waiting() == 1);
-    let x = rt.run_on(0, move |s| s.recv(&b).map(|h| s.as_int(h))).unwrap().unwrap();
     assert_eq!(x, Some(5));
     drop(report);
 }
@@ -273,12 +350,20 @@ fn blocked_threads_and_a_blocked_vproc_survive_global_collections() {
         }
     })
     .unwrap();
-    eventually("the threads to block", || wake.waiting() == waiters as usize);
+    eventually("the threads to block", || {
+        wake.waiting() == waiters as usize
+    });
     let (rt2, ch2) = (rt.clone(), ch.clone());
     let blocked = std::thread::spawn(move || {
         rt2.run_on(1, move |s| {
             let l = s.recv(&ch2).unwrap();
-            check_list(s, l, cons, &model_list(7, 500), "received after collections");
+            check_list(
+                s,
+                l,
+                cons,
+                &model_list(7, 500),
+                "received after collections",
+            );
         })
     });
     eventually("vproc 1 to block in recv", || ch.waiting() == 1);
@@ -294,7 +379,10 @@ fn blocked_threads_and_a_blocked_vproc_survive_global_collections() {
     })
     .unwrap();
     blocked.join().unwrap().unwrap();
-    assert!(rt.global_collections() >= before + 3, "global collections ran while vproc 1 was blocked");
+    assert!(
+        rt.global_collections() >= before + 3,
+        "global collections ran while vproc 1 was blocked"
+    );
     // Wake the threads; their lists crossed the collections in global roots.
     let (w2, b2) = (wake.clone(), back.clone());
     let seen = rt
@@ -307,7 +395,9 @@ fn blocked_threads_and_a_blocked_vproc_survive_global_collections() {
                     let v = s.view(pair);
                     let list = s.handle(v.field(1));
                     let got = read_list(s.view(list), cons).unwrap();
-                    let seed = (100..100 + waiters).find(|&i| got == model_list(i, 60)).expect("an intact list");
+                    let seed = (100..100 + waiters)
+                        .find(|&i| got == model_list(i, 60))
+                        .expect("an intact list");
                     seen.push(seed);
                 });
             }
@@ -315,8 +405,14 @@ fn blocked_threads_and_a_blocked_vproc_survive_global_collections() {
             seen
         })
         .unwrap();
-    assert_eq!(seen, (100..100 + waiters).collect::<Vec<_>>(), "each thread's list once");
-    eventually("the threads to exit", || rt.stats().total.threads_finished == waiters as u64);
+    assert_eq!(
+        seen,
+        (100..100 + waiters).collect::<Vec<_>>(),
+        "each thread's list once"
+    );
+    eventually("the threads to exit", || {
+        rt.stats().total.threads_finished == waiters as u64
+    });
     assert_eq!(rt.global_roots(), 0);
 }
 
@@ -324,7 +420,9 @@ fn blocked_threads_and_a_blocked_vproc_survive_global_collections() {
 fn threads_use_fork_join_inside() {
     // A thread's body runs par2 (nested parallelism inside a thread).
     let rt = runtime(2);
-    let cell = rt.register(numagc::Descriptor::mixed("cell", 1, &[0]).unwrap()).unwrap();
+    let cell = rt
+        .register(numagc::Descriptor::mixed("cell", 1, &[0]).unwrap())
+        .unwrap();
     let out = rt.channel();
     let o = out.clone();
     let r = rt
@@ -337,12 +435,23 @@ fn threads_use_fork_join_inside() {
                 })
                 .unwrap();
             }
-            let mut got: Vec<i64> = (0..3).map(|_| s.scope(|s| s.recv(&out).map(|h| s.view(h).field(0).as_int().unwrap()).unwrap())).collect();
+            let mut got: Vec<i64> = (0..3)
+                .map(|_| {
+                    s.scope(|s| {
+                        s.recv(&out)
+                            .map(|h| s.view(h).field(0).as_int().unwrap())
+                            .unwrap()
+                    })
+                })
+                .collect();
             got.sort();
             got
         })
         .unwrap();
-    let expect: Vec<i64> = [18i64, 19, 20].iter().map(|n| (0..n * 1000).sum()).collect();
+    let expect: Vec<i64> = [18i64, 19, 20]
+        .iter()
+        .map(|n| (0..n * 1000).sum())
+        .collect();
     assert_eq!(r, expect);
 }
 
@@ -351,7 +460,11 @@ fn sum_range<'s>(s: &mut Scope<'s>, cell: numagc::DescId, lo: i64, hi: i64) -> R
         return s.alloc_mixed(cell, &[Handle::int((lo..hi).sum())], &[]);
     }
     let mid = (lo + hi) / 2;
-    let (x, y) = s.par2(&[], move |s, _| sum_range(s, cell, lo, mid), move |s, _| sum_range(s, cell, mid, hi))?;
+    let (x, y) = s.par2(
+        &[],
+        move |s, _| sum_range(s, cell, lo, mid),
+        move |s, _| sum_range(s, cell, mid, hi),
+    )?;
     let sum = s.view(x).field(0).as_int().unwrap() + s.view(y).field(0).as_int().unwrap();
     s.alloc_mixed(cell, &[Handle::int(sum)], &[])
 }
@@ -378,19 +491,36 @@ fn misuse_is_an_error_and_failing_threads_do_not_stop_others() {
             .unwrap();
             s.spawn(&[], |_, _| panic!("thread body panicked")).unwrap();
             let c = c1.clone();
-            s.spawn(&[], move |_, _| Ok(Next::send(&c, Handle::int(3), &[], |_, _| Ok(Next::exit())))).unwrap();
+            s.spawn(&[], move |_, _| {
+                Ok(Next::send(&c, Handle::int(3), &[], |_, _| Ok(Next::exit())))
+            })
+            .unwrap();
             let x = s.recv(&c1).unwrap();
             (no_cases, foreign_recv, bad_vproc, s.as_int(x))
         })
         .unwrap();
-    for (e, what) in [(&errs.0, "no cases"), (&errs.1, "another runtime"), (&errs.2, "does not exist")] {
-        assert!(matches!(e, Error::Misuse(m) if m.contains(what)), "{e:?} should mention {what}");
+    for (e, what) in [
+        (&errs.0, "no cases"),
+        (&errs.1, "another runtime"),
+        (&errs.2, "does not exist"),
+    ] {
+        assert!(
+            matches!(e, Error::Misuse(m) if m.contains(what)),
+            "{e:?} should mention {what}"
+        );
     }
     assert_eq!(errs.3, Some(3));
-    eventually("two threads to fail", || rt.stats().total.threads_failed == 2);
+    eventually("two threads to fail", || {
+        rt.stats().total.threads_failed == 2
+    });
     let failures = rt.take_thread_errors();
     assert_eq!(failures.len(), 2);
-    assert!(failures.iter().any(|e| matches!(e, Error::Misuse(m) if m.contains("inside a spawned thread"))), "{failures:?}");
+    assert!(
+        failures
+            .iter()
+            .any(|e| matches!(e, Error::Misuse(m) if m.contains("inside a spawned thread"))),
+        "{failures:?}"
+    );
     assert!(failures.iter().any(|e| matches!(e, Error::TaskPanicked { message, .. } if message.contains("thread body panicked"))));
     assert!(rt.take_thread_errors().is_empty(), "taken once");
     drop(foreign);
@@ -406,12 +536,19 @@ fn dropping_a_channel_releases_the_threads_waiting_on_it() {
         for i in 0..10 {
             let l = build_list(s, cons, i, 20).unwrap();
             let c2 = c.clone();
-            s.spawn(&[l], move |_, env| Ok(Next::recv(&c2, env, |_, _, _| Ok(Next::exit())))).unwrap();
+            s.spawn(&[l], move |_, env| {
+                Ok(Next::recv(&c2, env, |_, _, _| Ok(Next::exit())))
+            })
+            .unwrap();
         }
     })
     .unwrap();
     eventually("the threads to block", || ch.waiting() == 10);
-    assert_eq!(rt.global_roots(), 10, "each blocked thread's environment is parked");
+    assert_eq!(
+        rt.global_roots(),
+        10,
+        "each blocked thread's environment is parked"
+    );
     // The test holds the last handle of the channel: dropping it frees the
     // queue, and with it the parked environments.
     drop(ch);

@@ -19,14 +19,20 @@ fn survives_many_collections() {
             let model = model_list(seed, N);
             let list = build_list(s, cons, seed, N).unwrap();
             // An unrelated vector and a raw f64 object, reachable only from handles.
-            let vec = s.alloc_vector(&[Handle::int(7), list, Handle::int(-7)]).unwrap();
+            let vec = s
+                .alloc_vector(&[Handle::int(7), list, Handle::int(-7)])
+                .unwrap();
             let xs: Vec<f64> = (0..300).map(|i| i as f64 / 3.0).collect();
             let raw = s.alloc_f64s(&xs).unwrap();
             let check = |s: &Scope<'_>, what: &str| {
                 check_list(s, list, cons, &model, what);
                 let v = s.view(vec);
                 assert_eq!(v.kind(), Some(ObjectKind::Vector));
-                assert_eq!((v.len(), v.field(0).as_int(), v.field(2).as_int()), (3, Some(7), Some(-7)), "{what}");
+                assert_eq!(
+                    (v.len(), v.field(0).as_int(), v.field(2).as_int()),
+                    (3, Some(7), Some(-7)),
+                    "{what}"
+                );
                 let got = read_list(v.field(1), cons).unwrap();
                 assert_eq!(got.len(), N, "{what}: list through the vector");
                 let r = s.view(raw);
@@ -52,9 +58,18 @@ fn survives_many_collections() {
     assert_eq!(rounds, vec![12, 12]);
     let st = rt.stats();
     for v in &st.vprocs {
-        assert!(v.minor.count > 0 && v.major.count > 0 && v.global.count > 0, "vproc {}: {:?}", v.vproc, (v.minor.count, v.major.count, v.global.count));
+        assert!(
+            v.minor.count > 0 && v.major.count > 0 && v.global.count > 0,
+            "vproc {}: {:?}",
+            v.vproc,
+            (v.minor.count, v.major.count, v.global.count)
+        );
     }
-    assert!(rt.global_collections() >= 4, "global collections: {}", rt.global_collections());
+    assert!(
+        rt.global_collections() >= 4,
+        "global collections: {}",
+        rt.global_collections()
+    );
 }
 
 #[test]
@@ -63,7 +78,9 @@ fn unreachable_data_is_reclaimed() {
     let cons = register_cons(&rt);
     rt.run_on(0, |s| s.collect_global()).unwrap();
     let baseline = rt.global_heap_bytes();
-    let pooled_before: usize = (0..rt.info().topology.nodes.len()).map(|n| rt.pooled_chunks(n)).sum();
+    let pooled_before: usize = (0..rt.info().topology.nodes.len())
+        .map(|n| rt.pooled_chunks(n))
+        .sum();
     // About 20,000 cells + elements promoted to the global heap and kept
     // across a global collection, then dropped with the job's scope.
     let held = rt
@@ -79,7 +96,10 @@ fn unreachable_data_is_reclaimed() {
     assert_eq!(held, 0);
     let with_data = rt.global_heap_bytes();
     // 20,000 cells of 32 bytes at least.
-    assert!(with_data >= baseline + 20_000 * 32, "global heap {with_data} after holding data, baseline {baseline}");
+    assert!(
+        with_data >= baseline + 20_000 * 32,
+        "global heap {with_data} after holding data, baseline {baseline}"
+    );
     rt.run_on(1, |s| s.collect_global()).unwrap();
     rt.run_on(0, |s| s.collect_global()).unwrap();
     let after = rt.global_heap_bytes();
@@ -90,9 +110,17 @@ fn unreachable_data_is_reclaimed() {
         after <= baseline + tolerance,
         "global heap {after} bytes after dropping everything; baseline {baseline}, tolerance {tolerance}, with data {with_data}"
     );
-    let pooled_after: usize = (0..rt.info().topology.nodes.len()).map(|n| rt.pooled_chunks(n)).sum();
-    assert!(pooled_after > pooled_before, "pooled chunks {pooled_before} -> {pooled_after}");
-    assert!(pooled_after * CHUNK >= 20_000 * 32 - tolerance, "{pooled_after} chunks pooled");
+    let pooled_after: usize = (0..rt.info().topology.nodes.len())
+        .map(|n| rt.pooled_chunks(n))
+        .sum();
+    assert!(
+        pooled_after > pooled_before,
+        "pooled chunks {pooled_before} -> {pooled_after}"
+    );
+    assert!(
+        pooled_after * CHUNK >= 20_000 * 32 - tolerance,
+        "{pooled_after} chunks pooled"
+    );
 }
 
 #[test]
@@ -175,7 +203,10 @@ fn promotion_copies_transitive_closure() {
             }
         });
         assert!(objects > 500, "walked {objects} objects");
-        assert_eq!(local, 0, "{local} of {objects} objects reachable from a promoted value are local");
+        assert_eq!(
+            local, 0,
+            "{local} of {objects} objects reachable from a promoted value are local"
+        );
         let v = s.view(g);
         assert_eq!(v.field(1).as_int(), Some(1));
         assert_eq!(read_list(v.field(0), cons).unwrap(), model_list(5, 500));
@@ -185,27 +216,54 @@ fn promotion_copies_transitive_closure() {
         // Still intact after collections.
         s.collect_major();
         s.collect_global();
-        assert_eq!(read_list(s.view(g).field(2), cons).unwrap(), model_list(5, 500));
-        check_list(s, l, cons, &model_list(5, 500), "original handle after collections");
+        assert_eq!(
+            read_list(s.view(g).field(2), cons).unwrap(),
+            model_list(5, 500)
+        );
+        check_list(
+            s,
+            l,
+            cons,
+            &model_list(5, 500),
+            "original handle after collections",
+        );
     })
     .unwrap();
     let after = rt.stats().total;
-    assert!(after.bytes_promoted >= before.bytes_promoted + 500 * 32, "bytes promoted {}", after.bytes_promoted);
-    assert!(after.promotion.count > before.promotion.count, "promotion count {}", after.promotion.count);
+    assert!(
+        after.bytes_promoted >= before.bytes_promoted + 500 * 32,
+        "bytes promoted {}",
+        after.bytes_promoted
+    );
+    assert!(
+        after.promotion.count > before.promotion.count,
+        "promotion count {}",
+        after.promotion.count
+    );
 }
 
 #[test]
 fn write_barrier_promotes() {
     let rt = runtime(1);
     let cons = register_cons(&rt);
-    let cell = rt.register(Descriptor::mixed("ref", 2, &[0]).unwrap().mutable()).unwrap();
+    let cell = rt
+        .register(Descriptor::mixed("ref", 2, &[0]).unwrap().mutable())
+        .unwrap();
     rt.run_on(0, move |s| {
         let arr = s.alloc_array(4, Handle::int(3)).unwrap();
         assert!(!s.is_local(arr), "arrays live in the global heap");
         let r = s.alloc_mixed(cell, &[Handle::NIL], &[11]).unwrap();
-        assert!(!s.is_local(r), "mutable mixed objects live in the global heap");
+        assert!(
+            !s.is_local(r),
+            "mutable mixed objects live in the global heap"
+        );
         assert_eq!(s.view(arr).kind(), Some(ObjectKind::Array));
-        assert_eq!((0..4).map(|i| s.view(arr).field(i).as_int()).collect::<Vec<_>>(), vec![Some(3); 4]);
+        assert_eq!(
+            (0..4)
+                .map(|i| s.view(arr).field(i).as_int())
+                .collect::<Vec<_>>(),
+            vec![Some(3); 4]
+        );
 
         let l = build_list(s, cons, 2, 100).unwrap();
         let v = s.alloc_vector(&[Handle::int(42), l]).unwrap();
@@ -216,14 +274,34 @@ fn write_barrier_promotes() {
 
         let check = |s: &Scope<'_>, what: &str| {
             let stored = s.handle(s.view(arr).field(1));
-            assert!(!s.is_local(stored), "{what}: value stored into an array is global");
+            assert!(
+                !s.is_local(stored),
+                "{what}: value stored into an array is global"
+            );
             check_list(s, stored, cons, &model_list(2, 100), what);
-            for_each_object(s.view(arr), &mut |o| assert!(!s.is_local(s.handle(o)), "{what}: local object under the array"));
+            for_each_object(s.view(arr), &mut |o| {
+                assert!(
+                    !s.is_local(s.handle(o)),
+                    "{what}: local object under the array"
+                )
+            });
             let sv = s.view(r).field(0);
-            assert!(!s.is_local(s.handle(sv)), "{what}: value stored into a mutable mixed object is global");
+            assert!(
+                !s.is_local(s.handle(sv)),
+                "{what}: value stored into a mutable mixed object is global"
+            );
             assert_eq!(sv.field(0).as_int(), Some(42));
-            assert_eq!(read_list(sv.field(1), cons).unwrap(), model_list(2, 100), "{what}");
-            for_each_object(s.view(r), &mut |o| assert!(!s.is_local(s.handle(o)), "{what}: local object under the ref"));
+            assert_eq!(
+                read_list(sv.field(1), cons).unwrap(),
+                model_list(2, 100),
+                "{what}"
+            );
+            for_each_object(s.view(r), &mut |o| {
+                assert!(
+                    !s.is_local(s.handle(o)),
+                    "{what}: local object under the ref"
+                )
+            });
             assert_eq!(s.view(r).raw(1), 99);
             assert_eq!(s.view(arr).field(0).as_int(), Some(3));
         };
@@ -235,18 +313,50 @@ fn write_barrier_promotes() {
         check(s, "after a global collection");
 
         // Misuse: stores into immutable objects, wrong field kinds, out of range.
-        let imm = s.alloc_mixed(cons, &[Handle::NIL, Handle::NIL], &[1]).unwrap();
-        assert!(matches!(s.set(imm, 0, Handle::int(1)), Err(Error::Misuse(_))), "store into an immutable cons");
-        assert!(matches!(s.set(v, 0, Handle::int(1)), Err(Error::Misuse(_))), "store into an immutable vector");
+        let imm = s
+            .alloc_mixed(cons, &[Handle::NIL, Handle::NIL], &[1])
+            .unwrap();
+        assert!(
+            matches!(s.set(imm, 0, Handle::int(1)), Err(Error::Misuse(_))),
+            "store into an immutable cons"
+        );
+        assert!(
+            matches!(s.set(v, 0, Handle::int(1)), Err(Error::Misuse(_))),
+            "store into an immutable vector"
+        );
         let raw = s.alloc_raw(&[1, 2]).unwrap();
-        assert!(matches!(s.set_raw(raw, 0, 5), Err(Error::Misuse(_))), "raw store into an immutable raw object");
-        assert!(matches!(s.set(r, 1, Handle::int(1)), Err(Error::Misuse(_))), "value store into a raw field");
-        assert!(matches!(s.set_raw(r, 0, 1), Err(Error::Misuse(_))), "raw store into a value field");
-        assert!(matches!(s.set_raw(arr, 0, 1), Err(Error::Misuse(_))), "raw store into an array");
+        assert!(
+            matches!(s.set_raw(raw, 0, 5), Err(Error::Misuse(_))),
+            "raw store into an immutable raw object"
+        );
+        assert!(
+            matches!(s.set(r, 1, Handle::int(1)), Err(Error::Misuse(_))),
+            "value store into a raw field"
+        );
+        assert!(
+            matches!(s.set_raw(r, 0, 1), Err(Error::Misuse(_))),
+            "raw store into a value field"
+        );
+        assert!(
+            matches!(s.set_raw(arr, 0, 1), Err(Error::Misuse(_))),
+            "raw store into an array"
+        );
         let e = s.set(arr, 4, Handle::int(1)).unwrap_err();
-        assert!(matches!(e, Error::Misuse(_)) && e.to_string().contains('4'), "{e}");
-        assert!(matches!(s.set(r, 2, Handle::int(1)), Err(Error::Misuse(_))), "out of range in a mutable mixed object");
-        assert!(matches!(s.set(Handle::int(3), 0, Handle::int(1)), Err(Error::Misuse(_))), "store into an immediate");
+        assert!(
+            matches!(e, Error::Misuse(_)) && e.to_string().contains('4'),
+            "{e}"
+        );
+        assert!(
+            matches!(s.set(r, 2, Handle::int(1)), Err(Error::Misuse(_))),
+            "out of range in a mutable mixed object"
+        );
+        assert!(
+            matches!(
+                s.set(Handle::int(3), 0, Handle::int(1)),
+                Err(Error::Misuse(_))
+            ),
+            "store into an immediate"
+        );
         // Refused stores changed nothing.
         check(s, "after refused stores");
     })
@@ -266,17 +376,30 @@ fn large_objects_are_not_moved() {
         let where_raw = format!("{:?}", s.view(raw));
         // A large vector of local values: every element is promoted when the
         // vector is allocated (the write barrier at allocation).
-        let locals: Vec<Handle<'_>> = (0..10).map(|k| s.alloc_vector(&[Handle::int(k), Handle::int(-k)]).unwrap()).collect();
+        let locals: Vec<Handle<'_>> = (0..10)
+            .map(|k| s.alloc_vector(&[Handle::int(k), Handle::int(-k)]).unwrap())
+            .collect();
         assert!(locals.iter().all(|&h| s.is_local(h)));
-        let elems: Vec<Handle<'_>> =
-            (0..WORDS).map(|i| if i % 7 == 0 { Handle::int(i as i64) } else { locals[i % 10] }).collect();
+        let elems: Vec<Handle<'_>> = (0..WORDS)
+            .map(|i| {
+                if i % 7 == 0 {
+                    Handle::int(i as i64)
+                } else {
+                    locals[i % 10]
+                }
+            })
+            .collect();
         let vec = s.alloc_vector(&elems).unwrap();
         assert!(!s.is_local(vec), "a large vector is global");
         let filled = s.alloc_vector_filled(WORDS, locals[3]).unwrap();
         assert!(!s.is_local(filled));
         let where_vec = format!("{:?}", s.view(vec));
         let check = |s: &Scope<'_>, what: &str| {
-            assert_eq!(s.view(raw).raw_words().unwrap(), &words[..], "{what}: raw contents");
+            assert_eq!(
+                s.view(raw).raw_words().unwrap(),
+                &words[..],
+                "{what}: raw contents"
+            );
             let v = s.view(vec);
             assert_eq!(v.len(), WORDS);
             for i in 0..WORDS {
@@ -285,18 +408,43 @@ fn large_objects_are_not_moved() {
                     assert_eq!(f.as_int(), Some(i as i64), "{what}: element {i}");
                 } else {
                     let k = (i % 10) as i64;
-                    assert_eq!((f.field(0).as_int(), f.field(1).as_int()), (Some(k), Some(-k)), "{what}: element {i}");
+                    assert_eq!(
+                        (f.field(0).as_int(), f.field(1).as_int()),
+                        (Some(k), Some(-k)),
+                        "{what}: element {i}"
+                    );
                     if i < 20 {
-                        assert!(!s.is_local(s.handle(f)), "{what}: element {i} of a large vector is local");
+                        assert!(
+                            !s.is_local(s.handle(f)),
+                            "{what}: element {i} of a large vector is local"
+                        );
                     }
                 }
             }
             let f = s.view(filled);
-            assert_eq!((f.field(0).field(0).as_int(), f.field(WORDS - 1).field(1).as_int()), (Some(3), Some(-3)), "{what}: filled large vector");
-            assert!(!s.is_local(s.handle(f.field(WORDS - 1))), "{what}: element of a filled large vector is local");
+            assert_eq!(
+                (
+                    f.field(0).field(0).as_int(),
+                    f.field(WORDS - 1).field(1).as_int()
+                ),
+                (Some(3), Some(-3)),
+                "{what}: filled large vector"
+            );
+            assert!(
+                !s.is_local(s.handle(f.field(WORDS - 1))),
+                "{what}: element of a filled large vector is local"
+            );
             // The Debug form of a view shows the object's address: unchanged.
-            assert_eq!(format!("{:?}", s.view(raw)), where_raw, "{what}: large raw object moved");
-            assert_eq!(format!("{:?}", s.view(vec)), where_vec, "{what}: large vector moved");
+            assert_eq!(
+                format!("{:?}", s.view(raw)),
+                where_raw,
+                "{what}: large raw object moved"
+            );
+            assert_eq!(
+                format!("{:?}", s.view(vec)),
+                where_vec,
+                "{what}: large vector moved"
+            );
         };
         check(s, "after allocation");
         garbage(s, cons, 5_000);
@@ -310,10 +458,16 @@ fn large_objects_are_not_moved() {
     .unwrap();
     let with_large = rt.stats().heap.large_object_bytes;
     // Three objects of 100,000 words + header.
-    assert!(with_large >= large_before + 3 * (WORDS as u64 + 1) * 8, "large objects: {large_before} -> {with_large}");
+    assert!(
+        with_large >= large_before + 3 * (WORDS as u64 + 1) * 8,
+        "large objects: {large_before} -> {with_large}"
+    );
     rt.run_on(0, |s| s.collect_global()).unwrap();
     let after = rt.stats().heap.large_object_bytes;
-    assert_eq!(after, large_before, "large objects were not freed: {with_large} -> {after}");
+    assert_eq!(
+        after, large_before,
+        "large objects were not freed: {with_large} -> {after}"
+    );
 }
 
 #[test]
@@ -342,18 +496,32 @@ fn nested_scopes_pop_roots() {
                 Ok::<_, Error>(l)
             })
             .unwrap();
-        assert_eq!(s.roots_in_use(), r1 + 1, "scope_value keeps exactly one handle");
+        assert_eq!(
+            s.roots_in_use(),
+            r1 + 1,
+            "scope_value keeps exactly one handle"
+        );
         let failed = s.scope_value(|s| {
             let _ = s.alloc_vector(&[Handle::int(1)]).map_err(|_| "alloc")?;
             Err::<Handle<'_>, _>("nope")
         });
         assert_eq!(failed.unwrap_err(), "nope");
-        assert_eq!(s.roots_in_use(), r1 + 1, "a failed scope_value pops everything");
+        assert_eq!(
+            s.roots_in_use(),
+            r1 + 1,
+            "a failed scope_value pops everything"
+        );
         garbage(s, cons, 10_000);
         s.collect_minor();
         s.collect_major();
         s.collect_global();
-        check_list(s, kept, cons, &model_list(8, 300), "handle returned by scope_value");
+        check_list(
+            s,
+            kept,
+            cons,
+            &model_list(8, 300),
+            "handle returned by scope_value",
+        );
         assert_eq!(s.view(a).field(0).as_int(), Some(1));
         assert_eq!(s.roots_in_use(), r1 + 1);
         // Field handles are rooted too.
@@ -389,7 +557,11 @@ fn stats_report_all_collection_kinds() {
     assert!(t.major.count > 0, "major {:?}", t.major);
     assert!(t.promotion.count > 0, "promotion {:?}", t.promotion);
     assert!(t.global.count > 0, "global {:?}", t.global);
-    assert!(t.bytes_allocated > 20_000 * 32, "allocated {}", t.bytes_allocated);
+    assert!(
+        t.bytes_allocated > 20_000 * 32,
+        "allocated {}",
+        t.bytes_allocated
+    );
     assert!(t.bytes_promoted > 0);
     assert!(t.pauses.count() > 0);
     assert_eq!(st.vprocs.len(), 2);
@@ -398,10 +570,17 @@ fn stats_report_all_collection_kinds() {
         assert!(v.minor.count > 0 && v.global.count > 0, "vproc {i}");
         assert!(v.bytes_allocated_global <= v.bytes_allocated);
     }
-    assert_eq!(t.minor.count, st.vprocs.iter().map(|v| v.minor.count).sum::<u64>());
+    assert_eq!(
+        t.minor.count,
+        st.vprocs.iter().map(|v| v.minor.count).sum::<u64>()
+    );
     let json = st.to_json();
     for key in ["minor", "major", "promotion", "global"] {
-        assert!(json["total"][key]["count"].as_u64().unwrap() > 0, "json total.{key}.count: {}", json["total"][key]);
+        assert!(
+            json["total"][key]["count"].as_u64().unwrap() > 0,
+            "json total.{key}.count: {}",
+            json["total"][key]
+        );
     }
     assert!(json["total"]["bytes_allocated"].as_u64().unwrap() > 0);
     assert!(json["total"]["pauses"]["count"].as_u64().unwrap() > 0);
@@ -411,14 +590,24 @@ fn stats_report_all_collection_kinds() {
     let lines: Vec<&str> = table.lines().collect();
     for i in 0..2 {
         assert!(
-            lines.iter().any(|l| l.split_whitespace().next() == Some(&i.to_string())),
+            lines
+                .iter()
+                .any(|l| l.split_whitespace().next() == Some(&i.to_string())),
             "table has no row for vproc {i}:\n{table}"
         );
     }
-    assert!(lines.iter().any(|l| l.trim_start().starts_with("total")), "{table}");
+    assert!(
+        lines.iter().any(|l| l.trim_start().starts_with("total")),
+        "{table}"
+    );
 }
 
-fn make_tree<'s>(s: &mut Scope<'s>, node: numagc::DescId, item: i64, depth: u32) -> numagc::Result<Handle<'s>> {
+fn make_tree<'s>(
+    s: &mut Scope<'s>,
+    node: numagc::DescId,
+    item: i64,
+    depth: u32,
+) -> numagc::Result<Handle<'s>> {
     s.scope_value(|s| {
         if depth == 0 {
             return s.alloc_mixed(node, &[Handle::NIL, Handle::NIL], &[item as u64]);
@@ -453,7 +642,9 @@ fn model_check(item: i64, depth: u32) -> i64 {
 #[test]
 fn binarytrees_small_checksum() {
     let rt = runtime(2);
-    let node = rt.register(Descriptor::mixed("tree", 3, &[0, 1]).unwrap()).unwrap();
+    let node = rt
+        .register(Descriptor::mixed("tree", 3, &[0, 1]).unwrap())
+        .unwrap();
     const DEPTH: u32 = 12;
     let results = rt
         .run_each(move |s| {
@@ -479,7 +670,11 @@ fn binarytrees_small_checksum() {
         .unwrap();
     for (item, out) in results {
         for (round, r) in out.into_iter().enumerate() {
-            assert_eq!(r, ((1u64 << (DEPTH + 1)) - 1, model_check(item, DEPTH)), "tree {item} round {round}");
+            assert_eq!(
+                r,
+                ((1u64 << (DEPTH + 1)) - 1, model_check(item, DEPTH)),
+                "tree {item} round {round}"
+            );
         }
     }
 }
@@ -495,7 +690,13 @@ fn ten_million_element_arrays_are_never_copied() {
     let (roots, where_before) = rt
         .run_on(0, |s| {
             let vec = s.alloc_vector_filled(N, Handle::int(42)).unwrap();
-            let raw = s.alloc_raw_with(N, |w| w.iter_mut().enumerate().for_each(|(i, x)| *x = (i as f64).to_bits())).unwrap();
+            let raw = s
+                .alloc_raw_with(N, |w| {
+                    w.iter_mut()
+                        .enumerate()
+                        .for_each(|(i, x)| *x = (i as f64).to_bits())
+                })
+                .unwrap();
             let place = format!("{:?} {:?}", s.view(vec), s.view(raw));
             ((s.global_root(vec), s.global_root(raw)), place)
         })
@@ -508,12 +709,18 @@ fn ten_million_element_arrays_are_never_copied() {
     })
     .unwrap();
     let copied = rt.stats().total.bytes_copied_global - copied_before;
-    assert!(copied < (N as u64) * 8 / 100, "three global collections copied {copied} bytes");
+    assert!(
+        copied < (N as u64) * 8 / 100,
+        "three global collections copied {copied} bytes"
+    );
     let where_after = rt
         .run_on(0, move |s| {
             let (vec, raw) = (s.get_global(&roots.0), s.get_global(&roots.1));
             let (v, r) = (s.view(vec), s.view(raw));
-            assert_eq!((v.len(), v.field(0).as_int(), v.field(N - 1).as_int()), (N, Some(42), Some(42)));
+            assert_eq!(
+                (v.len(), v.field(0).as_int(), v.field(N - 1).as_int()),
+                (N, Some(42), Some(42))
+            );
             assert_eq!((r.len(), r.f64(0), r.f64(N - 1)), (N, 0.0, (N - 1) as f64));
             format!("{v:?} {r:?}")
         })
@@ -531,28 +738,47 @@ fn ten_million_element_arrays_are_never_copied() {
 fn survivor_promotion_copies_large_structures_once() {
     const DEPTH: u32 = 15; // 65,535 nodes of 32 bytes: 8 × the local heap
     let run = |percent: u32, big: bool| {
-        let rt = numagc::Runtime::new(test_config(1).survivor_promotion(percent).build().unwrap()).unwrap();
-        let node = rt.register(Descriptor::mixed("tree", 3, &[0, 1]).unwrap()).unwrap();
+        let rt = numagc::Runtime::new(test_config(1).survivor_promotion(percent).build().unwrap())
+            .unwrap();
+        let node = rt
+            .register(Descriptor::mixed("tree", 3, &[0, 1]).unwrap())
+            .unwrap();
         rt.run_on(0, move |s| {
             for k in 0..2_000 {
-                let t = s.scope(|s| make_tree(s, node, k, 6).map(|t| walk_tree(s.view(t)))).unwrap();
+                let t = s
+                    .scope(|s| make_tree(s, node, k, 6).map(|t| walk_tree(s.view(t))))
+                    .unwrap();
                 assert_eq!(t, (127, model_check(k, 6)));
             }
             if big {
                 let t = make_tree(s, node, 1, DEPTH).unwrap();
-                assert_eq!(walk_tree(s.view(t)), ((1u64 << (DEPTH + 1)) - 1, model_check(1, DEPTH)), "survivor-promotion {percent}");
+                assert_eq!(
+                    walk_tree(s.view(t)),
+                    ((1u64 << (DEPTH + 1)) - 1, model_check(1, DEPTH)),
+                    "survivor-promotion {percent}"
+                );
             }
         })
         .unwrap();
         rt.stats().total
     };
     let garbage_only = run(90, false);
-    assert!(garbage_only.minor.count > 10, "{} minor collections", garbage_only.minor.count);
-    assert_eq!(garbage_only.survivor_evacuations, 0, "short-lived data triggered survivor promotion");
+    assert!(
+        garbage_only.minor.count > 10,
+        "{} minor collections",
+        garbage_only.minor.count
+    );
+    assert_eq!(
+        garbage_only.survivor_evacuations, 0,
+        "short-lived data triggered survivor promotion"
+    );
     let off = run(0, true);
     let on = run(90, true);
     assert_eq!(off.survivor_evacuations, 0);
-    assert!(on.survivor_evacuations > 0, "no evacuation with survivor-promotion 90");
+    assert!(
+        on.survivor_evacuations > 0,
+        "no evacuation with survivor-promotion 90"
+    );
     assert!(
         on.bytes_copied_minor * 2 < off.bytes_copied_minor,
         "minor copying: {} with survivor promotion, {} without",

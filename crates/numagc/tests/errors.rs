@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use numagc::{ConfigBuilder, DescriptorError, Descriptor, Error, Handle, Runtime};
+use numagc::{ConfigBuilder, Descriptor, DescriptorError, Error, Handle, Runtime};
 
 #[test]
 fn heap_limit_returns_error_and_others_carry_on() {
@@ -14,7 +14,14 @@ fn heap_limit_returns_error_and_others_carry_on() {
     let cons = register_cons(&rt);
     #[derive(Debug)]
     enum Outcome {
-        Limit { error: String, cells: usize, requested: usize, in_use: usize, limit: usize, after: usize },
+        Limit {
+            error: String,
+            cells: usize,
+            requested: usize,
+            in_use: usize,
+            limit: usize,
+            after: usize,
+        },
         Sum(Vec<i64>),
     }
     let out = rt
@@ -43,7 +50,12 @@ fn heap_limit_returns_error_and_others_carry_on() {
                     (None, cells)
                 });
                 let error = error.expect("the heap limit was never reported");
-                let Error::HeapLimit { requested, in_use, limit } = error else {
+                let Error::HeapLimit {
+                    requested,
+                    in_use,
+                    limit,
+                } = error
+                else {
                     panic!("expected Error::HeapLimit, got {error:?}");
                 };
                 // The retained data is dropped: allocation works again.
@@ -51,7 +63,14 @@ fn heap_limit_returns_error_and_others_carry_on() {
                 let l = build_list(s, cons, 3, 5_000).expect("allocation after dropping the data");
                 s.collect_global();
                 check_list(s, l, cons, &model_list(3, 5_000), "after the heap limit");
-                Outcome::Limit { error: error.to_string(), cells, requested, in_use, limit, after: 5_000 }
+                Outcome::Limit {
+                    error: error.to_string(),
+                    cells,
+                    requested,
+                    in_use,
+                    limit,
+                    after: 5_000,
+                }
             } else {
                 // Garbage only, bounded: must finish every round with the
                 // right result. The limit is the whole heap's: while vproc 0
@@ -65,7 +84,11 @@ fn heap_limit_returns_error_and_others_carry_on() {
                     let sum = loop {
                         let r = s.scope(|s| {
                             build_list(s, cons, round, 1_000).map(|l| {
-                                read_list(s.view(l), cons).unwrap().iter().map(|(_, p)| *p as i64).fold(0i64, |a, b| a.wrapping_add(b))
+                                read_list(s.view(l), cons)
+                                    .unwrap()
+                                    .iter()
+                                    .map(|(_, p)| *p as i64)
+                                    .fold(0i64, |a, b| a.wrapping_add(b))
                             })
                         });
                         match r {
@@ -85,12 +108,25 @@ fn heap_limit_returns_error_and_others_carry_on() {
         })
         .unwrap();
     match &out[0] {
-        Outcome::Limit { error, cells, requested, in_use, limit, after } => {
+        Outcome::Limit {
+            error,
+            cells,
+            requested,
+            in_use,
+            limit,
+            after,
+        } => {
             assert!(*cells > 1_000, "the limit came after only {cells} cells");
-            assert!(*limit <= MAX_HEAP, "limit {limit} above max-heap {MAX_HEAP}");
+            assert!(
+                *limit <= MAX_HEAP,
+                "limit {limit} above max-heap {MAX_HEAP}"
+            );
             assert!(in_use + requested > *limit || *in_use > *limit, "{error}");
             assert!(*requested > 0);
-            assert!(error.contains("heap limit") && error.contains(&limit.to_string()), "message does not name the limit: {error}");
+            assert!(
+                error.contains("heap limit") && error.contains(&limit.to_string()),
+                "message does not name the limit: {error}"
+            );
             assert_eq!(*after, 5_000);
         }
         other => panic!("vproc 0: {other:?}"),
@@ -98,7 +134,12 @@ fn heap_limit_returns_error_and_others_carry_on() {
     match &out[1] {
         Outcome::Sum(sums) => {
             let expected: Vec<i64> = (0..60)
-                .map(|round| model_list(round, 1_000).iter().map(|(_, p)| *p as i64).fold(0i64, |a, b| a.wrapping_add(b)))
+                .map(|round| {
+                    model_list(round, 1_000)
+                        .iter()
+                        .map(|(_, p)| *p as i64)
+                        .fold(0i64, |a, b| a.wrapping_add(b))
+                })
                 .collect();
             assert_eq!(sums, &expected);
         }
@@ -118,12 +159,27 @@ fn heap_limit_returns_error_and_others_carry_on() {
 fn bad_inputs_give_clear_errors() {
     // Descriptors.
     let e = Descriptor::mixed("empty", 0, &[]).unwrap_err();
-    assert_eq!(e, DescriptorError::ZeroSize { name: "empty".into() });
+    assert_eq!(
+        e,
+        DescriptorError::ZeroSize {
+            name: "empty".into()
+        }
+    );
     assert!(e.to_string().contains("empty"), "{e}");
     let e = Descriptor::mixed("pair", 2, &[0, 5]).unwrap_err();
-    assert_eq!(e, DescriptorError::OffsetOutOfRange { name: "pair".into(), offset: 5, size: 2 });
+    assert_eq!(
+        e,
+        DescriptorError::OffsetOutOfRange {
+            name: "pair".into(),
+            offset: 5,
+            size: 2
+        }
+    );
     let msg = e.to_string();
-    assert!(msg.contains("pair") && msg.contains('5') && msg.contains('2'), "{msg}");
+    assert!(
+        msg.contains("pair") && msg.contains('5') && msg.contains('2'),
+        "{msg}"
+    );
     let err: Error = e.into();
     assert!(matches!(err, Error::Descriptor(_)));
 
@@ -136,16 +192,28 @@ fn bad_inputs_give_clear_errors() {
     let cons = register_cons(&rt);
     assert_ne!(foreign.id(), cons.id());
     rt.run_on(0, move |s| {
-        let e = s.alloc_mixed(foreign, &[Handle::NIL, Handle::NIL], &[0]).unwrap_err();
-        assert!(matches!(e, Error::UnknownDescriptor(id) if id == foreign.id()), "{e:?}");
+        let e = s
+            .alloc_mixed(foreign, &[Handle::NIL, Handle::NIL], &[0])
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::UnknownDescriptor(id) if id == foreign.id()),
+            "{e:?}"
+        );
         assert!(e.to_string().contains(&foreign.id().to_string()), "{e}");
         let e = s.alloc_mixed(cons, &[Handle::NIL], &[0]).unwrap_err();
         assert!(matches!(e, Error::Misuse(_)), "{e:?}");
-        assert!(e.to_string().contains("cons"), "message does not name the descriptor: {e}");
-        let e = s.alloc_mixed(cons, &[Handle::NIL, Handle::NIL], &[0, 1]).unwrap_err();
+        assert!(
+            e.to_string().contains("cons"),
+            "message does not name the descriptor: {e}"
+        );
+        let e = s
+            .alloc_mixed(cons, &[Handle::NIL, Handle::NIL], &[0, 1])
+            .unwrap_err();
         assert!(e.to_string().contains("cons"), "{e}");
         // Reading fields wrongly is an error too.
-        let c = s.alloc_mixed(cons, &[Handle::int(1), Handle::NIL], &[9]).unwrap();
+        let c = s
+            .alloc_mixed(cons, &[Handle::int(1), Handle::NIL], &[9])
+            .unwrap();
         assert!(s.view(c).try_field(1).is_err());
         assert!(s.view(c).try_field(3).is_err());
         assert!(s.view(c).try_raw(0).is_err());
@@ -166,10 +234,16 @@ fn bad_inputs_give_clear_errors() {
         ("max-heap", "-5"),
     ];
     for &(setting, value) in bad {
-        let e = ConfigBuilder::new().set(setting, value).map(|_| ()).unwrap_err();
+        let e = ConfigBuilder::new()
+            .set(setting, value)
+            .map(|_| ())
+            .unwrap_err();
         assert_eq!(e.setting, setting, "{e}");
         let msg = e.to_string();
-        assert!(msg.contains(setting) && msg.contains(value), "`{setting}={value}`: {msg}");
+        assert!(
+            msg.contains(setting) && msg.contains(value),
+            "`{setting}={value}`: {msg}"
+        );
         assert!(!e.allowed.is_empty());
     }
     // Values that parse but are out of range are refused by build().
@@ -185,13 +259,20 @@ fn bad_inputs_give_clear_errors() {
     ];
     for &(setting, value) in out_of_range {
         let mut b = ConfigBuilder::new();
-        b.set(setting, value).unwrap_or_else(|e| panic!("`{setting}={value}` should parse: {e}"));
+        b.set(setting, value)
+            .unwrap_or_else(|e| panic!("`{setting}={value}` should parse: {e}"));
         let e = b.build().unwrap_err();
         assert_eq!(e.setting, setting, "`{setting}={value}`: {e}");
         let msg = e.to_string();
-        assert!(msg.contains(setting) && msg.contains(value), "`{setting}={value}`: {msg}");
+        assert!(
+            msg.contains(setting) && msg.contains(value),
+            "`{setting}={value}`: {msg}"
+        );
     }
-    let e = ConfigBuilder::new().set("no-such-setting", "1").map(|_| ()).unwrap_err();
+    let e = ConfigBuilder::new()
+        .set("no-such-setting", "1")
+        .map(|_| ())
+        .unwrap_err();
     assert!(e.to_string().contains("no-such-setting"), "{e}");
 
     // Vprocs out of range.
@@ -214,7 +295,15 @@ fn bad_inputs_give_clear_errors() {
         other => panic!("expected TaskPanicked, got {other:?}"),
     }
     assert!(e.to_string().contains("vproc 1"), "{e}");
-    let e = rt.run_each(move |s| if s.vproc() == 0 { panic!("only on 0") } else { 1 }).unwrap_err();
+    let e = rt
+        .run_each(move |s| {
+            if s.vproc() == 0 {
+                panic!("only on 0")
+            } else {
+                1
+            }
+        })
+        .unwrap_err();
     assert!(matches!(e, Error::TaskPanicked { vproc: 0, .. }), "{e:?}");
     let r = rt
         .run_each(move |s| {
@@ -235,11 +324,24 @@ fn waiting_for_a_job_from_a_job_is_refused() {
     let rt = std::sync::Arc::new(runtime(2));
     let inner = rt.clone();
     let err = rt
-        .run_on(0, move |_s| inner.run_on(1, |s| s.vproc()).map(|_| ()).unwrap_err().to_string())
+        .run_on(0, move |_s| {
+            inner
+                .run_on(1, |s| s.vproc())
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
+        })
         .unwrap();
-    assert!(err.contains("run_on") && err.contains("vproc thread"), "{err}");
+    assert!(
+        err.contains("run_on") && err.contains("vproc thread"),
+        "{err}"
+    );
     let inner = rt.clone();
-    let err = rt.run_on(1, move |_s| inner.run_each(|s| s.vproc()).unwrap_err().to_string()).unwrap();
+    let err = rt
+        .run_on(1, move |_s| {
+            inner.run_each(|s| s.vproc()).unwrap_err().to_string()
+        })
+        .unwrap();
     assert!(err.contains("run_each"), "{err}");
     // The runtime is still usable from outside.
     assert_eq!(rt.run_each(|s| s.vproc()).unwrap(), vec![0, 1]);
@@ -273,7 +375,11 @@ fn dropping_handles_while_a_job_runs_is_safe() {
 #[test]
 fn no_livelock_when_the_heap_stays_over_its_trigger() {
     let rt = numagc::Runtime::new(
-        test_config(1).heap_growth(1.0).global_gc_threshold(CHUNK).build().unwrap(),
+        test_config(1)
+            .heap_growth(1.0)
+            .global_gc_threshold(CHUNK)
+            .build()
+            .unwrap(),
     )
     .unwrap();
     let cons = register_cons(&rt);
@@ -293,6 +399,13 @@ fn no_livelock_when_the_heap_stays_over_its_trigger() {
         let _ = tx.send(out.map(|r| r.is_ok()));
     });
     let done = rx.recv_timeout(std::time::Duration::from_secs(60));
-    assert!(matches!(done, Ok(Ok(true))), "the allocation loop did not finish: {done:?}");
-    assert!(rt.global_collections() < 5_000, "{} global collections", rt.global_collections());
+    assert!(
+        matches!(done, Ok(Ok(true))),
+        "the allocation loop did not finish: {done:?}"
+    );
+    assert!(
+        rt.global_collections() < 5_000,
+        "{} global collections",
+        rt.global_collections()
+    );
 }

@@ -20,12 +20,19 @@ use std::sync::Arc;
 
 fn assert_map_failed(e: &Error, what: &str) {
     match e {
-        Error::MapFailed { bytes, what: w, errno } => {
+        Error::MapFailed {
+            bytes,
+            what: w,
+            errno,
+        } => {
             assert!(*bytes > 0, "{e}");
             assert_eq!(*errno, libc::ENOMEM, "{e}");
             assert!(w.contains(what), "expected a refusal for {what:?}, got {e}");
             let msg = e.to_string();
-            assert!(msg.contains(&bytes.to_string()) && msg.contains("os error 12"), "the message names the size and errno: {msg}");
+            assert!(
+                msg.contains(&bytes.to_string()) && msg.contains("os error 12"),
+                "the message names the size and errno: {msg}"
+            );
         }
         other => panic!("expected MapFailed for {what}, got {other:?}"),
     }
@@ -38,7 +45,9 @@ fn a_runtime_whose_memory_is_refused_does_not_start() {
     let plan = FaultPlan::new();
     // The reservation itself.
     plan.fail_reservation();
-    let e = Runtime::with_faults(config.clone(), plan.clone()).err().expect("the reservation was refused");
+    let e = Runtime::with_faults(config.clone(), plan.clone())
+        .err()
+        .expect("the reservation was refused");
     assert_map_failed(&e, "reservation");
     // Each run of chunks carved at start-up, in turn (all maps from the
     // k-th on refused): a local heap and the copy reserve of each vproc.
@@ -52,7 +61,9 @@ fn a_runtime_whose_memory_is_refused_does_not_start() {
             Err(e) => {
                 assert!(plan.injected() > before);
                 match &e {
-                    Error::MapFailed { what, .. } if what.contains("local heap") || what.contains("copy reserve") => {
+                    Error::MapFailed { what, .. }
+                        if what.contains("local heap") || what.contains("copy reserve") =>
+                    {
                         assert_map_failed(&e, "")
                     }
                     other => panic!("map {}: {other:?}", refused.len()),
@@ -62,9 +73,26 @@ fn a_runtime_whose_memory_is_refused_does_not_start() {
             }
         }
     };
-    let whats: Vec<&str> = refused.iter().map(|m| if m.contains("local heap") { "local heap" } else { "copy reserve" }).collect();
-    assert_eq!(whats, ["local heap", "copy reserve", "local heap", "copy reserve"], "{refused:#?}");
-    println!("{} start-up maps refused in turn, e.g. {}", refused.len(), refused[0]);
+    let whats: Vec<&str> = refused
+        .iter()
+        .map(|m| {
+            if m.contains("local heap") {
+                "local heap"
+            } else {
+                "copy reserve"
+            }
+        })
+        .collect();
+    assert_eq!(
+        whats,
+        ["local heap", "copy reserve", "local heap", "copy reserve"],
+        "{refused:#?}"
+    );
+    println!(
+        "{} start-up maps refused in turn, e.g. {}",
+        refused.len(),
+        refused[0]
+    );
     drop(rt);
     // Nothing is left armed: the same plan now starts a working runtime.
     plan.clear();
@@ -93,7 +121,12 @@ fn a_refused_chunk_is_an_error_for_the_allocation_and_the_others_carry_on() {
     let armed = Arc::new(AtomicBool::new(false));
     let cleared = Arc::new(AtomicBool::new(false));
     let refused_1 = Arc::new(AtomicBool::new(false));
-    let (p, a, c, r1) = (plan.clone(), armed.clone(), cleared.clone(), refused_1.clone());
+    let (p, a, c, r1) = (
+        plan.clone(),
+        armed.clone(),
+        cleared.clone(),
+        refused_1.clone(),
+    );
     let out = rt
         .run_each(move |s| {
             if s.vproc() == 1 {
@@ -103,7 +136,10 @@ fn a_refused_chunk_is_an_error_for_the_allocation_and_the_others_carry_on() {
                 let (mut refusals, mut total) = (0usize, 0usize);
                 for round in 0..30 {
                     loop {
-                        match s.scope(|s| build_list(s, cons, round, 2_000).map(|l| read_list(s.view(l), cons).unwrap().len())) {
+                        match s.scope(|s| {
+                            build_list(s, cons, round, 2_000)
+                                .map(|l| read_list(s.view(l), cons).unwrap().len())
+                        }) {
                             Ok(n) => {
                                 total += n;
                                 break;
@@ -135,9 +171,18 @@ fn a_refused_chunk_is_an_error_for_the_allocation_and_the_others_carry_on() {
                         break;
                     }
                 }
-                errors.push(s.alloc_array(100_000, Handle::int(4)).expect_err("a large object needs new memory"));
+                errors.push(
+                    s.alloc_array(100_000, Handle::int(4))
+                        .expect_err("a large object needs new memory"),
+                );
             });
-            check_list(s, kept, cons, &model_list(4, 3_000), "kept data after the refusals");
+            check_list(
+                s,
+                kept,
+                cons,
+                &model_list(4, 3_000),
+                "kept data after the refusals",
+            );
             // Memory stays refused until vproc 1 has met a refusal too.
             let t0 = std::time::Instant::now();
             while !r1.load(Ordering::SeqCst) && t0.elapsed() < std::time::Duration::from_secs(20) {
@@ -146,10 +191,19 @@ fn a_refused_chunk_is_an_error_for_the_allocation_and_the_others_carry_on() {
             }
             p.clear();
             c.store(true, Ordering::SeqCst);
-            let big = s.alloc_array(100_000, Handle::int(5)).expect("memory is back");
-            s.try_collect_global().expect("a collection with memory back");
+            let big = s
+                .alloc_array(100_000, Handle::int(5))
+                .expect("memory is back");
+            s.try_collect_global()
+                .expect("a collection with memory back");
             assert_eq!(s.view(big).field(99_999).as_int(), Some(5));
-            check_list(s, kept, cons, &model_list(4, 3_000), "kept data after a collection");
+            check_list(
+                s,
+                kept,
+                cons,
+                &model_list(4, 3_000),
+                "kept data after a collection",
+            );
             Err(errors)
         })
         .unwrap();
@@ -164,7 +218,10 @@ fn a_refused_chunk_is_an_error_for_the_allocation_and_the_others_carry_on() {
     let (total, refusals) = *out[1].as_ref().unwrap();
     assert_eq!(total, 30 * 2_000);
     assert!(refusals > 0, "vproc 1 never met a refusal");
-    println!("vproc 1 finished its 30 rounds ({refusals} refusals retried); {} failures injected", plan.injected());
+    println!(
+        "vproc 1 finished its 30 rounds ({refusals} refusals retried); {} failures injected",
+        plan.injected()
+    );
     assert!(cleared.load(Ordering::SeqCst));
     assert!(plan.injected() >= 2);
     drop(rt);
@@ -189,12 +246,36 @@ fn a_global_collection_without_to_space_is_called_off_before_anything_moves() {
             let local = build_list(s, cons, 10, 500).unwrap();
             p.fail_chunk_maps(0, usize::MAX);
             let e = s.try_collect_global().expect_err("no to-space");
-            check_list(s, kept, cons, &model_list(9, 4_000), "global data after the abandoned collection");
-            check_list(s, local, cons, &model_list(10, 500), "local data after the abandoned collection");
+            check_list(
+                s,
+                kept,
+                cons,
+                &model_list(9, 4_000),
+                "global data after the abandoned collection",
+            );
+            check_list(
+                s,
+                local,
+                cons,
+                &model_list(10, 500),
+                "local data after the abandoned collection",
+            );
             p.clear();
             s.try_collect_global().expect("memory is back");
-            check_list(s, kept, cons, &model_list(9, 4_000), "global data after the next collection");
-            check_list(s, local, cons, &model_list(10, 500), "local data after the next collection");
+            check_list(
+                s,
+                kept,
+                cons,
+                &model_list(9, 4_000),
+                "global data after the next collection",
+            );
+            check_list(
+                s,
+                local,
+                cons,
+                &model_list(10, 500),
+                "local data after the next collection",
+            );
             e
         })
         .unwrap();
@@ -221,7 +302,11 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
     let _w = watchdog(300, "refusals during copies");
     let plan = FaultPlan::new();
     // Two nodes, one vproc each: vproc 1's pool is its own.
-    let rt = Runtime::with_faults(test_config(2).topology(Some("2x1".into())).build().unwrap(), plan.clone()).unwrap();
+    let rt = Runtime::with_faults(
+        test_config(2).topology(Some("2x1".into())).build().unwrap(),
+        plan.clone(),
+    )
+    .unwrap();
     let cons = register_cons(&rt);
 
     // A promotion of more than a chunk with every new chunk refused.
@@ -232,24 +317,53 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
             assert!(s.is_local(live));
             p.fail_chunk_maps(0, usize::MAX);
             let before = p.injected();
-            let g = s.try_promote(live).expect("the copy reserve covers the promotion");
+            let g = s
+                .try_promote(live)
+                .expect("the copy reserve covers the promotion");
             let injected = p.injected() - before;
-            check_list(s, g, cons, &model_list(21, 1_500), "promoted data copied into the reserve");
+            check_list(
+                s,
+                g,
+                cons,
+                &model_list(21, 1_500),
+                "promoted data copied into the reserve",
+            );
             // The reserve is short now: the next copy does not start.
             let next = build_list(s, cons, 23, 100).unwrap();
             let later = s.try_promote(next).err();
             assert!(s.is_local(next), "nothing was promoted");
-            check_list(s, next, cons, &model_list(23, 100), "local data after the refused promotion");
+            check_list(
+                s,
+                next,
+                cons,
+                &model_list(23, 100),
+                "local data after the refused promotion",
+            );
             p.clear();
             let more = s.try_promote(next).expect("memory is back");
             s.try_collect_global().unwrap();
-            check_list(s, g, cons, &model_list(21, 1_500), "promoted data after a global collection");
-            check_list(s, more, cons, &model_list(23, 100), "new data after a global collection");
+            check_list(
+                s,
+                g,
+                cons,
+                &model_list(21, 1_500),
+                "promoted data after a global collection",
+            );
+            check_list(
+                s,
+                more,
+                cons,
+                &model_list(23, 100),
+                "new data after a global collection",
+            );
             (injected, later)
         })
         .unwrap();
     assert!(injected > 0, "the promotion met no refusal");
-    assert_map_failed(&later.expect("the promotion after the reserve ran short was refused"), "copy reserve");
+    assert_map_failed(
+        &later.expect("the promotion after the reserve ran short was refused"),
+        "copy reserve",
+    );
 
     // A global collection: vproc 0 fills node 0's pool with freed chunks;
     // vproc 1 keeps data on node 1 until node 1's pool is empty, then every
@@ -266,14 +380,21 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
     let mut kept = Vec::new();
     while rt.pooled_chunks(1) > 0 {
         let seed = 40 + kept.len() as i64;
-        kept.push((seed, rt.run_on(1, move |s| {
-            let l = promoted_list(s, cons, seed, 1_000).unwrap();
-            s.global_root(l)
-        })
-        .unwrap()));
+        kept.push((
+            seed,
+            rt.run_on(1, move |s| {
+                let l = promoted_list(s, cons, seed, 1_000).unwrap();
+                s.global_root(l)
+            })
+            .unwrap(),
+        ));
         assert!(kept.len() < 100, "node 1's pool never empties");
     }
-    assert!(rt.pooled_chunks(0) > 8, "node 0's pool holds {} chunks", rt.pooled_chunks(0));
+    assert!(
+        rt.pooled_chunks(0) > 8,
+        "node 0's pool holds {} chunks",
+        rt.pooled_chunks(0)
+    );
     let before = plan.injected();
     let collections = rt.global_collections();
     let p = plan.clone();
@@ -286,9 +407,21 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
         p.clear();
         for (seed, root) in k.iter() {
             let l = s.get_global(root);
-            check_list(s, l, cons, &model_list(*seed, 1_000), "node 1's data after the collection");
+            check_list(
+                s,
+                l,
+                cons,
+                &model_list(*seed, 1_000),
+                "node 1's data after the collection",
+            );
         }
-        check_list(s, local, cons, &model_list(32, 1_000), "local data after the collection");
+        check_list(
+            s,
+            local,
+            cons,
+            &model_list(32, 1_000),
+            "local data after the collection",
+        );
     })
     .unwrap();
     assert_eq!(rt.global_collections(), collections + 1);

@@ -15,10 +15,16 @@ use numagc::{Descriptor, Handle, Scope};
 fn global_allocation_with_pending_collection_keeps_values() {
     // A low trigger that does not grow with the live data, so that one
     // promotion of a few chunks puts the heap over it.
-    let config = test_config(1).global_gc_threshold(CHUNK).heap_growth(1.0).build().unwrap();
+    let config = test_config(1)
+        .global_gc_threshold(CHUNK)
+        .heap_growth(1.0)
+        .build()
+        .unwrap();
     let rt = numagc::Runtime::new(config).unwrap();
     let cons = register_cons(&rt);
-    let cell = rt.register(Descriptor::mixed("ref", 2, &[0]).unwrap().mutable()).unwrap();
+    let cell = rt
+        .register(Descriptor::mixed("ref", 2, &[0]).unwrap().mutable())
+        .unwrap();
     rt.run_on(0, move |s| {
         for what in ["vector", "filled", "array", "mutable"] {
             s.collect_global();
@@ -26,11 +32,17 @@ fn global_allocation_with_pending_collection_keeps_values() {
                 // Some data that is old by the time the locals below are
                 // collected: the major collection inside the global one
                 // promotes it and slides the younger locals down.
-                let older: Vec<Handle<'_>> = (0..64).map(|k| s.alloc_vector(&[Handle::int(k); 4]).unwrap()).collect();
+                let older: Vec<Handle<'_>> = (0..64)
+                    .map(|k| s.alloc_vector(&[Handle::int(k); 4]).unwrap())
+                    .collect();
                 s.collect_minor();
                 // Local values, freshly allocated (in the nursery).
-                let locals: Vec<Handle<'_>> =
-                    (0..8).map(|k| s.alloc_vector(&[Handle::int(100 + k), Handle::int(k)]).unwrap()).collect();
+                let locals: Vec<Handle<'_>> = (0..8)
+                    .map(|k| {
+                        s.alloc_vector(&[Handle::int(100 + k), Handle::int(k)])
+                            .unwrap()
+                    })
+                    .collect();
                 assert!(locals.iter().all(|&h| s.is_local(h)));
                 if what != "mutable" {
                     // Promoting a local value leaves the local copy forwarded

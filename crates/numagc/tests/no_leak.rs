@@ -23,7 +23,11 @@ const SLACK: usize = 8 * MIB;
 
 fn rss_bytes() -> usize {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm is readable");
-    let pages: usize = statm.split_whitespace().nth(1).and_then(|f| f.parse().ok()).expect("statm has a resident field");
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|f| f.parse().ok())
+        .expect("statm has a resident field");
     // SAFETY: sysconf only reads a system constant.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
     pages * page
@@ -32,7 +36,12 @@ fn rss_bytes() -> usize {
 #[test]
 fn creating_and_dropping_a_runtime_a_thousand_times_keeps_memory_flat() {
     let _w = watchdog(600, "1,000 runtimes");
-    let config = test_config(2).verify(false).local_heap_size(64 * KIB).max_heap(16 * MIB).build().unwrap();
+    let config = test_config(2)
+        .verify(false)
+        .local_heap_size(64 * KIB)
+        .max_heap(16 * MIB)
+        .build()
+        .unwrap();
     let mut after_warm_up = 0;
     let mut samples = Vec::new();
     let t0 = std::time::Instant::now();

@@ -8,7 +8,12 @@ use numagc::numa::{BindMode, BindOutcome, BindRequest};
 use numagc::{BindRecord, NumaPolicy, Runtime};
 
 fn four_nodes(policy: NumaPolicy) -> Runtime {
-    let config = test_config(4).topology(Some("4x1".into())).numa_policy(policy).pin(false).build().unwrap();
+    let config = test_config(4)
+        .topology(Some("4x1".into()))
+        .numa_policy(policy)
+        .pin(false)
+        .build()
+        .unwrap();
     Runtime::new(config).unwrap()
 }
 
@@ -27,7 +32,11 @@ fn chunk_reuse_keeps_node_affinity() {
     assert_eq!(nodes, 4);
     let placements = rt.info().placements;
     let vproc_node: Vec<usize> = placements.iter().map(|p| p.node).collect();
-    assert_eq!(vproc_node, vec![0, 1, 2, 3], "sparse placement puts one vproc per node");
+    assert_eq!(
+        vproc_node,
+        vec![0, 1, 2, 3],
+        "sparse placement puts one vproc per node"
+    );
 
     // Every vproc promotes data that is garbage by the end of the job
     // (several chunks each), plus a little that stays live until the job ends.
@@ -46,27 +55,47 @@ fn chunk_reuse_keeps_node_affinity() {
     let per_node = rt.global_heap_bytes_per_node();
     assert_eq!(per_node.len(), 4);
     for (node, &b) in per_node.iter().enumerate() {
-        assert!(b >= CHUNK as u64, "node {node} has {b} global-heap bytes: {per_node:?}");
+        assert!(
+            b >= CHUNK as u64,
+            "node {node} has {b} global-heap bytes: {per_node:?}"
+        );
     }
 
     // Every binding under the local policy asks for exactly the node of the
     // vproc it is for; global chunks were bound on every node.
     let log = rt.binding_log();
     for r in &log {
-        assert_eq!(r.request, BindRequest { mode: BindMode::Bind, nodes: vec![r.node] }, "{r:?}");
+        assert_eq!(
+            r.request,
+            BindRequest {
+                mode: BindMode::Bind,
+                nodes: vec![r.node]
+            },
+            "{r:?}"
+        );
         assert!(vproc_node.contains(&r.node), "{r:?}");
     }
-    let locals: Vec<usize> = log.iter().filter(|r| r.chunks == LOCAL_CHUNKS).map(|r| r.node).collect();
+    let locals: Vec<usize> = log
+        .iter()
+        .filter(|r| r.chunks == LOCAL_CHUNKS)
+        .map(|r| r.node)
+        .collect();
     assert_eq!(locals.len(), 4, "one binding per local heap: {log:?}");
     for node in 0..4 {
-        assert!(global_chunk_records(&log).iter().any(|r| r.node == node), "no global chunk bound on node {node}");
+        assert!(
+            global_chunk_records(&log).iter().any(|r| r.node == node),
+            "no global chunk bound on node {node}"
+        );
     }
 
     rt.run_on(0, |s| s.collect_global()).unwrap();
     rt.run_on(2, |s| s.collect_global()).unwrap();
     let pooled: Vec<usize> = (0..4).map(|n| rt.pooled_chunks(n)).collect();
     for (node, &p) in pooled.iter().enumerate() {
-        assert!(p > 0, "no freed chunk in the pool of node {node}: {pooled:?}");
+        assert!(
+            p > 0,
+            "no freed chunk in the pool of node {node}: {pooled:?}"
+        );
     }
 
     // Later allocation by vproc k reuses node k's pool: its pool shrinks,
@@ -81,33 +110,62 @@ fn chunk_reuse_keeps_node_affinity() {
             assert_eq!(read_list(s.view(l), cons).unwrap().len(), 600);
         })
         .unwrap();
-        assert_eq!(rt.global_collections(), gcs, "no global collection expected here");
+        assert_eq!(
+            rt.global_collections(),
+            gcs,
+            "no global collection expected here"
+        );
         let after: Vec<usize> = (0..4).map(|n| rt.pooled_chunks(n)).collect();
-        assert!(after[k] < before[k], "vproc {k} did not take chunks from node {k}'s pool: {before:?} -> {after:?}");
+        assert!(
+            after[k] < before[k],
+            "vproc {k} did not take chunks from node {k}'s pool: {before:?} -> {after:?}"
+        );
         for n in (0..4).filter(|&n| n != k) {
-            assert_eq!(after[n], before[n], "vproc {k} took chunks from node {n}'s pool: {before:?} -> {after:?}");
+            assert_eq!(
+                after[n], before[n],
+                "vproc {k} took chunks from node {n}'s pool: {before:?} -> {after:?}"
+            );
         }
         let new_log = rt.binding_log();
-        assert_eq!(new_log.len(), log_before, "new bindings although the pool had chunks: {:?}", &new_log[log_before..]);
+        assert_eq!(
+            new_log.len(),
+            log_before,
+            "new bindings although the pool had chunks: {:?}",
+            &new_log[log_before..]
+        );
     }
 }
 
 fn check_outcome(rt: &Runtime, r: &BindRecord) {
     let topo = rt.info().topology;
-    let os: Vec<usize> = r.request.nodes.iter().filter_map(|&n| topo.nodes[n].os_node).collect();
+    let os: Vec<usize> = r
+        .request
+        .nodes
+        .iter()
+        .filter_map(|&n| topo.nodes[n].os_node)
+        .collect();
     match &r.outcome {
         BindOutcome::Applied { mode, os_nodes } => {
-            assert!(!os.is_empty(), "applied although no requested node exists: {r:?}");
+            assert!(
+                !os.is_empty(),
+                "applied although no requested node exists: {r:?}"
+            );
             assert_eq!(*mode, r.request.mode);
             assert_eq!(os_nodes, &os, "{r:?}");
         }
         BindOutcome::Skipped { reason } => {
-            assert!(os.is_empty(), "skipped although node(s) {os:?} exist: {r:?}");
+            assert!(
+                os.is_empty(),
+                "skipped although node(s) {os:?} exist: {r:?}"
+            );
             assert!(reason.contains("no NUMA node"), "{reason}");
         }
         // mbind may be forbidden in a container; then the kernel says so.
         BindOutcome::Failed { errno } => {
-            assert!(!os.is_empty() && (*errno == libc_enosys() || *errno == 1), "unexpected failure {r:?}")
+            assert!(
+                !os.is_empty() && (*errno == libc_enosys() || *errno == 1),
+                "unexpected failure {r:?}"
+            )
         }
     }
 }
@@ -122,9 +180,15 @@ fn placement_policies_issue_expected_bindings() {
         let rt = four_nodes(policy);
         let cons = register_cons(&rt);
         let topo = rt.info().topology;
-        assert!(topo.nodes[0].os_node.is_some(), "node 0 exists on every Linux machine");
+        assert!(
+            topo.nodes[0].os_node.is_some(),
+            "node 0 exists on every Linux machine"
+        );
         for k in 1..4 {
-            assert_eq!(topo.nodes[k].os_node, None, "synthetic node {k} has no OS node on a 1-node machine");
+            assert_eq!(
+                topo.nodes[k].os_node, None,
+                "synthetic node {k} has no OS node on a 1-node machine"
+            );
         }
         rt.run_each(move |s| {
             let l = promoted_list(s, cons, 1, 1_500).unwrap();
@@ -135,9 +199,18 @@ fn placement_policies_issue_expected_bindings() {
         assert!(global_chunk_records(&log).len() >= 4, "{policy}: {log:?}");
         for r in &log {
             let expected = match policy {
-                NumaPolicy::Local => BindRequest { mode: BindMode::Bind, nodes: vec![r.node] },
-                NumaPolicy::Interleave => BindRequest { mode: BindMode::Interleave, nodes: vec![0, 1, 2, 3] },
-                NumaPolicy::Node0 => BindRequest { mode: BindMode::Bind, nodes: vec![0] },
+                NumaPolicy::Local => BindRequest {
+                    mode: BindMode::Bind,
+                    nodes: vec![r.node],
+                },
+                NumaPolicy::Interleave => BindRequest {
+                    mode: BindMode::Interleave,
+                    nodes: vec![0, 1, 2, 3],
+                },
+                NumaPolicy::Node0 => BindRequest {
+                    mode: BindMode::Bind,
+                    nodes: vec![0],
+                },
             };
             assert_eq!(r.request, expected, "{policy}: {r:?}");
             if policy == NumaPolicy::Node0 {
@@ -147,15 +220,27 @@ fn placement_policies_issue_expected_bindings() {
         }
         if policy == NumaPolicy::Local {
             for node in 0..4 {
-                assert!(log.iter().any(|r| r.node == node), "local: nothing bound for node {node}");
+                assert!(
+                    log.iter().any(|r| r.node == node),
+                    "local: nothing bound for node {node}"
+                );
             }
-            assert!(log.iter().any(|r| matches!(r.outcome, BindOutcome::Skipped { .. })));
+            assert!(log
+                .iter()
+                .any(|r| matches!(r.outcome, BindOutcome::Skipped { .. })));
         }
         let counts = rt.info().bindings;
         let n = log.len() as u64;
-        assert_eq!(counts.applied + counts.skipped + counts.failed, n, "{policy}: counts {counts:?}");
+        assert_eq!(
+            counts.applied + counts.skipped + counts.failed,
+            n,
+            "{policy}: counts {counts:?}"
+        );
         if policy != NumaPolicy::Local {
-            assert_eq!(counts.skipped, 0, "{policy}: every request names node 0, which exists");
+            assert_eq!(
+                counts.skipped, 0,
+                "{policy}: every request names node 0, which exists"
+            );
         }
     }
 }

@@ -46,20 +46,27 @@ fn fib(n: i64) -> i64 {
 }
 
 fn register_cell(rt: &numagc::Runtime) -> numagc::DescId {
-    rt.register(numagc::Descriptor::mixed("cell", 1, &[0]).unwrap()).unwrap()
+    rt.register(numagc::Descriptor::mixed("cell", 1, &[0]).unwrap())
+        .unwrap()
 }
 
 #[test]
 fn par2_on_one_vproc_runs_inline_and_promotes_nothing() {
     let rt = runtime(1);
     let cell = register_cell(&rt);
-    let r = rt.run_on(0, move |s| pfib(s, cell, 20, 8).map(|h| unbox(s.view(h)))).unwrap().unwrap();
+    let r = rt
+        .run_on(0, move |s| pfib(s, cell, 20, 8).map(|h| unbox(s.view(h))))
+        .unwrap()
+        .unwrap();
     assert_eq!(r, fib(20));
     let t = rt.stats().total;
     assert!(t.tasks_forked > 100, "forked {}", t.tasks_forked);
     assert_eq!(t.tasks_inline, t.tasks_forked);
     assert_eq!(t.tasks_stolen, 0);
-    assert_eq!(t.bytes_promoted, 0, "lazy promotion promoted without a steal");
+    assert_eq!(
+        t.bytes_promoted, 0,
+        "lazy promotion promoted without a steal"
+    );
 }
 
 #[test]
@@ -70,7 +77,10 @@ fn idle_vprocs_steal_nested_tasks() {
     // test binary runs several runtimes at once on few cores): run rounds
     // until it has stolen, up to a bound that a lost wake-up would exceed.
     for round in 0..200 {
-        let r = rt.run_on(0, move |s| pfib(s, cell, 24, 10).map(|h| unbox(s.view(h)))).unwrap().unwrap();
+        let r = rt
+            .run_on(0, move |s| pfib(s, cell, 24, 10).map(|h| unbox(s.view(h))))
+            .unwrap()
+            .unwrap();
         assert_eq!(r, fib(24), "round {round}");
         // A thief publishes its statistics before it hands the result back.
         if round >= 2 && rt.stats().vprocs[1].tasks_stolen > 0 {
@@ -78,8 +88,15 @@ fn idle_vprocs_steal_nested_tasks() {
         }
     }
     let st = rt.stats();
-    assert!(st.vprocs[1].tasks_stolen > 0, "vproc 1 never stole: {:?}", st.vprocs[1].tasks_stolen);
-    assert_eq!(st.total.tasks_forked, st.total.tasks_inline + st.total.tasks_stolen);
+    assert!(
+        st.vprocs[1].tasks_stolen > 0,
+        "vproc 1 never stole: {:?}",
+        st.vprocs[1].tasks_stolen
+    );
+    assert_eq!(
+        st.total.tasks_forked,
+        st.total.tasks_inline + st.total.tasks_stolen
+    );
 }
 
 /// The task's environment is a list in the owner's local heap; a stolen task
@@ -88,7 +105,8 @@ fn idle_vprocs_steal_nested_tasks() {
 #[test]
 fn stolen_tasks_see_their_environment_and_return_promoted_results() {
     for promotion in [TaskPromotion::Lazy, TaskPromotion::Eager] {
-        let rt = numagc::Runtime::new(test_config(2).task_promotion(promotion).build().unwrap()).unwrap();
+        let rt = numagc::Runtime::new(test_config(2).task_promotion(promotion).build().unwrap())
+            .unwrap();
         let cons = register_cons(&rt);
         // Rounds until the other vproc has stolen (see idle_vprocs_steal_nested_tasks).
         let mut stolen = 0;
@@ -134,8 +152,15 @@ fn stolen_tasks_see_their_environment_and_return_promoted_results() {
         let st = rt.stats();
         // A stolen task's result is global; one run here may be too (moved
         // by survivor promotion), so only the inequality is certain.
-        assert!(st.vprocs[1].tasks_stolen > 0, "{promotion:?}: nothing was stolen");
-        assert!(stolen >= st.vprocs[1].tasks_stolen, "{promotion:?}: {stolen} global results, {} steals", st.vprocs[1].tasks_stolen);
+        assert!(
+            st.vprocs[1].tasks_stolen > 0,
+            "{promotion:?}: nothing was stolen"
+        );
+        assert!(
+            stolen >= st.vprocs[1].tasks_stolen,
+            "{promotion:?}: {stolen} global results, {} steals",
+            st.vprocs[1].tasks_stolen
+        );
         if promotion == TaskPromotion::Eager {
             assert!(st.total.bytes_promoted > 0);
         }
@@ -162,7 +187,12 @@ fn copy_list<'s>(s: &mut Scope<'s>, cons: numagc::DescId, l: Handle<'_>) -> Hand
 
 /// Each level of a recursion builds a fresh local list and forks with it
 /// as the environment; the leaves count the cells they can see.
-fn fork_tree<'s>(s: &mut Scope<'s>, cons: numagc::DescId, depth: u32, seed: i64) -> Result<Handle<'s>> {
+fn fork_tree<'s>(
+    s: &mut Scope<'s>,
+    cons: numagc::DescId,
+    depth: u32,
+    seed: i64,
+) -> Result<Handle<'s>> {
     let list = build_list(s, cons, seed, 20)?;
     if depth == 0 {
         let n = read_list(s.view(list), cons).unwrap().len() as i64;
@@ -172,12 +202,14 @@ fn fork_tree<'s>(s: &mut Scope<'s>, cons: numagc::DescId, depth: u32, seed: i64)
         &[list],
         move |s, env| {
             let x = fork_tree(s, cons, depth - 1, seed * 2)?;
-            let n = read_list(s.view(env[0]), cons).unwrap().len() as i64 + s.view(x).field(0).as_int().unwrap();
+            let n = read_list(s.view(env[0]), cons).unwrap().len() as i64
+                + s.view(x).field(0).as_int().unwrap();
             s.alloc_vector(&[Handle::int(n)])
         },
         move |s, env| {
             let x = fork_tree(s, cons, depth - 1, seed * 2 + 1)?;
-            let n = read_list(s.view(env[0]), cons).unwrap().len() as i64 + s.view(x).field(0).as_int().unwrap();
+            let n = read_list(s.view(env[0]), cons).unwrap().len() as i64
+                + s.view(x).field(0).as_int().unwrap();
             s.alloc_vector(&[Handle::int(n)])
         },
     )?;
@@ -191,9 +223,15 @@ fn fork_tree<'s>(s: &mut Scope<'s>, cons: numagc::DescId, depth: u32, seed: i64)
 fn lazy_promotion_promotes_less_than_eager() {
     const DEPTH: u32 = 9;
     let run = |promotion| {
-        let rt = numagc::Runtime::new(test_config(2).task_promotion(promotion).build().unwrap()).unwrap();
+        let rt = numagc::Runtime::new(test_config(2).task_promotion(promotion).build().unwrap())
+            .unwrap();
         let cons = register_cons(&rt);
-        let n = rt.run_on(0, move |s| fork_tree(s, cons, DEPTH, 1).map(|h| s.view(h).field(0).as_int().unwrap())).unwrap().unwrap();
+        let n = rt
+            .run_on(0, move |s| {
+                fork_tree(s, cons, DEPTH, 1).map(|h| s.view(h).field(0).as_int().unwrap())
+            })
+            .unwrap()
+            .unwrap();
         (n, rt.stats().total)
     };
     let (lazy_n, lazy) = run(TaskPromotion::Lazy);
@@ -244,7 +282,11 @@ fn collections_while_tasks_are_in_flight() {
         .unwrap();
     assert_eq!(r, 64 * fib(12) + (0..64).sum::<i64>());
     // 8 requests; two made at once by both vprocs are one collection.
-    assert!(rt.global_collections() >= 4, "{} global collections", rt.global_collections());
+    assert!(
+        rt.global_collections() >= 4,
+        "{} global collections",
+        rt.global_collections()
+    );
 }
 
 /// Forks a branch `b` that fails while `a` keeps vproc 0 busy.
@@ -270,18 +312,28 @@ fn errors_and_panics_in_tasks_are_reported_and_the_runtime_carries_on() {
     let rt = runtime(2);
     let cell = register_cell(&rt);
     for _ in 0..20 {
-        let r = fork_failing(&rt, cell, |_, _| Err(Error::Misuse("task failed on purpose".into()))).unwrap();
-        assert!(matches!(r, Err(Error::Misuse(ref m)) if m.contains("on purpose")), "{r:?}");
+        let r = fork_failing(&rt, cell, |_, _| {
+            Err(Error::Misuse("task failed on purpose".into()))
+        })
+        .unwrap();
+        assert!(
+            matches!(r, Err(Error::Misuse(ref m)) if m.contains("on purpose")),
+            "{r:?}"
+        );
         let r = fork_failing(&rt, cell, |_, _| panic!("task panicked on purpose"));
         // Stolen: an error result; run inline: the job's panic.
         match r {
-            Ok(Err(Error::TaskPanicked { message, .. })) | Err(Error::TaskPanicked { message, .. }) => {
+            Ok(Err(Error::TaskPanicked { message, .. }))
+            | Err(Error::TaskPanicked { message, .. }) => {
                 assert!(message.contains("on purpose"), "{message}")
             }
             other => panic!("unexpected {other:?}"),
         }
     }
-    let ok = rt.run_on(0, move |s| pfib(s, cell, 18, 6).map(|h| unbox(s.view(h)))).unwrap().unwrap();
+    let ok = rt
+        .run_on(0, move |s| pfib(s, cell, 18, 6).map(|h| unbox(s.view(h))))
+        .unwrap()
+        .unwrap();
     assert_eq!(ok, fib(18));
 }
 
@@ -294,4 +346,3 @@ fn garbage_cells(s: &mut Scope<'_>, cell: numagc::DescId, n: usize) {
         }
     });
 }
-

@@ -10,12 +10,26 @@ use std::sync::OnceLock;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Cons { elem: usize, payload: u64, int: i64 },
-    Vector { elems: Vec<usize>, ints: Vec<i64> },
+    Cons {
+        elem: usize,
+        payload: u64,
+        int: i64,
+    },
+    Vector {
+        elems: Vec<usize>,
+        ints: Vec<i64>,
+    },
     Raw(Vec<u64>),
-    Array { len: usize, init: i64 },
+    Array {
+        len: usize,
+        init: i64,
+    },
     Promote(usize),
-    Store { array: usize, slot: usize, value: usize },
+    Store {
+        array: usize,
+        slot: usize,
+        value: usize,
+    },
     Drop(usize),
     /// Allocate garbage (and some promotions) in a nested scope that is dropped.
     Scope(usize),
@@ -61,7 +75,9 @@ fn contains_array(s: &Shape) -> bool {
 
 fn check(v: View<'_>, shape: &Shape, arrays: &[Vec<Shape>], cons: DescId) -> Result<(), String> {
     match shape {
-        Shape::Int(i) => (v.as_int() == Some(*i)).then_some(()).ok_or(format!("expected int {i}, got {v:?}")),
+        Shape::Int(i) => (v.as_int() == Some(*i))
+            .then_some(())
+            .ok_or(format!("expected int {i}, got {v:?}")),
         Shape::Cons(e, p) => {
             if v.kind() != Some(ObjectKind::Mixed(cons)) {
                 return Err(format!("expected cons, got {v:?}"));
@@ -75,7 +91,9 @@ fn check(v: View<'_>, shape: &Shape, arrays: &[Vec<Shape>], cons: DescId) -> Res
             if v.kind() != Some(ObjectKind::Vector) || v.len() != xs.len() {
                 return Err(format!("expected vector of {}, got {v:?}", xs.len()));
             }
-            xs.iter().enumerate().try_for_each(|(i, x)| check(v.field(i), x, arrays, cons))
+            xs.iter()
+                .enumerate()
+                .try_for_each(|(i, x)| check(v.field(i), x, arrays, cons))
         }
         Shape::Raw(ws) => (v.kind() == Some(ObjectKind::Raw) && v.raw_words() == Some(&ws[..]))
             .then_some(())
@@ -85,7 +103,9 @@ fn check(v: View<'_>, shape: &Shape, arrays: &[Vec<Shape>], cons: DescId) -> Res
             if v.kind() != Some(ObjectKind::Array) || v.len() != xs.len() {
                 return Err(format!("expected array of {}, got {v:?}", xs.len()));
             }
-            xs.iter().enumerate().try_for_each(|(i, x)| check(v.field(i), x, arrays, cons))
+            xs.iter()
+                .enumerate()
+                .try_for_each(|(i, x)| check(v.field(i), x, arrays, cons))
         }
     }
 }
@@ -110,7 +130,9 @@ fn run_ops(s: &mut Scope<'_>, cons: DescId, ops: &[Op]) -> Result<(), String> {
                     Some(i) if elem % 3 != 0 => (roots[i].0, roots[i].1.clone()),
                     _ => (Handle::int(*int), Shape::Int(*int)),
                 };
-                let h = s.alloc_mixed(cons, &[e, Handle::NIL], &[*payload]).map_err(|e| e.to_string())?;
+                let h = s
+                    .alloc_mixed(cons, &[e, Handle::NIL], &[*payload])
+                    .map_err(|e| e.to_string())?;
                 roots.push((h, Shape::Cons(Box::new(shape), *payload)));
             }
             Op::Vector { elems, ints } => {
@@ -134,7 +156,9 @@ fn run_ops(s: &mut Scope<'_>, cons: DescId, ops: &[Op]) -> Result<(), String> {
                 roots.push((h, Shape::Raw(ws.clone())));
             }
             Op::Array { len, init } => {
-                let h = s.alloc_array(*len, Handle::int(*init)).map_err(|e| e.to_string())?;
+                let h = s
+                    .alloc_array(*len, Handle::int(*init))
+                    .map_err(|e| e.to_string())?;
                 arrays.push(vec![Shape::Int(*init); *len]);
                 roots.push((h, Shape::Array(arrays.len() - 1)));
             }
@@ -148,9 +172,13 @@ fn run_ops(s: &mut Scope<'_>, cons: DescId, ops: &[Op]) -> Result<(), String> {
                 }
             }
             Op::Store { array, slot, value } => {
-                let arrs: Vec<usize> = (0..roots.len()).filter(|&i| matches!(roots[i].1, Shape::Array(_))).collect();
+                let arrs: Vec<usize> = (0..roots.len())
+                    .filter(|&i| matches!(roots[i].1, Shape::Array(_)))
+                    .collect();
                 if let (Some(a), Some(v)) = (pick(arrs.len(), *array), pick(roots.len(), *value)) {
-                    let (ah, Shape::Array(ai)) = roots[arrs[a]].clone() else { unreachable!() };
+                    let (ah, Shape::Array(ai)) = roots[arrs[a]].clone() else {
+                        unreachable!()
+                    };
                     let slot = slot % arrays[ai].len();
                     let (vh, vs) = roots[v].clone();
                     if contains_array(&vs) {
@@ -178,7 +206,10 @@ fn run_ops(s: &mut Scope<'_>, cons: DescId, ops: &[Op]) -> Result<(), String> {
                     let _ = s.promote(l);
                 });
                 if s.roots_in_use() != before {
-                    return Err(format!("step {step}: roots {before} -> {}", s.roots_in_use()));
+                    return Err(format!(
+                        "step {step}: roots {before} -> {}",
+                        s.roots_in_use()
+                    ));
                 }
             }
             Op::Minor => s.collect_minor(),
@@ -186,7 +217,8 @@ fn run_ops(s: &mut Scope<'_>, cons: DescId, ops: &[Op]) -> Result<(), String> {
             Op::Global => s.collect_global(),
         }
         for (i, (h, shape)) in roots.iter().enumerate() {
-            check(s.view(*h), shape, &arrays, cons).map_err(|e| format!("step {step} ({op:?}), root {i}: {e}"))?;
+            check(s.view(*h), shape, &arrays, cons)
+                .map_err(|e| format!("step {step} ({op:?}), root {i}: {e}"))?;
         }
     }
     Ok(())

@@ -24,15 +24,27 @@ use std::time::{Duration, Instant};
 fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
     let _w = watchdog(120, "safepoint timeout");
     const TIMEOUT_MS: u64 = 300;
-    let rt = Runtime::new(test_config(2).safepoint_timeout(Duration::from_millis(TIMEOUT_MS)).build().unwrap()).unwrap();
+    let rt = Runtime::new(
+        test_config(2)
+            .safepoint_timeout(Duration::from_millis(TIMEOUT_MS))
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
     let cons = register_cons(&rt);
     let spinning = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let (spin, halt) = (spinning.clone(), stop.clone());
     #[derive(Debug)]
     enum Out {
-        Requester { timeout: Error, alloc_timeout: Option<Error>, elapsed: Duration },
-        Spinner { spins: u64 },
+        Requester {
+            timeout: Error,
+            alloc_timeout: Option<Error>,
+            elapsed: Duration,
+        },
+        Spinner {
+            spins: u64,
+        },
     }
     let out = rt
         .run_each(move |s| {
@@ -49,7 +61,13 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
                 // new collection that completes), never hang.
                 s.poll();
                 garbage(s, cons, 5_000);
-                check_list(s, mine, cons, &model_list(11, 2_000), "the spinning vproc's list");
+                check_list(
+                    s,
+                    mine,
+                    cons,
+                    &model_list(11, 2_000),
+                    "the spinning vproc's list",
+                );
                 return Out::Spinner { spins };
             }
             let kept = promoted_list(s, cons, 7, 3_000).unwrap();
@@ -58,10 +76,24 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
                 s.poll();
             }
             let t0 = Instant::now();
-            let timeout = s.try_collect_global().expect_err("the collection waits for a vproc that never comes");
+            let timeout = s
+                .try_collect_global()
+                .expect_err("the collection waits for a vproc that never comes");
             let elapsed = t0.elapsed();
-            check_list(s, kept, cons, &model_list(7, 3_000), "global data after the abandoned collection");
-            check_list(s, local, cons, &model_list(8, 1_000), "local data after the abandoned collection");
+            check_list(
+                s,
+                kept,
+                cons,
+                &model_list(7, 3_000),
+                "global data after the abandoned collection",
+            );
+            check_list(
+                s,
+                local,
+                cons,
+                &model_list(8, 1_000),
+                "local data after the abandoned collection",
+            );
             // The allocation path: promoted data pushes the heap over its
             // trigger, and the allocation whose slow path asks for the
             // collection gets the error (at most a few attempts).
@@ -80,17 +112,44 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
                     }
                 }
             });
-            check_list(s, kept, cons, &model_list(7, 3_000), "global data after the refused allocation");
+            check_list(
+                s,
+                kept,
+                cons,
+                &model_list(7, 3_000),
+                "global data after the refused allocation",
+            );
             halt.store(true, Ordering::SeqCst);
             // The late vproc is back: collections complete again.
-            s.try_collect_global().expect("a collection once every vproc answers");
-            check_list(s, kept, cons, &model_list(7, 3_000), "global data after a completed collection");
-            check_list(s, local, cons, &model_list(8, 1_000), "local data after a completed collection");
-            Out::Requester { timeout, alloc_timeout, elapsed }
+            s.try_collect_global()
+                .expect("a collection once every vproc answers");
+            check_list(
+                s,
+                kept,
+                cons,
+                &model_list(7, 3_000),
+                "global data after a completed collection",
+            );
+            check_list(
+                s,
+                local,
+                cons,
+                &model_list(8, 1_000),
+                "local data after a completed collection",
+            );
+            Out::Requester {
+                timeout,
+                alloc_timeout,
+                elapsed,
+            }
         })
         .unwrap();
     match &out[0] {
-        Out::Requester { timeout, alloc_timeout, elapsed } => {
+        Out::Requester {
+            timeout,
+            alloc_timeout,
+            elapsed,
+        } => {
             match timeout {
                 Error::SafepointTimeout { vproc, waited_ms } => {
                     assert_eq!(*vproc, 1, "{timeout}");
@@ -99,18 +158,40 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
                 other => panic!("expected SafepointTimeout, got {other:?}"),
             }
             let msg = timeout.to_string();
-            assert!(msg.contains("vproc 1") && msg.contains("safepoint-timeout"), "{msg}");
-            assert!(*elapsed >= Duration::from_millis(TIMEOUT_MS), "gave up after {elapsed:?}");
+            assert!(
+                msg.contains("vproc 1") && msg.contains("safepoint-timeout"),
+                "{msg}"
+            );
+            assert!(
+                *elapsed >= Duration::from_millis(TIMEOUT_MS),
+                "gave up after {elapsed:?}"
+            );
             assert!(*elapsed < Duration::from_secs(30), "took {elapsed:?}");
-            let e = alloc_timeout.as_ref().expect("an allocation needing a collection was refused");
-            assert!(matches!(e, Error::SafepointTimeout { vproc: 1, .. }), "{e:?}");
+            let e = alloc_timeout
+                .as_ref()
+                .expect("an allocation needing a collection was refused");
+            assert!(
+                matches!(e, Error::SafepointTimeout { vproc: 1, .. }),
+                "{e:?}"
+            );
         }
         other => panic!("vproc 0: {other:?}"),
     }
-    assert!(matches!(out[1], Out::Spinner { spins } if spins > 0), "{:?}", out[1]);
-    assert!(rt.abandoned_global_collections() >= 2, "{} abandoned", rt.abandoned_global_collections());
+    assert!(
+        matches!(out[1], Out::Spinner { spins } if spins > 0),
+        "{:?}",
+        out[1]
+    );
+    assert!(
+        rt.abandoned_global_collections() >= 2,
+        "{} abandoned",
+        rt.abandoned_global_collections()
+    );
     let done = rt.global_collections();
-    assert!(done >= 1, "no collection completed after the spinner stopped");
+    assert!(
+        done >= 1,
+        "no collection completed after the spinner stopped"
+    );
     // Both vprocs work normally afterwards, and the runtime drops cleanly.
     let n = rt
         .run_each(move |s| {
@@ -135,7 +216,13 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
 #[test]
 fn safepoint_timeout_zero_waits_for_the_slow_vproc() {
     let _w = watchdog(120, "safepoint timeout 0");
-    let rt = Runtime::new(test_config(2).safepoint_timeout(Duration::ZERO).build().unwrap()).unwrap();
+    let rt = Runtime::new(
+        test_config(2)
+            .safepoint_timeout(Duration::ZERO)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(rt.config().safepoint_timeout(), None);
     let spinning = Arc::new(AtomicBool::new(false));
     let spin = spinning.clone();
@@ -158,7 +245,11 @@ fn safepoint_timeout_zero_waits_for_the_slow_vproc() {
             t0.elapsed()
         })
         .unwrap();
-    assert!(waited[0] >= Duration::from_millis(200), "the collection did not wait: {:?}", waited[0]);
+    assert!(
+        waited[0] >= Duration::from_millis(200),
+        "the collection did not wait: {:?}",
+        waited[0]
+    );
     assert_eq!(rt.abandoned_global_collections(), 0);
 }
 
@@ -171,7 +262,14 @@ fn the_heap_limit_reached_inside_a_global_collection_is_reported_after_it() {
     let _w = watchdog(300, "heap limit inside a global collection");
     const MAX_HEAP: usize = 4 * MIB;
     // Full collections only: every one copies all live data.
-    let rt = Runtime::new(test_config(2).max_heap(MAX_HEAP).young_global_gc(false).build().unwrap()).unwrap();
+    let rt = Runtime::new(
+        test_config(2)
+            .max_heap(MAX_HEAP)
+            .young_global_gc(false)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
     let cons = register_cons(&rt);
     let before = rt.global_collections();
     let out = rt
@@ -182,7 +280,10 @@ fn the_heap_limit_reached_inside_a_global_collection_is_reported_after_it() {
                 let mut total = 0usize;
                 for round in 0..40 {
                     loop {
-                        let r = s.scope(|s| build_list(s, cons, round, 1_000).map(|l| read_list(s.view(l), cons).unwrap().len()));
+                        let r = s.scope(|s| {
+                            build_list(s, cons, round, 1_000)
+                                .map(|l| read_list(s.view(l), cons).unwrap().len())
+                        });
                         match r {
                             Ok(n) => {
                                 total += n;
@@ -220,7 +321,10 @@ fn the_heap_limit_reached_inside_a_global_collection_is_reported_after_it() {
                             let mut v = s.view(list);
                             for &(b, k) in model.iter().rev() {
                                 let e = v.field(0);
-                                assert_eq!((e.field(0).as_int(), e.field(1).as_int(), v.raw(1)), (Some(b), Some(k), (b * 100 + k) as u64));
+                                assert_eq!(
+                                    (e.field(0).as_int(), e.field(1).as_int(), v.raw(1)),
+                                    (Some(b), Some(k), (b * 100 + k) as u64)
+                                );
                                 v = v.field(2);
                             }
                             assert_eq!(v.as_int(), Some(0));
@@ -238,12 +342,17 @@ fn the_heap_limit_reached_inside_a_global_collection_is_reported_after_it() {
         })
         .unwrap();
     let (error, cells) = out[0].as_ref().expect_err("vproc 0 hit the limit");
-    let Error::HeapLimit { limit, .. } = error else { panic!("expected HeapLimit, got {error:?}") };
+    let Error::HeapLimit { limit, .. } = error else {
+        panic!("expected HeapLimit, got {error:?}")
+    };
     assert!(*cells > 1_000, "the limit came after {cells} cells");
     assert_eq!(*out[1].as_ref().unwrap(), 40_000);
     let stats = rt.stats();
     let peak = stats.heap.peak_global_bytes as usize;
-    assert!(peak > *limit, "no collection went past the limit: peak {peak} <= limit {limit}");
+    assert!(
+        peak > *limit,
+        "no collection went past the limit: peak {peak} <= limit {limit}"
+    );
     assert!(rt.global_collections() > before);
     println!("heap limit: {error}; peak global heap {peak} bytes (limit {limit}) inside a collection; {cells} cells kept");
     drop(rt);
@@ -270,7 +379,10 @@ fn a_panic_in_a_stolen_task_is_an_error_and_the_runtime_stays_usable() {
                         // other branch was stolen and ran.
                         let t0 = Instant::now();
                         while r.load(Ordering::SeqCst) == usize::MAX {
-                            assert!(t0.elapsed() < Duration::from_secs(30), "the branch was never stolen");
+                            assert!(
+                                t0.elapsed() < Duration::from_secs(30),
+                                "the branch was never stolen"
+                            );
                             s.poll();
                             std::thread::yield_now();
                         }
@@ -285,13 +397,25 @@ fn a_panic_in_a_stolen_task_is_an_error_and_the_runtime_stays_usable() {
                         }
                     },
                 );
-                check_list(s, kept, cons, &model_list(round, 500), "the environment after the panic");
+                check_list(
+                    s,
+                    kept,
+                    cons,
+                    &model_list(round, 500),
+                    "the environment after the panic",
+                );
                 out.map(|_| ())
             })
             .unwrap();
-        assert_eq!(ran_on.load(Ordering::SeqCst), 1, "the branch ran on the thief");
+        assert_eq!(
+            ran_on.load(Ordering::SeqCst),
+            1,
+            "the branch ran on the thief"
+        );
         match result {
-            Err(Error::TaskPanicked { vproc: 1, message }) => assert!(message.contains("on purpose"), "{message}"),
+            Err(Error::TaskPanicked { vproc: 1, message }) => {
+                assert!(message.contains("on purpose"), "{message}")
+            }
             other => panic!("expected TaskPanicked on vproc 1, got {other:?}"),
         }
     }
@@ -329,14 +453,20 @@ fn panics_in_tabulate_elements_and_threads_are_reported() {
         });
         // A piece run here unwinds the job; a stolen piece is an error value.
         match r {
-            Err(Error::TaskPanicked { message, .. }) | Ok(Err(Error::TaskPanicked { message, .. })) => {
-                assert!(message.contains(&format!("element {bad} panicked")), "{message}")
+            Err(Error::TaskPanicked { message, .. })
+            | Ok(Err(Error::TaskPanicked { message, .. })) => {
+                assert!(
+                    message.contains(&format!("element {bad} panicked")),
+                    "{message}"
+                )
             }
             other => panic!("element {bad}: unexpected {other:?}"),
         }
     }
     rt.run_on(1, |s| {
-        s.spawn(&[], |_, _| -> numagc::Result<Next<'_>> { panic!("thread body panicked on purpose") })
+        s.spawn(&[], |_, _| -> numagc::Result<Next<'_>> {
+            panic!("thread body panicked on purpose")
+        })
     })
     .unwrap()
     .unwrap();
@@ -346,14 +476,22 @@ fn panics_in_tabulate_elements_and_threads_are_reported() {
         if !es.is_empty() {
             break es;
         }
-        assert!(t0.elapsed() < Duration::from_secs(30), "the thread never ran");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the thread never ran"
+        );
         rt.run_on(1, |s| s.poll()).unwrap();
         std::thread::sleep(Duration::from_millis(5));
     };
-    assert!(matches!(&errors[0], Error::TaskPanicked { message, .. } if message.contains("thread body panicked")), "{errors:?}");
+    assert!(
+        matches!(&errors[0], Error::TaskPanicked { message, .. } if message.contains("thread body panicked")),
+        "{errors:?}"
+    );
     let lens = rt
         .run_each(|s| {
-            let seq = s.tabulate(&[], 0, 3_000, 16, |s, _, i| s.alloc_vector(&[Handle::int(i as i64)]))?;
+            let seq = s.tabulate(&[], 0, 3_000, 16, |s, _, i| {
+                s.alloc_vector(&[Handle::int(i as i64)])
+            })?;
             s.try_collect_global()?;
             s.seq_len(seq)
         })
@@ -395,7 +533,10 @@ fn a_runtime_dropped_inside_its_own_job_is_freed_after_the_job() {
         tx.send(r.map(|r| r.is_ok())).unwrap();
     });
     drop(rt);
-    assert!(matches!(rx.recv_timeout(Duration::from_secs(60)), Ok(Ok(true))));
+    assert!(matches!(
+        rx.recv_timeout(Duration::from_secs(60)),
+        Ok(Ok(true))
+    ));
     let t0 = Instant::now();
     while Arc::strong_count(&marker) > 1 {
         assert!(

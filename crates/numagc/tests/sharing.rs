@@ -17,7 +17,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
 }
@@ -27,14 +30,18 @@ impl Lcg {
 fn build<'s>(s: &mut Scope<'s>, seed: u64, n: u64) -> numagc::Result<Handle<'s>> {
     let list = s.slot(Handle::NIL);
     for i in 0..n {
-        let cell = s.scope_value(|s| s.alloc_vector(&[Handle::int(i as i64), Handle::int(seed as i64), list.get()]))?;
+        let cell = s.scope_value(|s| {
+            s.alloc_vector(&[Handle::int(i as i64), Handle::int(seed as i64), list.get()])
+        })?;
         s.assign(list, cell);
     }
     Ok(list.get())
 }
 
 fn expected_sum(seed: u64, n: u64) -> u64 {
-    (0..n).map(|i| i.wrapping_mul(31).wrapping_add(seed)).fold(0u64, u64::wrapping_add)
+    (0..n)
+        .map(|i| i.wrapping_mul(31).wrapping_add(seed))
+        .fold(0u64, u64::wrapping_add)
 }
 
 fn walk_sum(s: &Scope<'_>, list: Handle<'_>) -> (u64, u64, u64) {
@@ -56,11 +63,13 @@ fn vprocs_share_promoted_data_through_a_mutable_array_while_collecting() {
     const ROUNDS: u64 = 150;
     let rt = runtime(2);
     // The shared array lives in a global root; vproc 0 creates it.
-    let shared = Arc::new(rt.run_on(0, |s| {
-        let a = s.alloc_array(SLOTS, Handle::NIL).unwrap();
-        s.global_root(a)
-    })
-    .unwrap());
+    let shared = Arc::new(
+        rt.run_on(0, |s| {
+            let a = s.alloc_array(SLOTS, Handle::NIL).unwrap();
+            s.global_root(a)
+        })
+        .unwrap(),
+    );
     let checked = Arc::new(AtomicU64::new(0));
     let (sh, ck) = (shared.clone(), checked.clone());
     let results = rt
@@ -83,7 +92,11 @@ fn vprocs_share_promoted_data_through_a_mutable_array_while_collecting() {
                         if s.view(l).is_object() {
                             assert!(!s.is_local(l), "a value in a global array is global");
                             let (sum, len, seed) = walk_sum(s, l);
-                            assert_eq!(sum, expected_sum(seed, len), "list in slot {k} (seed {seed}) on vproc {me}");
+                            assert_eq!(
+                                sum,
+                                expected_sum(seed, len),
+                                "list in slot {k} (seed {seed}) on vproc {me}"
+                            );
                             seen += 1;
                         }
                     }
@@ -106,10 +119,19 @@ fn vprocs_share_promoted_data_through_a_mutable_array_while_collecting() {
         assert!(r.unwrap() > ROUNDS, "each vproc read lists");
     }
     assert!(checked.load(Ordering::Relaxed) > 2 * ROUNDS);
-    assert!(rt.global_collections() >= 5, "global collections: {}", rt.global_collections());
+    assert!(
+        rt.global_collections() >= 5,
+        "global collections: {}",
+        rt.global_collections()
+    );
     let stats = rt.stats();
     for v in &stats.vprocs {
-        assert!(v.promotion.count > 0 && v.global.count > 0, "vproc {}: {:?}", v.vproc, (v.promotion.count, v.global.count));
+        assert!(
+            v.promotion.count > 0 && v.global.count > 0,
+            "vproc {}: {:?}",
+            v.vproc,
+            (v.promotion.count, v.global.count)
+        );
     }
     // The lists are still intact after the workers finished.
     let sh = shared.clone();

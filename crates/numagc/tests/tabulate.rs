@@ -25,15 +25,23 @@ fn model_pair(i: usize) -> (i64, i64) {
 }
 
 fn read_pair(v: View<'_>) -> (i64, i64) {
-    assert_eq!(v.kind(), Some(ObjectKind::Vector), "element is not a pair vector: {v:?}");
+    assert_eq!(
+        v.kind(),
+        Some(ObjectKind::Vector),
+        "element is not a pair vector: {v:?}"
+    );
     assert_eq!(v.len(), 2, "element is not a pair vector: {v:?}");
-    (v.field(0).as_int().expect("int"), v.field(1).as_int().expect("int"))
+    (
+        v.field(0).as_int().expect("int"),
+        v.field(1).as_int().expect("int"),
+    )
 }
 
 /// The elements of a sequence, read in order with `seq_for_each`.
 fn read_pairs(s: &Scope<'_>, seq: Handle<'_>) -> Vec<(i64, i64)> {
     let mut out = Vec::new();
-    s.seq_for_each(seq, |v| out.push(read_pair(v))).expect("a sequence");
+    s.seq_for_each(seq, |v| out.push(read_pair(v)))
+        .expect("a sequence");
     out
 }
 
@@ -50,7 +58,10 @@ fn shape(v: View<'_>) -> Shape {
     fn walk(v: View<'_>, leaves: &mut Vec<usize>) -> (usize, usize) {
         match v.kind() {
             Some(ObjectKind::Vector) => {
-                assert!(!v.is_empty() || leaves.is_empty(), "an empty leaf inside a rope");
+                assert!(
+                    !v.is_empty() || leaves.is_empty(),
+                    "an empty leaf inside a rope"
+                );
                 leaves.push(v.len());
                 (v.len(), 0)
             }
@@ -59,7 +70,10 @@ fn shape(v: View<'_>) -> Shape {
                 let (rl, rd) = walk(v.field(3), leaves);
                 assert_eq!(v.raw(0) as usize, ll + rl, "rope node length");
                 assert_eq!(v.raw(1) as usize, 1 + ld.max(rd), "rope node depth");
-                assert!(ld.abs_diff(rd) <= 1, "unbalanced node: depths {ld} and {rd}");
+                assert!(
+                    ld.abs_diff(rd) <= 1,
+                    "unbalanced node: depths {ld} and {rd}"
+                );
                 (ll + rl, 1 + ld.max(rd))
             }
             k => panic!("not a sequence node: {k:?}"),
@@ -87,19 +101,37 @@ fn run<R: Send + 'static>(rt: &Runtime, f: impl FnOnce(&mut Scope<'_>) -> R + Se
 fn short_tabulate_is_one_vector_with_the_right_elements() {
     for vprocs in VPROCS {
         let rt = runtime(vprocs);
-        for (n, grain) in [(0, 1), (1, 1), (37, 5), (ROPE_LEAF_MAX, 16), (ROPE_LEAF_MAX, 1000)] {
+        for (n, grain) in [
+            (0, 1),
+            (1, 1),
+            (37, 5),
+            (ROPE_LEAF_MAX, 16),
+            (ROPE_LEAF_MAX, 1000),
+        ] {
             run(&rt, move |s| {
-                let seq = s.tabulate(&[], 0, n, grain, |s, _, i| pair_elem(s, i)).unwrap();
-                assert_eq!(s.view(seq).kind(), Some(ObjectKind::Vector), "n {n} grain {grain}");
+                let seq = s
+                    .tabulate(&[], 0, n, grain, |s, _, i| pair_elem(s, i))
+                    .unwrap();
+                assert_eq!(
+                    s.view(seq).kind(),
+                    Some(ObjectKind::Vector),
+                    "n {n} grain {grain}"
+                );
                 assert_eq!(s.seq_len(seq).unwrap(), n);
                 assert_eq!(s.seq_depth(seq).unwrap(), 0);
                 let model: Vec<_> = (0..n).map(model_pair).collect();
-                assert_eq!(read_pairs(s, seq), model, "vprocs {vprocs} n {n} grain {grain}");
+                assert_eq!(
+                    read_pairs(s, seq),
+                    model,
+                    "vprocs {vprocs} n {n} grain {grain}"
+                );
             });
         }
         // A range that does not start at 0: `f` gets the indices themselves.
         run(&rt, |s| {
-            let seq = s.tabulate(&[], 1000, 1100, 7, |s, _, i| pair_elem(s, i)).unwrap();
+            let seq = s
+                .tabulate(&[], 1000, 1100, 7, |s, _, i| pair_elem(s, i))
+                .unwrap();
             let model: Vec<_> = (1000..1100).map(model_pair).collect();
             assert_eq!(read_pairs(s, seq), model);
         });
@@ -112,16 +144,26 @@ fn long_tabulate_is_a_balanced_rope_of_grain_sized_leaves() {
         let rt = runtime(vprocs);
         for (n, grain) in [(20_000, 64), (ROPE_LEAF_MAX + 1, 1000), (5_000, 1)] {
             run(&rt, move |s| {
-                let seq = s.tabulate(&[], 0, n, grain, |s, _, i| pair_elem(s, i)).unwrap();
+                let seq = s
+                    .tabulate(&[], 0, n, grain, |s, _, i| pair_elem(s, i))
+                    .unwrap();
                 let piece = grain.min(ROPE_LEAF_MAX);
                 let sh = shape(s.view(seq));
                 assert_eq!(sh.leaves.iter().sum::<usize>(), n);
-                assert!(sh.leaves.iter().all(|&l| l >= 1 && l <= piece), "leaf sizes {:?}", sh.leaves);
+                assert!(
+                    sh.leaves.iter().all(|&l| l >= 1 && l <= piece),
+                    "leaf sizes {:?}",
+                    sh.leaves
+                );
                 assert_eq!(sh.depth, expected_depth(n, piece), "n {n} piece {piece}");
                 assert_eq!(s.seq_depth(seq).unwrap(), sh.depth);
                 assert_eq!(s.seq_len(seq).unwrap(), n);
                 let model: Vec<_> = (0..n).map(model_pair).collect();
-                assert_eq!(read_pairs(s, seq), model, "seq_for_each, vprocs {vprocs} n {n}");
+                assert_eq!(
+                    read_pairs(s, seq),
+                    model,
+                    "seq_for_each, vprocs {vprocs} n {n}"
+                );
                 // Indexing descends the rope: every index, including both ends of every leaf.
                 for (i, &expected) in model.iter().enumerate() {
                     let x = s.seq_get(seq, i).unwrap();
@@ -159,14 +201,22 @@ fn par_map_keeps_the_shape_of_vectors_and_ropes() {
                     s.alloc_vector(&[Handle::int(x), Handle::int(k * x)])
                 })
                 .unwrap();
-            assert_eq!(shape(s.view(mapped)), Shape { leaves: vec![n], depth: 0 });
+            assert_eq!(
+                shape(s.view(mapped)),
+                Shape {
+                    leaves: vec![n],
+                    depth: 0
+                }
+            );
             let mut got = Vec::new();
             s.seq_for_each(mapped, |v| got.push(read_pair(v))).unwrap();
             let model: Vec<_> = (0..n as i64).map(|x| (x, 5 * x)).collect();
             assert_eq!(got, model, "par_map over a vector, vprocs {vprocs}");
 
             // A rope gives a rope of the same structure.
-            let rope = s.tabulate(&[], 0, 5_000, 100, |s, _, i| pair_elem(s, i)).unwrap();
+            let rope = s
+                .tabulate(&[], 0, 5_000, 100, |s, _, i| pair_elem(s, i))
+                .unwrap();
             let before = shape(s.view(rope));
             assert!(before.depth >= 5, "depth {}", before.depth);
             let mapped = s
@@ -175,13 +225,24 @@ fn par_map_keeps_the_shape_of_vectors_and_ropes() {
                     Ok(Handle::int(a * 1_000 + b))
                 })
                 .unwrap();
-            assert_eq!(shape(s.view(mapped)), before, "par_map changed the rope's structure");
+            assert_eq!(
+                shape(s.view(mapped)),
+                before,
+                "par_map changed the rope's structure"
+            );
             let mut got = Vec::new();
-            s.seq_for_each(mapped, |v| got.push(v.as_int().unwrap())).unwrap();
-            let model: Vec<_> = (0..5_000).map(model_pair).map(|(a, b)| a * 1_000 + b).collect();
+            s.seq_for_each(mapped, |v| got.push(v.as_int().unwrap()))
+                .unwrap();
+            let model: Vec<_> = (0..5_000)
+                .map(model_pair)
+                .map(|(a, b)| a * 1_000 + b)
+                .collect();
             assert_eq!(got, model, "par_map over a rope, vprocs {vprocs}");
             // The input is unchanged.
-            assert_eq!(read_pairs(s, rope), (0..5_000).map(model_pair).collect::<Vec<_>>());
+            assert_eq!(
+                read_pairs(s, rope),
+                (0..5_000).map(model_pair).collect::<Vec<_>>()
+            );
         });
     }
 }
@@ -223,18 +284,27 @@ fn seq_reduce_combines_in_sequence_order() {
             }
             // Empty: the unit comes back; an environment reaches `combine`.
             let empty = s.tabulate(&[], 3, 3, 1, |s, _, i| pair_elem(s, i)).unwrap();
-            let r = s.seq_reduce(&[], empty, 4, Handle::int(-1), |_, _, x, _| Ok(x)).unwrap();
+            let r = s
+                .seq_reduce(&[], empty, 4, Handle::int(-1), |_, _, x, _| Ok(x))
+                .unwrap();
             assert_eq!(s.as_int(r), Some(-1));
-            let ints = s.tabulate(&[], 0, 3_000, 64, |_, _, i| Ok(Handle::int(i as i64))).unwrap();
+            let ints = s
+                .tabulate(&[], 0, 3_000, 64, |_, _, i| Ok(Handle::int(i as i64)))
+                .unwrap();
             // The environment reaches `combine`: a sum modulo a boxed modulus.
             let modulus = s.alloc_vector(&[Handle::int(1_009)]).unwrap();
             let sum = s
                 .seq_reduce(&[modulus], ints, 40, Handle::int(0), |s, env, x, y| {
                     let m = s.view(env[0]).field(0).as_int().unwrap();
-                    Ok(Handle::int((s.as_int(x).unwrap() + s.as_int(y).unwrap()) % m))
+                    Ok(Handle::int(
+                        (s.as_int(x).unwrap() + s.as_int(y).unwrap()) % m,
+                    ))
                 })
                 .unwrap();
-            assert_eq!(s.as_int(sum), Some((0..3_000i64).fold(0, |a, x| (a + x) % 1_009)));
+            assert_eq!(
+                s.as_int(sum),
+                Some((0..3_000i64).fold(0, |a, x| (a + x) % 1_009))
+            );
         });
     }
 }
@@ -251,17 +321,28 @@ fn nested_tabulates_build_sequences_of_sequences() {
             let nested = s
                 .tabulate(&[scale], 0, outer_n, 1, |s, env, i| {
                     let scale = s.as_int(env[0]).unwrap();
-                    s.tabulate(&[], 0, i * 40, 16, move |_, _, j| Ok(Handle::int(i as i64 * scale + j as i64)))
+                    s.tabulate(&[], 0, i * 40, 16, move |_, _, j| {
+                        Ok(Handle::int(i as i64 * scale + j as i64))
+                    })
                 })
                 .unwrap();
             assert_eq!(s.seq_len(nested).unwrap(), outer_n);
-            assert_eq!(s.seq_depth(nested).unwrap(), 0, "24 elements fit one vector");
+            assert_eq!(
+                s.seq_depth(nested).unwrap(),
+                0,
+                "24 elements fit one vector"
+            );
             for i in 0..outer_n {
                 let inner = s.seq_get(nested, i).unwrap();
                 assert_eq!(s.seq_len(inner).unwrap(), i * 40);
-                assert_eq!(s.seq_depth(inner).unwrap() > 0, i * 40 > ROPE_LEAF_MAX, "inner {i}");
+                assert_eq!(
+                    s.seq_depth(inner).unwrap() > 0,
+                    i * 40 > ROPE_LEAF_MAX,
+                    "inner {i}"
+                );
                 let mut got = Vec::new();
-                s.seq_for_each(inner, |v| got.push(v.as_int().unwrap())).unwrap();
+                s.seq_for_each(inner, |v| got.push(v.as_int().unwrap()))
+                    .unwrap();
                 let model: Vec<i64> = (0..i * 40).map(|j| i as i64 * 1_000 + j as i64).collect();
                 assert_eq!(got, model, "inner sequence {i}, vprocs {vprocs}");
             }
@@ -281,7 +362,9 @@ fn nested_tabulates_build_sequences_of_sequences() {
                     Ok(Handle::int(a + b))
                 })
                 .unwrap();
-            let model: i64 = (0..outer_n).flat_map(|i| (0..i * 40).map(move |j| i as i64 * 1_000 + j as i64)).sum();
+            let model: i64 = (0..outer_n)
+                .flat_map(|i| (0..i * 40).map(move |j| i as i64 * 1_000 + j as i64))
+                .sum();
             assert_eq!(s.as_int(total), Some(model));
         });
     }
@@ -290,7 +373,10 @@ fn nested_tabulates_build_sequences_of_sequences() {
 /// The first index where `got` and `model` differ (`len` when one is a
 /// prefix of the other), `None` when they are equal.
 fn first_difference<T: PartialEq>(got: &[T], model: &[T]) -> Option<usize> {
-    got.iter().zip(model).position(|(g, m)| g != m).or((got.len() != model.len()).then(|| got.len().min(model.len())))
+    got.iter()
+        .zip(model)
+        .position(|(g, m)| g != m)
+        .or((got.len() != model.len()).then(|| got.len().min(model.len())))
 }
 
 #[test]
@@ -298,7 +384,11 @@ fn collections_during_the_build_keep_every_element() {
     for vprocs in VPROCS {
         // A 64 KiB local heap and a global trigger of one chunk: the build
         // runs minor, major and global collections many times over.
-        let config = test_config(vprocs).local_heap_size(64 * KIB).global_gc_threshold(CHUNK).build().unwrap();
+        let config = test_config(vprocs)
+            .local_heap_size(64 * KIB)
+            .global_gc_threshold(CHUNK)
+            .build()
+            .unwrap();
         let rt = Runtime::new(config).unwrap();
         let n = 30_000;
         // On 2 vprocs, rounds until a piece was stolen (usually the first),
@@ -321,7 +411,10 @@ fn collections_during_the_build_keep_every_element() {
                 s.collect_global();
                 let read = |s: &Scope<'_>, seq| {
                     let mut got = Vec::new();
-                    s.seq_for_each(seq, |v| got.push((read_pair(v.field(0)), v.field(1).as_int().unwrap()))).unwrap();
+                    s.seq_for_each(seq, |v| {
+                        got.push((read_pair(v.field(0)), v.field(1).as_int().unwrap()))
+                    })
+                    .unwrap();
                     got
                 };
                 let model: Vec<_> = (0..n).map(|i| (model_pair(i), i as i64)).collect();
@@ -336,23 +429,38 @@ fn collections_during_the_build_keep_every_element() {
                     .unwrap();
                 s.collect_minor();
                 let mut got = Vec::new();
-                s.seq_for_each(mapped, |v| got.push(v.as_int().unwrap())).unwrap();
-                let mapped = first_difference(&got, &(0..n).map(|i| 4 * i as i64 + 1).collect::<Vec<_>>());
+                s.seq_for_each(mapped, |v| got.push(v.as_int().unwrap()))
+                    .unwrap();
+                let mapped =
+                    first_difference(&got, &(0..n).map(|i| 4 * i as i64 + 1).collect::<Vec<_>>());
                 (built, mapped)
             });
-            assert_eq!(built, None, "tabulate under collections: first wrong element, vprocs {vprocs} round {round}");
-            assert_eq!(mapped, None, "par_map under collections: first wrong element, vprocs {vprocs} round {round}");
+            assert_eq!(
+                built, None,
+                "tabulate under collections: first wrong element, vprocs {vprocs} round {round}"
+            );
+            assert_eq!(
+                mapped, None,
+                "par_map under collections: first wrong element, vprocs {vprocs} round {round}"
+            );
             if vprocs == 1 || rt.stats().total.tasks_stolen > 0 {
                 break;
             }
         }
         let t = rt.stats().total;
         if vprocs == 2 {
-            assert!(t.tasks_stolen > 0 && t.bytes_promoted > 0, "no piece was stolen in 5 rounds");
+            assert!(
+                t.tasks_stolen > 0 && t.bytes_promoted > 0,
+                "no piece was stolen in 5 rounds"
+            );
         }
         assert!(t.minor.count > 10, "minor collections: {}", t.minor.count);
         assert!(t.major.count > 0, "major collections: {}", t.major.count);
-        assert!(rt.global_collections() > 1, "global collections: {}", rt.global_collections());
+        assert!(
+            rt.global_collections() > 1,
+            "global collections: {}",
+            rt.global_collections()
+        );
     }
 }
 
@@ -374,10 +482,14 @@ fn misuse_is_an_error_that_names_the_problem() {
             let m = misuse(s.tabulate(&[], 10, 5, 4, |s, _, i| pair_elem(s, i)));
             assert!(m.contains("10..5") && m.contains("reversed"), "{m}");
 
-            let seq = s.tabulate(&[], 0, 1_000, 10, |s, _, i| pair_elem(s, i)).unwrap();
+            let seq = s
+                .tabulate(&[], 0, 1_000, 10, |s, _, i| pair_elem(s, i))
+                .unwrap();
             let m = misuse(s.seq_get(seq, 1_000));
             assert!(m.contains("index 1000") && m.contains("length 1000"), "{m}");
-            let small = s.tabulate(&[], 0, 3, 10, |s, _, i| pair_elem(s, i)).unwrap();
+            let small = s
+                .tabulate(&[], 0, 3, 10, |s, _, i| pair_elem(s, i))
+                .unwrap();
             let m = misuse(s.seq_get(small, usize::MAX));
             assert!(m.contains("out of range"), "{m}");
 
@@ -389,16 +501,28 @@ fn misuse_is_an_error_that_names_the_problem() {
             // Values that are not sequences: an immediate, a raw object, a
             // mixed object of the embedder.
             let raw = s.alloc_raw(&[1, 2, 3]).unwrap();
-            let cell = s.alloc_mixed(cons, &[Handle::NIL, Handle::NIL], &[7]).unwrap();
-            for (what, h) in [("an immediate", Handle::int(4)), ("Raw", raw), ("Mixed", cell)] {
+            let cell = s
+                .alloc_mixed(cons, &[Handle::NIL, Handle::NIL], &[7])
+                .unwrap();
+            for (what, h) in [
+                ("an immediate", Handle::int(4)),
+                ("Raw", raw),
+                ("Mixed", cell),
+            ] {
                 let m = misuse(s.seq_len(h));
-                assert!(m.contains("seq_len") && m.contains("not a sequence") && m.contains(what), "{m}");
+                assert!(
+                    m.contains("seq_len") && m.contains("not a sequence") && m.contains(what),
+                    "{m}"
+                );
                 assert!(misuse(s.seq_get(h, 0)).contains("not a sequence"));
                 assert!(misuse(s.seq_depth(h)).contains("not a sequence"));
                 assert!(misuse(s.seq_to_vec(h)).contains("not a sequence"));
                 assert!(misuse(s.seq_for_each(h, |_| ())).contains("not a sequence"));
                 assert!(misuse(s.par_map(&[], h, 4, |_, _, x| Ok(x))).contains("par_map"));
-                assert!(misuse(s.seq_reduce(&[], h, 4, Handle::NIL, |_, _, x, _| Ok(x))).contains("not a sequence"));
+                assert!(
+                    misuse(s.seq_reduce(&[], h, 4, Handle::NIL, |_, _, x, _| Ok(x)))
+                        .contains("not a sequence")
+                );
             }
 
             // An error of the element function comes back, from any piece.
@@ -418,8 +542,13 @@ fn misuse_is_an_error_that_names_the_problem() {
             });
             assert!(misuse(r).contains("element 999 refused"));
             // The runtime is still usable afterwards.
-            let again = s.tabulate(&[], 0, 300, 16, |s, _, i| pair_elem(s, i)).unwrap();
-            assert_eq!(read_pairs(s, again), (0..300).map(model_pair).collect::<Vec<_>>());
+            let again = s
+                .tabulate(&[], 0, 300, 16, |s, _, i| pair_elem(s, i))
+                .unwrap();
+            assert_eq!(
+                read_pairs(s, again),
+                (0..300).map(model_pair).collect::<Vec<_>>()
+            );
         });
     }
 }

@@ -13,17 +13,26 @@ use numagc::{Handle, Result, Runtime, Scope};
 fn work<'s>(s: &mut Scope<'s>, cons: numagc::DescId, depth: u32) -> Result<Handle<'s>> {
     if depth == 0 {
         let l = build_list(s, cons, depth as i64, 2_000)?;
-        let n = read_list(s.view(l), cons).map_err(numagc::Error::Misuse)?.len();
+        let n = read_list(s.view(l), cons)
+            .map_err(numagc::Error::Misuse)?
+            .len();
         return Ok(Handle::int(n as i64));
     }
-    let (a, b) = s.par2(&[], move |s, _| work(s, cons, depth - 1), move |s, _| work(s, cons, depth - 1))?;
+    let (a, b) = s.par2(
+        &[],
+        move |s, _| work(s, cons, depth - 1),
+        move |s, _| work(s, cons, depth - 1),
+    )?;
     Ok(Handle::int(s.as_int(a).unwrap() + s.as_int(b).unwrap()))
 }
 
 fn run(trace: bool) -> (Runtime, Vec<Span>, u64) {
     let rt = Runtime::new(test_config(2).trace(trace).build().unwrap()).unwrap();
     let cons = register_cons(&rt);
-    let n = rt.run_on(0, move |s| work(s, cons, 6).map(|h| s.as_int(h).unwrap())).unwrap().unwrap();
+    let n = rt
+        .run_on(0, move |s| work(s, cons, 6).map(|h| s.as_int(h).unwrap()))
+        .unwrap()
+        .unwrap();
     assert_eq!(n, 64 * 2_000);
     rt.run_each(|s| s.collect_global()).unwrap();
     // A vproc that joined the last collection while idle publishes its
@@ -54,12 +63,24 @@ fn spans_match_the_statistics_and_nest() {
     assert_eq!(count(&spans, SpanKind::Job), 5);
     // A global collection's span holds the vproc's minor and major
     // collections that start it; its phase counts only the rest.
-    let global_ns: u64 = spans.iter().filter(|s| s.kind == SpanKind::Global).map(|s| s.dur_ns).sum();
+    let global_ns: u64 = spans
+        .iter()
+        .filter(|s| s.kind == SpanKind::Global)
+        .map(|s| s.dur_ns)
+        .sum();
     assert!(global_ns >= t.global.total_ns);
     let top_gc_ns: u64 = spans
         .iter()
         .filter(|s| s.kind.is_gc())
-        .filter(|m| !spans.iter().any(|g| g.kind == SpanKind::Global && g.vproc == m.vproc && g != *m && g.start_ns <= m.start_ns && m.start_ns < g.start_ns + g.dur_ns))
+        .filter(|m| {
+            !spans.iter().any(|g| {
+                g.kind == SpanKind::Global
+                    && g.vproc == m.vproc
+                    && g != *m
+                    && g.start_ns <= m.start_ns
+                    && m.start_ns < g.start_ns + g.dur_ns
+            })
+        })
         .map(|s| s.dur_ns)
         .sum();
     assert!(top_gc_ns >= t.gc_ns(), "{top_gc_ns} vs {}", t.gc_ns());
@@ -73,7 +94,10 @@ fn spans_match_the_statistics_and_nest() {
                 open.pop();
             }
             if let Some(&(end, outer)) = open.last() {
-                assert!(s.start_ns + s.dur_ns <= end, "vproc {v}: {s:?} overlaps the end of an enclosing {outer:?}");
+                assert!(
+                    s.start_ns + s.dur_ns <= end,
+                    "vproc {v}: {s:?} overlaps the end of an enclosing {outer:?}"
+                );
             }
             open.push((s.start_ns + s.dur_ns, s.kind));
         }
@@ -81,14 +105,25 @@ fn spans_match_the_statistics_and_nest() {
     // Collections of a job happen inside it: every minor collection of vproc 0
     // lies inside some job, stolen task or wait of vproc 0, or starts a
     // global collection that the idle vproc joined.
-    for m in spans.iter().filter(|s| s.vproc == 0 && s.kind == SpanKind::Minor) {
+    for m in spans
+        .iter()
+        .filter(|s| s.vproc == 0 && s.kind == SpanKind::Minor)
+    {
         assert!(
             spans.iter().any(|o| o.vproc == 0
-                && matches!(o.kind, SpanKind::Job | SpanKind::StolenTask | SpanKind::Wait | SpanKind::Global)
+                && matches!(
+                    o.kind,
+                    SpanKind::Job | SpanKind::StolenTask | SpanKind::Wait | SpanKind::Global
+                )
                 && o.start_ns <= m.start_ns
                 && m.start_ns + m.dur_ns <= o.start_ns + o.dur_ns),
             "{m:?} outside: {:#?}",
-            spans.iter().filter(|o| o.vproc == 0 && o.start_ns + 2_000_000 > m.start_ns && o.start_ns < m.start_ns + 2_000_000).collect::<Vec<_>>()
+            spans
+                .iter()
+                .filter(|o| o.vproc == 0
+                    && o.start_ns + 2_000_000 > m.start_ns
+                    && o.start_ns < m.start_ns + 2_000_000)
+                .collect::<Vec<_>>()
         );
     }
     // Taking the trace empties it.

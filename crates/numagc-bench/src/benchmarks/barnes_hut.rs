@@ -97,11 +97,19 @@ impl Square {
     }
     fn quadrant(&self, q: usize) -> Square {
         let half = self.side / 2.0;
-        Square { x: self.x + (q & 1) as f64 * half, y: self.y + (q >> 1) as f64 * half, side: half }
+        Square {
+            x: self.x + (q & 1) as f64 * half,
+            y: self.y + (q >> 1) as f64 * half,
+            side: half,
+        }
     }
     /// The root cell: the padded square around the bounds.
     fn around(min_x: f64, min_y: f64, max_x: f64, max_y: f64) -> Square {
-        Square { x: min_x - EPS, y: min_y - EPS, side: (max_x - min_x).max(max_y - min_y) + 2.0 * EPS }
+        Square {
+            x: min_x - EPS,
+            y: min_y - EPS,
+            side: (max_x - min_x).max(max_y - min_y) + 2.0 * EPS,
+        }
     }
 }
 
@@ -174,7 +182,13 @@ impl Sums {
 }
 
 fn centred(b: Body, mean: &Body) -> Body {
-    [b[X] - mean[X], b[Y] - mean[Y], b[M], b[VX] - mean[VX], b[VY] - mean[VY]]
+    [
+        b[X] - mean[X],
+        b[Y] - mean[Y],
+        b[M],
+        b[VX] - mean[VX],
+        b[VY] - mean[VY],
+    ]
 }
 
 /// The acceleration on a body at (x, y) from a point mass `m` at (cx, cy).
@@ -224,7 +238,13 @@ fn centroid(parts: impl Iterator<Item = (f64, f64, f64)>) -> (f64, f64, f64) {
 
 /// Mass points (x, y, m, ...) or a cell summary's quadrant entries, as triples.
 fn triples(words: &[u64]) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
-    words.chunks_exact(3).map(|t| (f64::from_bits(t[0]), f64::from_bits(t[1]), f64::from_bits(t[2])))
+    words.chunks_exact(3).map(|t| {
+        (
+            f64::from_bits(t[0]),
+            f64::from_bits(t[1]),
+            f64::from_bits(t[2]),
+        )
+    })
 }
 
 /// Centre of mass and mass of a subtree.
@@ -248,12 +268,23 @@ fn mass_points<'s>(s: &mut Scope<'s>, bodies: Handle<'_>) -> Result<Handle<'s>> 
 
 /// The quadtree in cell `sq` of the mass points of `points` listed by the
 /// raw object `index` (ascending indices).
-fn build<'s>(s: &mut Scope<'s>, ids: Ids, points: Handle<'_>, index: Handle<'_>, depth: u32, sq: Square) -> Result<Handle<'s>> {
+fn build<'s>(
+    s: &mut Scope<'s>,
+    ids: Ids,
+    points: Handle<'_>,
+    index: Handle<'_>,
+    depth: u32,
+    sq: Square,
+) -> Result<Handle<'s>> {
     let n = s.view(index).len();
     if n <= LEAF_MAX || depth >= MAX_DEPTH {
         let p = s.view(points).raw_words().expect("mass points");
         let listed = s.view(index).raw_words().expect("an index object");
-        let leaf: Vec<u64> = listed.iter().flat_map(|&j| &p[3 * j as usize..3 * j as usize + 3]).copied().collect();
+        let leaf: Vec<u64> = listed
+            .iter()
+            .flat_map(|&j| &p[3 * j as usize..3 * j as usize + 3])
+            .copied()
+            .collect();
         return s.alloc_raw(&leaf);
     }
     s.scope_value(|s| {
@@ -262,17 +293,26 @@ fn build<'s>(s: &mut Scope<'s>, ids: Ids, points: Handle<'_>, index: Handle<'_>,
         let mut split: [Vec<u64>; 4] = Default::default();
         let p = s.view(points).raw_words().expect("mass points");
         for &j in s.view(index).raw_words().expect("an index object") {
-            let (x, y) = (f64::from_bits(p[3 * j as usize]), f64::from_bits(p[3 * j as usize + 1]));
+            let (x, y) = (
+                f64::from_bits(p[3 * j as usize]),
+                f64::from_bits(p[3 * j as usize + 1]),
+            );
             split[sq.quadrant_of(x, y)].push(j);
         }
         let mut env = vec![points];
         for part in &split {
-            let h = if part.is_empty() { s.nil() } else { s.alloc_raw(part)? };
+            let h = if part.is_empty() {
+                s.nil()
+            } else {
+                s.alloc_raw(part)?
+            };
             env.push(h);
         }
         let mut kids = [s.nil(); 4];
         if n >= PAR_BUILD {
-            let built = s.tabulate(&env, 0, 4, 1, move |s, env, q| subtree(s, ids, env[0], env[1 + q], depth, sq.quadrant(q)))?;
+            let built = s.tabulate(&env, 0, 4, 1, move |s, env, q| {
+                subtree(s, ids, env[0], env[1 + q], depth, sq.quadrant(q))
+            })?;
             for (q, kid) in kids.iter_mut().enumerate() {
                 *kid = s.field(built, q)?;
             }
@@ -285,7 +325,11 @@ fn build<'s>(s: &mut Scope<'s>, ids: Ids, points: Handle<'_>, index: Handle<'_>,
         quads.push(sq.side / 2.0);
         for kid in kids {
             let v = s.view(kid);
-            let (cx, cy, m) = if v.is_object() { summary(v) } else { (0.0, 0.0, 0.0) };
+            let (cx, cy, m) = if v.is_object() {
+                summary(v)
+            } else {
+                (0.0, 0.0, 0.0)
+            };
             quads.extend([cx, cy, m]);
         }
         let quads = s.alloc_f64s(&quads)?;
@@ -295,7 +339,14 @@ fn build<'s>(s: &mut Scope<'s>, ids: Ids, points: Handle<'_>, index: Handle<'_>,
 
 /// The subtree of quadrant `sq` (at `depth` + 1) of the points listed by
 /// `index`: NIL when `index` is (no points).
-fn subtree<'s>(s: &mut Scope<'s>, ids: Ids, points: Handle<'_>, index: Handle<'_>, depth: u32, sq: Square) -> Result<Handle<'s>> {
+fn subtree<'s>(
+    s: &mut Scope<'s>,
+    ids: Ids,
+    points: Handle<'_>,
+    index: Handle<'_>,
+    depth: u32,
+    sq: Square,
+) -> Result<Handle<'s>> {
     if s.view(index).is_int() {
         return Ok(s.nil());
     }
@@ -326,7 +377,11 @@ fn accel(node: View<'_>, x: f64, y: f64) -> (f64, f64) {
     let side = f64::from_bits(quads[0]);
     for (q, (cx, cy, m)) in triples(&quads[1..]).enumerate() {
         if m > 0.0 {
-            let (qx, qy) = if far(x, y, cx, cy, side) { pull(x, y, cx, cy, m) } else { accel(node.field(1 + q), x, y) };
+            let (qx, qy) = if far(x, y, cx, cy, side) {
+                pull(x, y, cx, cy, m)
+            } else {
+                accel(node.field(1 + q), x, y)
+            };
             ax += qx;
             ay += qy;
         }
@@ -351,13 +406,20 @@ fn step<'s>(s: &mut Scope<'s>, ids: Ids, bodies: Handle<'_>) -> Result<(Handle<'
         let nil = s.nil();
         let b = s.seq_reduce(&[], bodies, GRAIN, nil, move |s, _, p, q| {
             let (p, q) = (bounds(ids, s.view(p)), bounds(ids, s.view(q)));
-            let joined = [p[0].min(q[0]), p[1].min(q[1]), p[2].max(q[2]), p[3].max(q[3])];
+            let joined = [
+                p[0].min(q[0]),
+                p[1].min(q[1]),
+                p[2].max(q[2]),
+                p[3].max(q[3]),
+            ];
             s.alloc_mixed(ids.bounds, &[], &joined.map(f64::to_bits))
         })?;
         let [x0, y0, x1, y1] = bounds(ids, s.view(b));
         let points = mass_points(s, bodies)?;
         let n = s.seq_len(bodies)?;
-        let all = s.alloc_raw_with(n, |w| w.iter_mut().enumerate().for_each(|(i, w)| *w = i as u64))?;
+        let all = s.alloc_raw_with(n, |w| {
+            w.iter_mut().enumerate().for_each(|(i, w)| *w = i as u64)
+        })?;
         let tree = build(s, ids, points, all, 0, Square::around(x0, y0, x1, y1))?;
         tree_mass = summary(s.view(tree)).2;
         s.par_map(&[tree], bodies, GRAIN, move |s, env, b| {
@@ -412,11 +474,20 @@ impl RefTree {
     fn accel(&self, x: f64, y: f64) -> (f64, f64) {
         let add = |(ax, ay): (f64, f64), (px, py): (f64, f64)| (ax + px, ay + py);
         match self {
-            RefTree::Leaf(points) => points.iter().map(|&(px, py, m)| pull(x, y, px, py, m)).fold((0.0, 0.0), add),
+            RefTree::Leaf(points) => points
+                .iter()
+                .map(|&(px, py, m)| pull(x, y, px, py, m))
+                .fold((0.0, 0.0), add),
             RefTree::Cell(side, quads) => quads
                 .iter()
                 .flatten()
-                .map(|((cx, cy, m), tree)| if far(x, y, *cx, *cy, *side) { pull(x, y, *cx, *cy, *m) } else { tree.accel(x, y) })
+                .map(|((cx, cy, m), tree)| {
+                    if far(x, y, *cx, *cy, *side) {
+                        pull(x, y, *cx, *cy, *m)
+                    } else {
+                        tree.accel(x, y)
+                    }
+                })
                 .fold((0.0, 0.0), add),
         }
     }
@@ -451,33 +522,60 @@ fn sample_error(initial: &[Body], samples: &[(usize, f64, f64)]) -> f64 {
 
 /// Checks (b) and (c): the final bodies of the reference run against the
 /// run's, and the masses.
-fn compare_final(initial: Vec<Body>, iters: usize, got: &[Body], tree_masses: &[f64]) -> Vec<String> {
+fn compare_final(
+    initial: Vec<Body>,
+    iters: usize,
+    got: &[Body],
+    tree_masses: &[f64],
+) -> Vec<String> {
     let mut failures = Vec::new();
     // The masses' sum, compensated (Neumaier), against which plain sums in
     // any order may err by n·ε of the total.
     let (mut total, mut lost) = (0.0f64, 0.0);
     for b in &initial {
         let t = total + b[M];
-        lost += if total.abs() >= b[M].abs() { (total - t) + b[M] } else { (b[M] - t) + total };
+        lost += if total.abs() >= b[M].abs() {
+            (total - t) + b[M]
+        } else {
+            (b[M] - t) + total
+        };
         total = t;
     }
     let total = total + lost;
     let allowed = initial.len() as f64 * f64::EPSILON * total;
     let mut bodies = initial;
     for _ in 0..iters {
-        let [mut x0, mut y0, mut x1, mut y1] = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+        let [mut x0, mut y0, mut x1, mut y1] = [
+            f64::INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NEG_INFINITY,
+        ];
         for b in &bodies {
             (x0, y0, x1, y1) = (x0.min(b[X]), y0.min(b[Y]), x1.max(b[X]), y1.max(b[Y]));
         }
         let tree = RefTree::build(bodies.clone(), 0, Square::around(x0, y0, x1, y1));
-        bodies = bodies.iter().map(|b| advanced(b, tree.accel(b[X], b[Y]))).collect();
+        bodies = bodies
+            .iter()
+            .map(|b| advanced(b, tree.accel(b[X], b[Y])))
+            .collect();
     }
     if got.len() != bodies.len() {
-        failures.push(format!("{} bodies at the end, expected {}", got.len(), bodies.len()));
+        failures.push(format!(
+            "{} bodies at the end, expected {}",
+            got.len(),
+            bodies.len()
+        ));
     }
-    let worst = got.iter().zip(&bodies).map(|(g, w)| (g[X] - w[X]).abs().max((g[Y] - w[Y]).abs())).fold(0.0, f64::max);
+    let worst = got
+        .iter()
+        .zip(&bodies)
+        .map(|(g, w)| (g[X] - w[X]).abs().max((g[Y] - w[Y]).abs()))
+        .fold(0.0, f64::max);
     if worst.is_nan() || worst > 1e-9 {
-        failures.push(format!("final positions differ from the sequential run by up to {worst:e}"));
+        failures.push(format!(
+            "final positions differ from the sequential run by up to {worst:e}"
+        ));
     }
     let close = |m: f64| (m - total).abs() <= allowed;
     for (it, &m) in tree_masses.iter().enumerate() {
@@ -504,17 +602,44 @@ impl Benchmark for BarnesHut {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "bodies", help: "number of bodies (Plummer model)", quick: 16_000, paper: 400_000, min: SAMPLES as i64, max: 1 << 26 },
-            Param { name: "iterations", help: "number of time steps", quick: 3, paper: 20, min: 1, max: 1 << 20 },
-            Param { name: "seed", help: "seed of the random bodies", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param {
+                name: "bodies",
+                help: "number of bodies (Plummer model)",
+                quick: 16_000,
+                paper: 400_000,
+                min: SAMPLES as i64,
+                max: 1 << 26,
+            },
+            Param {
+                name: "iterations",
+                help: "number of time steps",
+                quick: 3,
+                paper: 20,
+                min: 1,
+                max: 1 << 20,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the random bodies",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let (n, iters, seed) = (p.usize("bodies"), p.usize("iterations"), p.get("seed") as u64);
-        let register = |name: &str, size: usize, values: &[usize]| -> std::result::Result<DescId, String> {
-            rt.register(Descriptor::mixed(name, size, values).map_err(rt_err)?).map_err(rt_err)
-        };
+        let (n, iters, seed) = (
+            p.usize("bodies"),
+            p.usize("iterations"),
+            p.get("seed") as u64,
+        );
+        let register =
+            |name: &str, size: usize, values: &[usize]| -> std::result::Result<DescId, String> {
+                rt.register(Descriptor::mixed(name, size, values).map_err(rt_err)?)
+                    .map_err(rt_err)
+            };
         let ids = Ids {
             body: register("bh-body", 5, &[])?,
             cell: register("bh-cell", 5, &[0, 1, 2, 3, 4])?,
@@ -524,7 +649,9 @@ impl Benchmark for BarnesHut {
         type RunResult = (Vec<(usize, f64, f64)>, Vec<f64>, Vec<Body>);
         let (samples, tree_masses, last) = rt
             .run_on(0, move |s| -> Result<RunResult> {
-                let drawn = s.tabulate(&[], 0, n, GRAIN, move |s, _, i| alloc_body(s, ids, &plummer_body(seed, i, n)))?;
+                let drawn = s.tabulate(&[], 0, n, GRAIN, move |s, _, i| {
+                    alloc_body(s, ids, &plummer_body(seed, i, n))
+                })?;
                 let mut sums = Sums::default();
                 s.seq_for_each(drawn, |v| sums.add(&read_body(v)))?;
                 let mean = sums.mean();
@@ -557,8 +684,17 @@ impl Benchmark for BarnesHut {
         let mut out = String::new();
         let (cx, cy, m) = centroid(last.iter().map(|b| (b[X], b[Y], b[M])));
         writeln!(out, "{n} bodies, {iters} iterations, theta {THETA}").unwrap();
-        writeln!(out, "tree mass of the last iteration {:.12}", tree_masses.last().copied().unwrap_or(0.0)).unwrap();
-        writeln!(out, "final total mass {m:.12}, centre of mass ({cx:.9e}, {cy:.9e})").unwrap();
+        writeln!(
+            out,
+            "tree mass of the last iteration {:.12}",
+            tree_masses.last().copied().unwrap_or(0.0)
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "final total mass {m:.12}, centre of mass ({cx:.9e}, {cy:.9e})"
+        )
+        .unwrap();
         Ok(Outcome::new(out, move || {
             let initial = initial_bodies(seed, n);
             let mut failures = Vec::new();

@@ -35,7 +35,12 @@ fn make<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<Handl
 const PAR_LEVELS: u32 = 3;
 
 /// `make` with its top `levels` levels forked with `par2`.
-fn make_par<'s>(s: &mut Scope<'s>, node: DescId, depth: u32, levels: u32) -> numagc::Result<Handle<'s>> {
+fn make_par<'s>(
+    s: &mut Scope<'s>,
+    node: DescId,
+    depth: u32,
+    levels: u32,
+) -> numagc::Result<Handle<'s>> {
     if levels == 0 || depth == 0 {
         return make(s, node, depth);
     }
@@ -72,12 +77,21 @@ impl Benchmark for BinaryTrees {
         "allocate and walk complete binary trees; one long-lived tree"
     }
     fn params(&self) -> &'static [Param] {
-        &[Param { name: "depth", help: "maximum tree depth", quick: 18, paper: 21, min: 6, max: 30 }]
+        &[Param {
+            name: "depth",
+            help: "maximum tree depth",
+            quick: 18,
+            paper: 21,
+            min: 6,
+            max: 30,
+        }]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> Result<Outcome, String> {
         let max_depth = p.get("depth") as u32;
-        let node = rt.register(Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let node = rt
+            .register(Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?)
+            .map_err(rt_err)?;
         let mut out = String::new();
 
         let stretch = rt
@@ -87,7 +101,13 @@ impl Benchmark for BinaryTrees {
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        writeln!(out, "stretch tree of depth {}\t check: {}", max_depth + 1, stretch).unwrap();
+        writeln!(
+            out,
+            "stretch tree of depth {}\t check: {}",
+            max_depth + 1,
+            stretch
+        )
+        .unwrap();
 
         let long_lived = rt
             .run_on(0, move |s| -> numagc::Result<numagc::GlobalRoot> {
@@ -135,7 +155,10 @@ impl Benchmark for BinaryTrees {
         Ok(Outcome::new(out, move || {
             let mut failures = Vec::new();
             if stretch != nodes(max_depth + 1) {
-                failures.push(format!("stretch tree: {stretch} != {}", nodes(max_depth + 1)));
+                failures.push(format!(
+                    "stretch tree: {stretch} != {}",
+                    nodes(max_depth + 1)
+                ));
             }
             for (&d, &sum) in depths.iter().zip(&totals) {
                 let want = (1u64 << (max_depth - d + MIN_DEPTH)) * nodes(d);

@@ -67,30 +67,57 @@ fn splitmix(state: &mut u64) -> u64 {
 /// Option `i` of the set generated from `seed` (PARSEC-like ranges).
 fn generate(seed: u64, i: usize) -> OptionData {
     let twin = i % TWIN_EVERY == TWIN_EVERY - 1;
-    let mut state = seed ^ ((if twin { i - 1 } else { i }) as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
-    let mut uniform = |lo: f64, hi: f64| lo + (hi - lo) * (splitmix(&mut state) >> 11) as f64 / (1u64 << 53) as f64;
+    let mut state =
+        seed ^ ((if twin { i - 1 } else { i }) as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let mut uniform = |lo: f64, hi: f64| {
+        lo + (hi - lo) * (splitmix(&mut state) >> 11) as f64 / (1u64 << 53) as f64
+    };
     let spot = uniform(10.0, 200.0);
     let strike = spot * uniform(0.5, 1.5);
     let (rate, volatility, time) = (uniform(0.01, 0.10), uniform(0.05, 0.65), uniform(0.1, 3.0));
     let put = (splitmix(&mut state) & 1 == 1) != twin;
-    OptionData { spot, strike, rate, volatility, time, put }
+    OptionData {
+        spot,
+        strike,
+        rate,
+        volatility,
+        time,
+        put,
+    }
 }
 
 fn to_words(o: &OptionData) -> [u64; 6] {
-    [o.spot.to_bits(), o.strike.to_bits(), o.rate.to_bits(), o.volatility.to_bits(), o.time.to_bits(), u64::from(o.put)]
+    [
+        o.spot.to_bits(),
+        o.strike.to_bits(),
+        o.rate.to_bits(),
+        o.volatility.to_bits(),
+        o.time.to_bits(),
+        u64::from(o.put),
+    ]
 }
 
 fn from_view(v: View<'_>) -> OptionData {
     let w = v.raw_words().expect("an option is a raw record");
     let f = |i: usize| f64::from_bits(w[i]);
-    OptionData { spot: f(0), strike: f(1), rate: f(2), volatility: f(3), time: f(4), put: w[5] == 1 }
+    OptionData {
+        spot: f(0),
+        strike: f(1),
+        rate: f(2),
+        volatility: f(3),
+        time: f(4),
+        put: w[5] == 1,
+    }
 }
-
 
 /// PARSEC's `CNDF`, step by step as the original.
 fn cndf(input: f64) -> f64 {
     const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
-    let (x, negative) = if input < 0.0 { (-input, true) } else { (input, false) };
+    let (x, negative) = if input < 0.0 {
+        (-input, true)
+    } else {
+        (input, false)
+    };
     let n_prime = (-0.5 * x * x).exp() * INV_SQRT_2PI;
     let k = 1.0 / (1.0 + 0.231_641_9 * x);
     let (k2, k3) = (k * k, k * k * k);
@@ -158,14 +185,19 @@ fn prices<'s>(s: &mut Scope<'s>, options: Handle<'_>) -> Result<Handle<'s>> {
 /// The sum of all prices: the chunks' sums, in sequence order.
 fn total(s: &Scope<'_>, prices: Handle<'_>) -> Result<f64> {
     let mut sum = 0.0;
-    s.seq_for_each(prices, |chunk| sum += f64::from_bits(chunk.raw_words().expect("a price chunk is a raw object")[0]))?;
+    s.seq_for_each(prices, |chunk| {
+        sum += f64::from_bits(chunk.raw_words().expect("a price chunk is a raw object")[0])
+    })?;
     Ok(sum)
 }
 
 /// The price of option `i`: price `i % granularity` of chunk `i / granularity`.
 fn price_of(s: &Scope<'_>, prices: Handle<'_>, granularity: usize, i: usize) -> Result<f64> {
     let chunk = s.seq_get(prices, i / granularity)?;
-    let words = s.view(chunk).raw_words().expect("a price chunk is a raw object");
+    let words = s
+        .view(chunk)
+        .raw_words()
+        .expect("a price chunk is a raw object");
     Ok(f64::from_bits(words[1 + i % granularity]))
 }
 
@@ -176,16 +208,28 @@ struct Priced {
     twins: Vec<(usize, f64, f64)>,
 }
 
-fn price_all(s: &mut Scope<'_>, n: usize, runs: usize, granularity: usize, seed: u64) -> Result<Priced> {
+fn price_all(
+    s: &mut Scope<'_>,
+    n: usize,
+    runs: usize,
+    granularity: usize,
+    seed: u64,
+) -> Result<Priced> {
     let options = options(s, n, granularity, seed)?;
-    let mut priced = Priced { sums: Vec::with_capacity(runs), twins: Vec::new() };
+    let mut priced = Priced {
+        sums: Vec::with_capacity(runs),
+        twins: Vec::new(),
+    };
     for run in 0..runs {
         s.scope(|s| -> Result<()> {
             let prices = prices(s, options)?;
             priced.sums.push(total(s, prices)?);
             if run + 1 == runs {
                 for i in (TWIN_EVERY - 1..n).step_by(TWIN_EVERY) {
-                    let (first, second) = (price_of(s, prices, granularity, i - 1)?, price_of(s, prices, granularity, i)?);
+                    let (first, second) = (
+                        price_of(s, prices, granularity, i - 1)?,
+                        price_of(s, prices, granularity, i)?,
+                    );
                     priced.twins.push((i - 1, first, second));
                 }
             }
@@ -201,7 +245,8 @@ fn price_all(s: &mut Scope<'_>, n: usize, runs: usize, granularity: usize, seed:
 /// textbook formula (C = S·N(d1) − K·e^(−rT)·N(d2), P = K·e^(−rT)·N(−d2) − S·N(−d1)).
 fn textbook_price(o: &OptionData, cdf: impl Fn(f64) -> f64) -> f64 {
     let vol_sqrt_t = o.volatility * o.time.sqrt();
-    let d1 = ((o.spot / o.strike).ln() + (o.rate + o.volatility * o.volatility / 2.0) * o.time) / vol_sqrt_t;
+    let d1 = ((o.spot / o.strike).ln() + (o.rate + o.volatility * o.volatility / 2.0) * o.time)
+        / vol_sqrt_t;
     let d2 = d1 - vol_sqrt_t;
     let discounted_strike = o.strike * (-o.rate * o.time).exp();
     if o.put {
@@ -214,7 +259,9 @@ fn textbook_price(o: &OptionData, cdf: impl Fn(f64) -> f64) -> f64 {
 /// Abramowitz & Stegun 26.2.17 in one expression, with N(−x) = 1 − N(x).
 fn polynomial_cdf(x: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.2316419 * x.abs());
-    let poly = t * (0.319381530 + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429))));
+    let poly = t
+        * (0.319381530
+            + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429))));
     let upper_tail = (-x * x / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt() * poly;
     if x >= 0.0 {
         1.0 - upper_tail
@@ -244,28 +291,46 @@ fn accurate_cdf(x: f64) -> f64 {
 
 fn check(n: usize, seed: u64, priced: &Priced) -> std::result::Result<(), String> {
     let options: Vec<OptionData> = (0..n).map(|i| generate(seed, i)).collect();
-    let want: f64 = options.iter().map(|o| textbook_price(o, polynomial_cdf)).sum();
+    let want: f64 = options
+        .iter()
+        .map(|o| textbook_price(o, polynomial_cdf))
+        .sum();
     for (run, &got) in priced.sums.iter().enumerate() {
         if (got - want).abs() > 1e-9 * want.abs().max(1.0) {
-            return Err(format!("run {run}: sum of prices {got}, plain recomputation {want}"));
+            return Err(format!(
+                "run {run}: sum of prices {got}, plain recomputation {want}"
+            ));
         }
     }
     if priced.twins.len() != n / TWIN_EVERY {
-        return Err(format!("{} twin pairs read back, expected {}", priced.twins.len(), n / TWIN_EVERY));
+        return Err(format!(
+            "{} twin pairs read back, expected {}",
+            priced.twins.len(),
+            n / TWIN_EVERY
+        ));
     }
     for &(i, first, second) in &priced.twins {
         for (o, got) in [(options[i], first), (options[i + 1], second)] {
             let exact = textbook_price(&o, accurate_cdf);
             // Each N(x) of the polynomial is within 7.5e-8 of the exact one.
             if (got - exact).abs() > 7.5e-8 * (o.spot + o.strike) + 1e-12 {
-                return Err(format!("option {i}: price {got}, with an accurate CDF {exact} ({o:?})"));
+                return Err(format!(
+                    "option {i}: price {got}, with an accurate CDF {exact} ({o:?})"
+                ));
             }
         }
         let o = options[i];
-        let (call, put) = if o.put { (second, first) } else { (first, second) };
+        let (call, put) = if o.put {
+            (second, first)
+        } else {
+            (first, second)
+        };
         let parity = o.spot - o.strike * (-o.rate * o.time).exp();
         if (call - put - parity).abs() > 1e-9 * (o.spot + o.strike) {
-            return Err(format!("options {i}, {}: call {call} − put {put} ≠ S − K·e^(−rT) = {parity}", i + 1));
+            return Err(format!(
+                "options {i}, {}: call {call} − put {put} ≠ S − K·e^(−rT) = {parity}",
+                i + 1
+            ));
         }
     }
     Ok(())
@@ -283,22 +348,60 @@ impl Benchmark for BlackScholes {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "options", help: "number of options", quick: 65_536, paper: 1_048_576, min: 1, max: 100_000_000 },
-            Param { name: "runs", help: "times the whole set is priced (PARSEC: 100)", quick: 40, paper: 100, min: 1, max: 100_000 },
-            Param { name: "granularity", help: "options per chunk (task)", quick: 128, paper: 128, min: 1, max: 4096 },
-            Param { name: "seed", help: "seed of the generated options", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param {
+                name: "options",
+                help: "number of options",
+                quick: 65_536,
+                paper: 1_048_576,
+                min: 1,
+                max: 100_000_000,
+            },
+            Param {
+                name: "runs",
+                help: "times the whole set is priced (PARSEC: 100)",
+                quick: 40,
+                paper: 100,
+                min: 1,
+                max: 100_000,
+            },
+            Param {
+                name: "granularity",
+                help: "options per chunk (task)",
+                quick: 128,
+                paper: 128,
+                min: 1,
+                max: 4096,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the generated options",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let (n, runs, granularity, seed) = (p.usize("options"), p.usize("runs"), p.usize("granularity"), p.get("seed") as u64);
+        let (n, runs, granularity, seed) = (
+            p.usize("options"),
+            p.usize("runs"),
+            p.usize("granularity"),
+            p.get("seed") as u64,
+        );
         let priced = rt
             .run_on(0, move |s| price_all(s, n, runs, granularity, seed))
             .map_err(rt_err)?
             .map_err(rt_err)?;
         let mut out = String::new();
         writeln!(out, "{n} options, {runs} runs, granularity {granularity}").unwrap();
-        writeln!(out, "sum of prices: {:.6}", priced.sums.last().copied().unwrap_or(0.0)).unwrap();
+        writeln!(
+            out,
+            "sum of prices: {:.6}",
+            priced.sums.last().copied().unwrap_or(0.0)
+        )
+        .unwrap();
         Ok(Outcome::new(out, move || check(n, seed, &priced)))
     }
 }

@@ -55,12 +55,21 @@ fn head_coin(s: &Scope<'_>, coins: Handle<'_>) -> Option<(i64, i64)> {
         return None;
     }
     let pair = v.field(0);
-    Some((pair.field(0).as_int().expect("coin value"), pair.field(1).as_int().expect("coin quantity")))
+    Some((
+        pair.field(0).as_int().expect("coin value"),
+        pair.field(1).as_int().expect("coin quantity"),
+    ))
 }
 
 /// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
 /// last coin of value `c` was used.
-fn pay_one<'s>(s: &mut Scope<'s>, l: Layout, coins: Handle<'_>, c: i64, q: i64) -> Result<Handle<'s>> {
+fn pay_one<'s>(
+    s: &mut Scope<'s>,
+    l: Layout,
+    coins: Handle<'_>,
+    c: i64,
+    q: i64,
+) -> Result<Handle<'s>> {
     let rest = s.field(coins, 1)?;
     if q == 1 {
         return Ok(rest);
@@ -74,7 +83,9 @@ fn pay_n(s: &mut Scope<'_>, l: Layout, val: i64, coins: Handle<'_>) -> Result<u6
     if val == 0 {
         return Ok(1);
     }
-    let Some((c, q)) = head_coin(s, coins) else { return Ok(0) };
+    let Some((c, q)) = head_coin(s, coins) else {
+        return Ok(0);
+    };
     // Each call's handles are popped when it returns, so the root stack
     // grows with the recursion depth only.
     s.scope(|s| {
@@ -92,7 +103,13 @@ fn pay_n(s: &mut Scope<'_>, l: Layout, val: i64, coins: Handle<'_>) -> Result<u6
 
 /// `payN_par`: forks the right branch while `depth > 0`; returns the count
 /// as an immediate.
-fn pay_n_par<'s>(s: &mut Scope<'s>, l: Layout, depth: i64, val: i64, coins: Handle<'_>) -> Result<Handle<'s>> {
+fn pay_n_par<'s>(
+    s: &mut Scope<'s>,
+    l: Layout,
+    depth: i64,
+    val: i64,
+    coins: Handle<'_>,
+) -> Result<Handle<'s>> {
     if depth == 0 {
         let n = pay_n(s, l, val, coins)?;
         return Ok(count(n));
@@ -100,7 +117,9 @@ fn pay_n_par<'s>(s: &mut Scope<'s>, l: Layout, depth: i64, val: i64, coins: Hand
     if val == 0 {
         return Ok(count(1));
     }
-    let Some((c, q)) = head_coin(s, coins) else { return Ok(count(0)) };
+    let Some((c, q)) = head_coin(s, coins) else {
+        return Ok(count(0));
+    };
     s.scope_value(|s| {
         if c > val {
             let rest = s.field(coins, 1)?;
@@ -149,7 +168,10 @@ fn ways_dp(val: usize) -> u64 {
         let (c, q) = (c as usize, q as usize);
         let mut next = vec![0u64; val + 1];
         for (v, slot) in next.iter_mut().enumerate() {
-            *slot = (0..=q).take_while(|t| t * c <= v).map(|t| ways[v - t * c]).sum();
+            *slot = (0..=q)
+                .take_while(|t| t * c <= v)
+                .map(|t| ways[v - t * c])
+                .sum();
         }
         ways = next;
     }
@@ -168,15 +190,33 @@ impl Benchmark for Coins {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "value", help: "the amount to pay", quick: 600, paper: 1100, min: 0, max: 5000 },
-            Param { name: "depth", help: "fork the right branch while the depth is above 0", quick: 4, paper: 4, min: 0, max: 30 },
+            Param {
+                name: "value",
+                help: "the amount to pay",
+                quick: 600,
+                paper: 1100,
+                min: 0,
+                max: 5000,
+            },
+            Param {
+                name: "depth",
+                help: "fork the right branch while the depth is above 0",
+                quick: 4,
+                paper: 4,
+                min: 0,
+                max: 30,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (val, depth) = (p.get("value"), p.get("depth"));
-        let pair = rt.register(Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
-        let cons = rt.register(Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let pair = rt
+            .register(Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?)
+            .map_err(rt_err)?;
+        let cons = rt
+            .register(Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?)
+            .map_err(rt_err)?;
         let l = Layout { pair, cons };
         let got = rt
             .run_on(0, move |s| -> Result<i64> {

@@ -26,8 +26,8 @@
 //! the sum, the trace, a weighted sum of all entries and a sample of
 //! entries must agree within a relative tolerance.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use crate::mix;
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Handle, Result, Runtime, Scope};
 use std::fmt::Write;
 
@@ -46,11 +46,16 @@ fn weight(i: usize, j: usize) -> f64 {
 
 /// Entries compared one by one in the check.
 fn samples(n: usize) -> Vec<(usize, usize)> {
-    (0..8).map(|k| (mix(k) as usize % n, mix(k + 100) as usize % n)).collect()
+    (0..8)
+        .map(|k| (mix(k) as usize % n, mix(k + 100) as usize % n))
+        .collect()
 }
 
 fn dot(a: &[u64], b: &[u64]) -> f64 {
-    a.iter().zip(b).map(|(&x, &y)| f64::from_bits(x) * f64::from_bits(y)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| f64::from_bits(x) * f64::from_bits(y))
+        .sum()
 }
 
 /// What the run reports about C.
@@ -63,13 +68,27 @@ struct Summary {
 
 /// The product of the sequence of rows `a` and the sequence of columns
 /// `b_cols`, as a sequence of rows built in parallel.
-fn multiply<'s>(s: &mut Scope<'s>, a: Handle<'_>, b_cols: Handle<'_>, n: usize, grain: usize) -> Result<Handle<'s>> {
+fn multiply<'s>(
+    s: &mut Scope<'s>,
+    a: Handle<'_>,
+    b_cols: Handle<'_>,
+    n: usize,
+    grain: usize,
+) -> Result<Handle<'s>> {
     s.tabulate(&[a, b_cols], 0, n, grain, move |s, env, i| {
         let row_handle = s.seq_get(env[0], i)?;
         let mut row = Vec::with_capacity(n);
         {
-            let a_row = s.view(row_handle).raw_words().expect("a row of A is a raw object");
-            s.seq_for_each(env[1], |col| row.push(dot(a_row, col.raw_words().expect("a column of B is a raw object"))))?;
+            let a_row = s
+                .view(row_handle)
+                .raw_words()
+                .expect("a row of A is a raw object");
+            s.seq_for_each(env[1], |col| {
+                row.push(dot(
+                    a_row,
+                    col.raw_words().expect("a column of B is a raw object"),
+                ))
+            })?;
         }
         s.alloc_f64s(&row)
     })
@@ -77,7 +96,14 @@ fn multiply<'s>(s: &mut Scope<'s>, a: Handle<'_>, b_cols: Handle<'_>, n: usize, 
 
 /// A matrix of `entry(seed, which, ..)` as a sequence of `n` raw vectors:
 /// vector `v` holds row `v` when `by_rows`, else column `v`.
-fn matrix<'s>(s: &mut Scope<'s>, seed: u64, which: u64, n: usize, by_rows: bool, grain: usize) -> Result<Handle<'s>> {
+fn matrix<'s>(
+    s: &mut Scope<'s>,
+    seed: u64,
+    which: u64,
+    n: usize,
+    by_rows: bool,
+    grain: usize,
+) -> Result<Handle<'s>> {
     s.tabulate(&[], 0, n, grain, move |s, _, v| {
         s.alloc_raw_with(n, |words| {
             for (k, w) in words.iter_mut().enumerate() {
@@ -104,7 +130,12 @@ fn summarise(s: &Scope<'_>, c: Handle<'_>, n: usize) -> Result<Summary> {
         let row = s.seq_get(c, i)?;
         picked.push(s.view(row).f64(j));
     }
-    Ok(Summary { sum, trace, weighted, samples: picked })
+    Ok(Summary {
+        sum,
+        trace,
+        weighted,
+        samples: picked,
+    })
 }
 
 fn close(what: &str, got: f64, want: f64, tolerance: f64) -> std::result::Result<(), String> {
@@ -127,9 +158,30 @@ impl Benchmark for Dmm {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "rows and columns of each matrix", quick: 400, paper: 600, min: 1, max: 4000 },
-            Param { name: "grain", help: "rows of the result per task", quick: 4, paper: 4, min: 1, max: 4000 },
-            Param { name: "seed", help: "seed of the matrices' entries", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param {
+                name: "n",
+                help: "rows and columns of each matrix",
+                quick: 400,
+                paper: 600,
+                min: 1,
+                max: 4000,
+            },
+            Param {
+                name: "grain",
+                help: "rows of the result per task",
+                quick: 4,
+                paper: 4,
+                min: 1,
+                max: 4000,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the matrices' entries",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
@@ -145,7 +197,12 @@ impl Benchmark for Dmm {
             .map_err(rt_err)?
             .map_err(rt_err)?;
         let mut out = String::new();
-        writeln!(out, "dmm {n}x{n}: sum {:.6e}, trace {:.6e}", summary.sum, summary.trace).unwrap();
+        writeln!(
+            out,
+            "dmm {n}x{n}: sum {:.6e}, trace {:.6e}",
+            summary.sum, summary.trace
+        )
+        .unwrap();
 
         Ok(Outcome::new(out, move || {
             // Row-major A, B and C = A · B by the textbook triple loop.

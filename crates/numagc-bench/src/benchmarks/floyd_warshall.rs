@@ -24,8 +24,8 @@
 //! distance compared exactly.
 
 use super::row_tree;
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use crate::mix;
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Handle, Runtime, Scope};
 use std::cell::RefCell;
 
@@ -58,7 +58,12 @@ thread_local! {
 
 /// `row` relaxed through vertex `k` (whose row is `pivot`): a new row,
 /// or `row` itself when `k` is unreachable from `i`.
-fn relax<'s>(s: &mut Scope<'s>, row: Handle<'s>, pivot: Handle<'_>, k: usize) -> numagc::Result<Handle<'s>> {
+fn relax<'s>(
+    s: &mut Scope<'s>,
+    row: Handle<'s>,
+    pivot: Handle<'_>,
+    k: usize,
+) -> numagc::Result<Handle<'s>> {
     SCRATCH.with(|scratch| {
         let mut new = scratch.borrow_mut();
         {
@@ -69,7 +74,11 @@ fn relax<'s>(s: &mut Scope<'s>, row: Handle<'s>, pivot: Handle<'_>, k: usize) ->
             }
             let via = s.view(pivot).raw_words().expect("a row is a raw object");
             new.clear();
-            new.extend(old.iter().zip(via).map(|(&d, &dk)| (d as i64).min(through + dk as i64) as u64));
+            new.extend(
+                old.iter()
+                    .zip(via)
+                    .map(|(&d, &dk)| (d as i64).min(through + dk as i64) as u64),
+            );
         }
         s.alloc_raw(&new)
     })
@@ -119,9 +128,30 @@ impl Benchmark for FloydWarshall {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "number of vertices", quick: 448, paper: 1024, min: 2, max: 1800 },
-            Param { name: "grain", help: "rows relaxed sequentially by one task", quick: 4, paper: 8, min: 1, max: 256 },
-            Param { name: "seed", help: "seed of the random graph", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param {
+                name: "n",
+                help: "number of vertices",
+                quick: 448,
+                paper: 1024,
+                min: 2,
+                max: 1800,
+            },
+            Param {
+                name: "grain",
+                help: "rows relaxed sequentially by one task",
+                quick: 4,
+                paper: 8,
+                min: 1,
+                max: 256,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the random graph",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
@@ -131,7 +161,11 @@ impl Benchmark for FloydWarshall {
         let distances = rt
             .run_on(0, move |s| -> numagc::Result<Vec<i64>> {
                 let input_row = row_tree::make_fn(move |s, i| {
-                    s.alloc_raw_with(n, |row| row.iter_mut().enumerate().for_each(|(j, w)| *w = edge(seed, n, i, j) as u64))
+                    s.alloc_raw_with(n, |row| {
+                        row.iter_mut()
+                            .enumerate()
+                            .for_each(|(j, w)| *w = edge(seed, n, i, j) as u64)
+                    })
                 });
                 let graph = row_tree::build(s, node, 0, n, grain, &input_row)?;
                 let matrix = s.slot(graph);
@@ -142,13 +176,23 @@ impl Benchmark for FloydWarshall {
                 for k in 0..n {
                     s.scope(|s| -> numagc::Result<()> {
                         let pivot = row_tree::nth_row(s, node, matrix.get(), k);
-                        let next = row_tree::map(s, node, matrix.get(), &[pivot, Handle::int(k as i64)], 0, grain, &relax_row)?;
+                        let next = row_tree::map(
+                            s,
+                            node,
+                            matrix.get(),
+                            &[pivot, Handle::int(k as i64)],
+                            0,
+                            grain,
+                            &relax_row,
+                        )?;
                         s.assign(matrix, next);
                         Ok(())
                     })?;
                 }
                 let mut flat = Vec::with_capacity(n * n);
-                row_tree::for_each_row(s.view(matrix.get()), node, &mut |row| flat.extend(row.iter().map(|&w| w as i64)));
+                row_tree::for_each_row(s.view(matrix.get()), node, &mut |row| {
+                    flat.extend(row.iter().map(|&w| w as i64))
+                });
                 Ok(flat)
             })
             .map_err(rt_err)?
@@ -158,14 +202,26 @@ impl Benchmark for FloydWarshall {
         Ok(Outcome::new(output, move || {
             let want = reference(seed, n);
             if distances.len() != want.len() {
-                return Err(format!("{} distances, expected {}", distances.len(), want.len()));
+                return Err(format!(
+                    "{} distances, expected {}",
+                    distances.len(),
+                    want.len()
+                ));
             }
             if let Some(x) = (0..want.len()).find(|&x| distances[x] != want[x]) {
-                return Err(format!("distance {} -> {}: {}, expected {}", x / n, x % n, distances[x], want[x]));
+                return Err(format!(
+                    "distance {} -> {}: {}, expected {}",
+                    x / n,
+                    x % n,
+                    distances[x],
+                    want[x]
+                ));
             }
             let (want_sum, want_unreachable) = summary(want.iter().copied());
             if (sum, unreachable) != (want_sum, want_unreachable) {
-                return Err(format!("summary ({sum}, {unreachable}), expected ({want_sum}, {want_unreachable})"));
+                return Err(format!(
+                    "summary ({sum}, {unreachable}), expected ({want_sum}, {want_unreachable})"
+                ));
             }
             Ok(())
         }))

@@ -30,8 +30,8 @@
 //! the eight neighbours of each cell with a bounds-checked lookup, as the
 //! original does; live count and hash must be equal.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use crate::mix;
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Handle, Result, Runtime, Scope};
 
 pub struct GameOfLife;
@@ -83,7 +83,8 @@ fn set_cell(row: &mut [u64], y: usize, alive: bool) {
 /// `below` (absent outside the board), into `out` (zeroed).
 fn next_row(above: Option<&[u64]>, mid: &[u64], below: Option<&[u64]>, n: usize, out: &mut [u64]) {
     // Live cells in each column of the three rows.
-    let column = |y: usize| above.map_or(0, |r| cell(r, y)) + cell(mid, y) + below.map_or(0, |r| cell(r, y));
+    let column =
+        |y: usize| above.map_or(0, |r| cell(r, y)) + cell(mid, y) + below.map_or(0, |r| cell(r, y));
     let (mut left, mut here) = (0, column(0));
     for y in 0..n {
         let right = if y + 1 < n { column(y + 1) } else { 0 };
@@ -99,9 +100,17 @@ fn step<'s>(s: &mut Scope<'s>, board: Handle<'_>, n: usize, grain: usize) -> Res
     s.tabulate(&[board], 0, n, grain, move |s, env, x| {
         s.scope_value(|s| {
             let board = env[0];
-            let above = if x > 0 { Some(s.seq_get(board, x - 1)?) } else { None };
+            let above = if x > 0 {
+                Some(s.seq_get(board, x - 1)?)
+            } else {
+                None
+            };
             let mid = s.seq_get(board, x)?;
-            let below = if x + 1 < n { Some(s.seq_get(board, x + 1)?) } else { None };
+            let below = if x + 1 < n {
+                Some(s.seq_get(board, x + 1)?)
+            } else {
+                None
+            };
             // The new row, computed in a buffer of the loop, then copied into
             // its raw object (the views cannot live across the allocation).
             let mut row = vec![0u64; row_words(n)];
@@ -113,7 +122,14 @@ fn step<'s>(s: &mut Scope<'s>, board: Handle<'_>, n: usize, grain: usize) -> Res
 }
 
 /// Runs the board on the heap; returns (live cells, hash) of the last board.
-fn simulate(s: &mut Scope<'_>, n: usize, generations: usize, grain: usize, seed: u64, density: u64) -> Result<(u64, u64)> {
+fn simulate(
+    s: &mut Scope<'_>,
+    n: usize,
+    generations: usize,
+    grain: usize,
+    seed: u64,
+    density: u64,
+) -> Result<(u64, u64)> {
     let first = s.tabulate(&[], 0, n, grain, move |s, _, x| {
         s.alloc_raw_with(row_words(n), |row| {
             for y in 0..n {
@@ -142,7 +158,13 @@ fn simulate(s: &mut Scope<'_>, n: usize, generations: usize, grain: usize, seed:
 
 /// The sequential simulation on Rust vectors (the independent answer).
 fn reference(n: usize, generations: usize, seed: u64, density: u64) -> (u64, u64) {
-    let mut g: Vec<Vec<u8>> = (0..n).map(|x| (0..n).map(|y| u8::from(initially_alive(seed, density, n, x, y))).collect()).collect();
+    let mut g: Vec<Vec<u8>> = (0..n)
+        .map(|x| {
+            (0..n)
+                .map(|y| u8::from(initially_alive(seed, density, n, x, y)))
+                .collect()
+        })
+        .collect();
     let get = |g: &Vec<Vec<u8>>, x: isize, y: isize| -> u8 {
         if x < 0 || y < 0 || x >= n as isize || y >= n as isize {
             0
@@ -155,7 +177,16 @@ fn reference(n: usize, generations: usize, seed: u64, density: u64) -> (u64, u64
         for x in 0..n as isize {
             for y in 0..n as isize {
                 let mut count = 0;
-                for (dx, dy) in [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)] {
+                for (dx, dy) in [
+                    (-1, -1),
+                    (-1, 0),
+                    (-1, 1),
+                    (0, -1),
+                    (0, 1),
+                    (1, -1),
+                    (1, 0),
+                    (1, 1),
+                ] {
                     count += get(&g, x + dx, y + dy);
                 }
                 next[x as usize][y as usize] = match (g[x as usize][y as usize], count) {
@@ -183,11 +214,46 @@ impl Benchmark for GameOfLife {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "size", help: "board side N (cells)", quick: 512, paper: 1024, min: 1, max: 2048 },
-            Param { name: "generations", help: "generations to run", quick: 80, paper: 1000, min: 0, max: 1_000_000 },
-            Param { name: "grain", help: "rows per task", quick: 16, paper: 16, min: 1, max: 256 },
-            Param { name: "density", help: "percentage of cells alive initially", quick: 50, paper: 50, min: 0, max: 100 },
-            Param { name: "seed", help: "seed of the initial board", quick: 42, paper: 42, min: 0, max: i64::MAX },
+            Param {
+                name: "size",
+                help: "board side N (cells)",
+                quick: 512,
+                paper: 1024,
+                min: 1,
+                max: 2048,
+            },
+            Param {
+                name: "generations",
+                help: "generations to run",
+                quick: 80,
+                paper: 1000,
+                min: 0,
+                max: 1_000_000,
+            },
+            Param {
+                name: "grain",
+                help: "rows per task",
+                quick: 16,
+                paper: 16,
+                min: 1,
+                max: 256,
+            },
+            Param {
+                name: "density",
+                help: "percentage of cells alive initially",
+                quick: 50,
+                paper: 50,
+                min: 0,
+                max: 100,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the initial board",
+                quick: 42,
+                paper: 42,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
@@ -195,10 +261,13 @@ impl Benchmark for GameOfLife {
         let (n, generations, grain) = (p.usize("size"), p.usize("generations"), p.usize("grain"));
         let (density, seed) = (p.get("density") as u64, p.get("seed") as u64);
         let (live, hash) = rt
-            .run_on(0, move |s| simulate(s, n, generations, grain, seed, density))
+            .run_on(0, move |s| {
+                simulate(s, n, generations, grain, seed, density)
+            })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let out = format!("{generations} generations on {n}x{n}: {live} live cells, hash {hash:016x}\n");
+        let out =
+            format!("{generations} generations on {n}x{n}: {live} live cells, hash {hash:016x}\n");
         Ok(Outcome::new(out, move || {
             let (want_live, want_hash) = reference(n, generations, seed, density);
             if (live, hash) == (want_live, want_hash) {
@@ -220,17 +289,32 @@ mod tests {
     #[test]
     fn a_lone_glider_travels() {
         let rt = Runtime::new(Config::builder().vprocs(2).verify(true).build().unwrap()).unwrap();
-        let over = [("size".into(), 40), ("generations".into(), 80), ("density".into(), 0), ("grain".into(), 3)];
+        let over = [
+            ("size".into(), 40),
+            ("generations".into(), 80),
+            ("density".into(), 0),
+            ("grain".into(), 3),
+        ];
         let params = Params::new(&GameOfLife, crate::Size::Quick, &over).unwrap();
         let outcome = GameOfLife.run(&rt, &params).unwrap();
         (outcome.check)().unwrap();
-        assert!(outcome.output.contains(": 5 live cells"), "{}", outcome.output);
+        assert!(
+            outcome.output.contains(": 5 live cells"),
+            "{}",
+            outcome.output
+        );
         let mut hash = Fnv::new();
         for x in 0..40usize {
             for y in 0..40usize {
-                hash.add(u64::from(GLIDER.contains(&(x.wrapping_sub(20), y.wrapping_sub(20)))));
+                hash.add(u64::from(
+                    GLIDER.contains(&(x.wrapping_sub(20), y.wrapping_sub(20))),
+                ));
             }
         }
-        assert!(outcome.output.ends_with(&format!("hash {:016x}\n", hash.0)), "{}", outcome.output);
+        assert!(
+            outcome.output.ends_with(&format!("hash {:016x}\n", hash.0)),
+            "{}",
+            outcome.output
+        );
     }
 }

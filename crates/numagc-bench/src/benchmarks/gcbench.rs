@@ -74,7 +74,11 @@ fn make_big_tree<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Res
     if depth <= FORK_DEPTH {
         return make_tree(s, node, depth);
     }
-    let (left, right) = s.par2(&[], move |s, _| make_big_tree(s, node, depth - 1), move |s, _| make_big_tree(s, node, depth - 1))?;
+    let (left, right) = s.par2(
+        &[],
+        move |s, _| make_big_tree(s, node, depth - 1),
+        move |s, _| make_big_tree(s, node, depth - 1),
+    )?;
     s.alloc_mixed(node, &[left, right], &[0, 0])
 }
 
@@ -102,7 +106,12 @@ impl PhaseCount {
         [self.trees, self.nodes, self.min_nodes, self.max_nodes]
     }
     fn of(v: View<'_>) -> PhaseCount {
-        PhaseCount { trees: v.raw(0), nodes: v.raw(1), min_nodes: v.raw(2), max_nodes: v.raw(3) }
+        PhaseCount {
+            trees: v.raw(0),
+            nodes: v.raw(1),
+            min_nodes: v.raw(2),
+            max_nodes: v.raw(3),
+        }
     }
     fn join(self, o: PhaseCount) -> PhaseCount {
         PhaseCount {
@@ -116,7 +125,14 @@ impl PhaseCount {
 
 /// Builds, walks and drops `num_iters(stretch, depth)` trees in parallel
 /// (`TimeConstruction`'s loop).
-fn construct_trees(s: &mut Scope<'_>, node: DescId, count: DescId, stretch: u32, depth: u32, grain: usize) -> numagc::Result<PhaseCount> {
+fn construct_trees(
+    s: &mut Scope<'_>,
+    node: DescId,
+    count: DescId,
+    stretch: u32,
+    depth: u32,
+    grain: usize,
+) -> numagc::Result<PhaseCount> {
     let iters = num_iters(stretch, depth) as usize;
     let trees_per_task = (grain / tree_size(depth) as usize).max(1);
     let total = s.par_reduce(
@@ -125,10 +141,21 @@ fn construct_trees(s: &mut Scope<'_>, node: DescId, count: DescId, stretch: u32,
         iters,
         trees_per_task,
         move |s, _, lo, hi| {
-            let mut c = PhaseCount { trees: 0, nodes: 0, min_nodes: u64::MAX, max_nodes: 0 };
+            let mut c = PhaseCount {
+                trees: 0,
+                nodes: 0,
+                min_nodes: u64::MAX,
+                max_nodes: 0,
+            };
             for _ in lo..hi {
-                let nodes = s.scope(|s| make_tree(s, node, depth).map(|t| count_nodes(s.view(t))))?;
-                c = c.join(PhaseCount { trees: 1, nodes, min_nodes: nodes, max_nodes: nodes });
+                let nodes =
+                    s.scope(|s| make_tree(s, node, depth).map(|t| count_nodes(s.view(t))))?;
+                c = c.join(PhaseCount {
+                    trees: 1,
+                    nodes,
+                    min_nodes: nodes,
+                    max_nodes: nodes,
+                });
             }
             s.alloc_mixed(count, &[], &c.raw())
         },
@@ -170,11 +197,46 @@ impl Benchmark for GcBench {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "stretch-depth", help: "depth of the stretch tree (kStretchTreeDepth)", quick: 17, paper: 18, min: 4, max: 26 },
-            Param { name: "long-lived-depth", help: "depth of the long-lived tree (kLongLivedTreeDepth)", quick: 15, paper: 16, min: 0, max: 24 },
-            Param { name: "max-depth", help: "largest depth of the short-lived trees (kMaxTreeDepth)", quick: 16, paper: 16, min: 4, max: 24 },
-            Param { name: "array-size", help: "doubles in the long-lived array (kArraySize)", quick: 250_000, paper: 500_000, min: 2002, max: 1 << 26 },
-            Param { name: "grain", help: "nodes of the trees one task builds one after the other (at least one tree)", quick: 4096, paper: 4096, min: 1, max: 1 << 30 },
+            Param {
+                name: "stretch-depth",
+                help: "depth of the stretch tree (kStretchTreeDepth)",
+                quick: 17,
+                paper: 18,
+                min: 4,
+                max: 26,
+            },
+            Param {
+                name: "long-lived-depth",
+                help: "depth of the long-lived tree (kLongLivedTreeDepth)",
+                quick: 15,
+                paper: 16,
+                min: 0,
+                max: 24,
+            },
+            Param {
+                name: "max-depth",
+                help: "largest depth of the short-lived trees (kMaxTreeDepth)",
+                quick: 16,
+                paper: 16,
+                min: 4,
+                max: 24,
+            },
+            Param {
+                name: "array-size",
+                help: "doubles in the long-lived array (kArraySize)",
+                quick: 250_000,
+                paper: 500_000,
+                min: 2002,
+                max: 1 << 26,
+            },
+            Param {
+                name: "grain",
+                help: "nodes of the trees one task builds one after the other (at least one tree)",
+                quick: 4096,
+                paper: 4096,
+                min: 1,
+                max: 1 << 30,
+            },
         ]
     }
 
@@ -187,12 +249,17 @@ impl Benchmark for GcBench {
         }
         let array_size = p.usize("array-size");
         let grain = p.usize("grain");
-        let node = rt.register(Descriptor::mixed("gcbench-node", 4, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
-        let count = rt.register(Descriptor::mixed("tree-counts", 4, &[]).map_err(rt_err)?).map_err(rt_err)?;
+        let node = rt
+            .register(Descriptor::mixed("gcbench-node", 4, &[0, 1]).map_err(rt_err)?)
+            .map_err(rt_err)?;
+        let count = rt
+            .register(Descriptor::mixed("tree-counts", 4, &[]).map_err(rt_err)?)
+            .map_err(rt_err)?;
         let report = rt
             .run_on(0, move |s| -> numagc::Result<Report> {
                 // Stretch the memory space quickly.
-                let stretch_nodes = s.scope(|s| make_big_tree(s, node, stretch).map(|t| count_nodes(s.view(t))))?;
+                let stretch_nodes =
+                    s.scope(|s| make_big_tree(s, node, stretch).map(|t| count_nodes(s.view(t))))?;
                 let long_lived = make_big_tree(s, node, long_lived_depth)?;
                 let array = s.alloc_raw_with(array_size, |a| {
                     for (i, w) in a.iter_mut().enumerate().take(array_size / 2) {
@@ -206,27 +273,61 @@ impl Benchmark for GcBench {
                     phases.push((depth, top_down, bottom_up));
                 }
                 let long_lived_nodes = count_nodes(s.view(long_lived));
-                let array = s.view(array).raw_words().expect("a raw array").iter().map(|&w| f64::from_bits(w)).collect();
-                Ok(Report { stretch_nodes, phases, long_lived_nodes, array })
+                let array = s
+                    .view(array)
+                    .raw_words()
+                    .expect("a raw array")
+                    .iter()
+                    .map(|&w| f64::from_bits(w))
+                    .collect();
+                Ok(Report {
+                    stretch_nodes,
+                    phases,
+                    long_lived_nodes,
+                    array,
+                })
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
 
         let mut out = String::new();
         writeln!(out, "Garbage Collector Test").unwrap();
-        writeln!(out, " Stretching memory with a binary tree of depth {stretch}: {} nodes", report.stretch_nodes).unwrap();
-        writeln!(out, " Creating a long-lived binary tree of depth {long_lived_depth}").unwrap();
+        writeln!(
+            out,
+            " Stretching memory with a binary tree of depth {stretch}: {} nodes",
+            report.stretch_nodes
+        )
+        .unwrap();
+        writeln!(
+            out,
+            " Creating a long-lived binary tree of depth {long_lived_depth}"
+        )
+        .unwrap();
         writeln!(out, " Creating a long-lived array of {array_size} doubles").unwrap();
         for (depth, top_down, bottom_up) in &report.phases {
-            writeln!(out, "Creating {} trees of depth {depth}: top down {} nodes, bottom up {} nodes", top_down.trees, top_down.nodes, bottom_up.nodes).unwrap();
+            writeln!(
+                out,
+                "Creating {} trees of depth {depth}: top down {} nodes, bottom up {} nodes",
+                top_down.trees, top_down.nodes, bottom_up.nodes
+            )
+            .unwrap();
         }
         let intact = report.array.get(1000) == Some(&(1.0 / 1000.0));
-        writeln!(out, "Long-lived tree: {} nodes; array[1000] == 1/1000: {intact}", report.long_lived_nodes).unwrap();
+        writeln!(
+            out,
+            "Long-lived tree: {} nodes; array[1000] == 1/1000: {intact}",
+            report.long_lived_nodes
+        )
+        .unwrap();
 
         Ok(Outcome::new(out, move || {
             let mut failures = Vec::new();
             if report.stretch_nodes != tree_size(stretch) {
-                failures.push(format!("stretch tree: {} nodes, expected {}", report.stretch_nodes, tree_size(stretch)));
+                failures.push(format!(
+                    "stretch tree: {} nodes, expected {}",
+                    report.stretch_nodes,
+                    tree_size(stretch)
+                ));
             }
             let depths: Vec<u32> = report.phases.iter().map(|p| p.0).collect();
             let want_depths: Vec<u32> = (MIN_TREE_DEPTH..=max_depth).step_by(2).collect();
@@ -237,20 +338,40 @@ impl Benchmark for GcBench {
                 // NumIters as GCBench writes it, in plain integer arithmetic.
                 let trees = 2 * ((1u64 << (stretch + 1)) - 1) / ((1u64 << (depth + 1)) - 1);
                 let nodes = (1u64 << (depth + 1)) - 1;
-                let want = PhaseCount { trees, nodes: trees * nodes, min_nodes: nodes, max_nodes: nodes };
+                let want = PhaseCount {
+                    trees,
+                    nodes: trees * nodes,
+                    min_nodes: nodes,
+                    max_nodes: nodes,
+                };
                 for (phase, got) in [("top down", top_down), ("bottom up", bottom_up)] {
                     if *got != want {
-                        failures.push(format!("{phase}, depth {depth}: {got:?}, expected {want:?}"));
+                        failures.push(format!(
+                            "{phase}, depth {depth}: {got:?}, expected {want:?}"
+                        ));
                     }
                 }
             }
             if report.long_lived_nodes != tree_size(long_lived_depth) {
-                failures.push(format!("long-lived tree: {} nodes, expected {}", report.long_lived_nodes, tree_size(long_lived_depth)));
+                failures.push(format!(
+                    "long-lived tree: {} nodes, expected {}",
+                    report.long_lived_nodes,
+                    tree_size(long_lived_depth)
+                ));
             }
             if report.array.len() != array_size {
-                failures.push(format!("array of {} doubles, expected {array_size}", report.array.len()));
-            } else if let Some(i) = (0..array_size).find(|&i| report.array[i].to_bits() != array_value(i, array_size).to_bits()) {
-                failures.push(format!("array[{i}] = {}, expected {}", report.array[i], array_value(i, array_size)));
+                failures.push(format!(
+                    "array of {} doubles, expected {array_size}",
+                    report.array.len()
+                ));
+            } else if let Some(i) = (0..array_size)
+                .find(|&i| report.array[i].to_bits() != array_value(i, array_size).to_bits())
+            {
+                failures.push(format!(
+                    "array[{i}] = {}, expected {}",
+                    report.array[i],
+                    array_value(i, array_size)
+                ));
             }
             if report.array.get(1000) != Some(&0.001) {
                 failures.push("array[1000] != 1/1000 (GCBench's final test)".to_string());

@@ -28,8 +28,8 @@
 //! tolerance, and ‖L·U − A‖ on a sample of entries.
 
 use super::row_tree;
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use crate::mix;
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Descriptor, Handle, Runtime, Scope};
 use std::cell::RefCell;
 
@@ -37,7 +37,8 @@ pub struct LuDecomposition;
 
 /// Entry `(i, j)` of the input matrix A.
 fn entry(seed: u64, n: usize, i: usize, j: usize) -> f64 {
-    let unit = (mix(seed.wrapping_mul(0x1_0000_0001) ^ (i * n + j) as u64) >> 11) as f64 / (1u64 << 53) as f64;
+    let unit = (mix(seed.wrapping_mul(0x1_0000_0001) ^ (i * n + j) as u64) >> 11) as f64
+        / (1u64 << 53) as f64;
     let x = 1.0 + 100.0 * unit;
     if i == j {
         x + 101.0 * n as f64
@@ -56,11 +57,22 @@ thread_local! {
 /// the words of `other` (`NIL`: none). The row is computed in a per-thread
 /// scratch buffer and copied, since raw allocation cannot read other
 /// objects while it fills the new one.
-fn derive_row<'s>(s: &mut Scope<'s>, row: Handle<'_>, other: Handle<'_>, change: impl FnOnce(&mut [f64], &[u64])) -> numagc::Result<Handle<'s>> {
+fn derive_row<'s>(
+    s: &mut Scope<'s>,
+    row: Handle<'_>,
+    other: Handle<'_>,
+    change: impl FnOnce(&mut [f64], &[u64]),
+) -> numagc::Result<Handle<'s>> {
     SCRATCH.with(|scratch| {
         let mut new = scratch.borrow_mut();
         new.clear();
-        new.extend(s.view(row).raw_words().expect("a row is a raw object").iter().map(|&w| f64::from_bits(w)));
+        new.extend(
+            s.view(row)
+                .raw_words()
+                .expect("a row is a raw object")
+                .iter()
+                .map(|&w| f64::from_bits(w)),
+        );
         change(&mut new, s.view(other).raw_words().unwrap_or(&[]));
         s.alloc_f64s(&new)
     })
@@ -68,7 +80,12 @@ fn derive_row<'s>(s: &mut Scope<'s>, row: Handle<'_>, other: Handle<'_>, change:
 
 /// Row `row` after step `k` with pivot row `pivot`: the multiplier in
 /// column `k`, the columns after `k` eliminated, those before kept.
-fn eliminate<'s>(s: &mut Scope<'s>, row: Handle<'_>, pivot: Handle<'_>, k: usize) -> numagc::Result<Handle<'s>> {
+fn eliminate<'s>(
+    s: &mut Scope<'s>,
+    row: Handle<'_>,
+    pivot: Handle<'_>,
+    k: usize,
+) -> numagc::Result<Handle<'s>> {
     derive_row(s, row, pivot, |new, pivot| {
         let factor = new[k] / f64::from_bits(pivot[k]);
         new[k] = factor;
@@ -97,7 +114,12 @@ fn reference(a: &[f64], n: usize) -> Vec<f64> {
 /// Compares L and U with the reference decomposition and L·U with A.
 fn check(seed: u64, n: usize, l: &[f64], u: &[f64]) -> Result<(), String> {
     if l.len() != n * n || u.len() != n * n {
-        return Err(format!("L has {} and U {} entries, expected {}", l.len(), u.len(), n * n));
+        return Err(format!(
+            "L has {} and U {} entries, expected {}",
+            l.len(),
+            u.len(),
+            n * n
+        ));
     }
     let a: Vec<f64> = (0..n * n).map(|x| entry(seed, n, x / n, x % n)).collect();
     let lu = reference(&a, n);
@@ -105,7 +127,13 @@ fn check(seed: u64, n: usize, l: &[f64], u: &[f64]) -> Result<(), String> {
     for i in 0..n {
         for j in 0..n {
             let x = i * n + j;
-            let want_l = if j < i { lu[x] } else if j == i { 1.0 } else { 0.0 };
+            let want_l = if j < i {
+                lu[x]
+            } else if j == i {
+                1.0
+            } else {
+                0.0
+            };
             let want_u = if j >= i { lu[x] } else { 0.0 };
             if !close(l[x], want_l, want_l.abs()) {
                 return Err(format!("L[{i}][{j}] = {}, expected {want_l}", l[x]));
@@ -122,13 +150,19 @@ fn check(seed: u64, n: usize, l: &[f64], u: &[f64]) -> Result<(), String> {
             (t / n, t % n)
         } else {
             state = mix(state);
-            ((state % n as u64) as usize, ((state >> 32) % n as u64) as usize)
+            (
+                (state % n as u64) as usize,
+                ((state >> 32) % n as u64) as usize,
+            )
         };
         let terms = (0..n).map(|m| l[i * n + m] * u[m * n + j]);
         let scale: f64 = terms.clone().map(f64::abs).sum();
         let product: f64 = terms.sum();
         if !close(product, a[i * n + j], scale) {
-            return Err(format!("(L·U)[{i}][{j}] = {product}, A[{i}][{j}] = {}", a[i * n + j]));
+            return Err(format!(
+                "(L·U)[{i}][{j}] = {product}, A[{i}][{j}] = {}",
+                a[i * n + j]
+            ));
         }
     }
     Ok(())
@@ -146,20 +180,47 @@ impl Benchmark for LuDecomposition {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "order of the matrix", quick: 576, paper: 1024, min: 2, max: 1800 },
-            Param { name: "grain", help: "rows eliminated sequentially by one task", quick: 4, paper: 8, min: 1, max: 256 },
-            Param { name: "seed", help: "seed of the random matrix", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param {
+                name: "n",
+                help: "order of the matrix",
+                quick: 576,
+                paper: 1024,
+                min: 2,
+                max: 1800,
+            },
+            Param {
+                name: "grain",
+                help: "rows eliminated sequentially by one task",
+                quick: 4,
+                paper: 8,
+                min: 1,
+                max: 256,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the random matrix",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> Result<Outcome, String> {
         let (n, grain, seed) = (p.usize("n"), p.usize("grain"), p.get("seed") as u64);
         let node = row_tree::register(rt)?;
-        let cons = rt.register(Descriptor::mixed("row-list", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let cons = rt
+            .register(Descriptor::mixed("row-list", 2, &[0, 1]).map_err(rt_err)?)
+            .map_err(rt_err)?;
         let (l, u) = rt
             .run_on(0, move |s| -> numagc::Result<(Vec<f64>, Vec<f64>)> {
                 let input_row = row_tree::make_fn(move |s, i| {
-                    s.alloc_raw_with(n, |row| row.iter_mut().enumerate().for_each(|(j, w)| *w = entry(seed, n, i, j).to_bits()))
+                    s.alloc_raw_with(n, |row| {
+                        row.iter_mut()
+                            .enumerate()
+                            .for_each(|(j, w)| *w = entry(seed, n, i, j).to_bits())
+                    })
                 });
                 let a = row_tree::build(s, node, 0, n, grain, &input_row)?;
                 let trailing = s.slot(a);
@@ -178,7 +239,15 @@ impl Benchmark for LuDecomposition {
                         let pivot = row_tree::first_row(s, node, trailing.get());
                         let done = s.alloc_mixed(cons, &[pivot, finished.get()], &[])?;
                         s.assign(finished, done);
-                        let next = row_tree::map(s, node, trailing.get(), &[pivot, Handle::int(k as i64)], 0, grain, &step_row)?;
+                        let next = row_tree::map(
+                            s,
+                            node,
+                            trailing.get(),
+                            &[pivot, Handle::int(k as i64)],
+                            0,
+                            grain,
+                            &step_row,
+                        )?;
                         s.assign(trailing, next);
                         Ok(())
                     })?;
@@ -198,18 +267,26 @@ impl Benchmark for LuDecomposition {
                         new[i + 1..].fill(0.0);
                     })
                 });
-                let upper = row_tree::map_fn(|s, _, row, i| derive_row(s, row, Handle::NIL, |new, _| new[..i].fill(0.0)));
+                let upper = row_tree::map_fn(|s, _, row, i| {
+                    derive_row(s, row, Handle::NIL, |new, _| new[..i].fill(0.0))
+                });
                 let l = row_tree::map(s, node, lu, &[], 0, grain, &lower)?;
                 let u = row_tree::map(s, node, lu, &[], 0, grain, &upper)?;
                 let mut matrices = (Vec::with_capacity(n * n), Vec::with_capacity(n * n));
-                row_tree::for_each_row(s.view(l), node, &mut |row| matrices.0.extend(row.iter().map(|&w| f64::from_bits(w))));
-                row_tree::for_each_row(s.view(u), node, &mut |row| matrices.1.extend(row.iter().map(|&w| f64::from_bits(w))));
+                row_tree::for_each_row(s.view(l), node, &mut |row| {
+                    matrices.0.extend(row.iter().map(|&w| f64::from_bits(w)))
+                });
+                row_tree::for_each_row(s.view(u), node, &mut |row| {
+                    matrices.1.extend(row.iter().map(|&w| f64::from_bits(w)))
+                });
                 Ok(matrices)
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
         let (l_sum, u_sum): (f64, f64) = (l.iter().sum(), u.iter().sum());
-        let output = format!("LU decomposition of a {n}x{n} matrix: checksum L {l_sum:.6e}, U {u_sum:.6e}\n");
+        let output = format!(
+            "LU decomposition of a {n}x{n} matrix: checksum L {l_sum:.6e}, U {u_sum:.6e}\n"
+        );
         Ok(Outcome::new(output, move || check(seed, n, &l, &u)))
     }
 }

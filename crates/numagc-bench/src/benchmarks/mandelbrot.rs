@@ -64,7 +64,8 @@ fn picture<'s>(s: &mut Scope<'s>, size: usize, limit: u32) -> Result<Handle<'s>>
 }
 
 fn int(s: &Scope<'_>, h: Handle<'_>) -> Result<i64> {
-    s.as_int(h).ok_or_else(|| numagc::Error::Misuse("expected an integer".into()))
+    s.as_int(h)
+        .ok_or_else(|| numagc::Error::Misuse("expected an integer".into()))
 }
 
 impl Benchmark for Mandelbrot {
@@ -79,8 +80,22 @@ impl Benchmark for Mandelbrot {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "size", help: "window width and height in pixels", quick: 512, paper: 2048, min: 1, max: 1 << 16 },
-            Param { name: "iterations", help: "iteration limit per pixel", quick: 1000, paper: 1000, min: 1, max: 1 << 20 },
+            Param {
+                name: "size",
+                help: "window width and height in pixels",
+                quick: 512,
+                paper: 2048,
+                min: 1,
+                max: 1 << 16,
+            },
+            Param {
+                name: "iterations",
+                help: "iteration limit per pixel",
+                quick: 1000,
+                paper: 1000,
+                min: 1,
+                max: 1 << 20,
+            },
         ]
     }
 
@@ -94,21 +109,28 @@ impl Benchmark for Mandelbrot {
                     s.seq_for_each(row, |count| sum += count.as_int().unwrap_or(i64::MIN))?;
                     Ok(Handle::int(sum))
                 })?;
-                let total = s.seq_reduce(&[], sums, 64, Handle::NIL, |s, _, a, b| Ok(Handle::int(int(s, a)? + int(s, b)?)))?;
+                let total = s.seq_reduce(&[], sums, 64, Handle::NIL, |s, _, a, b| {
+                    Ok(Handle::int(int(s, a)? + int(s, b)?))
+                })?;
                 let mut row_sums = Vec::with_capacity(size);
                 s.seq_for_each(sums, |sum| row_sums.push(sum.as_int().unwrap_or(i64::MIN)))?;
                 Ok((row_sums, int(s, total)?))
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let output = format!("mandelbrot {size}x{size}, {limit} iterations: sum of iteration counts {total}\n");
+        let output = format!(
+            "mandelbrot {size}x{size}, {limit} iterations: sum of iteration counts {total}\n"
+        );
         Ok(Outcome::new(output, move || {
             let want = reference_row_sums(size, limit);
             if row_sums.len() != size {
                 return Err(format!("{} row sums, expected {size}", row_sums.len()));
             }
             if let Some(row) = (0..size).find(|&r| row_sums[r] != want[r]) {
-                return Err(format!("row {row}: sum {}, expected {}", row_sums[row], want[row]));
+                return Err(format!(
+                    "row {row}: sum {}, expected {}",
+                    row_sums[row], want[row]
+                ));
             }
             let want_total: i64 = want.iter().sum();
             if total != want_total {

@@ -62,7 +62,9 @@ fn eight_pixels(cr: &[f64; 8], ci: f64) -> u8 {
             return 0;
         }
     }
-    (0..8).fold(0u8, |byte, k| (byte << 1) | u8::from(bounded(trr[k] + tii[k])))
+    (0..8).fold(0u8, |byte, k| {
+        (byte << 1) | u8::from(bounded(trr[k] + tii[k]))
+    })
 }
 
 /// The OCaml program's test on |z|²: false for NaN.
@@ -90,7 +92,9 @@ fn fill_row(words: &mut [u64], n: usize, y: usize) {
 /// The bitmap: a sequence of rows, each a raw object of packed bits.
 fn bitmap<'s>(s: &mut Scope<'s>, n: usize, grain: usize) -> Result<Handle<'s>> {
     let words_per_row = n.div_ceil(64);
-    s.tabulate(&[], 0, n, grain, move |s, _, y| s.alloc_raw_with(words_per_row, |words| fill_row(words, n, y)))
+    s.tabulate(&[], 0, n, grain, move |s, _, y| {
+        s.alloc_raw_with(words_per_row, |words| fill_row(words, n, y))
+    })
 }
 
 /// 64-bit FNV-1a.
@@ -117,8 +121,22 @@ impl Benchmark for Mandelbrot6 {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "bitmap width and height in pixels", quick: 4000, paper: 16000, min: 1, max: 1 << 17 },
-            Param { name: "grain", help: "rows per parallel piece", quick: 4, paper: 4, min: 1, max: 1 << 17 },
+            Param {
+                name: "n",
+                help: "bitmap width and height in pixels",
+                quick: 4000,
+                paper: 16000,
+                min: 1,
+                max: 1 << 17,
+            },
+            Param {
+                name: "grain",
+                help: "rows per parallel piece",
+                quick: 4,
+                paper: 4,
+                min: 1,
+                max: 1 << 17,
+            },
         ]
     }
 
@@ -141,7 +159,10 @@ impl Benchmark for Mandelbrot6 {
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let output = format!("P4 {n}x{n} ({} bytes): FNV-1a {hash:#018x}, {set_bits} set bits\n", n * row_bytes);
+        let output = format!(
+            "P4 {n}x{n} ({} bytes): FNV-1a {hash:#018x}, {set_bits} set bits\n",
+            n * row_bytes
+        );
         Ok(Outcome::new(output, move || {
             if n == 200 && (hash, set_bits) != KNOWN_200 {
                 return Err(format!("N = 200: FNV-1a {hash:#018x} and {set_bits} set bits, expected {:#018x} and {}", KNOWN_200.0, KNOWN_200.1));

@@ -33,8 +33,8 @@
 //! code path), compared exactly on the sum, the trace, the checksum and a
 //! sample of entries.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use crate::mix;
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Handle, Result, Runtime, Scope};
 use std::fmt::Write;
 
@@ -47,7 +47,9 @@ fn entry(seed: u64, which: u64, row: usize, col: usize) -> i64 {
 
 /// Entries compared one by one in the check.
 fn samples(n: usize) -> Vec<(usize, usize)> {
-    (0..8).map(|k| (mix(k) as usize % n, mix(k + 100) as usize % n)).collect()
+    (0..8)
+        .map(|k| (mix(k) as usize % n, mix(k + 100) as usize % n))
+        .collect()
 }
 
 /// What the run reports about the result.
@@ -69,11 +71,22 @@ fn summary_of(entry: impl Fn(usize, usize) -> i64, n: usize) -> Summary {
         }
         trace += entry(i, i);
     }
-    Summary { sum, trace, checksum, samples: samples(n).into_iter().map(|(i, j)| entry(i, j)).collect() }
+    Summary {
+        sum,
+        trace,
+        checksum,
+        samples: samples(n).into_iter().map(|(i, j)| entry(i, j)).collect(),
+    }
 }
 
 /// An input matrix as a sequence of `n` raw rows of integer words.
-fn input<'s>(s: &mut Scope<'s>, seed: u64, which: u64, n: usize, grain: usize) -> Result<Handle<'s>> {
+fn input<'s>(
+    s: &mut Scope<'s>,
+    seed: u64,
+    which: u64,
+    n: usize,
+    grain: usize,
+) -> Result<Handle<'s>> {
     s.tabulate(&[], 0, n, grain, move |s, _, i| {
         s.alloc_raw_with(n, |words| {
             for (j, w) in words.iter_mut().enumerate() {
@@ -89,10 +102,17 @@ fn fill_rows(s: &mut Scope<'_>, env: &[Handle<'_>], lo: usize, hi: usize, n: usi
     // The task's entries, row-major, computed while views are held.
     let mut entries = vec![0i64; (hi - lo) * n];
     s.scope(|s| -> Result<()> {
-        let x_handles = (lo..hi).map(|i| s.seq_get(env[0], i)).collect::<Result<Vec<_>>>()?;
-        let x_rows: Vec<&[u64]> = x_handles.iter().map(|&h| s.view(h).raw_words().expect("a row of x is a raw object")).collect();
+        let x_handles = (lo..hi)
+            .map(|i| s.seq_get(env[0], i))
+            .collect::<Result<Vec<_>>>()?;
+        let x_rows: Vec<&[u64]> = x_handles
+            .iter()
+            .map(|&h| s.view(h).raw_words().expect("a row of x is a raw object"))
+            .collect();
         let mut y_rows = Vec::with_capacity(n);
-        s.seq_for_each(env[1], |r| y_rows.push(r.raw_words().expect("a row of y is a raw object")))?;
+        s.seq_for_each(env[1], |r| {
+            y_rows.push(r.raw_words().expect("a row of y is a raw object"))
+        })?;
         for j in 0..n {
             for (r, x_row) in x_rows.iter().enumerate() {
                 let mut w = 0i64;
@@ -128,9 +148,30 @@ impl Benchmark for MatrixMultiplication {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "rows and columns of each matrix", quick: 400, paper: 1024, min: 1, max: 4096 },
-            Param { name: "grain", help: "rows of the result per task", quick: 4, paper: 8, min: 1, max: 4096 },
-            Param { name: "seed", help: "seed of the matrices' entries", quick: 42, paper: 42, min: 0, max: i64::MAX },
+            Param {
+                name: "n",
+                help: "rows and columns of each matrix",
+                quick: 400,
+                paper: 1024,
+                min: 1,
+                max: 4096,
+            },
+            Param {
+                name: "grain",
+                help: "rows of the result per task",
+                quick: 4,
+                paper: 8,
+                min: 1,
+                max: 4096,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the matrices' entries",
+                quick: 42,
+                paper: 42,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
@@ -157,12 +198,20 @@ impl Benchmark for MatrixMultiplication {
                     |_, _, _, _| Ok(Handle::NIL),
                 )?;
                 let res = s.view(res);
-                Ok(summary_of(|i, j| res.field(i).field(j).as_int().expect("an integer entry"), n))
+                Ok(summary_of(
+                    |i, j| res.field(i).field(j).as_int().expect("an integer entry"),
+                    n,
+                ))
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
         let mut out = String::new();
-        writeln!(out, "matrix_multiplication {n}: sum {}, trace {}, checksum {}", got.sum, got.trace, got.checksum).unwrap();
+        writeln!(
+            out,
+            "matrix_multiplication {n}: sum {}, trace {}, checksum {}",
+            got.sum, got.trace, got.checksum
+        )
+        .unwrap();
 
         Ok(Outcome::new(out, move || {
             let x: Vec<i64> = (0..n * n).map(|v| entry(seed, 0, v / n, v % n)).collect();

@@ -63,7 +63,10 @@ struct Grid {
 
 impl Grid {
     fn neighbour(&self, cell: usize, d: usize) -> Option<usize> {
-        let (x, y) = ((cell % self.size) as i64 + DX[d], (cell / self.size) as i64 + DY[d]);
+        let (x, y) = (
+            (cell % self.size) as i64 + DX[d],
+            (cell / self.size) as i64 + DY[d],
+        );
         let n = self.size as i64;
         (x >= 0 && y >= 0 && x < n && y < n).then_some((y * n + x) as usize)
     }
@@ -78,12 +81,17 @@ impl Grid {
             rng ^= rng << 17;
             (rng % bound as u64) as usize
         };
-        let mut g = Grid { size, open: vec![0; size * size] };
+        let mut g = Grid {
+            size,
+            open: vec![0; size * size],
+        };
         let mut carved = vec![false; size * size];
         let mut stack = vec![0];
         carved[0] = true;
         while let Some(&cell) = stack.last() {
-            let fresh: Vec<usize> = (0..4).filter(|&d| g.neighbour(cell, d).is_some_and(|n| !carved[n])).collect();
+            let fresh: Vec<usize> = (0..4)
+                .filter(|&d| g.neighbour(cell, d).is_some_and(|n| !carved[n]))
+                .collect();
             if fresh.is_empty() {
                 stack.pop();
                 continue;
@@ -159,7 +167,10 @@ struct Search {
 }
 
 fn xy(pos: View<'_>) -> (i64, i64) {
-    (pos.field(0).as_int().expect("an x"), pos.field(1).as_int().expect("a y"))
+    (
+        pos.field(0).as_int().expect("an x"),
+        pos.field(1).as_int().expect("a y"),
+    )
 }
 
 /// `elem (x, y) path`: a walk of the path list.
@@ -176,7 +187,12 @@ fn on_path(mut path: View<'_>, x: i64, y: i64) -> bool {
 /// ``filter (`notElem` path) (neighbours maze (head path))``: the positions
 /// one step from the head of `path` that are not on it, a heap list of new
 /// `(x, y)` pairs in side order.
-fn moves<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>) -> Result<Handle<'s>> {
+fn moves<'s>(
+    s: &mut Scope<'s>,
+    sr: Search,
+    maze: Handle<'_>,
+    path: Handle<'_>,
+) -> Result<Handle<'s>> {
     let (x, y) = xy(s.view(path).field(0));
     let open = s.view(maze).field(y as usize).raw(x as usize);
     let list = s.slot(Handle::NIL);
@@ -194,10 +210,21 @@ fn moves<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>) 
 }
 
 /// Every simple path from the head of `path` (of `len` cells) to the exit.
-fn search<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, len: usize, forks: u32) -> Result<Handle<'s>> {
+fn search<'s>(
+    s: &mut Scope<'s>,
+    sr: Search,
+    maze: Handle<'_>,
+    path: Handle<'_>,
+    len: usize,
+    forks: u32,
+) -> Result<Handle<'s>> {
     let exit = sr.size as i64 - 1;
     if xy(s.view(path).field(0)) == (exit, exit) {
-        return s.alloc_mixed(sr.found, &[Handle::int(1), Handle::int(len as i64), path], &[]);
+        return s.alloc_mixed(
+            sr.found,
+            &[Handle::int(1), Handle::int(len as i64), path],
+            &[],
+        );
     }
     s.scope_value(|s| {
         let next = moves(s, sr, maze, path)?;
@@ -209,7 +236,15 @@ fn search<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>,
 /// At a branch point with `forks` left (forks happen at the first
 /// `threshold` branch points of a path), the first move runs here and the
 /// others are forked; else they run one after the other.
-fn alternatives<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, next: Handle<'_>, len: usize, forks: u32) -> Result<Handle<'s>> {
+fn alternatives<'s>(
+    s: &mut Scope<'s>,
+    sr: Search,
+    maze: Handle<'_>,
+    path: Handle<'_>,
+    next: Handle<'_>,
+    len: usize,
+    forks: u32,
+) -> Result<Handle<'s>> {
     // A branch point: at least two moves.
     let v = s.view(next);
     let fork = v.is_object() && v.field(1).is_object() && forks > 0;
@@ -246,7 +281,15 @@ fn alternatives<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handl
 }
 
 /// Moves to `pos`: the path grows by one cons cell.
-fn step<'s>(s: &mut Scope<'s>, sr: Search, maze: Handle<'_>, path: Handle<'_>, pos: Handle<'_>, len: usize, forks: u32) -> Result<Handle<'s>> {
+fn step<'s>(
+    s: &mut Scope<'s>,
+    sr: Search,
+    maze: Handle<'_>,
+    path: Handle<'_>,
+    pos: Handle<'_>,
+    len: usize,
+    forks: u32,
+) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let longer = s.alloc_mixed(sr.cons, &[pos, path], &[])?;
         search(s, sr, maze, longer, len + 1, forks)
@@ -263,9 +306,16 @@ fn combine<'s>(s: &mut Scope<'s>, sr: Search, a: Handle<'_>, b: Handle<'_>) -> R
         return Ok(s.handle(va));
     }
     let count = va.field(0).as_int().expect("a count") + vb.field(0).as_int().expect("a count");
-    let (la, lb) = (va.field(1).as_int().expect("a length"), vb.field(1).as_int().expect("a length"));
+    let (la, lb) = (
+        va.field(1).as_int().expect("a length"),
+        vb.field(1).as_int().expect("a length"),
+    );
     let a_better = la < lb || (la == lb && path_precedes(va.field(2), vb.field(2)));
-    let (best, len) = if a_better { (s.handle(va.field(2)), la) } else { (s.handle(vb.field(2)), lb) };
+    let (best, len) = if a_better {
+        (s.handle(va.field(2)), la)
+    } else {
+        (s.handle(vb.field(2)), lb)
+    };
     s.alloc_mixed(sr.found, &[Handle::int(count), Handle::int(len), best], &[])
 }
 
@@ -306,10 +356,38 @@ impl Benchmark for Maze {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "size", help: "the maze is size × size cells", quick: 20, paper: 20, min: 2, max: 40 },
-            Param { name: "openings", help: "walls knocked down after carving a perfect maze", quick: 16, paper: 21, min: 0, max: 200 },
-            Param { name: "seed", help: "seed of the maze generator", quick: 1, paper: 1, min: 0, max: i64::MAX },
-            Param { name: "threshold", help: "fork at the first this many branch points of each path", quick: 12, paper: 12, min: 0, max: 64 },
+            Param {
+                name: "size",
+                help: "the maze is size × size cells",
+                quick: 20,
+                paper: 20,
+                min: 2,
+                max: 40,
+            },
+            Param {
+                name: "openings",
+                help: "walls knocked down after carving a perfect maze",
+                quick: 16,
+                paper: 21,
+                min: 0,
+                max: 200,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the maze generator",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
+            Param {
+                name: "threshold",
+                help: "fork at the first this many branch points of each path",
+                quick: 12,
+                paper: 12,
+                min: 0,
+                max: 64,
+            },
         ]
     }
 
@@ -317,11 +395,25 @@ impl Benchmark for Maze {
         let (size, openings, seed) = (p.usize("size"), p.usize("openings"), p.get("seed") as u64);
         let threshold = p.get("threshold") as u32;
         let grid = Grid::generate(size, openings, seed);
-        let cons = rt.register(Descriptor::mixed("list-cons", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
-        let pos = rt.register(Descriptor::mixed("position", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
-        let found = rt.register(Descriptor::mixed("paths-found", 3, &[0, 1, 2]).map_err(rt_err)?).map_err(rt_err)?;
-        let sr = Search { cons, pos, found, size };
-        let grid_for_run = Grid { size, open: grid.open.clone() };
+        let cons = rt
+            .register(Descriptor::mixed("list-cons", 2, &[0, 1]).map_err(rt_err)?)
+            .map_err(rt_err)?;
+        let pos = rt
+            .register(Descriptor::mixed("position", 2, &[0, 1]).map_err(rt_err)?)
+            .map_err(rt_err)?;
+        let found = rt
+            .register(Descriptor::mixed("paths-found", 3, &[0, 1, 2]).map_err(rt_err)?)
+            .map_err(rt_err)?;
+        let sr = Search {
+            cons,
+            pos,
+            found,
+            size,
+        };
+        let grid_for_run = Grid {
+            size,
+            open: grid.open.clone(),
+        };
         let (count, path) = rt
             .run_on(0, move |s| -> Result<(u64, Vec<usize>)> {
                 let maze = maze_on_heap(s, &grid_for_run)?;
@@ -358,7 +450,10 @@ fn check(grid: &Grid, count: u64, path: &[usize]) -> std::result::Result<(), Str
     }
     let want_len = grid.shortest().unwrap_or(0);
     if path.len() != want_len {
-        return Err(format!("shortest path of {} cells, expected {want_len}", path.len()));
+        return Err(format!(
+            "shortest path of {} cells, expected {want_len}",
+            path.len()
+        ));
     }
     if path.is_empty() {
         return Ok(());
@@ -368,8 +463,15 @@ fn check(grid: &Grid, count: u64, path: &[usize]) -> std::result::Result<(), Str
         if std::mem::replace(&mut seen[c], true) {
             return Err(format!("the path visits cell {c} twice"));
         }
-        if i > 0 && !(0..4).any(|d| grid.open[path[i - 1]] & (1 << d) != 0 && grid.neighbour(path[i - 1], d) == Some(c)) {
-            return Err(format!("the path steps from cell {} to {c} through a wall", path[i - 1]));
+        if i > 0
+            && !(0..4).any(|d| {
+                grid.open[path[i - 1]] & (1 << d) != 0 && grid.neighbour(path[i - 1], d) == Some(c)
+            })
+        {
+            return Err(format!(
+                "the path steps from cell {} to {c} through a wall",
+                path[i - 1]
+            ));
         }
     }
     if path[0] != 0 || path[path.len() - 1] != grid.size * grid.size - 1 {

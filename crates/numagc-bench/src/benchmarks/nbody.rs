@@ -31,8 +31,8 @@
 //! (at most about 1e-5 at both sizes over seeds 1 to 8: the random bodies
 //! are kinetic-dominated and fly apart).
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use crate::mix;
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
 use std::fmt::Write;
 
@@ -63,7 +63,11 @@ fn initial_body(seed: u64, i: usize) -> Body {
         (state >> 11) as f64 / (1u64 << 53) as f64 * scale
     };
     let (x, y, z) = (uniform(10.0), uniform(10.0), uniform(10.0));
-    let (vx, vy, vz) = (uniform(5.0) * DAYS_PER_YEAR, uniform(4.0) * DAYS_PER_YEAR, uniform(5.0) * DAYS_PER_YEAR);
+    let (vx, vy, vz) = (
+        uniform(5.0) * DAYS_PER_YEAR,
+        uniform(4.0) * DAYS_PER_YEAR,
+        uniform(5.0) * DAYS_PER_YEAR,
+    );
     [x, y, z, vx, vy, vz, uniform(10.0) * SOLAR_MASS]
 }
 
@@ -152,7 +156,12 @@ fn energy(s: &mut Scope<'_>, bodies: Handle<'_>, n: usize) -> Result<f64> {
 }
 
 /// One step: the new sequence of bodies, built in parallel.
-fn advance<'s>(s: &mut Scope<'s>, desc: DescId, bodies: Handle<'_>, n: usize) -> Result<Handle<'s>> {
+fn advance<'s>(
+    s: &mut Scope<'s>,
+    desc: DescId,
+    bodies: Handle<'_>,
+    n: usize,
+) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let packed = pack(s, bodies)?;
         s.tabulate(&[packed], 0, n, GRAIN, move |s, env, i| {
@@ -234,20 +243,47 @@ impl Benchmark for NBody {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "bodies", help: "number of bodies", quick: 512, paper: 1024, min: 2, max: 1 << 20 },
-            Param { name: "steps", help: "number of time steps", quick: 100, paper: 500, min: 0, max: 1 << 20 },
-            Param { name: "seed", help: "seed of the random bodies", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param {
+                name: "bodies",
+                help: "number of bodies",
+                quick: 512,
+                paper: 1024,
+                min: 2,
+                max: 1 << 20,
+            },
+            Param {
+                name: "steps",
+                help: "number of time steps",
+                quick: 100,
+                paper: 500,
+                min: 0,
+                max: 1 << 20,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the random bodies",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (n, steps, seed) = (p.usize("bodies"), p.usize("steps"), p.get("seed") as u64);
-        let desc = rt.register(Descriptor::mixed("nbody-body", BODY_FIELDS, &[]).map_err(rt_err)?).map_err(rt_err)?;
+        let desc = rt
+            .register(Descriptor::mixed("nbody-body", BODY_FIELDS, &[]).map_err(rt_err)?)
+            .map_err(rt_err)?;
         let (e0, e1) = rt
             .run_on(0, move |s| -> Result<(f64, f64)> {
-                let drawn = s.tabulate(&[], 0, n, GRAIN, move |s, _, i| alloc_body(s, desc, &initial_body(seed, i)))?;
+                let drawn = s.tabulate(&[], 0, n, GRAIN, move |s, _, i| {
+                    alloc_body(s, desc, &initial_body(seed, i))
+                })?;
                 let mut p = [0.0; 3];
-                s.seq_for_each(drawn, |v| (0..3).for_each(|k| p[k] += v.f64(VX + k) * v.f64(MASS)))?;
+                s.seq_for_each(drawn, |v| {
+                    (0..3).for_each(|k| p[k] += v.f64(VX + k) * v.f64(MASS))
+                })?;
                 let v0 = offset_velocity(p);
                 let bodies = s.tabulate(&[drawn], 0, n, GRAIN, move |s, env, i| {
                     let b = s.seq_get(env[0], i)?;

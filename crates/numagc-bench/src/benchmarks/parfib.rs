@@ -68,25 +68,44 @@ impl Benchmark for Parfib {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "which Fibonacci number", quick: 30, paper: 38, min: 0, max: 80 },
-            Param { name: "threshold", help: "calls with n at most this run sequentially", quick: 15, paper: 20, min: 1, max: 80 },
+            Param {
+                name: "n",
+                help: "which Fibonacci number",
+                quick: 30,
+                paper: 38,
+                min: 0,
+                max: 80,
+            },
+            Param {
+                name: "threshold",
+                help: "calls with n at most this run sequentially",
+                quick: 15,
+                paper: 20,
+                min: 1,
+                max: 80,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (n, threshold) = (p.get("n"), p.get("threshold"));
-        let cell = rt.register(Descriptor::mixed("int-box", 1, &[0]).map_err(rt_err)?).map_err(rt_err)?;
+        let cell = rt
+            .register(Descriptor::mixed("int-box", 1, &[0]).map_err(rt_err)?)
+            .map_err(rt_err)?;
         let got = rt
             .run_on(0, move |s| pfib(s, cell, n, threshold).map(|h| unbox(s, h)))
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        Ok(Outcome::new(format!("parfib {n} (threshold {threshold}) = {got}\n"), move || {
-            let want = fib(n);
-            if got == want {
-                Ok(())
-            } else {
-                Err(format!("parfib {n} = {got}, expected {want}"))
-            }
-        }))
+        Ok(Outcome::new(
+            format!("parfib {n} (threshold {threshold}) = {got}\n"),
+            move || {
+                let want = fib(n);
+                if got == want {
+                    Ok(())
+                } else {
+                    Err(format!("parfib {n} = {got}, expected {want}"))
+                }
+            },
+        ))
     }
 }

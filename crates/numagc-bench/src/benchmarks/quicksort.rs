@@ -49,8 +49,8 @@
 //! length, the sample keys and the checksum must be equal, and the run's
 //! walk over its result reports the first position out of order, if any.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use crate::mix;
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
 use std::fmt::Write;
 
@@ -105,7 +105,11 @@ fn key(seed: u64, range: u64, i: usize) -> u64 {
 enum Node<'a> {
     Empty,
     Leaf(&'a [u64]),
-    Cat { len: usize, left: View<'a>, right: View<'a> },
+    Cat {
+        len: usize,
+        left: View<'a>,
+        right: View<'a>,
+    },
 }
 
 fn node(v: View<'_>) -> Node<'_> {
@@ -114,7 +118,11 @@ fn node(v: View<'_>) -> Node<'_> {
     } else if let Some(words) = v.raw_words() {
         Node::Leaf(words)
     } else {
-        Node::Cat { len: v.raw(0) as usize, left: v.field(1), right: v.field(2) }
+        Node::Cat {
+            len: v.raw(0) as usize,
+            left: v.field(1),
+            right: v.field(2),
+        }
     }
 }
 
@@ -194,7 +202,14 @@ fn from_words<'s>(s: &mut Scope<'s>, d: Descs, words: &[u64]) -> Result<Handle<'
 }
 
 /// The input keys `lo..hi`, built in parallel.
-fn input<'s>(s: &mut Scope<'s>, d: Descs, seed: u64, range: u64, lo: usize, hi: usize) -> Result<Handle<'s>> {
+fn input<'s>(
+    s: &mut Scope<'s>,
+    d: Descs,
+    seed: u64,
+    range: u64,
+    lo: usize,
+    hi: usize,
+) -> Result<Handle<'s>> {
     if hi - lo <= LEAF_MAX {
         return s.alloc_raw_with(hi - lo, |words| {
             for (k, w) in words.iter_mut().enumerate() {
@@ -205,22 +220,41 @@ fn input<'s>(s: &mut Scope<'s>, d: Descs, seed: u64, range: u64, lo: usize, hi: 
     let mid = lo + (hi - lo) / 2;
     s.scope_value(|s| {
         let (l, r) = if hi - lo > FILTER_GRAIN {
-            s.par2(&[], move |s, _| input(s, d, seed, range, lo, mid), move |s, _| input(s, d, seed, range, mid, hi))?
+            s.par2(
+                &[],
+                move |s, _| input(s, d, seed, range, lo, mid),
+                move |s, _| input(s, d, seed, range, mid, hi),
+            )?
         } else {
-            (input(s, d, seed, range, lo, mid)?, input(s, d, seed, range, mid, hi)?)
+            (
+                input(s, d, seed, range, lo, mid)?,
+                input(s, d, seed, range, mid, hi)?,
+            )
         };
         s.alloc_mixed(d.cat, &[l, r], &[(hi - lo) as u64])
     })
 }
 
 /// The elements `x` of `seq` with `keep.test(x, pivot)`, in order.
-fn filter<'s>(s: &mut Scope<'s>, d: Descs, seq: Handle<'_>, pivot: u64, keep: Keep) -> Result<Handle<'s>> {
+fn filter<'s>(
+    s: &mut Scope<'s>,
+    d: Descs,
+    seq: Handle<'_>,
+    pivot: u64,
+    keep: Keep,
+) -> Result<Handle<'s>> {
     let (n, left, right) = match node(s.view(seq)) {
         Node::Cat { len, left, right } if len > CHUNK => (len, s.handle(left), s.handle(right)),
         _ => {
             let mut kept = Vec::new();
-            for_each_leaf(s.view(seq), &mut |words| kept.extend(words.iter().copied().filter(|&x| keep.test(x, pivot))));
-            return if kept.is_empty() { Ok(Handle::NIL) } else { from_words(s, d, &kept) };
+            for_each_leaf(s.view(seq), &mut |words| {
+                kept.extend(words.iter().copied().filter(|&x| keep.test(x, pivot)))
+            });
+            return if kept.is_empty() {
+                Ok(Handle::NIL)
+            } else {
+                from_words(s, d, &kept)
+            };
         }
     };
     s.scope_value(|s| {
@@ -231,7 +265,10 @@ fn filter<'s>(s: &mut Scope<'s>, d: Descs, seq: Handle<'_>, pivot: u64, keep: Ke
                 move |s, e| filter(s, d, e[1], pivot, keep),
             )?
         } else {
-            (filter(s, d, left, pivot, keep)?, filter(s, d, right, pivot, keep)?)
+            (
+                filter(s, d, left, pivot, keep)?,
+                filter(s, d, right, pivot, keep)?,
+            )
         };
         cat(s, d, a, b)
     })
@@ -295,7 +332,13 @@ struct Summary {
 
 impl Summary {
     fn new() -> Summary {
-        Summary { len: 0, first: 0, middle: 0, last: 0, checksum: 0 }
+        Summary {
+            len: 0,
+            first: 0,
+            middle: 0,
+            last: 0,
+            checksum: 0,
+        }
     }
 
     /// Takes the next key of a sequence of `expected` keys.
@@ -340,30 +383,81 @@ impl Benchmark for Quicksort {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "number of integers to sort", quick: 300_000, paper: 10_000_000, min: 0, max: 1 << 32 },
-            Param { name: "range", help: "keys are uniform in [0, range)", quick: 10_000, paper: 10_000, min: 1, max: 1 << 62 },
-            Param { name: "grain", help: "sequences of at most this many elements are sorted sequentially", quick: LEAF_MAX as i64, paper: LEAF_MAX as i64, min: 1, max: 1 << 32 },
-            Param { name: "seed", help: "seed of the input keys", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param {
+                name: "n",
+                help: "number of integers to sort",
+                quick: 300_000,
+                paper: 10_000_000,
+                min: 0,
+                max: 1 << 32,
+            },
+            Param {
+                name: "range",
+                help: "keys are uniform in [0, range)",
+                quick: 10_000,
+                paper: 10_000,
+                min: 1,
+                max: 1 << 62,
+            },
+            Param {
+                name: "grain",
+                help: "sequences of at most this many elements are sorted sequentially",
+                quick: LEAF_MAX as i64,
+                paper: LEAF_MAX as i64,
+                min: 1,
+                max: 1 << 32,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the input keys",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let (n, range, grain, seed) = (p.usize("n"), p.get("range") as u64, p.usize("grain"), p.get("seed") as u64);
+        let (n, range, grain, seed) = (
+            p.usize("n"),
+            p.get("range") as u64,
+            p.usize("grain"),
+            p.get("seed") as u64,
+        );
         let d = Descs {
-            cat: rt.register(Descriptor::mixed("qs-cat", 3, &[1, 2]).map_err(rt_err)?).map_err(rt_err)?,
-            pair: rt.register(Descriptor::mixed("qs-pair", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?,
+            cat: rt
+                .register(Descriptor::mixed("qs-cat", 3, &[1, 2]).map_err(rt_err)?)
+                .map_err(rt_err)?,
+            pair: rt
+                .register(Descriptor::mixed("qs-pair", 2, &[0, 1]).map_err(rt_err)?)
+                .map_err(rt_err)?,
         };
         let (got, disorder) = rt
             .run_on(0, move |s| -> Result<(Summary, Option<usize>)> {
-                let xs = if n == 0 { s.nil() } else { input(s, d, seed, range, 0, n)? };
+                let xs = if n == 0 {
+                    s.nil()
+                } else {
+                    input(s, d, seed, range, 0, n)?
+                };
                 let sorted = quicksort(s, d, xs, grain)?;
                 Ok(summarise(s.view(sorted)))
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
         let mut out = String::new();
-        writeln!(out, "quicksort: {} integers in [0, {range}) sorted", got.len).unwrap();
-        writeln!(out, "first {}, middle {}, last {}, checksum {}", got.first, got.middle, got.last, got.checksum).unwrap();
+        writeln!(
+            out,
+            "quicksort: {} integers in [0, {range}) sorted",
+            got.len
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "first {}, middle {}, last {}, checksum {}",
+            got.first, got.middle, got.last, got.checksum
+        )
+        .unwrap();
 
         Ok(Outcome::new(out, move || {
             if let Some(i) = disorder {

@@ -61,23 +61,66 @@ struct MaterialSpec {
     reflectivity: f64,
 }
 
-const fn material(colour: [f64; 3], diffuse: f64, specular: f64, shininess: f64, reflectivity: f64) -> MaterialSpec {
-    MaterialSpec { colour, diffuse, specular, shininess, reflectivity }
+const fn material(
+    colour: [f64; 3],
+    diffuse: f64,
+    specular: f64,
+    shininess: f64,
+    reflectivity: f64,
+) -> MaterialSpec {
+    MaterialSpec {
+        colour,
+        diffuse,
+        specular,
+        shininess,
+        reflectivity,
+    }
 }
 
 /// The scene, as plain data; both renderers build theirs from it.
 const SPHERES: &[([f64; 3], f64, MaterialSpec)] = &[
-    ([0.0, 1.0, 3.0], 1.0, material([0.85, 0.25, 0.2], 0.7, 0.6, 40.0, 0.25)),
-    ([-2.1, 0.75, 4.2], 0.75, material([0.25, 0.75, 0.3], 0.8, 0.3, 20.0, 0.1)),
-    ([2.0, 0.9, 4.5], 0.9, material([0.25, 0.35, 0.85], 0.6, 0.8, 80.0, 0.4)),
-    ([0.9, 0.35, 1.4], 0.35, material([0.9, 0.8, 0.2], 0.8, 0.4, 30.0, 0.0)),
-    ([-1.0, 0.45, 1.6], 0.45, material([0.9, 0.9, 0.9], 0.2, 0.9, 120.0, 0.8)),
-    ([-0.5, 3.2, 8.0], 2.0, material([0.6, 0.4, 0.75], 0.7, 0.2, 10.0, 0.2)),
+    (
+        [0.0, 1.0, 3.0],
+        1.0,
+        material([0.85, 0.25, 0.2], 0.7, 0.6, 40.0, 0.25),
+    ),
+    (
+        [-2.1, 0.75, 4.2],
+        0.75,
+        material([0.25, 0.75, 0.3], 0.8, 0.3, 20.0, 0.1),
+    ),
+    (
+        [2.0, 0.9, 4.5],
+        0.9,
+        material([0.25, 0.35, 0.85], 0.6, 0.8, 80.0, 0.4),
+    ),
+    (
+        [0.9, 0.35, 1.4],
+        0.35,
+        material([0.9, 0.8, 0.2], 0.8, 0.4, 30.0, 0.0),
+    ),
+    (
+        [-1.0, 0.45, 1.6],
+        0.45,
+        material([0.9, 0.9, 0.9], 0.2, 0.9, 120.0, 0.8),
+    ),
+    (
+        [-0.5, 3.2, 8.0],
+        2.0,
+        material([0.6, 0.4, 0.75], 0.7, 0.2, 10.0, 0.2),
+    ),
 ];
 /// The floor: the plane `normal · p = offset`.
-const FLOOR: ([f64; 3], f64, MaterialSpec) = ([0.0, 1.0, 0.0], 0.0, material([0.75, 0.75, 0.7], 0.8, 0.2, 8.0, 0.25));
+const FLOOR: ([f64; 3], f64, MaterialSpec) = (
+    [0.0, 1.0, 0.0],
+    0.0,
+    material([0.75, 0.75, 0.7], 0.8, 0.2, 8.0, 0.25),
+);
 /// Point lights: position and colour.
-const LIGHTS: &[([f64; 3], [f64; 3])] = &[([-4.0, 7.0, -2.0], [0.7, 0.7, 0.7]), ([5.0, 5.0, 0.0], [0.4, 0.35, 0.3])];
+const LIGHTS: &[([f64; 3], [f64; 3])] = &[
+    ([-4.0, 7.0, -2.0], [0.7, 0.7, 0.7]),
+    ([5.0, 5.0, 0.0], [0.4, 0.35, 0.3]),
+];
 
 /// Field numbers of the records (value fields first, then raw ones).
 const MATERIAL_COLOUR: usize = 0; // raw 1..5: diffuse, specular, shininess, reflectivity
@@ -179,7 +222,13 @@ fn build_scene<'s>(s: &mut Scope<'s>, d: Descs) -> Result<(Handle<'s>, Handle<'s
 // ---- tracing --------------------------------------------------------------------
 
 /// The distance along the ray (`origin`, unit `dir`) to `object`, if it hits.
-fn distance(s: &mut Scope<'_>, d: Descs, object: Handle<'_>, origin: Handle<'_>, dir: Handle<'_>) -> Result<Option<f64>> {
+fn distance(
+    s: &mut Scope<'_>,
+    d: Descs,
+    object: Handle<'_>,
+    origin: Handle<'_>,
+    dir: Handle<'_>,
+) -> Result<Option<f64>> {
     s.scope(|s| {
         let geometry = s.field(object, SHAPE_GEOMETRY)?;
         let size = s.view(object).f64(SHAPE_SIZE);
@@ -192,7 +241,11 @@ fn distance(s: &mut Scope<'_>, d: Descs, object: Handle<'_>, origin: Handle<'_>,
             }
             let root = discriminant.sqrt();
             let (near, far) = (-b - root, -b + root);
-            Ok(if near > MIN_DISTANCE { Some(near) } else { (far > MIN_DISTANCE).then_some(far) })
+            Ok(if near > MIN_DISTANCE {
+                Some(near)
+            } else {
+                (far > MIN_DISTANCE).then_some(far)
+            })
         } else {
             let denominator = dot(s, geometry, dir);
             if denominator.abs() < MIN_DISTANCE {
@@ -205,7 +258,13 @@ fn distance(s: &mut Scope<'_>, d: Descs, object: Handle<'_>, origin: Handle<'_>,
 }
 
 /// The index and distance of the nearest object the ray hits.
-fn nearest(s: &mut Scope<'_>, d: Descs, objects: Handle<'_>, origin: Handle<'_>, dir: Handle<'_>) -> Result<Option<(usize, f64)>> {
+fn nearest(
+    s: &mut Scope<'_>,
+    d: Descs,
+    objects: Handle<'_>,
+    origin: Handle<'_>,
+    dir: Handle<'_>,
+) -> Result<Option<(usize, f64)>> {
     let mut best: Option<(usize, f64)> = None;
     for k in 0..s.view(objects).len() {
         let t = s.scope(|s| {
@@ -222,7 +281,14 @@ fn nearest(s: &mut Scope<'_>, d: Descs, objects: Handle<'_>, origin: Handle<'_>,
 }
 
 /// Whether some object lies on the ray closer than `limit`.
-fn shadowed(s: &mut Scope<'_>, d: Descs, objects: Handle<'_>, origin: Handle<'_>, dir: Handle<'_>, limit: f64) -> Result<bool> {
+fn shadowed(
+    s: &mut Scope<'_>,
+    d: Descs,
+    objects: Handle<'_>,
+    origin: Handle<'_>,
+    dir: Handle<'_>,
+    limit: f64,
+) -> Result<bool> {
     for k in 0..s.view(objects).len() {
         let t = s.scope(|s| {
             let object = s.field(objects, k)?;
@@ -237,7 +303,14 @@ fn shadowed(s: &mut Scope<'_>, d: Descs, objects: Handle<'_>, origin: Handle<'_>
 
 /// The colour seen along the ray (`origin`, unit `dir`); `scene` is
 /// `[objects, lights]`.
-fn trace<'s>(s: &mut Scope<'s>, d: Descs, scene: &[Handle<'_>], origin: Handle<'_>, dir: Handle<'_>, depth: u32) -> Result<Handle<'s>> {
+fn trace<'s>(
+    s: &mut Scope<'s>,
+    d: Descs,
+    scene: &[Handle<'_>],
+    origin: Handle<'_>,
+    dir: Handle<'_>,
+    depth: u32,
+) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let Some((k, t)) = nearest(s, d, scene[0], origin, dir)? else {
             return record(s, d.colour, BACKGROUND);
@@ -260,8 +333,19 @@ fn trace<'s>(s: &mut Scope<'s>, d: Descs, scene: &[Handle<'_>], origin: Handle<'
 
 /// Ambient, then each light's diffuse and specular terms (unless the point
 /// is in its shadow), then the reflection.
-fn shade<'s>(s: &mut Scope<'s>, d: Descs, scene: &[Handle<'_>], hit: Handle<'_>, dir: Handle<'_>, depth: u32) -> Result<Handle<'s>> {
-    let (point, normal, material) = (s.field(hit, HIT_POINT)?, s.field(hit, HIT_NORMAL)?, s.field(hit, HIT_MATERIAL)?);
+fn shade<'s>(
+    s: &mut Scope<'s>,
+    d: Descs,
+    scene: &[Handle<'_>],
+    hit: Handle<'_>,
+    dir: Handle<'_>,
+    depth: u32,
+) -> Result<Handle<'s>> {
+    let (point, normal, material) = (
+        s.field(hit, HIT_POINT)?,
+        s.field(hit, HIT_NORMAL)?,
+        s.field(hit, HIT_MATERIAL)?,
+    );
     let surface = s.field(material, MATERIAL_COLOUR)?;
     let m = s.view(material);
     let (diffuse_k, specular_k, shininess, reflectivity) = (m.f64(1), m.f64(2), m.f64(3), m.f64(4));
@@ -310,7 +394,14 @@ fn pixel_direction(size: usize, row: usize, col: usize) -> [f64; 3] {
     [u, v, FOCAL_LENGTH]
 }
 
-fn render_pixel<'s>(s: &mut Scope<'s>, d: Descs, scene: &[Handle<'_>], size: usize, row: usize, col: usize) -> Result<Handle<'s>> {
+fn render_pixel<'s>(
+    s: &mut Scope<'s>,
+    d: Descs,
+    scene: &[Handle<'_>],
+    size: usize,
+    row: usize,
+    col: usize,
+) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let eye = record(s, d.vec3, EYE)?;
         let through = record(s, d.vec3, pixel_direction(size, row, col))?;
@@ -323,7 +414,9 @@ fn render_pixel<'s>(s: &mut Scope<'s>, d: Descs, scene: &[Handle<'_>], size: usi
 fn render<'s>(s: &mut Scope<'s>, d: Descs, size: usize) -> Result<Handle<'s>> {
     let (objects, lights) = build_scene(s, d)?;
     s.tabulate(&[objects, lights], 0, size, 1, move |s, scene, row| {
-        s.tabulate(scene, 0, size, size, move |s, scene, col| render_pixel(s, d, scene, size, row, col))
+        s.tabulate(scene, 0, size, size, move |s, scene, col| {
+            render_pixel(s, d, scene, size, row, col)
+        })
     })
 }
 
@@ -334,7 +427,9 @@ fn quantise(c: f64) -> u8 {
 
 /// 64-bit FNV-1a of `bytes`, continuing from `hash`.
 fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(hash, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+    bytes.iter().fold(hash, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -343,9 +438,18 @@ const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 /// of its pixel bytes. The file is written under a name of its own and
 /// renamed into place, so that a concurrent run (the tests run two) never
 /// reads a half-written file.
-fn write_ppm(s: &mut Scope<'_>, image: Handle<'_>, size: usize, path: &Path) -> std::result::Result<u64, String> {
+fn write_ppm(
+    s: &mut Scope<'_>,
+    image: Handle<'_>,
+    size: usize,
+    path: &Path,
+) -> std::result::Result<u64, String> {
     static WRITES: AtomicUsize = AtomicUsize::new(0);
-    let partial = path.with_extension(format!("ppm.{}-{}.part", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
+    let partial = path.with_extension(format!(
+        "ppm.{}-{}.part",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    ));
     let io_err = |e: std::io::Error| format!("{}: {e}", partial.display());
     let mut out = std::io::BufWriter::new(std::fs::File::create(&partial).map_err(io_err)?);
     write!(out, "P6\n{size} {size}\n255\n").map_err(io_err)?;
@@ -384,13 +488,21 @@ impl Benchmark for Raytracer {
         "ray trace spheres and a plane (shadows, reflections) into a 2-D sequence, write a PPM"
     }
     fn params(&self) -> &'static [Param] {
-        &[Param { name: "size", help: "image width and height in pixels", quick: 256, paper: 512, min: 1, max: 8192 }]
+        &[Param {
+            name: "size",
+            help: "image width and height in pixels",
+            quick: 256,
+            paper: 512,
+            min: 1,
+            max: 8192,
+        }]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let size = p.usize("size");
         let register = |name: &str, size: usize, pointers: &[usize]| {
-            rt.register(Descriptor::mixed(name, size, pointers).map_err(rt_err)?).map_err(rt_err)
+            rt.register(Descriptor::mixed(name, size, pointers).map_err(rt_err)?)
+                .map_err(rt_err)
         };
         let d = Descs {
             vec3: register("vec3", 3, &[])?,
@@ -430,10 +542,18 @@ fn check_file(path: &Path, size: usize, written_hash: u64) -> std::result::Resul
         return Err(format!("{}: the header is not {header:?}", path.display()));
     };
     if body.len() != 3 * size * size {
-        return Err(format!("{}: {} pixel bytes, expected {}", path.display(), body.len(), 3 * size * size));
+        return Err(format!(
+            "{}: {} pixel bytes, expected {}",
+            path.display(),
+            body.len(),
+            3 * size * size
+        ));
     }
     if fnv1a(FNV_OFFSET, body) != written_hash {
-        return Err(format!("{}: the pixel bytes are not those the run wrote", path.display()));
+        return Err(format!(
+            "{}: the pixel bytes are not those the run wrote",
+            path.display()
+        ));
     }
     let want_image = reference::render(size);
     let mut bad = 0usize;
@@ -445,20 +565,27 @@ fn check_file(path: &Path, size: usize, written_hash: u64) -> std::result::Resul
             let got = &body[at..at + 3];
             if got.iter().zip(want).any(|(&g, w)| g.abs_diff(w) > 1) {
                 bad += 1;
-                first.get_or_insert(format!("pixel ({row}, {col}) is {got:?}, expected {want:?}"));
+                first.get_or_insert(format!(
+                    "pixel ({row}, {col}) is {got:?}, expected {want:?}"
+                ));
             }
         }
     }
     match first {
         None => Ok(()),
-        Some(f) => Err(format!("{bad} pixels differ by more than 1 from the reference; first: {f}")),
+        Some(f) => Err(format!(
+            "{bad} pixels differ by more than 1 from the reference; first: {f}"
+        )),
     }
 }
 
 /// An independent renderer of the same scene: plain `f64` structs, no
 /// numagc, nothing allocated per operation.
 mod reference {
-    use super::{AMBIENT, BACKGROUND, EYE, FLOOR, FOCAL_LENGTH, LIGHTS, MAX_DEPTH, MIN_DISTANCE, SPHERES, SURFACE_OFFSET};
+    use super::{
+        AMBIENT, BACKGROUND, EYE, FLOOR, FOCAL_LENGTH, LIGHTS, MAX_DEPTH, MIN_DISTANCE, SPHERES,
+        SURFACE_OFFSET,
+    };
     use std::ops::{Add, Mul, Sub};
 
     #[derive(Clone, Copy)]
@@ -508,9 +635,23 @@ mod reference {
     }
 
     fn scene() -> Vec<Object> {
-        let mut objects: Vec<Object> =
-            SPHERES.iter().map(|(c, r, m)| Object { shape: Shape::Sphere { centre: V::of(*c), radius: *r }, material: m }).collect();
-        objects.push(Object { shape: Shape::Plane { normal: V::of(FLOOR.0), offset: FLOOR.1 }, material: &FLOOR.2 });
+        let mut objects: Vec<Object> = SPHERES
+            .iter()
+            .map(|(c, r, m)| Object {
+                shape: Shape::Sphere {
+                    centre: V::of(*c),
+                    radius: *r,
+                },
+                material: m,
+            })
+            .collect();
+        objects.push(Object {
+            shape: Shape::Plane {
+                normal: V::of(FLOOR.0),
+                offset: FLOOR.1,
+            },
+            material: &FLOOR.2,
+        });
         objects
     }
 
@@ -545,7 +686,9 @@ mod reference {
                 }
             }
         }
-        let Some((o, t)) = best else { return V::of(BACKGROUND) };
+        let Some((o, t)) = best else {
+            return V::of(BACKGROUND);
+        };
         let p = origin + dir * t;
         let n = match o.shape {
             Shape::Sphere { centre, .. } => (p - centre).unit(),
@@ -560,7 +703,11 @@ mod reference {
             let dist = to_light.dot(to_light).sqrt();
             let l = to_light * (1.0 / dist);
             let cosine = n.dot(l);
-            if cosine <= 0.0 || scene.iter().any(|o| hit_distance(o, start, l).is_some_and(|t| t < dist)) {
+            if cosine <= 0.0
+                || scene
+                    .iter()
+                    .any(|o| hit_distance(o, start, l).is_some_and(|t| t < dist))
+            {
                 continue;
             }
             let light = V::of(*col);
@@ -583,7 +730,12 @@ mod reference {
         let mut pixels = Vec::with_capacity(size * size);
         for row in 0..size {
             for col in 0..size {
-                let dir = V((col as f64 + 0.5) / n * 2.0 - 1.0, 1.0 - (row as f64 + 0.5) / n * 2.0, FOCAL_LENGTH).unit();
+                let dir = V(
+                    (col as f64 + 0.5) / n * 2.0 - 1.0,
+                    1.0 - (row as f64 + 0.5) / n * 2.0,
+                    FOCAL_LENGTH,
+                )
+                .unit();
                 let c = trace(&scene, V::of(EYE), dir, 0);
                 pixels.push([c.0, c.1, c.2].map(|x| (x.clamp(0.0, 1.0) * 255.0).round() as u8));
             }

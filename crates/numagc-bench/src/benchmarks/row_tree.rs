@@ -38,7 +38,12 @@ pub fn rows(v: View<'_>, node: DescId) -> usize {
 }
 
 /// The tree of `left` followed by `right`, either of which may be empty.
-fn join<'s>(s: &mut Scope<'s>, node: DescId, left: Handle<'_>, right: Handle<'_>) -> Result<Handle<'s>> {
+fn join<'s>(
+    s: &mut Scope<'s>,
+    node: DescId,
+    left: Handle<'_>,
+    right: Handle<'_>,
+) -> Result<Handle<'s>> {
     let (l, r) = (rows(s.view(left), node), rows(s.view(right), node));
     match (l, r) {
         (0, _) => Ok(s.handle(s.view(right))),
@@ -59,14 +64,24 @@ where
 /// Shares a row-mapping function for [`map`] (see [`make_fn`]).
 pub fn map_fn<F>(f: F) -> Arc<F>
 where
-    F: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>, usize) -> Result<Handle<'i>> + Send + Sync + 'static,
+    F: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>, usize) -> Result<Handle<'i>>
+        + Send
+        + Sync
+        + 'static,
 {
     Arc::new(f)
 }
 
 /// The balanced tree of rows `make(i)` for `i` in `lo..hi` (not empty),
 /// made in parallel above `grain` rows.
-pub fn build<'s, F>(s: &mut Scope<'s>, node: DescId, lo: usize, hi: usize, grain: usize, make: &Arc<F>) -> Result<Handle<'s>>
+pub fn build<'s, F>(
+    s: &mut Scope<'s>,
+    node: DescId,
+    lo: usize,
+    hi: usize,
+    grain: usize,
+    make: &Arc<F>,
+) -> Result<Handle<'s>>
 where
     F: for<'i> Fn(&mut Scope<'i>, usize) -> Result<Handle<'i>> + Send + Sync + 'static,
 {
@@ -82,7 +97,11 @@ where
         });
     }
     let make_b = make.clone();
-    let (l, r) = s.par2(&[], |s, _| build(s, node, lo, mid, grain, make), move |s, _| build(s, node, mid, hi, grain, &make_b))?;
+    let (l, r) = s.par2(
+        &[],
+        |s, _| build(s, node, lo, mid, grain, make),
+        move |s, _| build(s, node, mid, hi, grain, &make_b),
+    )?;
     join(s, node, l, r)
 }
 
@@ -103,9 +122,20 @@ pub fn from_rows<'s>(s: &mut Scope<'s>, node: DescId, rows: &[Handle<'_>]) -> Re
 /// `first`; rows for which `f` returns `NIL` are left out. Forks at every
 /// node of more than `grain` rows; the forked half's environment is its
 /// own subtree and `env`.
-pub fn map<'s, F>(s: &mut Scope<'s>, node: DescId, tree: Handle<'_>, env: &[Handle<'_>], first: usize, grain: usize, f: &Arc<F>) -> Result<Handle<'s>>
+pub fn map<'s, F>(
+    s: &mut Scope<'s>,
+    node: DescId,
+    tree: Handle<'_>,
+    env: &[Handle<'_>],
+    first: usize,
+    grain: usize,
+    f: &Arc<F>,
+) -> Result<Handle<'s>>
 where
-    F: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>, usize) -> Result<Handle<'i>> + Send + Sync + 'static,
+    F: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>, usize) -> Result<Handle<'i>>
+        + Send
+        + Sync
+        + 'static,
 {
     let v = s.view(tree);
     if !is_node(v, node) {

@@ -30,8 +30,8 @@
 //! generator; the sum, a weighted sum of all entries and a sample of
 //! entries must agree within a relative tolerance.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use crate::mix;
+use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{Handle, Result, Runtime, Scope};
 use std::fmt::Write;
 
@@ -111,12 +111,26 @@ fn matrix<'s>(s: &mut Scope<'s>, shape: Shape, grain: usize) -> Result<Handle<'s
 }
 
 /// `smvm (sm, v)`: the dot product of every row with `v`, in parallel.
-fn smvm<'s>(s: &mut Scope<'s>, matrix: Handle<'_>, vector: Handle<'_>, grain: usize) -> Result<Handle<'s>> {
+fn smvm<'s>(
+    s: &mut Scope<'s>,
+    matrix: Handle<'_>,
+    vector: Handle<'_>,
+    grain: usize,
+) -> Result<Handle<'s>> {
     s.par_map(&[vector], matrix, grain, |s, env, row| {
         let dot: f64 = {
-            let v = s.view(env[0]).raw_words().expect("the vector is a raw object");
-            let pairs = s.view(row).raw_words().expect("a sparse row is a raw object");
-            pairs.chunks_exact(2).map(|p| f64::from_bits(p[1]) * f64::from_bits(v[p[0] as usize])).sum()
+            let v = s
+                .view(env[0])
+                .raw_words()
+                .expect("the vector is a raw object");
+            let pairs = s
+                .view(row)
+                .raw_words()
+                .expect("a sparse row is a raw object");
+            pairs
+                .chunks_exact(2)
+                .map(|p| f64::from_bits(p[1]) * f64::from_bits(v[p[0] as usize]))
+                .sum()
         };
         s.alloc_f64s(&[dot])
     })
@@ -134,7 +148,11 @@ fn summarise(s: &Scope<'_>, result: Handle<'_>, rows: usize) -> Result<Summary> 
         let y = s.seq_get(result, i)?;
         picked.push(s.view(y).f64(0));
     }
-    Ok(Summary { sum, weighted, samples: picked })
+    Ok(Summary {
+        sum,
+        weighted,
+        samples: picked,
+    })
 }
 
 fn close(what: &str, got: f64, want: f64, tolerance: f64) -> std::result::Result<(), String> {
@@ -157,16 +175,55 @@ impl Benchmark for Smvm {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "rows", help: "rows and columns of the matrix, length of the vector", quick: 2000, paper: 16614, min: 1, max: 1 << 24 },
-            Param { name: "nonzeros", help: "non-zero entries of the matrix", quick: 131_400, paper: 1_091_362, min: 0, max: 1 << 30 },
-            Param { name: "iterations", help: "products computed (the last one is reported)", quick: 200, paper: 100, min: 1, max: 100_000 },
-            Param { name: "grain", help: "rows per task", quick: 64, paper: 256, min: 1, max: 1 << 24 },
-            Param { name: "seed", help: "seed of the matrix and vector", quick: 1, paper: 1, min: 0, max: i64::MAX },
+            Param {
+                name: "rows",
+                help: "rows and columns of the matrix, length of the vector",
+                quick: 2000,
+                paper: 16614,
+                min: 1,
+                max: 1 << 24,
+            },
+            Param {
+                name: "nonzeros",
+                help: "non-zero entries of the matrix",
+                quick: 131_400,
+                paper: 1_091_362,
+                min: 0,
+                max: 1 << 30,
+            },
+            Param {
+                name: "iterations",
+                help: "products computed (the last one is reported)",
+                quick: 200,
+                paper: 100,
+                min: 1,
+                max: 100_000,
+            },
+            Param {
+                name: "grain",
+                help: "rows per task",
+                quick: 64,
+                paper: 256,
+                min: 1,
+                max: 1 << 24,
+            },
+            Param {
+                name: "seed",
+                help: "seed of the matrix and vector",
+                quick: 1,
+                paper: 1,
+                min: 0,
+                max: i64::MAX,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let shape = Shape { seed: p.get("seed") as u64, rows: p.usize("rows"), nonzeros: p.usize("nonzeros") };
+        let shape = Shape {
+            seed: p.get("seed") as u64,
+            rows: p.usize("rows"),
+            nonzeros: p.usize("nonzeros"),
+        };
         let (iterations, grain) = (p.usize("iterations"), p.usize("grain"));
         let summary = rt
             .run_on(0, move |s| -> Result<Summary> {
@@ -195,7 +252,8 @@ impl Benchmark for Smvm {
         Ok(Outcome::new(out, move || {
             // Compressed sparse rows on plain vectors, then y = A v.
             let mut row_start = vec![0usize];
-            let (mut cols, mut values) = (Vec::with_capacity(nonzeros), Vec::with_capacity(nonzeros));
+            let (mut cols, mut values) =
+                (Vec::with_capacity(nonzeros), Vec::with_capacity(nonzeros));
             for i in 0..rows {
                 for k in 0..shape.row_len(i) {
                     let (c, v) = shape.element(i, k);
@@ -205,7 +263,10 @@ impl Benchmark for Smvm {
                 row_start.push(cols.len());
             }
             if cols.len() != nonzeros {
-                return Err(format!("the generated matrix has {} non-zeros, expected {nonzeros}", cols.len()));
+                return Err(format!(
+                    "the generated matrix has {} non-zeros, expected {nonzeros}",
+                    cols.len()
+                ));
             }
             let v: Vec<f64> = (0..rows).map(|j| shape.vector(j)).collect();
             let y: Vec<f64> = (0..rows)
@@ -218,7 +279,12 @@ impl Benchmark for Smvm {
                 })
                 .collect();
             close("sum", summary.sum, y.iter().sum(), 1e-10)?;
-            close("weighted sum", summary.weighted, (0..rows).map(|i| weight(i) * y[i]).sum(), 1e-10)?;
+            close(
+                "weighted sum",
+                summary.weighted,
+                (0..rows).map(|i| weight(i) * y[i]).sum(),
+                1e-10,
+            )?;
             for (i, got) in samples(rows).into_iter().zip(&summary.samples) {
                 close(&format!("y[{i}]"), *got, y[i], 1e-12)?;
             }

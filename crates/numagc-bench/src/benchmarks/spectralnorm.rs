@@ -45,7 +45,13 @@ fn a(i: usize, j: usize) -> f64 {
 
 /// A·u, or Aᵀ·u when `transpose`: a new vector of `n` elements in chunks of
 /// `chunk`, the chunks computed in parallel.
-fn times<'s>(s: &mut Scope<'s>, u: Handle<'_>, n: usize, chunk: usize, transpose: bool) -> Result<Handle<'s>> {
+fn times<'s>(
+    s: &mut Scope<'s>,
+    u: Handle<'_>,
+    n: usize,
+    chunk: usize,
+    transpose: bool,
+) -> Result<Handle<'s>> {
     s.tabulate(&[u], 0, n.div_ceil(chunk), 1, move |s, env, c| {
         let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(n));
         // The chunk's elements, in a local buffer of the loop that is copied
@@ -59,7 +65,11 @@ fn times<'s>(s: &mut Scope<'s>, u: Handle<'_>, n: usize, chunk: usize, transpose
             s.seq_for_each(env[0], |piece| {
                 let words = piece.raw_words().expect("a vector chunk is a raw object");
                 for (dj, &w) in words.iter().enumerate() {
-                    let aij = if transpose { a(j0 + dj, i) } else { a(i, j0 + dj) };
+                    let aij = if transpose {
+                        a(j0 + dj, i)
+                    } else {
+                        a(i, j0 + dj)
+                    };
                     sum += aij * f64::from_bits(w);
                 }
                 j0 += words.len();
@@ -110,7 +120,10 @@ fn spectral_norm(s: &mut Scope<'_>, n: usize, chunk: usize) -> Result<Answer> {
     for c in 0..s.seq_len(u.get())? {
         s.scope(|s| -> Result<()> {
             let (uc, vc) = (s.seq_get(u.get(), c)?, s.seq_get(v.get(), c)?);
-            let (uw, vw) = (s.view(uc).raw_words().expect("raw chunk"), s.view(vc).raw_words().expect("raw chunk"));
+            let (uw, vw) = (
+                s.view(uc).raw_words().expect("raw chunk"),
+                s.view(vc).raw_words().expect("raw chunk"),
+            );
             for (&x, &y) in uw.iter().zip(vw) {
                 let (x, y) = (f64::from_bits(x), f64::from_bits(y));
                 vbv += x * y;
@@ -121,7 +134,11 @@ fn spectral_norm(s: &mut Scope<'_>, n: usize, chunk: usize) -> Result<Answer> {
             Ok(())
         })?;
     }
-    Ok(Answer { norm: (vbv / vv).sqrt(), u: u_out, v: v_out })
+    Ok(Answer {
+        norm: (vbv / vv).sqrt(),
+        u: u_out,
+        v: v_out,
+    })
 }
 
 /// The sequential power method on Rust vectors (the independent answer).
@@ -145,7 +162,11 @@ fn reference(n: usize) -> Answer {
     }
     let vbv: f64 = u.iter().zip(&v).map(|(x, y)| x * y).sum();
     let vv: f64 = v.iter().map(|y| y * y).sum();
-    Answer { norm: (vbv / vv).sqrt(), u, v }
+    Answer {
+        norm: (vbv / vv).sqrt(),
+        u,
+        v,
+    }
 }
 
 impl Benchmark for SpectralNorm {
@@ -160,31 +181,56 @@ impl Benchmark for SpectralNorm {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "matrix size N", quick: 1500, paper: 5500, min: 1, max: 100_000 },
-            Param { name: "chunk", help: "vector elements per raw object and per task", quick: 64, paper: 64, min: 1, max: MAX_CHUNK as i64 },
+            Param {
+                name: "n",
+                help: "matrix size N",
+                quick: 1500,
+                paper: 5500,
+                min: 1,
+                max: 100_000,
+            },
+            Param {
+                name: "chunk",
+                help: "vector elements per raw object and per task",
+                quick: 64,
+                paper: 64,
+                min: 1,
+                max: MAX_CHUNK as i64,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (n, chunk) = (p.usize("n"), p.usize("chunk"));
-        let got = rt.run_on(0, move |s| spectral_norm(s, n, chunk)).map_err(rt_err)?.map_err(rt_err)?;
+        let got = rt
+            .run_on(0, move |s| spectral_norm(s, n, chunk))
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
         let printed = format!("{:.9}", got.norm);
         Ok(Outcome::new(format!("{printed}\n"), move || {
             let want = reference(n);
             let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * y.abs().max(1e-300);
             if !close(got.norm, want.norm) {
-                return Err(format!("norm {:.15}, sequential recomputation {:.15}", got.norm, want.norm));
+                return Err(format!(
+                    "norm {:.15}, sequential recomputation {:.15}",
+                    got.norm, want.norm
+                ));
             }
             for (name, xs, ys) in [("u", &got.u, &want.u), ("v", &got.v, &want.v)] {
                 if xs.len() != n {
                     return Err(format!("{name} has {} elements, expected {n}", xs.len()));
                 }
                 if let Some(i) = (0..n).find(|&i| !close(xs[i], ys[i])) {
-                    return Err(format!("{name}[{i}] = {}, sequential recomputation {}", xs[i], ys[i]));
+                    return Err(format!(
+                        "{name}[{i}] = {}, sequential recomputation {}",
+                        xs[i], ys[i]
+                    ));
                 }
             }
             match KNOWN.iter().find(|&&(kn, _)| kn == n) {
-                Some(&(_, known)) if printed != known => Err(format!("N = {n}: printed {printed}, published {known}")),
+                Some(&(_, known)) if printed != known => {
+                    Err(format!("N = {n}: printed {printed}, published {known}"))
+                }
                 _ => Ok(()),
             }
         }))
@@ -199,7 +245,12 @@ mod tests {
     #[test]
     fn n_100_prints_the_published_value_on_two_vprocs() {
         let rt = Runtime::new(Config::builder().vprocs(2).verify(true).build().unwrap()).unwrap();
-        let params = Params::new(&SpectralNorm, crate::Size::Quick, &[("n".into(), 100), ("chunk".into(), 7)]).unwrap();
+        let params = Params::new(
+            &SpectralNorm,
+            crate::Size::Quick,
+            &[("n".into(), 100), ("chunk".into(), 7)],
+        )
+        .unwrap();
         let outcome = SpectralNorm.run(&rt, &params).unwrap();
         assert_eq!(outcome.output, "1.274219991\n");
         (outcome.check)().unwrap();

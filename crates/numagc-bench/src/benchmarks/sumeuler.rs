@@ -52,7 +52,12 @@ fn euler(s: &mut Scope<'_>, cons: DescId, k: u64) -> Result<i64> {
         let coprimes = s.slot(Handle::NIL);
         for j in (1..k).rev() {
             if hcf(k, j) == 1 {
-                s.alloc_mixed_to(coprimes, cons, &[Handle::int(j as i64), coprimes.get()], &[])?;
+                s.alloc_mixed_to(
+                    coprimes,
+                    cons,
+                    &[Handle::int(j as i64), coprimes.get()],
+                    &[],
+                )?;
             }
         }
         Ok(list_length(s, coprimes.get()))
@@ -71,7 +76,13 @@ fn list_length(s: &Scope<'_>, list: Handle<'_>) -> i64 {
 
 /// Chunk `i` of `[n, n-1 .. 0]` cut into pieces of `chunk`: a heap list
 /// of the numbers, in the interval's (descending) order.
-fn chunk_list<'s>(s: &mut Scope<'s>, cons: DescId, n: u64, chunk: u64, i: u64) -> Result<Handle<'s>> {
+fn chunk_list<'s>(
+    s: &mut Scope<'s>,
+    cons: DescId,
+    n: u64,
+    chunk: u64,
+    i: u64,
+) -> Result<Handle<'s>> {
     let first = n - i * chunk;
     let last = first.saturating_sub(chunk - 1);
     let list = s.slot(Handle::NIL);
@@ -121,21 +132,43 @@ impl Benchmark for SumEuler {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "the interval is [n, n-1 .. 0]", quick: 5000, paper: 20000, min: 1, max: 1_000_000 },
-            Param { name: "chunk", help: "numbers per chunk (one parallel task each)", quick: 100, paper: 100, min: 1, max: 1_000_000 },
+            Param {
+                name: "n",
+                help: "the interval is [n, n-1 .. 0]",
+                quick: 5000,
+                paper: 20000,
+                min: 1,
+                max: 1_000_000,
+            },
+            Param {
+                name: "chunk",
+                help: "numbers per chunk (one parallel task each)",
+                quick: 100,
+                paper: 100,
+                min: 1,
+                max: 1_000_000,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (n, chunk) = (p.get("n") as u64, p.get("chunk") as u64);
         let chunks = (n + 1).div_ceil(chunk) as usize;
-        let cons = rt.register(Descriptor::mixed("int-cons", 2, &[0, 1]).map_err(rt_err)?).map_err(rt_err)?;
+        let cons = rt
+            .register(Descriptor::mixed("int-cons", 2, &[0, 1]).map_err(rt_err)?)
+            .map_err(rt_err)?;
         let got = rt
             .run_on(0, move |s| -> Result<i64> {
-                let interval = s.tabulate(&[], 0, chunks, 1, move |s, _, i| chunk_list(s, cons, n, chunk, i as u64))?;
-                let sums = s.par_map(&[], interval, 1, move |s, _, c| chunk_sum(s, cons, c).map(Handle::int))?;
+                let interval = s.tabulate(&[], 0, chunks, 1, move |s, _, i| {
+                    chunk_list(s, cons, n, chunk, i as u64)
+                })?;
+                let sums = s.par_map(&[], interval, 1, move |s, _, c| {
+                    chunk_sum(s, cons, c).map(Handle::int)
+                })?;
                 let total = s.seq_reduce(&[], sums, 16, Handle::int(0), |s, _, x, y| {
-                    Ok(Handle::int(s.as_int(x).expect("a sum") + s.as_int(y).expect("a sum")))
+                    Ok(Handle::int(
+                        s.as_int(x).expect("a sum") + s.as_int(y).expect("a sum"),
+                    ))
                 })?;
                 Ok(s.as_int(total).expect("a sum"))
             })

@@ -77,7 +77,12 @@ fn small<'s>(s: &mut Scope<'s>, v: u64) -> Result<Handle<'s>> {
     s.alloc_raw(&[v])
 }
 
-fn add<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, b: Handle<'_>) -> Result<Handle<'s>> {
+fn add<'s>(
+    s: &mut Scope<'s>,
+    sc: &mut Scratch,
+    a: Handle<'_>,
+    b: Handle<'_>,
+) -> Result<Handle<'s>> {
     {
         let (mut x, mut y) = (limbs(s, a), limbs(s, b));
         if x.len() < y.len() {
@@ -97,7 +102,12 @@ fn add<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, b: Handle<'_>) ->
 }
 
 /// `a - b` for `a >= b`.
-fn sub<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, b: Handle<'_>) -> Result<Handle<'s>> {
+fn sub<'s>(
+    s: &mut Scope<'s>,
+    sc: &mut Scratch,
+    a: Handle<'_>,
+    b: Handle<'_>,
+) -> Result<Handle<'s>> {
     {
         let (x, y) = (limbs(s, a), limbs(s, b));
         sc.clear();
@@ -108,7 +118,10 @@ fn sub<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, b: Handle<'_>) ->
             sc.push(t);
             borrow = (b1 | b2) as u64;
         }
-        assert!(borrow == 0 && y.len() <= x.len().max(1), "natural subtraction below zero");
+        assert!(
+            borrow == 0 && y.len() <= x.len().max(1),
+            "natural subtraction below zero"
+        );
     }
     alloc_nat(s, sc)
 }
@@ -119,7 +132,12 @@ const ROWS_PER_POLL: usize = 32;
 /// Schoolbook product. A product of big factors runs for milliseconds
 /// without allocating, so it polls between blocks of rows: a global
 /// collection or a thief waiting for this vproc is not held up by it.
-fn mul<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, b: Handle<'_>) -> Result<Handle<'s>> {
+fn mul<'s>(
+    s: &mut Scope<'s>,
+    sc: &mut Scratch,
+    a: Handle<'_>,
+    b: Handle<'_>,
+) -> Result<Handle<'s>> {
     let (x_len, y_len) = (limbs(s, a).len(), limbs(s, b).len());
     sc.clear();
     sc.resize(x_len + y_len, 0);
@@ -158,7 +176,12 @@ fn mul_small<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, m: u64) -> 
 }
 
 /// `a / d` for a `d` that divides `a`.
-fn div_exact_small<'s>(s: &mut Scope<'s>, sc: &mut Scratch, a: Handle<'_>, d: u64) -> Result<Handle<'s>> {
+fn div_exact_small<'s>(
+    s: &mut Scope<'s>,
+    sc: &mut Scratch,
+    a: Handle<'_>,
+    d: u64,
+) -> Result<Handle<'s>> {
     {
         let x = limbs(s, a);
         sc.clear();
@@ -195,7 +218,13 @@ fn pow<'s>(s: &mut Scope<'s>, sc: &mut Scratch, base: Handle<'_>, e: u64) -> Res
 }
 
 /// `factor(lo) · factor(lo+1) · … · factor(hi)` as a balanced product tree.
-fn product<'s, F>(s: &mut Scope<'s>, sc: &mut Scratch, lo: u64, hi: u64, factor: &F) -> Result<Handle<'s>>
+fn product<'s, F>(
+    s: &mut Scope<'s>,
+    sc: &mut Scratch,
+    lo: u64,
+    hi: u64,
+    factor: &F,
+) -> Result<Handle<'s>>
 where
     F: for<'i> Fn(&mut Scope<'i>, &mut Scratch, u64) -> Result<Handle<'i>>,
 {
@@ -237,7 +266,13 @@ fn binomial_row<'s>(s: &mut Scope<'s>, sc: &mut Scratch, n: u64) -> Result<Handl
 
 /// `A(n,k) = Σ_{j=0}^{k} (-1)^j C(n+1, j) (k+1-j)^n`, the even and odd
 /// terms summed apart.
-fn eulerian<'s>(s: &mut Scope<'s>, sc: &mut Scratch, row: Handle<'_>, n: u64, k: u64) -> Result<Handle<'s>> {
+fn eulerian<'s>(
+    s: &mut Scope<'s>,
+    sc: &mut Scratch,
+    row: Handle<'_>,
+    n: u64,
+    k: u64,
+) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let zero = small(s, 0)?;
         let (even, odd) = (s.slot(zero), s.slot(zero));
@@ -259,14 +294,28 @@ fn eulerian<'s>(s: &mut Scope<'s>, sc: &mut Scratch, row: Handle<'_>, n: u64, k:
 
 /// Term `k` of the right side: `A(n,k) · (x+k)(x+k-1)…(x+k-n+1)`
 /// (`x > n`, so every factor is positive).
-fn term<'s>(s: &mut Scope<'s>, row: Handle<'_>, x: Handle<'_>, n: u64, k: u64) -> Result<Handle<'s>> {
+fn term<'s>(
+    s: &mut Scope<'s>,
+    row: Handle<'_>,
+    x: Handle<'_>,
+    n: u64,
+    k: u64,
+) -> Result<Handle<'s>> {
     let mut sc = Scratch::new();
     s.scope_value(|s| {
         let a = eulerian(s, &mut sc, row, n, k)?;
         let falling = {
             // The factors read `x` through a slot of this scope.
             let x = s.slot(x);
-            product(s, &mut sc, 0, n - 1, &move |s: &mut Scope<'_>, sc: &mut Scratch, i: u64| offset(s, sc, x.get(), k as i64 - i as i64))?
+            product(
+                s,
+                &mut sc,
+                0,
+                n - 1,
+                &move |s: &mut Scope<'_>, sc: &mut Scratch, i: u64| {
+                    offset(s, sc, x.get(), k as i64 - i as i64)
+                },
+            )?
         };
         mul(s, &mut sc, a, falling)
     })
@@ -301,7 +350,13 @@ fn both_sides(s: &mut Scope<'_>, n: u64, x_limbs: &[u64]) -> Result<(bool, Vec<u
         },
         |s, _, a, b| add(s, &mut Scratch::new(), a, b),
     )?;
-    let factorial = product(s, &mut sc, 1, n, &|s: &mut Scope<'_>, _: &mut Scratch, i: u64| small(s, i))?;
+    let factorial = product(
+        s,
+        &mut sc,
+        1,
+        n,
+        &|s: &mut Scope<'_>, _: &mut Scratch, i: u64| small(s, i),
+    )?;
     let power = pow(s, &mut sc, x, n)?;
     let left = mul(s, &mut sc, factorial, power)?;
     Ok((limbs(s, left) == limbs(s, right), limbs(s, right).to_vec()))
@@ -327,7 +382,10 @@ fn x_limbs(count: usize) -> Vec<u64> {
 
 /// `limbs mod m` (little-endian limbs).
 fn residue(limbs: &[u64], m: u64) -> u64 {
-    limbs.iter().rev().fold(0u128, |r, &l| ((r << 64) | l as u128) % m as u128) as u64
+    limbs
+        .iter()
+        .rev()
+        .fold(0u128, |r, &l| ((r << 64) | l as u128) % m as u128) as u64
 }
 
 /// `n! · x^n mod m` by modular arithmetic (the independent answer).
@@ -351,15 +409,32 @@ impl Benchmark for Worpitzky {
     }
     fn params(&self) -> &'static [Param] {
         &[
-            Param { name: "n", help: "the exponent (and the number of terms)", quick: 150, paper: 300, min: 1, max: 5000 },
-            Param { name: "x-limbs", help: "size of the base x in 64-bit limbs", quick: 12, paper: 16, min: 1, max: 4096 },
+            Param {
+                name: "n",
+                help: "the exponent (and the number of terms)",
+                quick: 150,
+                paper: 300,
+                min: 1,
+                max: 5000,
+            },
+            Param {
+                name: "x-limbs",
+                help: "size of the base x in 64-bit limbs",
+                quick: 12,
+                paper: 16,
+                min: 1,
+                max: 4096,
+            },
         ]
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (n, x) = (p.get("n") as u64, x_limbs(p.usize("x-limbs")));
         let x_for_run = x.clone();
-        let (holds, right) = rt.run_on(0, move |s| both_sides(s, n, &x_for_run)).map_err(rt_err)?.map_err(rt_err)?;
+        let (holds, right) = rt
+            .run_on(0, move |s| both_sides(s, n, &x_for_run))
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
         let bits = right.len() as u64 * 64 - right.last().map_or(64, |l| l.leading_zeros() as u64);
         let out = format!(
             "worpitzky n={n}, x of {} bits: n!·x^n = Σ A(n,k)·(x+k)_n holds: {holds} ({bits}-bit value, top limb {:#018x})\n",
@@ -373,7 +448,9 @@ impl Benchmark for Worpitzky {
             for m in CHECK_MODULI {
                 let (got, want) = (residue(&right, m), expected_residue(n, &x, m));
                 if got != want {
-                    return Err(format!("Σ A(n,k)·(x+k)_n mod {m} = {got}, expected n!·x^n mod {m} = {want}"));
+                    return Err(format!(
+                        "Σ A(n,k)·(x+k)_n mod {m} = {got}, expected n!·x^n mod {m} = {want}"
+                    ));
                 }
             }
             Ok(())

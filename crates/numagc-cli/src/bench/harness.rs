@@ -39,10 +39,15 @@ pub fn run(plan: &Plan<'_>) -> Result<Results, String> {
     let total = plan.repeat * plan.benchmarks.len() * plan.policies.len() * plan.vprocs.len();
     let bar = ProgressBar::new(total as u64);
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left  {msg}")
-            .map_err(|e| e.to_string())?,
+        ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left  {msg}",
+        )
+        .map_err(|e| e.to_string())?,
     );
-    let mut results = Results { runs: Vec::new(), timelines: Vec::new() };
+    let mut results = Results {
+        runs: Vec::new(),
+        timelines: Vec::new(),
+    };
     let mut echoed = std::collections::HashSet::new();
     for rep in 1..=plan.repeat {
         for (bench, params) in &plan.benchmarks {
@@ -55,13 +60,17 @@ pub fn run(plan: &Plan<'_>) -> Result<Results, String> {
                         builder = builder.trace(true);
                     }
                     let config = builder.build().map_err(|e| e.to_string())?;
-                    let (record, timeline, output) = run_one(*bench, params, plan.size, config, policy, rep);
+                    let (record, timeline, output) =
+                        run_one(*bench, params, plan.size, config, policy, rep);
                     if plan.echo_output && echoed.insert(bench.name()) {
                         bar.suspend(|| print!("{}", output.0));
                     }
                     if plan.stats {
                         bar.suspend(|| {
-                            println!("{label}: wall {:.3} s, {} tasks stolen", record.wall_s, record.tasks_stolen);
+                            println!(
+                                "{label}: wall {:.3} s, {} tasks stolen",
+                                record.wall_s, record.tasks_stolen
+                            );
                             print!("{}", output.1);
                         });
                     }
@@ -70,7 +79,10 @@ pub fn run(plan: &Plan<'_>) -> Result<Results, String> {
                     }
                     results.runs.push(record);
                     if plan.trace {
-                        results.timelines.push(RunTimeline { name: label, ..timeline });
+                        results.timelines.push(RunTimeline {
+                            name: label,
+                            ..timeline
+                        });
                     }
                     bar.inc(1);
                 }
@@ -117,7 +129,13 @@ fn run_one(
         correct: false,
         error: None,
     };
-    let mut timeline = RunTimeline { name: String::new(), vprocs, nodes: Vec::new(), spans: Vec::new(), dropped: 0 };
+    let mut timeline = RunTimeline {
+        name: String::new(),
+        vprocs,
+        nodes: Vec::new(),
+        spans: Vec::new(),
+        dropped: 0,
+    };
     let rt = match Runtime::new(config) {
         Ok(rt) => rt,
         Err(e) => {
@@ -144,12 +162,23 @@ fn run_one(
     let thread_errors = rt.take_thread_errors();
     if record.error.is_none() && !thread_errors.is_empty() {
         record.correct = false;
-        record.error = Some(format!("thread errors: {}", thread_errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")));
+        record.error = Some(format!(
+            "thread errors: {}",
+            thread_errors
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
     }
     let stats = rt.stats();
     let t = &stats.total;
     record.gc_s = t.gc_ns() as f64 / 1e9;
-    record.gc_share = if record.wall_s > 0.0 { record.gc_s / (record.wall_s * vprocs as f64) } else { 0.0 };
+    record.gc_share = if record.wall_s > 0.0 {
+        record.gc_s / (record.wall_s * vprocs as f64)
+    } else {
+        0.0
+    };
     record.pause_count = t.pauses.count();
     record.pause_p99_ms = t.pauses.percentile_ns(99.0) as f64 / 1e6;
     record.pause_max_ms = t.pauses.max_ns() as f64 / 1e6;

@@ -61,9 +61,16 @@ pub struct BenchArgs {
 }
 
 fn list() {
-    println!("{:<22} {:<44} parameters (quick / paper)", "benchmark", "source");
+    println!(
+        "{:<22} {:<44} parameters (quick / paper)",
+        "benchmark", "source"
+    );
     for b in numagc_bench::all() {
-        let ps: Vec<String> = b.params().iter().map(|p| format!("{}={}/{}", p.name, p.quick, p.paper)).collect();
+        let ps: Vec<String> = b
+            .params()
+            .iter()
+            .map(|p| format!("{}={}/{}", p.name, p.quick, p.paper))
+            .collect();
         println!("{:<22} {:<44} {}", b.name(), b.source(), ps.join(" "));
         println!("{:<22} {}", "", b.description());
     }
@@ -83,12 +90,20 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     } else {
         a.names
             .iter()
-            .map(|n| numagc_bench::find(n).ok_or_else(|| format!("no benchmark {n:?} (see numagc bench --list)")))
+            .map(|n| {
+                numagc_bench::find(n)
+                    .ok_or_else(|| format!("no benchmark {n:?} (see numagc bench --list)"))
+            })
             .collect::<Result<Vec<_>, _>>()?
     };
     for (name, _) in &a.params.values {
-        if !benches.iter().any(|b| b.params().iter().any(|p| p.name == *name)) {
-            return Err(format!("--{name}: none of the selected benchmarks has this parameter"));
+        if !benches
+            .iter()
+            .any(|b| b.params().iter().any(|p| p.name == *name))
+        {
+            return Err(format!(
+                "--{name}: none of the selected benchmarks has this parameter"
+            ));
         }
     }
     let benchmarks = benches
@@ -101,19 +116,30 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     let runtime = a.runtime.0.clone();
     let base = move || runtime.builder();
     let defaults = base()?.build().map_err(|e| e.to_string())?;
-    let vprocs = if a.vprocs.is_empty() { vec![defaults.vprocs] } else { a.vprocs.clone() };
+    let vprocs = if a.vprocs.is_empty() {
+        vec![defaults.vprocs]
+    } else {
+        a.vprocs.clone()
+    };
     let policies = if a.numa_policy.is_empty() {
         vec![defaults.numa_policy]
     } else {
         a.numa_policy
             .iter()
-            .map(|p| p.parse::<NumaPolicy>().map_err(|e| format!("--numa-policy {p}: {e}")))
+            .map(|p| {
+                p.parse::<NumaPolicy>()
+                    .map_err(|e| format!("--numa-policy {p}: {e}"))
+            })
             .collect::<Result<Vec<_>, _>>()?
     };
     // Validate every configuration before the first run.
     for &v in &vprocs {
         for &p in &policies {
-            base()?.vprocs(v).numa_policy(p).build().map_err(|e| e.to_string())?;
+            base()?
+                .vprocs(v)
+                .numa_policy(p)
+                .build()
+                .map_err(|e| e.to_string())?;
         }
     }
     let single = a.repeat * benchmarks.len() * vprocs.len() * policies.len() == 1;
@@ -153,21 +179,35 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     }
     if let Some(path) = &a.trace {
         timeline::write(path, &results.timelines)?;
-        println!("wrote {} (open it in https://ui.perfetto.dev)", path.display());
+        println!(
+            "wrote {} (open it in https://ui.perfetto.dev)",
+            path.display()
+        );
     }
     let failed: Vec<String> = results
         .runs
         .iter()
-        .filter_map(|r| r.error.as_ref().map(|e| format!("{} x{} #{}: {e}", r.benchmark, r.vprocs, r.repetition)))
+        .filter_map(|r| {
+            r.error
+                .as_ref()
+                .map(|e| format!("{} x{} #{}: {e}", r.benchmark, r.vprocs, r.repetition))
+        })
         .collect();
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} run(s) failed:\n  {}", failed.len(), failed.join("\n  ")))
+        Err(format!(
+            "{} run(s) failed:\n  {}",
+            failed.len(),
+            failed.join("\n  ")
+        ))
     }
 }
 
 pub fn write_json(path: &PathBuf, value: &serde_json::Value) -> Result<(), String> {
-    std::fs::write(path, serde_json::to_string_pretty(value).map_err(|e| e.to_string())?)
-        .map_err(|e| format!("writing {}: {e}", path.display()))
+    std::fs::write(
+        path,
+        serde_json::to_string_pretty(value).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("writing {}: {e}", path.display()))
 }

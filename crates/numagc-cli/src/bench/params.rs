@@ -18,7 +18,9 @@ pub fn all_params() -> BTreeMap<&'static str, (String, Vec<&'static str>)> {
     let mut m: BTreeMap<&'static str, (String, Vec<&'static str>)> = BTreeMap::new();
     for b in numagc_bench::all() {
         for p in b.params() {
-            let e = m.entry(p.name).or_insert_with(|| (String::new(), Vec::new()));
+            let e = m
+                .entry(p.name)
+                .or_insert_with(|| (String::new(), Vec::new()));
             if !e.0.contains(p.help) {
                 if !e.0.is_empty() {
                     e.0.push_str("; ");

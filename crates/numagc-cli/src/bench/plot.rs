@@ -58,7 +58,11 @@ type Res<T = ()> = Result<T, Box<dyn Error>>;
 
 /// Writes `speedup`, `gc_share` and `pauses`, each as `.svg` and `.png`,
 /// into `dir` (created if missing), and returns the paths written.
-pub fn write_plots(dir: &Path, summaries: &[Summary], runs: &[RunRecord]) -> Result<Vec<PathBuf>, String> {
+pub fn write_plots(
+    dir: &Path,
+    summaries: &[Summary],
+    runs: &[RunRecord],
+) -> Result<Vec<PathBuf>, String> {
     if summaries.is_empty() {
         return Err("no results to plot: the list of configuration summaries is empty".into());
     }
@@ -66,7 +70,8 @@ pub fn write_plots(dir: &Path, summaries: &[Summary], runs: &[RunRecord]) -> Res
         return Err("no results to plot: the list of runs is empty".into());
     }
     register_fonts()?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("creating plot directory {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("creating plot directory {}: {e}", dir.display()))?;
 
     let plots = [
         ("speedup", Plot::Speedup(SpeedupData::new(summaries))),
@@ -94,8 +99,9 @@ pub(crate) fn register_fonts() -> Result<(), String> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         for family in ["sans-serif", "serif", "monospace"] {
-            plotters::style::register_font(family, FontStyle::Normal, FONT_BYTES)
-                .map_err(|_| "the embedded plot font (DejaVu Sans) could not be read".to_string())?;
+            plotters::style::register_font(family, FontStyle::Normal, FONT_BYTES).map_err(
+                |_| "the embedded plot font (DejaVu Sans) could not be read".to_string(),
+            )?;
         }
         Ok(())
     })
@@ -182,7 +188,11 @@ impl SpeedupData {
                     let mut pts: Vec<(f64, f64)> = of_b
                         .iter()
                         .filter(|s| &s.numa_policy == p)
-                        .filter_map(|s| s.speedup.filter(|v| v.is_finite()).map(|v| (s.vprocs as f64, v)))
+                        .filter_map(|s| {
+                            s.speedup
+                                .filter(|v| v.is_finite())
+                                .map(|v| (s.vprocs as f64, v))
+                        })
                         .collect();
                     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                     pts
@@ -194,7 +204,14 @@ impl SpeedupData {
             y_max = y_max.max(*vprocs.last().unwrap_or(&1) as f64 / base as f64);
             lines.push(per_policy);
         }
-        SpeedupData { benchmarks, policies, lines, bases, vprocs, y_max: y_max.max(1.0) }
+        SpeedupData {
+            benchmarks,
+            policies,
+            lines,
+            bases,
+            vprocs,
+            y_max: y_max.max(1.0),
+        }
     }
 
     fn grid(&self) -> (usize, usize) {
@@ -225,8 +242,10 @@ impl GcShareData {
         let benchmarks = first_seen(summaries.iter().map(|s| s.benchmark.as_str()));
         let policies = first_seen(summaries.iter().map(|s| s.numa_policy.as_str()));
         let policy_index = |p: &str| policies.iter().position(|q| q == p).unwrap_or(0);
-        let mut configs: Vec<(usize, usize)> =
-            summaries.iter().map(|s| (s.vprocs, policy_index(&s.numa_policy))).collect();
+        let mut configs: Vec<(usize, usize)> = summaries
+            .iter()
+            .map(|s| (s.vprocs, policy_index(&s.numa_policy)))
+            .collect();
         configs.sort_unstable();
         configs.dedup();
         let values = benchmarks
@@ -237,18 +256,31 @@ impl GcShareData {
                     .map(|&(v, p)| {
                         summaries
                             .iter()
-                            .find(|s| &s.benchmark == b && s.vprocs == v && s.numa_policy == policies[p])
+                            .find(|s| {
+                                &s.benchmark == b && s.vprocs == v && s.numa_policy == policies[p]
+                            })
                             .map(|s| s.gc_share_median * 100.0)
                             .filter(|x| x.is_finite())
                     })
                     .collect()
             })
             .collect();
-        GcShareData { benchmarks, policies, configs, values }
+        GcShareData {
+            benchmarks,
+            policies,
+            configs,
+            values,
+        }
     }
 
     fn y_max(&self) -> f64 {
-        let m = self.values.iter().flatten().flatten().copied().fold(0.0, f64::max);
+        let m = self
+            .values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .fold(0.0, f64::max);
         nice_ceil((m * 1.15).max(1.0))
     }
 }
@@ -269,7 +301,8 @@ struct PauseData {
 
 impl PauseData {
     fn new(runs: &[RunRecord]) -> PauseData {
-        let bin_of = |ns: u64| ((ns.max(1) as f64 / 1000.0).log10() * BINS_PER_DECADE).floor() as i32;
+        let bin_of =
+            |ns: u64| ((ns.max(1) as f64 / 1000.0).log10() * BINS_PER_DECADE).floor() as i32;
         let mut merged: Vec<(String, BTreeMap<i32, u64>)> = Vec::new();
         for b in first_seen(runs.iter().map(|r| r.benchmark.as_str())) {
             let mut bins = BTreeMap::new();
@@ -284,18 +317,35 @@ impl PauseData {
                 merged.push((b, bins));
             }
         }
-        let lo = merged.iter().filter_map(|(_, m)| m.keys().next()).min().copied().unwrap_or(0);
-        let hi = merged.iter().filter_map(|(_, m)| m.keys().next_back()).max().copied().unwrap_or(0) + 1;
+        let lo = merged
+            .iter()
+            .filter_map(|(_, m)| m.keys().next())
+            .min()
+            .copied()
+            .unwrap_or(0);
+        let hi = merged
+            .iter()
+            .filter_map(|(_, m)| m.keys().next_back())
+            .max()
+            .copied()
+            .unwrap_or(0)
+            + 1;
         let edge = |k: i32| 10f64.powf(k as f64 / BINS_PER_DECADE);
         let series = merged
             .into_iter()
             .map(|(b, m)| {
                 let total = m.values().sum();
-                let bins = (lo..hi).map(|k| (edge(k), edge(k + 1), m.get(&k).copied().unwrap_or(0))).collect();
+                let bins = (lo..hi)
+                    .map(|k| (edge(k), edge(k + 1), m.get(&k).copied().unwrap_or(0)))
+                    .collect();
                 (b, total, bins)
             })
             .collect();
-        PauseData { series, k_range: (lo, hi), runs: runs.len() }
+        PauseData {
+            series,
+            k_range: (lo, hi),
+            runs: runs.len(),
+        }
     }
 }
 
@@ -384,21 +434,37 @@ enum Marker {
 
 impl Marker {
     fn nth(i: usize) -> Marker {
-        [Marker::Circle, Marker::Triangle, Marker::Square, Marker::Diamond][i % 4]
+        [
+            Marker::Circle,
+            Marker::Triangle,
+            Marker::Square,
+            Marker::Diamond,
+        ][i % 4]
     }
 }
 
 /// Draws a marker centred on the pixel `(x, y)`.
-fn draw_marker<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: Marker, (x, y): (i32, i32), c: RGBColor) -> Res
+fn draw_marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    m: Marker,
+    (x, y): (i32, i32),
+    c: RGBColor,
+) -> Res
 where
     DB::ErrorType: 'static,
 {
     let s = c.filled();
     match m {
         Marker::Circle => area.draw(&Circle::new((x, y), 7, s))?,
-        Marker::Triangle => area.draw(&Polygon::new(vec![(x, y - 9), (x - 8, y + 6), (x + 8, y + 6)], s))?,
+        Marker::Triangle => area.draw(&Polygon::new(
+            vec![(x, y - 9), (x - 8, y + 6), (x + 8, y + 6)],
+            s,
+        ))?,
         Marker::Square => area.draw(&Rectangle::new([(x - 6, y - 6), (x + 6, y + 6)], s))?,
-        Marker::Diamond => area.draw(&Polygon::new(vec![(x, y - 9), (x + 8, y), (x, y + 9), (x - 8, y)], s))?,
+        Marker::Diamond => area.draw(&Polygon::new(
+            vec![(x, y - 9), (x + 8, y), (x, y + 9), (x - 8, y)],
+            s,
+        ))?,
     }
     Ok(())
 }
@@ -449,17 +515,30 @@ impl Legend {
     where
         DB::ErrorType: 'static,
     {
-        let entries: Vec<(Swatch, String)> = groups.iter().flatten().map(|(s, l)| (s.clone(), l.clone())).collect();
+        let entries: Vec<(Swatch, String)> = groups
+            .iter()
+            .flatten()
+            .map(|(s, l)| (s.clone(), l.clone()))
+            .collect();
         let mut widths = Vec::new();
         for (swatch, label) in &entries {
             let (w, _) = area.estimate_text_size(label, &style(LEGEND_PX))?;
-            let pad = if matches!(swatch, Swatch::Heading) { 0 } else { 10 };
+            let pad = if matches!(swatch, Swatch::Heading) {
+                0
+            } else {
+                10
+            };
             widths.push(swatch.width() + pad + w + LEGEND_GAP);
         }
         if uniform {
             let is_heading = |i: usize| matches!(entries[i].0, Swatch::Heading);
-            let widest =
-                |h: bool| (0..entries.len()).filter(|&i| is_heading(i) == h).map(|i| widths[i]).max().unwrap_or(0);
+            let widest = |h: bool| {
+                (0..entries.len())
+                    .filter(|&i| is_heading(i) == h)
+                    .map(|i| widths[i])
+                    .max()
+                    .unwrap_or(0)
+            };
             let (wh, we) = (widest(true), widest(false));
             for (i, w) in widths.iter_mut().enumerate() {
                 *w = if is_heading(i) { wh } else { we };
@@ -482,7 +561,11 @@ impl Legend {
                 i += 1;
             }
         }
-        Ok(Legend { entries, rows, widths })
+        Ok(Legend {
+            entries,
+            rows,
+            widths,
+        })
     }
 
     fn height(&self) -> u32 {
@@ -500,11 +583,17 @@ impl Legend {
         let (w, _) = area.dim_in_pixel();
         let label_style = style(LEGEND_PX).pos(Pos::new(HPos::Left, VPos::Center));
         // Rows are centred as a block: all start where the widest does.
-        let row_w = |row: &Vec<usize>| row.iter().map(|&i| self.widths[i]).sum::<u32>().saturating_sub(LEGEND_GAP);
+        let row_w = |row: &Vec<usize>| {
+            row.iter()
+                .map(|&i| self.widths[i])
+                .sum::<u32>()
+                .saturating_sub(LEGEND_GAP)
+        };
         let widest = self.rows.iter().map(row_w).max().unwrap_or(0);
         let uniform_start = (w.saturating_sub(widest) / 2) as i32;
         for (r, row) in self.rows.iter().enumerate() {
-            let mut x = if self.rows.len() > 1 && matches!(self.entries[row[0]].0, Swatch::Heading) {
+            let mut x = if self.rows.len() > 1 && matches!(self.entries[row[0]].0, Swatch::Heading)
+            {
                 uniform_start
             } else {
                 (w.saturating_sub(row_w(row)) / 2) as i32
@@ -515,14 +604,20 @@ impl Legend {
                 let x1 = x + swatch.width() as i32;
                 match swatch {
                     Swatch::Line(c, lw, m) => {
-                        area.draw(&PathElement::new(vec![(x, y), (x1, y)], c.stroke_width(*lw)))?;
+                        area.draw(&PathElement::new(
+                            vec![(x, y), (x1, y)],
+                            c.stroke_width(*lw),
+                        ))?;
                         if let Some(m) = m {
                             draw_marker(area, *m, ((x + x1) / 2, y), *c)?;
                         }
                     }
                     Swatch::Dashed(c) => {
                         for s in (x..x1).step_by(14) {
-                            area.draw(&PathElement::new(vec![(s, y), ((s + 8).min(x1), y)], c.stroke_width(3)))?;
+                            area.draw(&PathElement::new(
+                                vec![(s, y), ((s + 8).min(x1), y)],
+                                c.stroke_width(3),
+                            ))?;
                         }
                     }
                     Swatch::Bar(c) => {
@@ -530,7 +625,11 @@ impl Legend {
                     }
                     Swatch::Heading => {}
                 }
-                let tx = if matches!(swatch, Swatch::Heading) { x } else { x1 + 10 };
+                let tx = if matches!(swatch, Swatch::Heading) {
+                    x
+                } else {
+                    x1 + 10
+                };
                 area.draw(&Text::new(label.clone(), (tx, y), label_style.clone()))?;
                 x += self.widths[i] as i32;
             }
@@ -562,7 +661,9 @@ where
         top.draw(&Text::new(
             subtitle.to_string(),
             ((w / 2) as i32, (TITLE_PX + 20) as i32),
-            style(NOTE_PX).color(&RGBColor(80, 80, 80)).pos(Pos::new(HPos::Center, VPos::Top)),
+            style(NOTE_PX)
+                .color(&RGBColor(80, 80, 80))
+                .pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
     let (leg, body) = rest.split_vertically(legend.height());
@@ -578,7 +679,9 @@ where
     area.draw(&Text::new(
         what.to_string(),
         ((w / 2) as i32, (h / 2) as i32),
-        style(DESC_PX).color(&RGBColor(110, 110, 110)).pos(Pos::new(HPos::Center, VPos::Center)),
+        style(DESC_PX)
+            .color(&RGBColor(110, 110, 110))
+            .pos(Pos::new(HPos::Center, VPos::Center)),
     ))?;
     Ok(())
 }
@@ -591,7 +694,10 @@ struct Ticked {
 
 impl Ticked {
     fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Ticked {
-        Ticked { inner: range.into(), ticks }
+        Ticked {
+            inner: range.into(),
+            ticks,
+        }
     }
 }
 
@@ -638,7 +744,12 @@ where
         .policies
         .iter()
         .enumerate()
-        .map(|(i, p)| (Swatch::Line(PALETTE[i % PALETTE.len()], 3, Some(Marker::nth(i))), format!("policy: {p}")))
+        .map(|(i, p)| {
+            (
+                Swatch::Line(PALETTE[i % PALETTE.len()], 3, Some(Marker::nth(i))),
+                format!("policy: {p}"),
+            )
+        })
         .collect();
     entries.push((Swatch::Dashed(IDEAL), "ideal speedup".into()));
     let (w, _) = root.dim_in_pixel();
@@ -646,7 +757,8 @@ where
     let base_note = if d.bases.iter().all(|&b| b == 1.0) {
         "speedup = median wall time on 1 vproc / median wall time on n vprocs, same benchmark and policy".to_string()
     } else {
-        "speedup = median wall time at the smallest vproc count run / median wall time on n vprocs".to_string()
+        "speedup = median wall time at the smallest vproc count run / median wall time on n vprocs"
+            .to_string()
     };
     let body = header(root, "Speedup vs. number of vprocs", &base_note, &legend)?;
 
@@ -724,7 +836,11 @@ where
     let color_of = |(v, p): (usize, usize)| {
         let base = PALETTE[p % PALETTE.len()];
         let j = vprocs.iter().position(|&x| x == v).unwrap_or(0);
-        let t = if vprocs.len() > 1 { 0.6 * (1.0 - j as f64 / (vprocs.len() - 1) as f64) } else { 0.0 };
+        let t = if vprocs.len() > 1 {
+            0.6 * (1.0 - j as f64 / (vprocs.len() - 1) as f64)
+        } else {
+            0.0
+        };
         lighten(base, t)
     };
     // One legend row per policy, one swatch per vproc count run with it:
@@ -797,10 +913,16 @@ where
             Text::new(
                 name.clone(),
                 (x, y),
-                style(TICK_PX).transform(FontTransform::Rotate270).pos(Pos::new(HPos::Right, VPos::Center)),
+                style(TICK_PX)
+                    .transform(FontTransform::Rotate270)
+                    .pos(Pos::new(HPos::Right, VPos::Center)),
             )
         } else {
-            Text::new(name.clone(), (x, y), style(TICK_PX).pos(Pos::new(HPos::Center, VPos::Top)))
+            Text::new(
+                name.clone(),
+                (x, y),
+                style(TICK_PX).pos(Pos::new(HPos::Center, VPos::Top)),
+            )
         };
         body.draw(&text)?;
     }
@@ -816,11 +938,18 @@ where
             let x0 = bi as f64 + pad + ci as f64 * bar_w;
             let x1 = x0 + bar_w * 0.92;
             let c = color_of(d.configs[ci]);
-            chart.draw_series(std::iter::once(Rectangle::new([(x0, 0.0), (x1, v)], c.filled())))?;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x0, 0.0), (x1, v)],
+                c.filled(),
+            )))?;
             // The value over the bar, where it fits.
             let label = fmt_num((v * 10.0).round() / 10.0);
             if bar_px >= body.estimate_text_size(&label, &style(NOTE_PX))?.0 as f64 + 4.0 {
-                chart.draw_series(std::iter::once(Text::new(label, ((x0 + x1) / 2.0, v), value_style.clone())))?;
+                chart.draw_series(std::iter::once(Text::new(
+                    label,
+                    ((x0 + x1) / 2.0, v),
+                    value_style.clone(),
+                )))?;
             }
         }
     }
@@ -836,14 +965,21 @@ where
     // Earlier outlines are drawn wider, so that outlines that coincide
     // still show every colour.
     let n = d.series.len();
-    let step = if n > 1 { (3.0 / (n - 1) as f64).min(1.5) } else { 0.0 };
+    let step = if n > 1 {
+        (3.0 / (n - 1) as f64).min(1.5)
+    } else {
+        0.0
+    };
     let width_of = |i: usize| (3.0 + step * (n - 1 - i) as f64).round() as u32;
     let entries = d
         .series
         .iter()
         .enumerate()
         .map(|(i, (b, n, _))| {
-            (Swatch::Line(PALETTE[i % PALETTE.len()], width_of(i), None), format!("{b} ({} pauses)", fmt_thousands(*n)))
+            (
+                Swatch::Line(PALETTE[i % PALETTE.len()], width_of(i), None),
+                format!("{b} ({} pauses)", fmt_thousands(*n)),
+            )
         })
         .collect();
     let (w, _) = root.dim_in_pixel();
@@ -863,7 +999,9 @@ where
     let dec_hi = ((hi as f64 / BINS_PER_DECADE).ceil() as i32).max(dec_lo + 1);
     let (x0, x1) = (10f64.powi(dec_lo), 10f64.powi(dec_hi));
     let x_bold: Vec<f64> = (dec_lo..=dec_hi).map(|e| 10f64.powi(e)).collect();
-    let x_light: Vec<f64> = (dec_lo..dec_hi).flat_map(|e| (2..10).map(move |m| m as f64 * 10f64.powi(e))).collect();
+    let x_light: Vec<f64> = (dec_lo..dec_hi)
+        .flat_map(|e| (2..10).map(move |m| m as f64 * 10f64.powi(e)))
+        .collect();
 
     let counts = || d.series.iter().flat_map(|s| s.2.iter().map(|b| b.2));
     let max_count = counts().max().unwrap_or(1).max(1);
@@ -885,9 +1023,15 @@ where
         pts
     };
 
-    let y_desc = if log_y { "pauses per bin (count, log scale)" } else { "pauses per bin (count)" };
+    let y_desc = if log_y {
+        "pauses per bin (count, log scale)"
+    } else {
+        "pauses per bin (count)"
+    };
     let x_desc = "pause duration (log scale)";
-    fn builder<'a, 'b, DB: DrawingBackend>(body: &'a DrawingArea<DB, Shift>) -> ChartBuilder<'a, 'b, DB> {
+    fn builder<'a, 'b, DB: DrawingBackend>(
+        body: &'a DrawingArea<DB, Shift>,
+    ) -> ChartBuilder<'a, 'b, DB> {
         let mut b = ChartBuilder::on(body);
         b.margin_left(10)
             .margin_right(40)
@@ -897,13 +1041,23 @@ where
             .y_label_area_size(TICK_PX * 3 + DESC_PX + 10);
         b
     }
-    let x_axis = || (x0..x1).log_scale().with_key_points(x_bold.clone()).with_light_points(x_light.clone());
+    let x_axis = || {
+        (x0..x1)
+            .log_scale()
+            .with_key_points(x_bold.clone())
+            .with_light_points(x_light.clone())
+    };
     let (bold, light) = (RGBColor(205, 205, 205), RGBColor(238, 238, 238));
     if log_y {
         let dec_top = ((max_count as f64 * 1.5).log10().ceil() as i32).max(1);
         let y_bold: Vec<f64> = (0..=dec_top).map(|e| 10f64.powi(e)).collect();
-        let y_light: Vec<f64> = (0..dec_top).flat_map(|e| (2..10).map(move |m| m as f64 * 10f64.powi(e))).collect();
-        let y_axis = (y_bottom..10f64.powi(dec_top)).log_scale().with_key_points(y_bold).with_light_points(y_light);
+        let y_light: Vec<f64> = (0..dec_top)
+            .flat_map(|e| (2..10).map(move |m| m as f64 * 10f64.powi(e)))
+            .collect();
+        let y_axis = (y_bottom..10f64.powi(dec_top))
+            .log_scale()
+            .with_key_points(y_bold)
+            .with_light_points(y_light);
         let mut chart = builder(&body).build_cartesian_2d(x_axis(), y_axis)?;
         chart
             .configure_mesh()
@@ -953,10 +1107,18 @@ mod tests {
     fn record(bench: &str, policy: &str, vprocs: usize, rep: usize) -> RunRecord {
         // Speedups that differ by benchmark and policy; pauses that spread
         // over three decades, fewer the longer.
-        let bi = ["binarytrees", "parfib", "pingpong"].iter().position(|b| *b == bench).unwrap() as f64;
-        let eff = if policy == "local" { 0.95 - 0.1 * bi } else { 0.85 - 0.15 * bi };
+        let bi = ["binarytrees", "parfib", "pingpong"]
+            .iter()
+            .position(|b| *b == bench)
+            .unwrap() as f64;
+        let eff = if policy == "local" {
+            0.95 - 0.1 * bi
+        } else {
+            0.85 - 0.15 * bi
+        };
         let wall = 10.0 / (1.0 + (vprocs as f64 - 1.0) * eff) * (1.0 + 0.01 * rep as f64);
-        let gc_share = 0.05 + 0.03 * bi + 0.02 * vprocs as f64 + if policy == "local" { 0.0 } else { 0.03 };
+        let gc_share =
+            0.05 + 0.03 * bi + 0.02 * vprocs as f64 + if policy == "local" { 0.0 } else { 0.03 };
         let pauses: Vec<(u64, u64)> = (0..30)
             .map(|i| {
                 let ns = (20_000.0 * 1.3f64.powi(i) * (1.0 + 0.5 * bi)) as u64;
@@ -1018,7 +1180,10 @@ mod tests {
     }
 
     fn temp_dir(tag: &str) -> PathBuf {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
         std::env::temp_dir().join(format!("numagc-plot-{tag}-{}-{nanos}", std::process::id()))
     }
 
@@ -1036,7 +1201,11 @@ mod tests {
                 let bytes = std::fs::read(&p).unwrap();
                 assert!(!bytes.is_empty(), "{} is empty", p.display());
                 if ext == "png" {
-                    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{} is not a PNG", p.display());
+                    assert!(
+                        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+                        "{} is not a PNG",
+                        p.display()
+                    );
                 }
             }
         }
@@ -1048,10 +1217,21 @@ mod tests {
                 assert!(text.contains(b), "{b} missing");
             }
         }
-        for label in ["vprocs (count)", "speedup (×)", "policy: local", "policy: interleave", "ideal speedup"] {
+        for label in [
+            "vprocs (count)",
+            "speedup (×)",
+            "policy: local",
+            "policy: interleave",
+            "ideal speedup",
+        ] {
             assert!(speedup.contains(label), "speedup.svg lacks {label:?}");
         }
-        for label in ["GC share (% of wall time × vprocs)", "benchmark", "local, vprocs:", "interleave, vprocs:"] {
+        for label in [
+            "GC share (% of wall time × vprocs)",
+            "benchmark",
+            "local, vprocs:",
+            "interleave, vprocs:",
+        ] {
             assert!(gc.contains(label), "gc_share.svg lacks {label:?}");
         }
         for label in ["pause duration (log scale)", "pauses per bin (count", "µs"] {
@@ -1071,14 +1251,23 @@ mod tests {
         let dir = temp_dir("two");
         let written = write_plots(&dir, &summaries, &runs).unwrap();
         assert_eq!(written.len(), 6);
-        assert!(std::fs::read_to_string(dir.join("pauses.svg")).unwrap().contains("no collection pauses"));
+        assert!(std::fs::read_to_string(dir.join("pauses.svg"))
+            .unwrap()
+            .contains("no collection pauses"));
         keep_samples(&written, "two-vprocs");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn plot_many_configurations_and_long_names() {
-        let names = ["barnes-hut-400k", "raytracer-512x512", "quicksort-10M", "smvm", "dmm-600x600", "binarytrees-d21"];
+        let names = [
+            "barnes-hut-400k",
+            "raytracer-512x512",
+            "quicksort-10M",
+            "smvm",
+            "dmm-600x600",
+            "binarytrees-d21",
+        ];
         let mut runs = Vec::new();
         for (bi, b) in names.iter().enumerate() {
             for (pi, p) in ["local", "interleave", "node0"].iter().enumerate() {
@@ -1099,7 +1288,11 @@ mod tests {
         let written = write_plots(&dir, &summaries, &runs).unwrap();
         assert_eq!(written.len(), 6);
         let gc = std::fs::read_to_string(dir.join("gc_share.svg")).unwrap();
-        assert!(gc.contains("node0, vprocs:") && gc.contains("\n48\n") && gc.contains("raytracer-512x512"));
+        assert!(
+            gc.contains("node0, vprocs:")
+                && gc.contains("\n48\n")
+                && gc.contains("raytracer-512x512")
+        );
         keep_samples(&written, "many");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -1116,7 +1309,9 @@ mod tests {
         let dir = temp_dir("single");
         let written = write_plots(&dir, &summaries, &runs).unwrap();
         assert_eq!(written.len(), 6);
-        assert!(std::fs::read_to_string(dir.join("speedup.svg")).unwrap().contains("no successful runs"));
+        assert!(std::fs::read_to_string(dir.join("speedup.svg"))
+            .unwrap()
+            .contains("no successful runs"));
         keep_samples(&written, "single-vproc");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -136,7 +136,11 @@ pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
         .iter()
         .map(|s| {
             out.iter()
-                .filter(|o| o.benchmark == s.benchmark && o.numa_policy == s.numa_policy && o.wall_median_s > 0.0)
+                .filter(|o| {
+                    o.benchmark == s.benchmark
+                        && o.numa_policy == s.numa_policy
+                        && o.wall_median_s > 0.0
+                })
                 .min_by_key(|o| o.vprocs)
                 .map(|o| (o.vprocs, o.wall_median_s))
         })
@@ -198,13 +202,27 @@ mod tests {
         ];
         let s = summarize(&runs);
         assert_eq!(s.len(), 3);
-        assert_eq!((s[0].vprocs, s[0].wall_median_s, s[0].wall_min_s, s[0].wall_max_s), (1, 5.0, 4.0, 6.0));
+        assert_eq!(
+            (
+                s[0].vprocs,
+                s[0].wall_median_s,
+                s[0].wall_min_s,
+                s[0].wall_max_s
+            ),
+            (1, 5.0, 4.0, 6.0)
+        );
         assert_eq!(s[0].speedup, Some(1.0));
-        assert_eq!((s[1].vprocs, s[1].wall_median_s, s[1].speedup), (2, 2.0, Some(2.5)));
+        assert_eq!(
+            (s[1].vprocs, s[1].wall_median_s, s[1].speedup),
+            (2, 2.0, Some(2.5))
+        );
         assert_eq!(s[1].pause_max_ms, 5.0);
         assert!(s[1].all_correct);
         // A configuration whose only run failed has no times and no speedup.
-        assert_eq!((s[2].runs, s[2].all_correct, s[2].speedup), (1, false, None));
+        assert_eq!(
+            (s[2].runs, s[2].all_correct, s[2].speedup),
+            (1, false, None)
+        );
     }
 
     #[test]

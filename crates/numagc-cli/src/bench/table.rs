@@ -31,8 +31,13 @@ fn row(s: &Summary) -> [String; 13] {
         format!("{:.2}", s.pause_p99_ms),
         format!("{:.2}", s.pause_max_ms),
         format!("{:.1}", s.bytes_promoted_median / 1e6),
-        s.numa_locality_median.map_or("-".into(), |l| format!("{:.0}%", l * 100.0)),
-        if s.all_correct { "ok".into() } else { "WRONG".into() },
+        s.numa_locality_median
+            .map_or("-".into(), |l| format!("{:.0}%", l * 100.0)),
+        if s.all_correct {
+            "ok".into()
+        } else {
+            "WRONG".into()
+        },
     ]
 }
 
@@ -50,7 +55,13 @@ pub fn render(summaries: &[Summary]) -> String {
         let parts: Vec<String> = cells
             .iter()
             .enumerate()
-            .map(|(i, c)| if i < 2 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
+            .map(|(i, c)| {
+                if i < 2 {
+                    format!("{c:<w$}", w = widths[i])
+                } else {
+                    format!("{c:>w$}", w = widths[i])
+                }
+            })
             .collect();
         out.push_str(parts.join("  ").trim_end());
         out.push('\n');

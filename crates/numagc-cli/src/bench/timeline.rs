@@ -33,7 +33,8 @@ pub fn to_json(runs: &[RunTimeline]) -> Value {
     let mut events = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         let pid = i + 1;
-        events.push(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": r.name}}));
+        events
+            .push(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": r.name}}));
         events.push(json!({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}));
         for v in 0..r.vprocs {
             let node = r.nodes.get(v).copied().unwrap_or(0);
@@ -58,8 +59,10 @@ pub fn to_json(runs: &[RunTimeline]) -> Value {
 }
 
 pub fn write(path: &Path, runs: &[RunTimeline]) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    serde_json::to_writer(std::io::BufWriter::new(file), &to_json(runs)).map_err(|e| format!("writing {}: {e}", path.display()))
+    let file =
+        std::fs::File::create(path).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    serde_json::to_writer(std::io::BufWriter::new(file), &to_json(runs))
+        .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -69,19 +72,50 @@ mod tests {
     #[test]
     fn runs_become_processes_and_spans_complete_events() {
         let spans = vec![
-            Span { vproc: 0, kind: SpanKind::Job, start_ns: 1_000, dur_ns: 9_000 },
-            Span { vproc: 0, kind: SpanKind::Minor, start_ns: 2_000, dur_ns: 500 },
-            Span { vproc: 1, kind: SpanKind::Sleep, start_ns: 0, dur_ns: 4_000 },
+            Span {
+                vproc: 0,
+                kind: SpanKind::Job,
+                start_ns: 1_000,
+                dur_ns: 9_000,
+            },
+            Span {
+                vproc: 0,
+                kind: SpanKind::Minor,
+                start_ns: 2_000,
+                dur_ns: 500,
+            },
+            Span {
+                vproc: 1,
+                kind: SpanKind::Sleep,
+                start_ns: 0,
+                dur_ns: 4_000,
+            },
         ];
-        let runs = [RunTimeline { name: "bt local x2 #1".into(), vprocs: 2, nodes: vec![0, 1], spans, dropped: 0 }];
+        let runs = [RunTimeline {
+            name: "bt local x2 #1".into(),
+            vprocs: 2,
+            nodes: vec![0, 1],
+            spans,
+            dropped: 0,
+        }];
         let v = to_json(&runs);
         let ev = v["traceEvents"].as_array().unwrap();
-        let names: Vec<&str> = ev.iter().filter(|e| e["ph"] == "M").map(|e| e["args"]["name"].as_str().unwrap_or("")).collect();
+        let names: Vec<&str> = ev
+            .iter()
+            .filter(|e| e["ph"] == "M")
+            .map(|e| e["args"]["name"].as_str().unwrap_or(""))
+            .collect();
         assert!(names.contains(&"bt local x2 #1") && names.contains(&"vproc 1 (node 1)"));
         let x: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "X").collect();
         assert_eq!(x.len(), 3);
-        assert_eq!((x[1]["name"].as_str(), x[1]["cat"].as_str()), (Some("minor GC"), Some("gc")));
-        assert_eq!((x[1]["ts"].as_f64(), x[1]["dur"].as_f64()), (Some(2.0), Some(0.5)));
+        assert_eq!(
+            (x[1]["name"].as_str(), x[1]["cat"].as_str()),
+            (Some("minor GC"), Some("gc"))
+        );
+        assert_eq!(
+            (x[1]["ts"].as_f64(), x[1]["dur"].as_f64()),
+            (Some(2.0), Some(0.5))
+        );
         assert_eq!(x[2]["tid"], 1);
     }
 }

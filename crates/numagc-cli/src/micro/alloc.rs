@@ -34,7 +34,12 @@ fn bump_loop(buf: &mut [u64], bytes: u64) -> (f64, u64) {
     (t.elapsed().as_secs_f64(), sum)
 }
 
-pub fn run(bytes: u64, repeat: usize, json: Option<PathBuf>, args: &RuntimeArgs) -> Result<(), String> {
+pub fn run(
+    bytes: u64,
+    repeat: usize,
+    json: Option<PathBuf>,
+    args: &RuntimeArgs,
+) -> Result<(), String> {
     let mut b = args.builder()?;
     if !args.has("vprocs") {
         b = b.vprocs(1);
@@ -42,7 +47,9 @@ pub fn run(bytes: u64, repeat: usize, json: Option<PathBuf>, args: &RuntimeArgs)
     let config = b.build().map_err(|e| e.to_string())?;
     let nursery = config.local_heap_size / 2;
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;
-    let pair = rt.register(Descriptor::mixed("pair", 2, &[0, 1]).unwrap()).map_err(|e| e.to_string())?;
+    let pair = rt
+        .register(Descriptor::mixed("pair", 2, &[0, 1]).unwrap())
+        .map_err(|e| e.to_string())?;
     let mut buf = vec![0u64; nursery / 8];
     let objects = bytes / OBJECT_BYTES;
     let (mut base, mut ours) = (Vec::new(), Vec::new());
@@ -65,16 +72,35 @@ pub fn run(bytes: u64, repeat: usize, json: Option<PathBuf>, args: &RuntimeArgs)
     }
     let stats = rt.stats();
     if stats.total.bytes_allocated < objects * OBJECT_BYTES * repeat.max(1) as u64 {
-        return Err(format!("allocated {} bytes, expected {}", stats.total.bytes_allocated, objects * OBJECT_BYTES));
+        return Err(format!(
+            "allocated {} bytes, expected {}",
+            stats.total.bytes_allocated,
+            objects * OBJECT_BYTES
+        ));
     }
     let (mb, mo) = (median(&base), median(&ours));
-    println!("allocation rate, {} MB of 24-byte objects per run, {} runs each, alternating:", bytes / 1_000_000, repeat);
-    println!("  plain bump-pointer loop ({} KiB buffer): median {mb:.2} GB/s  (min {:.2}, max {:.2})", nursery >> 10,
-        base.iter().cloned().fold(f64::MAX, f64::min), base.iter().cloned().fold(0.0, f64::max));
-    println!("  numagc nursery (local heap {} KiB):       median {mo:.2} GB/s  (min {:.2}, max {:.2})", rt.config().local_heap_size >> 10,
-        ours.iter().cloned().fold(f64::MAX, f64::min), ours.iter().cloned().fold(0.0, f64::max));
+    println!(
+        "allocation rate, {} MB of 24-byte objects per run, {} runs each, alternating:",
+        bytes / 1_000_000,
+        repeat
+    );
+    println!(
+        "  plain bump-pointer loop ({} KiB buffer): median {mb:.2} GB/s  (min {:.2}, max {:.2})",
+        nursery >> 10,
+        base.iter().cloned().fold(f64::MAX, f64::min),
+        base.iter().cloned().fold(0.0, f64::max)
+    );
+    println!(
+        "  numagc nursery (local heap {} KiB):       median {mo:.2} GB/s  (min {:.2}, max {:.2})",
+        rt.config().local_heap_size >> 10,
+        ours.iter().cloned().fold(f64::MAX, f64::min),
+        ours.iter().cloned().fold(0.0, f64::max)
+    );
     println!("  ratio numagc / bump loop: {:.0} %", 100.0 * mo / mb);
-    println!("  minor collections: {}, bytes copied by them: {}", stats.total.minor.count, stats.total.bytes_copied_minor);
+    println!(
+        "  minor collections: {}, bytes copied by them: {}",
+        stats.total.minor.count, stats.total.bytes_copied_minor
+    );
     if let Some(path) = json {
         let v = serde_json::json!({
             "benchmark": "alloc", "bytes_per_run": bytes, "repeat": repeat,

@@ -40,7 +40,16 @@ pub enum Micro {
 
 pub fn run(m: Micro) -> Result<(), String> {
     match m {
-        Micro::Alloc { bytes, repeat, json, runtime } => alloc::run(bytes, repeat, json, &runtime),
-        Micro::Pingpong { rounds, json, runtime } => pingpong::run(rounds, json, &runtime),
+        Micro::Alloc {
+            bytes,
+            repeat,
+            json,
+            runtime,
+        } => alloc::run(bytes, repeat, json, &runtime),
+        Micro::Pingpong {
+            rounds,
+            json,
+            runtime,
+        } => pingpong::run(rounds, json, &runtime),
     }
 }

@@ -25,28 +25,44 @@ fn payload(count: i64) -> u64 {
 
 /// Receives on `from`, replies on `to` with counter + 1, `left` more times;
 /// the last message goes to `done`.
-fn player<'i>(msg: DescId, from: Channel, to: Channel, done: Channel, left: u64) -> Result<Next<'i>> {
+fn player<'i>(
+    msg: DescId,
+    from: Channel,
+    to: Channel,
+    done: Channel,
+    left: u64,
+) -> Result<Next<'i>> {
     let f = from.clone();
     Ok(Next::recv(&f, &[], move |s, _, m| {
         let v = s.view(m);
         let count = v.field(0).as_int().expect("a counter");
         if v.raw(1) != payload(count) {
-            return Err(numagc::Error::Misuse(format!("message {count} arrived damaged")));
+            return Err(numagc::Error::Misuse(format!(
+                "message {count} arrived damaged"
+            )));
         }
         if left == 0 {
             return Ok(Next::send(&done, m, &[], |_, _| Ok(Next::exit())));
         }
         let reply = message(s, msg, count + 1)?;
         let (t, d) = (to.clone(), done.clone());
-        Ok(Next::send(&to, reply, &[], move |_, _| player(msg, from, t, d, left - 1)))
+        Ok(Next::send(&to, reply, &[], move |_, _| {
+            player(msg, from, t, d, left - 1)
+        }))
     }))
 }
 
-pub fn run(rounds: u64, json: Option<PathBuf>, args: &RuntimeArgs) -> std::result::Result<(), String> {
+pub fn run(
+    rounds: u64,
+    json: Option<PathBuf>,
+    args: &RuntimeArgs,
+) -> std::result::Result<(), String> {
     let config = args.config()?;
     let vprocs = config.vprocs;
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;
-    let msg = rt.register(Descriptor::mixed("message", 2, &[0]).unwrap()).map_err(|e| e.to_string())?;
+    let msg = rt
+        .register(Descriptor::mixed("message", 2, &[0]).unwrap())
+        .map_err(|e| e.to_string())?;
     let (ping, pong, done) = (rt.channel(), rt.channel(), rt.channel());
     let t0 = Instant::now();
     let last = rt
@@ -54,7 +70,9 @@ pub fn run(rounds: u64, json: Option<PathBuf>, args: &RuntimeArgs) -> std::resul
             let (a, b, d) = (ping.clone(), pong.clone(), done.clone());
             s.spawn_on(0, &[], move |_, _| player(msg, a, b, d, rounds))?;
             let (a, b, d) = (ping.clone(), pong.clone(), done.clone());
-            s.spawn_on(s.vprocs() - 1, &[], move |_, _| player(msg, b, a, d, rounds))?;
+            s.spawn_on(s.vprocs() - 1, &[], move |_, _| {
+                player(msg, b, a, d, rounds)
+            })?;
             let first = message(s, msg, 0)?;
             s.send(&ping, first)?;
             let m = s.recv(&done)?;
@@ -96,6 +114,9 @@ pub fn run(rounds: u64, json: Option<PathBuf>, args: &RuntimeArgs) -> std::resul
     if correct {
         Ok(())
     } else {
-        Err(format!("wrong answer: counter {:?}, expected {expected}; thread errors {errors:?}", last))
+        Err(format!(
+            "wrong answer: counter {:?}, expected {expected}; thread errors {errors:?}",
+            last
+        ))
     }
 }

@@ -10,5 +10,9 @@ pub fn numagc(args: &[&str]) -> (bool, String, String) {
         .env_remove("NUMAGC_VPROCS")
         .output()
         .expect("run numagc");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

@@ -109,7 +109,10 @@ impl<'a> ToGlobal<'a> {
         let retired = match self.cursor.refill(self.heap, self.node, true) {
             Ok(r) => r,
             Err(_) => {
-                let id = self.reserve.pop().expect("the copy reserve covers a whole local heap (ensure_copy_reserve)");
+                let id = self
+                    .reserve
+                    .pop()
+                    .expect("the copy reserve covers a whole local heap (ensure_copy_reserve)");
                 let id = self.heap.adopt_spare(id);
                 self.cursor.install(self.heap, id)
             }
@@ -119,7 +122,9 @@ impl<'a> ToGlobal<'a> {
                 self.pending.push((r.scan, r.top));
             }
         }
-        self.cursor.try_bump(size).expect("object larger than a chunk")
+        self.cursor
+            .try_bump(size)
+            .expect("object larger than a chunk")
     }
 
     /// Scans copies until none is left unscanned.
@@ -187,5 +192,8 @@ pub(crate) trait Scan<'a> {
 pub(crate) fn header_size(addr: usize) -> usize {
     // SAFETY: callers pass addresses of objects in regions being walked
     // object by object (to-space copies), which all have headers.
-    unsafe { Obj::at(addr) }.header().expect("walked object has a header").size_bytes()
+    unsafe { Obj::at(addr) }
+        .header()
+        .expect("walked object has a header")
+        .size_bytes()
 }

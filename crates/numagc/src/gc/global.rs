@@ -176,7 +176,9 @@ impl Evacuator<'_> {
             return w;
         }
         let a = w as usize;
-        let Some(cid) = self.heap.space.chunk_of(a) else { return w };
+        let Some(cid) = self.heap.space.chunk_of(a) else {
+            return w;
+        };
         let info = self.heap.space.info(cid);
         match info.kind() {
             ChunkKind::FromSpace => {
@@ -185,7 +187,10 @@ impl Evacuator<'_> {
             }
             ChunkKind::LargeHead if self.full => {
                 if !info.mark.swap(true, Ordering::AcqRel) {
-                    self.queue.push(info.node.load(Ordering::Relaxed) as usize, ScanItem::Large(a));
+                    self.queue.push(
+                        info.node.load(Ordering::Relaxed) as usize,
+                        ScanItem::Large(a),
+                    );
                 }
                 w
             }
@@ -202,7 +207,9 @@ impl Evacuator<'_> {
         // objects until this collection returns it to the pool.
         let o = unsafe { Obj::at(a) };
         let hw = o.header_word();
-        let Some(h) = Header::decode(hw) else { return hw };
+        let Some(h) = Header::decode(hw) else {
+            return hw;
+        };
         let size = h.size_bytes();
         // A full collection tenures everything (one destination, as in the
         // paper); a young one ages objects from young chunks first.
@@ -232,7 +239,9 @@ impl Evacuator<'_> {
         if !is_pointer(w) {
             return false;
         }
-        let Some(c) = self.heap.space.chunk_of(w as usize) else { return false };
+        let Some(c) = self.heap.space.chunk_of(w as usize) else {
+            return false;
+        };
         let info = self.heap.space.info(c);
         info.kind() == ChunkKind::Global && info.age.load(Ordering::Relaxed) == 1
     }
@@ -270,7 +279,9 @@ impl Evacuator<'_> {
     /// Scans an object of a tenured to-space chunk.
     fn scan_tenured(&mut self, o: Obj, h: Header) {
         let descs = self.descs;
-        crate::object::for_each_value_field(h, descs, |i| self.forward_tenured_slot(o.field_ptr(i)));
+        crate::object::for_each_value_field(h, descs, |i| {
+            self.forward_tenured_slot(o.field_ptr(i))
+        });
     }
 
     fn cursor(&mut self, tenure: bool) -> &mut ChunkCursor {
@@ -296,10 +307,18 @@ impl Evacuator<'_> {
         if let Some(r) = retired {
             if r.scan < r.top {
                 let node = heap.space.info(r.chunk).node.load(Ordering::Relaxed) as usize;
-                self.queue.push(node, ScanItem::Region { start: r.scan, end: r.top });
+                self.queue.push(
+                    node,
+                    ScanItem::Region {
+                        start: r.scan,
+                        end: r.top,
+                    },
+                );
             }
         }
-        self.cursor(tenure).try_bump(size).expect("object larger than a chunk")
+        self.cursor(tenure)
+            .try_bump(size)
+            .expect("object larger than a chunk")
     }
 
     /// Scans the next unscanned object of one of this vproc's to-space
@@ -328,7 +347,11 @@ impl Evacuator<'_> {
             match self.queue.pop(self.node) {
                 Some(ScanItem::Region { mut start, end }) => {
                     let space = &self.heap.space;
-                    let tenured = space.info(space.chunk_of(start).expect("region in the heap")).age.load(Ordering::Relaxed) == TENURED;
+                    let tenured = space
+                        .info(space.chunk_of(start).expect("region in the heap"))
+                        .age
+                        .load(Ordering::Relaxed)
+                        == TENURED;
                     while start < end {
                         // SAFETY: a region holds this collection's copies,
                         // laid out one after another.
@@ -360,7 +383,10 @@ impl<'a> Scan<'a> for Evacuator<'a> {
 
 /// Bytes of objects in `chunks` (up to each chunk's published top).
 fn used_bytes(heap: &GlobalHeap, chunks: &[usize]) -> usize {
-    chunks.iter().map(|&c| heap.space.info(c).top.load(Ordering::Acquire) - heap.space.chunk_start(c)).sum()
+    chunks
+        .iter()
+        .map(|&c| heap.space.info(c).top.load(Ordering::Acquire) - heap.space.chunk_start(c))
+        .sum()
 }
 
 /// What a vproc's part in a global collection came to.
@@ -386,7 +412,12 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     match coord.enter(v.id) {
         Entry::Entered => {}
         Entry::NotPending => return Joined::NotPending,
-        Entry::Abandoned(reason) => return Joined::Abandoned { reason, requested: false },
+        Entry::Abandoned(reason) => {
+            return Joined::Abandoned {
+                reason,
+                requested: false,
+            }
+        }
     }
     // The leader is recorded by `request`, before the leader itself enters.
     let requested = coord.leader() == Some(v.id);
@@ -429,11 +460,18 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
             if full {
                 add(&tenured);
             }
-            let mut need: Vec<usize> = from_bytes.iter().map(|b| (4 * b).div_ceil(3 * heap.chunk_size())).collect();
+            let mut need: Vec<usize> = from_bytes
+                .iter()
+                .map(|b| (4 * b).div_ceil(3 * heap.chunk_size()))
+                .collect();
             for p in shared.placements.iter() {
                 need[p.node] += 2;
             }
-            heap.ensure_pooled(&need).map_err(|m| Abandoned::NoToSpace { bytes: m.bytes, errno: m.errno })?;
+            heap.ensure_pooled(&need)
+                .map_err(|m| Abandoned::NoToSpace {
+                    bytes: m.bytes,
+                    errno: m.errno,
+                })?;
             gc.force_full.store(false, Ordering::Relaxed);
             gc.full.store(full, Ordering::Relaxed);
             from.append(&mut survivors);
@@ -459,7 +497,10 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         }
         v.record_pause_from(crate::trace::SpanKind::Global, t0, t_global);
         v.publish_stats();
-        return Joined::Abandoned { reason: a, requested };
+        return Joined::Abandoned {
+            reason: a,
+            requested,
+        };
     }
     let full = gc.full.load(Ordering::Relaxed);
 
@@ -468,7 +509,10 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     //    roots and, in a young collection, every large object.
     let is_leader = coord.leader() == Some(v.id);
     let remembered = std::mem::take(&mut v.remembered);
-    let mut tenured_cursor = ChunkCursor { age: TENURED, ..Default::default() };
+    let mut tenured_cursor = ChunkCursor {
+        age: TENURED,
+        ..Default::default()
+    };
     v.cursor.age = 1;
     let next_remembered;
     {
@@ -502,7 +546,11 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
             }
             if is_leader {
                 heap.for_each_large(|a| {
-                    let node = heap.space.info(heap.space.chunk_of(a).expect("large object")).node.load(Ordering::Relaxed);
+                    let node = heap
+                        .space
+                        .info(heap.space.chunk_of(a).expect("large object"))
+                        .node
+                        .load(Ordering::Relaxed);
                     gc.queue.push(node as usize, ScanItem::Large(a));
                 });
             }
@@ -536,14 +584,21 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         let live = used_bytes(heap, &survivors) + tenured_live;
         gc.tenured_live.store(tenured_live, Ordering::Relaxed);
         if full {
-            gc.full_limit.store(heap.grown_limit(tenured_live), Ordering::Relaxed);
+            gc.full_limit
+                .store(heap.grown_limit(tenured_live), Ordering::Relaxed);
             gc.full_collections.fetch_add(1, Ordering::Relaxed);
         }
         if shared.config.young_global_gc {
             // The next collection when the heap has grown by live × (growth
             // - 1), the paper's threshold at least: the spacing of full
             // collections at `live × growth`.
-            heap.set_trigger(heap.in_use() + heap.grown_limit(live).saturating_sub(live).max(heap.base_trigger()));
+            heap.set_trigger(
+                heap.in_use()
+                    + heap
+                        .grown_limit(live)
+                        .saturating_sub(live)
+                        .max(heap.base_trigger()),
+            );
         } else {
             heap.set_trigger(heap.grown_limit(live));
         }
@@ -579,7 +634,10 @@ mod tests {
 
     fn age_of(v: &Vproc, w: u64) -> u8 {
         let space = &v.shared.heap.space;
-        space.info(space.chunk_of(w as usize).unwrap()).age.load(Ordering::Relaxed)
+        space
+            .info(space.chunk_of(w as usize).unwrap())
+            .age
+            .load(Ordering::Relaxed)
     }
 
     /// A young collection, as the heap's trigger would start it.
@@ -587,7 +645,11 @@ mod tests {
         let v = s.vproc_mut();
         let full = v.shared.gc.full_collections();
         split_heap::collect_global(v).expect("the collection completes");
-        assert_eq!(v.shared.gc.full_collections(), full, "the collection was young");
+        assert_eq!(
+            v.shared.gc.full_collections(),
+            full,
+            "the collection was young"
+        );
     }
 
     #[test]
@@ -604,9 +666,16 @@ mod tests {
             assert_eq!(age_of(s.vproc_mut(), tenured_at), TENURED);
             young(s);
             young(s);
-            assert_eq!(s.word(g), tenured_at, "young collections leave tenured data in place");
+            assert_eq!(
+                s.word(g),
+                tenured_at,
+                "young collections leave tenured data in place"
+            );
             let v = s.view(g);
-            assert_eq!((v.field(0).as_int(), v.field(1).as_int()), (Some(1), Some(2)));
+            assert_eq!(
+                (v.field(0).as_int(), v.field(1).as_int()),
+                (Some(1), Some(2))
+            );
             s.collect_global(); // full: everything moves
             assert_ne!(s.word(g), tenured_at);
         })
@@ -633,9 +702,16 @@ mod tests {
             young(s);
             let e = s.field(arr, 2).unwrap();
             let w = s.word(e);
-            assert_eq!(age_of(s.vproc_mut(), w), TENURED, "followed the array into tenure");
+            assert_eq!(
+                age_of(s.vproc_mut(), w),
+                TENURED,
+                "followed the array into tenure"
+            );
             let ev = s.view(e);
-            assert_eq!((ev.field(0).as_int(), ev.field(1).as_int()), (Some(7), Some(8)));
+            assert_eq!(
+                (ev.field(0).as_int(), ev.field(1).as_int()),
+                (Some(7), Some(8))
+            );
         })
         .unwrap();
     }
@@ -663,7 +739,10 @@ mod tests {
             let e = s.field(arr, 0).unwrap();
             assert_eq!(age(s, e), TENURED);
             assert_eq!(s.view(e).field(0).as_int(), Some(5));
-            assert!(s.vproc_mut().remembered.is_empty(), "nothing young is left to remember");
+            assert!(
+                s.vproc_mut().remembered.is_empty(),
+                "nothing young is left to remember"
+            );
         })
         .unwrap();
     }
@@ -672,7 +751,9 @@ mod tests {
     fn large_objects_are_roots_of_young_collections_and_swept_by_full_ones() {
         let rt = runtime(1);
         rt.run_on(0, |s| {
-            let elems: Vec<Handle<'_>> = (0..5000).map(|i| s.alloc_vector(&[Handle::int(i)]).unwrap()).collect();
+            let elems: Vec<Handle<'_>> = (0..5000)
+                .map(|i| s.alloc_vector(&[Handle::int(i)]).unwrap())
+                .collect();
             let big = s.alloc_vector(&elems).unwrap(); // large: its elements are promoted (age 0)
             young(s);
             young(s);
@@ -713,7 +794,13 @@ mod tests {
                 s.vproc_mut().shared.heap.in_use()
             })
             .unwrap();
-        assert!(tenured > before.unwrap() + (200 << 10), "the list was tenured: {tenured}");
-        assert!(after < tenured / 2, "a full collection reclaimed the tenured garbage: {after} of {tenured}");
+        assert!(
+            tenured > before.unwrap() + (200 << 10),
+            "the list was tenured: {tenured}"
+        );
+        assert!(
+            after < tenured / 2,
+            "a full collection reclaimed the tenured garbage: {after} of {tenured}"
+        );
     }
 }

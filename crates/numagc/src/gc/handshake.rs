@@ -76,7 +76,9 @@
 //! [`set_limit`]: Coordinator::set_limit
 
 use crate::sched::doorbell::Doorbell;
-use crate::sync::{fence, lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{
+    fence, lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
+};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -103,10 +105,14 @@ impl Abandoned {
     /// The error for the mutator whose request needed the collection.
     pub fn error(self) -> crate::Error {
         match self {
-            Abandoned::Late { vproc, waited_ms } => crate::Error::SafepointTimeout { vproc, waited_ms },
-            Abandoned::NoToSpace { bytes, errno } => {
-                crate::Error::MapFailed { bytes, what: "the to-space of a global collection", errno }
+            Abandoned::Late { vproc, waited_ms } => {
+                crate::Error::SafepointTimeout { vproc, waited_ms }
             }
+            Abandoned::NoToSpace { bytes, errno } => crate::Error::MapFailed {
+                bytes,
+                what: "the to-space of a global collection",
+                errno,
+            },
         }
     }
 }
@@ -184,8 +190,12 @@ impl<J> Coordinator<J> {
     pub fn with_safepoint_timeout(n: usize, timeout: Option<Duration>) -> Self {
         Coordinator {
             pending: AtomicBool::new(false),
-            limits: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicUsize::new(0))).collect(),
-            signals: (0..n).map(|_| crossbeam_utils::CachePadded::new(AtomicBool::new(false))).collect(),
+            limits: (0..n)
+                .map(|_| crossbeam_utils::CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+            signals: (0..n)
+                .map(|_| crossbeam_utils::CachePadded::new(AtomicBool::new(false)))
+                .collect(),
             bells: (0..n).map(|_| Doorbell::new()).collect(),
             interrupts: (0..n).map(|_| AtomicBool::new(false)).collect(),
             sleepers: AtomicUsize::new(0),
@@ -281,7 +291,12 @@ impl<J> Coordinator<J> {
     /// Vproc `v` waits on its doorbell until `ready()`, and is also woken by
     /// [`Coordinator::notify_work`] when `has_work()` (same Dekker pairing
     /// as `wait_idle`'s `sleepers`).
-    pub fn wait_for_work_or(&self, v: usize, ready: impl Fn() -> bool, has_work: impl Fn() -> bool) {
+    pub fn wait_for_work_or(
+        &self,
+        v: usize,
+        ready: impl Fn() -> bool,
+        has_work: impl Fn() -> bool,
+    ) {
         self.waiters.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         self.bells[v].wait_unless(|| ready() || has_work());
@@ -304,7 +319,11 @@ impl<J> Coordinator<J> {
             // abandon, this collection before its leader and the start of
             // its deadline are recorded (`pending` only changes under it).
             let mut s = lock(&self.state);
-            if self.pending.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+            if self
+                .pending
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
                 return false;
             }
             s.leader = Some(v);
@@ -469,7 +488,12 @@ impl<J> Coordinator<J> {
     /// deadline passed before every vproc entered, or `serial` refused);
     /// then `undo` has run once, on one vproc, after every vproc that
     /// entered had arrived, and no collection is pending any more.
-    pub fn gather(&self, v: usize, serial: impl FnOnce() -> Result<(), Abandoned>, undo: impl FnOnce()) -> Result<(), Abandoned> {
+    pub fn gather(
+        &self,
+        v: usize,
+        serial: impl FnOnce() -> Result<(), Abandoned>,
+        undo: impl FnOnce(),
+    ) -> Result<(), Abandoned> {
         // Each runs at most once; the loop below proves it to the compiler.
         let (mut serial, mut undo) = (Some(serial), Some(undo));
         let mut s = lock(&self.state);
@@ -510,10 +534,15 @@ impl<J> Coordinator<J> {
                 // Everyone is on the way: no deadline any more.
                 s = wait(&self.cv, s);
             } else if self.deadline_passed(&s) {
-                let late = (0..self.n).find(|&u| !s.entered[u]).expect("a vproc has not entered");
+                let late = (0..self.n)
+                    .find(|&u| !s.entered[u])
+                    .expect("a vproc has not entered");
                 s.closed = true;
                 s.abandoner = Some(v);
-                s.abandon_reason = Some(Abandoned::Late { vproc: late, waited_ms: self.waited_ms(&s) });
+                s.abandon_reason = Some(Abandoned::Late {
+                    vproc: late,
+                    waited_ms: self.waited_ms(&s),
+                });
             } else {
                 s = self.wait_for_deadline(s);
             }
@@ -549,7 +578,8 @@ impl<J> Coordinator<J> {
 
     #[cfg(not(loom))]
     fn waited_ms(&self, s: &State<J>) -> u64 {
-        s.requested_at.map_or(0, |at| at.elapsed().as_millis() as u64)
+        s.requested_at
+            .map_or(0, |at| at.elapsed().as_millis() as u64)
     }
 
     /// Waits for a notification, or until the deadline of the pending

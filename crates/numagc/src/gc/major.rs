@@ -24,7 +24,11 @@ use std::time::Instant;
 /// Runs a major collection (the nursery must be empty: call right after a
 /// minor collection). Returns the bytes copied to the global heap.
 pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
-    let from_hi = if include_young { v.local.old_top } else { v.local.young_start };
+    let from_hi = if include_young {
+        v.local.old_top
+    } else {
+        v.local.young_start
+    };
     evacuate(v, from_hi)
 }
 

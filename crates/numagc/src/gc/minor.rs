@@ -63,7 +63,10 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
         scan += h.size_bytes();
         update_value_fields(o, h, descs, |w| forward(w, &mut top));
     }
-    debug_assert!(top <= nursery_lo, "minor collection overflowed into the nursery");
+    debug_assert!(
+        top <= nursery_lo,
+        "minor collection overflowed into the nursery"
+    );
     let copied = top - lh.young_start;
     lh.old_top = top;
     v.reset_nursery();

@@ -17,7 +17,15 @@ pub(crate) fn promote(v: &mut Vproc, words: &mut [u64]) -> usize {
     let t0 = Instant::now();
     let shared = v.shared.clone();
     let (lo, hi) = (v.local.base, v.local.end);
-    let mut c = ToGlobal::new(&shared.heap, &shared.descs, &mut v.cursor, &mut v.copy_reserve, v.node, (lo, hi), (lo, hi));
+    let mut c = ToGlobal::new(
+        &shared.heap,
+        &shared.descs,
+        &mut v.cursor,
+        &mut v.copy_reserve,
+        v.node,
+        (lo, hi),
+        (lo, hi),
+    );
     for w in words.iter_mut() {
         *w = c.forward(*w);
     }

@@ -28,9 +28,17 @@ fn check_header(shared: &Shared, hw: u64) -> Result<Header, String> {
     match h.id() {
         ID_RAW | ID_VECTOR | ID_ARRAY => Ok(h),
         id if id >= FIRST_MIXED_ID => {
-            let d = shared.descs.get(id).ok_or_else(|| format!("unknown descriptor id {id}"))?;
+            let d = shared
+                .descs
+                .get(id)
+                .ok_or_else(|| format!("unknown descriptor id {id}"))?;
             if d.size() != h.len() {
-                return Err(format!("descriptor {} has {} words, header says {}", d.name(), d.size(), h.len()));
+                return Err(format!(
+                    "descriptor {} has {} words, header says {}",
+                    d.name(),
+                    d.size(),
+                    h.len()
+                ));
             }
             Ok(h)
         }
@@ -40,14 +48,22 @@ fn check_header(shared: &Shared, hw: u64) -> Result<Header, String> {
 
 /// Checks a pointer into the global heap; `starts` (when given) holds the
 /// object starts of every global chunk.
-fn check_global_target(shared: &Shared, a: usize, starts: Option<&HashMap<usize, Vec<u64>>>) -> Result<(), String> {
+fn check_global_target(
+    shared: &Shared,
+    a: usize,
+    starts: Option<&HashMap<usize, Vec<u64>>>,
+) -> Result<(), String> {
     let space = &shared.heap.space;
-    let Some(cid) = space.chunk_of(a) else { return Err(format!("pointer {a:#x} outside the heap")) };
+    let Some(cid) = space.chunk_of(a) else {
+        return Err(format!("pointer {a:#x} outside the heap"));
+    };
     match space.info(cid).kind() {
         ChunkKind::Global => {
             let start = space.chunk_start(cid);
             if let Some(starts) = starts {
-                let bits = starts.get(&cid).ok_or_else(|| format!("pointer {a:#x} into an unlisted chunk"))?;
+                let bits = starts
+                    .get(&cid)
+                    .ok_or_else(|| format!("pointer {a:#x} into an unlisted chunk"))?;
                 let i = (a - start) / 8;
                 if bits[i / 64] & (1 << (i % 64)) == 0 {
                     return Err(format!("pointer {a:#x} is not an object start"));
@@ -64,7 +80,9 @@ fn check_global_target(shared: &Shared, a: usize, starts: Option<&HashMap<usize,
             // SAFETY: the first word of a large-object run is its header.
             check_header(shared, unsafe { Obj::at(a) }.header_word()).map(|_| ())
         }
-        ChunkKind::FromSpace | ChunkKind::Free => Err(format!("pointer {a:#x} into a free or from-space chunk")),
+        ChunkKind::FromSpace | ChunkKind::Free => {
+            Err(format!("pointer {a:#x} into a free or from-space chunk"))
+        }
         ChunkKind::Local => Err(format!("pointer {a:#x} into a local heap")),
         k => Err(format!("pointer {a:#x} into a {k:?} chunk")),
     }
@@ -74,7 +92,10 @@ fn check_global_target(shared: &Shared, a: usize, starts: Option<&HashMap<usize,
 /// on (or unwinding out of a collection other vprocs wait in) would hide it.
 fn fail(what: &str, errors: &[String]) -> ! {
     let shown: Vec<&String> = errors.iter().take(10).collect();
-    eprintln!("numagc: heap verification failed after {what}: {} violation(s): {shown:#?}", errors.len());
+    eprintln!(
+        "numagc: heap verification failed after {what}: {} violation(s): {shown:#?}",
+        errors.len()
+    );
     std::process::abort();
 }
 
@@ -95,7 +116,8 @@ pub(crate) fn check_local_heap(v: &mut Vproc) -> Result<usize, Vec<String>> {
     let mut errors = Vec::new();
     let mut seen = HashSet::new();
     let mut stack: Vec<u64> = v.roots.get_mut().clone();
-    let live = |a: usize| (a >= lh.base && a < lh.old_top) || (a >= lh.nursery_start && a < alloc_ptr);
+    let live =
+        |a: usize| (a >= lh.base && a < lh.old_top) || (a >= lh.nursery_start && a < alloc_ptr);
     while let Some(w) = stack.pop() {
         if !is_pointer(w) {
             continue;
@@ -104,14 +126,20 @@ pub(crate) fn check_local_heap(v: &mut Vproc) -> Result<usize, Vec<String>> {
         if !lh.contains(a) {
             let space = &shared.heap.space;
             if space.kind_of(a) == ChunkKind::Local {
-                errors.push(format!("vproc {}: pointer {a:#x} into another vproc's local heap", v.id));
+                errors.push(format!(
+                    "vproc {}: pointer {a:#x} into another vproc's local heap",
+                    v.id
+                ));
             } else if let Err(e) = check_global_target(&shared, a, None) {
                 errors.push(e);
             }
             continue;
         }
         if !live(a) {
-            errors.push(format!("vproc {}: pointer {a:#x} into the free part of the local heap", v.id));
+            errors.push(format!(
+                "vproc {}: pointer {a:#x} into the free part of the local heap",
+                v.id
+            ));
             continue;
         }
         if !seen.insert(a) {
@@ -124,7 +152,9 @@ pub(crate) fn check_local_heap(v: &mut Vproc) -> Result<usize, Vec<String>> {
             // promoted: the forwarding pointer must be global
             stack.push(hw);
             if lh.contains(hw as usize) {
-                errors.push(format!("local object {a:#x} forwarded inside the local heap"));
+                errors.push(format!(
+                    "local object {a:#x} forwarded inside the local heap"
+                ));
             }
             continue;
         }
@@ -163,7 +193,10 @@ pub(crate) fn check_global_heap(shared: &Shared, to_space: &[usize]) -> Result<u
             continue;
         }
         let mut bits = vec![0u64; words.div_ceil(64)];
-        let (mut s, top) = (space.chunk_start(c), space.info(c).top.load(Ordering::Acquire));
+        let (mut s, top) = (
+            space.chunk_start(c),
+            space.info(c).top.load(Ordering::Acquire),
+        );
         while s < top {
             let i = (s - space.chunk_start(c)) / 8;
             bits[i / 64] |= 1 << (i % 64);
@@ -180,7 +213,10 @@ pub(crate) fn check_global_heap(shared: &Shared, to_space: &[usize]) -> Result<u
     }
     let mut objects = Vec::new();
     for &c in to_space {
-        let (mut s, top) = (space.chunk_start(c), space.info(c).top.load(Ordering::Acquire));
+        let (mut s, top) = (
+            space.chunk_start(c),
+            space.info(c).top.load(Ordering::Acquire),
+        );
         while s < top && errors.is_empty() {
             objects.push(s);
             s += header_size(s);
@@ -238,7 +274,12 @@ mod tests {
 
     fn global_chunks(v: &mut Vproc) -> Vec<usize> {
         v.cursor.publish(&v.shared.heap);
-        v.cursor.owned.iter().copied().chain(v.cursor.chunk).collect()
+        v.cursor
+            .owned
+            .iter()
+            .copied()
+            .chain(v.cursor.chunk)
+            .collect()
     }
 
     #[test]
@@ -275,7 +316,12 @@ mod tests {
                 check_local_heap(s.vproc_mut()).unwrap_err()
             })
             .unwrap();
-        assert!(errors.iter().any(|e| e.contains("free part of the local heap")), "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("free part of the local heap")),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -288,13 +334,20 @@ mod tests {
                 let space = &shared.heap.space;
                 let other = (0..)
                     .map(|c| space.info(c))
-                    .position(|i| i.kind() == ChunkKind::Local && i.owner.load(Ordering::Relaxed) == 1)
+                    .position(|i| {
+                        i.kind() == ChunkKind::Local && i.owner.load(Ordering::Relaxed) == 1
+                    })
                     .unwrap();
                 object(s, outer).set_field(0, space.chunk_start(other) as u64);
                 check_local_heap(s.vproc_mut()).unwrap_err()
             })
             .unwrap();
-        assert!(errors.iter().any(|e| e.contains("another vproc's local heap")), "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("another vproc's local heap")),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -314,7 +367,10 @@ mod tests {
                 check_global_heap(&vp.shared.clone(), &chunks).unwrap_err()
             })
             .unwrap();
-        assert!(errors.iter().any(|e| e.contains("into a local heap")), "{errors:?}");
+        assert!(
+            errors.iter().any(|e| e.contains("into a local heap")),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -333,7 +389,10 @@ mod tests {
                 check_global_heap(&vp.shared.clone(), &chunks).unwrap_err()
             })
             .unwrap();
-        assert!(errors.iter().any(|e| e.contains("not an object start")), "{errors:?}");
+        assert!(
+            errors.iter().any(|e| e.contains("not an object start")),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -349,6 +408,11 @@ mod tests {
                 r.unwrap_err()
             })
             .unwrap();
-        assert!(errors.iter().any(|e| e.contains("unknown descriptor id 777")), "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("unknown descriptor id 777")),
+            "{errors:?}"
+        );
     }
 }

@@ -18,7 +18,11 @@ pub(crate) struct ChunkPool {
 
 impl ChunkPool {
     pub fn new(num_nodes: usize) -> ChunkPool {
-        ChunkPool { nodes: (0..num_nodes.max(1)).map(|_| Mutex::new(Vec::new())).collect() }
+        ChunkPool {
+            nodes: (0..num_nodes.max(1))
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
+        }
     }
 
     /// Takes a free chunk bound to `node`, if the node's pool has one.

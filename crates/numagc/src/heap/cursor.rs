@@ -52,7 +52,12 @@ impl ChunkCursor {
     }
 
     /// Retires the current chunk (if any) and takes a new one on `node`.
-    pub fn refill(&mut self, heap: &GlobalHeap, node: usize, force: bool) -> Result<Option<Retired>, Refused> {
+    pub fn refill(
+        &mut self,
+        heap: &GlobalHeap,
+        node: usize,
+        force: bool,
+    ) -> Result<Option<Retired>, Refused> {
         let id = heap.acquire_chunk(node, force)?;
         Ok(self.install(heap, id))
     }
@@ -75,7 +80,11 @@ impl ChunkCursor {
         let c = self.chunk.take()?;
         self.publish_top(heap, c);
         self.owned.push(c);
-        Some(Retired { chunk: c, scan: self.scan, top: self.top })
+        Some(Retired {
+            chunk: c,
+            scan: self.scan,
+            top: self.top,
+        })
     }
 
     fn publish_top(&self, heap: &GlobalHeap, c: usize) {

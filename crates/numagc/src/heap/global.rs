@@ -79,7 +79,11 @@ impl Refused {
     /// The error for the mutator that asked for `requested` bytes of `what`.
     pub fn error(self, requested: usize, what: &'static str) -> crate::Error {
         match self {
-            Refused::OverLimit(o) => crate::Error::HeapLimit { requested, in_use: o.in_use, limit: o.limit },
+            Refused::OverLimit(o) => crate::Error::HeapLimit {
+                requested,
+                in_use: o.in_use,
+                limit: o.limit,
+            },
             Refused::Map(m) => m.error(what),
         }
     }
@@ -152,7 +156,13 @@ impl GlobalHeap {
         if log.recent.len() == BIND_LOG_CAPACITY {
             log.recent.pop_front();
         }
-        log.recent.push_back(BindRecord { chunk: start, chunks, node, request: req, outcome });
+        log.recent.push_back(BindRecord {
+            chunk: start,
+            chunks,
+            node,
+            request: req,
+            outcome,
+        });
     }
 
     fn account(&self, bytes: usize, node: usize) {
@@ -164,7 +174,10 @@ impl GlobalHeap {
     fn check_limit(&self, bytes: usize) -> Result<(), OverLimit> {
         let in_use = self.in_use.load(Ordering::Acquire);
         if in_use + bytes > self.limit {
-            return Err(OverLimit { in_use, limit: self.limit });
+            return Err(OverLimit {
+                in_use,
+                limit: self.limit,
+            });
         }
         Ok(())
     }
@@ -177,7 +190,10 @@ impl GlobalHeap {
         }
         let id = self.space.carve(1)?;
         self.bind(id, 1, home);
-        self.space.info(id).node.store(home as u32, Ordering::Relaxed);
+        self.space
+            .info(id)
+            .node
+            .store(home as u32, Ordering::Relaxed);
         Ok(id)
     }
 
@@ -185,10 +201,14 @@ impl GlobalHeap {
     /// node it is bound to).
     fn adopt(&self, id: usize) -> usize {
         let info = self.space.info(id);
-        info.top.store(self.space.chunk_start(id), Ordering::Relaxed);
+        info.top
+            .store(self.space.chunk_start(id), Ordering::Relaxed);
         info.age.store(0, Ordering::Relaxed);
         info.set_kind(ChunkKind::Global);
-        self.account(self.chunk_size(), info.node.load(Ordering::Relaxed) as usize);
+        self.account(
+            self.chunk_size(),
+            info.node.load(Ordering::Relaxed) as usize,
+        );
         id
     }
 
@@ -221,7 +241,10 @@ impl GlobalHeap {
         if let Ok(start) = self.space.carve(n) {
             self.bind(start, n, home);
             for id in start..start + n {
-                self.space.info(id).node.store(home as u32, Ordering::Relaxed);
+                self.space
+                    .info(id)
+                    .node
+                    .store(home as u32, Ordering::Relaxed);
             }
             return Ok((start..start + n).collect());
         }
@@ -270,13 +293,18 @@ impl GlobalHeap {
                 };
                 self.bind(run.0, run.1, home);
                 for id in run.0..run.0 + run.1 {
-                    self.space.info(id).node.store(home as u32, Ordering::Relaxed);
+                    self.space
+                        .info(id)
+                        .node
+                        .store(home as u32, Ordering::Relaxed);
                     self.pool.put(home, id as u32);
                 }
                 short -= run.1;
             }
         }
-        let pooled: usize = (0..self.topology.num_nodes()).map(|n| self.pool.len(n)).sum();
+        let pooled: usize = (0..self.topology.num_nodes())
+            .map(|n| self.pool.len(n))
+            .sum();
         match refused {
             Some(e) if pooled < need.iter().sum::<usize>() => Err(e),
             _ => Ok(()),
@@ -294,7 +322,12 @@ impl GlobalHeap {
     }
 
     /// Carves the chunks of a vproc's local heap, bound by the policy.
-    pub fn carve_local(&self, bytes: usize, vproc: usize, node: usize) -> Result<usize, MapFailure> {
+    pub fn carve_local(
+        &self,
+        bytes: usize,
+        vproc: usize,
+        node: usize,
+    ) -> Result<usize, MapFailure> {
         let n = bytes.div_ceil(self.chunk_size());
         let start = self.space.carve(n)?;
         self.bind(start, n, self.home_node(node));
@@ -322,9 +355,16 @@ impl GlobalHeap {
             let info = self.space.info(id);
             info.node.store(home as u32, Ordering::Relaxed);
             info.mark.store(false, Ordering::Relaxed);
-            info.set_kind(if id == start { ChunkKind::LargeHead } else { ChunkKind::LargeTail });
+            info.set_kind(if id == start {
+                ChunkKind::LargeHead
+            } else {
+                ChunkKind::LargeTail
+            });
         }
-        self.space.info(start).owner.store(n as u32, Ordering::Relaxed);
+        self.space
+            .info(start)
+            .owner
+            .store(n as u32, Ordering::Relaxed);
         lock(&self.large).push(start);
         self.large_bytes.fetch_add(run, Ordering::Relaxed);
         self.account(run, home);
@@ -400,7 +440,10 @@ impl GlobalHeap {
     }
 
     pub fn bytes_per_node(&self) -> Vec<u64> {
-        self.per_node.iter().map(|a| a.load(Ordering::Relaxed) as u64).collect()
+        self.per_node
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed) as u64)
+            .collect()
     }
 
     pub fn large_bytes(&self) -> usize {

@@ -98,7 +98,11 @@ pub(crate) struct MapFailure {
 impl MapFailure {
     /// The error for the mutator, naming what the memory was for.
     pub fn error(self, what: &'static str) -> crate::Error {
-        crate::Error::MapFailed { bytes: self.bytes, what, errno: self.errno }
+        crate::Error::MapFailed {
+            bytes: self.bytes,
+            what,
+            errno: self.errno,
+        }
     }
 }
 
@@ -144,7 +148,9 @@ fn map_reserved(bytes: usize) -> Result<usize, MapFailure> {
         )
     };
     if p == libc::MAP_FAILED {
-        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM);
+        let errno = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::ENOMEM);
         return Err(MapFailure { bytes, errno });
     }
     Ok(p as usize)
@@ -152,8 +158,14 @@ fn map_reserved(bytes: usize) -> Result<usize, MapFailure> {
 
 impl ChunkTable {
     fn new(len: usize) -> Result<ChunkTable, MapFailure> {
-        let too_big = || MapFailure { bytes: usize::MAX, errno: libc::ENOMEM };
-        let bytes = len.checked_mul(std::mem::size_of::<ChunkInfo>()).ok_or_else(too_big)?.max(1);
+        let too_big = || MapFailure {
+            bytes: usize::MAX,
+            errno: libc::ENOMEM,
+        };
+        let bytes = len
+            .checked_mul(std::mem::size_of::<ChunkInfo>())
+            .ok_or_else(too_big)?
+            .max(1);
         let p = map_reserved(bytes)?;
         let ptr = std::ptr::NonNull::new(p as *mut ChunkInfo).ok_or_else(too_big)?;
         Ok(ChunkTable { ptr, len, bytes })
@@ -194,12 +206,19 @@ pub(crate) struct AddressSpace {
 
 impl AddressSpace {
     /// Reserves `bytes` (rounded up to chunks) of address space.
-    pub fn reserve(bytes: usize, chunk_size: usize, faults: Hook) -> Result<AddressSpace, MapFailure> {
+    pub fn reserve(
+        bytes: usize,
+        chunk_size: usize,
+        faults: Hook,
+    ) -> Result<AddressSpace, MapFailure> {
         assert!(chunk_size.is_power_of_two());
         let n = bytes.div_ceil(chunk_size).max(1);
         let mapping_len = (n + 1) * chunk_size;
         if faults.fails(Point::Reserve) {
-            return Err(MapFailure { bytes: mapping_len, errno: libc::ENOMEM });
+            return Err(MapFailure {
+                bytes: mapping_len,
+                errno: libc::ENOMEM,
+            });
         }
         let chunks = ChunkTable::new(n)?;
         let mapping = map_reserved(mapping_len)?;
@@ -210,7 +229,10 @@ impl AddressSpace {
             mapping_len,
             chunk_shift: chunk_size.trailing_zeros(),
             chunks,
-            runs: Mutex::new(Runs { bump: 0, free: BTreeMap::new() }),
+            runs: Mutex::new(Runs {
+                bump: 0,
+                free: BTreeMap::new(),
+            }),
             faults,
         })
     }
@@ -251,12 +273,19 @@ impl AddressSpace {
     /// address space. Fails (`ENOMEM`) when the reservation is exhausted, or
     /// when a failure is injected.
     pub fn carve(&self, n: usize) -> Result<usize, MapFailure> {
-        let refused = MapFailure { bytes: n << self.chunk_shift, errno: libc::ENOMEM };
+        let refused = MapFailure {
+            bytes: n << self.chunk_shift,
+            errno: libc::ENOMEM,
+        };
         if self.faults.fails(Point::MapChunks) {
             return Err(refused);
         }
         let mut runs = lock(&self.runs);
-        let fit = runs.free.iter().find(|&(_, &len)| len >= n).map(|(&s, &l)| (s, l));
+        let fit = runs
+            .free
+            .iter()
+            .find(|&(_, &len)| len >= n)
+            .map(|(&s, &l)| (s, l));
         if let Some((start, len)) = fit {
             runs.free.remove(&start);
             if len > n {
@@ -282,7 +311,11 @@ impl AddressSpace {
         // exclusively (nothing points into it any more); MADV_DONTNEED on a
         // private anonymous mapping just drops the pages.
         unsafe {
-            libc::madvise(self.chunk_start(start) as *mut libc::c_void, n << self.chunk_shift, libc::MADV_DONTNEED);
+            libc::madvise(
+                self.chunk_start(start) as *mut libc::c_void,
+                n << self.chunk_shift,
+                libc::MADV_DONTNEED,
+            );
         }
         let mut runs = lock(&self.runs);
         let (mut s, mut len) = (start, n);
@@ -327,7 +360,14 @@ mod tests {
         s.release(b, 4);
         // a and b coalesced into one run of 8
         assert_eq!(s.carve(8), Ok(0));
-        assert_eq!(s.carve(8), Err(MapFailure { bytes: 8 << 16, errno: libc::ENOMEM }), "only 4 chunks left after c");
+        assert_eq!(
+            s.carve(8),
+            Err(MapFailure {
+                bytes: 8 << 16,
+                errno: libc::ENOMEM
+            }),
+            "only 4 chunks left after c"
+        );
         assert_eq!(s.carve(4), Ok(12));
         assert_eq!(s.chunk_of(s.chunk_start(3) + 100), Some(3));
         assert_eq!(s.chunk_of(0), None);
@@ -347,10 +387,19 @@ mod tests {
             let i = s.info(id);
             assert_eq!(i.kind(), ChunkKind::Free);
             let d = ChunkInfo::default();
-            assert_eq!(i.node.load(Ordering::Relaxed), d.node.load(Ordering::Relaxed));
-            assert_eq!(i.owner.load(Ordering::Relaxed), d.owner.load(Ordering::Relaxed));
+            assert_eq!(
+                i.node.load(Ordering::Relaxed),
+                d.node.load(Ordering::Relaxed)
+            );
+            assert_eq!(
+                i.owner.load(Ordering::Relaxed),
+                d.owner.load(Ordering::Relaxed)
+            );
             assert_eq!(i.top.load(Ordering::Relaxed), d.top.load(Ordering::Relaxed));
-            assert_eq!(i.mark.load(Ordering::Relaxed), d.mark.load(Ordering::Relaxed));
+            assert_eq!(
+                i.mark.load(Ordering::Relaxed),
+                d.mark.load(Ordering::Relaxed)
+            );
             assert_eq!(i.age.load(Ordering::Relaxed), d.age.load(Ordering::Relaxed));
         }
         s.info(63).set_kind(ChunkKind::Local);
@@ -376,11 +425,19 @@ mod tests {
         let Ok(s) = AddressSpace::reserve(48 << 40, 1 << 16, Hook::default()) else {
             return; // a kernel that refuses 48 TiB of address space: nothing to check
         };
-        assert!(t.elapsed() < std::time::Duration::from_secs(2), "reserving took {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "reserving took {:?}",
+            t.elapsed()
+        );
         assert_eq!(s.carve(2), Ok(0));
         assert_eq!(s.info((48 << 24) - 1).kind(), ChunkKind::Free);
         if let (Some(a), Some(b)) = (before, rss()) {
-            assert!(b.saturating_sub(a) < 64 << 10, "the reservation made the process grow by {} kB", b - a);
+            assert!(
+                b.saturating_sub(a) < 64 << 10,
+                "the reservation made the process grow by {} kB",
+                b - a
+            );
         }
     }
 }

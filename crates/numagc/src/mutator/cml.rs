@@ -78,7 +78,10 @@ impl Channel {
     pub(crate) fn new(shared: &Arc<Shared>) -> Channel {
         let inner = Arc::new(ChanCore::new());
         shared.register_channel(&inner);
-        Channel { inner, runtime: Arc::downgrade(shared) }
+        Channel {
+            inner,
+            runtime: Arc::downgrade(shared),
+        }
     }
 
     /// Offers (threads or vprocs) queued on this channel, including entries
@@ -91,7 +94,9 @@ impl Channel {
         if std::ptr::eq(self.runtime.as_ptr(), Arc::as_ptr(shared)) {
             Ok(())
         } else {
-            Err(Error::Misuse("a channel of another runtime was used".into()))
+            Err(Error::Misuse(
+                "a channel of another runtime was used".into(),
+            ))
         }
     }
 }
@@ -111,8 +116,14 @@ pub struct Next<'i> {
 
 pub(crate) enum Step<'i> {
     Exit,
-    Yield { env: Vec<Handle<'i>>, k: Cont },
-    Sync { env: Vec<Handle<'i>>, cases: Vec<Case<'i>> },
+    Yield {
+        env: Vec<Handle<'i>>,
+        k: Cont,
+    },
+    Sync {
+        env: Vec<Handle<'i>>,
+        cases: Vec<Case<'i>>,
+    },
 }
 
 /// One case of a thread's [`Next::select`].
@@ -127,10 +138,18 @@ impl<'i> Case<'i> {
     /// Receive from `ch`, then run `k` with the environment and the value.
     pub fn recv<K>(ch: &Channel, k: K) -> Case<'i>
     where
-        K: for<'j> FnOnce(&mut Scope<'j>, &[Handle<'j>], Handle<'j>) -> Result<Next<'j>> + Send + 'static,
+        K: for<'j> FnOnce(&mut Scope<'j>, &[Handle<'j>], Handle<'j>) -> Result<Next<'j>>
+            + Send
+            + 'static,
     {
-        let k: Cont = Box::new(move |s, env, v| k(s, env, v.expect("a completed receive has a value")));
-        Case { chan: ch.clone(), dir: Dir::Recv, value: None, k }
+        let k: Cont =
+            Box::new(move |s, env, v| k(s, env, v.expect("a completed receive has a value")));
+        Case {
+            chan: ch.clone(),
+            dir: Dir::Recv,
+            value: None,
+            k,
+        }
     }
 
     /// Send `value` on `ch`, then run `k` with the environment.
@@ -139,7 +158,12 @@ impl<'i> Case<'i> {
         K: for<'j> FnOnce(&mut Scope<'j>, &[Handle<'j>]) -> Result<Next<'j>> + Send + 'static,
     {
         let k: Cont = Box::new(move |s, env, _| k(s, env));
-        Case { chan: ch.clone(), dir: Dir::Send, value: Some(value), k }
+        Case {
+            chan: ch.clone(),
+            dir: Dir::Send,
+            value: Some(value),
+            k,
+        }
     }
 }
 
@@ -156,13 +180,20 @@ impl<'i> Next<'i> {
         K: for<'j> FnOnce(&mut Scope<'j>, &[Handle<'j>]) -> Result<Next<'j>> + Send + 'static,
     {
         let k: Cont = Box::new(move |s, env, _| k(s, env));
-        Next { step: Step::Yield { env: env.to_vec(), k } }
+        Next {
+            step: Step::Yield {
+                env: env.to_vec(),
+                k,
+            },
+        }
     }
 
     /// Receive a value from `ch`, then continue with `k(s, env, value)`.
     pub fn recv<K>(ch: &Channel, env: &[Handle<'i>], k: K) -> Next<'i>
     where
-        K: for<'j> FnOnce(&mut Scope<'j>, &[Handle<'j>], Handle<'j>) -> Result<Next<'j>> + Send + 'static,
+        K: for<'j> FnOnce(&mut Scope<'j>, &[Handle<'j>], Handle<'j>) -> Result<Next<'j>>
+            + Send
+            + 'static,
     {
         Next::select(env, vec![Case::recv(ch, k)])
     }
@@ -181,7 +212,12 @@ impl<'i> Next<'i> {
     /// several can complete at once. A choice of no cases never completes:
     /// the thread is dropped.
     pub fn select(env: &[Handle<'i>], cases: Vec<Case<'i>>) -> Next<'i> {
-        Next { step: Step::Sync { env: env.to_vec(), cases } }
+        Next {
+            step: Step::Sync {
+                env: env.to_vec(),
+                cases,
+            },
+        }
     }
 }
 
@@ -214,12 +250,23 @@ impl<'s> Scope<'s> {
         F: for<'j> FnOnce(&mut Scope<'j>, &[Handle<'j>]) -> Result<Next<'j>> + Send + 'static,
     {
         if vproc >= self.vprocs() {
-            return Err(Error::Misuse(format!("spawn_on: vproc {vproc} does not exist (the runtime has {})", self.vprocs())));
+            return Err(Error::Misuse(format!(
+                "spawn_on: vproc {vproc} does not exist (the runtime has {})",
+                self.vprocs()
+            )));
         }
         let env = self.park(env)?;
         let k: Cont = Box::new(move |s, env, _| body(s, env));
         self.vp.stats.threads_spawned += 1;
-        thread::push_ready(&self.vp.shared, vproc, Runnable { env, value: None, k });
+        thread::push_ready(
+            &self.vp.shared,
+            vproc,
+            Runnable {
+                env,
+                value: None,
+                k,
+            },
+        );
         Ok(())
     }
 
@@ -246,7 +293,9 @@ impl<'s> Scope<'s> {
             ));
         }
         if cases.is_empty() {
-            return Err(Error::Misuse("select over no cases would wait for ever".into()));
+            return Err(Error::Misuse(
+                "select over no cases would wait for ever".into(),
+            ));
         }
         let shared = self.shared();
         let mut sent = Vec::new();
@@ -263,9 +312,15 @@ impl<'s> Scope<'s> {
             on.push((&ch.inner, dir));
         }
         let mut parked = self.park(&sent)?.into_iter();
-        let values = on.iter().map(|&(_, d)| if d == Dir::Send { parked.next() } else { None }).collect();
+        let values = on
+            .iter()
+            .map(|&(_, d)| if d == Dir::Send { parked.next() } else { None })
+            .collect();
         let (case, value) = thread::select_blocking(self, &on, values);
-        Ok((case, value.map_or_else(|| self.nil(), |w| self.push_root(w))))
+        Ok((
+            case,
+            value.map_or_else(|| self.nil(), |w| self.push_root(w)),
+        ))
     }
 
     /// Promotes `hs` together and keeps them in global roots (values that
@@ -274,6 +329,12 @@ impl<'s> Scope<'s> {
     pub(crate) fn park(&mut self, hs: &[Handle<'_>]) -> Result<Vec<GlobalRoot>> {
         let mut words: Vec<u64> = hs.iter().map(|&h| self.word(h)).collect();
         let slots = crate::sched::park_env(self.vp, &mut words)?;
-        Ok(slots.into_iter().map(|slot| GlobalRoot { slot, shared: self.vp.shared.clone() }).collect())
+        Ok(slots
+            .into_iter()
+            .map(|slot| GlobalRoot {
+                slot,
+                shared: self.vp.shared.clone(),
+            })
+            .collect())
     }
 }

@@ -39,8 +39,8 @@ mod scope;
 mod tabulate;
 mod view;
 
-pub use cml::{Case, Channel, Next, Sel};
 pub(crate) use cml::Step;
+pub use cml::{Case, Channel, Next, Sel};
 pub use roots::GlobalRoot;
 pub use scope::{Handle, Scope, Slot};
 pub use tabulate::ROPE_LEAF_MAX;

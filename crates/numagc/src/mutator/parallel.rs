@@ -5,8 +5,8 @@
 use crate::config::TaskPromotion;
 use crate::error::{Error, Result};
 use crate::mutator::scope::{Handle, Scope};
-use crate::sched::{self, Task, TaskFn};
 use crate::sched::task::{Handoff, DONE};
+use crate::sched::{self, Task, TaskFn};
 use crate::sync::{lock, Mutex};
 use crate::vproc::Shared;
 use std::marker::PhantomData;
@@ -106,16 +106,32 @@ impl<'s> Scope<'s> {
     /// joins the results of two adjacent ranges. The range is split in
     /// halves with [`Scope::par2`], so idle vprocs steal the large halves
     /// first.
-    pub fn par_reduce<L, C>(&mut self, env: &[Handle<'_>], lo: usize, hi: usize, grain: usize, leaf: L, combine: C) -> Result<Handle<'s>>
+    pub fn par_reduce<L, C>(
+        &mut self,
+        env: &[Handle<'_>],
+        lo: usize,
+        hi: usize,
+        grain: usize,
+        leaf: L,
+        combine: C,
+    ) -> Result<Handle<'s>>
     where
-        L: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], usize, usize) -> Result<Handle<'i>> + Send + Sync + 'static,
-        C: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>, Handle<'i>) -> Result<Handle<'i>> + Send + Sync + 'static,
+        L: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], usize, usize) -> Result<Handle<'i>>
+            + Send
+            + Sync
+            + 'static,
+        C: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>, Handle<'i>) -> Result<Handle<'i>>
+            + Send
+            + Sync
+            + 'static,
     {
         if grain == 0 {
             return Err(Error::Misuse("par_reduce: grain must be at least 1".into()));
         }
         if lo > hi {
-            return Err(Error::Misuse(format!("par_reduce: empty range {lo}..{hi} reversed")));
+            return Err(Error::Misuse(format!(
+                "par_reduce: empty range {lo}..{hi} reversed"
+            )));
         }
         let ops = Arc::new((leaf, combine));
         self.scope_value(|s| {
@@ -126,19 +142,44 @@ impl<'s> Scope<'s> {
 
     /// Handles for root-stack slots `base .. base + n`.
     pub(super) fn slot_handles(&self, base: usize, n: usize) -> Vec<Handle<'s>> {
-        (base..base + n).map(|i| Handle { bits: (i as u64) << 1, _scope: PhantomData, _not_send: PhantomData }).collect()
+        (base..base + n)
+            .map(|i| Handle {
+                bits: (i as u64) << 1,
+                _scope: PhantomData,
+                _not_send: PhantomData,
+            })
+            .collect()
     }
 
     /// The same values as `hs`, as handles of this scope.
     pub(super) fn slot_handles_of(&self, hs: &[Handle<'_>]) -> Vec<Handle<'s>> {
-        hs.iter().map(|&h| Handle { bits: h.bits, _scope: PhantomData, _not_send: PhantomData }).collect()
+        hs.iter()
+            .map(|&h| Handle {
+                bits: h.bits,
+                _scope: PhantomData,
+                _not_send: PhantomData,
+            })
+            .collect()
     }
 }
 
-fn reduce<'i, L, C>(s: &mut Scope<'i>, env: &[Handle<'i>], lo: usize, hi: usize, grain: usize, ops: &Arc<(L, C)>) -> Result<Handle<'i>>
+fn reduce<'i, L, C>(
+    s: &mut Scope<'i>,
+    env: &[Handle<'i>],
+    lo: usize,
+    hi: usize,
+    grain: usize,
+    ops: &Arc<(L, C)>,
+) -> Result<Handle<'i>>
 where
-    L: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], usize, usize) -> Result<Handle<'k>> + Send + Sync + 'static,
-    C: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], Handle<'k>, Handle<'k>) -> Result<Handle<'k>> + Send + Sync + 'static,
+    L: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], usize, usize) -> Result<Handle<'k>>
+        + Send
+        + Sync
+        + 'static,
+    C: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], Handle<'k>, Handle<'k>) -> Result<Handle<'k>>
+        + Send
+        + Sync
+        + 'static,
 {
     if hi - lo <= grain {
         return (ops.0)(s, env, lo, hi);

@@ -22,7 +22,9 @@ pub(crate) struct GlobalRoots {
 
 impl GlobalRoots {
     pub fn new() -> GlobalRoots {
-        GlobalRoots { slots: Mutex::new(Slots::default()) }
+        GlobalRoots {
+            slots: Mutex::new(Slots::default()),
+        }
     }
 
     pub fn add(&self, w: u64) -> usize {

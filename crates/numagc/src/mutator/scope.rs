@@ -26,7 +26,11 @@ impl Handle<'static> {
 
     /// An immediate 63-bit integer (the top bit of `i` is lost).
     pub const fn int(i: i64) -> Handle<'static> {
-        Handle { bits: int_value(i), _scope: PhantomData, _not_send: PhantomData }
+        Handle {
+            bits: int_value(i),
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
     }
 }
 
@@ -45,7 +49,11 @@ impl<'s> Slot<'s> {
     /// A handle reading this slot.
     #[inline(always)]
     pub fn get(self) -> Handle<'s> {
-        Handle { bits: (self.index as u64) << 1, _scope: PhantomData, _not_send: PhantomData }
+        Handle {
+            bits: (self.index as u64) << 1,
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
     }
 }
 
@@ -67,7 +75,12 @@ impl<'s> Scope<'s> {
     /// The outermost scope of a job (root stack empty).
     pub(crate) fn root(vp: &'s mut Vproc) -> Scope<'s> {
         let base = vp.roots.get_mut().len();
-        Scope { layouts: vp.layouts, vp, base, _not_send: PhantomData }
+        Scope {
+            layouts: vp.layouts,
+            vp,
+            base,
+            _not_send: PhantomData,
+        }
     }
 
     // ---- root stack -------------------------------------------------------
@@ -85,14 +98,22 @@ impl<'s> Scope<'s> {
     #[inline(always)]
     pub(crate) fn push_root(&self, w: u64) -> Handle<'s> {
         if !is_pointer(w) {
-            return Handle { bits: w, _scope: PhantomData, _not_send: PhantomData };
+            return Handle {
+                bits: w,
+                _scope: PhantomData,
+                _not_send: PhantomData,
+            };
         }
         // SAFETY: see `roots`; no other reference into the Vec is alive
         // during this call.
         let roots = unsafe { &mut *self.vp.roots.get() };
         let slot = roots.len();
         roots.push(w);
-        Handle { bits: (slot as u64) << 1, _scope: PhantomData, _not_send: PhantomData }
+        Handle {
+            bits: (slot as u64) << 1,
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
     }
 
     /// Pushes `w` (immediate or not) into a new slot of this scope.
@@ -129,7 +150,11 @@ impl<'s> Scope<'s> {
         // SAFETY: see `roots`; no other reference into the Vec is alive.
         let roots = unsafe { &mut *self.vp.roots.get() };
         roots.push(w);
-        Slot { index: (roots.len() - 1) as u32, _scope: PhantomData, _not_send: PhantomData }
+        Slot {
+            index: (roots.len() - 1) as u32,
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
     }
 
     /// Stores `h`'s value into `slot`.
@@ -162,7 +187,12 @@ impl<'s> Scope<'s> {
     pub fn scope<R>(&mut self, f: impl for<'i> FnOnce(&mut Scope<'i>) -> R) -> R {
         let base = self.roots().len();
         let r = {
-            let mut inner = Scope { vp: &mut *self.vp, layouts: self.layouts, base, _not_send: PhantomData };
+            let mut inner = Scope {
+                vp: &mut *self.vp,
+                layouts: self.layouts,
+                base,
+                _not_send: PhantomData,
+            };
             f(&mut inner)
         };
         self.vp.roots.get_mut().truncate(base);
@@ -178,7 +208,12 @@ impl<'s> Scope<'s> {
     ) -> std::result::Result<Handle<'s>, E> {
         let base = self.roots().len();
         let w = {
-            let mut inner = Scope { vp: &mut *self.vp, layouts: self.layouts, base, _not_send: PhantomData };
+            let mut inner = Scope {
+                vp: &mut *self.vp,
+                layouts: self.layouts,
+                base,
+                _not_send: PhantomData,
+            };
             let h = f(&mut inner);
             h.map(|h| inner.word(h))
         };
@@ -260,7 +295,12 @@ impl<'s> Scope<'s> {
     /// `fill(obj, promoted_words)`, where the words are those of `values`,
     /// promoted. The words are read only after the allocation, which may
     /// run a global collection that moves the values.
-    fn global_object(&mut self, h: Header, values: &[Handle<'_>], fill: impl FnOnce(Obj, &[u64])) -> Result<Handle<'s>> {
+    fn global_object(
+        &mut self,
+        h: Header,
+        values: &[Handle<'_>],
+        fill: impl FnOnce(Obj, &[u64]),
+    ) -> Result<Handle<'s>> {
         let addr = plan::alloc_global(self.vp, h.size_bytes())?;
         let mut words: Vec<u64> = values.iter().map(|&v| self.word(v)).collect();
         if let Err(e) = plan::promote_words(self.vp, &mut words) {
@@ -281,7 +321,9 @@ impl<'s> Scope<'s> {
 
     fn check_len(len: usize) -> Result<()> {
         if len as u64 > MAX_LENGTH {
-            return Err(Error::Misuse(format!("object length {len} exceeds the 48-bit length field")));
+            return Err(Error::Misuse(format!(
+                "object length {len} exceeds the 48-bit length field"
+            )));
         }
         Ok(())
     }
@@ -289,7 +331,12 @@ impl<'s> Scope<'s> {
     /// Allocates a mixed object of descriptor `d`: `values` fill its value
     /// fields and `raw` its raw fields, each in ascending field order.
     #[inline(always)]
-    pub fn alloc_mixed(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Handle<'s>> {
+    pub fn alloc_mixed(
+        &mut self,
+        d: DescId,
+        values: &[Handle<'_>],
+        raw: &[u64],
+    ) -> Result<Handle<'s>> {
         match self.alloc_mixed_fast(d, values, raw)? {
             Some(p) => Ok(self.push_root(p as u64)),
             None => self.alloc_mixed_general(d, values, raw),
@@ -299,7 +346,13 @@ impl<'s> Scope<'s> {
     /// [`Scope::alloc_mixed`] storing the new object into `slot` instead of
     /// a new handle (no root-stack growth).
     #[inline(always)]
-    pub fn alloc_mixed_to(&mut self, slot: Slot<'_>, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<()> {
+    pub fn alloc_mixed_to(
+        &mut self,
+        slot: Slot<'_>,
+        d: DescId,
+        values: &[Handle<'_>],
+        raw: &[u64],
+    ) -> Result<()> {
         let w = match self.alloc_mixed_fast(d, values, raw)? {
             Some(p) => p as u64,
             None => {
@@ -315,7 +368,12 @@ impl<'s> Scope<'s> {
     /// needs the general path (not small and immutable, or the nursery
     /// cannot hold it).
     #[inline(always)]
-    fn alloc_mixed_fast(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Option<usize>> {
+    fn alloc_mixed_fast(
+        &mut self,
+        d: DescId,
+        values: &[Handle<'_>],
+        raw: &[u64],
+    ) -> Result<Option<usize>> {
         let f = self.layouts.get(d.0);
         let mask = f.pointer_mask();
         if f.is_some() && values.len() == f.values() && raw.len() + values.len() == f.size() {
@@ -357,12 +415,19 @@ impl<'s> Scope<'s> {
 
     /// `alloc_mixed` for large, mutable or global objects, and errors.
     #[inline(never)]
-    fn alloc_mixed_general(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Result<Handle<'s>> {
+    fn alloc_mixed_general(
+        &mut self,
+        d: DescId,
+        values: &[Handle<'_>],
+        raw: &[u64],
+    ) -> Result<Handle<'s>> {
         let descs: *const DescriptorTable = &self.vp.shared.descs;
         // SAFETY: the table lives in `Shared`, which the Arc in `self.vp`
         // keeps alive (and never replaces) for longer than this call;
         // registered descriptors are never changed or freed before it.
-        let desc = unsafe { &*descs }.get(d.0).ok_or(Error::UnknownDescriptor(d.0))?;
+        let desc = unsafe { &*descs }
+            .get(d.0)
+            .ok_or(Error::UnknownDescriptor(d.0))?;
         if values.len() != desc.pointer_offsets().len() || raw.len() != desc.raw_offsets().len() {
             return Err(Self::field_count_error(desc, values.len(), raw.len()));
         }
@@ -383,7 +448,8 @@ impl<'s> Scope<'s> {
         }
         self.global_object(h, values, |o, w| {
             for (&off, &v) in desc.pointer_offsets().iter().zip(w) {
-                o.field_cell(off as usize).store(v, std::sync::atomic::Ordering::Relaxed);
+                o.field_cell(off as usize)
+                    .store(v, std::sync::atomic::Ordering::Relaxed);
             }
             for (&off, &r) in desc.raw_offsets().iter().zip(raw) {
                 o.set_field(off as usize, r);
@@ -414,7 +480,9 @@ impl<'s> Scope<'s> {
             }
             return Ok(self.push_root(p as u64));
         }
-        self.global_object(h, values, |o, w| (0..w.len()).for_each(|i| o.set_field(i, w[i])))
+        self.global_object(h, values, |o, w| {
+            (0..w.len()).for_each(|i| o.set_field(i, w[i]))
+        })
     }
 
     /// Allocates an immutable vector of `len` copies of `value`.
@@ -429,11 +497,17 @@ impl<'s> Scope<'s> {
             (0..len).for_each(|i| o.set_field(i, w));
             return Ok(self.push_root(p as u64));
         }
-        self.global_object(h, &[value], |o, w| (0..len).for_each(|i| o.set_field(i, w[0])))
+        self.global_object(h, &[value], |o, w| {
+            (0..len).for_each(|i| o.set_field(i, w[0]))
+        })
     }
 
     /// Allocates a raw-data object of `len` words filled by `init`.
-    pub fn alloc_raw_with(&mut self, len: usize, init: impl FnOnce(&mut [u64])) -> Result<Handle<'s>> {
+    pub fn alloc_raw_with(
+        &mut self,
+        len: usize,
+        init: impl FnOnce(&mut [u64]),
+    ) -> Result<Handle<'s>> {
         Self::check_len(len)?;
         let h = Header::new(ID_RAW, len as u64);
         let fill = |o: Obj| {
@@ -460,14 +534,18 @@ impl<'s> Scope<'s> {
 
     /// Allocates a raw-data object holding `xs` as IEEE-754 bit patterns.
     pub fn alloc_f64s(&mut self, xs: &[f64]) -> Result<Handle<'s>> {
-        self.alloc_raw_with(xs.len(), |b| b.iter_mut().zip(xs).for_each(|(w, x)| *w = x.to_bits()))
+        self.alloc_raw_with(xs.len(), |b| {
+            b.iter_mut().zip(xs).for_each(|(w, x)| *w = x.to_bits())
+        })
     }
 
     /// Allocates a mutable array of `len` copies of `init`, in the global heap.
     pub fn alloc_array(&mut self, len: usize, init: Handle<'_>) -> Result<Handle<'s>> {
         Self::check_len(len)?;
         let h = Header::new(ID_ARRAY, len as u64);
-        self.global_object(h, &[init], |o, w| (0..len).for_each(|i| o.set_field(i, w[0])))
+        self.global_object(h, &[init], |o, w| {
+            (0..len).for_each(|i| o.set_field(i, w[0]))
+        })
     }
 
     // ---- mutation ---------------------------------------------------------------
@@ -478,7 +556,8 @@ impl<'s> Scope<'s> {
         let o = self.mutable_target(obj, i, true)?;
         let mut w = [self.word(value)];
         plan::promote_words(self.vp, &mut w)?;
-        o.field_cell(i).store(w[0], std::sync::atomic::Ordering::Release);
+        o.field_cell(i)
+            .store(w[0], std::sync::atomic::Ordering::Release);
         plan::remember_store(self.vp, o, i);
         Ok(())
     }
@@ -486,26 +565,36 @@ impl<'s> Scope<'s> {
     /// Stores a raw word into raw field `i` of a mutable mixed object.
     pub fn set_raw(&mut self, obj: Handle<'_>, i: usize, raw: u64) -> Result<()> {
         let o = self.mutable_target(obj, i, false)?;
-        o.field_cell(i).store(raw, std::sync::atomic::Ordering::Release);
+        o.field_cell(i)
+            .store(raw, std::sync::atomic::Ordering::Release);
         Ok(())
     }
 
     fn mutable_target(&self, obj: Handle<'_>, i: usize, value_field: bool) -> Result<Obj> {
         let w = resolve(self.word(obj));
         if !is_pointer(w) {
-            return Err(Error::Misuse("store into an immediate, not an object".into()));
+            return Err(Error::Misuse(
+                "store into an immediate, not an object".into(),
+            ));
         }
         // SAFETY: a handle's pointer value targets a live object.
         let o = unsafe { Obj::at(w as usize) };
         let h = o.header().expect("resolved object has a header");
         let descs = &self.vp.shared.descs;
         if !is_mutable(h, descs) {
-            return Err(Error::Misuse(format!("store into an immutable object (id {})", h.id())));
+            return Err(Error::Misuse(format!(
+                "store into an immutable object (id {})",
+                h.id()
+            )));
         }
         if i >= h.len() {
-            return Err(Error::Misuse(format!("field {i} out of range for an object of {} fields", h.len())));
+            return Err(Error::Misuse(format!(
+                "field {i} out of range for an object of {} fields",
+                h.len()
+            )));
         }
-        let is_value = h.id() == ID_ARRAY || descs.get(h.id()).is_some_and(|d| d.is_pointer_field(i));
+        let is_value =
+            h.id() == ID_ARRAY || descs.get(h.id()).is_some_and(|d| d.is_pointer_field(i));
         if is_value != value_field {
             return Err(Error::Misuse(format!(
                 "field {i} is a {} field",
@@ -545,7 +634,10 @@ impl<'s> Scope<'s> {
     pub fn try_global_root(&mut self, h: Handle<'_>) -> Result<GlobalRoot> {
         let w = self.promote_word(h)?;
         let slot = self.vp.shared.global_roots.add(w);
-        Ok(GlobalRoot { slot, shared: self.vp.shared.clone() })
+        Ok(GlobalRoot {
+            slot,
+            shared: self.vp.shared.clone(),
+        })
     }
 
     /// Reads a global root.
@@ -615,12 +707,17 @@ impl<'s> Scope<'s> {
 
     /// Bytes of this vproc's local heap in use (old data + nursery).
     pub fn local_bytes_in_use(&self) -> usize {
-        (self.vp.local.old_top - self.vp.local.base) + (self.vp.alloc_ptr - self.vp.local.nursery_start)
+        (self.vp.local.old_top - self.vp.local.base)
+            + (self.vp.alloc_ptr - self.vp.local.nursery_start)
     }
 
     /// The immediate NIL as a handle of this scope.
     pub fn nil(&self) -> Handle<'s> {
-        Handle { bits: NIL, _scope: PhantomData, _not_send: PhantomData }
+        Handle {
+            bits: NIL,
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
     }
 }
 

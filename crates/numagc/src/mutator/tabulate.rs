@@ -64,7 +64,12 @@ pub const ROPE_LEAF_MAX: usize = 256;
 #[derive(Clone, Copy)]
 enum Level<'a> {
     Leaf(View<'a>),
-    Node { len: usize, depth: u64, left: View<'a>, right: View<'a> },
+    Node {
+        len: usize,
+        depth: u64,
+        left: View<'a>,
+        right: View<'a>,
+    },
 }
 
 /// Classifies `v` as a sequence; `op` names the caller in the error.
@@ -77,8 +82,12 @@ fn level<'a>(v: View<'a>, op: &str) -> Result<Level<'a>> {
             left: v.try_field(ROPE_LEFT)?,
             right: v.try_field(ROPE_RIGHT)?,
         }),
-        Some(k) => Err(Error::Misuse(format!("{op}: the value is not a sequence (a vector or a rope) but a {k:?} object"))),
-        None => Err(Error::Misuse(format!("{op}: the value is not a sequence (a vector or a rope) but an immediate"))),
+        Some(k) => Err(Error::Misuse(format!(
+            "{op}: the value is not a sequence (a vector or a rope) but a {k:?} object"
+        ))),
+        None => Err(Error::Misuse(format!(
+            "{op}: the value is not a sequence (a vector or a rope) but an immediate"
+        ))),
     }
 }
 
@@ -119,13 +128,25 @@ impl<'s> Scope<'s> {
     ///
     /// Errors: [`Error::Misuse`] for a zero grain or `lo > hi`; the first
     /// error of `f`.
-    pub fn tabulate<F>(&mut self, env: &[Handle<'_>], lo: usize, hi: usize, grain: usize, f: F) -> Result<Handle<'s>>
+    pub fn tabulate<F>(
+        &mut self,
+        env: &[Handle<'_>],
+        lo: usize,
+        hi: usize,
+        grain: usize,
+        f: F,
+    ) -> Result<Handle<'s>>
     where
-        F: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], usize) -> Result<Handle<'i>> + Send + Sync + 'static,
+        F: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], usize) -> Result<Handle<'i>>
+            + Send
+            + Sync
+            + 'static,
     {
         check_grain("tabulate", grain)?;
         if lo > hi {
-            return Err(Error::Misuse(format!("tabulate: range {lo}..{hi} is reversed")));
+            return Err(Error::Misuse(format!(
+                "tabulate: range {lo}..{hi} is reversed"
+            )));
         }
         let f = Arc::new(f);
         self.scope_value(|s| {
@@ -148,9 +169,18 @@ impl<'s> Scope<'s> {
     ///
     /// Errors: [`Error::Misuse`] for a zero grain or when `seq` is not a
     /// sequence; the first error of `f`.
-    pub fn par_map<F>(&mut self, env: &[Handle<'_>], seq: Handle<'_>, grain: usize, f: F) -> Result<Handle<'s>>
+    pub fn par_map<F>(
+        &mut self,
+        env: &[Handle<'_>],
+        seq: Handle<'_>,
+        grain: usize,
+        f: F,
+    ) -> Result<Handle<'s>>
     where
-        F: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>) -> Result<Handle<'i>> + Send + Sync + 'static,
+        F: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>) -> Result<Handle<'i>>
+            + Send
+            + Sync
+            + 'static,
     {
         check_grain("par_map", grain)?;
         level(self.view(seq), "par_map")?;
@@ -171,9 +201,19 @@ impl<'s> Scope<'s> {
     ///
     /// Errors: [`Error::Misuse`] for a zero grain or when `seq` is not a
     /// sequence; the first error of `combine`.
-    pub fn seq_reduce<C>(&mut self, env: &[Handle<'_>], seq: Handle<'_>, grain: usize, unit: Handle<'_>, combine: C) -> Result<Handle<'s>>
+    pub fn seq_reduce<C>(
+        &mut self,
+        env: &[Handle<'_>],
+        seq: Handle<'_>,
+        grain: usize,
+        unit: Handle<'_>,
+        combine: C,
+    ) -> Result<Handle<'s>>
     where
-        C: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>, Handle<'i>) -> Result<Handle<'i>> + Send + Sync + 'static,
+        C: for<'i> Fn(&mut Scope<'i>, &[Handle<'i>], Handle<'i>, Handle<'i>) -> Result<Handle<'i>>
+            + Send
+            + Sync
+            + 'static,
     {
         check_grain("seq_reduce", grain)?;
         if self.seq_len(seq)? == 0 {
@@ -203,13 +243,17 @@ impl<'s> Scope<'s> {
         let mut l = level(self.view(seq), "seq_get")?;
         let len = level_len(l);
         if i >= len {
-            return Err(Error::Misuse(format!("seq_get: index {i} out of range for a sequence of length {len}")));
+            return Err(Error::Misuse(format!(
+                "seq_get: index {i} out of range for a sequence of length {len}"
+            )));
         }
         let mut i = i;
         loop {
             match l {
                 Level::Leaf(v) => {
-                    let x = v.try_field(i).map_err(|e| malformed("seq_get", e.to_string()))?;
+                    let x = v
+                        .try_field(i)
+                        .map_err(|e| malformed("seq_get", e.to_string()))?;
                     return Ok(self.handle(x));
                 }
                 Level::Node { left, right, .. } => {
@@ -270,7 +314,13 @@ impl<'s> Scope<'s> {
 }
 
 /// A vector of `elem(i)` for `i` in `lo..hi`, computed here in order.
-fn leaf<'i, E>(s: &mut Scope<'i>, env: &[Handle<'i>], lo: usize, hi: usize, elem: &E) -> Result<Handle<'i>>
+fn leaf<'i, E>(
+    s: &mut Scope<'i>,
+    env: &[Handle<'i>],
+    lo: usize,
+    hi: usize,
+    elem: &E,
+) -> Result<Handle<'i>>
 where
     E: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], usize) -> Result<Handle<'k>>,
 {
@@ -291,9 +341,19 @@ where
 /// The pieces of `lo..hi` of at most `piece` indices: one vector when the
 /// range fits in a piece, else a rope node over its two halves, built in
 /// parallel.
-fn build<'i, E>(s: &mut Scope<'i>, env: &[Handle<'i>], lo: usize, hi: usize, piece: usize, elem: &Arc<E>) -> Result<Handle<'i>>
+fn build<'i, E>(
+    s: &mut Scope<'i>,
+    env: &[Handle<'i>],
+    lo: usize,
+    hi: usize,
+    piece: usize,
+    elem: &Arc<E>,
+) -> Result<Handle<'i>>
 where
-    E: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], usize) -> Result<Handle<'k>> + Send + Sync + 'static,
+    E: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], usize) -> Result<Handle<'k>>
+        + Send
+        + Sync
+        + 'static,
 {
     if hi - lo <= piece {
         return leaf(s, env, lo, hi, &**elem);
@@ -312,15 +372,26 @@ where
 /// signature.
 fn element_fn<E>(elem: E) -> Arc<E>
 where
-    E: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], usize) -> Result<Handle<'k>> + Send + Sync + 'static,
+    E: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], usize) -> Result<Handle<'k>>
+        + Send
+        + Sync
+        + 'static,
 {
     Arc::new(elem)
 }
 
 /// `par_map` of `seq_env[0]` with the user environment `seq_env[1..]`.
-fn map_seq<'i, F>(s: &mut Scope<'i>, seq_env: &[Handle<'i>], grain: usize, f: &Arc<F>) -> Result<Handle<'i>>
+fn map_seq<'i, F>(
+    s: &mut Scope<'i>,
+    seq_env: &[Handle<'i>],
+    grain: usize,
+    f: &Arc<F>,
+) -> Result<Handle<'i>>
 where
-    F: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], Handle<'k>) -> Result<Handle<'k>> + Send + Sync + 'static,
+    F: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], Handle<'k>) -> Result<Handle<'k>>
+        + Send
+        + Sync
+        + 'static,
 {
     let (seq, env) = (seq_env[0], &seq_env[1..]);
     let len = match level(s.view(seq), "par_map")? {
@@ -351,9 +422,17 @@ where
 
 /// `seq_reduce` of the non-empty `seq_env[0]` with the user environment
 /// `seq_env[1..]`.
-fn reduce_seq<'i, C>(s: &mut Scope<'i>, seq_env: &[Handle<'i>], grain: usize, combine: &Arc<C>) -> Result<Handle<'i>>
+fn reduce_seq<'i, C>(
+    s: &mut Scope<'i>,
+    seq_env: &[Handle<'i>],
+    grain: usize,
+    combine: &Arc<C>,
+) -> Result<Handle<'i>>
 where
-    C: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], Handle<'k>, Handle<'k>) -> Result<Handle<'k>> + Send + Sync + 'static,
+    C: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], Handle<'k>, Handle<'k>) -> Result<Handle<'k>>
+        + Send
+        + Sync
+        + 'static,
 {
     let (seq, env) = (seq_env[0], &seq_env[1..]);
     match level(s.view(seq), "seq_reduce")? {
@@ -378,9 +457,19 @@ where
 
 /// The reduction of elements `lo..hi` (not empty) of the vector
 /// `vec_env[0]`: folded here when at most `grain`, else split in halves.
-fn reduce_vector<'i, C>(s: &mut Scope<'i>, vec_env: &[Handle<'i>], lo: usize, hi: usize, grain: usize, combine: &Arc<C>) -> Result<Handle<'i>>
+fn reduce_vector<'i, C>(
+    s: &mut Scope<'i>,
+    vec_env: &[Handle<'i>],
+    lo: usize,
+    hi: usize,
+    grain: usize,
+    combine: &Arc<C>,
+) -> Result<Handle<'i>>
 where
-    C: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], Handle<'k>, Handle<'k>) -> Result<Handle<'k>> + Send + Sync + 'static,
+    C: for<'k> Fn(&mut Scope<'k>, &[Handle<'k>], Handle<'k>, Handle<'k>) -> Result<Handle<'k>>
+        + Send
+        + Sync
+        + 'static,
 {
     let (vector, env) = (vec_env[0], &vec_env[1..]);
     if hi - lo <= grain {

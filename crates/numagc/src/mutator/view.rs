@@ -43,7 +43,11 @@ pub struct View<'a> {
 impl<'a> View<'a> {
     #[inline(always)]
     pub(crate) fn new(w: u64, descs: &'a DescriptorTable) -> View<'a> {
-        View { w, descs, _scope: PhantomData }
+        View {
+            w,
+            descs,
+            _scope: PhantomData,
+        }
     }
 
     #[inline(always)]
@@ -124,18 +128,30 @@ impl<'a> View<'a> {
     /// Value field `i`; `Err` when `i` is out of range or not a value field.
     #[inline]
     pub fn try_field(self, i: usize) -> Result<View<'a>> {
-        let (o, h) = self.obj().ok_or_else(|| Error::Misuse("field of an immediate".into()))?;
+        let (o, h) = self
+            .obj()
+            .ok_or_else(|| Error::Misuse("field of an immediate".into()))?;
         if i >= h.len() {
-            return Err(Error::Misuse(format!("field {i} out of range for an object of {} fields", h.len())));
+            return Err(Error::Misuse(format!(
+                "field {i} out of range for an object of {} fields",
+                h.len()
+            )));
         }
         let w = match h.id() {
             ID_VECTOR => o.field(i),
             ID_ARRAY => o.field_cell(i).load(Ordering::Acquire),
-            ID_RAW => return Err(Error::Misuse(format!("field {i} of a raw object is not a value"))),
+            ID_RAW => {
+                return Err(Error::Misuse(format!(
+                    "field {i} of a raw object is not a value"
+                )))
+            }
             id => {
                 let d = self.descs.get(id).ok_or(Error::UnknownDescriptor(id))?;
                 if !d.is_pointer_field(i) {
-                    return Err(Error::Misuse(format!("field {i} of `{}` is a raw field", d.name())));
+                    return Err(Error::Misuse(format!(
+                        "field {i} of `{}` is a raw field",
+                        d.name()
+                    )));
                 }
                 if d.is_mutable() {
                     o.field_cell(i).load(Ordering::Acquire)
@@ -176,9 +192,14 @@ impl<'a> View<'a> {
 
     /// Raw word `i` of a raw object or raw field `i` of a mixed object.
     pub fn try_raw(self, i: usize) -> Result<u64> {
-        let (o, h) = self.obj().ok_or_else(|| Error::Misuse("raw field of an immediate".into()))?;
+        let (o, h) = self
+            .obj()
+            .ok_or_else(|| Error::Misuse("raw field of an immediate".into()))?;
         if i >= h.len() {
-            return Err(Error::Misuse(format!("field {i} out of range for an object of {} fields", h.len())));
+            return Err(Error::Misuse(format!(
+                "field {i} out of range for an object of {} fields",
+                h.len()
+            )));
         }
         match h.id() {
             ID_RAW => Ok(o.field(i)),
@@ -186,9 +207,16 @@ impl<'a> View<'a> {
             id => {
                 let d = self.descs.get(id).ok_or(Error::UnknownDescriptor(id))?;
                 if d.is_pointer_field(i) {
-                    return Err(Error::Misuse(format!("field {i} of `{}` is a value field", d.name())));
+                    return Err(Error::Misuse(format!(
+                        "field {i} of `{}` is a value field",
+                        d.name()
+                    )));
                 }
-                Ok(if d.is_mutable() { o.field_cell(i).load(Ordering::Acquire) } else { o.field(i) })
+                Ok(if d.is_mutable() {
+                    o.field_cell(i).load(Ordering::Acquire)
+                } else {
+                    o.field(i)
+                })
             }
         }
     }

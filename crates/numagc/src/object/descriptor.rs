@@ -70,7 +70,11 @@ impl Descriptor {
         let mut bitmap = vec![0u64; size.div_ceil(64)];
         for &off in pointer_offsets {
             if off >= size {
-                return Err(DescriptorError::OffsetOutOfRange { name, offset: off, size });
+                return Err(DescriptorError::OffsetOutOfRange {
+                    name,
+                    offset: off,
+                    size,
+                });
             }
             let (w, b) = (off / 64, off % 64);
             if bitmap[w] & (1 << b) != 0 {
@@ -79,8 +83,12 @@ impl Descriptor {
             bitmap[w] |= 1 << b;
         }
         let is_ptr = |i: usize| bitmap[i / 64] & (1 << (i % 64)) != 0;
-        let pointer_offsets: Box<[u32]> = (0..size).filter(|&i| is_ptr(i)).map(|i| i as u32).collect();
-        let raw_offsets: Box<[u32]> = (0..size).filter(|&i| !is_ptr(i)).map(|i| i as u32).collect();
+        let pointer_offsets: Box<[u32]> =
+            (0..size).filter(|&i| is_ptr(i)).map(|i| i as u32).collect();
+        let raw_offsets: Box<[u32]> = (0..size)
+            .filter(|&i| !is_ptr(i))
+            .map(|i| i as u32)
+            .collect();
         Ok(Descriptor {
             name,
             size,
@@ -143,7 +151,8 @@ const ROPE_NODE_SIZE: usize = 4;
 
 /// The built-in descriptor of rope nodes.
 fn rope_descriptor() -> Descriptor {
-    Descriptor::mixed("numagc.rope", ROPE_NODE_SIZE, &[ROPE_LEFT, ROPE_RIGHT]).expect("the rope layout is valid")
+    Descriptor::mixed("numagc.rope", ROPE_NODE_SIZE, &[ROPE_LEFT, ROPE_RIGHT])
+        .expect("the rope layout is valid")
 }
 
 /// The table of registered descriptors, indexed by ID.
@@ -227,7 +236,9 @@ impl DescriptorTable {
     /// An empty table, apart from the built-in rope descriptor.
     pub fn new() -> DescriptorTable {
         let table = DescriptorTable {
-            entries: (0..ID_LIMIT).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            entries: (0..ID_LIMIT)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
             // One entry per `u16`, so any ID indexes it without a check.
             fast: (0..=u16::MAX as u32).map(|_| AtomicU64::new(0)).collect(),
             next: Mutex::new(FIRST_MIXED_ID as u32),
@@ -241,7 +252,9 @@ impl DescriptorTable {
     pub fn register(&self, d: Descriptor) -> Result<DescId, DescriptorError> {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
         if *next >= ID_ROPE as u32 {
-            return Err(DescriptorError::TableFull { capacity: DESCRIPTOR_CAPACITY });
+            return Err(DescriptorError::TableFull {
+                capacity: DESCRIPTOR_CAPACITY,
+            });
         }
         let id = *next as u16;
         self.publish(id, d);
@@ -323,19 +336,33 @@ mod tests {
         let f = t.fast(id.id());
         assert!(f.is_some() && f.size() == 3 && f.values() == 2 && f.pointer_mask() == 0b101);
         assert!(f.is_pointer_field(2) && !f.is_pointer_field(1) && !f.is_pointer_field(3));
-        let big = t.register(Descriptor::mixed("big", 40, &[39]).unwrap()).unwrap();
-        let m = t.register(Descriptor::mixed("cell", 1, &[0]).unwrap().mutable()).unwrap();
+        let big = t
+            .register(Descriptor::mixed("big", 40, &[39]).unwrap())
+            .unwrap();
+        let m = t
+            .register(Descriptor::mixed("cell", 1, &[0]).unwrap().mutable())
+            .unwrap();
         assert!(!t.fast(big.id()).is_some() && !t.fast(m.id()).is_some() && !t.fast(999).is_some());
     }
 
     #[test]
     fn bad_descriptors_are_errors() {
-        assert!(matches!(Descriptor::mixed("z", 0, &[]), Err(DescriptorError::ZeroSize { .. })));
+        assert!(matches!(
+            Descriptor::mixed("z", 0, &[]),
+            Err(DescriptorError::ZeroSize { .. })
+        ));
         assert!(matches!(
             Descriptor::mixed("o", 2, &[2]),
-            Err(DescriptorError::OffsetOutOfRange { offset: 2, size: 2, .. })
+            Err(DescriptorError::OffsetOutOfRange {
+                offset: 2,
+                size: 2,
+                ..
+            })
         ));
-        assert!(matches!(Descriptor::mixed("d", 2, &[1, 1]), Err(DescriptorError::DuplicateOffset { .. })));
+        assert!(matches!(
+            Descriptor::mixed("d", 2, &[1, 1]),
+            Err(DescriptorError::DuplicateOffset { .. })
+        ));
     }
 
     /// Found by fuzzing (`fuzz/`, target `descriptor`): a size up to the
@@ -345,17 +372,35 @@ mod tests {
     #[test]
     fn huge_sizes_are_refused_at_once() {
         let t = std::time::Instant::now();
-        for size in [MAX_MIXED_SIZE + 1, 1 << 35, (1 << 48) - 1, 1 << 48, usize::MAX] {
+        for size in [
+            MAX_MIXED_SIZE + 1,
+            1 << 35,
+            (1 << 48) - 1,
+            1 << 48,
+            usize::MAX,
+        ] {
             assert_eq!(
                 Descriptor::mixed("huge", size, &[0]).unwrap_err(),
-                DescriptorError::TooLarge { name: "huge".into(), size }
+                DescriptorError::TooLarge {
+                    name: "huge".into(),
+                    size
+                }
             );
         }
-        assert!(t.elapsed() < std::time::Duration::from_secs(1), "refusing took {:?}", t.elapsed());
-        let e = Descriptor::mixed("huge", MAX_MIXED_SIZE + 1, &[]).unwrap_err().to_string();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(1),
+            "refusing took {:?}",
+            t.elapsed()
+        );
+        let e = Descriptor::mixed("huge", MAX_MIXED_SIZE + 1, &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("1048576"), "{e}");
         let d = Descriptor::mixed("largest", MAX_MIXED_SIZE, &[0, MAX_MIXED_SIZE - 1]).unwrap();
-        assert_eq!((d.pointer_offsets().len(), d.raw_offsets().len()), (2, MAX_MIXED_SIZE - 2));
+        assert_eq!(
+            (d.pointer_offsets().len(), d.raw_offsets().len()),
+            (2, MAX_MIXED_SIZE - 2)
+        );
     }
 
     #[test]
@@ -367,7 +412,12 @@ mod tests {
             assert_eq!(id.id() as usize, FIRST_MIXED_ID as usize + i);
         }
         let e = t.register(d).unwrap_err();
-        assert_eq!(e, DescriptorError::TableFull { capacity: DESCRIPTOR_CAPACITY });
+        assert_eq!(
+            e,
+            DescriptorError::TableFull {
+                capacity: DESCRIPTOR_CAPACITY
+            }
+        );
         assert!(e.to_string().contains("15-bit"));
         assert_eq!(t.get(FIRST_MIXED_ID).unwrap().name(), "cell");
         // The reserved rope ID kept its built-in descriptor.

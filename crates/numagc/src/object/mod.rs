@@ -48,7 +48,10 @@ impl Obj {
     /// its copies are used.
     #[inline(always)]
     pub(crate) unsafe fn at(addr: usize) -> Obj {
-        debug_assert!(addr != 0 && addr.is_multiple_of(8), "object address {addr:#x}");
+        debug_assert!(
+            addr != 0 && addr.is_multiple_of(8),
+            "object address {addr:#x}"
+        );
         Obj(addr)
     }
 
@@ -92,7 +95,9 @@ impl Obj {
     /// Compare-and-swap on the header word (parallel forwarding).
     #[inline(always)]
     pub(crate) fn cas_header(self, old: u64, new: u64) -> bool {
-        self.header_cell().compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.header_cell()
+            .compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     #[inline(always)]
@@ -177,7 +182,12 @@ pub(crate) fn for_each_value_field(h: Header, descs: &DescriptorTable, mut f: im
 /// Replaces every value field `w` of `o` (header `h`) by `f(w)`: the scan
 /// step of every copying collection. Writes only fields that change.
 #[inline(always)]
-pub(crate) fn update_value_fields(o: Obj, h: Header, descs: &DescriptorTable, mut f: impl FnMut(u64) -> u64) {
+pub(crate) fn update_value_fields(
+    o: Obj,
+    h: Header,
+    descs: &DescriptorTable,
+    mut f: impl FnMut(u64) -> u64,
+) {
     for_each_value_field(h, descs, |i| {
         let w = o.field(i);
         let n = f(w);

@@ -63,7 +63,10 @@ pub(crate) fn collect_global_full(v: &mut Vproc) -> Result<()> {
 /// safepoint); a vproc that was only stopped goes back to work.
 fn join(v: &mut Vproc) -> Result<()> {
     match global::participate(v) {
-        Joined::Abandoned { reason, requested: true } => Err(reason.error()),
+        Joined::Abandoned {
+            reason,
+            requested: true,
+        } => Err(reason.error()),
         _ => Ok(()),
     }
 }
@@ -82,7 +85,8 @@ fn join(v: &mut Vproc) -> Result<()> {
 /// reserve: the minor collection ran, the major one did not start.
 fn local_collections(v: &mut Vproc) -> Result<()> {
     let threshold = v.shared.config.survivor_promotion as usize;
-    let survived = |copied: usize, used: usize| threshold > 0 && copied * 100 >= used.max(1) * threshold;
+    let survived =
+        |copied: usize, used: usize| threshold > 0 && copied * 100 >= used.max(1) * threshold;
     let mut r = Ok(());
     if v.local.evacuate_next && v.ensure_copy_reserve().is_ok() {
         let used = (v.alloc_ptr - v.local.nursery_start) + (v.local.old_top - v.local.base);
@@ -113,7 +117,11 @@ fn local_collections(v: &mut Vproc) -> Result<()> {
 
 fn over_limit(v: &Vproc, requested: usize) -> Error {
     let heap = &v.shared.heap;
-    Error::HeapLimit { requested, in_use: heap.in_use(), limit: heap.limit() }
+    Error::HeapLimit {
+        requested,
+        in_use: heap.in_use(),
+        limit: heap.limit(),
+    }
 }
 
 /// The nursery cannot hold `bytes` more: collect. Returns the address of
@@ -184,7 +192,11 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
         collect_global(v)?;
     }
     let large = bytes >= v.shared.config.large_object_size;
-    let what = if large { "a large object" } else { "a global-heap chunk" };
+    let what = if large {
+        "a large object"
+    } else {
+        "a global-heap chunk"
+    };
     let mut attempt = 0;
     loop {
         let shared = v.shared.clone();
@@ -193,7 +205,9 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
         } else if let Some(p) = v.cursor.try_bump(bytes) {
             Ok(p)
         } else {
-            v.cursor.refill(&shared.heap, v.node, false).map(|_| v.cursor.try_bump(bytes).expect("fits a fresh chunk"))
+            v.cursor
+                .refill(&shared.heap, v.node, false)
+                .map(|_| v.cursor.try_bump(bytes).expect("fits a fresh chunk"))
         };
         match got {
             Ok(p) => {
@@ -233,11 +247,14 @@ pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) -> Result<()> {
 pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
     if v.shared.config.young_global_gc {
         let space = &v.shared.heap.space;
-        let Some(c) = space.chunk_of(o.addr()) else { return };
+        let Some(c) = space.chunk_of(o.addr()) else {
+            return;
+        };
         let info = space.info(c);
         let kind = info.kind();
         if kind == ChunkKind::LargeHead
-            || (kind == ChunkKind::Global && info.age.load(std::sync::atomic::Ordering::Relaxed) == TENURED)
+            || (kind == ChunkKind::Global
+                && info.age.load(std::sync::atomic::Ordering::Relaxed) == TENURED)
         {
             v.remembered.push(o.field_ptr(i) as usize);
         }

@@ -83,7 +83,9 @@ impl<V, R> Offer<V, R> {
     }
 
     fn claim(&self, case: usize) -> bool {
-        self.state.compare_exchange(OPEN, case + 1, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.state
+            .compare_exchange(OPEN, case + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// The case that completed, once claimed.
@@ -107,7 +109,10 @@ impl<V, R> Offer<V, R> {
 
     /// The values of the send cases that did not complete (to release them).
     pub fn take_unsent(&self) -> Vec<V> {
-        lock(&self.values).iter_mut().filter_map(Option::take).collect()
+        lock(&self.values)
+            .iter_mut()
+            .filter_map(Option::take)
+            .collect()
     }
 }
 
@@ -128,7 +133,12 @@ pub(crate) struct Chan<V, R> {
 
 impl<V, R> Chan<V, R> {
     pub fn new() -> Self {
-        Chan { queues: Mutex::new(Queues { senders: VecDeque::new(), receivers: VecDeque::new() }) }
+        Chan {
+            queues: Mutex::new(Queues {
+                senders: VecDeque::new(),
+                receivers: VecDeque::new(),
+            }),
+        }
     }
 
     /// Offers waiting on this channel, stale entries included.
@@ -153,8 +163,16 @@ pub(crate) struct Matched<V, R> {
 }
 
 /// The queue of direction `dir` of the locked channel at `addr`.
-fn queue<'a, V, R>(guards: &'a mut [(usize, MutexGuard<'_, Queues<V, R>>)], addr: usize, dir: Dir) -> &'a mut VecDeque<Waiting<V, R>> {
-    let q = &mut *guards.iter_mut().find(|(a, _)| *a == addr).expect("every case's channel is locked").1;
+fn queue<'a, V, R>(
+    guards: &'a mut [(usize, MutexGuard<'_, Queues<V, R>>)],
+    addr: usize,
+    dir: Dir,
+) -> &'a mut VecDeque<Waiting<V, R>> {
+    let q = &mut *guards
+        .iter_mut()
+        .find(|(a, _)| *a == addr)
+        .expect("every case's channel is locked")
+        .1;
     match dir {
         Dir::Send => &mut q.senders,
         Dir::Recv => &mut q.receivers,
@@ -165,13 +183,20 @@ fn queue<'a, V, R>(guards: &'a mut [(usize, MutexGuard<'_, Queues<V, R>>)], addr
 /// offers waiting on the channels; on success the value has moved and both
 /// offers are claimed and done. Otherwise, if `block`, queues `mine` on
 /// every case's channel, where a later matcher completes it.
-pub(crate) fn sync<V, R>(cases: &[(&Chan<V, R>, Dir)], mine: &Arc<Offer<V, R>>, block: bool) -> Option<Matched<V, R>> {
+pub(crate) fn sync<V, R>(
+    cases: &[(&Chan<V, R>, Dir)],
+    mine: &Arc<Offer<V, R>>,
+    block: bool,
+) -> Option<Matched<V, R>> {
     let addr = |k: usize| std::ptr::from_ref(cases[k].0) as usize;
     // Lock each distinct channel once, in address order.
     let mut order: Vec<usize> = (0..cases.len()).collect();
     order.sort_by_key(|&k| addr(k));
     order.dedup_by_key(|k| addr(*k));
-    let mut guards: Vec<(usize, MutexGuard<'_, Queues<V, R>>)> = order.iter().map(|&k| (addr(k), lock(&cases[k].0.queues))).collect();
+    let mut guards: Vec<(usize, MutexGuard<'_, Queues<V, R>>)> = order
+        .iter()
+        .map(|&k| (addr(k), lock(&cases[k].0.queues)))
+        .collect();
     for (k, &(_, dir)) in cases.iter().enumerate() {
         let opposite = queue(&mut guards, addr(k), dir.opposite());
         while let Some(w) = opposite.pop_front() {
@@ -179,7 +204,10 @@ pub(crate) fn sync<V, R>(cases: &[(&Chan<V, R>, Dir)], mine: &Arc<Offer<V, R>>, 
                 continue; // stale: completed elsewhere (or our own, never queued here yet)
             }
             let claimed = mine.claim(k);
-            debug_assert!(claimed, "an offer that is not queued is claimed only by its owner");
+            debug_assert!(
+                claimed,
+                "an offer that is not queued is claimed only by its owner"
+            );
             drop(guards);
             let (from, from_case, to) = match dir {
                 Dir::Send => (mine, k, &w.offer),
@@ -189,14 +217,20 @@ pub(crate) fn sync<V, R>(cases: &[(&Chan<V, R>, Dir)], mine: &Arc<Offer<V, R>>, 
             *lock(&to.received) = v;
             mine.mark_done();
             w.offer.mark_done();
-            return Some(Matched { case: k, other: w.offer });
+            return Some(Matched {
+                case: k,
+                other: w.offer,
+            });
         }
     }
     if block {
         for (k, &(_, dir)) in cases.iter().enumerate() {
             let same = queue(&mut guards, addr(k), dir);
             same.retain(|w| w.offer.is_open());
-            same.push_back(Waiting { offer: mine.clone(), case: k });
+            same.push_back(Waiting {
+                offer: mine.clone(),
+                case: k,
+            });
         }
     }
     None
@@ -236,7 +270,11 @@ mod tests {
         // The entry on `a` is stale: a sender skips it and waits.
         let s2 = Offer::new(vec![Some(2)]);
         assert!(sync(&[(&a, Dir::Send)], &s2, true).is_none());
-        assert_eq!(a.waiting(), 1, "the stale receiver was dropped, the sender queued");
+        assert_eq!(
+            a.waiting(),
+            1,
+            "the stale receiver was dropped, the sender queued"
+        );
     }
 
     #[test]

@@ -17,7 +17,10 @@ pub(crate) struct Doorbell {
 
 impl Doorbell {
     pub fn new() -> Doorbell {
-        Doorbell { rung: Mutex::new(false), cv: Condvar::new() }
+        Doorbell {
+            rung: Mutex::new(false),
+            cv: Condvar::new(),
+        }
     }
 
     pub fn ring(&self) {

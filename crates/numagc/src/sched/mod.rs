@@ -30,10 +30,10 @@ pub(crate) mod doorbell;
 pub(crate) mod task;
 pub(crate) mod thread;
 
-use crate::trace::SpanKind;
 use crate::error::{Error, Result};
 use crate::mutator::{Handle, Scope};
 use crate::sync::{lock, Mutex};
+use crate::trace::SpanKind;
 use crate::vproc::{Shared, Vproc};
 use deque::{Injector, Steal, Stealer, Worker};
 use std::sync::Arc;
@@ -42,7 +42,8 @@ use thread::Runnable;
 
 /// The body of a forked task: runs in a scope of whichever vproc runs it,
 /// with its environment as handles of that scope.
-pub(crate) type TaskFn = Box<dyn for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send>;
+pub(crate) type TaskFn =
+    Box<dyn for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send>;
 
 pub(crate) struct Task {
     pub handoff: Handoff,
@@ -102,7 +103,9 @@ impl Scheduler {
     /// thread to steal.
     pub fn has_work(&self, v: usize) -> bool {
         !self.ready[v].is_empty()
-            || self.victims[v].iter().any(|&u| !self.stealers[u].is_empty() || !self.ready[u].is_empty())
+            || self.victims[v]
+                .iter()
+                .any(|&u| !self.stealers[u].is_empty() || !self.ready[u].is_empty())
     }
 
     /// Drops every ready thread (shutdown).
@@ -196,16 +199,25 @@ pub(crate) fn serve_mail(vp: &mut Vproc) {
     }
     let shared = vp.shared.clone();
     let me = vp.id;
-    task::serve_requests(&shared.coord, &shared.sched.mailboxes[me], me, |t| &t.handoff, |t| {
-        let mut words: Vec<u64> = vp.roots_mut()[t.env_base..t.env_base + t.env_len].to_vec();
-        park_env(vp, &mut words)
-    });
+    task::serve_requests(
+        &shared.coord,
+        &shared.sched.mailboxes[me],
+        me,
+        |t| &t.handoff,
+        |t| {
+            let mut words: Vec<u64> = vp.roots_mut()[t.env_base..t.env_base + t.env_len].to_vec();
+            park_env(vp, &mut words)
+        },
+    );
 }
 
 /// Promotes `words` now and parks them in global roots (eager promotion).
 pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Result<Vec<usize>> {
     crate::plan::promote_words(vp, words)?;
-    Ok(words.iter().map(|&w| vp.shared.global_roots.add(w)).collect())
+    Ok(words
+        .iter()
+        .map(|&w| vp.shared.global_roots.add(w))
+        .collect())
 }
 
 /// Runs a task taken from another vproc's deque on `s`'s vproc.
@@ -240,7 +252,10 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s, &env))) {
             Ok(Ok(h)) => s.promote_word(h).map(|w| s.shared().global_roots.add(w)),
             Ok(Err(e)) => Err(e),
-            Err(p) => Err(Error::TaskPanicked { vproc: me, message: crate::runtime::panic_message(p) }),
+            Err(p) => Err(Error::TaskPanicked {
+                vproc: me,
+                message: crate::runtime::panic_message(p),
+            }),
         }
     });
     // Publish before finishing: once the owner sees the result, the
@@ -306,7 +321,10 @@ fn wait_for(s: &mut Scope<'_>, done: impl Fn() -> bool, steal: bool) {
 /// Reads the result of a task that was stolen, once `DONE`: a handle in `s`.
 pub(crate) fn take_result<'s>(s: &Scope<'s>, t: &Task) -> Result<Handle<'s>> {
     debug_assert_eq!(t.handoff.state(), DONE);
-    let slot = t.handoff.take_result().expect("a finished task has a result")?;
+    let slot = t
+        .handoff
+        .take_result()
+        .expect("a finished task has a result")?;
     Ok(s.push_root(s.shared().global_roots.take(slot)))
 }
 
@@ -337,7 +355,9 @@ pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crat
             continue;
         }
         let t0 = vp.tracer.start();
-        let wake = shared.coord.wait_idle(vp.id, || shared.sched.has_work(vp.id));
+        let wake = shared
+            .coord
+            .wait_idle(vp.id, || shared.sched.has_work(vp.id));
         vp.tracer.end(SpanKind::Sleep, t0);
         match wake {
             Wake::Job(j) => run_job(vp, j),

@@ -75,7 +75,9 @@ impl Handoff {
     /// environment is ready already (eager promotion).
     pub fn want(&self, thief: usize) -> bool {
         self.thief.store(thief, Ordering::Relaxed);
-        self.state.compare_exchange(QUEUED, WANTED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.state
+            .compare_exchange(QUEUED, WANTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     pub fn thief(&self) -> usize {
@@ -127,7 +129,10 @@ pub(crate) struct Mailbox<T> {
 
 impl<T> Mailbox<T> {
     pub fn new() -> Self {
-        Mailbox { flag: AtomicBool::new(false), items: Mutex::new(Vec::new()) }
+        Mailbox {
+            flag: AtomicBool::new(false),
+            items: Mutex::new(Vec::new()),
+        }
     }
 
     /// Posts `t`; the caller then signals the recipient.

@@ -39,7 +39,10 @@ use std::sync::Arc;
 
 /// A continuation of a thread: gets the thread's environment and, after a
 /// receive, the value received.
-pub(crate) type Cont = Box<dyn for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>], Option<Handle<'i>>) -> Result<Next<'i>> + Send>;
+pub(crate) type Cont = Box<
+    dyn for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>], Option<Handle<'i>>) -> Result<Next<'i>>
+        + Send,
+>;
 
 /// A thread ready to run its next continuation.
 pub(crate) struct Runnable {
@@ -51,7 +54,11 @@ pub(crate) struct Runnable {
 /// How the party waiting on an offer is resumed.
 pub(crate) enum Resume {
     /// A blocked thread: its environment and a continuation per case.
-    Thread { home: usize, env: Vec<GlobalRoot>, conts: Vec<Option<Cont>> },
+    Thread {
+        home: usize,
+        env: Vec<GlobalRoot>,
+        conts: Vec<Option<Cont>>,
+    },
     /// A vproc waiting in a job's `send`, `recv` or `select`.
     Vproc(usize),
 }
@@ -70,9 +77,21 @@ pub(crate) fn wake(shared: &Shared, other: &ThreadOffer) {
     let case = other.completed_case().expect("a matched offer is claimed");
     drop(other.take_unsent());
     match lock(&other.resume).take() {
-        Some(Resume::Thread { home, env, mut conts }) => {
+        Some(Resume::Thread {
+            home,
+            env,
+            mut conts,
+        }) => {
             let k = conts[case].take().expect("each case has its continuation");
-            push_ready(shared, home, Runnable { env, value: other.take_received(), k });
+            push_ready(
+                shared,
+                home,
+                Runnable {
+                    env,
+                    value: other.take_received(),
+                    k,
+                },
+            );
         }
         Some(Resume::Vproc(v)) => shared.coord.bell(v).ring(),
         None => unreachable!("an offer is queued only once its resume is set"),
@@ -82,7 +101,11 @@ pub(crate) fn wake(shared: &Shared, other: &ThreadOffer) {
 /// What the trampoline does after one continuation.
 enum Outcome {
     /// Run `k` at once with these words as environment (and value).
-    Continue { env: Vec<u64>, value: Option<u64>, k: Cont },
+    Continue {
+        env: Vec<u64>,
+        value: Option<u64>,
+        k: Cont,
+    },
     /// The thread exited, failed, yielded or blocked.
     Stop,
 }
@@ -94,7 +117,12 @@ pub(crate) fn run(s: &mut Scope<'_>, r: Runnable) {
     let mut env: Vec<u64> = env.into_iter().map(GlobalRoot::into_word).collect();
     let mut value: Option<u64> = value.map(GlobalRoot::into_word);
     s.vproc_mut().in_thread += 1;
-    while let Outcome::Continue { env: e, value: v, k: next } = s.scope(|s| step(s, &env, value, k)) {
+    while let Outcome::Continue {
+        env: e,
+        value: v,
+        k: next,
+    } = s.scope(|s| step(s, &env, value, k))
+    {
         (env, value, k) = (e, v, next);
     }
     s.vproc_mut().in_thread -= 1;
@@ -107,7 +135,10 @@ fn step<'i>(s: &mut Scope<'i>, env: &[u64], value: Option<u64>, k: Cont) -> Outc
         Ok(Ok(next)) => next,
         Ok(Err(e)) => return fail(s, e),
         Err(p) => {
-            let e = Error::TaskPanicked { vproc: s.vproc(), message: crate::runtime::panic_message(p) };
+            let e = Error::TaskPanicked {
+                vproc: s.vproc(),
+                message: crate::runtime::panic_message(p),
+            };
             return fail(s, e);
         }
     };
@@ -122,7 +153,15 @@ fn step<'i>(s: &mut Scope<'i>, env: &[u64], value: Option<u64>, k: Cont) -> Outc
                 Err(e) => return fail(s, e),
             };
             let me = s.vproc();
-            push_ready(&s.shared(), me, Runnable { env, value: None, k });
+            push_ready(
+                &s.shared(),
+                me,
+                Runnable {
+                    env,
+                    value: None,
+                    k,
+                },
+            );
             Outcome::Stop
         }
         Step::Sync { env, cases } => synchronise(s, env, cases),
@@ -137,7 +176,11 @@ fn fail(s: &mut Scope<'_>, e: Error) -> Outcome {
 
 /// A thread synchronises on `cases`: completes at once if a counterpart
 /// waits, else blocks with its environment promoted.
-fn synchronise<'i>(s: &mut Scope<'i>, env: Vec<Handle<'i>>, cases: Vec<crate::mutator::Case<'i>>) -> Outcome {
+fn synchronise<'i>(
+    s: &mut Scope<'i>,
+    env: Vec<Handle<'i>>,
+    cases: Vec<crate::mutator::Case<'i>>,
+) -> Outcome {
     let shared = s.shared();
     if let Err(e) = cases.iter().try_for_each(|c| c.chan.check_runtime(&shared)) {
         return fail(s, e);
@@ -147,7 +190,10 @@ fn synchronise<'i>(s: &mut Scope<'i>, env: Vec<Handle<'i>>, cases: Vec<crate::mu
         Ok(p) => p.into_iter(),
         Err(e) => return fail(s, e),
     };
-    let values = cases.iter().map(|c| c.value.and_then(|_| parked.next())).collect();
+    let values = cases
+        .iter()
+        .map(|c| c.value.and_then(|_| parked.next()))
+        .collect();
     let offer = channel::Offer::new(values);
     let chans: Vec<Arc<ChanCore>> = cases.iter().map(|c| c.chan.inner.clone()).collect();
     let dirs: Vec<Dir> = cases.iter().map(|c| c.dir).collect();
@@ -156,7 +202,9 @@ fn synchronise<'i>(s: &mut Scope<'i>, env: Vec<Handle<'i>>, cases: Vec<crate::mu
 
     if let Some(m) = channel::sync(&on, &offer, false) {
         let env: Vec<u64> = env.iter().map(|&h| s.word(h)).collect();
-        let k = conts[m.case].take().expect("each case has its continuation");
+        let k = conts[m.case]
+            .take()
+            .expect("each case has its continuation");
         return completed(s, &shared, &offer, m, env, k);
     }
     // Nobody waits yet: block. The continuation may run on any vproc.
@@ -168,7 +216,11 @@ fn synchronise<'i>(s: &mut Scope<'i>, env: Vec<Handle<'i>>, cases: Vec<crate::mu
             return fail(s, e);
         }
     };
-    *lock(&offer.resume) = Some(Resume::Thread { home: me, env, conts });
+    *lock(&offer.resume) = Some(Resume::Thread {
+        home: me,
+        env,
+        conts,
+    });
     s.vproc_mut().stats.sync_waits += 1;
     match channel::sync(&on, &offer, true) {
         None => Outcome::Stop,
@@ -179,7 +231,9 @@ fn synchronise<'i>(s: &mut Scope<'i>, env: Vec<Handle<'i>>, cases: Vec<crate::mu
                 unreachable!("an offer that was not queued keeps its resume")
             };
             let env: Vec<u64> = env.into_iter().map(GlobalRoot::into_word).collect();
-            let k = conts[m.case].take().expect("each case has its continuation");
+            let k = conts[m.case]
+                .take()
+                .expect("each case has its continuation");
             completed(s, &shared, &offer, m, env, k)
         }
     }
@@ -187,7 +241,14 @@ fn synchronise<'i>(s: &mut Scope<'i>, env: Vec<Handle<'i>>, cases: Vec<crate::mu
 
 /// The caller's offer completed: wake the other party and continue with
 /// `k`, handing it the value received, if any.
-fn completed(s: &mut Scope<'_>, shared: &Shared, offer: &ThreadOffer, m: Matched<GlobalRoot, Resume>, env: Vec<u64>, k: Cont) -> Outcome {
+fn completed(
+    s: &mut Scope<'_>,
+    shared: &Shared,
+    offer: &ThreadOffer,
+    m: Matched<GlobalRoot, Resume>,
+    env: Vec<u64>,
+    k: Cont,
+) -> Outcome {
     s.vproc_mut().stats.rendezvous += 1;
     wake(shared, &m.other);
     drop(offer.take_unsent());
@@ -196,7 +257,11 @@ fn completed(s: &mut Scope<'_>, shared: &Shared, offer: &ThreadOffer, m: Matched
 }
 
 /// Waiting duties of a blocked job: what `Scope::select` calls.
-pub(crate) fn select_blocking<'s>(s: &mut Scope<'s>, on: &[(&ChanCore, Dir)], values: Vec<Option<GlobalRoot>>) -> (usize, Option<u64>) {
+pub(crate) fn select_blocking<'s>(
+    s: &mut Scope<'s>,
+    on: &[(&ChanCore, Dir)],
+    values: Vec<Option<GlobalRoot>>,
+) -> (usize, Option<u64>) {
     let shared = s.shared();
     let offer = channel::Offer::new(values);
     *lock(&offer.resume) = Some(Resume::Vproc(s.vproc()));

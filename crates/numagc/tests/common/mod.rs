@@ -186,7 +186,10 @@ pub fn watchdog(secs: u64, what: &str) -> Watchdog {
                 eprintln!("watchdog: `{what}` still running after {secs} s: a hang or a deadlock");
                 std::process::exit(1);
             }
-            g = d.1.wait_timeout(g, left).unwrap_or_else(|p| p.into_inner()).0;
+            g =
+                d.1.wait_timeout(g, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
         }
     });
     Watchdog { done }
