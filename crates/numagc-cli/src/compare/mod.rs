@@ -37,6 +37,8 @@
 //! - numagc: its defaults (`NUMAGC_*` variables apply, as for `numagc bench`).
 
 use crate::bench::plot::{register_fonts, FONT};
+mod breakdown;
+
 use crate::bench::record::median;
 use crate::bench::write_json;
 use clap::Args;
@@ -97,6 +99,14 @@ pub struct CompareArgs {
     /// (the caller compares the output with the checked one).
     #[arg(long, hide = true)]
     run_output: bool,
+    /// Internal, with --run-output: print numagc's own account (`--breakdown`) on standard error.
+    #[arg(long, hide = true)]
+    account: bool,
+    /// After the timed runs, one more run of each runtime with its collector's own accounting on
+    /// (GHC +RTS -s, Java -Xlog:gc, OCaml v=0x400, numagc's statistics): collection time, its
+    /// share of the run, bytes allocated. Reported apart; not in the medians.
+    #[arg(long)]
+    breakdown: bool,
 }
 
 /// One timed run of one runtime.
@@ -113,6 +123,65 @@ pub struct Run {
     /// exited successfully and printed numagc's output.
     pub ok: bool,
     pub error: Option<String>,
+}
+
+/// The run of one runtime with its own accounting on (`--breakdown`).
+#[derive(Serialize, Clone)]
+pub struct AccountedRun {
+    pub benchmark: String,
+    pub vprocs: usize,
+    pub runtime: String,
+    pub wall_s: f64,
+    pub ok: bool,
+    pub accounting: breakdown::Accounting,
+}
+
+/// Why a run does not count: it failed, or printed another answer than
+/// the checked reference output.
+fn answer_error(m: &Measured, want: &str) -> Option<String> {
+    match &m.exit {
+        Err(e) => Some(format!("failed: {e}")),
+        Ok(()) if m.stdout != want => Some(format!(
+            "different answer: printed {:?}, numagc {:?}",
+            m.stdout, want
+        )),
+        Ok(()) => None,
+    }
+}
+
+/// The `--breakdown` table: each accounted run's collection time, its
+/// share, the mutator time that remains, and the bytes allocated.
+fn render_breakdown(accounts: &[AccountedRun]) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{:<12} {:>2} {:<16} {:>8} {:>8} {:>7} {:>10} {:>12}",
+        "benchmark", "K", "runtime", "wall s", "GC s", "GC %", "mutator s", "alloc MB"
+    );
+    for r in accounts {
+        let acc = &r.accounting;
+        let _ = writeln!(
+            t,
+            "{:<12} {:>2} {:<16} {:>8.3} {:>8} {:>7} {:>10} {:>12}{}",
+            r.benchmark,
+            r.vprocs,
+            r.runtime,
+            r.wall_s,
+            acc.gc_s.map_or("-".into(), |g| format!("{g:.3}")),
+            acc.gc_share.map_or("-".into(), |x| format!("{:.1}", x * 100.0)),
+            acc.gc_share.map_or("-".into(), |x| format!("{:.3}", r.wall_s * (1.0 - x))),
+            acc.allocated_bytes.map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6)),
+            if r.ok { "" } else { "  WRONG/FAILED" }
+        );
+    }
+    let _ = writeln!(
+        t,
+        "GC s: numagc's collection time summed over its vprocs; GHC's GC elapsed time (+RTS -s); Java's pauses summed\n\
+         (-Xlog:gc). GC %: numagc GC s / (wall × K), the others GC s / wall. mutator s: wall × (1 − GC %).\n\
+         alloc MB: numagc's statistics, GHC's \"bytes allocated in the heap\", OCaml's allocated_words × 8."
+    );
+    t
 }
 
 /// One benchmark × vprocs × runtime.
@@ -149,6 +218,9 @@ enum Launch {
     Skip(&'static str),
 }
 
+/// The command of one run of `runtime`; with `accounted`, with the
+/// runtime's own accounting on (`--breakdown`).
+#[allow(clippy::too_many_arguments)]
 fn launch(
     runtime: &str,
     bench: &str,
@@ -157,9 +229,10 @@ fn launch(
     k: usize,
     size: Size,
     dir: &Path,
+    accounted: bool,
 ) -> Result<Launch, String> {
     let exe = |p: PathBuf| is_executable(&p).then_some(p);
-    Ok(match runtime {
+    let mut launch = match runtime {
         "numagc" => {
             let me = std::env::current_exe()
                 .map_err(|e| format!("finding the numagc executable: {e}"))?;
@@ -204,6 +277,9 @@ fn launch(
                     "-XX:+UseParallelGC"
                 };
                 let mut c = Command::new("java");
+                if accounted {
+                    c.arg(breakdown::JAVA_GC_LOG);
+                }
                 c.arg(gc)
                     .arg("-cp")
                     .arg(&java_dir)
@@ -214,7 +290,11 @@ fn launch(
             }
         }
         _ => unreachable!("runtime {runtime}"),
-    })
+    };
+    if let (true, Launch::Run(c)) = (accounted, &mut launch) {
+        breakdown::account(runtime, c);
+    }
+    Ok(launch)
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -232,6 +312,7 @@ fn on_path(prog: &str) -> bool {
 /// Runs `cmd` to the end: its standard output and its measures.
 struct Measured {
     stdout: String,
+    stderr: String,
     wall_s: f64,
     cpu_s: f64,
     max_rss_kib: u64,
@@ -302,6 +383,7 @@ fn measure(mut cmd: Command) -> Result<Measured, String> {
     };
     Ok(Measured {
         stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
         wall_s,
         cpu_s: tv(ru.ru_utime) + tv(ru.ru_stime),
         max_rss_kib: ru.ru_maxrss.max(0) as u64,
@@ -341,6 +423,7 @@ fn print_output(
     params: &Params,
     vprocs: usize,
     check: bool,
+    account: bool,
 ) -> Result<(), String> {
     let config = ConfigBuilder::from_env()
         .map_err(|e| e.to_string())?
@@ -354,6 +437,13 @@ fn print_output(
             .map_err(|e| format!("{}: numagc's own answer is wrong: {e}", bench.name()))?;
     }
     print!("{}", outcome.output);
+    if account {
+        // A job on every vproc: one that joined the last collection while
+        // idle has published its statistics by the time it runs this.
+        rt.run_each(|_| ()).map_err(|e| e.to_string())?;
+        let t = rt.stats().total;
+        eprintln!("{}", breakdown::numagc_line(t.gc_ns(), t.bytes_allocated));
+    }
     Ok(())
 }
 
@@ -400,7 +490,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             (true, _) => return Err("--run-output: exactly one vproc count".into()),
         };
         return match &benches[..] {
-            [(b, _, params, _)] => print_output(*b, params, vprocs, a.print_output),
+            [(b, _, params, _)] => print_output(*b, params, vprocs, a.print_output, a.account),
             _ => Err("--print-output, --run-output: exactly one benchmark".into()),
         };
     }
@@ -408,6 +498,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     let mut runs: Vec<Run> = Vec::new();
     let mut skipped: Vec<(String, usize, String, &'static str)> = Vec::new();
     let mut wrong: Vec<String> = Vec::new();
+    let mut accounts: Vec<AccountedRun> = Vec::new();
     for (b, class, _, args) in &benches {
         let name = b.name();
         println!(
@@ -419,26 +510,20 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             // Which runtimes run here.
             let mut active = Vec::new();
             for rt in RUNTIMES {
-                match launch(rt, name, class, args, k, size, &a.peers_dir)? {
+                match launch(rt, name, class, args, k, size, &a.peers_dir, false)? {
                     Launch::Run(_) => active.push(rt),
                     Launch::Skip(why) => skipped.push((name.to_string(), k, rt.to_string(), why)),
                 }
             }
             for rep in 0..a.repeat {
                 for &rt in &active {
-                    let Launch::Run(cmd) = launch(rt, name, class, args, k, size, &a.peers_dir)?
+                    let Launch::Run(cmd) =
+                        launch(rt, name, class, args, k, size, &a.peers_dir, false)?
                     else {
                         unreachable!()
                     };
                     let m = measure(cmd)?;
-                    let error = match &m.exit {
-                        Err(e) => Some(format!("failed: {e}")),
-                        Ok(()) if m.stdout != want => Some(format!(
-                            "different answer: printed {:?}, numagc {:?}",
-                            m.stdout, want
-                        )),
-                        Ok(()) => None,
-                    };
+                    let error = answer_error(&m, &want);
                     if let Some(e) = &error {
                         wrong.push(format!("{name} x{k} {rt} #{rep}: {e}"));
                     }
@@ -462,6 +547,36 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                     });
                 }
             }
+            if a.breakdown {
+                for &rt in &active {
+                    let Launch::Run(cmd) =
+                        launch(rt, name, class, args, k, size, &a.peers_dir, true)?
+                    else {
+                        unreachable!()
+                    };
+                    let m = measure(cmd)?;
+                    let error = answer_error(&m, &want);
+                    if let Some(e) = &error {
+                        wrong.push(format!("{name} x{k} {rt} (accounted run): {e}"));
+                    }
+                    let acc = breakdown::parse(rt, &m.stderr, m.wall_s, k);
+                    println!(
+                        "  x{k} {rt:<16} accounted: {:>8.3} s wall, GC {}, allocated {}",
+                        m.wall_s,
+                        acc.gc_s.map_or("-".into(), |g| format!("{g:.3} s")),
+                        acc.allocated_bytes
+                            .map_or("-".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
+                    );
+                    accounts.push(AccountedRun {
+                        benchmark: name.to_string(),
+                        vprocs: k,
+                        runtime: rt.to_string(),
+                        wall_s: m.wall_s,
+                        ok: error.is_none(),
+                        accounting: acc,
+                    });
+                }
+            }
         }
     }
 
@@ -478,6 +593,10 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     let self_rss_kib = me.ru_maxrss.max(0) as u64;
     println!();
     print!("{}", render(&summaries, &bests));
+    if a.breakdown {
+        println!();
+        print!("{}", render_breakdown(&accounts));
+    }
     println!(
         "Peak RSS: ru_maxrss of each child; Linux counts the memory of the process image an exec replaces, so each\n\
          includes at least this process's own peak ({:.1} MiB).",
@@ -499,6 +618,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             "runs": runs,
             "summaries": summaries,
             "best": bests,
+            "breakdown": accounts,
         });
         write_json(path, &v)?;
         println!("wrote {}", path.display());
