@@ -244,3 +244,54 @@ fn real_peers_when_present_give_numagcs_answer() {
     }
     std::fs::remove_dir_all(&tmp).ok();
 }
+
+#[test]
+fn breakdown_reads_each_runtimes_own_accounting() {
+    let dir = temp("breakdown");
+    let (ok, want, err) = numagc(&["compare", "--print-output", "--suite", "quick", "parfib"]);
+    assert!(ok && !want.is_empty(), "{err}");
+    std::fs::write(dir.join("want.txt"), &want).unwrap();
+    let d = dir.display();
+    // A fake GHC program: its statistics only when asked for with +RTS -s.
+    script(
+        &dir,
+        "peers/haskell/parfib",
+        &format!(
+            "cat {d}/want.txt\ncase \"$*\" in *-s*) printf '  1,500,000 bytes allocated in the heap\\n  GC      time    0.100s  (  0.050s elapsed)\\n' >&2;; esac"
+        ),
+    );
+    let json = dir.join("out.json");
+    let (ok, out, err) = numagc(&[
+        "compare",
+        "parfib",
+        "--suite",
+        "quick",
+        "--vprocs",
+        "2",
+        "--repeat",
+        "1",
+        "--breakdown",
+        "--peers-dir",
+        dir.join("peers").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("mutator s"), "{out}");
+    let v = read_json(&json);
+    let b = v["breakdown"].as_array().unwrap();
+    assert_eq!(b.len(), 2, "{b:?}");
+    let of = |rt: &str| b.iter().find(|r| r["runtime"] == rt).unwrap_or_else(|| panic!("{rt} in {b:?}"));
+    let n = of("numagc");
+    assert_eq!(n["ok"], true);
+    // parfib boxes every result: at least 16 bytes per call of fib(30).
+    assert!(n["accounting"]["allocated_bytes"].as_u64().unwrap() > 16 * 1_000_000, "{n}");
+    assert!(n["accounting"]["gc_s"].as_f64().is_some(), "{n}");
+    let h = of("haskell");
+    assert_eq!(h["ok"], true);
+    assert_eq!(h["accounting"]["allocated_bytes"], 1_500_000);
+    assert_eq!(h["accounting"]["gc_s"], 0.05);
+    // The accounted runs are not among the timed ones.
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    std::fs::remove_dir_all(&dir).ok();
+}
