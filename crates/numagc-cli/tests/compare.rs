@@ -275,9 +275,14 @@ fn breakdown_reads_each_runtimes_own_accounting() {
         dir.join("peers").to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
+        "--markdown",
+        dir.join("out.md").to_str().unwrap(),
     ]);
     assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("mutator s"), "{out}");
+    let md = std::fs::read_to_string(dir.join("out.md")).expect("markdown written");
+    assert!(md.contains("| parfib | 2 | haskell |") && md.contains("| parfib | 2 | numagc |"), "{md}");
+    assert!(md.contains("| parfib | 2 | haskell | ") && md.contains("| 0.050 |"), "{md}");
     let v = read_json(&json);
     let b = v["breakdown"].as_array().unwrap();
     assert_eq!(b.len(), 2, "{b:?}");

@@ -38,6 +38,7 @@
 
 use crate::bench::plot::{register_fonts, FONT};
 mod breakdown;
+mod markdown;
 
 use crate::bench::record::median;
 use crate::bench::write_json;
@@ -88,6 +89,9 @@ pub struct CompareArgs {
     /// Write every run and the summaries as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write the tables (results, best peers, breakdown) as Markdown.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
     /// Write the plot of numagc/peer wall-time ratios (SVG and PNG) into this directory.
     #[arg(long)]
     plot: Option<PathBuf>,
@@ -621,6 +625,11 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             "breakdown": accounts,
         });
         write_json(path, &v)?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(path) = &a.markdown {
+        std::fs::write(path, markdown::render(&summaries, &bests, &accounts))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     if let Some(dir) = &a.plot {

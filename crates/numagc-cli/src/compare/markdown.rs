@@ -1,0 +1,72 @@
+//! `numagc compare --markdown FILE`: the tables of a comparison as
+//! Markdown, for the results pages (`docs/results/peers.md` includes the
+//! file as it is written, so the figures there are never typed by hand).
+
+use super::{AccountedRun, Best, Summary};
+use std::fmt::Write;
+
+fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// Results, best peers and (when there are accounted runs) the breakdown.
+pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(t, "| benchmark | K | runtime | wall s, median [min, max] | CPU s | peak RSS MiB | answer | numagc / runtime |");
+    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
+    for s in summaries {
+        match (s.wall_median_s, s.wall_min_s, s.wall_max_s) {
+            (Some(m), Some(lo), Some(hi)) => {
+                let _ = writeln!(
+                    t,
+                    "| {} | {} | {} | {m:.3} [{lo:.3}, {hi:.3}] | {} | {} | {} | {} |",
+                    s.benchmark,
+                    s.vprocs,
+                    s.runtime,
+                    opt(s.cpu_median_s, 3),
+                    opt(s.max_rss_median_kib.map(|k| k as f64 / 1024.0), 1),
+                    if s.answers_ok == Some(true) { "ok" } else { "**wrong**" },
+                    if s.runtime == "numagc" { "-".into() } else { opt(s.numagc_over_this, 2) },
+                );
+            }
+            _ => {
+                let _ = writeln!(t, "| {} | {} | {} | {} | | | | |", s.benchmark, s.vprocs, s.runtime, s.status);
+            }
+        }
+    }
+    let _ = writeln!(t, "\nBest peer (fastest median wall time with the right answer):\n");
+    let _ = writeln!(t, "| benchmark | K | best peer | numagc / best |");
+    let _ = writeln!(t, "|---|---|---|---|");
+    for b in bests {
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} |",
+            b.benchmark,
+            b.vprocs,
+            b.best_peer.as_deref().unwrap_or("-"),
+            opt(b.numagc_over_best, 2)
+        );
+    }
+    if !accounts.is_empty() {
+        let _ = writeln!(t, "\nEach runtime's own accounting (one more run each, `--breakdown`):\n");
+        let _ = writeln!(t, "| benchmark | K | runtime | wall s | GC s | GC % | mutator s | allocated MB |");
+        let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
+        for r in accounts {
+            let a = &r.accounting;
+            let _ = writeln!(
+                t,
+                "| {} | {} | {} | {:.3} | {} | {} | {} | {} |{}",
+                r.benchmark,
+                r.vprocs,
+                r.runtime,
+                r.wall_s,
+                opt(a.gc_s, 3),
+                opt(a.gc_share.map(|x| x * 100.0), 1),
+                opt(a.gc_share.map(|x| r.wall_s * (1.0 - x)), 3),
+                opt(a.allocated_bytes.map(|b| b as f64 / 1e6), 1),
+                if r.ok { "" } else { " **failed or wrong**" }
+            );
+        }
+    }
+    t
+}
