@@ -19,6 +19,7 @@
 //! | barriers of the global collection (§3.4) | `gc/handshake.rs`: `phase`, `finish` | [`phases_run_serial_once_with_idle_vproc`], [`phases_with_racing_requesters`], [`blocked_vproc_joins_a_collection_then_completes`] |
 //! | termination of the parallel scan (§3.4) | `gc/work_queue.rs`: `ScanQueue` | [`scan_queue_each_item_once_and_terminates`], [`scan_queue_push_wakes_idle_worker`] |
 //! | chunk pool, per node (§3.1) | `heap/chunk_pool.rs`: `ChunkPool` | [`chunk_pool_affinity`] |
+//! | the heap limit: check and charge of global bytes (issue 2, item 10) | `heap/budget.rs`: `HeapBudget` | [`heap_limit_is_never_overshot`] |
 //! | parking and waking of idle vprocs (jobs, collections, work, shutdown) | `gc/handshake.rs`: `wait_idle`, `submit`, `shutdown`, `notify_work` | [`wait_idle_job_then_shutdown`], [`phases_run_serial_once_with_idle_vproc`], [`idle_vproc_wakes_for_pushed_work`], [`blocked_thread_is_resumed_on_its_home_vproc`] |
 //! | parking and waking of vprocs waiting inside a computation (joins, environments) | `sched/doorbell.rs`; `gc/handshake.rs`: `wait_for_work_or` | [`doorbell_ring_is_never_lost`], [`waiting_vproc_wakes_for_pushed_work`], [`blocked_vproc_joins_a_collection_then_completes`] |
 //! | work-stealing hand-off: who runs a task, its environment and result (§2.2–2.3) | `sched/task.rs`: `Handoff`; `sched/deque.rs` (loom stand-in) | [`stolen_task_handoff`] |
@@ -43,10 +44,8 @@
 //!   (`heap/space.rs`), the large-object list and binding log
 //!   (`heap/global.rs`), statistics, pins, the channel registry and thread
 //!   errors (`vproc.rs`), a task's closure (`sched/mod.rs`); the global
-//!   heap's byte counters (`heap/global.rs`) are `std` atomics, where the
-//!   heap-limit check is check-then-add, so vprocs acquiring chunks at
-//!   once may each pass it and overshoot the limit by up to a chunk each
-//!   (the reservation leaves room for that);
+//!   heap's per-node byte counters and trigger (`heap/global.rs`, `std`
+//!   atomics: statistics and a heuristic, no protocol);
 //! * job results (`runtime.rs`): `std::sync::mpsc`;
 //! * `Coordinator::interrupted`, a relaxed hint that brings a busy idle
 //!   loop to `wait_idle` sooner (`wait_idle` itself is modelled).
@@ -179,6 +178,7 @@
 
 use crate::gc::handshake::{Coordinator, Wake};
 use crate::gc::work_queue::ScanQueue;
+use crate::heap::budget::HeapBudget;
 use crate::heap::chunk_pool::ChunkPool;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
@@ -573,6 +573,43 @@ fn scan_queue_push_wakes_idle_worker() {
         });
         assert_eq!(w0.join().unwrap(), None);
         assert_eq!(w1.join().unwrap(), vec![5]);
+    });
+}
+
+// ---------------------------------------------------------------------------
+// The heap limit (issue 2, item 10)
+// ---------------------------------------------------------------------------
+
+/// Two vprocs ask for a chunk each while the limit has room for one, while
+/// a collector copy forces one more: at most one mutator request is
+/// granted, and exactly one unless the forced charge came first; a refusal
+/// reports bytes in use that leave no room; the bytes in use never exceed
+/// the limit by more than the forced charge.
+#[test]
+fn heap_limit_is_never_overshot() {
+    loom::model(|| {
+        let b = Arc::new(HeapBudget::new(3 * 64));
+        b.charge(2 * 64, false).unwrap();
+        let ask = |b: Arc<HeapBudget>| thread::spawn(move || b.charge(64, false));
+        let (x, y) = (ask(b.clone()), ask(b.clone()));
+        let bf = b.clone();
+        let forced = thread::spawn(move || {
+            bf.charge(64, true).unwrap();
+            bf.in_use()
+        });
+        let (x, y) = (x.join().unwrap(), y.join().unwrap());
+        let right_after_forced = forced.join().unwrap();
+        let granted = x.is_ok() as usize + y.is_ok() as usize;
+        assert!(granted <= 1, "both granted past the limit");
+        if granted == 0 {
+            // Only possible when the forced charge took the last room first.
+            assert_eq!(right_after_forced, 3 * 64);
+        }
+        for refused in [x, y].into_iter().filter_map(|r| r.err()) {
+            assert!(refused.in_use + 64 > 3 * 64, "refused at {} bytes in use", refused.in_use);
+        }
+        assert_eq!(b.in_use(), (3 + granted) * 64);
+        assert!(b.peak() <= 4 * 64);
     });
 }
 

@@ -18,7 +18,8 @@
 //!   re-copy a large live heap every 32 MiB per vproc, so we grow it with the
 //!   live data, as generational collectors do (measured in docs/results).
 //! * The heap limit refuses mutator requests that would take `in_use` above
-//!   `max_heap` minus the local heaps. Collector-internal requests (`force`)
+//!   `max_heap` minus the local heaps, checked and charged in one atomic
+//!   step ([`HeapBudget`](crate::heap::budget::HeapBudget)). Collector-internal requests (`force`)
 //!   may go over it: a copying collection cannot stop half-way, and the
 //!   reservation is sized well above the limit so they find room.
 //! * Memory the system refuses (a run that cannot be carved, see
@@ -32,6 +33,7 @@
 //!   `in_use` until they are used.
 
 use crate::config::NumaPolicy;
+use crate::heap::budget::{HeapBudget, OverLimit};
 use crate::heap::chunk_pool::ChunkPool;
 use crate::heap::space::{AddressSpace, ChunkKind, MapFailure};
 use crate::numa::{self, BindOutcome, BindRequest, BindingCounts};
@@ -57,13 +59,6 @@ pub struct BindRecord {
 struct BindLog {
     counts: BindingCounts,
     recent: VecDeque<BindRecord>,
-}
-
-/// The heap would exceed its limit.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OverLimit {
-    pub in_use: usize,
-    pub limit: usize,
 }
 
 /// Why a request for global memory was refused.
@@ -94,9 +89,7 @@ pub(crate) struct GlobalHeap {
     pool: ChunkPool,
     pub topology: Topology,
     policy: NumaPolicy,
-    limit: usize,
-    in_use: AtomicUsize,
-    peak: AtomicUsize,
+    budget: HeapBudget,
     trigger: AtomicUsize,
     base_trigger: usize,
     growth: f64,
@@ -121,9 +114,7 @@ impl GlobalHeap {
             pool: ChunkPool::new(nodes),
             topology,
             policy,
-            limit,
-            in_use: AtomicUsize::new(0),
-            peak: AtomicUsize::new(0),
+            budget: HeapBudget::new(limit),
             trigger: AtomicUsize::new(base_trigger),
             base_trigger,
             growth,
@@ -165,21 +156,9 @@ impl GlobalHeap {
         });
     }
 
-    fn account(&self, bytes: usize, node: usize) {
-        let now = self.in_use.fetch_add(bytes, Ordering::AcqRel) + bytes;
+    /// Counts `bytes` charged to the budget on `node`.
+    fn account_node(&self, bytes: usize, node: usize) {
         self.per_node[node].fetch_add(bytes, Ordering::Relaxed);
-        self.peak.fetch_max(now, Ordering::Relaxed);
-    }
-
-    fn check_limit(&self, bytes: usize) -> Result<(), OverLimit> {
-        let in_use = self.in_use.load(Ordering::Acquire);
-        if in_use + bytes > self.limit {
-            return Err(OverLimit {
-                in_use,
-                limit: self.limit,
-            });
-        }
-        Ok(())
     }
 
     /// A free chunk with `home`'s placement: from the node's pool, else new
@@ -205,7 +184,7 @@ impl GlobalHeap {
             .store(self.space.chunk_start(id), Ordering::Relaxed);
         info.age.store(0, Ordering::Relaxed);
         info.set_kind(ChunkKind::Global);
-        self.account(
+        self.account_node(
             self.chunk_size(),
             info.node.load(Ordering::Relaxed) as usize,
         );
@@ -217,15 +196,19 @@ impl GlobalHeap {
     /// one from another node's pool (see [`GlobalHeap::ensure_pooled`]).
     pub fn acquire_chunk(&self, node: usize, force: bool) -> Result<usize, Refused> {
         let cs = self.chunk_size();
-        if !force {
-            self.check_limit(cs).map_err(Refused::OverLimit)?;
-        }
+        self.budget.charge(cs, force).map_err(Refused::OverLimit)?;
         let id = match self.free_chunk(self.home_node(node)) {
-            Ok(id) => id,
-            Err(e) if force => self.pool.take_any().ok_or(Refused::Map(e))? as usize,
-            Err(e) => return Err(Refused::Map(e)),
+            Ok(id) => Ok(id),
+            Err(e) if force => self.pool.take_any().map(|id| id as usize).ok_or(Refused::Map(e)),
+            Err(e) => Err(Refused::Map(e)),
         };
-        Ok(self.adopt(id))
+        match id {
+            Ok(id) => Ok(self.adopt(id)),
+            Err(e) => {
+                self.budget.uncharge(cs);
+                Err(e)
+            }
+        }
     }
 
     /// A free chunk for the copy reserve of a vproc on `node` (not counted
@@ -253,6 +236,8 @@ impl GlobalHeap {
 
     /// Puts a chunk of a copy reserve into use.
     pub fn adopt_spare(&self, id: usize) -> usize {
+        let charged = self.budget.charge(self.chunk_size(), true);
+        debug_assert!(charged.is_ok(), "a forced charge is never refused");
         self.adopt(id)
     }
 
@@ -316,7 +301,7 @@ impl GlobalHeap {
         let info = self.space.info(id);
         let node = info.node.load(Ordering::Relaxed) as usize;
         info.set_kind(ChunkKind::Free);
-        self.in_use.fetch_sub(self.chunk_size(), Ordering::AcqRel);
+        self.budget.uncharge(self.chunk_size());
         self.per_node[node].fetch_sub(self.chunk_size(), Ordering::Relaxed);
         self.pool.put(node, id as u32);
     }
@@ -345,11 +330,15 @@ impl GlobalHeap {
     pub fn alloc_large(&self, bytes: usize, node: usize, force: bool) -> Result<usize, Refused> {
         let n = bytes.div_ceil(self.chunk_size());
         let run = n * self.chunk_size();
-        if !force {
-            self.check_limit(run).map_err(Refused::OverLimit)?;
-        }
+        self.budget.charge(run, force).map_err(Refused::OverLimit)?;
         let home = self.home_node(node);
-        let start = self.space.carve(n).map_err(Refused::Map)?;
+        let start = match self.space.carve(n) {
+            Ok(start) => start,
+            Err(e) => {
+                self.budget.uncharge(run);
+                return Err(Refused::Map(e));
+            }
+        };
         self.bind(start, n, home);
         for id in start..start + n {
             let info = self.space.info(id);
@@ -367,7 +356,7 @@ impl GlobalHeap {
             .store(n as u32, Ordering::Relaxed);
         lock(&self.large).push(start);
         self.large_bytes.fetch_add(run, Ordering::Relaxed);
-        self.account(run, home);
+        self.account_node(run, home);
         Ok(self.space.chunk_start(start))
     }
 
@@ -384,7 +373,7 @@ impl GlobalHeap {
             let n = info.owner.load(Ordering::Relaxed) as usize;
             let node = info.node.load(Ordering::Relaxed) as usize;
             let run = n * self.chunk_size();
-            self.in_use.fetch_sub(run, Ordering::AcqRel);
+            self.budget.uncharge(run);
             self.per_node[node].fetch_sub(run, Ordering::Relaxed);
             self.large_bytes.fetch_sub(run, Ordering::Relaxed);
             self.space.release(head, n);
@@ -402,15 +391,15 @@ impl GlobalHeap {
     }
 
     pub fn in_use(&self) -> usize {
-        self.in_use.load(Ordering::Acquire)
+        self.budget.in_use()
     }
 
     pub fn limit(&self) -> usize {
-        self.limit
+        self.budget.limit()
     }
 
     pub fn over_trigger(&self) -> bool {
-        self.in_use.load(Ordering::Relaxed) > self.trigger.load(Ordering::Relaxed)
+        self.budget.in_use() > self.trigger.load(Ordering::Relaxed)
     }
 
     pub fn trigger(&self) -> usize {
@@ -436,7 +425,7 @@ impl GlobalHeap {
     }
 
     pub fn peak(&self) -> usize {
-        self.peak.load(Ordering::Relaxed)
+        self.budget.peak()
     }
 
     pub fn bytes_per_node(&self) -> Vec<u64> {

@@ -3,6 +3,7 @@
 //! the global heap with its large-object space, each vproc's current chunk,
 //! and the local-heap layout.
 
+pub(crate) mod budget;
 pub(crate) mod chunk_pool;
 pub(crate) mod cursor;
 pub mod global;
