@@ -1,0 +1,297 @@
+//! Local subheaps: fixed-size chunk allocation for small requests (paper §3:
+//! "Allocations of memory chunks below a certain size are again grouped
+//! together in local subheaps, which in turn are allocated from local heaps
+//! ... subheaps use a fixed-size chunk allocation scheme", rows `0 .. K` of
+//! Fig. 4).
+//!
+//! Layout: a subheap local heap is a region of 64 slots of 64 KiB. Slot 0
+//! holds the region header with the metadata of every slot; each other slot,
+//! once taken by a size class, is one subheap: chunks of that class at
+//! offsets `0, size, 2*size, ...`, handed out first from a bump offset and
+//! then from the subheap's free list. A chunk's subheap is found from its
+//! address alone (region mask, then slot index), so chunks carry no header.
+//!
+//! Each arena (class × thread) keeps its *current* subheap and a stack of
+//! subheaps known to have free chunks. A free pushes the chunk on its
+//! subheap's list, and a subheap that was full goes back on the stack.
+//!
+//! Choices: a subheap stays with its class once taken (an empty subheap is
+//! reused by its class, not given to another) and a subheap local heap is
+//! not given back to the global heap; memory of small chunks is therefore
+//! kept by the thread heap (and by whichever thread adopts it after its
+//! thread exits). Each subheap has a bit per 16-byte granule, set while the
+//! chunk starting there is allocated: `free` checks it to report double
+//! frees and pointers that are not chunk starts.
+//!
+//! Invariant: for every taken slot, chunks below `bump` are either live (bit
+//! set) or on the free list (bit clear), never both; `used` counts the live
+//! ones. Only the owner thread touches a region's metadata.
+
+use crate::arena::LocalState;
+use crate::global_heap;
+use crate::misuse::Misuse;
+use crate::region::{RegionHeader, RegionKind, REGION_MAGIC, REGION_SIZE};
+use crate::region_map;
+use crate::size_class::SMALL_CLASSES;
+
+pub(crate) const SLOT_SHIFT: u32 = 16;
+pub(crate) const SLOT_SIZE: usize = 1 << SLOT_SHIFT;
+pub(crate) const SLOTS: usize = REGION_SIZE / SLOT_SIZE;
+const GRANULES: usize = SLOT_SIZE / 16;
+
+#[repr(C)]
+pub(crate) struct SubheapMeta {
+    /// First chunk of the free list (its first word links to the next).
+    free: *mut usize,
+    /// Address of the slot.
+    base: usize,
+    /// Offset of the first never-used chunk.
+    bump: u32,
+    /// Chunks start below this offset.
+    limit: u32,
+    /// Chunk size (0: slot not taken).
+    size: u32,
+    used: u32,
+    class: u8,
+    /// On its arena's stack or current: the arena will find its free chunks.
+    listed: bool,
+    next_listed: *mut SubheapMeta,
+    live: [u64; GRANULES / 64],
+}
+
+#[repr(C)]
+pub(crate) struct SubheapRegion {
+    hdr: RegionHeader,
+    /// Bit i set: slot i is not taken yet.
+    free_slots: u64,
+    metas: [SubheapMeta; SLOTS],
+}
+
+const _: () = assert!(core::mem::size_of::<SubheapRegion>() <= SLOT_SIZE);
+
+/// The arena of one small class for one thread (an entry of Fig. 4).
+pub(crate) struct SmallArena {
+    current: *mut SubheapMeta,
+    listed: *mut SubheapMeta,
+}
+
+impl SmallArena {
+    pub(crate) const fn new() -> Self {
+        SmallArena {
+            current: core::ptr::null_mut(),
+            listed: core::ptr::null_mut(),
+        }
+    }
+}
+
+/// Takes a chunk from the arena's current subheap; null when it has none.
+#[inline]
+pub(crate) fn alloc_fast(arena: &mut SmallArena) -> *mut u8 {
+    let m = arena.current;
+    if m.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: `current` points at the metadata of a taken slot of a live
+    // region of this thread (only the owner runs this).
+    let m = unsafe { &mut *m };
+    let chunk = if !m.free.is_null() {
+        let c = m.free;
+        // SAFETY: a chunk on the free list holds the next one in its first word.
+        m.free = unsafe { *c as *mut usize };
+        c as usize
+    } else if m.bump < m.limit {
+        let c = m.base + m.bump as usize;
+        m.bump += m.size;
+        c
+    } else {
+        return core::ptr::null_mut();
+    };
+    let g = (chunk - m.base) >> 4;
+    m.live[g / 64] |= 1 << (g % 64);
+    m.used += 1;
+    chunk as *mut u8
+}
+
+fn has_room(m: &SubheapMeta) -> bool {
+    !m.free.is_null() || m.bump < m.limit
+}
+
+/// Makes a listed subheap with free chunks current; with `grow`, takes a new
+/// slot (and if needed a new local heap) when none is listed. `false` when
+/// nothing could be found or the global heap refused memory.
+pub(crate) fn refill(st: &mut LocalState, class: usize, grow: bool) -> bool {
+    let arena = &mut st.small[class];
+    if !arena.current.is_null() {
+        // SAFETY: a current subheap is a live metadata entry of this thread.
+        let cur = unsafe { &mut *arena.current };
+        if has_room(cur) {
+            return true;
+        }
+        // Full: it is listed again by the next free of one of its chunks.
+        cur.listed = false;
+        arena.current = core::ptr::null_mut();
+    }
+    while !arena.listed.is_null() {
+        // SAFETY: listed subheaps are live metadata entries of this thread.
+        let m = unsafe { &mut *arena.listed };
+        arena.listed = m.next_listed;
+        if has_room(m) {
+            arena.current = m;
+            return true;
+        }
+        m.listed = false;
+    }
+    if !grow {
+        return false;
+    }
+    let Some(m) = take_slot(st, class) else {
+        return false;
+    };
+    st.small[class].current = m;
+    true
+}
+
+fn take_slot(st: &mut LocalState, class: usize) -> Option<*mut SubheapMeta> {
+    let mut r = st.subheap_regions;
+    while !r.is_null() {
+        // SAFETY: the list holds live subheap regions of this thread.
+        let region = unsafe { &mut *r };
+        if region.free_slots != 0 {
+            return Some(init_slot(region, class));
+        }
+        r = region.hdr.next.cast();
+    }
+    let base = global_heap::acquire_region(st.node, st.bind)?;
+    let region = base.cast::<SubheapRegion>();
+    // SAFETY: `base` is a fresh (zeroed) region of REGION_SIZE bytes that the
+    // global heap gave to this thread; the header fits in slot 0.
+    unsafe {
+        (*region).hdr = RegionHeader {
+            magic: REGION_MAGIC,
+            kind: RegionKind::Subheaps,
+            node: st.node,
+            owner: st.owner,
+            map_len: REGION_SIZE,
+            next: st.subheap_regions.cast(),
+        };
+        (*region).free_slots = !1u64;
+    }
+    if !region_map::insert(base as usize) {
+        // SAFETY: never handed out; empty.
+        unsafe { global_heap::release_region(base) };
+        return None;
+    }
+    st.subheap_regions = region;
+    // SAFETY: just initialised above.
+    Some(init_slot(unsafe { &mut *region }, class))
+}
+
+fn init_slot(region: &mut SubheapRegion, class: usize) -> *mut SubheapMeta {
+    let slot = region.free_slots.trailing_zeros() as usize;
+    region.free_slots &= !(1 << slot);
+    let size = SMALL_CLASSES[class];
+    let base = region as *mut SubheapRegion as usize + slot * SLOT_SIZE;
+    let m = &mut region.metas[slot];
+    m.free = core::ptr::null_mut();
+    m.base = base;
+    m.bump = 0;
+    m.limit = ((SLOT_SIZE / size) * size) as u32;
+    m.size = size as u32;
+    m.used = 0;
+    m.class = class as u8;
+    m.listed = true;
+    m.next_listed = core::ptr::null_mut();
+    m.live = [0; GRANULES / 64];
+    m
+}
+
+/// The metadata of the taken slot `ptr` lies in, if any.
+///
+/// # Safety
+/// `region` is a live subheap region.
+unsafe fn meta_of(region: *mut SubheapRegion, ptr: usize) -> Option<*mut SubheapMeta> {
+    let slot = (ptr - region as usize) >> SLOT_SHIFT;
+    if slot == 0 {
+        return None;
+    }
+    // SAFETY: slot < SLOTS because ptr lies in the region.
+    let m = unsafe { core::ptr::addr_of_mut!((*region).metas[slot]) };
+    // SAFETY: `m` is an entry of the live region's metadata.
+    if unsafe { (*m).size } == 0 {
+        return None;
+    }
+    Some(m)
+}
+
+/// Frees a small chunk (owner thread only).
+///
+/// # Safety
+/// `region` is a live subheap region owned by the calling thread's heap,
+/// `st` is that heap's state, and `ptr` lies in the region.
+pub(crate) unsafe fn free(
+    st: &mut LocalState,
+    region: *mut SubheapRegion,
+    ptr: *mut u8,
+) -> Result<(), Misuse> {
+    let addr = ptr as usize;
+    // SAFETY: guaranteed by the caller.
+    let Some(m) = (unsafe { meta_of(region, addr) }) else {
+        return Err(Misuse::NotAChunk { addr });
+    };
+    // SAFETY: `m` is live metadata of this thread.
+    let m = unsafe { &mut *m };
+    let off = addr - m.base;
+    if !off.is_multiple_of(m.size as usize) || off >= m.bump as usize {
+        return Err(Misuse::NotAChunk { addr });
+    }
+    let g = off >> 4;
+    if m.live[g / 64] & (1 << (g % 64)) == 0 {
+        return Err(Misuse::DoubleFree { addr });
+    }
+    m.live[g / 64] &= !(1 << (g % 64));
+    // SAFETY: the chunk is free now and ours; its first word takes the link.
+    unsafe { *(addr as *mut usize) = m.free as usize };
+    m.free = addr as *mut usize;
+    m.used -= 1;
+    if !m.listed {
+        m.listed = true;
+        let arena = &mut st.small[m.class as usize];
+        m.next_listed = arena.listed;
+        arena.listed = m;
+    }
+    Ok(())
+}
+
+/// Chunk size of a live small chunk; for `usable_size` and `origin`, which
+/// any thread may call on a chunk it holds.
+///
+/// # Safety
+/// `region` is a live subheap region and `ptr` lies in it.
+pub(crate) unsafe fn chunk_info(region: *mut SubheapRegion, ptr: usize) -> Option<(usize, usize)> {
+    // SAFETY: guaranteed by the caller; a taken slot's base and size do not
+    // change while it has a live chunk.
+    unsafe {
+        let m = meta_of(region, ptr)?;
+        let (base, size) = ((*m).base, (*m).size as usize);
+        let start = base + (ptr - base) / size * size;
+        Some((start, size))
+    }
+}
+
+/// Small-chunk counts of one thread heap, for tests and reports.
+pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
+    let (mut subheaps, mut live) = (0, 0);
+    let mut r = st.subheap_regions;
+    while !r.is_null() {
+        // SAFETY: the list holds live subheap regions of this thread.
+        let region = unsafe { &*r };
+        for m in &region.metas[1..] {
+            if m.size != 0 {
+                subheaps += 1;
+                live += m.used as usize;
+            }
+        }
+        r = region.hdr.next.cast();
+    }
+    (subheaps, live)
+}
