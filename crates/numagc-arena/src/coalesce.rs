@@ -100,3 +100,91 @@ pub(crate) fn sweep(st: &mut LocalState) -> SweepReport {
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::LocalState;
+    use crate::local_heap::{alloc_from_bins, alloc_from_top, free, grow, DATA_OFFSET};
+    use crate::region::REGION_SIZE;
+    use crate::size_class::MEDIUM_HEADER;
+
+    /// Eight chunks that tile a fresh local heap exactly.
+    const CHUNK: usize = (REGION_SIZE - DATA_OFFSET) / 8;
+
+    fn fill_one_heap(st: &mut LocalState) -> Vec<*mut u8> {
+        assert!(grow(st));
+        let ps: Vec<_> = (0..8)
+            .map(|_| alloc_from_top(&mut st.variable, CHUNK))
+            .collect();
+        for w in ps.windows(2) {
+            assert_eq!(
+                w[1] as usize - w[0] as usize,
+                CHUNK,
+                "chunks are carved in order"
+            );
+        }
+        assert!(
+            alloc_from_top(&mut st.variable, CHUNK).is_null(),
+            "the heap is full"
+        );
+        ps
+    }
+
+    #[test]
+    fn free_does_not_coalesce_and_a_request_that_cannot_be_met_does() {
+        let mut st = LocalState::new(core::ptr::null());
+        let ps = fill_one_heap(&mut st);
+        // SAFETY: live chunks of this state's heap.
+        unsafe {
+            free(&mut st, ps[2]).unwrap();
+            free(&mut st, ps[3]).unwrap();
+        }
+        // Not coalesced on free: a request for twice the size finds nothing.
+        let big = 2 * CHUNK - 32;
+        assert!(alloc_from_bins(&mut st.variable, big).is_null());
+        // The same size as freed is served at once, from the last freed chunk.
+        let again = alloc_from_bins(&mut st.variable, CHUNK);
+        assert_eq!(again, ps[3]);
+        // SAFETY: live chunk.
+        unsafe { free(&mut st, again).unwrap() };
+        // Deferred coalescing: the sweep merges the two neighbours.
+        let report = sweep(&mut st);
+        assert_eq!(report.merged, 1);
+        let merged = alloc_from_bins(&mut st.variable, big);
+        assert_eq!(
+            merged, ps[2],
+            "the merged chunk starts at the first of the two"
+        );
+        // SAFETY: its header says how large it is: both chunks (the rest, 32
+        // bytes, was too small to split off).
+        let size = unsafe { size_word(merged as usize - MEDIUM_HEADER) } & !15;
+        assert_eq!(size, 2 * CHUNK);
+    }
+
+    #[test]
+    fn a_heap_left_empty_goes_back_to_the_global_heap() {
+        let mut st = LocalState::new(core::ptr::null());
+        let first = fill_one_heap(&mut st);
+        let second = fill_one_heap(&mut st); // the first is no longer current
+        let before = crate::global_heap::stats().regions_released;
+        for p in &first {
+            // SAFETY: live chunks.
+            unsafe { free(&mut st, *p).unwrap() };
+        }
+        assert!(region_map::contains(first[0] as usize));
+        let report = sweep(&mut st);
+        assert_eq!(report.released, 1);
+        assert!(crate::global_heap::stats().regions_released > before);
+        assert!(
+            !region_map::contains(first[0] as usize),
+            "a released heap is no longer ours"
+        );
+        // The current heap keeps its chunks.
+        for p in &second {
+            // SAFETY: live chunks.
+            unsafe { free(&mut st, *p).unwrap() };
+        }
+        assert_eq!(sweep(&mut st).released, 0, "the current heap stays");
+    }
+}

@@ -167,3 +167,10 @@ pub fn thread_stats() -> Option<(LocalStats, usize, usize)> {
 pub fn collect_remote_frees() {
     thread_heap::collect_remote_frees()
 }
+
+/// How many thread heaps have been made: a thread that exits abandons its
+/// heap and the next new thread takes it, so this stays near the largest
+/// number of threads alive at once.
+pub fn thread_heaps_created() -> usize {
+    thread_heap::heaps_created()
+}

@@ -64,6 +64,12 @@ thread_local! {
 }
 
 static REGISTRY: StdAtomicPtr<ThreadHeap> = StdAtomicPtr::new(core::ptr::null_mut());
+static CREATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many thread heaps exist (they are reused, never freed).
+pub(crate) fn heaps_created() -> usize {
+    CREATED.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 #[inline]
 pub(crate) fn current() -> *const ThreadHeap {
@@ -123,7 +129,10 @@ fn create() -> Option<*const ThreadHeap> {
             std::sync::atomic::Ordering::Release,
             std::sync::atomic::Ordering::Relaxed,
         ) {
-            Ok(_) => return Some(p),
+            Ok(_) => {
+                CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Some(p);
+            }
             Err(h) => head = h,
         }
     }

@@ -1,0 +1,77 @@
+//! A Rust program with the heap manager as its global allocator: collections,
+//! threads, values dropped on other threads than the one that made them, and
+//! thread heaps taken over by new threads when old ones exit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::mpsc;
+
+#[global_allocator]
+static ALLOC: numagc_arena::ArenaAlloc = numagc_arena::ArenaAlloc;
+
+#[test]
+fn collections_and_threads_run_on_the_heap_manager() {
+    let v: Vec<String> = (0..10_000).map(|i| format!("item {i}")).collect();
+    assert!(
+        numagc_arena::owns(v.as_ptr().cast()),
+        "Vec memory comes from numagc-arena"
+    );
+    assert!(numagc_arena::owns(v[17].as_ptr()));
+    let mut m: HashMap<String, usize> = HashMap::new();
+    for (i, s) in v.iter().enumerate() {
+        m.insert(s.clone(), i);
+    }
+    assert_eq!(m["item 4321"], 4321);
+    let mut t = BTreeMap::new();
+    for i in 0..50_000u64 {
+        t.insert(
+            i.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            vec![i; (i % 7) as usize],
+        );
+    }
+    assert_eq!(t.len(), 50_000);
+    let total: u64 = t.values().map(|v| v.iter().sum::<u64>()).sum();
+    let expected: u64 = (0..50_000u64).map(|i| i * (i % 7)).sum();
+    assert_eq!(total, expected);
+
+    // Producer/consumer: boxes made on one thread, dropped on another.
+    let (tx, rx) = mpsc::sync_channel::<Box<[u8]>>(64);
+    let producer = std::thread::spawn(move || {
+        for i in 0..20_000usize {
+            let len = [8, 100, 3000, 70_000][i % 4];
+            tx.send(vec![(i % 251) as u8; len].into_boxed_slice())
+                .unwrap();
+        }
+    });
+    let consumer = std::thread::spawn(move || {
+        let mut n = 0usize;
+        for (i, b) in rx.into_iter().enumerate() {
+            assert!(b.iter().all(|&x| x == (i % 251) as u8));
+            n += b.len();
+        }
+        n
+    });
+    producer.join().unwrap();
+    let bytes = consumer.join().unwrap();
+    assert_eq!(bytes, 5000 * (8 + 100 + 3000 + 70_000));
+    drop(v);
+    drop(m);
+}
+
+#[test]
+fn exited_threads_leave_their_heaps_to_new_threads() {
+    let before = numagc_arena::thread_heaps_created();
+    for i in 0..40 {
+        std::thread::spawn(move || {
+            let v: Vec<u64> = (0..1000).map(|x| x * i).collect();
+            assert_eq!(v[999], 999 * i);
+        })
+        .join()
+        .unwrap();
+    }
+    let made = numagc_arena::thread_heaps_created() - before;
+    // The other test of this binary runs meanwhile with up to three threads.
+    assert!(
+        made <= 5,
+        "{made} thread heaps made for 40 threads run one after another"
+    );
+}
