@@ -13,7 +13,9 @@
 //!
 //! It runs only from the allocation slow path, after the bins, the top of
 //! the current local heap and the remote frees have failed, and before a new
-//! local heap is taken.
+//! local heap is taken; and only when some chunk was freed since the last
+//! sweep (otherwise there is nothing new to merge, and a growing heap would
+//! pay a sweep of all its local heaps for every new one).
 //!
 //! Invariant kept: the tiling and bin invariants of [`crate::local_heap`].
 
@@ -35,6 +37,7 @@ pub struct SweepReport {
 pub(crate) fn sweep(st: &mut LocalState) -> SweepReport {
     let mut report = SweepReport::default();
     let v = &mut st.variable;
+    v.freed_since_sweep = 0;
     let mut prev: *mut VariableRegion = core::ptr::null_mut();
     let mut r = v.regions;
     while !r.is_null() {

@@ -52,6 +52,9 @@ pub(crate) struct VariableArenas {
     nonempty: u64,
     pub(crate) regions: *mut VariableRegion,
     pub(crate) current: *mut VariableRegion,
+    /// Chunks freed since the last coalescing sweep: a sweep with none can
+    /// merge nothing new (the last one merged every free neighbour).
+    pub(crate) freed_since_sweep: usize,
 }
 
 const _: () = assert!(MEDIUM_BINS <= 64);
@@ -64,6 +67,7 @@ impl VariableArenas {
             nonempty: 0,
             regions: core::ptr::null_mut(),
             current: core::ptr::null_mut(),
+            freed_since_sweep: 0,
         }
     }
 }
@@ -291,6 +295,7 @@ pub(crate) unsafe fn free(st: &mut LocalState, ptr: *mut u8) -> Result<(), Misus
         (*(base_of(c) as *mut VariableRegion)).live -= 1;
         insert(&mut st.variable, c, chunk_size(word));
     }
+    st.variable.freed_since_sweep += 1;
     Ok(())
 }
 

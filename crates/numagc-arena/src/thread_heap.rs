@@ -345,7 +345,7 @@ fn medium_slow(h: *const ThreadHeap, st: &mut LocalState, need: usize) -> *mut u
         }
     }
     // Deferred coalescing: only now that the request cannot be met.
-    if !st.variable.regions.is_null() {
+    if st.variable.freed_since_sweep > 0 {
         let report = coalesce::sweep(st);
         st.stats.sweeps += 1;
         st.stats.merged += report.merged;
