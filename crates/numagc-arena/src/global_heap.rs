@@ -17,7 +17,7 @@
 //! a cached region is re-bound when reused, since its pages were discarded.
 //!
 //! Invariant: a region in the cache has its bit cleared in
-//! [`crate::region_map`] and a zero magic, so no `free` or `owns` accepts a
+//! `region_map` and a zero magic, so no `free` or `owns` accepts a
 //! pointer into it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -116,7 +116,7 @@ pub(crate) fn acquire_region(node: u32, bind: bool) -> Option<*mut u8> {
 ///
 /// # Safety
 /// `base` is a region from [`acquire_region`] with no live chunk, already
-/// removed from [`crate::region_map`], that nobody will touch again.
+/// removed from `region_map`, that nobody will touch again.
 pub(crate) unsafe fn release_region(base: *mut u8) {
     REGIONS_RELEASED.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the caller guarantees the region is ours and dead.

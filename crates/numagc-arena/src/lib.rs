@@ -4,7 +4,7 @@
 //! allocator for reference-counted arrays and as a general-purpose one.
 //!
 //! The hierarchy of paper §3 (Fig. 3) and where each level lives:
-//! * the **global heap** ([`global_heap`](crate::global_heap)): the address
+//! * the **global heap** ([`global_heap`]): the address
 //!   space, taken from and given back to the system; the only lock;
 //! * per-thread **local heaps** of a fixed size (4 MiB, [`REGION_SIZE`]),
 //!   carved from it, a new one when a thread's are exhausted
@@ -78,7 +78,9 @@ pub fn try_alloc(size: usize, align: usize) -> Result<core::ptr::NonNull<u8>, Al
 /// Allocates `size` zeroed bytes aligned to `align`.
 pub fn alloc_zeroed(size: usize, align: usize) -> *mut u8 {
     let p = alloc(size, align);
-    if !p.is_null() {
+    // A large chunk is a fresh mapping, zero already: writing it would only
+    // make every page resident.
+    if !p.is_null() && size_class::choose(size, align) != ArenaChoice::Large {
         // SAFETY: `p` is a fresh chunk of at least `size` bytes.
         unsafe { p.write_bytes(0, size) };
     }

@@ -11,7 +11,7 @@
 //! `/sys` and builds `Vec`s and `String`s, and `numa::apply` builds a node
 //! mask; when this crate is the process's allocator those allocations come
 //! back into it, in the middle of a slow path. Every such call runs inside
-//! [`crate::bootstrap::guarded`], which makes the calling thread's own
+//! `bootstrap::guarded`, which makes the calling thread's own
 //! allocations and frees go to the bootstrap area, a small separate
 //! allocator on raw `mmap` that needs neither topology nor a thread heap.
 //! The topology is detected once, by the first thread that needs it; others

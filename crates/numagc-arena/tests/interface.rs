@@ -236,3 +236,23 @@ fn local_heaps_are_placed_on_the_threads_node() {
     );
     assert_eq!(after.failed, before.failed, "the kernel refused a binding");
 }
+
+#[test]
+fn zeroed_chunks_are_zero_even_when_reused() {
+    for size in [24usize, 3000, 50_000, 2 << 20] {
+        let p = numagc_arena::alloc(size, 8);
+        // SAFETY: a live chunk of `size` bytes.
+        unsafe {
+            p.write_bytes(0xee, size);
+            numagc_arena::free(p);
+        }
+        let z = numagc_arena::alloc_zeroed(size, 8);
+        // SAFETY: as above.
+        let all_zero = unsafe { core::slice::from_raw_parts(z, size) }
+            .iter()
+            .all(|&b| b == 0);
+        assert!(all_zero, "size {size}");
+        // SAFETY: live chunk.
+        unsafe { numagc_arena::free(z) };
+    }
+}
