@@ -51,6 +51,11 @@ pub(crate) struct SubheapMeta {
     limit: u32,
     /// Chunk size (0: slot not taken).
     size: u32,
+    /// `2^32 / size + 1`: `(off * recip) >> 32 == off / size` for every
+    /// offset in a slot (the error, below `off / 2^32 < 2^-16`, is smaller
+    /// than the `1 / size >= 2^-12` a quotient needs to change), so a free
+    /// finds its chunk index without a division.
+    recip: u32,
     used: u32,
     class: u8,
     /// On its arena's stack or current: the arena will find its free chunks.
@@ -197,6 +202,7 @@ fn init_slot(region: &mut SubheapRegion, class: usize) -> *mut SubheapMeta {
     m.bump = 0;
     m.limit = ((SLOT_SIZE / size) * size) as u32;
     m.size = size as u32;
+    m.recip = ((1u64 << 32) / size as u64 + 1) as u32;
     m.used = 0;
     m.class = class as u8;
     m.listed = true;
@@ -241,7 +247,8 @@ pub(crate) unsafe fn free(
     // SAFETY: `m` is live metadata of this thread.
     let m = unsafe { &mut *m };
     let off = addr - m.base;
-    if !off.is_multiple_of(m.size as usize) || off >= m.bump as usize {
+    let index = (off as u64 * m.recip as u64) >> 32;
+    if index as usize * m.size as usize != off || off >= m.bump as usize {
         return Err(Misuse::NotAChunk { addr });
     }
     let g = off >> 4;
@@ -294,4 +301,23 @@ pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
         r = region.hdr.next.cast();
     }
     (subheaps, live)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reciprocal_gives_the_exact_chunk_index_for_every_offset_and_class() {
+        for &size in &SMALL_CLASSES {
+            let recip = ((1u64 << 32) / size as u64 + 1) as u32;
+            for off in 0..SLOT_SIZE as u64 {
+                assert_eq!(
+                    (off * recip as u64) >> 32,
+                    off / size as u64,
+                    "size {size} offset {off}"
+                );
+            }
+        }
+    }
 }

@@ -256,3 +256,21 @@ fn zeroed_chunks_are_zero_even_when_reused() {
         unsafe { numagc_arena::free(z) };
     }
 }
+
+#[test]
+fn large_chunks_go_back_to_the_system_when_freed() {
+    let before = numagc_arena::global_heap::stats();
+    let p = numagc_arena::alloc(8 << 20, 16);
+    assert!(numagc_arena::owns(p));
+    // SAFETY: a live chunk of 8 MiB.
+    unsafe {
+        p.write_bytes(1, 8 << 20);
+        numagc_arena::free(p);
+    }
+    let after = numagc_arena::global_heap::stats();
+    assert!(after.large_unmapped > before.large_unmapped);
+    assert!(
+        !numagc_arena::owns(p),
+        "the unmapped chunk is no longer ours"
+    );
+}
