@@ -268,9 +268,7 @@ fn large_chunks_go_back_to_the_system_when_freed() {
         numagc_arena::free(p);
     }
     let after = numagc_arena::global_heap::stats();
+    // Other tests of this binary may map and unmap meanwhile, so only the
+    // count is checked (the address may already be in use again).
     assert!(after.large_unmapped > before.large_unmapped);
-    assert!(
-        !numagc_arena::owns(p),
-        "the unmapped chunk is no longer ours"
-    );
 }
