@@ -224,13 +224,22 @@ fn remote_frees_reach_the_owner_and_are_reused() {
     let before = numagc_arena::thread_stats().unwrap().0.remote_frees_taken;
     numagc_arena::collect_remote_frees();
     let (stats, _, _) = numagc_arena::thread_stats().unwrap();
-    assert_eq!(stats.remote_frees_taken - before, 1000);
-    // The chunks are free again: new allocations of the class reuse them.
-    let again: std::collections::HashSet<usize> = (0..1000)
-        .map(|_| numagc_arena::alloc(48, 16) as usize)
-        .collect();
-    let reused = ptrs.iter().filter(|p| again.contains(p)).count();
-    assert_eq!(reused, 1000, "remote frees were not reused by the owner");
+    // At least ours (this heap may have been another test thread's before,
+    // whose chunks other threads free too).
+    assert!(stats.remote_frees_taken - before >= 1000);
+    // The chunks are free again: allocations of the class reuse every one.
+    let mut missing: std::collections::HashSet<usize> = ptrs.into_iter().collect();
+    let mut again = Vec::new();
+    while !missing.is_empty() && again.len() < 100_000 {
+        let p = numagc_arena::alloc(48, 16) as usize;
+        missing.remove(&p);
+        again.push(p);
+    }
+    assert!(
+        missing.is_empty(),
+        "{} remote frees were not reused by the owner",
+        missing.len()
+    );
     for p in again {
         // SAFETY: live chunks of this thread.
         unsafe { numagc_arena::free(p as *mut u8) };
