@@ -72,15 +72,17 @@ impl VariableArenas {
     }
 }
 
-// Raw chunk words. SAFETY (for all four): callers pass the address of a chunk
+// Raw chunk words. Callers pass the address of a chunk
 // of a live variable-size region of this thread (16-aligned, inside
 // `[DATA_OFFSET, top)`), whose header and, for free chunks, links are ours.
 #[inline]
 pub(crate) unsafe fn size_word(c: usize) -> usize {
+    // SAFETY: `c` is a chunk of a live region of this thread (see above).
     unsafe { *(c as *const usize) }
 }
 #[inline]
 unsafe fn set_header(c: usize, size: usize, in_use: bool) {
+    // SAFETY: `c` is a chunk of a live region of this thread (see above).
     unsafe {
         *(c as *mut usize) = size | in_use as usize;
         *((c + 8) as *mut usize) = CHUNK_MAGIC ^ c;
