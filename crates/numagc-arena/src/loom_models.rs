@@ -9,6 +9,7 @@
 //! |---|---|---|
 //! | cross-thread free: push on the owner's remote list, owner takes all | `remote_free.rs`: `RemoteFreeList::{push, take_all}` | [`remote_frees_from_two_threads_reach_owner_once`], [`remote_free_contents_visible_to_owner`] |
 //! | a heap abandoned at thread exit and claimed by a new thread | `thread_heap.rs`: `claim`, `abandon` | [`abandoned_heap_is_claimed_once_with_its_state`] |
+//! | a remote free racing with its owner's exit: taken by the owner before it abandons the heap, or by the next owner | both of the above, as `on_thread_exit` and `adopt` use them | [`remote_free_during_owner_exit_is_taken_once`] |
 //!
 //! Not modelled: the global heap's cache (one `std` mutex), the region map
 //! (`std` atomic bit operations, each region's bit set before and cleared
@@ -181,5 +182,43 @@ fn abandoned_heap_is_claimed_once_with_its_state() {
         if wins == 0 {
             assert_eq!(state.load(Ordering::Relaxed), 0);
         }
+    });
+}
+
+#[test]
+fn remote_free_during_owner_exit_is_taken_once() {
+    loom::model(|| {
+        let list = Arc::new(RemoteFreeList::<Node>::new());
+        let state = Arc::new(AtomicU8::new(1));
+        let n = SendPtr(node(5));
+        let pusher = {
+            let list = list.clone();
+            thread::spawn(move || {
+                let n = n;
+                // SAFETY: this thread owns the node and gives it up.
+                unsafe { list.push(n.0) };
+            })
+        };
+        // The exiting owner takes what is there, then abandons the heap
+        // (on_thread_exit).
+        let exiting = {
+            let (list, state) = (list.clone(), state.clone());
+            thread::spawn(move || {
+                let seen = drain(&list);
+                abandon(&state);
+                seen
+            })
+        };
+        // A new thread adopts the heap as soon as it is abandoned and takes
+        // what is there (adopt, then an arena that runs short), and again
+        // later.
+        while !claim(&state) {
+            thread::yield_now();
+        }
+        let mut seen = drain(&list);
+        seen.extend(exiting.join().unwrap());
+        pusher.join().unwrap();
+        seen.extend(drain(&list));
+        assert_eq!(seen, vec![5], "the remote free is taken exactly once");
     });
 }
