@@ -272,3 +272,39 @@ fn large_chunks_go_back_to_the_system_when_freed() {
     // count is checked (the address may already be in use again).
     assert!(after.large_unmapped > before.large_unmapped);
 }
+
+#[test]
+fn threads_allocate_from_different_local_heaps() {
+    // Paper §3: "Small amounts of memory are guaranteed to be allocated from
+    // different parts of the address space if requested by different
+    // threads" (no false sharing between threads' chunks).
+    let region = |p: usize| p & !(numagc_arena::REGION_SIZE - 1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (tx, barrier) = (tx.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let ps: Vec<usize> = (0..100)
+                    .map(|_| numagc_arena::alloc(64, 16) as usize)
+                    .collect();
+                tx.send(ps.clone()).unwrap();
+                // Both threads are alive (own their heaps) while comparing.
+                barrier.wait();
+                for p in ps {
+                    // SAFETY: live chunks of this thread.
+                    unsafe { numagc_arena::free(p as *mut u8) };
+                }
+            })
+        })
+        .collect();
+    let a: std::collections::HashSet<usize> = rx.recv().unwrap().into_iter().map(region).collect();
+    let b: std::collections::HashSet<usize> = rx.recv().unwrap().into_iter().map(region).collect();
+    assert!(
+        a.is_disjoint(&b),
+        "two threads' small chunks share a local heap"
+    );
+    for t in threads {
+        t.join().unwrap();
+    }
+}
