@@ -32,6 +32,10 @@ pub struct LocalStats {
     pub merged: usize,
     /// Variable-size local heaps given back to the global heap.
     pub heaps_released: usize,
+    /// Subheaps that emptied and gave their slot back to their local heap.
+    pub subheaps_released: usize,
+    /// Subheap local heaps given back to the global heap.
+    pub subheap_heaps_released: usize,
 }
 
 pub(crate) struct LocalState {
@@ -61,6 +65,8 @@ impl LocalState {
                 sweeps: 0,
                 merged: 0,
                 heaps_released: 0,
+                subheaps_released: 0,
+                subheap_heaps_released: 0,
             },
         }
     }

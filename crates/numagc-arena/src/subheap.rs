@@ -15,11 +15,12 @@
 //! subheaps known to have free chunks. A free pushes the chunk on its
 //! subheap's list, and a subheap that was full goes back on the stack.
 //!
-//! Choices: a subheap stays with its class once taken (an empty subheap is
-//! reused by its class, not given to another) and a subheap local heap is
-//! not given back to the global heap; memory of small chunks is therefore
-//! kept by the thread heap (and by whichever thread adopts it after its
-//! thread exits). Each subheap has a bit per 16-byte granule, set while the
+//! Choices: a subheap that empties (other than its arena's current one)
+//! gives its slot back to its local heap at once, for any class to take; a
+//! subheap local heap left with no subheap goes back to the global heap,
+//! unless it is the thread's newest one (where new slots are looked for
+//! first), so that a thread emptying and refilling does not map and unmap
+//! each time. Each subheap has a bit per 16-byte granule, set while the
 //! chunk starting there is allocated: `free` checks it to report double
 //! frees and pointers that are not chunk starts.
 //!
@@ -60,7 +61,10 @@ pub(crate) struct SubheapMeta {
     class: u8,
     /// On its arena's stack or current: the arena will find its free chunks.
     listed: bool,
+    /// Links of the arena's list of subheaps with free chunks (doubly
+    /// linked, so that a subheap that empties can leave it at once).
     next_listed: *mut SubheapMeta,
+    prev_listed: *mut SubheapMeta,
     live: [u64; GRANULES / 64],
 }
 
@@ -139,8 +143,10 @@ pub(crate) fn refill(st: &mut LocalState, class: usize, grow: bool) -> bool {
     while !arena.listed.is_null() {
         // SAFETY: listed subheaps are live metadata entries of this thread.
         let m = unsafe { &mut *arena.listed };
-        arena.listed = m.next_listed;
+        unlist(arena, m);
         if has_room(m) {
+            // Still `listed`: it is the current one now.
+            m.listed = true;
             arena.current = m;
             return true;
         }
@@ -207,6 +213,7 @@ fn init_slot(region: &mut SubheapRegion, class: usize) -> *mut SubheapMeta {
     m.class = class as u8;
     m.listed = true;
     m.next_listed = core::ptr::null_mut();
+    m.prev_listed = core::ptr::null_mut();
     m.live = [0; GRANULES / 64];
     m
 }
@@ -260,13 +267,83 @@ pub(crate) unsafe fn free(
     unsafe { *(addr as *mut usize) = m.free as usize };
     m.free = addr as *mut usize;
     m.used -= 1;
-    if !m.listed {
+    let arena = &mut st.small[m.class as usize];
+    if m.used == 0 && !core::ptr::eq(arena.current, m) {
+        // Empty and not current: the slot goes back to its local heap, for
+        // any class.
+        if m.listed {
+            unlist(arena, m);
+        }
+        // SAFETY: the slot has no live chunk and is on no list.
+        unsafe { release_slot(st, region, m) };
+    } else if !m.listed {
         m.listed = true;
-        let arena = &mut st.small[m.class as usize];
         m.next_listed = arena.listed;
+        m.prev_listed = core::ptr::null_mut();
+        if !arena.listed.is_null() {
+            // SAFETY: listed subheaps are live metadata entries of this thread.
+            unsafe { (*arena.listed).prev_listed = m };
+        }
         arena.listed = m;
     }
     Ok(())
+}
+
+/// Takes `m` off its arena's list (it stays marked `listed`; callers decide).
+fn unlist(arena: &mut SmallArena, m: &mut SubheapMeta) {
+    // SAFETY: the neighbours on the list are live metadata entries of this thread.
+    unsafe {
+        if m.prev_listed.is_null() {
+            arena.listed = m.next_listed;
+        } else {
+            (*m.prev_listed).next_listed = m.next_listed;
+        }
+        if !m.next_listed.is_null() {
+            (*m.next_listed).prev_listed = m.prev_listed;
+        }
+    }
+    m.next_listed = core::ptr::null_mut();
+    m.prev_listed = core::ptr::null_mut();
+    m.listed = false;
+}
+
+/// Gives an empty subheap's slot back to its local heap, and a local heap
+/// with no subheap left back to the global heap (unless it is the one new
+/// slots are taken from first, so a thread that empties and refills its
+/// heap does not map and unmap every time).
+///
+/// # Safety
+/// `m` is the metadata of a taken slot of `region`, a live subheap region of
+/// this thread, with no live chunk and on no list.
+unsafe fn release_slot(st: &mut LocalState, region: *mut SubheapRegion, m: &mut SubheapMeta) {
+    let slot = (m.base - region as usize) >> SLOT_SHIFT;
+    m.size = 0;
+    m.free = core::ptr::null_mut();
+    st.stats.subheaps_released += 1;
+    // Raw field accesses: `m` points into the same region.
+    // SAFETY: guaranteed by the caller (a live region of this thread).
+    let (free_slots, next) = unsafe {
+        let fs = core::ptr::addr_of_mut!((*region).free_slots);
+        *fs |= 1 << slot;
+        (*fs, (*region).hdr.next)
+    };
+    if free_slots != !1u64 || core::ptr::eq(st.subheap_regions, region) {
+        return;
+    }
+    // Unlink it from the thread's list of subheap regions.
+    let mut link: *mut *mut SubheapRegion = &mut st.subheap_regions;
+    // SAFETY: the list holds live subheap regions of this thread, and
+    // `region` is on it.
+    unsafe {
+        while *link != region {
+            link = core::ptr::addr_of_mut!((**link).hdr.next).cast();
+        }
+        *link = next.cast();
+    }
+    region_map::remove(region as usize);
+    // SAFETY: no live chunk, off every list and the region map.
+    unsafe { global_heap::release_region(region.cast()) };
+    st.stats.subheap_heaps_released += 1;
 }
 
 /// Chunk size of a live small chunk; for `usable_size` and `origin`, which

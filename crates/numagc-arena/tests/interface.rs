@@ -308,3 +308,45 @@ fn threads_allocate_from_different_local_heaps() {
         t.join().unwrap();
     }
 }
+
+#[test]
+fn emptied_subheaps_are_reused_by_other_classes_and_given_back() {
+    std::thread::spawn(|| {
+        // 3 local heaps' worth of 64-byte chunks (63 subheaps of 1024 each).
+        let ps: Vec<usize> = (0..3 * 63 * 1024)
+            .map(|_| numagc_arena::alloc(64, 16) as usize)
+            .collect();
+        let (s0, subheaps_full, live) = numagc_arena::thread_stats().unwrap();
+        assert!(live >= ps.len());
+        for &p in &ps {
+            // SAFETY: live chunks of this thread.
+            unsafe { numagc_arena::free(p as *mut u8) };
+        }
+        let (s1, subheaps_empty, _) = numagc_arena::thread_stats().unwrap();
+        assert!(
+            s1.subheaps_released - s0.subheaps_released >= 3 * 63 - 8,
+            "emptied subheaps gave their slots back"
+        );
+        assert!(subheaps_empty + 3 * 63 - 8 <= subheaps_full);
+        assert!(
+            s1.subheap_heaps_released > s0.subheap_heaps_released,
+            "an empty subheap local heap went back to the global heap"
+        );
+        // Another class takes the freed slots: the thread's subheap count
+        // does not grow back past where it was.
+        let qs: Vec<usize> = (0..60 * 512)
+            .map(|_| numagc_arena::alloc(128, 16) as usize)
+            .collect();
+        let (_, subheaps_again, _) = numagc_arena::thread_stats().unwrap();
+        assert!(
+            subheaps_again <= subheaps_full,
+            "{subheaps_again} > {subheaps_full}"
+        );
+        for q in qs {
+            // SAFETY: live chunks of this thread.
+            unsafe { numagc_arena::free(q as *mut u8) };
+        }
+    })
+    .join()
+    .unwrap();
+}
