@@ -29,6 +29,9 @@
 //! ones. Only the owner thread touches a region's metadata.
 
 use crate::arena::LocalState;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
 use crate::global_heap;
 use crate::misuse::Misuse;
 use crate::region::{RegionHeader, RegionKind, REGION_MAGIC, REGION_SIZE};
@@ -65,7 +68,10 @@ pub(crate) struct SubheapMeta {
     /// linked, so that a subheap that empties can leave it at once).
     next_listed: *mut SubheapMeta,
     prev_listed: *mut SubheapMeta,
-    live: [u64; GRANULES / 64],
+    /// Written only by the owner; atomic (relaxed) because a thread freeing
+    /// a chunk of this subheap remotely reads its bit to catch a double
+    /// free at once, while the owner updates other bits of the same word.
+    live: [AtomicU64; GRANULES / 64],
 }
 
 #[repr(C)]
@@ -116,7 +122,8 @@ pub(crate) fn alloc_fast(arena: &mut SmallArena) -> *mut u8 {
         return core::ptr::null_mut();
     };
     let g = (chunk - m.base) >> 4;
-    m.live[g / 64] |= 1 << (g % 64);
+    let w = &m.live[g / 64];
+    w.store(w.load(Relaxed) | 1 << (g % 64), Relaxed);
     m.used += 1;
     chunk as *mut u8
 }
@@ -214,7 +221,9 @@ fn init_slot(region: &mut SubheapRegion, class: usize) -> *mut SubheapMeta {
     m.listed = true;
     m.next_listed = core::ptr::null_mut();
     m.prev_listed = core::ptr::null_mut();
-    m.live = [0; GRANULES / 64];
+    for w in &m.live {
+        w.store(0, Relaxed);
+    }
     m
 }
 
@@ -259,10 +268,12 @@ pub(crate) unsafe fn free(
         return Err(Misuse::NotAChunk { addr });
     }
     let g = off >> 4;
-    if m.live[g / 64] & (1 << (g % 64)) == 0 {
+    let w = &m.live[g / 64];
+    let bits = w.load(Relaxed);
+    if bits & (1 << (g % 64)) == 0 {
         return Err(Misuse::DoubleFree { addr });
     }
-    m.live[g / 64] &= !(1 << (g % 64));
+    w.store(bits & !(1 << (g % 64)), Relaxed);
     // SAFETY: the chunk is free now and ours; its first word takes the link.
     unsafe { *(addr as *mut usize) = m.free as usize };
     m.free = addr as *mut usize;
@@ -397,4 +408,32 @@ mod tests {
             }
         }
     }
+}
+
+/// The checks a thread other than the owner can make before handing a chunk
+/// back: `ptr` starts a chunk of a taken slot, and that chunk is allocated.
+/// (Its bit is cleared only by the owner, when it takes the chunk back, so
+/// two remote frees of one chunk before that are caught by the owner.)
+///
+/// # Safety
+/// `region` is a live subheap region and `ptr` lies in it.
+pub(crate) unsafe fn check_remote_free(
+    region: *mut SubheapRegion,
+    ptr: usize,
+) -> Result<(), Misuse> {
+    // SAFETY: guaranteed by the caller. A legitimately freed chunk is live,
+    // so its slot's base and size are not being rewritten.
+    let (start, m) = unsafe {
+        let m = meta_of(region, ptr).ok_or(Misuse::NotAChunk { addr: ptr })?;
+        let (start, _) = chunk_info(region, ptr).ok_or(Misuse::NotAChunk { addr: ptr })?;
+        (start, &*m)
+    };
+    if start != ptr {
+        return Err(Misuse::NotAChunk { addr: ptr });
+    }
+    let g = (ptr - m.base) >> 4;
+    if m.live[g / 64].load(Relaxed) & (1 << (g % 64)) == 0 {
+        return Err(Misuse::DoubleFree { addr: ptr });
+    }
+    Ok(())
 }

@@ -410,13 +410,15 @@ pub(crate) unsafe fn free(ptr: *mut u8) -> Result<(), Misuse> {
                 // when the owner takes the chunk back.
                 if kind == RegionKind::Subheaps {
                     // SAFETY: a live subheap region.
-                    match unsafe { subheap::chunk_info(base as *mut SubheapRegion, addr) } {
-                        Some((start, _)) if start == addr => {}
-                        _ => return Err(Misuse::NotAChunk { addr }),
-                    }
+                    unsafe { subheap::check_remote_free(base as *mut SubheapRegion, addr)? };
                 } else {
-                    // SAFETY: a live variable region.
-                    unsafe { local_heap::chunk_of(addr)? };
+                    // SAFETY: a live variable region; a live chunk's header
+                    // is not written by its owner.
+                    let c = unsafe { local_heap::chunk_of(addr)? };
+                    // SAFETY: `c` is a chunk start (its check word matched).
+                    if !local_heap::in_use(unsafe { local_heap::size_word(c) }) {
+                        return Err(Misuse::DoubleFree { addr });
+                    }
                 }
                 // SAFETY: the caller gives the chunk up; registered heaps are
                 // never freed.

@@ -63,9 +63,9 @@ fn double_frees_of_every_size_and_interior_pointers_are_reported() {
     }
 }
 
-/// A chunk freed twice from another thread is found when its owner takes
-/// it back; the owner is inside the allocator then, so it aborts with the
-/// message (checked in a child process).
+/// A chunk freed twice from another thread before its owner took it back
+/// is found when the owner does; the owner is inside the allocator then, so
+/// it aborts with the message (checked in a child process).
 #[test]
 fn remote_double_free_aborts_with_a_message() {
     if std::env::var_os("NUMAGC_ARENA_CHILD").is_some() {
@@ -349,4 +349,21 @@ fn emptied_subheaps_are_reused_by_other_classes_and_given_back() {
     })
     .join()
     .unwrap();
+}
+
+#[test]
+fn a_remote_free_of_a_chunk_already_free_is_reported_at_once() {
+    for size in [64usize, 20_000] {
+        let p = numagc_arena::alloc(size, 8) as usize;
+        // SAFETY: the owner's free, fine.
+        unsafe { numagc_arena::try_free(p as *mut u8) }.unwrap();
+        let e = std::thread::spawn(move || {
+            // SAFETY: the misuse under test, from another thread.
+            unsafe { numagc_arena::try_free(p as *mut u8) }
+        })
+        .join()
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(e, Misuse::DoubleFree { addr: p }, "size {size}");
+    }
 }
