@@ -8,9 +8,11 @@
 //!   large chunk already given back: [`Misuse::Foreign`];
 //! * a pointer into a local heap that is not the start of a chunk:
 //!   [`Misuse::NotAChunk`];
-//! * a chunk that is already free: [`Misuse::DoubleFree`]. A chunk freed
-//!   from another thread is checked when its owner takes it from the
-//!   remote-free list, so that error is raised by the owner.
+//! * a chunk that is already free: [`Misuse::DoubleFree`]. A thread freeing
+//!   another thread's chunk checks its allocated bit (or in-use flag) at
+//!   once; the owner clears it only when it takes the chunk back, so two
+//!   remote frees of one chunk before that are found by the owner, which
+//!   then aborts with the message.
 //!
 //! How it is raised: [`crate::try_free`] returns it, [`crate::free`] panics
 //! with its message, and the allocator interfaces (`GlobalAlloc`, `free` of

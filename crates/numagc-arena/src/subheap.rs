@@ -391,25 +391,6 @@ pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
     (subheaps, live)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reciprocal_gives_the_exact_chunk_index_for_every_offset_and_class() {
-        for &size in &SMALL_CLASSES {
-            let recip = ((1u64 << 32) / size as u64 + 1) as u32;
-            for off in 0..SLOT_SIZE as u64 {
-                assert_eq!(
-                    (off * recip as u64) >> 32,
-                    off / size as u64,
-                    "size {size} offset {off}"
-                );
-            }
-        }
-    }
-}
-
 /// The checks a thread other than the owner can make before handing a chunk
 /// back: `ptr` starts a chunk of a taken slot, and that chunk is allocated.
 /// (Its bit is cleared only by the owner, when it takes the chunk back, so
@@ -436,4 +417,23 @@ pub(crate) unsafe fn check_remote_free(
         return Err(Misuse::DoubleFree { addr: ptr });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reciprocal_gives_the_exact_chunk_index_for_every_offset_and_class() {
+        for &size in &SMALL_CLASSES {
+            let recip = ((1u64 << 32) / size as u64 + 1) as u32;
+            for off in 0..SLOT_SIZE as u64 {
+                assert_eq!(
+                    (off * recip as u64) >> 32,
+                    off / size as u64,
+                    "size {size} offset {off}"
+                );
+            }
+        }
+    }
 }
