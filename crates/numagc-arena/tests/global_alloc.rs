@@ -75,3 +75,47 @@ fn exited_threads_leave_their_heaps_to_new_threads() {
         "{made} thread heaps made for 40 threads run one after another"
     );
 }
+
+#[test]
+fn values_outlive_the_threads_that_made_them() {
+    // Waves of short threads; what they make is dropped later by a
+    // long-lived thread, after they exited: remote frees into abandoned
+    // heaps, which the next waves' threads adopt and take back.
+    let (tx, rx) = mpsc::channel::<(usize, Vec<Box<[u32]>>)>();
+    let keeper = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut checked = 0usize;
+        for (id, boxes) in rx {
+            for b in &boxes {
+                assert!(
+                    b.iter().all(|&x| x as usize == id),
+                    "values of thread {id} changed"
+                );
+            }
+            kept.push(boxes);
+            if kept.len() > 6 {
+                checked += kept.remove(0).len();
+            }
+        }
+        checked + kept.iter().map(Vec::len).sum::<usize>()
+    });
+    for wave in 0..6 {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let id = wave * 4 + t;
+                    let boxes: Vec<Box<[u32]>> = (0..300)
+                        .map(|i| vec![id as u32; [3, 40, 1500, 9000][i % 4]].into_boxed_slice())
+                        .collect();
+                    tx.send((id, boxes)).unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+    drop(tx);
+    assert_eq!(keeper.join().unwrap(), 6 * 4 * 300);
+}
