@@ -69,9 +69,11 @@ fn exited_threads_leave_their_heaps_to_new_threads() {
         .unwrap();
     }
     let made = numagc_arena::thread_heaps_created() - before;
-    // The other test of this binary runs meanwhile with up to three threads.
+    // Heaps are made only when more threads are alive at once than ever
+    // before; the other tests of this binary run meanwhile, with at most
+    // ten threads alive together, against 40 threads made here.
     assert!(
-        made <= 5,
+        made <= 12,
         "{made} thread heaps made for 40 threads run one after another"
     );
 }
