@@ -129,8 +129,13 @@ pub unsafe fn realloc(ptr: *mut u8, new_size: usize, align: usize) -> Result<*mu
             Some(_) => Misuse::NotAChunk { addr: ptr as usize },
         });
     };
-    // Keep the chunk when the new size fits and does not waste most of it.
+    // Keep the chunk when the new size fits and does not waste most of it,
+    // or when it can grow where it is.
     if new_size <= old && new_size >= old / 2 && (ptr as usize).is_multiple_of(align) {
+        return Ok(ptr);
+    }
+    // SAFETY: `ptr` is a live chunk of ours (usable_size found it).
+    if new_size > old && unsafe { thread_heap::grow_in_place(ptr, new_size, align) } {
         return Ok(ptr);
     }
     let new = alloc(new_size, align);

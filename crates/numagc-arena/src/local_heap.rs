@@ -311,3 +311,98 @@ pub(crate) unsafe fn usable_size(ptr: usize) -> Option<usize> {
     // SAFETY: `c` is a chunk start.
     Some(chunk_size(unsafe { size_word(c) }) - MEDIUM_HEADER)
 }
+
+/// Grows the live chunk at `ptr` to `need` bytes where it lies, from a free
+/// chunk right after it or from the top of its local heap (owner thread
+/// only); `false` when neither has room. Used by `realloc`.
+///
+/// # Safety
+/// `ptr` is a live chunk of a variable-size region owned by the calling
+/// thread's heap, whose state is `v`.
+pub(crate) unsafe fn grow_in_place(v: &mut VariableArenas, ptr: usize, need: usize) -> bool {
+    // SAFETY: guaranteed by the caller.
+    let Ok(c) = (unsafe { chunk_of(ptr) }) else {
+        return false;
+    };
+    // SAFETY: `c` is a live chunk start; its region is live and ours.
+    let (size, r) = unsafe {
+        (
+            chunk_size(size_word(c)),
+            &mut *(base_of(c) as *mut VariableRegion),
+        )
+    };
+    if size >= need {
+        return true;
+    }
+    let next = c + size;
+    if next == r.top {
+        if r.end - c < need {
+            return false;
+        }
+        r.top = c + need;
+        // SAFETY: [c, c + need) is the chunk and top space now in it.
+        unsafe { set_header(c, need, true) };
+        return true;
+    }
+    // SAFETY: `next` is a chunk start below top (tiling invariant).
+    let next_word = unsafe { size_word(next) };
+    if in_use(next_word) || size + chunk_size(next_word) < need {
+        return false;
+    }
+    let merged = size + chunk_size(next_word);
+    // SAFETY: `next` is a free chunk, in a bin; after the merge its memory
+    // belongs to `c`, and a remainder becomes a free chunk of its own.
+    unsafe {
+        unlink(v, next);
+        if merged - need >= MIN_SPLIT {
+            insert(v, c + need, merged - need);
+            set_header(c, need, true);
+        } else {
+            set_header(c, merged, true);
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::LocalState;
+
+    #[test]
+    fn chunks_grow_in_place_into_a_free_neighbour_or_the_top() {
+        let mut st = LocalState::new(core::ptr::null());
+        assert!(grow(&mut st));
+        let a = alloc_from_top(&mut st.variable, 8192) as usize;
+        let b = alloc_from_top(&mut st.variable, 65536) as usize;
+        let c = alloc_from_top(&mut st.variable, 8192) as usize;
+        assert_eq!(b, a + 8192);
+        // SAFETY: live chunks of this state's heap.
+        unsafe {
+            // The neighbour is in use: no room.
+            assert!(!grow_in_place(&mut st.variable, a, 16384));
+            free(&mut st, b as *mut u8).unwrap();
+            // Into the free neighbour, leaving the rest as a free chunk.
+            assert!(grow_in_place(&mut st.variable, a, 16384));
+            assert_eq!(usable_size(a), Some(16384 - MEDIUM_HEADER));
+            // (Data pointers are MEDIUM_HEADER past their chunk.)
+            let rest = a - MEDIUM_HEADER + 16384;
+            assert_eq!(
+                size_word(rest),
+                8192 + 65536 - 16384,
+                "the remainder is free"
+            );
+            assert_eq!(
+                alloc_from_bins(&mut st.variable, 8192 + 65536 - 16384) as usize,
+                rest + MEDIUM_HEADER
+            );
+            // The last chunk grows into the top.
+            assert!(grow_in_place(&mut st.variable, c, 100_000));
+            assert_eq!(usable_size(c), Some(100_000 - MEDIUM_HEADER));
+            let d = alloc_from_top(&mut st.variable, 4096) as usize;
+            assert_eq!(d, c + 100_000, "the top moved past the grown chunk");
+            // Not beyond the local heap.
+            assert!(!grow_in_place(&mut st.variable, d, REGION_SIZE));
+        }
+    }
+}

@@ -491,3 +491,25 @@ pub(crate) fn collect_remote_frees() {
         unsafe { take_remote_frees(h, local(h)) };
     }
 }
+
+/// Grows the variable-size chunk at `ptr` in place to hold `new_size` bytes
+/// aligned to `align`, when the calling thread owns it and the memory after
+/// it is free; `false` otherwise (the caller moves it).
+///
+/// # Safety
+/// `ptr` is a live chunk of this heap manager.
+pub(crate) unsafe fn grow_in_place(ptr: *mut u8, new_size: usize, align: usize) -> bool {
+    let ArenaChoice::Medium(need) = choose(new_size, align) else {
+        return false;
+    };
+    let Ok((base, RegionKind::Variable)) = region_of(ptr as usize) else {
+        return false;
+    };
+    // SAFETY: a live variable region's header; `owner` is fixed meanwhile.
+    let owner = unsafe { (*(base as *const RegionHeader)).owner };
+    if owner != current() {
+        return false;
+    }
+    // SAFETY: this thread owns the region's heap; `ptr` is a live chunk of it.
+    unsafe { local_heap::grow_in_place(&mut local(owner).variable, ptr as usize, need) }
+}
