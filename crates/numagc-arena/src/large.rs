@@ -2,7 +2,7 @@
 //! memory are directly allocated from the global heap" (paper §3), and they
 //! go back to the system when freed.
 //!
-//! Each is its own mapping, aligned to [`REGION_SIZE`], with a region header
+//! Each is its own mapping, aligned to [`REGION_SIZE`](crate::REGION_SIZE), with a region header
 //! in its first bytes and the data at `data_offset` (at least 64 bytes in, and
 //! a multiple of the requested alignment, which is at most 1 MiB, so the data
 //! starts in the first region). Requests of the local heaps' size classes

@@ -17,6 +17,8 @@
 //!
 //! Free does not coalesce: coalescing is deferred to [`crate::coalesce`],
 //! which runs only when a request cannot be met otherwise (paper §3).
+//! `realloc` grows a chunk where it is ([`grow_in_place`]) when the chunk
+//! after it is free or it is the last before the top.
 //!
 //! Invariant: chunks tile `[DATA_OFFSET, top)` of each region exactly; a
 //! chunk is in exactly one bin iff its in-use bit is clear; `live` counts the

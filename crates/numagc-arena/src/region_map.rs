@@ -1,5 +1,5 @@
 //! Which regions of the address space belong to this heap manager: one bit
-//! per [`REGION_SIZE`]-aligned region, so that `owns(ptr)` and `free` can
+//! per [`REGION_SIZE`](crate::REGION_SIZE)-aligned region, so that `owns(ptr)` and `free` can
 //! tell one of our chunks from a foreign pointer without touching memory that
 //! might not be mapped.
 //!
