@@ -4,8 +4,8 @@
 //! it, and frees it. The allocator's overhead is the time above the same
 //! loop with no allocation (a buffer reused), which is the lower bound.
 //!
-//! `cargo run --release -p numagc-arena --example fig1 -- [X] [ITERATIONS] [THREADS]`
-//! (defaults 25, 50, 1). Allocators: numagc-arena through the rich
+//! `cargo run --release -p numagc-arena --example fig1 -- [X] [ITERATIONS] [THREADS,...]`
+//! (defaults 25, 50, 1; speedups are over the first thread count). Allocators: numagc-arena through the rich
 //! interface (arena chosen at compile time for X = 25), numagc-arena through
 //! `alloc`/`free`, and the C library's `malloc`/`free`. Not a benchmark
 //! harness (that is issue 7, item 6): one run each, no repetitions.
@@ -77,29 +77,49 @@ fn run(v: Variant, x: usize, iters: usize, threads: usize) -> (f64, f64) {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("a number"))
-        .collect();
-    let x = args.first().copied().unwrap_or(25);
-    let iters = args.get(1).copied().unwrap_or(50);
-    let threads = args.get(2).copied().unwrap_or(1);
-    println!("Fig. 1 microbenchmark: X = {x}, {iters} iterations, {threads} thread(s)");
-    // A warm-up run first: page faults and thread start-up land there.
-    run(Variant::NoAlloc, x, iters.min(5), threads);
-    let (base, reference) = run(Variant::NoAlloc, x, iters, threads);
-    println!("{:<28} {:>8.3} s", "no allocation (bound)", base);
-    for (name, v) in [
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, default: usize| {
+        args.get(i)
+            .map_or(default, |a| a.parse().expect("a number"))
+    };
+    let x = num(0, 25);
+    let iters = num(1, 50);
+    let threads: Vec<usize> = args.get(2).map_or(vec![1], |a| {
+        a.split(',')
+            .map(|t| t.parse().expect("a thread count"))
+            .collect()
+    });
+    let variants = [
+        ("no allocation (bound)", Variant::NoAlloc),
         ("numagc-arena (rich)", Variant::Rich),
         ("numagc-arena (alloc/free)", Variant::Plain),
         ("C library malloc/free", Variant::Libc),
-    ] {
-        let (t, sum) = run(v, x, iters, threads);
-        assert_eq!(sum, reference, "{name} computed a different answer");
-        println!(
-            "{name:<28} {t:>8.3} s   overhead {:>7.3} s   {:.2} x bound",
-            t - base,
-            t / base
-        );
+    ];
+    println!("Fig. 1 microbenchmark: X = {x}, {iters} iterations, threads {threads:?}");
+    // A warm-up run first: page faults and thread start-up land there.
+    run(Variant::NoAlloc, x, iters.min(5), threads[0]);
+    let mut first: Vec<f64> = Vec::new();
+    for (k, &t) in threads.iter().enumerate() {
+        let mut base = 0.0;
+        let mut reference = None;
+        for (i, (name, v)) in variants.iter().enumerate() {
+            let (secs, sum) = run(*v, x, iters, t);
+            match reference {
+                None => reference = Some(sum),
+                Some(r) => assert_eq!(sum, r, "{name} computed a different answer"),
+            }
+            if i == 0 {
+                base = secs;
+            }
+            if k == 0 {
+                first.push(secs);
+            }
+            println!(
+                "{t} thread(s)  {name:<26} {secs:>8.3} s   overhead {:>7.3} s   {:.2} x bound   speedup {:.2}",
+                secs - base,
+                secs / base,
+                first[i] / secs
+            );
+        }
     }
 }
