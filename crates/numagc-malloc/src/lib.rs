@@ -23,10 +23,16 @@ fn set_errno(e: i32) {
     unsafe { *libc::__errno_location() = e };
 }
 
+/// Prints the misuse without allocating (the heap is the thing in doubt)
+/// and aborts.
 fn fatal(m: numagc_arena::Misuse) -> ! {
-    let msg = format!("{m}\n");
-    // SAFETY: writes the message's bytes to fd 2.
-    unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    use std::io::Write;
+    let mut buf = [0u8; 512];
+    let mut cur = std::io::Cursor::new(&mut buf[..]);
+    let _ = writeln!(cur, "{m}");
+    let n = cur.position() as usize;
+    // SAFETY: writes the first `n` bytes of `buf`, which the cursor wrote.
+    unsafe { libc::write(2, buf.as_ptr().cast(), n) };
     std::process::abort()
 }
 
