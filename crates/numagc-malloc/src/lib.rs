@@ -13,6 +13,12 @@
 //!
 //! `numagc_malloc_owns(p)` is exported so that a program (or a test) can
 //! check that its memory really comes from here.
+//!
+//! Not done yet: `fork` handlers. A child forked while another thread of a
+//! multithreaded parent holds the global heap's lock (a short window while
+//! a local heap is mapped or given back) or is detecting the topology
+//! would wait for ever on its first such operation; glibc's malloc takes its
+//! locks around `fork` (`pthread_atfork`) for this reason.
 
 use core::ffi::c_void;
 
