@@ -56,6 +56,21 @@ fn with_area<R>(f: impl FnOnce(&mut Area) -> R) -> R {
     r
 }
 
+/// `fork` prepare handler: holds the area's lock across the fork.
+pub(crate) fn fork_prepare() {
+    while LOCK
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        core::hint::spin_loop();
+    }
+}
+
+/// `fork` parent and child handler: releases what [`fork_prepare`] took.
+pub(crate) fn fork_release() {
+    LOCK.store(false, Ordering::Release);
+}
+
 /// Runs `f` with the calling thread's allocations served by the bootstrap area.
 pub(crate) fn guarded<R>(f: impl FnOnce() -> R) -> R {
     struct Restore(*const thread_heap::ThreadHeap);

@@ -4,9 +4,10 @@
 //! and the memory of very large chunks, and takes both back.
 //!
 //! "In our allocator design only accesses to the global heap may require
-//! synchronisation": this is the one lock of the heap manager, held for a
-//! cache push or pop and the `mmap`/`munmap` call, never on an allocation
-//! that a thread's local heaps can serve.
+//! synchronisation": this is the one lock of the heap manager, held only
+//! for a push or pop of its cache, never on an allocation that a thread's
+//! local heaps can serve. `fork` takes it around the fork (see
+//! `thread_heap.rs`).
 //!
 //! Choices: a local heap given back keeps its address range in a small cache
 //! (at most [`MAX_CACHED_REGIONS`]) after `madvise(MADV_DONTNEED)` returns its
@@ -20,8 +21,8 @@
 //! `region_map` and a zero magic, so no `free` or `owns` accepts a
 //! pointer into it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use core::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::os;
 use crate::placement;
@@ -35,10 +36,79 @@ struct Cache {
     len: usize,
 }
 
-static CACHE: Mutex<Cache> = Mutex::new(Cache {
-    regions: [0; MAX_CACHED_REGIONS],
-    len: 0,
-});
+/// A spin lock rather than a `Mutex`, so that `fork` can take it in its
+/// prepare handler and release it in both processes (see [`fork_prepare`]).
+struct CacheLock {
+    held: AtomicBool,
+    cache: UnsafeCell<Cache>,
+}
+
+// SAFETY: `cache` is touched only while `held` is owned (see `lock`).
+unsafe impl Sync for CacheLock {}
+
+static CACHE: CacheLock = CacheLock {
+    held: AtomicBool::new(false),
+    cache: UnsafeCell::new(Cache {
+        regions: [0; MAX_CACHED_REGIONS],
+        len: 0,
+    }),
+};
+
+struct CacheGuard;
+
+impl core::ops::Deref for CacheGuard {
+    type Target = Cache;
+    fn deref(&self) -> &Cache {
+        // SAFETY: the guard owns the lock.
+        unsafe { &*CACHE.cache.get() }
+    }
+}
+
+impl core::ops::DerefMut for CacheGuard {
+    fn deref_mut(&mut self) -> &mut Cache {
+        // SAFETY: the guard owns the lock.
+        unsafe { &mut *CACHE.cache.get() }
+    }
+}
+
+impl Drop for CacheGuard {
+    fn drop(&mut self) {
+        CACHE.held.store(false, Ordering::Release);
+    }
+}
+
+fn acquire() {
+    let mut spins = 0u32;
+    while CACHE
+        .held
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        spins += 1;
+        if spins < 64 {
+            core::hint::spin_loop();
+        } else {
+            // The holder may be in a system call (mmap, munmap).
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn lock() -> CacheGuard {
+    acquire();
+    CacheGuard
+}
+
+/// `fork` prepare handler: holds the lock across the fork, so that the
+/// child does not inherit it held by a thread that does not exist there.
+pub(crate) fn fork_prepare() {
+    acquire();
+}
+
+/// `fork` parent and child handler: releases what [`fork_prepare`] took.
+pub(crate) fn fork_release() {
+    CACHE.held.store(false, Ordering::Release);
+}
 
 static MAPPED_BYTES: AtomicUsize = AtomicUsize::new(0);
 static REGIONS_MAPPED: AtomicUsize = AtomicUsize::new(0);
@@ -72,13 +142,6 @@ pub fn stats() -> GlobalHeapStats {
         regions_released: REGIONS_RELEASED.load(Ordering::Relaxed),
         large_mapped: LARGE_MAPPED.load(Ordering::Relaxed),
         large_unmapped: LARGE_UNMAPPED.load(Ordering::Relaxed),
-    }
-}
-
-fn lock() -> std::sync::MutexGuard<'static, Cache> {
-    match CACHE.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 

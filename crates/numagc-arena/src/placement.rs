@@ -125,6 +125,22 @@ fn get() -> &'static Placement {
     }
 }
 
+/// `fork` prepare handler: lets a detection under way finish first, so that
+/// the child does not inherit a detection no thread of it will finish.
+pub(crate) fn fork_prepare() {
+    while STATE.load(Ordering::Acquire) == DETECTING {
+        std::thread::yield_now();
+    }
+}
+
+/// `fork` child handler: a detection started after [`fork_prepare`] looked
+/// belongs to a thread the child does not have; the child detects again.
+pub(crate) fn fork_child() {
+    if STATE.load(Ordering::Acquire) == DETECTING {
+        STATE.store(UNKNOWN, Ordering::Release);
+    }
+}
+
 /// The topology node of the CPU the calling thread runs on.
 pub(crate) fn current_node() -> u32 {
     let p = get();

@@ -183,6 +183,30 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
     abandon(unsafe { &(*h).state });
 }
 
+// `fork` in a multithreaded process: the child has only the forking thread,
+// so no lock may be held across the fork by another thread. The handlers
+// let a topology detection finish and take the global heap's and the
+// bootstrap area's locks (never held together anywhere else, so taking
+// both cannot deadlock); both processes then release them. Thread heaps
+// owned by threads the child lacks stay owned there: their chunks are
+// still freed correctly (as remote frees), only their memory is not reused.
+extern "C" fn before_fork() {
+    placement::fork_prepare();
+    crate::global_heap::fork_prepare();
+    bootstrap::fork_prepare();
+}
+
+extern "C" fn after_fork_parent() {
+    bootstrap::fork_release();
+    crate::global_heap::fork_release();
+}
+
+extern "C" fn after_fork_child() {
+    bootstrap::fork_release();
+    crate::global_heap::fork_release();
+    placement::fork_child();
+}
+
 fn register_thread_exit(h: *const ThreadHeap) {
     use std::sync::atomic::Ordering as O;
     loop {
@@ -203,6 +227,15 @@ fn register_thread_exit(h: *const ThreadHeap) {
                     ));
                 }
                 KEY.store(key, O::Relaxed);
+                // SAFETY: the handlers are `extern "C"` functions that live
+                // for the whole process.
+                unsafe {
+                    libc::pthread_atfork(
+                        Some(before_fork),
+                        Some(after_fork_parent),
+                        Some(after_fork_child),
+                    )
+                };
                 KEY_STATE.store(KEY_SET, O::Release);
                 break;
             }
@@ -512,4 +545,64 @@ pub(crate) unsafe fn grow_in_place(ptr: *mut u8, new_size: usize, align: usize) 
     }
     // SAFETY: this thread owns the region's heap; `ptr` is a live chunk of it.
     unsafe { local_heap::grow_in_place(&mut local(owner).variable, ptr as usize, need) }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use crate::global_heap;
+
+    /// A thread holds the global heap's lock while another forks: the fork
+    /// handlers must make the fork wait for it, so that the child can take
+    /// the lock (without them the child would wait for ever).
+    #[test]
+    fn a_child_forked_while_the_global_lock_is_held_can_take_it() {
+        // This thread's first allocation registers the handlers.
+        let p = crate::alloc(64, 8);
+        assert!(!p.is_null());
+        let holder = std::thread::spawn(|| {
+            global_heap::fork_prepare(); // takes the lock
+            std::thread::sleep(Duration::from_millis(200));
+            global_heap::fork_release();
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: the child only maps, gives back a region and exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let ok = match global_heap::acquire_region(0, false) {
+                // SAFETY: a fresh region, never handed out.
+                Some(r) => unsafe {
+                    global_heap::release_region(r);
+                    true
+                },
+                None => false,
+            };
+            // SAFETY: ends the child without running the test harness.
+            unsafe { libc::_exit(if ok { 0 } else { 3 }) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut status = 0;
+        loop {
+            // SAFETY: waits for our own child.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if Instant::now() > deadline {
+                // SAFETY: kills and reaps our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("the child hung on the global heap's lock");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        holder.join().unwrap();
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        // SAFETY: a live chunk of this thread.
+        unsafe { crate::free(p) };
+    }
 }

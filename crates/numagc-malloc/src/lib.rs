@@ -14,11 +14,8 @@
 //! `numagc_malloc_owns(p)` is exported so that a program (or a test) can
 //! check that its memory really comes from here.
 //!
-//! Not done yet: `fork` handlers. A child forked while another thread of a
-//! multithreaded parent holds the global heap's lock (a short window while
-//! a local heap is mapped or given back) or is detecting the topology
-//! would wait for ever on its first such operation; glibc's malloc takes its
-//! locks around `fork` (`pthread_atfork`) for this reason.
+//! `fork` from a multithreaded program is safe: the heap manager's locks are
+//! taken around it (`pthread_atfork`), as glibc's malloc does.
 
 use core::ffi::c_void;
 

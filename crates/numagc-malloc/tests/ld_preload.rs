@@ -87,6 +87,31 @@ fn c_program_runs_with_the_heap_manager_as_malloc() {
 }
 
 #[test]
+fn forks_of_a_multithreaded_program_can_allocate() {
+    let (so, scratch) = build();
+    let bin = compile(&scratch);
+    let mut child = Command::new(&bin)
+        .arg("fork")
+        .env("LD_PRELOAD", &so)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A child that inherited a held lock would hang: give it a deadline.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the fork test hung (a lock held across fork?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("fork: ok"));
+}
+
+#[test]
 fn system_tools_run_with_the_heap_manager_as_malloc() {
     let (so, _) = build();
     // Programs that allocate a lot through the C library.

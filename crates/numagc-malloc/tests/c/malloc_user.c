@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (line %d)\n", #c, __LINE__); exit(2); } } while (0)
 
@@ -41,9 +43,54 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+static volatile int stop_churn;
+
+static void *churn(void *arg) {
+    uintptr_t x = (uintptr_t)arg;
+    while (!stop_churn) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        size_t n = (x >> 33) % 4 == 0 ? (x >> 20) % (3u << 20) : (x >> 20) % 600000;
+        unsigned char *p = malloc(n + 1);
+        CHECK(p);
+        p[n] = 1;
+        free(p);
+    }
+    return NULL;
+}
+
+/* Forks while other threads allocate and free (local heaps and large
+ * chunks come and go); every child must be able to allocate. */
+static int fork_test(void) {
+    pthread_t ts[2];
+    for (uintptr_t i = 0; i < 2; i++) CHECK(pthread_create(&ts[i], NULL, churn, (void *)(i + 7)) == 0);
+    for (int i = 0; i < 200; i++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            void *a = malloc(700000), *b = malloc(5u << 20), *c = malloc(40);
+            if (!a || !b || !c) _exit(3);
+            memset(a, 1, 700000);
+            memset(b, 2, 5u << 20);
+            free(a);
+            free(b);
+            free(c);
+            _exit(0);
+        }
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    stop_churn = 1;
+    for (int i = 0; i < 2; i++) pthread_join(ts[i], NULL);
+    printf("malloc_user fork: ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     owns = (int (*)(const void *))dlsym(RTLD_DEFAULT, "numagc_malloc_owns");
     CHECK(owns != NULL); /* the heap manager is loaded */
+
+    if (argc > 1 && strcmp(argv[1], "fork") == 0) return fork_test();
 
     if (argc > 1 && strcmp(argv[1], "double-free") == 0) {
         void *volatile p = malloc(32); /* volatile: not optimised away */
