@@ -152,7 +152,7 @@ pub(crate) fn refill(st: &mut LocalState, class: usize, grow: bool) -> bool {
         let m = unsafe { &mut *arena.listed };
         unlist(arena, m);
         if has_room(m) {
-            // Still `listed`: it is the current one now.
+            // The current subheap counts as listed: frees do not list it.
             m.listed = true;
             arena.current = m;
             return true;
