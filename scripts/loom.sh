@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the loom model tests of numagc (crates/numagc/src/loom_models.rs).
+# Runs the loom model tests of numagc (crates/numagc/src/loom_models.rs) and
+# of numagc-arena (crates/numagc-arena/src/loom_models.rs).
 #
 # Only the `loom_models` module is run: under `--cfg loom` the crate's other
 # unit tests would use loom's Mutex outside a model and panic. A separate
@@ -14,4 +15,5 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR_LOOM:-target/loom}"
 export RUSTFLAGS="--cfg loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
 
-exec cargo test -p numagc --release --lib loom_models -- --test-threads=1 "$@"
+cargo test -p numagc --release --lib loom_models -- --test-threads=1 "$@"
+cargo test -p numagc-arena --release --lib loom_models -- --test-threads=1 "$@"

@@ -1,0 +1,187 @@
+//! The rich interface between reference counting and the heap manager
+//! (paper §3): "our integrated solution employs a much richer interface
+//! between reference counting mechanism and backend heap manager that
+//! already selects the allocation arena at compile time whenever possible",
+//! descriptor and data vector in one chunk, and a de-allocation that can
+//! decide "whether a data vector has been allocated within the realm of SAC
+//! or outside".
+//!
+//! * [`ArenaHandle`]: the arena choice for a size, computed once (in a
+//!   `const` when the size is a constant); [`Fixed<SIZE, ALIGN>`] makes that
+//!   choice a compile-time constant of the type.
+//! * [`alloc_with_descriptor`]: one chunk holding a descriptor and, after
+//!   it, the data vector. A check word (`CO_MAGIC ^ data address`) in the 8
+//!   bytes just before the data marks the data pointer as co-allocated.
+//! * [`origin`] / [`free_data`]: given only a data pointer, tell a chunk of
+//!   ours, a data vector co-allocated with a descriptor (freed with it), and
+//!   a foreign pointer (to be freed by whoever allocated it).
+//!
+//! Choice: the check word is a heuristic only for a pointer *inside* one of
+//! our chunks (a chunk start is recognised exactly, a foreign pointer by the
+//! region map); such a pointer could forge it only by writing that exact
+//! value there.
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use crate::misuse::{AllocError, Misuse};
+use crate::region::base_of;
+use crate::size_class::{choose, ArenaChoice};
+use crate::thread_heap;
+
+const CO_MAGIC: usize = 0xc0a1_10c0_de5c_0000;
+
+/// A precomputed arena choice for requests of one size and alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArenaHandle {
+    choice: ArenaChoice,
+    size: usize,
+    align: usize,
+}
+
+impl ArenaHandle {
+    /// Chooses the arena for `size` bytes aligned to `align`, or names why
+    /// such a request is impossible.
+    pub const fn new(size: usize, align: usize) -> Result<ArenaHandle, AllocError> {
+        match choose(size, align) {
+            ArenaChoice::Refused(reason) => Err(AllocError::Invalid {
+                size,
+                align,
+                reason,
+            }),
+            choice => Ok(ArenaHandle {
+                choice,
+                size,
+                align,
+            }),
+        }
+    }
+
+    pub const fn choice(&self) -> ArenaChoice {
+        self.choice
+    }
+
+    pub const fn size(&self) -> usize {
+        self.size
+    }
+
+    /// A chunk of this handle's size and alignment; null when the system
+    /// refuses memory. No size classification happens here.
+    #[inline]
+    pub fn alloc(&self) -> *mut u8 {
+        thread_heap::alloc_chosen(self.choice, self.size, self.align)
+    }
+}
+
+/// Chunks of `SIZE` bytes aligned to `ALIGN`, their arena chosen at compile
+/// time (an impossible size or alignment is a compile-time error).
+pub struct Fixed<const SIZE: usize, const ALIGN: usize = 16>;
+
+impl<const SIZE: usize, const ALIGN: usize> Fixed<SIZE, ALIGN> {
+    pub const HANDLE: ArenaHandle = match ArenaHandle::new(SIZE, ALIGN) {
+        Ok(h) => h,
+        Err(_) => panic!("numagc-arena: Fixed<SIZE, ALIGN> with an impossible size or alignment"),
+    };
+
+    #[inline]
+    pub fn alloc() -> *mut u8 {
+        Self::HANDLE.alloc()
+    }
+}
+
+/// A descriptor and its data vector in one chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoAllocated {
+    /// The chunk's start: free it (with [`crate::free`]) to free both.
+    pub descriptor: NonNull<u8>,
+    pub data: NonNull<u8>,
+}
+
+/// Offset of the data from the descriptor in a co-allocated chunk.
+pub const fn data_offset(descriptor: Layout, data: Layout) -> usize {
+    let a = if data.align() > 8 { data.align() } else { 8 };
+    (descriptor.size() + 8).next_multiple_of(a)
+}
+
+/// Allocates one chunk for `descriptor` followed by `data`.
+pub fn alloc_with_descriptor(descriptor: Layout, data: Layout) -> Result<CoAllocated, AllocError> {
+    let off = data_offset(descriptor, data);
+    let align = descriptor.align().max(data.align());
+    let total = off.checked_add(data.size()).ok_or(AllocError::Invalid {
+        size: data.size(),
+        align,
+        reason: "descriptor and data together are larger than usize::MAX",
+    })?;
+    let p = crate::try_alloc(total, align)?;
+    // SAFETY: off < total, so data and the 8 bytes before it lie in the chunk,
+    // after the descriptor (off >= descriptor.size() + 8).
+    let data_ptr = unsafe {
+        let d = p.as_ptr().add(off);
+        d.sub(8).cast::<usize>().write(CO_MAGIC ^ d as usize);
+        d
+    };
+    Ok(CoAllocated {
+        descriptor: p,
+        data: NonNull::new(data_ptr).expect("inside a non-null chunk"),
+    })
+}
+
+/// Where a data pointer comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The start of a live chunk of this heap manager.
+    Chunk,
+    /// A data vector co-allocated with its descriptor.
+    WithDescriptor,
+    /// Inside this heap manager's memory, but neither of the above.
+    Interior,
+    /// Not from this heap manager.
+    Foreign,
+}
+
+/// Tells where `ptr` comes from (see [`Origin`]).
+pub fn origin(ptr: *const u8) -> Origin {
+    let addr = ptr as usize;
+    if thread_heap::kind_of(addr).is_none() {
+        return Origin::Foreign;
+    }
+    if thread_heap::usable_size(ptr).is_some() {
+        return Origin::Chunk;
+    }
+    if addr.is_multiple_of(8) && addr - base_of(addr) >= 64 {
+        // SAFETY: addr - 8 lies in the same live, mapped region, past its header.
+        let word = unsafe { *((addr - 8) as *const usize) };
+        if word == CO_MAGIC ^ addr {
+            return Origin::WithDescriptor;
+        }
+    }
+    Origin::Interior
+}
+
+/// What [`free_data`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataRelease {
+    /// It was a chunk of ours and is free now.
+    Freed,
+    /// It lives in its descriptor's chunk, freed with the descriptor.
+    WithDescriptor,
+    /// Not ours: the caller frees it with the allocator it came from.
+    Foreign,
+}
+
+/// Frees a data vector if it is a chunk of ours; says what it did.
+///
+/// # Safety
+/// If `ptr` is a live chunk of ours, nobody uses it after this call.
+pub unsafe fn free_data(ptr: *mut u8) -> Result<DataRelease, Misuse> {
+    match origin(ptr) {
+        Origin::Chunk => {
+            // SAFETY: passed on from the caller.
+            unsafe { thread_heap::free(ptr)? };
+            Ok(DataRelease::Freed)
+        }
+        Origin::WithDescriptor => Ok(DataRelease::WithDescriptor),
+        Origin::Foreign => Ok(DataRelease::Foreign),
+        Origin::Interior => Err(Misuse::NotAChunk { addr: ptr as usize }),
+    }
+}

@@ -1,0 +1,439 @@
+//! Local subheaps: fixed-size chunk allocation for small requests (paper §3:
+//! "Allocations of memory chunks below a certain size are again grouped
+//! together in local subheaps, which in turn are allocated from local heaps
+//! ... subheaps use a fixed-size chunk allocation scheme", rows `0 .. K` of
+//! Fig. 4).
+//!
+//! Layout: a subheap local heap is a region of 64 slots of 64 KiB. Slot 0
+//! holds the region header with the metadata of every slot; each other slot,
+//! once taken by a size class, is one subheap: chunks of that class at
+//! offsets `0, size, 2*size, ...`, handed out first from a bump offset and
+//! then from the subheap's free list. A chunk's subheap is found from its
+//! address alone (region mask, then slot index), so chunks carry no header.
+//!
+//! Each arena (class × thread) keeps its *current* subheap and a stack of
+//! subheaps known to have free chunks. A free pushes the chunk on its
+//! subheap's list, and a subheap that was full goes back on the stack.
+//!
+//! Choices: a subheap that empties (other than its arena's current one)
+//! gives its slot back to its local heap at once, for any class to take; a
+//! subheap local heap left with no subheap goes back to the global heap,
+//! unless it is the thread's newest one (where new slots are looked for
+//! first), so that a thread emptying and refilling does not map and unmap
+//! each time. Each subheap has a bit per 16-byte granule, set while the
+//! chunk starting there is allocated: `free` checks it to report double
+//! frees and pointers that are not chunk starts.
+//!
+//! Invariant: for every taken slot, chunks below `bump` are either live (bit
+//! set) or on the free list (bit clear), never both; `used` counts the live
+//! ones. Only the owner thread touches a region's metadata.
+
+use crate::arena::LocalState;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::global_heap;
+use crate::misuse::Misuse;
+use crate::region::{RegionHeader, RegionKind, REGION_MAGIC, REGION_SIZE};
+use crate::region_map;
+use crate::size_class::SMALL_CLASSES;
+
+pub(crate) const SLOT_SHIFT: u32 = 16;
+pub(crate) const SLOT_SIZE: usize = 1 << SLOT_SHIFT;
+pub(crate) const SLOTS: usize = REGION_SIZE / SLOT_SIZE;
+const GRANULES: usize = SLOT_SIZE / 16;
+
+#[repr(C)]
+pub(crate) struct SubheapMeta {
+    /// First chunk of the free list (its first word links to the next).
+    free: *mut usize,
+    /// Address of the slot.
+    base: usize,
+    /// Offset of the first never-used chunk.
+    bump: u32,
+    /// Chunks start below this offset.
+    limit: u32,
+    /// Chunk size (0: slot not taken).
+    size: u32,
+    /// `2^32 / size + 1`: `(off * recip) >> 32 == off / size` for every
+    /// offset in a slot (the error, below `off / 2^32 < 2^-16`, is smaller
+    /// than the `1 / size >= 2^-12` a quotient needs to change), so a free
+    /// finds its chunk index without a division.
+    recip: u32,
+    used: u32,
+    class: u8,
+    /// On its arena's stack or current: the arena will find its free chunks.
+    listed: bool,
+    /// Links of the arena's list of subheaps with free chunks (doubly
+    /// linked, so that a subheap that empties can leave it at once).
+    next_listed: *mut SubheapMeta,
+    prev_listed: *mut SubheapMeta,
+    /// Written only by the owner; atomic (relaxed) because a thread freeing
+    /// a chunk of this subheap remotely reads its bit to catch a double
+    /// free at once, while the owner updates other bits of the same word.
+    live: [AtomicU64; GRANULES / 64],
+}
+
+#[repr(C)]
+pub(crate) struct SubheapRegion {
+    hdr: RegionHeader,
+    /// Bit i set: slot i is not taken yet.
+    free_slots: u64,
+    metas: [SubheapMeta; SLOTS],
+}
+
+const _: () = assert!(core::mem::size_of::<SubheapRegion>() <= SLOT_SIZE);
+
+/// The arena of one small class for one thread (an entry of Fig. 4).
+pub(crate) struct SmallArena {
+    current: *mut SubheapMeta,
+    listed: *mut SubheapMeta,
+}
+
+impl SmallArena {
+    pub(crate) const fn new() -> Self {
+        SmallArena {
+            current: core::ptr::null_mut(),
+            listed: core::ptr::null_mut(),
+        }
+    }
+}
+
+/// Takes a chunk from the arena's current subheap; null when it has none.
+#[inline]
+pub(crate) fn alloc_fast(arena: &mut SmallArena) -> *mut u8 {
+    let m = arena.current;
+    if m.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: `current` points at the metadata of a taken slot of a live
+    // region of this thread (only the owner runs this).
+    let m = unsafe { &mut *m };
+    let chunk = if !m.free.is_null() {
+        let c = m.free;
+        // SAFETY: a chunk on the free list holds the next one in its first word.
+        m.free = unsafe { *c as *mut usize };
+        c as usize
+    } else if m.bump < m.limit {
+        let c = m.base + m.bump as usize;
+        m.bump += m.size;
+        c
+    } else {
+        return core::ptr::null_mut();
+    };
+    let g = (chunk - m.base) >> 4;
+    let w = &m.live[g / 64];
+    w.store(w.load(Relaxed) | 1 << (g % 64), Relaxed);
+    m.used += 1;
+    chunk as *mut u8
+}
+
+fn has_room(m: &SubheapMeta) -> bool {
+    !m.free.is_null() || m.bump < m.limit
+}
+
+/// Makes a listed subheap with free chunks current; with `grow`, takes a new
+/// slot (and if needed a new local heap) when none is listed. `false` when
+/// nothing could be found or the global heap refused memory.
+pub(crate) fn refill(st: &mut LocalState, class: usize, grow: bool) -> bool {
+    let arena = &mut st.small[class];
+    if !arena.current.is_null() {
+        // SAFETY: a current subheap is a live metadata entry of this thread.
+        let cur = unsafe { &mut *arena.current };
+        if has_room(cur) {
+            return true;
+        }
+        // Full: it is listed again by the next free of one of its chunks.
+        cur.listed = false;
+        arena.current = core::ptr::null_mut();
+    }
+    while !arena.listed.is_null() {
+        // SAFETY: listed subheaps are live metadata entries of this thread.
+        let m = unsafe { &mut *arena.listed };
+        unlist(arena, m);
+        if has_room(m) {
+            // The current subheap counts as listed: frees do not list it.
+            m.listed = true;
+            arena.current = m;
+            return true;
+        }
+        m.listed = false;
+    }
+    if !grow {
+        return false;
+    }
+    let Some(m) = take_slot(st, class) else {
+        return false;
+    };
+    st.small[class].current = m;
+    true
+}
+
+fn take_slot(st: &mut LocalState, class: usize) -> Option<*mut SubheapMeta> {
+    let mut r = st.subheap_regions;
+    while !r.is_null() {
+        // SAFETY: the list holds live subheap regions of this thread.
+        let region = unsafe { &mut *r };
+        if region.free_slots != 0 {
+            return Some(init_slot(region, class));
+        }
+        r = region.hdr.next.cast();
+    }
+    let base = global_heap::acquire_region(st.node, st.bind)?;
+    let region = base.cast::<SubheapRegion>();
+    // SAFETY: `base` is a fresh (zeroed) region of REGION_SIZE bytes that the
+    // global heap gave to this thread; the header fits in slot 0.
+    unsafe {
+        (*region).hdr = RegionHeader {
+            magic: REGION_MAGIC,
+            kind: RegionKind::Subheaps,
+            node: st.node,
+            owner: st.owner,
+            map_len: REGION_SIZE,
+            next: st.subheap_regions.cast(),
+        };
+        (*region).free_slots = !1u64;
+    }
+    if !region_map::insert(base as usize) {
+        // SAFETY: never handed out; empty.
+        unsafe { global_heap::release_region(base) };
+        return None;
+    }
+    st.subheap_regions = region;
+    // SAFETY: just initialised above.
+    Some(init_slot(unsafe { &mut *region }, class))
+}
+
+fn init_slot(region: &mut SubheapRegion, class: usize) -> *mut SubheapMeta {
+    let slot = region.free_slots.trailing_zeros() as usize;
+    region.free_slots &= !(1 << slot);
+    let size = SMALL_CLASSES[class];
+    let base = region as *mut SubheapRegion as usize + slot * SLOT_SIZE;
+    let m = &mut region.metas[slot];
+    m.free = core::ptr::null_mut();
+    m.base = base;
+    m.bump = 0;
+    m.limit = ((SLOT_SIZE / size) * size) as u32;
+    m.size = size as u32;
+    m.recip = ((1u64 << 32) / size as u64 + 1) as u32;
+    m.used = 0;
+    m.class = class as u8;
+    m.listed = true;
+    m.next_listed = core::ptr::null_mut();
+    m.prev_listed = core::ptr::null_mut();
+    for w in &m.live {
+        w.store(0, Relaxed);
+    }
+    m
+}
+
+/// The metadata of the taken slot `ptr` lies in, if any.
+///
+/// # Safety
+/// `region` is a live subheap region.
+unsafe fn meta_of(region: *mut SubheapRegion, ptr: usize) -> Option<*mut SubheapMeta> {
+    let slot = (ptr - region as usize) >> SLOT_SHIFT;
+    if slot == 0 {
+        return None;
+    }
+    // SAFETY: slot < SLOTS because ptr lies in the region.
+    let m = unsafe { core::ptr::addr_of_mut!((*region).metas[slot]) };
+    // SAFETY: `m` is an entry of the live region's metadata.
+    if unsafe { (*m).size } == 0 {
+        return None;
+    }
+    Some(m)
+}
+
+/// Frees a small chunk (owner thread only).
+///
+/// # Safety
+/// `region` is a live subheap region owned by the calling thread's heap,
+/// `st` is that heap's state, and `ptr` lies in the region.
+pub(crate) unsafe fn free(
+    st: &mut LocalState,
+    region: *mut SubheapRegion,
+    ptr: *mut u8,
+) -> Result<(), Misuse> {
+    let addr = ptr as usize;
+    // SAFETY: guaranteed by the caller.
+    let Some(m) = (unsafe { meta_of(region, addr) }) else {
+        return Err(Misuse::NotAChunk { addr });
+    };
+    // SAFETY: `m` is live metadata of this thread.
+    let m = unsafe { &mut *m };
+    let off = addr - m.base;
+    let index = (off as u64 * m.recip as u64) >> 32;
+    if index as usize * m.size as usize != off || off >= m.bump as usize {
+        return Err(Misuse::NotAChunk { addr });
+    }
+    let g = off >> 4;
+    let w = &m.live[g / 64];
+    let bits = w.load(Relaxed);
+    if bits & (1 << (g % 64)) == 0 {
+        return Err(Misuse::DoubleFree { addr });
+    }
+    w.store(bits & !(1 << (g % 64)), Relaxed);
+    // SAFETY: the chunk is free now and ours; its first word takes the link.
+    unsafe { *(addr as *mut usize) = m.free as usize };
+    m.free = addr as *mut usize;
+    m.used -= 1;
+    let arena = &mut st.small[m.class as usize];
+    if m.used == 0 && !core::ptr::eq(arena.current, m) {
+        // Empty and not current: the slot goes back to its local heap, for
+        // any class.
+        if m.listed {
+            unlist(arena, m);
+        }
+        // SAFETY: the slot has no live chunk and is on no list.
+        unsafe { release_slot(st, region, m) };
+    } else if !m.listed {
+        m.listed = true;
+        m.next_listed = arena.listed;
+        m.prev_listed = core::ptr::null_mut();
+        if !arena.listed.is_null() {
+            // SAFETY: listed subheaps are live metadata entries of this thread.
+            unsafe { (*arena.listed).prev_listed = m };
+        }
+        arena.listed = m;
+    }
+    Ok(())
+}
+
+/// Takes `m` off its arena's list (it stays marked `listed`; callers decide).
+fn unlist(arena: &mut SmallArena, m: &mut SubheapMeta) {
+    // SAFETY: the neighbours on the list are live metadata entries of this thread.
+    unsafe {
+        if m.prev_listed.is_null() {
+            arena.listed = m.next_listed;
+        } else {
+            (*m.prev_listed).next_listed = m.next_listed;
+        }
+        if !m.next_listed.is_null() {
+            (*m.next_listed).prev_listed = m.prev_listed;
+        }
+    }
+    m.next_listed = core::ptr::null_mut();
+    m.prev_listed = core::ptr::null_mut();
+    m.listed = false;
+}
+
+/// Gives an empty subheap's slot back to its local heap, and a local heap
+/// with no subheap left back to the global heap (unless it is the one new
+/// slots are taken from first, so a thread that empties and refills its
+/// heap does not map and unmap every time).
+///
+/// # Safety
+/// `m` is the metadata of a taken slot of `region`, a live subheap region of
+/// this thread, with no live chunk and on no list.
+unsafe fn release_slot(st: &mut LocalState, region: *mut SubheapRegion, m: &mut SubheapMeta) {
+    let slot = (m.base - region as usize) >> SLOT_SHIFT;
+    m.size = 0;
+    m.free = core::ptr::null_mut();
+    st.stats.subheaps_released += 1;
+    // Raw field accesses: `m` points into the same region.
+    // SAFETY: guaranteed by the caller (a live region of this thread).
+    let (free_slots, next) = unsafe {
+        let fs = core::ptr::addr_of_mut!((*region).free_slots);
+        *fs |= 1 << slot;
+        (*fs, (*region).hdr.next)
+    };
+    if free_slots != !1u64 || core::ptr::eq(st.subheap_regions, region) {
+        return;
+    }
+    // Unlink it from the thread's list of subheap regions.
+    let mut link: *mut *mut SubheapRegion = &mut st.subheap_regions;
+    // SAFETY: the list holds live subheap regions of this thread, and
+    // `region` is on it.
+    unsafe {
+        while *link != region {
+            link = core::ptr::addr_of_mut!((**link).hdr.next).cast();
+        }
+        *link = next.cast();
+    }
+    region_map::remove(region as usize);
+    // SAFETY: no live chunk, off every list and the region map.
+    unsafe { global_heap::release_region(region.cast()) };
+    st.stats.subheap_heaps_released += 1;
+}
+
+/// Chunk size of a live small chunk; for `usable_size` and `origin`, which
+/// any thread may call on a chunk it holds.
+///
+/// # Safety
+/// `region` is a live subheap region and `ptr` lies in it.
+pub(crate) unsafe fn chunk_info(region: *mut SubheapRegion, ptr: usize) -> Option<(usize, usize)> {
+    // SAFETY: guaranteed by the caller; a taken slot's base and size do not
+    // change while it has a live chunk.
+    unsafe {
+        let m = meta_of(region, ptr)?;
+        let (base, size) = ((*m).base, (*m).size as usize);
+        let start = base + (ptr - base) / size * size;
+        Some((start, size))
+    }
+}
+
+/// Small-chunk counts of one thread heap, for tests and reports.
+pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
+    let (mut subheaps, mut live) = (0, 0);
+    let mut r = st.subheap_regions;
+    while !r.is_null() {
+        // SAFETY: the list holds live subheap regions of this thread.
+        let region = unsafe { &*r };
+        for m in &region.metas[1..] {
+            if m.size != 0 {
+                subheaps += 1;
+                live += m.used as usize;
+            }
+        }
+        r = region.hdr.next.cast();
+    }
+    (subheaps, live)
+}
+
+/// The checks a thread other than the owner can make before handing a chunk
+/// back: `ptr` starts a chunk of a taken slot, and that chunk is allocated.
+/// (Its bit is cleared only by the owner, when it takes the chunk back, so
+/// two remote frees of one chunk before that are caught by the owner.)
+///
+/// # Safety
+/// `region` is a live subheap region and `ptr` lies in it.
+pub(crate) unsafe fn check_remote_free(
+    region: *mut SubheapRegion,
+    ptr: usize,
+) -> Result<(), Misuse> {
+    // SAFETY: guaranteed by the caller. A legitimately freed chunk is live,
+    // so its slot's base and size are not being rewritten.
+    let (start, m) = unsafe {
+        let m = meta_of(region, ptr).ok_or(Misuse::NotAChunk { addr: ptr })?;
+        let (start, _) = chunk_info(region, ptr).ok_or(Misuse::NotAChunk { addr: ptr })?;
+        (start, &*m)
+    };
+    if start != ptr {
+        return Err(Misuse::NotAChunk { addr: ptr });
+    }
+    let g = (ptr - m.base) >> 4;
+    if m.live[g / 64].load(Relaxed) & (1 << (g % 64)) == 0 {
+        return Err(Misuse::DoubleFree { addr: ptr });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reciprocal_gives_the_exact_chunk_index_for_every_offset_and_class() {
+        for &size in &SMALL_CLASSES {
+            let recip = ((1u64 << 32) / size as u64 + 1) as u32;
+            for off in 0..SLOT_SIZE as u64 {
+                assert_eq!(
+                    (off * recip as u64) >> 32,
+                    off / size as u64,
+                    "size {size} offset {off}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! Thread heaps: the per-thread owner of a column of arenas and its local
+//! heaps (paper §3: "In multithreaded execution each thread is associated
+//! with its individual local heap(s)"), how a thread finds its own, and the
+//! dispatch of every request to an arena.
+//!
+//! The paper's runtime has a fixed set of threads created at start-up. A
+//! general allocator does not, so (a choice, after mimalloc): thread heaps
+//! are never freed. A thread takes one on its first allocation, either a
+//! heap abandoned by a thread that exited (claimed by compare-and-swap on
+//! its `state`) or a new one, mapped from the system and pushed on a global
+//! registry; when the thread exits (a `pthread` key destructor) the heap
+//! takes its remote frees and is abandoned, with its chunks, for the next
+//! thread. The thread's heap pointer is a `const`-initialised thread-local
+//! without destructor, so finding it never allocates (a Rust thread-local
+//! with a destructor would call `calloc` to register it, which recurses when
+//! this is the C library's `malloc`).
+//!
+//! Frees: a chunk of a local heap owned by the calling thread's heap is
+//! freed in its arena, without a lock; any other goes on its owner's
+//! remote-free list ([`crate::remote_free`]). Large chunks are unmapped by
+//! whichever thread frees them.
+//!
+//! Invariant: a heap whose `state` is `OWNED` is used by exactly one thread,
+//! the one whose thread-local points at it; the `Acquire` claim and the
+//! `Release` abandonment order one owner's work before the next's.
+
+use core::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicPtr as StdAtomicPtr, AtomicU32, AtomicU8 as StdAtomicU8};
+
+use crossbeam_utils::CachePadded;
+
+use crate::arena::{LocalState, LocalStats};
+use crate::bootstrap;
+use crate::coalesce;
+use crate::large;
+use crate::local_heap;
+use crate::misuse::Misuse;
+use crate::os;
+use crate::placement;
+use crate::region::{base_of, RegionHeader, RegionKind, REGION_MAGIC};
+use crate::region_map;
+use crate::remote_free::{FreedChunk, Link, RemoteFreeList};
+use crate::size_class::{choose, ArenaChoice};
+use crate::subheap::{self, SubheapRegion};
+use crate::sync::{AtomicU8, Ordering};
+
+/// The current-heap value of a thread inside [`bootstrap::guarded`].
+pub(crate) const BOOTSTRAPPING: *const ThreadHeap = core::ptr::without_provenance(1);
+
+const FREE: u8 = 0;
+const OWNED: u8 = 1;
+
+pub struct ThreadHeap {
+    /// Written by other threads; on its own cache line.
+    remote: CachePadded<RemoteFreeList<FreedChunk>>,
+    state: AtomicU8,
+    /// Registry link; written before the heap is published, then fixed.
+    next_heap: *const ThreadHeap,
+    local: UnsafeCell<LocalState>,
+}
+
+thread_local! {
+    static CURRENT: Cell<*const ThreadHeap> = const { Cell::new(core::ptr::null()) };
+}
+
+static REGISTRY: StdAtomicPtr<ThreadHeap> = StdAtomicPtr::new(core::ptr::null_mut());
+static CREATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many thread heaps exist (they are reused, never freed).
+pub(crate) fn heaps_created() -> usize {
+    CREATED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[inline]
+pub(crate) fn current() -> *const ThreadHeap {
+    CURRENT.with(|c| c.get())
+}
+
+pub(crate) fn set_current(h: *const ThreadHeap) {
+    CURRENT.with(|c| c.set(h));
+}
+
+pub(crate) fn replace_current(h: *const ThreadHeap) -> *const ThreadHeap {
+    CURRENT.with(|c| c.replace(h))
+}
+
+/// Takes an abandoned heap: `true` when this thread now owns it.
+pub(crate) fn claim(state: &AtomicU8) -> bool {
+    state
+        .compare_exchange(FREE, OWNED, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+}
+
+/// Abandons an owned heap, publishing everything its owner did to it.
+pub(crate) fn abandon(state: &AtomicU8) {
+    state.store(FREE, Ordering::Release);
+}
+
+/// The owner's state of heap `h`.
+///
+/// # Safety
+/// The calling thread owns `h` (it is its current heap), so no other
+/// reference to the state exists.
+#[inline]
+unsafe fn local<'a>(h: *const ThreadHeap) -> &'a mut LocalState {
+    // SAFETY: guaranteed by the caller (ownership invariant).
+    unsafe { &mut *(*h).local.get() }
+}
+
+fn create() -> Option<*const ThreadHeap> {
+    let bytes = core::mem::size_of::<ThreadHeap>().next_multiple_of(os::page_size());
+    let p = os::map(bytes)?.cast::<ThreadHeap>();
+    // SAFETY: a fresh, page-aligned (so suitably aligned) mapping of enough bytes.
+    unsafe {
+        p.write(ThreadHeap {
+            remote: CachePadded::new(RemoteFreeList::new()),
+            state: AtomicU8::new(OWNED),
+            next_heap: core::ptr::null(),
+            local: UnsafeCell::new(LocalState::new(p)),
+        });
+    }
+    let mut head = REGISTRY.load(std::sync::atomic::Ordering::Relaxed);
+    loop {
+        // SAFETY: `p` is not published yet; only this thread sees it.
+        unsafe { (*p).next_heap = head };
+        match REGISTRY.compare_exchange_weak(
+            head,
+            p,
+            std::sync::atomic::Ordering::Release,
+            std::sync::atomic::Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Some(p);
+            }
+            Err(h) => head = h,
+        }
+    }
+}
+
+/// Gives the calling thread a heap (an abandoned one or a new one).
+#[cold]
+fn adopt() -> Option<*const ThreadHeap> {
+    let node = placement::current_node();
+    let bind = placement::enabled();
+    let mut h = REGISTRY
+        .load(std::sync::atomic::Ordering::Acquire)
+        .cast_const();
+    while !h.is_null() {
+        // SAFETY: registered heaps are never freed.
+        if claim(unsafe { &(*h).state }) {
+            break;
+        }
+        // SAFETY: as above; `next_heap` is fixed once published.
+        h = unsafe { (*h).next_heap };
+    }
+    if h.is_null() {
+        h = create()?;
+    }
+    // SAFETY: this thread owns `h` now (claimed or created).
+    let st = unsafe { local(h) };
+    st.node = node;
+    st.bind = bind;
+    set_current(h);
+    register_thread_exit(h);
+    Some(h)
+}
+
+const KEY_UNSET: u8 = 0;
+const KEY_MAKING: u8 = 1;
+const KEY_SET: u8 = 2;
+static KEY_STATE: StdAtomicU8 = StdAtomicU8::new(KEY_UNSET);
+static KEY: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_thread_exit(p: *mut libc::c_void) {
+    let h = p as *const ThreadHeap;
+    if current() == h {
+        // SAFETY: still this thread's heap.
+        unsafe { take_remote_frees(h, local(h)) };
+        set_current(core::ptr::null());
+    }
+    // SAFETY: registered heaps are never freed.
+    abandon(unsafe { &(*h).state });
+}
+
+// `fork` in a multithreaded process: the child has only the forking thread,
+// so no lock may be held across the fork by another thread. The handlers
+// let a topology detection finish and take the global heap's and the
+// bootstrap area's locks (never held together anywhere else, so taking
+// both cannot deadlock); both processes then release them. Thread heaps
+// owned by threads the child lacks stay owned there: their chunks are
+// still freed correctly (as remote frees), only their memory is not reused.
+extern "C" fn before_fork() {
+    placement::fork_prepare();
+    crate::global_heap::fork_prepare();
+    bootstrap::fork_prepare();
+}
+
+extern "C" fn after_fork_parent() {
+    bootstrap::fork_release();
+    crate::global_heap::fork_release();
+}
+
+extern "C" fn after_fork_child() {
+    bootstrap::fork_release();
+    crate::global_heap::fork_release();
+    placement::fork_child();
+}
+
+fn register_thread_exit(h: *const ThreadHeap) {
+    use std::sync::atomic::Ordering as O;
+    loop {
+        match KEY_STATE.load(O::Acquire) {
+            KEY_SET => break,
+            KEY_UNSET
+                if KEY_STATE
+                    .compare_exchange(KEY_UNSET, KEY_MAKING, O::AcqRel, O::Acquire)
+                    .is_ok() =>
+            {
+                let mut key: libc::pthread_key_t = 0;
+                // SAFETY: `key` is a valid out-pointer; the destructor is an
+                // `extern "C"` function that lives for the whole process.
+                let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
+                if rc != 0 {
+                    os::fatal(format_args!(
+                        "numagc-arena: pthread_key_create failed ({rc}); thread exits cannot be tracked"
+                    ));
+                }
+                KEY.store(key, O::Relaxed);
+                // SAFETY: the handlers are `extern "C"` functions that live
+                // for the whole process.
+                unsafe {
+                    libc::pthread_atfork(
+                        Some(before_fork),
+                        Some(after_fork_parent),
+                        Some(after_fork_child),
+                    )
+                };
+                KEY_STATE.store(KEY_SET, O::Release);
+                break;
+            }
+            _ => core::hint::spin_loop(),
+        }
+    }
+    // SAFETY: the key was created above; the value is only read back by the
+    // destructor.
+    unsafe { libc::pthread_setspecific(KEY.load(O::Relaxed), h.cast()) };
+}
+
+/// Frees the chunks other threads handed back.
+///
+/// # Safety
+/// The calling thread owns `h` and `st` is its state.
+unsafe fn take_remote_frees(h: *const ThreadHeap, st: &mut LocalState) {
+    // SAFETY: registered heaps are never freed.
+    let mut n = unsafe { (*h).remote.take_all() };
+    while !n.is_null() {
+        // SAFETY: take_all gave us every node of the list; read the link
+        // before the free reuses the chunk's first word.
+        let next = unsafe { FreedChunk::next(n) };
+        let ptr = n.cast::<u8>();
+        let base = base_of(ptr as usize);
+        // SAFETY: the pusher checked that the chunk lies in a live local heap
+        // of this heap (region kind and owner), which has a live chunk (this
+        // one) and so stays ours.
+        let r = unsafe {
+            match (*(base as *const RegionHeader)).kind {
+                RegionKind::Subheaps => subheap::free(st, base as *mut SubheapRegion, ptr),
+                _ => local_heap::free(st, ptr),
+            }
+        };
+        if let Err(m) = r {
+            os::fatal(format_args!(
+                "{m} (found when its owner took back chunks freed by another thread)"
+            ));
+        }
+        st.stats.remote_frees_taken += 1;
+        n = next;
+    }
+}
+
+/// Allocates `size` bytes aligned to `align`; null when refused.
+#[inline]
+pub(crate) fn alloc(size: usize, align: usize) -> *mut u8 {
+    alloc_chosen(choose(size, align), size, align)
+}
+
+/// Allocates with the arena already chosen (the rich interface's fast path).
+#[inline]
+pub(crate) fn alloc_chosen(choice: ArenaChoice, size: usize, align: usize) -> *mut u8 {
+    match choice {
+        ArenaChoice::Small(class) => {
+            let h = current();
+            if (h as usize) <= 1 {
+                return alloc_cold(size, align);
+            }
+            // SAFETY: `h` is this thread's heap.
+            let st = unsafe { local(h) };
+            let p = subheap::alloc_fast(&mut st.small[class as usize]);
+            if !p.is_null() {
+                return p;
+            }
+            small_slow(h, st, class as usize)
+        }
+        ArenaChoice::Medium(need) => {
+            let h = current();
+            if (h as usize) <= 1 {
+                return alloc_cold(size, align);
+            }
+            // SAFETY: `h` is this thread's heap.
+            medium(h, unsafe { local(h) }, need)
+        }
+        ArenaChoice::Large => {
+            let h = current();
+            if h == BOOTSTRAPPING {
+                return bootstrap::alloc(size, align);
+            }
+            let (node, bind) = if h.is_null() {
+                (placement::current_node(), placement::enabled())
+            } else {
+                // SAFETY: `h` is this thread's heap.
+                let st = unsafe { local(h) };
+                (st.node, st.bind)
+            };
+            large::alloc(size, align, node, bind)
+        }
+        ArenaChoice::Refused(_) => core::ptr::null_mut(),
+    }
+}
+
+#[cold]
+fn alloc_cold(size: usize, align: usize) -> *mut u8 {
+    if current() == BOOTSTRAPPING {
+        return bootstrap::alloc(size, align);
+    }
+    match adopt() {
+        Some(_) => alloc(size, align),
+        None => core::ptr::null_mut(),
+    }
+}
+
+#[cold]
+fn small_slow(h: *const ThreadHeap, st: &mut LocalState, class: usize) -> *mut u8 {
+    if !subheap::refill(st, class, false) {
+        // SAFETY: registered heaps are never freed.
+        if !unsafe { (*h).remote.is_empty() } {
+            // SAFETY: `h` is this thread's heap, `st` its state.
+            unsafe { take_remote_frees(h, st) };
+        }
+        if !subheap::refill(st, class, true) {
+            return core::ptr::null_mut();
+        }
+    }
+    subheap::alloc_fast(&mut st.small[class])
+}
+
+fn medium(h: *const ThreadHeap, st: &mut LocalState, need: usize) -> *mut u8 {
+    let p = local_heap::alloc_from_bins(&mut st.variable, need);
+    if !p.is_null() {
+        return p;
+    }
+    medium_slow(h, st, need)
+}
+
+#[cold]
+fn medium_slow(h: *const ThreadHeap, st: &mut LocalState, need: usize) -> *mut u8 {
+    let p = local_heap::alloc_from_top(&mut st.variable, need);
+    if !p.is_null() {
+        return p;
+    }
+    // SAFETY: registered heaps are never freed.
+    if !unsafe { (*h).remote.is_empty() } {
+        // SAFETY: `h` is this thread's heap, `st` its state.
+        unsafe { take_remote_frees(h, st) };
+        let p = local_heap::alloc_from_bins(&mut st.variable, need);
+        if !p.is_null() {
+            return p;
+        }
+    }
+    // Deferred coalescing: only now that the request cannot be met.
+    if st.variable.freed_since_sweep > 0 {
+        let report = coalesce::sweep(st);
+        st.stats.sweeps += 1;
+        st.stats.merged += report.merged;
+        st.stats.heaps_released += report.released;
+        let p = local_heap::alloc_from_bins(&mut st.variable, need);
+        if !p.is_null() {
+            return p;
+        }
+        let p = local_heap::alloc_from_top(&mut st.variable, need);
+        if !p.is_null() {
+            return p;
+        }
+    }
+    if !local_heap::grow(st) {
+        return core::ptr::null_mut();
+    }
+    local_heap::alloc_from_top(&mut st.variable, need)
+}
+
+/// The live region header `ptr` lies in, or the misuse.
+fn region_of(ptr: usize) -> Result<(usize, RegionKind), Misuse> {
+    let base = base_of(ptr);
+    if !region_map::contains(base) {
+        return Err(Misuse::Foreign { addr: ptr });
+    }
+    // SAFETY: a registered region is mapped and starts with its header.
+    let h = unsafe { &*(base as *const RegionHeader) };
+    if h.magic != REGION_MAGIC {
+        return Err(Misuse::Foreign { addr: ptr });
+    }
+    Ok((base, h.kind))
+}
+
+/// Frees `ptr` (null is ignored), or says how the call is wrong.
+///
+/// # Safety
+/// If `ptr` is a chunk of this heap manager, nobody uses it after this call.
+pub(crate) unsafe fn free(ptr: *mut u8) -> Result<(), Misuse> {
+    if ptr.is_null() {
+        return Ok(());
+    }
+    let addr = ptr as usize;
+    let (base, kind) = region_of(addr)?;
+    match kind {
+        RegionKind::Subheaps | RegionKind::Variable => {
+            // SAFETY: the header of a live local heap; `owner` is fixed while
+            // it has live chunks.
+            let owner = unsafe { (*(base as *const RegionHeader)).owner };
+            if owner == current() {
+                // SAFETY: this thread owns the region's heap.
+                let st = unsafe { local(owner) };
+                // SAFETY: `ptr` lies in a live region of this thread's heap.
+                unsafe {
+                    if kind == RegionKind::Subheaps {
+                        subheap::free(st, base as *mut SubheapRegion, ptr)
+                    } else {
+                        local_heap::free(st, ptr)
+                    }
+                }
+            } else {
+                // Checks that need no owner-private state; the rest happen
+                // when the owner takes the chunk back.
+                if kind == RegionKind::Subheaps {
+                    // SAFETY: a live subheap region.
+                    unsafe { subheap::check_remote_free(base as *mut SubheapRegion, addr)? };
+                } else {
+                    // SAFETY: a live variable region; a live chunk's header
+                    // is not written by its owner.
+                    let c = unsafe { local_heap::chunk_of(addr)? };
+                    // SAFETY: `c` is a chunk start (its check word matched).
+                    if !local_heap::in_use(unsafe { local_heap::size_word(c) }) {
+                        return Err(Misuse::DoubleFree { addr });
+                    }
+                }
+                // SAFETY: the caller gives the chunk up; registered heaps are
+                // never freed.
+                unsafe { (*owner).remote.push(ptr.cast()) };
+                Ok(())
+            }
+        }
+        // SAFETY: a live large chunk's region.
+        RegionKind::Large => unsafe { large::free(base, ptr) },
+        RegionKind::Bootstrap => {
+            // SAFETY: `ptr` lies in a bootstrap region.
+            if unsafe { bootstrap::free(ptr) } {
+                Ok(())
+            } else {
+                Err(Misuse::NotAChunk { addr })
+            }
+        }
+    }
+}
+
+/// Usable bytes of the chunk starting at `ptr`; `None` when `ptr` is not a
+/// chunk start of this heap manager.
+pub(crate) fn usable_size(ptr: *const u8) -> Option<usize> {
+    let addr = ptr as usize;
+    let (base, kind) = region_of(addr).ok()?;
+    // SAFETY: `base` is a live region of the kind read from its header.
+    unsafe {
+        match kind {
+            RegionKind::Subheaps => match subheap::chunk_info(base as *mut SubheapRegion, addr)? {
+                (start, size) if start == addr => Some(size),
+                _ => None,
+            },
+            RegionKind::Variable => local_heap::usable_size(addr),
+            RegionKind::Large => match large::extent(base) {
+                (start, len) if start == addr => Some(len),
+                _ => None,
+            },
+            RegionKind::Bootstrap => Some(bootstrap::usable_size(ptr.cast_mut())),
+        }
+    }
+}
+
+/// Whether `ptr` lies in memory this heap manager handed out.
+pub(crate) fn owns(ptr: *const u8) -> bool {
+    region_of(ptr as usize).is_ok()
+}
+
+/// The kind of region `ptr` lies in, for the rich interface.
+pub(crate) fn kind_of(ptr: usize) -> Option<(usize, RegionKind)> {
+    region_of(ptr).ok()
+}
+
+/// The calling thread's heap counters (`None` before its first allocation).
+pub(crate) fn stats() -> Option<(LocalStats, usize, usize)> {
+    let h = current();
+    if (h as usize) <= 1 {
+        return None;
+    }
+    // SAFETY: `h` is this thread's heap.
+    let st = unsafe { local(h) };
+    let (subheaps, live) = subheap::count_live(st);
+    Some((st.stats, subheaps, live))
+}
+
+/// Takes back remote frees now (normally done when an arena runs short).
+pub(crate) fn collect_remote_frees() {
+    let h = current();
+    if (h as usize) > 1 {
+        // SAFETY: `h` is this thread's heap.
+        unsafe { take_remote_frees(h, local(h)) };
+    }
+}
+
+/// Grows the variable-size chunk at `ptr` in place to hold `new_size` bytes
+/// aligned to `align`, when the calling thread owns it and the memory after
+/// it is free; `false` otherwise (the caller moves it).
+///
+/// # Safety
+/// `ptr` is a live chunk of this heap manager.
+pub(crate) unsafe fn grow_in_place(ptr: *mut u8, new_size: usize, align: usize) -> bool {
+    let ArenaChoice::Medium(need) = choose(new_size, align) else {
+        return false;
+    };
+    let Ok((base, RegionKind::Variable)) = region_of(ptr as usize) else {
+        return false;
+    };
+    // SAFETY: a live variable region's header; `owner` is fixed meanwhile.
+    let owner = unsafe { (*(base as *const RegionHeader)).owner };
+    if owner != current() {
+        return false;
+    }
+    // SAFETY: this thread owns the region's heap; `ptr` is a live chunk of it.
+    unsafe { local_heap::grow_in_place(&mut local(owner).variable, ptr as usize, need) }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use crate::global_heap;
+
+    /// A thread holds the global heap's lock while another forks: the fork
+    /// handlers must make the fork wait for it, so that the child can take
+    /// the lock (without them the child would wait for ever).
+    #[test]
+    fn a_child_forked_while_the_global_lock_is_held_can_take_it() {
+        // This thread's first allocation registers the handlers.
+        let p = crate::alloc(64, 8);
+        assert!(!p.is_null());
+        let holder = std::thread::spawn(|| {
+            global_heap::fork_prepare(); // takes the lock
+            std::thread::sleep(Duration::from_millis(200));
+            global_heap::fork_release();
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: the child only maps, gives back a region and exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let ok = match global_heap::acquire_region(0, false) {
+                // SAFETY: a fresh region, never handed out.
+                Some(r) => unsafe {
+                    global_heap::release_region(r);
+                    true
+                },
+                None => false,
+            };
+            // SAFETY: ends the child without running the test harness.
+            unsafe { libc::_exit(if ok { 0 } else { 3 }) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut status = 0;
+        loop {
+            // SAFETY: waits for our own child.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if Instant::now() > deadline {
+                // SAFETY: kills and reaps our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("the child hung on the global heap's lock");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        holder.join().unwrap();
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        // SAFETY: a live chunk of this thread.
+        unsafe { crate::free(p) };
+    }
+}

@@ -1,0 +1,369 @@
+//! The rich interface, reference-counted arrays, NUMA placement, and the
+//! misuse reports (a double free or a foreign pointer names the problem).
+
+use core::alloc::Layout;
+
+use numagc_arena::rich::{self, ArenaHandle, DataRelease, Fixed, Origin};
+use numagc_arena::{ArenaChoice, Misuse, RcArray};
+
+#[test]
+fn foreign_pointers_are_reported() {
+    let on_stack = 0u64;
+    let p = &on_stack as *const u64 as *mut u8;
+    assert!(!numagc_arena::owns(p));
+    // SAFETY: a misuse the heap manager must catch without touching `p`.
+    let e = unsafe { numagc_arena::try_free(p) }.unwrap_err();
+    assert_eq!(e, Misuse::Foreign { addr: p as usize });
+    assert!(e.to_string().contains("free of foreign pointer"), "{e}");
+    // A chunk of the system allocator (this test binary's allocator).
+    let sys = Box::into_raw(Box::new([0u8; 64])).cast::<u8>();
+    // SAFETY: as above.
+    let e = unsafe { numagc_arena::try_free(sys) }.unwrap_err();
+    assert!(matches!(e, Misuse::Foreign { .. }));
+    // SAFETY: back to the allocator it came from.
+    drop(unsafe { Box::from_raw(sys.cast::<[u8; 64]>()) });
+}
+
+#[test]
+#[should_panic(expected = "free of foreign pointer")]
+fn free_of_a_foreign_pointer_panics_with_its_name() {
+    let x = 5u32;
+    // SAFETY: a misuse that must panic.
+    unsafe { numagc_arena::free(&x as *const u32 as *mut u8) };
+}
+
+#[test]
+#[should_panic(expected = "double free of")]
+fn double_free_panics_with_its_name() {
+    let p = numagc_arena::alloc(40, 8);
+    // SAFETY: first free is fine; the second is the misuse.
+    unsafe {
+        numagc_arena::free(p);
+        numagc_arena::free(p);
+    }
+}
+
+#[test]
+fn double_frees_of_every_size_and_interior_pointers_are_reported() {
+    for size in [8usize, 3000, 100_000, 3 << 20] {
+        let p = numagc_arena::alloc(size, 8);
+        // SAFETY: a pointer inside the chunk: a misuse to be reported.
+        let e = unsafe { numagc_arena::try_free(p.add(16)) }.unwrap_err();
+        assert!(matches!(e, Misuse::NotAChunk { .. }), "size {size}: {e:?}");
+        // SAFETY: the first free is fine.
+        unsafe { numagc_arena::try_free(p) }.unwrap();
+        // SAFETY: the misuse under test.
+        let e = unsafe { numagc_arena::try_free(p) }.unwrap_err();
+        if size > 1 << 20 {
+            // A large chunk goes back to the system on free.
+            assert!(e.to_string().contains("already freed"), "{e}");
+        } else {
+            assert_eq!(e, Misuse::DoubleFree { addr: p as usize }, "size {size}");
+        }
+    }
+}
+
+/// A chunk freed twice from another thread before its owner took it back
+/// is found when the owner does; the owner is inside the allocator then, so
+/// it aborts with the message (checked in a child process).
+#[test]
+fn remote_double_free_aborts_with_a_message() {
+    if std::env::var_os("NUMAGC_ARENA_CHILD").is_some() {
+        let p = numagc_arena::alloc(64, 8) as usize;
+        std::thread::spawn(move || {
+            // SAFETY: the misuse under test: two frees from another thread.
+            unsafe {
+                numagc_arena::try_free(p as *mut u8).unwrap();
+                numagc_arena::try_free(p as *mut u8).unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+        numagc_arena::collect_remote_frees();
+        unreachable!("the double free was not found");
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "remote_double_free_aborts_with_a_message",
+            "--nocapture",
+        ])
+        .env("NUMAGC_ARENA_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("double free of"), "stderr: {stderr}");
+    assert!(
+        stderr.contains("freed by another thread"),
+        "stderr: {stderr}"
+    );
+}
+
+#[test]
+fn impossible_requests_are_refused_with_the_reason() {
+    assert!(numagc_arena::alloc(16, 3).is_null());
+    let e = numagc_arena::try_alloc(16, 3).unwrap_err();
+    assert!(e.to_string().contains("not a power of two"), "{e}");
+    let e = numagc_arena::try_alloc(usize::MAX / 2, 8).unwrap_err();
+    assert!(e.to_string().contains("larger than isize::MAX"), "{e}");
+    let e = numagc_arena::try_alloc(8, 1 << 24).unwrap_err();
+    assert!(e.to_string().contains("alignment is larger"), "{e}");
+    assert!(ArenaHandle::new(10, 5).is_err());
+}
+
+#[test]
+fn arena_choice_is_made_at_compile_time() {
+    // These are constants: the classification ran in the compiler.
+    const SMALL: ArenaChoice = Fixed::<200>::HANDLE.choice();
+    const MEDIUM: ArenaChoice = Fixed::<20_000>::HANDLE.choice();
+    const LARGE: ArenaChoice = Fixed::<{ 4 << 20 }>::HANDLE.choice();
+    assert!(matches!(SMALL, ArenaChoice::Small(_)));
+    assert!(matches!(MEDIUM, ArenaChoice::Medium(_)));
+    assert_eq!(LARGE, ArenaChoice::Large);
+    let p = Fixed::<200>::alloc();
+    let q = Fixed::<200, 64>::alloc();
+    assert_eq!(q as usize % 64, 0);
+    assert!(numagc_arena::usable_size(p).unwrap() >= 200);
+    // SAFETY: live chunks.
+    unsafe {
+        numagc_arena::free(p);
+        numagc_arena::free(q);
+    }
+}
+
+#[test]
+fn data_vectors_know_where_they_come_from() {
+    let desc = Layout::new::<[u64; 3]>();
+    for n in [4usize, 1000, 200_000] {
+        let data = Layout::array::<f64>(n).unwrap();
+        let co = rich::alloc_with_descriptor(desc, data).unwrap();
+        assert_eq!(co.data.as_ptr() as usize % 8, 0);
+        assert!(co.data.as_ptr() as usize >= co.descriptor.as_ptr() as usize + desc.size());
+        assert_eq!(rich::origin(co.descriptor.as_ptr()), Origin::Chunk);
+        assert_eq!(rich::origin(co.data.as_ptr()), Origin::WithDescriptor);
+        // SAFETY: the data lives in the descriptor's chunk: nothing is freed.
+        assert_eq!(
+            unsafe { rich::free_data(co.data.as_ptr()) },
+            Ok(DataRelease::WithDescriptor)
+        );
+        // SAFETY: the chunk's start frees both.
+        unsafe { numagc_arena::free(co.descriptor.as_ptr()) };
+    }
+    // A data vector of its own, and one from another allocator.
+    let own = numagc_arena::alloc(800, 8);
+    // SAFETY: a live chunk of ours.
+    assert_eq!(unsafe { rich::free_data(own) }, Ok(DataRelease::Freed));
+    // SAFETY: malloc of the C library (not replaced in this binary).
+    let foreign = unsafe { libc::malloc(800) }.cast::<u8>();
+    // SAFETY: not ours: reported, not touched.
+    assert_eq!(
+        unsafe { rich::free_data(foreign) },
+        Ok(DataRelease::Foreign)
+    );
+    // SAFETY: back to its allocator.
+    unsafe { libc::free(foreign.cast()) };
+}
+
+#[test]
+fn rc_arrays_update_in_place_when_unique_and_copy_when_shared() {
+    let mut a = RcArray::from_fn(&[10, 10], |i| i as f64).unwrap();
+    assert_eq!(a.shape(), &[10, 10]);
+    assert_eq!(a.refcount(), 1);
+    let before = a.data_ptr();
+    assert!(!a.set(5, -1.0).unwrap(), "unique: no copy");
+    assert_eq!(a.data_ptr(), before, "updated in place");
+    let b = a.clone();
+    assert_eq!(a.refcount(), 2);
+    assert!(a.set(6, -2.0).unwrap(), "shared: copied");
+    assert_ne!(a.data_ptr(), before);
+    assert_eq!(b.refcount(), 1);
+    assert_eq!(b.as_slice()[6], 6.0, "the other reference is unchanged");
+    assert_eq!(a.as_slice()[6], -2.0);
+    assert_eq!(a.as_slice()[5], -1.0);
+    // modarray reuses a unique array.
+    let p = b.data_ptr();
+    let c = b.modarray(|i, x| x + i as f64).unwrap();
+    assert_eq!(c.data_ptr(), p);
+    assert_eq!(c.as_slice()[7], 14.0);
+    let e = RcArray::new(&[1, 1, 1, 1, 1], 0u8).unwrap_err();
+    assert!(e.to_string().contains("at most 4 dimensions"), "{e}");
+}
+
+#[test]
+fn rc_arrays_shared_between_threads_are_freed_once() {
+    let a = RcArray::from_fn(&[1000], |i| i as u64).unwrap();
+    let handles: Vec<_> = (0..2)
+        .map(|t| {
+            let mine = a.clone();
+            std::thread::spawn(move || {
+                let mut mine = mine;
+                let sum: u64 = mine.as_slice().iter().sum();
+                // Shared: this write copies, and the copy dies on this thread.
+                mine.set(0, t).unwrap();
+                (sum, mine.as_slice()[0])
+            })
+        })
+        .collect();
+    for (t, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().unwrap(), (499_500, t as u64));
+    }
+    assert_eq!(a.refcount(), 1);
+    assert_eq!(a.as_slice()[0], 0);
+    // The last reference dropped on another thread: a remote free.
+    let remote = a.clone();
+    drop(a);
+    std::thread::spawn(move || drop(remote)).join().unwrap();
+    numagc_arena::collect_remote_frees();
+}
+
+#[test]
+fn local_heaps_are_placed_on_the_threads_node() {
+    let before = numagc_arena::placement::counts();
+    // A large chunk maps and binds new memory every time.
+    let p = numagc_arena::alloc(5 << 20, 64);
+    let after = numagc_arena::placement::counts();
+    // SAFETY: live chunk.
+    unsafe { numagc_arena::free(p) };
+    let described = numagc_arena::placement::describe();
+    if described.ends_with("policy off") {
+        return;
+    }
+    // Other tests of this binary may bind memory meanwhile: at least one.
+    assert!(
+        after.applied + after.skipped > before.applied + before.skipped,
+        "a new mapping was bound ({described})"
+    );
+    assert_eq!(after.failed, before.failed, "the kernel refused a binding");
+}
+
+#[test]
+fn zeroed_chunks_are_zero_even_when_reused() {
+    for size in [24usize, 3000, 50_000, 2 << 20] {
+        let p = numagc_arena::alloc(size, 8);
+        // SAFETY: a live chunk of `size` bytes.
+        unsafe {
+            p.write_bytes(0xee, size);
+            numagc_arena::free(p);
+        }
+        let z = numagc_arena::alloc_zeroed(size, 8);
+        // SAFETY: as above.
+        let all_zero = unsafe { core::slice::from_raw_parts(z, size) }
+            .iter()
+            .all(|&b| b == 0);
+        assert!(all_zero, "size {size}");
+        // SAFETY: live chunk.
+        unsafe { numagc_arena::free(z) };
+    }
+}
+
+#[test]
+fn large_chunks_go_back_to_the_system_when_freed() {
+    let before = numagc_arena::global_heap::stats();
+    let p = numagc_arena::alloc(8 << 20, 16);
+    assert!(numagc_arena::owns(p));
+    // SAFETY: a live chunk of 8 MiB.
+    unsafe {
+        p.write_bytes(1, 8 << 20);
+        numagc_arena::free(p);
+    }
+    let after = numagc_arena::global_heap::stats();
+    // Other tests of this binary may map and unmap meanwhile, so only the
+    // count is checked (the address may already be in use again).
+    assert!(after.large_unmapped > before.large_unmapped);
+}
+
+#[test]
+fn threads_allocate_from_different_local_heaps() {
+    // Paper §3: "Small amounts of memory are guaranteed to be allocated from
+    // different parts of the address space if requested by different
+    // threads" (no false sharing between threads' chunks).
+    let region = |p: usize| p & !(numagc_arena::REGION_SIZE - 1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (tx, barrier) = (tx.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let ps: Vec<usize> = (0..100)
+                    .map(|_| numagc_arena::alloc(64, 16) as usize)
+                    .collect();
+                tx.send(ps.clone()).unwrap();
+                // Both threads are alive (own their heaps) while comparing.
+                barrier.wait();
+                for p in ps {
+                    // SAFETY: live chunks of this thread.
+                    unsafe { numagc_arena::free(p as *mut u8) };
+                }
+            })
+        })
+        .collect();
+    let a: std::collections::HashSet<usize> = rx.recv().unwrap().into_iter().map(region).collect();
+    let b: std::collections::HashSet<usize> = rx.recv().unwrap().into_iter().map(region).collect();
+    assert!(
+        a.is_disjoint(&b),
+        "two threads' small chunks share a local heap"
+    );
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn emptied_subheaps_are_reused_by_other_classes_and_given_back() {
+    std::thread::spawn(|| {
+        // 3 local heaps' worth of 64-byte chunks (63 subheaps of 1024 each).
+        let ps: Vec<usize> = (0..3 * 63 * 1024)
+            .map(|_| numagc_arena::alloc(64, 16) as usize)
+            .collect();
+        let (s0, subheaps_full, live) = numagc_arena::thread_stats().unwrap();
+        assert!(live >= ps.len());
+        for &p in &ps {
+            // SAFETY: live chunks of this thread.
+            unsafe { numagc_arena::free(p as *mut u8) };
+        }
+        let (s1, subheaps_empty, _) = numagc_arena::thread_stats().unwrap();
+        assert!(
+            s1.subheaps_released - s0.subheaps_released >= 3 * 63 - 8,
+            "emptied subheaps gave their slots back"
+        );
+        assert!(subheaps_empty + 3 * 63 - 8 <= subheaps_full);
+        assert!(
+            s1.subheap_heaps_released > s0.subheap_heaps_released,
+            "an empty subheap local heap went back to the global heap"
+        );
+        // Another class takes the freed slots: the thread's subheap count
+        // does not grow back past where it was.
+        let qs: Vec<usize> = (0..60 * 512)
+            .map(|_| numagc_arena::alloc(128, 16) as usize)
+            .collect();
+        let (_, subheaps_again, _) = numagc_arena::thread_stats().unwrap();
+        assert!(
+            subheaps_again <= subheaps_full,
+            "{subheaps_again} > {subheaps_full}"
+        );
+        for q in qs {
+            // SAFETY: live chunks of this thread.
+            unsafe { numagc_arena::free(q as *mut u8) };
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_remote_free_of_a_chunk_already_free_is_reported_at_once() {
+    for size in [64usize, 20_000] {
+        let p = numagc_arena::alloc(size, 8) as usize;
+        // SAFETY: the owner's free, fine.
+        unsafe { numagc_arena::try_free(p as *mut u8) }.unwrap();
+        let e = std::thread::spawn(move || {
+            // SAFETY: the misuse under test, from another thread.
+            unsafe { numagc_arena::try_free(p as *mut u8) }
+        })
+        .join()
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(e, Misuse::DoubleFree { addr: p }, "size {size}");
+    }
+}
