@@ -1,0 +1,114 @@
+//! The microbenchmark of the paper's Fig. 1 (§2, measured in §4, Fig. 5
+//! and 6): a vector `A` of `10_000_000 / X` doubles, updated 50 times; each
+//! element's new value is its old one plus the sum of a temporary vector of
+//! `X` doubles filled with the element's index, allocated and freed for the
+//! element (`mkarray([X], idx)`). The update is a with-loop run in parallel
+//! over blocks of `A` (one per thread, threads kept across the iterations
+//! with a barrier at each with-loop's end, as SAC's worker threads are).
+//! `A` is unique, so SAC updates it in place; so does this.
+//!
+//! **The bound** (`--bound`): the temporary is allocated once per thread and
+//! reused, so the loop does no allocation at all. Its time is the lower
+//! bound; a run's allocator overhead is its time minus the bound's.
+//!
+//! **The check**: element `idx` gains `X * idx` per iteration, so
+//! `sum(A) = iterations * X * n (n - 1) / 2` exactly; every partial sum is
+//! an integer below 2^53, so the doubles are exact and must match to the bit.
+
+use std::hint::black_box;
+use std::sync::Barrier;
+
+/// Runs Fig. 1 and checks its answer; the line to print on success.
+pub fn run(
+    x: usize,
+    total: usize,
+    iters: usize,
+    threads: usize,
+    bound: bool,
+    fault: bool,
+) -> Result<String, String> {
+    if x == 0 || total < x {
+        return Err(format!(
+            "fig1: need 1 <= X <= total, got X = {x}, total = {total}"
+        ));
+    }
+    let n = total / x;
+    let mut a = crate::heap::Buf::filled(n, 0.0f64);
+    let threads = threads.clamp(1, n);
+    let per = n.div_ceil(threads);
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|s| {
+        for (t, block) in a.chunks_mut(per).enumerate() {
+            let barrier = &barrier;
+            s.spawn(move || worker(block, t * per, x, iters, bound, barrier));
+        }
+    });
+    let mut got: f64 = a.iter().sum();
+    if fault {
+        got += 1.0;
+    }
+    let want = iters as u128 * x as u128 * (n as u128 * (n as u128 - 1) / 2);
+    if want >= 1u128 << 53 {
+        return Err(format!(
+            "fig1: the answer {want} is too large to be exact in a double; use a smaller size"
+        ));
+    }
+    if got != want as f64 {
+        return Err(format!(
+            "fig1: sum(A) = {got}, expected {want} (X = {x}, n = {n}, {iters} iterations)"
+        ));
+    }
+    Ok(format!(
+        "fig1 X={x} n={n} iterations={iters} threads={threads} {} allocations={} sum={want}",
+        if bound { "bound" } else { "alloc" },
+        if bound { threads } else { n * iters }
+    ))
+}
+
+fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, bound: bool, barrier: &Barrier) {
+    // The bound's temporary: once per thread.
+    let reused = if bound {
+        alloc(x)
+    } else {
+        std::ptr::null_mut()
+    };
+    for _ in 0..iters {
+        for (j, e) in block.iter_mut().enumerate() {
+            let idx = (first + j) as f64;
+            let p = if bound { reused } else { alloc(x) };
+            // black_box: the allocation escapes, so the compiler cannot
+            // elide the malloc/free pair or fold the sum (the paper's
+            // "carefully restricted compiler optimisations", §2).
+            let p = black_box(p);
+            let mut s = 0.0;
+            // SAFETY: p holds x doubles (from alloc), used by this thread only.
+            unsafe {
+                for i in 0..x {
+                    p.add(i).write(idx);
+                }
+                for i in 0..x {
+                    s += p.add(i).read();
+                }
+                if !bound {
+                    libc::free(p.cast());
+                }
+            }
+            *e += s;
+        }
+        barrier.wait();
+    }
+    if bound {
+        // SAFETY: from alloc, freed once.
+        unsafe { libc::free(reused.cast()) };
+    }
+}
+
+fn alloc(x: usize) -> *mut f64 {
+    // SAFETY: malloc of x doubles; checked for NULL.
+    let p = unsafe { libc::malloc(x * 8) }.cast::<f64>();
+    if p.is_null() {
+        eprintln!("arena-workload: malloc({}) returned NULL", x * 8);
+        std::process::exit(3);
+    }
+    p
+}
