@@ -3,6 +3,7 @@
 mod bench;
 mod compare;
 mod micro;
+mod process;
 mod runtime_args;
 mod torture;
 

@@ -25,16 +25,31 @@ pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) 
                     s.runtime,
                     opt(s.cpu_median_s, 3),
                     opt(s.max_rss_median_kib.map(|k| k as f64 / 1024.0), 1),
-                    if s.answers_ok == Some(true) { "ok" } else { "**wrong**" },
-                    if s.runtime == "numagc" { "-".into() } else { opt(s.numagc_over_this, 2) },
+                    if s.answers_ok == Some(true) {
+                        "ok"
+                    } else {
+                        "**wrong**"
+                    },
+                    if s.runtime == "numagc" {
+                        "-".into()
+                    } else {
+                        opt(s.numagc_over_this, 2)
+                    },
                 );
             }
             _ => {
-                let _ = writeln!(t, "| {} | {} | {} | {} | | | | |", s.benchmark, s.vprocs, s.runtime, s.status);
+                let _ = writeln!(
+                    t,
+                    "| {} | {} | {} | {} | | | | |",
+                    s.benchmark, s.vprocs, s.runtime, s.status
+                );
             }
         }
     }
-    let _ = writeln!(t, "\nBest peer (fastest median wall time with the right answer):\n");
+    let _ = writeln!(
+        t,
+        "\nBest peer (fastest median wall time with the right answer):\n"
+    );
     let _ = writeln!(t, "| benchmark | K | best peer | numagc / best |");
     let _ = writeln!(t, "|---|---|---|---|");
     for b in bests {
@@ -48,8 +63,14 @@ pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) 
         );
     }
     if !accounts.is_empty() {
-        let _ = writeln!(t, "\nEach runtime's own accounting (one more run each, `--breakdown`):\n");
-        let _ = writeln!(t, "| benchmark | K | runtime | wall s | GC s | GC % | mutator s | allocated MB |");
+        let _ = writeln!(
+            t,
+            "\nEach runtime's own accounting (one more run each, `--breakdown`):\n"
+        );
+        let _ = writeln!(
+            t,
+            "| benchmark | K | runtime | wall s | GC s | GC % | mutator s | allocated MB |"
+        );
         let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
         for r in accounts {
             let a = &r.accounting;

@@ -42,15 +42,14 @@ mod markdown;
 
 use crate::bench::record::median;
 use crate::bench::write_json;
+use crate::process::{measure, Measured};
 use clap::Args;
 use numagc::{ConfigBuilder, Runtime};
 use numagc_bench::{Benchmark, Params, Size};
 use plotters::prelude::*;
 use serde::Serialize;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::Command;
 
 /// The benchmarks with peers, and the Java class of each.
 const PEERED: [(&str, &str); 8] = [
@@ -173,9 +172,12 @@ fn render_breakdown(accounts: &[AccountedRun]) -> String {
             r.runtime,
             r.wall_s,
             acc.gc_s.map_or("-".into(), |g| format!("{g:.3}")),
-            acc.gc_share.map_or("-".into(), |x| format!("{:.1}", x * 100.0)),
-            acc.gc_share.map_or("-".into(), |x| format!("{:.3}", r.wall_s * (1.0 - x))),
-            acc.allocated_bytes.map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6)),
+            acc.gc_share
+                .map_or("-".into(), |x| format!("{:.1}", x * 100.0)),
+            acc.gc_share
+                .map_or("-".into(), |x| format!("{:.3}", r.wall_s * (1.0 - x))),
+            acc.allocated_bytes
+                .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6)),
             if r.ok { "" } else { "  WRONG/FAILED" }
         );
     }
@@ -311,88 +313,6 @@ fn is_executable(p: &Path) -> bool {
 fn on_path(prog: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| is_executable(&d.join(prog))))
-}
-
-/// Runs `cmd` to the end: its standard output and its measures.
-struct Measured {
-    stdout: String,
-    stderr: String,
-    wall_s: f64,
-    cpu_s: f64,
-    max_rss_kib: u64,
-    exit: Result<(), String>,
-}
-
-fn measure(mut cmd: Command) -> Result<Measured, String> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("starting {:?}: {e}", cmd.get_program()))?;
-    let pid = child.id() as libc::pid_t;
-    // Standard error on a thread so that neither pipe can fill and block the child.
-    let mut err_pipe = child.stderr.take().expect("piped stderr");
-    let err_thread = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err_pipe.read_to_end(&mut s);
-        s
-    });
-    let mut out = Vec::new();
-    let _ = child
-        .stdout
-        .take()
-        .expect("piped stdout")
-        .read_to_end(&mut out);
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain data, zero is a valid value; wait4 fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = loop {
-        // SAFETY: pid is our own unreaped child; status and ru are valid for writing.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == -1 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        break r;
-    };
-    let wall_s = t0.elapsed().as_secs_f64();
-    if r != pid {
-        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
-    }
-    // The child is reaped: `child` must not be waited for again (dropping it does not wait).
-    drop(child);
-    let err = err_thread.join().unwrap_or_default();
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    let exit = if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        Ok(())
-    } else {
-        let how = if libc::WIFEXITED(status) {
-            format!("exit status {}", libc::WEXITSTATUS(status))
-        } else {
-            format!("killed by signal {}", libc::WTERMSIG(status))
-        };
-        let err = String::from_utf8_lossy(&err);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        Err(if last.is_empty() {
-            how
-        } else {
-            format!("{how}: {last}")
-        })
-    };
-    Ok(Measured {
-        stdout: String::from_utf8_lossy(&out).into_owned(),
-        stderr: String::from_utf8_lossy(&err).into_owned(),
-        wall_s,
-        cpu_s: tv(ru.ru_utime) + tv(ru.ru_stime),
-        max_rss_kib: ru.ru_maxrss.max(0) as u64,
-        exit,
-    })
 }
 
 /// numagc's output for `bench` at `size`, from one run on 1 vproc (its
