@@ -1,5 +1,6 @@
 //! The `numagc` command: runtime information, benchmarks and torture testing.
 
+mod arena_bench;
 mod bench;
 mod compare;
 mod micro;
@@ -41,6 +42,15 @@ enum Command {
         #[command(subcommand)]
         micro: micro::Micro,
     },
+    /// numagc-arena (as libnumagc_malloc.so) against glibc, jemalloc, mimalloc and tcmalloc: Fig. 1 of the SAC paper with
+    /// its no-allocation bound, NAS FT and MG, larson and xmalloc-test, runs alternated; overheads, speedups, targets.
+    ArenaBench(arena_bench::ArenaBenchArgs),
+    /// Internal: one workload of arena-bench in this process (see crates/numagc-arena-bench).
+    #[command(hide = true)]
+    ArenaWorkload {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Random mutator programs against a shadow model, collections forced at random points, the heap verifier after each: prints collections by kind, objects checked and violations.
     Torture(torture::TortureArgs),
 }
@@ -53,6 +63,10 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Micro { micro } => micro::run(micro),
         Command::Torture(args) => torture::run(args),
+        Command::ArenaBench(args) => arena_bench::run(args),
+        Command::ArenaWorkload { args } => {
+            return ExitCode::from(numagc_arena_bench::run(&args).report())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
