@@ -1,0 +1,183 @@
+//! Every workload at a tiny size gives the right answer with glibc's malloc
+//! and with numagc-malloc preloaded, reports the malloc it ran on, and
+//! fails (exit status 2) when its answer is corrupted
+//! (`NUMAGC_ARENA_BENCH_FAULT`).
+//!
+//! `cargo test` does not build another crate's cdylib, so the test asks
+//! cargo for `libnumagc_malloc.so` (same target directory and profile), as
+//! numagc-malloc's own tests do.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const TINY: [&[&str]; 7] = [
+    &["fig1", "--x", "25", "--total", "20000", "--iterations", "3"],
+    &[
+        "fig1",
+        "--x",
+        "1000",
+        "--total",
+        "20000",
+        "--iterations",
+        "2",
+        "--bound",
+    ],
+    &["ft", "--class", "S"],
+    &["mg", "--class", "S"],
+    &[
+        "larson", "--slots", "50", "--steps", "2000", "--epochs", "3",
+    ],
+    &["xmalloc", "--batches", "50", "--batch", "20"],
+    &[
+        "fig1",
+        "--x",
+        "100",
+        "--total",
+        "20000",
+        "--iterations",
+        "2",
+    ],
+];
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn numagc_malloc() -> &'static Path {
+    static SO: OnceLock<PathBuf> = OnceLock::new();
+    SO.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
+        let profile = if profile_dir.file_name().unwrap() == "release" {
+            "release"
+        } else {
+            "test"
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let o = Command::new(cargo)
+            .args([
+                "build",
+                "--lib",
+                "-p",
+                "numagc-malloc",
+                "--profile",
+                profile,
+                "--manifest-path",
+            ])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml"))
+            .output()
+            .expect("running cargo");
+        assert!(o.status.success(), "cargo build failed:\n{}", show(&o));
+        let so = profile_dir.join("libnumagc_malloc.so");
+        assert!(so.exists(), "{} not built", so.display());
+        std::fs::canonicalize(so).unwrap()
+    })
+}
+
+fn workload(args: &[&str], preload: Option<&Path>, fault: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_arena-workload"));
+    c.args(args).env_remove("NUMAGC_ARENA_BENCH_FAULT");
+    match preload {
+        Some(p) => c.env("LD_PRELOAD", p),
+        None => c.env_remove("LD_PRELOAD"),
+    };
+    if let Some(f) = fault {
+        c.env("NUMAGC_ARENA_BENCH_FAULT", f);
+    }
+    c.output().expect("running arena-workload")
+}
+
+fn check_ok(args: &[&str], threads: &str, preload: Option<&Path>) {
+    let mut a = args.to_vec();
+    a.extend(["--threads", threads]);
+    let o = workload(&a, preload, None);
+    assert!(o.status.success(), "{a:?}:\n{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("ok "))
+        .unwrap_or_else(|| panic!("no ok line:\n{}", show(&o)));
+    let origin = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("malloc="))
+        .expect("malloc= reported");
+    match preload {
+        Some(p) => assert_eq!(
+            Path::new(origin),
+            p,
+            "{a:?} did not run on the preloaded malloc"
+        ),
+        None => assert!(
+            origin.contains("libc.so") || origin.contains("libc-"),
+            "{a:?}: malloc from {origin}"
+        ),
+    }
+}
+
+#[test]
+fn right_answers_with_glibc() {
+    for args in TINY {
+        for k in ["1", "2"] {
+            check_ok(args, k, None);
+        }
+    }
+}
+
+#[test]
+fn right_answers_with_numagc_malloc_preloaded() {
+    let so = numagc_malloc();
+    for args in TINY {
+        for k in ["1", "2"] {
+            check_ok(args, k, Some(so));
+        }
+    }
+}
+
+#[test]
+fn a_corrupted_answer_is_caught() {
+    for args in TINY {
+        let o = workload(args, None, Some(args[0]));
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?} with its answer corrupted:\n{}",
+            show(&o)
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("WRONG ANSWER"),
+            "{}",
+            show(&o)
+        );
+    }
+    // The fault names one workload: the others are unaffected.
+    let o = workload(TINY[3], None, Some("ft"));
+    assert!(o.status.success(), "{}", show(&o));
+}
+
+#[test]
+fn bad_arguments_are_refused_by_name() {
+    for (args, says) in [
+        (&["fig1"][..], "--x is required"),
+        (&["ft", "--class", "Q"], "--class \"Q\""),
+        (
+            &["fig1", "--x", "25", "--frobs", "3"],
+            "unknown option --frobs",
+        ),
+        (&["nbody"], "no workload \"nbody\""),
+        (&["larson", "--threads", "0"], "--threads 0"),
+    ] {
+        let o = workload(args, None, None);
+        assert_eq!(o.status.code(), Some(64), "{args:?}:\n{}", show(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{args:?} should say {says:?}:\n{}",
+            show(&o)
+        );
+    }
+}
