@@ -52,7 +52,7 @@ impl<T: Copy> Buf<T> {
             std::process::exit(3)
         });
         assert!(
-            ptr.as_ptr() as usize % std::mem::align_of::<T>() == 0,
+            (ptr.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()),
             "malloc returned a misaligned chunk"
         );
         Buf { ptr, len }

@@ -147,10 +147,10 @@ fn interp(z: &Grid, u: &Grid, threads: usize) -> Grid {
     };
     // Coarse neighbours of a fine index and their weights.
     let w = |f: usize| -> [(usize, f64); 2] {
-        if f % 2 == 0 {
+        if f.is_multiple_of(2) {
             [(f / 2, 1.0), (f / 2, 0.0)]
         } else {
-            [((f - 1) / 2, 0.5), ((f + 1) / 2, 0.5)]
+            [((f - 1) / 2, 0.5), (f.div_ceil(2), 0.5)]
         }
     };
     for_chunks(threads, &mut out.data, mf * mf, |first, block| {
