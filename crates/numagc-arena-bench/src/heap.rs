@@ -5,9 +5,97 @@
 //! when its count drops to zero. `malloc` and `free` are the C library's
 //! symbols, so the allocator under test is whichever `LD_PRELOAD` put first
 //! (glibc when none): the workloads never name an allocator.
+//!
+//! **The bound** (`set_bound(true)`, the workloads' `--bound`): the
+//! paper's §2 notes that SAC's memory-management optimisations would
+//! pre-allocate the temporaries; with the bound on, a `Buf` freed goes to
+//! a per-thread cache of chunks by size and the next `Buf` of that size on
+//! that thread takes it back, so after a warm-up the workload runs with no
+//! allocator work at all. Its time is the no-allocation bound that an
+//! allocator's overhead is measured against. Cached chunks are never
+//! given back (a thread's cache is leaked when it exits: the process is
+//! short-lived).
 
+use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static BOUND: AtomicBool = AtomicBool::new(false);
+
+/// Turns the bound's per-thread chunk cache on (before any `Buf` is made).
+pub fn set_bound(on: bool) {
+    BOUND.store(on, Ordering::Relaxed);
+}
+
+/// Chunks up to this size are cached by 16-byte class; larger ones by exact size.
+const SMALL: usize = 64 * 1024;
+/// At most this many large chunks per thread.
+const LARGE_KEPT: usize = 64;
+
+#[derive(Default)]
+struct Cache {
+    small: Vec<Vec<usize>>,
+    large: Vec<(usize, usize)>,
+}
+
+thread_local! {
+    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+}
+
+fn raw_alloc(bytes: usize) -> *mut u8 {
+    if BOUND.load(Ordering::Relaxed) {
+        let hit = CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if bytes <= SMALL {
+                c.small.get_mut(bytes.div_ceil(16)).and_then(|l| l.pop())
+            } else {
+                let i = c.large.iter().position(|&(b, _)| b == bytes)?;
+                Some(c.large.swap_remove(i).1)
+            }
+        });
+        if let Some(p) = hit {
+            return p as *mut u8;
+        }
+        // A miss: a chunk of the class's full size, so any request of the class fits it.
+        let class = if bytes <= SMALL {
+            bytes.div_ceil(16) * 16
+        } else {
+            bytes
+        };
+        // SAFETY: malloc of a positive size; the caller checks for NULL.
+        return unsafe { libc::malloc(class.max(16)) }.cast();
+    }
+    // SAFETY: malloc of a positive size; the caller checks for NULL.
+    unsafe { libc::malloc(bytes.max(1)) }.cast()
+}
+
+/// Frees (or, with the bound on, caches) a chunk from `raw_alloc(bytes)`.
+fn raw_free(p: *mut u8, bytes: usize) {
+    if BOUND.load(Ordering::Relaxed) {
+        let kept = CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if bytes <= SMALL {
+                let class = bytes.div_ceil(16);
+                if c.small.len() <= class {
+                    c.small.resize_with(class + 1, Vec::new);
+                }
+                c.small[class].push(p as usize);
+                true
+            } else if c.large.len() < LARGE_KEPT {
+                c.large.push((bytes, p as usize));
+                true
+            } else {
+                false
+            }
+        });
+        if kept {
+            return;
+        }
+    }
+    // SAFETY: p came from malloc (raw_alloc) and is freed once.
+    unsafe { libc::free(p.cast()) }
+}
 
 /// `len` values of `T` in one `malloc` chunk. `T` is plain data (`Copy`).
 pub struct Buf<T: Copy> {
@@ -45,8 +133,7 @@ impl<T: Copy> Buf<T> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .expect("array size overflows");
-        // SAFETY: malloc of a positive size (1 for empty arrays); checked below.
-        let p = unsafe { libc::malloc(bytes.max(1)) }.cast::<T>();
+        let p = raw_alloc(bytes).cast::<T>();
         let ptr = NonNull::new(p).unwrap_or_else(|| {
             eprintln!("arena-workload: malloc({bytes}) returned NULL");
             std::process::exit(3)
@@ -76,7 +163,42 @@ impl<T: Copy> DerefMut for Buf<T> {
 
 impl<T: Copy> Drop for Buf<T> {
     fn drop(&mut self) {
-        // SAFETY: ptr came from malloc and is freed once.
-        unsafe { libc::free(self.ptr.as_ptr().cast()) }
+        raw_free(
+            self.ptr.as_ptr().cast(),
+            self.len * std::mem::size_of::<T>(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With the bound on, a freed array's chunk is the next one of its size
+    /// class on the thread: no allocator work after the warm-up.
+    #[test]
+    fn the_bound_reuses_freed_chunks() {
+        set_bound(true);
+        let a: Buf<f64> = Buf::filled(25, 1.0);
+        let first = a.as_ptr() as usize;
+        drop(a);
+        let b: Buf<f64> = Buf::filled(25, 2.0);
+        assert_eq!(b.as_ptr() as usize, first, "same size: the cached chunk");
+        // 26 doubles (208 bytes) are in 25's 16-byte class (200 -> 208): reused
+        // too; 24 (192 bytes) are in the class below: not.
+        drop(b);
+        let c: Buf<f64> = Buf::filled(26, 3.0);
+        assert_eq!(c.as_ptr() as usize, first);
+        assert!(c.iter().all(|&v| v == 3.0));
+        drop(c);
+        let d: Buf<f64> = Buf::filled(24, 4.0);
+        assert_ne!(d.as_ptr() as usize, first);
+        // A large array, by exact size.
+        let big: Buf<u8> = Buf::filled(1 << 20, 7);
+        let at = big.as_ptr() as usize;
+        drop(big);
+        let again: Buf<u8> = Buf::filled(1 << 20, 8);
+        assert_eq!(again.as_ptr() as usize, at);
+        set_bound(false);
     }
 }

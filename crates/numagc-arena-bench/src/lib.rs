@@ -8,8 +8,8 @@
 //!
 //! ```text
 //! arena-workload fig1 --x X [--total 10000000] [--iterations 50] [--bound] [--threads K]
-//! arena-workload ft --class S|W|A [--threads K]
-//! arena-workload mg --class S|W|A [--threads K]
+//! arena-workload ft --class S|W|A [--bound] [--threads K]
+//! arena-workload mg --class S|W|A [--bound] [--threads K]
 //! arena-workload larson [--slots N] [--steps N] [--epochs N] [--min B] [--max B] [--seed S] [--threads K]
 //! arena-workload xmalloc [--batches N] [--batch N] [--min B] [--max B] [--seed S] [--threads K]
 //! ```
@@ -150,15 +150,21 @@ pub fn run(argv: &[String]) -> Outcome {
                 a.done()?;
                 fig1::run(x, total, iters, threads, bound, fault)
             }
-            "ft" => {
+            "ft" | "mg" => {
                 let c = a.class()?;
                 a.done()?;
-                ft::run(c, threads, fault)
+                // The no-allocation bound: freed arrays are reused (heap.rs).
+                heap::set_bound(bound);
+                if workload == "ft" {
+                    ft::run(c, threads, fault)
+                } else {
+                    mg::run(c, threads, fault)
+                }
             }
-            "mg" => {
-                let c = a.class()?;
-                a.done()?;
-                mg::run(c, threads, fault)
+            "larson" | "xmalloc" if bound => {
+                return Err(format!(
+                    "--bound: {workload} has no no-allocation bound (only fig1, ft and mg)"
+                ))
             }
             "larson" => {
                 let p = larson::Params {

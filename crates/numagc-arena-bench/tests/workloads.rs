@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const TINY: [&[&str]; 7] = [
+const TINY: [&[&str]; 9] = [
     &["fig1", "--x", "25", "--total", "20000", "--iterations", "3"],
     &[
         "fig1",
@@ -38,6 +38,8 @@ const TINY: [&[&str]; 7] = [
         "--iterations",
         "2",
     ],
+    &["ft", "--class", "S", "--bound"],
+    &["mg", "--class", "S", "--bound"],
 ];
 
 fn show(o: &Output) -> String {
@@ -171,6 +173,10 @@ fn bad_arguments_are_refused_by_name() {
         ),
         (&["nbody"], "no workload \"nbody\""),
         (&["larson", "--threads", "0"], "--threads 0"),
+        (
+            &["xmalloc", "--bound"],
+            "xmalloc has no no-allocation bound",
+        ),
     ] {
         let o = workload(args, None, None);
         assert_eq!(o.status.code(), Some(64), "{args:?}:\n{}", show(&o));
