@@ -33,6 +33,7 @@ pub fn run(
         ));
     }
     let n = total / x;
+    crate::timing::start();
     let mut a = crate::heap::Buf::filled(n, 0.0f64);
     let threads = threads.clamp(1, n);
     let per = n.div_ceil(threads);
@@ -43,6 +44,7 @@ pub fn run(
             s.spawn(move || worker(block, t * per, x, iters, bound, barrier));
         }
     });
+    crate::timing::stop();
     let mut got: f64 = a.iter().sum();
     if fault {
         got += 1.0;

@@ -240,6 +240,7 @@ pub fn run(class: char, threads: usize, fault: bool) -> Result<String, String> {
             REF_A,
         ),
     };
+    crate::timing::start();
     let n = g.nx * g.ny * g.nz;
     let roots = Roots::new(g.nx.max(g.ny).max(g.nz));
     let mut rng = Npb::new(NPB_SEED);
@@ -285,6 +286,7 @@ pub fn run(class: char, threads: usize, fault: bool) -> Result<String, String> {
         }
         sums.push((chk.re / n as f64, chk.im / n as f64));
     }
+    crate::timing::stop();
     if fault {
         sums[0].0 += 1e-6;
     }

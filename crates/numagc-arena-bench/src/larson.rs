@@ -132,6 +132,7 @@ pub fn run(p: &Params, fault: bool) -> Result<String, String> {
             p.min, p.max, p.slots
         ));
     }
+    crate::timing::start();
     let mut tables: Vec<Table> = (0..p.threads)
         .map(|k| Table {
             objs: vec![(0, 0, 0); p.slots],
@@ -172,6 +173,7 @@ pub fn run(p: &Params, fault: bool) -> Result<String, String> {
             }
         }
     }
+    crate::timing::stop();
     if fault {
         total.tag_sum ^= 1;
     }

@@ -15,7 +15,8 @@
 //! ```
 //!
 //! Each checks its answer against an independent computation (see each
-//! module) and prints one line starting with `ok`; a wrong answer is
+//! module) and prints one line starting with `ok`, ending with the
+//! allocator's object (`malloc=`) and the workload's own time (`seconds=`); a wrong answer is
 //! reported on standard error with exit status 2, bad arguments with 64.
 //! `NUMAGC_ARENA_BENCH_FAULT=WORKLOAD` (or `all`) corrupts the computed
 //! answer just before its check: the tests use it to see that the check,
@@ -29,6 +30,7 @@ mod malloc_origin;
 mod mg;
 mod par;
 mod rng;
+mod timing;
 mod xmalloc;
 
 pub use malloc_origin::malloc_origin;
@@ -198,6 +200,12 @@ pub fn run(argv: &[String]) -> Outcome {
     match outcome {
         Err(usage) => Outcome::Usage(usage),
         Ok(Err(wrong)) => Outcome::Wrong(wrong),
-        Ok(Ok(line)) => Outcome::Ok(format!("ok {line} malloc={}", malloc_origin())),
+        Ok(Ok(line)) => match timing::seconds() {
+            Some(s) => Outcome::Ok(format!(
+                "ok {line} malloc={} seconds={s:.6}",
+                malloc_origin()
+            )),
+            None => Outcome::Wrong(format!("{workload}: its time was not measured")),
+        },
     }
 }

@@ -237,6 +237,7 @@ pub fn run(class: char, threads: usize, fault: bool) -> Result<String, String> {
         'W' => (128, 4, 0.6467329375339e-05),
         _ => (256, 4, 0.2433365309069e-05),
     };
+    crate::timing::start();
     let v = zran3(n);
     let mut u = Grid::zeros(n);
     let mut r = resid(&u, &v, threads);
@@ -255,6 +256,7 @@ pub fn run(class: char, threads: usize, fault: bool) -> Result<String, String> {
         }
     }
     let mut rnm2 = (ss / (n * n * n) as f64).sqrt();
+    crate::timing::stop();
     if fault {
         rnm2 *= 1.0 + 1e-6;
     }

@@ -102,6 +102,7 @@ pub fn run(p: &Params, fault: bool) -> Result<String, String> {
             p.min, p.max
         ));
     }
+    crate::timing::start();
     let (tx, rx) = sync_channel::<Batch>(4 * p.threads);
     let rx = Mutex::new(rx);
     let mut total = Tally::default();
@@ -160,6 +161,7 @@ pub fn run(p: &Params, fault: bool) -> Result<String, String> {
     if failed {
         return Err("xmalloc: a producer or consumer thread panicked".into());
     }
+    crate::timing::stop();
     if fault {
         total.tag_sum ^= 1;
     }

@@ -109,6 +109,14 @@ fn check_ok(args: &[&str], threads: &str, preload: Option<&Path>) {
         .split_whitespace()
         .find_map(|w| w.strip_prefix("malloc="))
         .expect("malloc= reported");
+    let secs = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("seconds="))
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(
+        secs.is_some_and(|s| s >= 0.0),
+        "{a:?}: no seconds= in {line}"
+    );
     match preload {
         Some(p) => assert_eq!(
             Path::new(origin),

@@ -118,6 +118,10 @@ fn runs_end_to_end_at_the_test_size() {
     let runs = v["runs"].as_array().unwrap();
     let numagc_runs: Vec<_> = runs.iter().filter(|r| r["allocator"] == "numagc").collect();
     assert_eq!(numagc_runs.len(), 4 * 2 + 4 * 2);
+    for r in runs {
+        let secs = r["seconds"].as_f64().expect("the workload's time");
+        assert!(secs >= 0.0 && secs <= r["wall_s"].as_f64().unwrap(), "{r}");
+    }
     for r in numagc_runs {
         assert!(
             r["malloc"]

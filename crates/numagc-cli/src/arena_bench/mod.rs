@@ -8,8 +8,11 @@
 //! **How a run is made.** Each run is a child process, `numagc
 //! arena-workload WORKLOAD ...` (the workload library's command line),
 //! with `LD_PRELOAD` naming the allocator's library (`allocators`), or
-//! unset for glibc. Its wall time is that of the whole child
-//! (`process::measure`, as `numagc compare`). The child checks its own
+//! unset for glibc. Its time is the workload's own (`seconds=` on its
+//! answer line: the work, without process start-up and exit and without
+//! the answer's check, which for larson and xmalloc-test replays the run);
+//! the child's wall time, CPU time and peak RSS (`process::measure`, as
+//! `numagc compare`) are recorded too. The child checks its own
 //! answer against an independent value and prints the object its `malloc`
 //! came from; a wrong answer, a failed run or a `malloc` from the wrong
 //! object is reported and makes the command fail at the end.
@@ -114,6 +117,9 @@ pub struct Run {
     /// An allocator, or "bound" (the workload without allocator work).
     pub allocator: String,
     pub repetition: usize,
+    /// The workload's own time (its `seconds=`): what the summaries use.
+    pub seconds: Option<f64>,
+    /// The child process's wall time.
     pub wall_s: f64,
     pub cpu_s: f64,
     pub max_rss_kib: u64,
@@ -268,10 +274,19 @@ pub fn run(a: ArenaBenchArgs) -> Result<(), String> {
                 let origin = line
                     .and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix("malloc=")))
                     .map(str::to_string);
+                let seconds = line
+                    .and_then(|l| {
+                        l.split_whitespace()
+                            .find_map(|w| w.strip_prefix("seconds="))
+                    })
+                    .and_then(|v| v.parse::<f64>().ok());
                 let error = match (&m.exit, line, &origin) {
                     (Err(e), ..) => Some(e.clone()),
                     (Ok(()), None, _) => Some("no answer line (ok ...) printed".to_string()),
                     (Ok(()), Some(_), None) => Some("no malloc= in the answer line".to_string()),
+                    (Ok(()), Some(_), Some(_)) if seconds.is_none() => {
+                        Some("no seconds= in the answer line".to_string())
+                    }
                     (Ok(()), Some(_), Some(o)) => match al {
                         Some(al) => al.origin_error(o),
                         None => Allocator::find("glibc", &[], &numagc_malloc)?.origin_error(o),
@@ -285,9 +300,10 @@ pub fn run(a: ArenaBenchArgs) -> Result<(), String> {
                     ));
                 }
                 println!(
-                    "  #{rep} {:<13} x{} {name:<9} {:>8.3} s wall {:>8.3} s CPU {:>8} KiB{}",
+                    "  #{rep} {:<13} x{} {name:<9} {:>8.3} s {:>8.3} s wall {:>8.3} s CPU {:>8} KiB{}",
                     case.label(),
                     case.threads,
+                    seconds.unwrap_or(f64::NAN),
                     m.wall_s,
                     m.cpu_s,
                     m.max_rss_kib,
@@ -304,6 +320,7 @@ pub fn run(a: ArenaBenchArgs) -> Result<(), String> {
                     threads: case.threads,
                     allocator: name,
                     repetition: rep,
+                    seconds,
                     wall_s: m.wall_s,
                     cpu_s: m.cpu_s,
                     max_rss_kib: m.max_rss_kib,

@@ -1,5 +1,6 @@
 //! The figures of `numagc arena-bench` and its tables (text and Markdown):
-//! per case and allocator the median, min and max wall time; for Fig. 1
+//! per case and allocator the median, min and max of the workload's own
+//! time (`seconds=`, see `mod.rs`); for Fig. 1
 //! the overhead over the no-allocation bound (time − bound, the issue's
 //! measure of an allocator's cost) and the time over the bound (the same
 //! for FT and MG, whose bound reuses freed arrays); for every
@@ -26,6 +27,7 @@ pub struct Summary {
     /// "ran", or why the allocator did not run.
     pub status: String,
     pub runs: usize,
+    /// The workload's own time (not the process's wall time), median.
     pub wall_median_s: Option<f64>,
     pub wall_min_s: Option<f64>,
     pub wall_max_s: Option<f64>,
@@ -62,7 +64,11 @@ pub fn summarize(cases: &[Case], allocs: &[Allocator], runs: &[Run]) -> Vec<Summ
                 .iter()
                 .filter(|r| r.case == c.label() && r.threads == c.threads && r.allocator == name)
                 .collect();
-            let good: Vec<f64> = rs.iter().filter(|r| r.ok).map(|r| r.wall_s).collect();
+            let good: Vec<f64> = rs
+                .iter()
+                .filter(|r| r.ok)
+                .filter_map(|r| r.seconds)
+                .collect();
             let have = !good.is_empty();
             out.push(Summary {
                 case: c.label(),
@@ -178,7 +184,7 @@ fn met(t: &Target) -> &'static str {
 
 fn wall(s: &Summary) -> Option<String> {
     match (s.wall_median_s, s.wall_min_s, s.wall_max_s) {
-        (Some(m), Some(lo), Some(hi)) => Some(format!("{m:.3} [{lo:.3}, {hi:.3}]")),
+        (Some(m), Some(lo), Some(hi)) => Some(format!("{m:.4} [{lo:.4}, {hi:.4}]")),
         _ => None,
     }
 }
@@ -214,7 +220,7 @@ pub fn render_text(summaries: &[Summary], targets: &[Target]) -> String {
                     t,
                     "{head} {w:>28} {:>6} {:>10} {:>8} {:>8} {:>8}",
                     answer(s),
-                    opt(s.overhead_s, 3),
+                    opt(s.overhead_s, 4),
                     opt(s.over_bound, 2),
                     opt(s.glibc_over_this, 2),
                     opt(s.speedup, 2)
@@ -230,7 +236,7 @@ pub fn render_text(summaries: &[Summary], targets: &[Target]) -> String {
     }
     let _ = writeln!(
         t,
-        "\noverhead = median wall time - the no-allocation bound's (fig1, ft, mg); /bound = time / bound;\n\
+        "\ntime = the workload's own (seconds=); overhead = median time - the no-allocation bound's (fig1, ft, mg); /bound = time / bound;\n\
          glibc/ = glibc's time / this (above 1: faster than glibc); speedup over the first thread count.\n\
          \ntargets (issue 7, item 6; recorded, not enforced):"
     );
@@ -251,7 +257,7 @@ pub fn render_markdown(summaries: &[Summary], targets: &[Target]) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "| case | threads | allocator | wall s, median [min, max] | answer | overhead s | time / bound | glibc / this | speedup |"
+        "| case | threads | allocator | time s, median [min, max] | answer | overhead s | time / bound | glibc / this | speedup |"
     );
     let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|");
     for s in summaries {
@@ -264,7 +270,7 @@ pub fn render_markdown(summaries: &[Summary], targets: &[Target]) -> String {
                     s.threads,
                     s.allocator,
                     answer(s),
-                    opt(s.overhead_s, 3),
+                    opt(s.overhead_s, 4),
                     opt(s.over_bound, 2),
                     opt(s.glibc_over_this, 2),
                     opt(s.speedup, 2)
