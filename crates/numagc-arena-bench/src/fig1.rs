@@ -37,7 +37,8 @@ pub fn run(
     let mut a = crate::heap::Buf::filled(n, 0.0f64);
     let threads = threads.clamp(1, n);
     let per = n.div_ceil(threads);
-    let barrier = Barrier::new(threads);
+    // One block per thread; with few elements there may be fewer blocks than threads.
+    let barrier = Barrier::new(n.div_ceil(per));
     std::thread::scope(|s| {
         for (t, block) in a.chunks_mut(per).enumerate() {
             let barrier = &barrier;

@@ -195,3 +195,22 @@ fn bad_arguments_are_refused_by_name() {
         );
     }
 }
+
+/// Fig. 1 with more threads than blocks of A (5 elements on 4 threads make
+/// 3 blocks of 2): every block's thread meets at the with-loop's barrier.
+#[test]
+fn fig1_with_more_threads_than_blocks() {
+    check_ok(
+        &[
+            "fig1",
+            "--x",
+            "1000",
+            "--total",
+            "5000",
+            "--iterations",
+            "3",
+        ],
+        "4",
+        None,
+    );
+}
