@@ -281,16 +281,29 @@ fn breakdown_reads_each_runtimes_own_accounting() {
     assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("mutator s"), "{out}");
     let md = std::fs::read_to_string(dir.join("out.md")).expect("markdown written");
-    assert!(md.contains("| parfib | 2 | haskell |") && md.contains("| parfib | 2 | numagc |"), "{md}");
-    assert!(md.contains("| parfib | 2 | haskell | ") && md.contains("| 0.050 |"), "{md}");
+    assert!(
+        md.contains("| parfib | 2 | haskell |") && md.contains("| parfib | 2 | numagc |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| parfib | 2 | haskell | ") && md.contains("| 0.050 |"),
+        "{md}"
+    );
     let v = read_json(&json);
     let b = v["breakdown"].as_array().unwrap();
     assert_eq!(b.len(), 2, "{b:?}");
-    let of = |rt: &str| b.iter().find(|r| r["runtime"] == rt).unwrap_or_else(|| panic!("{rt} in {b:?}"));
+    let of = |rt: &str| {
+        b.iter()
+            .find(|r| r["runtime"] == rt)
+            .unwrap_or_else(|| panic!("{rt} in {b:?}"))
+    };
     let n = of("numagc");
     assert_eq!(n["ok"], true);
     // parfib boxes every result: at least 16 bytes per call of fib(30).
-    assert!(n["accounting"]["allocated_bytes"].as_u64().unwrap() > 16 * 1_000_000, "{n}");
+    assert!(
+        n["accounting"]["allocated_bytes"].as_u64().unwrap() > 16 * 1_000_000,
+        "{n}"
+    );
     assert!(n["accounting"]["gc_s"].as_f64().is_some(), "{n}");
     let h = of("haskell");
     assert_eq!(h["ok"], true);

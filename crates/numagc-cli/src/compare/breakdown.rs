@@ -69,39 +69,91 @@ pub fn parse(runtime: &str, stderr: &str, wall_s: f64, k: usize) -> Accounting {
     let share = |gc: f64, workers: f64| (wall_s > 0.0).then(|| gc / (wall_s * workers));
     match runtime {
         "numagc" => {
-            let line = stderr.lines().find_map(|l| l.strip_prefix("numagc-account "));
+            let line = stderr
+                .lines()
+                .find_map(|l| l.strip_prefix("numagc-account "));
             let field = |name: &str| {
-                line.and_then(|l| l.split_whitespace().find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse::<u64>().ok()))
+                line.and_then(|l| {
+                    l.split_whitespace().find_map(|kv| {
+                        kv.strip_prefix(name)?
+                            .strip_prefix('=')?
+                            .parse::<u64>()
+                            .ok()
+                    })
+                })
             };
             let gc_s = field("gc_ns").map(|ns| ns as f64 / 1e9);
-            Accounting { gc_s, gc_share: gc_s.and_then(|g| share(g, k as f64)), allocated_bytes: field("allocated_bytes") }
+            Accounting {
+                gc_s,
+                gc_share: gc_s.and_then(|g| share(g, k as f64)),
+                allocated_bytes: field("allocated_bytes"),
+            }
         }
         "haskell" => {
             // "  GC      time    0.010s  (  0.005s elapsed)"
-            let gc_s = stderr.lines().find(|l| l.trim_start().starts_with("GC ")).and_then(|l| {
-                let inner = l.split('(').nth(1)?;
-                inner.trim().strip_suffix("elapsed)")?.trim().strip_suffix('s')?.parse::<f64>().ok()
-            });
+            let gc_s = stderr
+                .lines()
+                .find(|l| l.trim_start().starts_with("GC "))
+                .and_then(|l| {
+                    let inner = l.split('(').nth(1)?;
+                    inner
+                        .trim()
+                        .strip_suffix("elapsed)")?
+                        .trim()
+                        .strip_suffix('s')?
+                        .parse::<f64>()
+                        .ok()
+                });
             // "   4,057,360 bytes allocated in the heap"
-            let allocated = stderr.lines().find(|l| l.contains("bytes allocated in the heap")).and_then(|l| {
-                l.split_whitespace().next()?.replace(',', "").parse::<u64>().ok()
-            });
-            Accounting { gc_s, gc_share: gc_s.and_then(|g| share(g, 1.0)), allocated_bytes: allocated }
+            let allocated = stderr
+                .lines()
+                .find(|l| l.contains("bytes allocated in the heap"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .next()?
+                        .replace(',', "")
+                        .parse::<u64>()
+                        .ok()
+                });
+            Accounting {
+                gc_s,
+                gc_share: gc_s.and_then(|g| share(g, 1.0)),
+                allocated_bytes: allocated,
+            }
         }
         "java-parallelgc" | "java-g1" => {
             // "[0.119s][info][gc] GC(1) Pause Young (Allocation Failure) 95M->0M(457M) 1.105ms"
             let pauses: Vec<f64> = stderr
                 .lines()
                 .filter(|l| l.contains("[gc]") && l.contains(" Pause "))
-                .filter_map(|l| l.split_whitespace().last()?.strip_suffix("ms")?.parse::<f64>().ok())
+                .filter_map(|l| {
+                    l.split_whitespace()
+                        .last()?
+                        .strip_suffix("ms")?
+                        .parse::<f64>()
+                        .ok()
+                })
                 .collect();
             let saw_log = stderr.contains("[gc]");
             let gc_s = saw_log.then(|| pauses.iter().fold(0.0, |a, p| a + p) / 1e3);
-            Accounting { gc_s, gc_share: gc_s.and_then(|g| share(g, 1.0)), allocated_bytes: None }
+            Accounting {
+                gc_s,
+                gc_share: gc_s.and_then(|g| share(g, 1.0)),
+                allocated_bytes: None,
+            }
         }
         "ocaml" => {
-            let words = stderr.lines().find_map(|l| l.strip_prefix("allocated_words:")?.trim().parse::<u64>().ok());
-            Accounting { gc_s: None, gc_share: None, allocated_bytes: words.map(|w| w * 8) }
+            let words = stderr.lines().find_map(|l| {
+                l.strip_prefix("allocated_words:")?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            });
+            Accounting {
+                gc_s: None,
+                gc_share: None,
+                allocated_bytes: words.map(|w| w * 8),
+            }
         }
         _ => Accounting::default(),
     }
@@ -113,11 +165,19 @@ mod tests {
 
     #[test]
     fn numagc_line_round_trips() {
-        let a = parse("numagc", &format!("noise\n{}\n", numagc_line(500_000_000, 4096)), 1.0, 2);
+        let a = parse(
+            "numagc",
+            &format!("noise\n{}\n", numagc_line(500_000_000, 4096)),
+            1.0,
+            2,
+        );
         assert_eq!(a.gc_s, Some(0.5));
         assert_eq!(a.gc_share, Some(0.25));
         assert_eq!(a.allocated_bytes, Some(4096));
-        assert_eq!(parse("numagc", "no account here", 1.0, 2), Accounting::default());
+        assert_eq!(
+            parse("numagc", "no account here", 1.0, 2),
+            Accounting::default()
+        );
     }
 
     #[test]
@@ -133,7 +193,8 @@ mod tests {
 
     #[test]
     fn java_pauses_are_summed_and_concurrent_phases_left_out() {
-        let err = "[0.119s][info][gc] GC(1) Pause Young (Allocation Failure) 95M->0M(457M) 1.500ms\n\
+        let err =
+            "[0.119s][info][gc] GC(1) Pause Young (Allocation Failure) 95M->0M(457M) 1.500ms\n\
                    [0.2s][info][gc] GC(2) Concurrent Mark Cycle 30.000ms\n\
                    [0.3s][info][gc] GC(2) Pause Remark 20M->20M(64M) 2.500ms\n";
         let a = parse("java-g1", err, 0.5, 2);
@@ -145,7 +206,12 @@ mod tests {
 
     #[test]
     fn ocaml_allocation_is_read() {
-        let a = parse("ocaml", "allocated_words: 485714\nminor_words: 485714\n", 1.0, 1);
+        let a = parse(
+            "ocaml",
+            "allocated_words: 485714\nminor_words: 485714\n",
+            1.0,
+            1,
+        );
         assert_eq!(a.allocated_bytes, Some(485_714 * 8));
         assert_eq!(a.gc_s, None);
     }

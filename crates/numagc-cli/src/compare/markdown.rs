@@ -25,16 +25,31 @@ pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) 
                     s.runtime,
                     opt(s.cpu_median_s, 3),
                     opt(s.max_rss_median_kib.map(|k| k as f64 / 1024.0), 1),
-                    if s.answers_ok == Some(true) { "ok" } else { "**wrong**" },
-                    if s.runtime == "numagc" { "-".into() } else { opt(s.numagc_over_this, 2) },
+                    if s.answers_ok == Some(true) {
+                        "ok"
+                    } else {
+                        "**wrong**"
+                    },
+                    if s.runtime == "numagc" {
+                        "-".into()
+                    } else {
+                        opt(s.numagc_over_this, 2)
+                    },
                 );
             }
             _ => {
-                let _ = writeln!(t, "| {} | {} | {} | {} | | | | |", s.benchmark, s.vprocs, s.runtime, s.status);
+                let _ = writeln!(
+                    t,
+                    "| {} | {} | {} | {} | | | | |",
+                    s.benchmark, s.vprocs, s.runtime, s.status
+                );
             }
         }
     }
-    let _ = writeln!(t, "\nBest peer (fastest median wall time with the right answer):\n");
+    let _ = writeln!(
+        t,
+        "\nBest peer (fastest median wall time with the right answer):\n"
+    );
     let _ = writeln!(t, "| benchmark | K | best peer | numagc / best |");
     let _ = writeln!(t, "|---|---|---|---|");
     for b in bests {
@@ -48,23 +63,25 @@ pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) 
         );
     }
     if !accounts.is_empty() {
-        let _ = writeln!(t, "\nEach runtime's own accounting (one more run each, `--breakdown`):\n");
-        let _ = writeln!(t, "| benchmark | K | runtime | wall s | GC s | GC % | mutator s | allocated MB |");
+        let _ = writeln!(
+            t,
+            "\nEach runtime's own accounting (one more run each, `--breakdown`):\n"
+        );
+        let _ = writeln!(
+            t,
+            "| benchmark | K | runtime | wall s | GC s | GC % | mutator s | allocated MB |"
+        );
         let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
         for r in accounts {
-            let a = &r.accounting;
+            let [b, k, rt, wall, gc, share, mutator, alloc, flag] = r.cells();
+            let flag = if flag.is_empty() {
+                ""
+            } else {
+                " **failed or wrong**"
+            };
             let _ = writeln!(
                 t,
-                "| {} | {} | {} | {:.3} | {} | {} | {} | {} |{}",
-                r.benchmark,
-                r.vprocs,
-                r.runtime,
-                r.wall_s,
-                opt(a.gc_s, 3),
-                opt(a.gc_share.map(|x| x * 100.0), 1),
-                opt(a.gc_share.map(|x| r.wall_s * (1.0 - x)), 3),
-                opt(a.allocated_bytes.map(|b| b as f64 / 1e6), 1),
-                if r.ok { "" } else { " **failed or wrong**" }
+                "| {b} | {k} | {rt} | {wall} | {gc} | {share} | {mutator} | {alloc} |{flag}"
             );
         }
     }
