@@ -41,6 +41,20 @@
 #define NUMAGC_ABI_VERSION 1
 
 /**
+ * The direction of one case of a choice (`numagc_sel`, `numagc_case`).
+ */
+typedef enum numagc_dir {
+  /**
+   * Receive a value from the channel.
+   */
+  NUMAGC_RECV = 0,
+  /**
+   * Send `value` on the channel.
+   */
+  NUMAGC_SEND = 1,
+} numagc_dir;
+
+/**
  * What a value is.
  */
 typedef enum numagc_kind {
@@ -65,20 +79,6 @@ typedef enum numagc_kind {
    */
   NUMAGC_KIND_MIXED = 4,
 } numagc_kind;
-
-/**
- * The direction of one case of a choice (`numagc_sel`, `numagc_case`).
- */
-typedef enum numagc_dir {
-  /**
-   * Receive a value from the channel.
-   */
-  NUMAGC_RECV = 0,
-  /**
-   * Send `value` on the channel.
-   */
-  NUMAGC_SEND = 1,
-} numagc_dir;
 
 /**
  * What a numagc function returns: `NUMAGC_OK` (0) or the reason it
@@ -199,28 +199,26 @@ typedef struct numagc_runtime numagc_runtime;
 typedef struct numagc_scope numagc_scope;
 
 /**
- * The id of a registered mixed-object descriptor.
- */
-typedef uint32_t numagc_desc;
-
-/**
- * A C callback run on a vproc. `scope` is valid only on this thread and
- * only until the callback returns. Return 0 (`NUMAGC_OK`) on success; any
- * other value is handed back by `numagc_run_on` / `numagc_run_each`.
- */
-typedef int (*numagc_callback)(struct numagc_scope *scope, void *user_data);
-
-/**
- * An open root frame, as returned by `numagc_frame_enter`.
- */
-typedef uint64_t numagc_frame;
-
-/**
  * A value held by C code: an immediate integer (bit 0 set) or a handle to
  * a root slot of the current callback (bit 0 clear). Never a heap address.
  * 0 is not a valid value.
  */
 typedef uint64_t numagc_value;
+
+/**
+ * One case of a direct-style `numagc_select`: receive from `channel`, or
+ * send `value` on it (`value` is ignored for a receive).
+ */
+typedef struct numagc_sel {
+  struct numagc_channel *channel;
+  enum numagc_dir dir;
+  numagc_value value;
+} numagc_sel;
+
+/**
+ * The id of a registered mixed-object descriptor.
+ */
+typedef uint32_t numagc_desc;
 
 /**
  * The id of a global root (0 is never an id).
@@ -243,14 +241,16 @@ typedef int (*numagc_task_fn)(struct numagc_scope *scope,
                               numagc_value *result);
 
 /**
- * One case of a direct-style `numagc_select`: receive from `channel`, or
- * send `value` on it (`value` is ignored for a receive).
+ * A C callback run on a vproc. `scope` is valid only on this thread and
+ * only until the callback returns. Return 0 (`NUMAGC_OK`) on success; any
+ * other value is handed back by `numagc_run_on` / `numagc_run_each`.
  */
-typedef struct numagc_sel {
-  struct numagc_channel *channel;
-  enum numagc_dir dir;
-  numagc_value value;
-} numagc_sel;
+typedef int (*numagc_callback)(struct numagc_scope *scope, void *user_data);
+
+/**
+ * An open root frame, as returned by `numagc_frame_enter`.
+ */
+typedef uint64_t numagc_frame;
 
 /**
  * A thread's body or continuation. It runs on some vproc with a scope of
@@ -292,169 +292,53 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The message of the last failed numagc call on this thread, or "" if
- * none has failed. Successful calls leave it alone. The string belongs to
- * the library and stays valid until the next failing call on this thread.
+ * A new synchronous channel of `rt`. `*out` is NULL on failure. Channels
+ * may be used from any vproc, by callbacks, tasks and threads, and by
+ * several at once.
  */
-const char *numagc_last_error(void);
+int numagc_channel_new(const struct numagc_runtime *rt, struct numagc_channel **out_ch);
 
 /**
- * The name of a status code ("NUMAGC_ERR_HEAP_LIMIT"), or "unknown status"
- * for a code that is none of them. The string is static.
+ * Frees a channel; NULL is ignored. Threads queued on it keep what they
+ * need and are dropped with the runtime if nobody completes them; later
+ * uses of `ch` return `NUMAGC_ERR_BAD_VALUE`, and so does a second free or
+ * a free after the runtime was freed (which frees its channels).
  */
-const char *numagc_status_name(int code);
+int numagc_channel_free(struct numagc_channel *ch);
 
 /**
- * A configuration with every setting at its default (not read from the
- * environment: see `numagc_config_from_env`). NULL only on an internal
- * error, with `numagc_last_error()` saying which.
+ * The number of offers (of threads or waiting callbacks) queued on `ch`,
+ * counting entries of choices that completed elsewhere and were not yet
+ * cleared: 1 after a thread blocked on it alone, for instance.
  */
-struct numagc_config *numagc_config_new(void);
+int numagc_channel_waiting(struct numagc_channel *ch, size_t *out_n);
 
 /**
- * A configuration with the defaults overridden by every `NUMAGC_*`
- * environment variable that is set. `*out` is NULL on failure
- * (`NUMAGC_ERR_INVALID_CONFIG` for a refused variable).
+ * Sends `value` on `ch` (it is promoted) and waits until a receiver has
+ * taken it. While it waits, the vproc keeps its duties: it joins
+ * collections and runs other threads and stolen tasks. `NUMAGC_ERR_MISUSE`
+ * inside a thread body (return `numagc_next_send` instead) or for a
+ * channel of another runtime; `NUMAGC_ERR_BAD_VALUE` for a freed channel.
  */
-int numagc_config_from_env(struct numagc_config **out_cfg);
+int numagc_send(struct numagc_scope *scope, struct numagc_channel *ch, numagc_value value);
 
 /**
- * Sets one setting by its name as on the command line (`"local-heap"`,
- * `"vprocs"`, `"verify"`, ...; `numagc info` lists them) to `value` as
- * text (`"16M"`, `"2"`, `"true"`). `NUMAGC_ERR_INVALID_CONFIG` names an
- * unknown setting or a value outside its range; ranges that depend on
- * other settings are checked by `numagc_runtime_new`.
+ * Waits for a value on `ch`; `*out` is a handle in the innermost frame
+ * (to a global object) or an immediate. As `numagc_send` otherwise.
  */
-int numagc_config_set(struct numagc_config *cfg, const char *name, const char *value);
+int numagc_recv(struct numagc_scope *scope, struct numagc_channel *ch, numagc_value *out_value);
 
 /**
- * Frees a configuration; NULL is ignored.
+ * Waits until one of the `n` cases can complete and completes it alone
+ * (the first one in order when several can). `*out_index` is its index and
+ * `*out_value` the value received (`NUMAGC_NIL` for a send). No cases is
+ * `NUMAGC_ERR_MISUSE` (it would wait for ever), as `numagc_send` otherwise.
  */
-int numagc_config_free(struct numagc_config *cfg);
-
-/**
- * Starts a runtime with the configuration `cfg` (which stays the
- * caller's: free it when done). `*out` is NULL on failure:
- * `NUMAGC_ERR_INVALID_CONFIG` when the settings do not fit together,
- * `NUMAGC_ERR_OS` when memory or threads cannot be had.
- */
-int numagc_runtime_new(const struct numagc_config *cfg, struct numagc_runtime **out_rt);
-
-/**
- * Stops a runtime: waits for its vprocs to finish their callbacks, frees
- * its global roots, its heap and its threads. NULL is ignored. Refused
- * with `NUMAGC_ERR_MISUSE` from inside a callback.
- */
-int numagc_runtime_free(struct numagc_runtime *rt);
-
-/**
- * The number of vprocs of the runtime.
- */
-int numagc_runtime_vprocs(const struct numagc_runtime *rt, size_t *out_n);
-
-/**
- * Registers a mixed-object descriptor: objects of `size` words whose
- * fields at the `n_offsets` offsets in `pointer_offsets` hold values
- * (handles or immediates), the others raw 64-bit words. A mutable
- * descriptor's objects live in the global heap and accept
- * `numagc_set` / `numagc_set_raw`. `name` is for messages.
- * `NUMAGC_ERR_INVALID_DESCRIPTOR` for a size of 0 or over 2^20 words
- * (mixed objects are records: bulk data goes in vectors, arrays and raw
- * objects), an offset out of range or listed twice, or a full table. May be called at any time, from any
- * thread, callbacks included.
- */
-int numagc_register_mixed(const struct numagc_runtime *rt,
-                          const char *name,
-                          size_t size,
-                          const size_t *pointer_offsets,
-                          size_t n_offsets,
-                          bool is_mutable,
-                          numagc_desc *out_desc);
-
-/**
- * Runs `callback(scope, user_data)` on vproc `vproc` and waits for it.
- * Returns the callback's nonzero result unchanged (the message quotes the
- * vproc's last error), `NUMAGC_ERR_UNBALANCED_FRAME` if it returned 0
- * with frames open, `NUMAGC_ERR_MISUSE` for a vproc that does not exist
- * or a call from inside a callback.
- */
-int numagc_run_on(const struct numagc_runtime *rt,
-                  size_t vproc,
-                  numagc_callback callback,
-                  void *user_data);
-
-/**
- * Runs `callback(scope, user_data)` on every vproc at once, each with a
- * scope of its own and the same `user_data` (synchronise your accesses to
- * it), and waits for all. Returns the first nonzero result in vproc order,
- * as `numagc_run_on` would.
- */
-int numagc_run_each(const struct numagc_runtime *rt, numagc_callback callback, void *user_data);
-
-/**
- * The runtime's statistics as JSON (per vproc and in total: collections
- * with counts and times, bytes allocated, copied and promoted, pauses,
- * global heap per node, NUMA locality), as of the last finished callback
- * or global collection of each vproc. Free `*out` with
- * `numagc_string_free`.
- */
-int numagc_stats_json(const struct numagc_runtime *rt, char **out_json);
-
-/**
- * Frees a string returned by the library; NULL is ignored.
- */
-int numagc_string_free(char *s);
-
-/**
- * Opens a root frame: handles made from now on belong to it until
- * `numagc_frame_leave(scope, *out)`.
- */
-int numagc_frame_enter(struct numagc_scope *scope, numagc_frame *out_frame);
-
-/**
- * Leaves `frame`, which must be the innermost open frame, and drops every
- * handle made in it (using one afterwards gives `NUMAGC_ERR_BAD_VALUE`).
- * `NUMAGC_ERR_UNBALANCED_FRAME`, changing nothing, for any other frame.
- */
-int numagc_frame_leave(struct numagc_scope *scope, numagc_frame frame);
-
-/**
- * Leaves `frame` as `numagc_frame_leave` does but keeps `value`: `*out`
- * is a handle to it in the enclosing frame (or the immediate itself).
- */
-int numagc_frame_return(struct numagc_scope *scope,
-                        numagc_frame frame,
-                        numagc_value value,
-                        numagc_value *out_value);
-
-/**
- * A new handle in the innermost frame holding `value`, even an immediate:
- * a variable for `numagc_assign` (in the spirit of OCaml's `CAMLlocal`).
- */
-int numagc_local(struct numagc_scope *scope, numagc_value value, numagc_value *out_var);
-
-/**
- * Stores `value` into the handle `var`, which must be live (not an
- * immediate): every copy of `var` then reads `value`. Loops rebind a
- * variable this way instead of making a handle per iteration.
- */
-int numagc_assign(struct numagc_scope *scope, numagc_value var, numagc_value value);
-
-/**
- * The vproc this callback runs on.
- */
-int numagc_scope_vproc(struct numagc_scope *scope, size_t *out_vproc);
-
-/**
- * The number of vprocs of the runtime.
- */
-int numagc_scope_vprocs(struct numagc_scope *scope, size_t *out_n);
-
-/**
- * The number of live handles of this callback (all frames) and of open
- * frames; either output may be NULL.
- */
-int numagc_scope_handles(struct numagc_scope *scope, size_t *out_handles, size_t *out_frames);
+int numagc_select(struct numagc_scope *scope,
+                  const struct numagc_sel *cases,
+                  size_t n,
+                  size_t *out_index,
+                  numagc_value *out_value);
 
 /**
  * The immediate integer `i` as a value. Immediates need no scope, are not
@@ -683,53 +567,169 @@ int numagc_par2(struct numagc_scope *scope,
                 numagc_value *out_b);
 
 /**
- * A new synchronous channel of `rt`. `*out` is NULL on failure. Channels
- * may be used from any vproc, by callbacks, tasks and threads, and by
- * several at once.
+ * A configuration with every setting at its default (not read from the
+ * environment: see `numagc_config_from_env`). NULL only on an internal
+ * error, with `numagc_last_error()` saying which.
  */
-int numagc_channel_new(const struct numagc_runtime *rt, struct numagc_channel **out_ch);
+struct numagc_config *numagc_config_new(void);
 
 /**
- * Frees a channel; NULL is ignored. Threads queued on it keep what they
- * need and are dropped with the runtime if nobody completes them; later
- * uses of `ch` return `NUMAGC_ERR_BAD_VALUE`, and so does a second free or
- * a free after the runtime was freed (which frees its channels).
+ * A configuration with the defaults overridden by every `NUMAGC_*`
+ * environment variable that is set. `*out` is NULL on failure
+ * (`NUMAGC_ERR_INVALID_CONFIG` for a refused variable).
  */
-int numagc_channel_free(struct numagc_channel *ch);
+int numagc_config_from_env(struct numagc_config **out_cfg);
 
 /**
- * The number of offers (of threads or waiting callbacks) queued on `ch`,
- * counting entries of choices that completed elsewhere and were not yet
- * cleared: 1 after a thread blocked on it alone, for instance.
+ * Sets one setting by its name as on the command line (`"local-heap"`,
+ * `"vprocs"`, `"verify"`, ...; `numagc info` lists them) to `value` as
+ * text (`"16M"`, `"2"`, `"true"`). `NUMAGC_ERR_INVALID_CONFIG` names an
+ * unknown setting or a value outside its range; ranges that depend on
+ * other settings are checked by `numagc_runtime_new`.
  */
-int numagc_channel_waiting(struct numagc_channel *ch, size_t *out_n);
+int numagc_config_set(struct numagc_config *cfg, const char *name, const char *value);
 
 /**
- * Sends `value` on `ch` (it is promoted) and waits until a receiver has
- * taken it. While it waits, the vproc keeps its duties: it joins
- * collections and runs other threads and stolen tasks. `NUMAGC_ERR_MISUSE`
- * inside a thread body (return `numagc_next_send` instead) or for a
- * channel of another runtime; `NUMAGC_ERR_BAD_VALUE` for a freed channel.
+ * Frees a configuration; NULL is ignored.
  */
-int numagc_send(struct numagc_scope *scope, struct numagc_channel *ch, numagc_value value);
+int numagc_config_free(struct numagc_config *cfg);
 
 /**
- * Waits for a value on `ch`; `*out` is a handle in the innermost frame
- * (to a global object) or an immediate. As `numagc_send` otherwise.
+ * Starts a runtime with the configuration `cfg` (which stays the
+ * caller's: free it when done). `*out` is NULL on failure:
+ * `NUMAGC_ERR_INVALID_CONFIG` when the settings do not fit together,
+ * `NUMAGC_ERR_OS` when memory or threads cannot be had.
  */
-int numagc_recv(struct numagc_scope *scope, struct numagc_channel *ch, numagc_value *out_value);
+int numagc_runtime_new(const struct numagc_config *cfg, struct numagc_runtime **out_rt);
 
 /**
- * Waits until one of the `n` cases can complete and completes it alone
- * (the first one in order when several can). `*out_index` is its index and
- * `*out_value` the value received (`NUMAGC_NIL` for a send). No cases is
- * `NUMAGC_ERR_MISUSE` (it would wait for ever), as `numagc_send` otherwise.
+ * Stops a runtime: waits for its vprocs to finish their callbacks, frees
+ * its global roots, its heap and its threads. NULL is ignored. Refused
+ * with `NUMAGC_ERR_MISUSE` from inside a callback.
  */
-int numagc_select(struct numagc_scope *scope,
-                  const struct numagc_sel *cases,
-                  size_t n,
-                  size_t *out_index,
-                  numagc_value *out_value);
+int numagc_runtime_free(struct numagc_runtime *rt);
+
+/**
+ * The number of vprocs of the runtime.
+ */
+int numagc_runtime_vprocs(const struct numagc_runtime *rt, size_t *out_n);
+
+/**
+ * Registers a mixed-object descriptor: objects of `size` words whose
+ * fields at the `n_offsets` offsets in `pointer_offsets` hold values
+ * (handles or immediates), the others raw 64-bit words. A mutable
+ * descriptor's objects live in the global heap and accept
+ * `numagc_set` / `numagc_set_raw`. `name` is for messages.
+ * `NUMAGC_ERR_INVALID_DESCRIPTOR` for a size of 0 or over 2^20 words
+ * (mixed objects are records: bulk data goes in vectors, arrays and raw
+ * objects), an offset out of range or listed twice, or a full table. May be called at any time, from any
+ * thread, callbacks included.
+ */
+int numagc_register_mixed(const struct numagc_runtime *rt,
+                          const char *name,
+                          size_t size,
+                          const size_t *pointer_offsets,
+                          size_t n_offsets,
+                          bool is_mutable,
+                          numagc_desc *out_desc);
+
+/**
+ * Runs `callback(scope, user_data)` on vproc `vproc` and waits for it.
+ * Returns the callback's nonzero result unchanged (the message quotes the
+ * vproc's last error), `NUMAGC_ERR_UNBALANCED_FRAME` if it returned 0
+ * with frames open, `NUMAGC_ERR_MISUSE` for a vproc that does not exist
+ * or a call from inside a callback.
+ */
+int numagc_run_on(const struct numagc_runtime *rt,
+                  size_t vproc,
+                  numagc_callback callback,
+                  void *user_data);
+
+/**
+ * Runs `callback(scope, user_data)` on every vproc at once, each with a
+ * scope of its own and the same `user_data` (synchronise your accesses to
+ * it), and waits for all. Returns the first nonzero result in vproc order,
+ * as `numagc_run_on` would.
+ */
+int numagc_run_each(const struct numagc_runtime *rt, numagc_callback callback, void *user_data);
+
+/**
+ * The runtime's statistics as JSON (per vproc and in total: collections
+ * with counts and times, bytes allocated, copied and promoted, pauses,
+ * global heap per node, NUMA locality), as of the last finished callback
+ * or global collection of each vproc. Free `*out` with
+ * `numagc_string_free`.
+ */
+int numagc_stats_json(const struct numagc_runtime *rt, char **out_json);
+
+/**
+ * Frees a string returned by the library; NULL is ignored.
+ */
+int numagc_string_free(char *s);
+
+/**
+ * Opens a root frame: handles made from now on belong to it until
+ * `numagc_frame_leave(scope, *out)`.
+ */
+int numagc_frame_enter(struct numagc_scope *scope, numagc_frame *out_frame);
+
+/**
+ * Leaves `frame`, which must be the innermost open frame, and drops every
+ * handle made in it (using one afterwards gives `NUMAGC_ERR_BAD_VALUE`).
+ * `NUMAGC_ERR_UNBALANCED_FRAME`, changing nothing, for any other frame.
+ */
+int numagc_frame_leave(struct numagc_scope *scope, numagc_frame frame);
+
+/**
+ * Leaves `frame` as `numagc_frame_leave` does but keeps `value`: `*out`
+ * is a handle to it in the enclosing frame (or the immediate itself).
+ */
+int numagc_frame_return(struct numagc_scope *scope,
+                        numagc_frame frame,
+                        numagc_value value,
+                        numagc_value *out_value);
+
+/**
+ * A new handle in the innermost frame holding `value`, even an immediate:
+ * a variable for `numagc_assign` (in the spirit of OCaml's `CAMLlocal`).
+ */
+int numagc_local(struct numagc_scope *scope, numagc_value value, numagc_value *out_var);
+
+/**
+ * Stores `value` into the handle `var`, which must be live (not an
+ * immediate): every copy of `var` then reads `value`. Loops rebind a
+ * variable this way instead of making a handle per iteration.
+ */
+int numagc_assign(struct numagc_scope *scope, numagc_value var, numagc_value value);
+
+/**
+ * The vproc this callback runs on.
+ */
+int numagc_scope_vproc(struct numagc_scope *scope, size_t *out_vproc);
+
+/**
+ * The number of vprocs of the runtime.
+ */
+int numagc_scope_vprocs(struct numagc_scope *scope, size_t *out_n);
+
+/**
+ * The number of live handles of this callback (all frames) and of open
+ * frames; either output may be NULL.
+ */
+int numagc_scope_handles(struct numagc_scope *scope, size_t *out_handles, size_t *out_frames);
+
+/**
+ * The message of the last failed numagc call on this thread, or "" if
+ * none has failed. Successful calls leave it alone. The string belongs to
+ * the library and stays valid until the next failing call on this thread.
+ */
+const char *numagc_last_error(void);
+
+/**
+ * The name of a status code ("NUMAGC_ERR_HEAP_LIMIT"), or "unknown status"
+ * for a code that is none of them. The string is static.
+ */
+const char *numagc_status_name(int code);
 
 /**
  * Starts a thread whose body is `body`, with the `n` values of `env`

@@ -73,19 +73,15 @@ pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) 
         );
         let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
         for r in accounts {
-            let a = &r.accounting;
+            let [b, k, rt, wall, gc, share, mutator, alloc, flag] = r.cells();
+            let flag = if flag.is_empty() {
+                ""
+            } else {
+                " **failed or wrong**"
+            };
             let _ = writeln!(
                 t,
-                "| {} | {} | {} | {:.3} | {} | {} | {} | {} |{}",
-                r.benchmark,
-                r.vprocs,
-                r.runtime,
-                r.wall_s,
-                opt(a.gc_s, 3),
-                opt(a.gc_share.map(|x| x * 100.0), 1),
-                opt(a.gc_share.map(|x| r.wall_s * (1.0 - x)), 3),
-                opt(a.allocated_bytes.map(|b| b as f64 / 1e6), 1),
-                if r.ok { "" } else { " **failed or wrong**" }
+                "| {b} | {k} | {rt} | {wall} | {gc} | {share} | {mutator} | {alloc} |{flag}"
             );
         }
     }

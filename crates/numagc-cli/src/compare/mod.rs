@@ -139,6 +139,31 @@ pub struct AccountedRun {
     pub accounting: breakdown::Accounting,
 }
 
+impl AccountedRun {
+    /// The cells of its row in the breakdown tables: benchmark, K, runtime,
+    /// wall s, GC s, GC %, mutator s, allocated MB, and "failed" when the
+    /// run failed or printed another answer.
+    fn cells(&self) -> [String; 9] {
+        let a = &self.accounting;
+        let opt = |x: Option<f64>, digits: usize| x.map_or("-".into(), |v| format!("{v:.digits$}"));
+        [
+            self.benchmark.clone(),
+            self.vprocs.to_string(),
+            self.runtime.clone(),
+            format!("{:.3}", self.wall_s),
+            opt(a.gc_s, 3),
+            opt(a.gc_share.map(|x| x * 100.0), 1),
+            opt(a.gc_share.map(|x| self.wall_s * (1.0 - x)), 3),
+            opt(a.allocated_bytes.map(|b| b as f64 / 1e6), 1),
+            if self.ok {
+                String::new()
+            } else {
+                "failed".into()
+            },
+        ]
+    }
+}
+
 /// Why a run does not count: it failed, or printed another answer than
 /// the checked reference output.
 fn answer_error(m: &Measured, want: &str) -> Option<String> {
@@ -163,22 +188,15 @@ fn render_breakdown(accounts: &[AccountedRun]) -> String {
         "benchmark", "K", "runtime", "wall s", "GC s", "GC %", "mutator s", "alloc MB"
     );
     for r in accounts {
-        let acc = &r.accounting;
+        let [b, k, rt, wall, gc, share, mutator, alloc, flag] = r.cells();
         let _ = writeln!(
             t,
-            "{:<12} {:>2} {:<16} {:>8.3} {:>8} {:>7} {:>10} {:>12}{}",
-            r.benchmark,
-            r.vprocs,
-            r.runtime,
-            r.wall_s,
-            acc.gc_s.map_or("-".into(), |g| format!("{g:.3}")),
-            acc.gc_share
-                .map_or("-".into(), |x| format!("{:.1}", x * 100.0)),
-            acc.gc_share
-                .map_or("-".into(), |x| format!("{:.3}", r.wall_s * (1.0 - x))),
-            acc.allocated_bytes
-                .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6)),
-            if r.ok { "" } else { "  WRONG/FAILED" }
+            "{b:<12} {k:>2} {rt:<16} {wall:>8} {gc:>8} {share:>7} {mutator:>10} {alloc:>12}{}",
+            if flag.is_empty() {
+                ""
+            } else {
+                "  WRONG/FAILED"
+            }
         );
     }
     let _ = writeln!(
@@ -431,6 +449,19 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
         );
         let want = expected_output(*b, size)?;
         for &k in &a.vprocs {
+            // One run of `rt` (with its own accounting when `accounted`)
+            // and why it does not count, if it does not.
+            let run_checked =
+                |rt: &str, accounted: bool| -> Result<(Measured, Option<String>), String> {
+                    let Launch::Run(cmd) =
+                        launch(rt, name, class, args, k, size, &a.peers_dir, accounted)?
+                    else {
+                        unreachable!("{rt} was found runnable")
+                    };
+                    let m = measure(cmd)?;
+                    let error = answer_error(&m, &want);
+                    Ok((m, error))
+                };
             // Which runtimes run here.
             let mut active = Vec::new();
             for rt in RUNTIMES {
@@ -441,13 +472,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             }
             for rep in 0..a.repeat {
                 for &rt in &active {
-                    let Launch::Run(cmd) =
-                        launch(rt, name, class, args, k, size, &a.peers_dir, false)?
-                    else {
-                        unreachable!()
-                    };
-                    let m = measure(cmd)?;
-                    let error = answer_error(&m, &want);
+                    let (m, error) = run_checked(rt, false)?;
                     if let Some(e) = &error {
                         wrong.push(format!("{name} x{k} {rt} #{rep}: {e}"));
                     }
@@ -473,13 +498,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             }
             if a.breakdown {
                 for &rt in &active {
-                    let Launch::Run(cmd) =
-                        launch(rt, name, class, args, k, size, &a.peers_dir, true)?
-                    else {
-                        unreachable!()
-                    };
-                    let m = measure(cmd)?;
-                    let error = answer_error(&m, &want);
+                    let (m, error) = run_checked(rt, true)?;
                     if let Some(e) = &error {
                         wrong.push(format!("{name} x{k} {rt} (accounted run): {e}"));
                     }
