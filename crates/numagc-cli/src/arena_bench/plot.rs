@@ -8,8 +8,8 @@
 //!   time at the first thread count / the allocator's at each thread count,
 //!   against threads, one plot per X.
 //! - `workloads`: FT, MG, larson and xmalloc-test, glibc's time / the
-//!   allocator's at the same thread count, one point per workload and
-//!   thread count.
+//!   allocator's at the same thread count, a group of bars (one per
+//!   allocator) per workload and thread count.
 
 use super::report::Summary;
 use crate::bench::plot::{register_fonts, FONT};
@@ -81,6 +81,7 @@ pub fn write(dir: &Path, s: &[Summary], threads: &[usize]) -> Result<Vec<PathBuf
             "glibc time / allocator time",
             &labels,
             &series,
+            false,
         )?);
         for &x in &xs {
             let case = format!("fig1 X={x}");
@@ -106,6 +107,7 @@ pub fn write(dir: &Path, s: &[Summary], threads: &[usize]) -> Result<Vec<PathBuf
                 "glibc time (first thread count) / time",
                 &labels,
                 &series,
+                false,
             )?);
         }
     }
@@ -139,6 +141,7 @@ pub fn write(dir: &Path, s: &[Summary], threads: &[usize]) -> Result<Vec<PathBuf
             "glibc time / allocator time",
             &labels,
             &series,
+            true,
         )?);
     }
     Ok(written)
@@ -151,6 +154,7 @@ fn chart(
     y_desc: &str,
     labels: &[String],
     series: &[Series],
+    bars: bool,
 ) -> Result<Vec<PathBuf>, String> {
     let max = series
         .iter()
@@ -166,6 +170,7 @@ fn chart(
         labels,
         series,
         max,
+        bars,
     )
     .map_err(|e| format!("writing {}: {e}", svg.display()))?;
     let png = dir.join(format!("{stem}.png"));
@@ -176,6 +181,7 @@ fn chart(
         labels,
         series,
         max,
+        bars,
     )
     .map_err(|e| format!("writing {}: {e}", png.display()))?;
     Ok(vec![svg, png])
@@ -188,6 +194,7 @@ fn draw<DB: DrawingBackend>(
     labels: &[String],
     series: &[Series],
     max: f64,
+    bars: bool,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
@@ -216,8 +223,26 @@ where
         .label_style((FONT, 16))
         .axis_desc_style((FONT, 18))
         .draw()?;
+    let w = 0.8 / series.len().max(1) as f64;
     for (i, (name, v)) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
+        if bars {
+            let rects: Vec<Rectangle<(f64, f64)>> = v
+                .iter()
+                .enumerate()
+                .filter_map(|(j, y)| {
+                    y.map(|y| {
+                        let x0 = j as f64 - 0.4 + i as f64 * w;
+                        Rectangle::new([(x0, 0.0), (x0 + w * 0.9, y)], c.filled())
+                    })
+                })
+                .collect();
+            chart
+                .draw_series(rects)?
+                .label(name.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
+            continue;
+        }
         let pts: Vec<(f64, f64)> = v
             .iter()
             .enumerate()
