@@ -89,6 +89,12 @@ fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, bound: bool, 
                 for i in 0..x {
                     p.add(i).write(idx);
                 }
+                // Again between fill and sum: the stores must reach memory
+                // and the loads read it (otherwise the compiler forwards the
+                // stored values to the sum and, with the free just after,
+                // drops the stores: the loop would not do the same work
+                // as the bound's, whose buffer outlives the loop).
+                let p = black_box(p);
                 for i in 0..x {
                     s += p.add(i).read();
                 }
