@@ -180,7 +180,7 @@ pub(crate) struct Coordinator<J> {
 impl<J> Coordinator<J> {
     /// A coordinator of `n` vprocs whose collections wait for ever (the
     /// loom models of the other protocols).
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub fn new(n: usize) -> Self {
         Self::with_safepoint_timeout(n, None)
     }
@@ -612,7 +612,7 @@ impl<J> Coordinator<J> {
 
     /// Under loom, the timer: the deadline of every collection has passed
     /// from now on, and the vprocs waiting for it are woken.
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub fn expire(&self) {
         self.expired.store(true, Ordering::SeqCst);
         let _s = lock(&self.state);

@@ -44,7 +44,7 @@ impl ChunkCursor {
     }
 
     /// Publishes the current chunk's top in its metadata (for heap walks).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub fn publish(&self, heap: &GlobalHeap) {
         if let Some(c) = self.chunk {
             heap.space.info(c).top.store(self.top, Ordering::Release);
