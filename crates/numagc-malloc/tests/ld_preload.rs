@@ -42,9 +42,12 @@ fn build() -> (PathBuf, PathBuf) {
     (so, scratch)
 }
 
-fn compile(scratch: &Path) -> PathBuf {
+/// Compiles the C program into `scratch/name`. Each test uses its own
+/// `name`: the tests run in parallel, and executing a file that another
+/// test's `cc` is still writing fails with ETXTBSY ("Text file busy").
+fn compile(scratch: &Path, name: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/malloc_user.c");
-    let bin = scratch.join("malloc_user");
+    let bin = scratch.join(name);
     let o = Command::new("cc")
         .args(["-O1", "-Wall", "-Werror", "-pthread", "-o"])
         .arg(&bin)
@@ -59,7 +62,7 @@ fn compile(scratch: &Path) -> PathBuf {
 #[test]
 fn c_program_runs_with_the_heap_manager_as_malloc() {
     let (so, scratch) = build();
-    let bin = compile(&scratch);
+    let bin = compile(&scratch, "malloc_user_run");
     let o = Command::new(&bin).env("LD_PRELOAD", &so).output().unwrap();
     assert!(o.status.success(), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("malloc_user: ok"));
@@ -89,7 +92,7 @@ fn c_program_runs_with_the_heap_manager_as_malloc() {
 #[test]
 fn forks_of_a_multithreaded_program_can_allocate() {
     let (so, scratch) = build();
-    let bin = compile(&scratch);
+    let bin = compile(&scratch, "malloc_user_fork");
     let mut child = Command::new(&bin)
         .arg("fork")
         .env("LD_PRELOAD", &so)
