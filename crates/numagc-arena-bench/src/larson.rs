@@ -17,6 +17,7 @@
 //! own generator, so what it does does not depend on the schedule).
 
 use crate::rng::SplitMix64;
+use crate::tagged::{free_obj, new_obj, Tally};
 
 /// Sizes, counts and seed of a run.
 pub struct Params {
@@ -37,57 +38,6 @@ struct Table {
 // SAFETY: a table's objects are malloc chunks owned by the table alone;
 // moving the table to another thread moves that ownership.
 unsafe impl Send for Table {}
-
-#[derive(Default, Clone, Copy, PartialEq, Debug)]
-struct Tally {
-    allocs: u64,
-    frees: u64,
-    tag_sum: u64,
-    bad: u64,
-}
-
-impl Tally {
-    fn add(&mut self, o: Tally) {
-        self.allocs += o.allocs;
-        self.frees += o.frees;
-        self.tag_sum = self.tag_sum.wrapping_add(o.tag_sum);
-        self.bad += o.bad;
-    }
-}
-
-fn free_obj(addr: usize, size: usize, tag: u64, t: &mut Tally) {
-    let p = addr as *mut u8;
-    // SAFETY: p is a live malloc chunk of `size` >= 16 bytes written by new_obj.
-    let (a, b) = unsafe {
-        (
-            p.cast::<u64>().read_unaligned(),
-            p.add(size - 8).cast::<u64>().read_unaligned(),
-        )
-    };
-    if a != tag || b != tag {
-        t.bad += 1;
-    }
-    t.tag_sum = t.tag_sum.wrapping_add(tag);
-    t.frees += 1;
-    // SAFETY: allocated by malloc, freed once (its slot is emptied by the caller).
-    unsafe { libc::free(p.cast()) };
-}
-
-fn new_obj(size: usize, tag: u64, t: &mut Tally) -> usize {
-    // SAFETY: malloc of size >= 16; checked for NULL.
-    let p = unsafe { libc::malloc(size) }.cast::<u8>();
-    if p.is_null() {
-        eprintln!("arena-workload: malloc({size}) returned NULL");
-        std::process::exit(3);
-    }
-    // SAFETY: p holds size >= 16 bytes.
-    unsafe {
-        p.cast::<u64>().write_unaligned(tag);
-        p.add(size - 8).cast::<u64>().write_unaligned(tag);
-    }
-    t.allocs += 1;
-    p as usize
-}
 
 fn step(table: &mut Table, p: &Params, t: &mut Tally) {
     let i = table.rng.range(0, p.slots - 1);

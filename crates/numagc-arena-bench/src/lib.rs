@@ -30,6 +30,7 @@ mod malloc_origin;
 mod mg;
 mod par;
 mod rng;
+mod tagged;
 mod timing;
 mod xmalloc;
 

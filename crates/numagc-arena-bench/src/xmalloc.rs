@@ -14,6 +14,7 @@
 //! allocates nothing.
 
 use crate::rng::SplitMix64;
+use crate::tagged::{free_obj, new_obj, Tally};
 use std::sync::mpsc::sync_channel;
 use std::sync::Mutex;
 
@@ -32,52 +33,21 @@ struct Batch(Vec<(usize, usize, u64)>);
 // SAFETY: the batch owns its malloc chunks; sending it hands them over.
 unsafe impl Send for Batch {}
 
-#[derive(Default, Clone, Copy, PartialEq, Debug)]
-struct Tally {
-    allocs: u64,
-    frees: u64,
-    tag_sum: u64,
-    bad: u64,
-}
-
-fn produce(rng: &mut SplitMix64, p: &Params) -> Batch {
+/// A batch of `p.batch` tagged objects, counted in `t`.
+fn produce(rng: &mut SplitMix64, p: &Params, t: &mut Tally) -> Batch {
     let mut b = Vec::with_capacity(p.batch);
     for _ in 0..p.batch {
         let size = rng.range(p.min, p.max);
         let tag = rng.next_u64();
-        // SAFETY: malloc of size >= 16; checked for NULL.
-        let o = unsafe { libc::malloc(size) }.cast::<u8>();
-        if o.is_null() {
-            eprintln!("arena-workload: malloc({size}) returned NULL");
-            std::process::exit(3);
-        }
-        // SAFETY: o holds size >= 16 bytes.
-        unsafe {
-            o.cast::<u64>().write_unaligned(tag);
-            o.add(size - 8).cast::<u64>().write_unaligned(tag);
-        }
-        b.push((o as usize, size, tag));
+        b.push((new_obj(size, tag, t), size, tag));
     }
     Batch(b)
 }
 
+/// Checks, counts and frees a batch made on another thread.
 fn consume(b: Batch, t: &mut Tally) {
     for (addr, size, tag) in b.0 {
-        let o = addr as *mut u8;
-        // SAFETY: a live chunk of size >= 16 bytes written by produce.
-        let (x, y) = unsafe {
-            (
-                o.cast::<u64>().read_unaligned(),
-                o.add(size - 8).cast::<u64>().read_unaligned(),
-            )
-        };
-        if x != tag || y != tag {
-            t.bad += 1;
-        }
-        t.tag_sum = t.tag_sum.wrapping_add(tag);
-        t.frees += 1;
-        // SAFETY: from malloc, freed once (the batch is consumed by value).
-        unsafe { libc::free(o.cast()) };
+        free_obj(addr, size, tag, t);
     }
 }
 
@@ -113,15 +83,14 @@ pub fn run(p: &Params, fault: bool) -> Result<String, String> {
             let tx = tx.clone();
             producers.push(s.spawn(move || {
                 let mut rng = SplitMix64(p.seed.wrapping_add(k as u64));
-                let mut n = 0u64;
+                let mut t = Tally::default();
                 for _ in 0..p.batches {
-                    let b = produce(&mut rng, p);
-                    n += b.0.len() as u64;
+                    let b = produce(&mut rng, p, &mut t);
                     if tx.send(b).is_err() {
                         break;
                     }
                 }
-                n
+                t
             }));
         }
         drop(tx);
@@ -141,19 +110,11 @@ pub fn run(p: &Params, fault: bool) -> Result<String, String> {
                 })
             })
             .collect();
-        for h in producers {
+        // Producers only allocate and consumers only free, so the two
+        // tallies add up without counting anything twice.
+        for h in producers.into_iter().chain(consumers) {
             match h.join() {
-                Ok(n) => total.allocs += n,
-                Err(_) => failed = true,
-            }
-        }
-        for h in consumers {
-            match h.join() {
-                Ok(t) => {
-                    total.frees += t.frees;
-                    total.tag_sum = total.tag_sum.wrapping_add(t.tag_sum);
-                    total.bad += t.bad;
-                }
+                Ok(t) => total.add(t),
                 Err(_) => failed = true,
             }
         }
