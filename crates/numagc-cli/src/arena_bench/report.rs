@@ -14,6 +14,7 @@
 use super::allocators::Allocator;
 use super::{Case, Run};
 use crate::bench::record::median;
+use crate::bench::table::opt;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -168,10 +169,6 @@ pub fn targets(summaries: &[Summary], threads: &[usize]) -> Vec<Target> {
         }
     }
     t
-}
-
-fn opt(x: Option<f64>, digits: usize) -> String {
-    x.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
 
 fn met(t: &Target) -> &'static str {

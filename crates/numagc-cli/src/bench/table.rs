@@ -2,6 +2,13 @@
 
 use super::record::Summary;
 
+/// `x` with `digits` decimals, or "-" when there is none: the cell of a
+/// figure that a run may lack (the harness's, `compare`'s and
+/// `arena-bench`'s tables).
+pub fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
 const HEADER: [&str; 13] = [
     "benchmark",
     "policy",

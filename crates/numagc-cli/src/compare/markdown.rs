@@ -3,11 +3,8 @@
 //! file as it is written, so the figures there are never typed by hand).
 
 use super::{AccountedRun, Best, Summary};
+use crate::bench::table::opt;
 use std::fmt::Write;
-
-fn opt(x: Option<f64>, digits: usize) -> String {
-    x.map_or("-".into(), |v| format!("{v:.digits$}"))
-}
 
 /// Results, best peers and (when there are accounted runs) the breakdown.
 pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) -> String {

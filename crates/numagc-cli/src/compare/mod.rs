@@ -145,7 +145,7 @@ impl AccountedRun {
     /// run failed or printed another answer.
     fn cells(&self) -> [String; 9] {
         let a = &self.accounting;
-        let opt = |x: Option<f64>, digits: usize| x.map_or("-".into(), |v| format!("{v:.digits$}"));
+        use crate::bench::table::opt;
         [
             self.benchmark.clone(),
             self.vprocs.to_string(),
