@@ -44,6 +44,7 @@ pub mod size_class;
 mod subheap;
 mod sync;
 mod thread_heap;
+mod thread_id;
 
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -92,6 +93,7 @@ pub fn alloc_zeroed(size: usize, align: usize) -> *mut u8 {
 ///
 /// # Safety
 /// If `ptr` is a live chunk, nobody uses it after this call.
+#[inline(always)]
 pub unsafe fn try_free(ptr: *mut u8) -> Result<(), Misuse> {
     // SAFETY: passed on from the caller.
     unsafe { thread_heap::free(ptr) }

@@ -3,16 +3,19 @@
 //! clear message").
 //!
 //! Every free is checked, in release builds too, because the checks are a
-//! few loads (a bit in the region map, a header word, a bit per chunk):
+//! few instructions (a bit in the region map, a header word, a multiply for
+//! the chunk index, a key word in the chunk):
 //! * a pointer outside every region this heap manager handed out, or in a
 //!   large chunk already given back: [`Misuse::Foreign`];
 //! * a pointer into a local heap that is not the start of a chunk:
 //!   [`Misuse::NotAChunk`];
-//! * a chunk that is already free: [`Misuse::DoubleFree`]. A thread freeing
-//!   another thread's chunk checks its allocated bit (or in-use flag) at
-//!   once; the owner clears it only when it takes the chunk back, so two
-//!   remote frees of one chunk before that are found by the owner, which
-//!   then aborts with the message.
+//! * a chunk that is already free: [`Misuse::DoubleFree`]. A small chunk is
+//!   recognised by the random key its free writes into it (`subheap.rs`),
+//!   at once, by whichever thread frees it again. A variable-size chunk by
+//!   its in-use flag, which a thread freeing another thread's chunk checks
+//!   at once; the owner clears it only when it takes the chunk back, so two
+//!   remote frees of one before that are found by the owner, which then
+//!   aborts with the message.
 //!
 //! How it is raised: [`crate::try_free`] returns it, [`crate::free`] panics
 //! with its message, and the allocator interfaces (`GlobalAlloc`, `free` of

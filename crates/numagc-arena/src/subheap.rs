@@ -20,16 +20,30 @@
 //! subheap local heap left with no subheap goes back to the global heap,
 //! unless it is the thread's newest one (where new slots are looked for
 //! first), so that a thread emptying and refilling does not map and unmap
-//! each time. Each subheap has a bit per 16-byte granule, set while the
-//! chunk starting there is allocated: `free` checks it to report double
-//! frees and pointers that are not chunk starts.
+//! each time.
 //!
-//! Invariant: for every taken slot, chunks below `bump` are either live (bit
-//! set) or on the free list (bit clear), never both; `used` counts the live
-//! ones. Only the owner thread touches a region's metadata.
+//! Misuse checks, kept to a few instructions because every free makes them
+//! (after glibc's tcache key): a free chunk's second word holds a per-process
+//! random key, [`free_key`] while it is on its subheap's free list and
+//! `free_key() | 1` while it waits on its owner's remote-free list; `alloc`
+//! clears the word. A free that finds the key there is a double free: one on
+//! the remote list, or (confirmed by walking the subheap's free list, since
+//! a program may have stored that value itself) one already on the free
+//! list. A free whose offset is not a multiple of the chunk size is not a
+//! chunk start. A thread freeing another thread's chunk makes the same
+//! checks before it hands the chunk back; it cannot walk the owner's list,
+//! so a key found there is taken as proof (the key is random and never
+//! handed to the program, which would have to guess 63 bits).
+//!
+//! Invariant: for every taken slot, chunks below `bump` are either live or
+//! on exactly one list (the free list, marked with the key, or the owner's
+//! remote-free list, marked with the key `| 1`); `used` counts the ones not
+//! on the free list, plus one while the subheap is its arena's current one
+//! (so that a free which empties the current subheap, the common case of
+//! an allocate-use-free loop, sees a non-zero count and does nothing more). Only the owner thread touches a region's metadata.
 
 use crate::arena::LocalState;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::global_heap;
@@ -41,7 +55,6 @@ use crate::size_class::SMALL_CLASSES;
 pub(crate) const SLOT_SHIFT: u32 = 16;
 pub(crate) const SLOT_SIZE: usize = 1 << SLOT_SHIFT;
 pub(crate) const SLOTS: usize = REGION_SIZE / SLOT_SIZE;
-const GRANULES: usize = SLOT_SIZE / 16;
 
 #[repr(C)]
 pub(crate) struct SubheapMeta {
@@ -68,15 +81,14 @@ pub(crate) struct SubheapMeta {
     /// linked, so that a subheap that empties can leave it at once).
     next_listed: *mut SubheapMeta,
     prev_listed: *mut SubheapMeta,
-    /// Written only by the owner; atomic (relaxed) because a thread freeing
-    /// a chunk of this subheap remotely reads its bit to catch a double
-    /// free at once, while the owner updates other bits of the same word.
-    live: [AtomicU64; GRANULES / 64],
 }
 
 #[repr(C)]
 pub(crate) struct SubheapRegion {
     hdr: RegionHeader,
+    /// [`free_key`], copied here so that a free reads it next to the
+    /// metadata it reads anyway.
+    free_key: usize,
     /// Bit i set: slot i is not taken yet.
     free_slots: u64,
     metas: [SubheapMeta; SLOTS],
@@ -99,8 +111,38 @@ impl SmallArena {
     }
 }
 
+static FREE_KEY: AtomicUsize = AtomicUsize::new(0);
+
+/// The key in a free chunk's second word (see the module doc); non-zero
+/// once the first subheap exists, with its lowest bit clear.
+#[inline(always)]
+fn free_key() -> usize {
+    FREE_KEY.load(Relaxed)
+}
+
+/// Makes the key, once, before the first small chunk is handed out.
+fn init_free_key() {
+    if free_key() != 0 {
+        return;
+    }
+    let mut buf = [0u8; 8];
+    // SAFETY: writes at most 8 bytes into `buf`.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), 8, libc::GRND_NONBLOCK) };
+    let mut k = usize::from_ne_bytes(buf);
+    if n != 8 {
+        // No entropy yet (early boot): the address-space layout is random too.
+        k = (&buf as *const _ as usize).rotate_left(29)
+            ^ (init_free_key as *const () as usize)
+            ^ 0x5ac0_f4ee;
+    }
+    k = (k | 2) & !1;
+    // A race between two first threads is harmless: one key wins before
+    // either hands out a chunk (both run this in `take_slot`).
+    let _ = FREE_KEY.compare_exchange(0, k, Relaxed, Relaxed);
+}
+
 /// Takes a chunk from the arena's current subheap; null when it has none.
-#[inline]
+#[inline(always)]
 pub(crate) fn alloc_fast(arena: &mut SmallArena) -> *mut u8 {
     let m = arena.current;
     if m.is_null() {
@@ -113,19 +155,19 @@ pub(crate) fn alloc_fast(arena: &mut SmallArena) -> *mut u8 {
         let c = m.free;
         // SAFETY: a chunk on the free list holds the next one in its first word.
         m.free = unsafe { *c as *mut usize };
-        c as usize
+        c
     } else if m.bump < m.limit {
-        let c = m.base + m.bump as usize;
+        let c = (m.base + m.bump as usize) as *mut usize;
         m.bump += m.size;
         c
     } else {
         return core::ptr::null_mut();
     };
-    let g = (chunk - m.base) >> 4;
-    let w = &m.live[g / 64];
-    w.store(w.load(Relaxed) | 1 << (g % 64), Relaxed);
+    // SAFETY: a chunk of at least 16 bytes, now the caller's: its key word
+    // is cleared (a stale key would only cost a free a list walk).
+    unsafe { chunk.add(1).write(0) };
     m.used += 1;
-    chunk as *mut u8
+    chunk.cast()
 }
 
 fn has_room(m: &SubheapMeta) -> bool {
@@ -144,6 +186,8 @@ pub(crate) fn refill(st: &mut LocalState, class: usize, grow: bool) -> bool {
             return true;
         }
         // Full: it is listed again by the next free of one of its chunks.
+        // (Full, so still at least one live chunk without the bias.)
+        cur.used -= 1;
         cur.listed = false;
         arena.current = core::ptr::null_mut();
     }
@@ -154,6 +198,7 @@ pub(crate) fn refill(st: &mut LocalState, class: usize, grow: bool) -> bool {
         if has_room(m) {
             // The current subheap counts as listed: frees do not list it.
             m.listed = true;
+            m.used += 1;
             arena.current = m;
             return true;
         }
@@ -170,6 +215,7 @@ pub(crate) fn refill(st: &mut LocalState, class: usize, grow: bool) -> bool {
 }
 
 fn take_slot(st: &mut LocalState, class: usize) -> Option<*mut SubheapMeta> {
+    init_free_key();
     let mut r = st.subheap_regions;
     while !r.is_null() {
         // SAFETY: the list holds live subheap regions of this thread.
@@ -193,6 +239,7 @@ fn take_slot(st: &mut LocalState, class: usize) -> Option<*mut SubheapMeta> {
             next: st.subheap_regions.cast(),
         };
         (*region).free_slots = !1u64;
+        (*region).free_key = free_key();
     }
     if !region_map::insert(base as usize) {
         // SAFETY: never handed out; empty.
@@ -216,14 +263,11 @@ fn init_slot(region: &mut SubheapRegion, class: usize) -> *mut SubheapMeta {
     m.limit = ((SLOT_SIZE / size) * size) as u32;
     m.size = size as u32;
     m.recip = ((1u64 << 32) / size as u64 + 1) as u32;
-    m.used = 0;
+    m.used = 1; // current from the start: the bias
     m.class = class as u8;
     m.listed = true;
     m.next_listed = core::ptr::null_mut();
     m.prev_listed = core::ptr::null_mut();
-    for w in &m.live {
-        w.store(0, Relaxed);
-    }
     m
 }
 
@@ -232,10 +276,9 @@ fn init_slot(region: &mut SubheapRegion, class: usize) -> *mut SubheapMeta {
 /// # Safety
 /// `region` is a live subheap region.
 unsafe fn meta_of(region: *mut SubheapRegion, ptr: usize) -> Option<*mut SubheapMeta> {
+    // Slot 0 holds the region header; its metadata entry is never taken,
+    // so its size stays 0 and the test below rejects it.
     let slot = (ptr - region as usize) >> SLOT_SHIFT;
-    if slot == 0 {
-        return None;
-    }
     // SAFETY: slot < SLOTS because ptr lies in the region.
     let m = unsafe { core::ptr::addr_of_mut!((*region).metas[slot]) };
     // SAFETY: `m` is an entry of the live region's metadata.
@@ -250,36 +293,127 @@ unsafe fn meta_of(region: *mut SubheapRegion, ptr: usize) -> Option<*mut Subheap
 /// # Safety
 /// `region` is a live subheap region owned by the calling thread's heap,
 /// `st` is that heap's state, and `ptr` lies in the region.
+#[inline(always)]
 pub(crate) unsafe fn free(
     st: &mut LocalState,
     region: *mut SubheapRegion,
     ptr: *mut u8,
 ) -> Result<(), Misuse> {
     let addr = ptr as usize;
+    // SAFETY: guaranteed by the caller; this thread owns the metadata.
+    let m = unsafe { &mut *chunk_start_meta(region, addr, true)? };
+    // SAFETY: `addr` starts a chunk (of at least 16 bytes) of this subheap;
+    // the region is live.
+    let (key_word, key) = unsafe { (*(addr as *const usize).add(1), (*region).free_key) };
+    if key_word & !1 == key && is_double_free(m, addr, key_word) {
+        return Err(Misuse::DoubleFree { addr });
+    }
+    // SAFETY: a live chunk of this thread's subheap `m`.
+    unsafe { release(st, region, m, addr) };
+    Ok(())
+}
+
+/// Frees a chunk that another thread handed back (its checks were made by
+/// that thread; the owner takes it from its remote-free list).
+///
+/// # Safety
+/// As for [`free`]; `ptr` was pushed on this heap's remote-free list after
+/// [`check_remote_free`] accepted it.
+pub(crate) unsafe fn free_taken(
+    st: &mut LocalState,
+    region: *mut SubheapRegion,
+    ptr: *mut u8,
+) -> Result<(), Misuse> {
+    let addr = ptr as usize;
+    // SAFETY: guaranteed by the caller; this thread owns the metadata.
+    let m = unsafe { &mut *chunk_start_meta(region, addr, true)? };
+    // SAFETY: a chunk of this thread's subheap `m`, taken off the remote list.
+    unsafe { release(st, region, m, addr) };
+    Ok(())
+}
+
+/// The metadata of the subheap whose chunk starts at `addr` (below its
+/// bump offset when `owner`: only the owner may read that field), or the
+/// misuse.
+///
+/// # Safety
+/// `region` is a live subheap region and `addr` lies in it.
+#[inline(always)]
+unsafe fn chunk_start_meta(
+    region: *mut SubheapRegion,
+    addr: usize,
+    owner: bool,
+) -> Result<*mut SubheapMeta, Misuse> {
     // SAFETY: guaranteed by the caller.
     let Some(m) = (unsafe { meta_of(region, addr) }) else {
         return Err(Misuse::NotAChunk { addr });
     };
-    // SAFETY: `m` is live metadata of this thread.
-    let m = unsafe { &mut *m };
-    let off = addr - m.base;
-    let index = (off as u64 * m.recip as u64) >> 32;
-    if index as usize * m.size as usize != off || off >= m.bump as usize {
+    // SAFETY: `m` is live metadata; `base`, `size` and `recip` are fixed
+    // while the slot has a live chunk (and a misused pointer into a slot
+    // being re-taken reads values that fail the check or name a chunk
+    // start, never memory outside the region); `bump` is read only by the
+    // owner.
+    let (base, size, recip) = unsafe { ((*m).base, (*m).size, (*m).recip) };
+    let off = addr - base;
+    let index = (off as u64 * recip as u64) >> 32;
+    if index as usize * size as usize != off || (owner && off >= unsafe { (*m).bump } as usize) {
         return Err(Misuse::NotAChunk { addr });
     }
-    let g = off >> 4;
-    let w = &m.live[g / 64];
-    let bits = w.load(Relaxed);
-    if bits & (1 << (g % 64)) == 0 {
-        return Err(Misuse::DoubleFree { addr });
+    Ok(m)
+}
+
+/// A key word was found in the chunk at `addr`: is it really free?
+#[cold]
+fn is_double_free(m: &SubheapMeta, addr: usize, key_word: usize) -> bool {
+    if key_word & 1 == 1 {
+        return true; // on the owner's remote-free list
     }
-    w.store(bits & !(1 << (g % 64)), Relaxed);
-    // SAFETY: the chunk is free now and ours; its first word takes the link.
-    unsafe { *(addr as *mut usize) = m.free as usize };
+    let mut c = m.free;
+    while !c.is_null() {
+        if c as usize == addr {
+            return true;
+        }
+        // SAFETY: chunks on the free list link to the next in their first word.
+        c = unsafe { *c as *mut usize };
+    }
+    false
+}
+
+/// Puts the chunk at `addr` on `m`'s free list and does the bookkeeping.
+///
+/// # Safety
+/// `addr` starts a chunk of `m`, a taken slot of `region` (a live subheap
+/// region of this thread, `st` its heap's state), and is not on a list.
+#[inline(always)]
+unsafe fn release(
+    st: &mut LocalState,
+    region: *mut SubheapRegion,
+    m: &mut SubheapMeta,
+    addr: usize,
+) {
+    // SAFETY: the chunk is free now and ours; its first word takes the link,
+    // its second the key.
+    unsafe {
+        *(addr as *mut usize) = m.free as usize;
+        *(addr as *mut usize).add(1) = (*region).free_key;
+    }
     m.free = addr as *mut usize;
     m.used -= 1;
+    // Zero only when not current (the bias).
+    if m.used == 0 || !m.listed {
+        // SAFETY: passed on from the caller.
+        unsafe { relist(st, region, m) };
+    }
+}
+
+/// A free left `m` empty or unlisted: give its slot back, or list it.
+///
+/// # Safety
+/// As for [`release`].
+#[inline(never)]
+unsafe fn relist(st: &mut LocalState, region: *mut SubheapRegion, m: &mut SubheapMeta) {
     let arena = &mut st.small[m.class as usize];
-    if m.used == 0 && !core::ptr::eq(arena.current, m) {
+    if m.used == 0 {
         // Empty and not current: the slot goes back to its local heap, for
         // any class.
         if m.listed {
@@ -297,7 +431,6 @@ pub(crate) unsafe fn free(
         }
         arena.listed = m;
     }
-    Ok(())
 }
 
 /// Takes `m` off its arena's list (it stays marked `listed`; callers decide).
@@ -383,7 +516,8 @@ pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
         for m in &region.metas[1..] {
             if m.size != 0 {
                 subheaps += 1;
-                live += m.used as usize;
+                let current = core::ptr::eq(st.small[m.class as usize].current, m);
+                live += m.used as usize - current as usize;
             }
         }
         r = region.hdr.next.cast();
@@ -391,30 +525,31 @@ pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
     (subheaps, live)
 }
 
-/// The checks a thread other than the owner can make before handing a chunk
-/// back: `ptr` starts a chunk of a taken slot, and that chunk is allocated.
-/// (Its bit is cleared only by the owner, when it takes the chunk back, so
-/// two remote frees of one chunk before that are caught by the owner.)
+/// The checks a thread other than the owner makes before handing a chunk
+/// back (`ptr` starts a chunk of a taken slot, which is not free), then the
+/// remote key that marks it as on its way back.
 ///
 /// # Safety
-/// `region` is a live subheap region and `ptr` lies in it.
+/// `region` is a live subheap region and `ptr` lies in it; if the checks
+/// pass, the caller pushes the chunk on its owner's remote-free list.
 pub(crate) unsafe fn check_remote_free(
     region: *mut SubheapRegion,
     ptr: usize,
 ) -> Result<(), Misuse> {
     // SAFETY: guaranteed by the caller. A legitimately freed chunk is live,
     // so its slot's base and size are not being rewritten.
-    let (start, m) = unsafe {
-        let m = meta_of(region, ptr).ok_or(Misuse::NotAChunk { addr: ptr })?;
-        let (start, _) = chunk_info(region, ptr).ok_or(Misuse::NotAChunk { addr: ptr })?;
-        (start, &*m)
-    };
-    if start != ptr {
-        return Err(Misuse::NotAChunk { addr: ptr });
-    }
-    let g = (ptr - m.base) >> 4;
-    if m.live[g / 64].load(Relaxed) & (1 << (g % 64)) == 0 {
-        return Err(Misuse::DoubleFree { addr: ptr });
+    unsafe { chunk_start_meta(region, ptr, false)? };
+    // SAFETY: a chunk start of at least 16 bytes in a live slot; a live
+    // chunk is the caller's to read and write. (If the program frees a
+    // free chunk, the owner may be writing it now; the read then sees a key
+    // or garbage, and only a misuse is affected.)
+    unsafe {
+        let key_word = (ptr as *mut usize).add(1);
+        let key = (*region).free_key;
+        if *key_word & !1 == key {
+            return Err(Misuse::DoubleFree { addr: ptr });
+        }
+        *key_word = key | 1;
     }
     Ok(())
 }

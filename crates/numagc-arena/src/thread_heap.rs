@@ -20,12 +20,29 @@
 //! remote-free list ([`crate::remote_free`]). Large chunks are unmapped by
 //! whichever thread frees them.
 //!
+//! Finding the heap fast: the thread-local is the record, but a shared
+//! object reaches thread-locals through `__tls_get_addr`, so `current()`
+//! first looks in [`HEAPS`], a table indexed by a hash of the thread's
+//! identity ([`crate::thread_id`]), and accepts the heap it finds there only
+//! if the heap's `tid` is the caller's. A thread that misses (a collision)
+//! reads its thread-local and puts its heap back in the table. The owner
+//! check of `free` compares the region's owner heap's `tid` with the
+//! caller's identity, also without a thread-local.
+//!
 //! Invariant: a heap whose `state` is `OWNED` is used by exactly one thread,
 //! the one whose thread-local points at it; the `Acquire` claim and the
-//! `Release` abandonment order one owner's work before the next's.
+//! `Release` abandonment order one owner's work before the next's. A heap's
+//! `tid` is the owner's identity while the owner may use it, and 0 otherwise
+//! (before a claim, after the owner exits, and while the owner runs inside
+//! [`bootstrap::guarded`], whose code must not touch the heap); only the
+//! owner writes it, so a thread reads its own identity there only in a heap
+//! it owns.
 
 use core::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicPtr as StdAtomicPtr, AtomicU32, AtomicU8 as StdAtomicU8};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{
+    AtomicPtr as StdAtomicPtr, AtomicU32, AtomicU8 as StdAtomicU8, AtomicUsize,
+};
 
 use crossbeam_utils::CachePadded;
 
@@ -40,9 +57,10 @@ use crate::placement;
 use crate::region::{base_of, RegionHeader, RegionKind, REGION_MAGIC};
 use crate::region_map;
 use crate::remote_free::{FreedChunk, Link, RemoteFreeList};
-use crate::size_class::{choose, ArenaChoice};
+use crate::size_class::{choose, small_class, ArenaChoice, SMALL_CLASSES, SMALL_MAX};
 use crate::subheap::{self, SubheapRegion};
 use crate::sync::{AtomicU8, Ordering};
+use crate::thread_id;
 
 /// The current-heap value of a thread inside [`bootstrap::guarded`].
 pub(crate) const BOOTSTRAPPING: *const ThreadHeap = core::ptr::without_provenance(1);
@@ -54,6 +72,8 @@ pub struct ThreadHeap {
     /// Written by other threads; on its own cache line.
     remote: CachePadded<RemoteFreeList<FreedChunk>>,
     state: AtomicU8,
+    /// The owner's [`thread_id`] while it may use the heap, else 0.
+    tid: AtomicUsize,
     /// Registry link; written before the heap is published, then fixed.
     next_heap: *const ThreadHeap,
     local: UnsafeCell<LocalState>,
@@ -61,6 +81,19 @@ pub struct ThreadHeap {
 
 thread_local! {
     static CURRENT: Cell<*const ThreadHeap> = const { Cell::new(core::ptr::null()) };
+}
+
+/// Heaps by a hash of their owner's identity (see the module doc).
+const HEAP_SLOTS: usize = 1024;
+static HEAPS: [StdAtomicPtr<ThreadHeap>; HEAP_SLOTS] =
+    [const { StdAtomicPtr::new(core::ptr::null_mut()) }; HEAP_SLOTS];
+
+#[inline(always)]
+fn heap_slot(tid: usize) -> &'static StdAtomicPtr<ThreadHeap> {
+    // Fibonacci hashing: thread control blocks sit at large, regular
+    // strides (one per thread stack), which the multiply spreads.
+    let i = tid.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (usize::BITS - HEAP_SLOTS.trailing_zeros());
+    &HEAPS[i]
 }
 
 static REGISTRY: StdAtomicPtr<ThreadHeap> = StdAtomicPtr::new(core::ptr::null_mut());
@@ -71,17 +104,73 @@ pub(crate) fn heaps_created() -> usize {
     CREATED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-#[inline]
+/// The calling thread's heap, null before its first allocation, or
+/// [`BOOTSTRAPPING`].
+#[inline(always)]
 pub(crate) fn current() -> *const ThreadHeap {
-    CURRENT.with(|c| c.get())
+    let h = current_in_table();
+    if !h.is_null() {
+        return h;
+    }
+    current_slow(thread_id::current())
+}
+
+/// The calling thread's heap if the table has it and the thread may use it
+/// now; null otherwise (then [`current`] knows more).
+#[inline(always)]
+fn current_in_table() -> *const ThreadHeap {
+    let tid = thread_id::current();
+    let h = heap_slot(tid).load(Relaxed);
+    // SAFETY: heaps in the table are registered, never freed.
+    if !h.is_null() && unsafe { (*h).tid.load(Relaxed) } == tid {
+        return h;
+    }
+    core::ptr::null()
+}
+
+#[cold]
+fn current_slow(tid: usize) -> *const ThreadHeap {
+    let h = CURRENT.with(|c| c.get());
+    // SAFETY: a real current heap is registered, never freed.
+    if h as usize > 1 && unsafe { (*h).tid.load(Relaxed) } == tid {
+        // Another thread's heap took the slot: take it back.
+        heap_slot(tid).store(h.cast_mut(), Relaxed);
+    }
+    h
+}
+
+/// Whether the calling thread owns `h` and may use it now.
+#[inline(always)]
+fn owned_by_caller(h: *const ThreadHeap) -> bool {
+    // SAFETY: `h` is a region's owner heap: registered, never freed.
+    unsafe { (*h).tid.load(Relaxed) == thread_id::current() }
 }
 
 pub(crate) fn set_current(h: *const ThreadHeap) {
-    CURRENT.with(|c| c.set(h));
+    let old = CURRENT.with(|c| c.replace(h));
+    publish(old, h);
 }
 
 pub(crate) fn replace_current(h: *const ThreadHeap) -> *const ThreadHeap {
-    CURRENT.with(|c| c.replace(h))
+    let old = CURRENT.with(|c| c.replace(h));
+    publish(old, h);
+    old
+}
+
+/// Keeps `tid` and the table in step with the thread-local's change from
+/// `old` to `new`.
+fn publish(old: *const ThreadHeap, new: *const ThreadHeap) {
+    if old as usize > 1 && old != new {
+        // SAFETY: registered heaps are never freed; only their owner (this
+        // thread) writes `tid`.
+        unsafe { (*old).tid.store(0, Relaxed) };
+    }
+    if new as usize > 1 {
+        let tid = thread_id::current();
+        // SAFETY: as above; this thread owns `new`.
+        unsafe { (*new).tid.store(tid, Relaxed) };
+        heap_slot(tid).store(new.cast_mut(), Relaxed);
+    }
 }
 
 /// Takes an abandoned heap: `true` when this thread now owns it.
@@ -115,6 +204,7 @@ fn create() -> Option<*const ThreadHeap> {
         p.write(ThreadHeap {
             remote: CachePadded::new(RemoteFreeList::new()),
             state: AtomicU8::new(OWNED),
+            tid: AtomicUsize::new(0),
             next_heap: core::ptr::null(),
             local: UnsafeCell::new(LocalState::new(p)),
         });
@@ -265,7 +355,7 @@ unsafe fn take_remote_frees(h: *const ThreadHeap, st: &mut LocalState) {
         // one) and so stays ours.
         let r = unsafe {
             match (*(base as *const RegionHeader)).kind {
-                RegionKind::Subheaps => subheap::free(st, base as *mut SubheapRegion, ptr),
+                RegionKind::Subheaps => subheap::free_taken(st, base as *mut SubheapRegion, ptr),
                 _ => local_heap::free(st, ptr),
             }
         };
@@ -280,28 +370,35 @@ unsafe fn take_remote_frees(h: *const ThreadHeap, st: &mut LocalState) {
 }
 
 /// Allocates `size` bytes aligned to `align`; null when refused.
-#[inline]
+#[inline(always)]
 pub(crate) fn alloc(size: usize, align: usize) -> *mut u8 {
+    if size <= SMALL_MAX && align <= 16 && align.is_power_of_two() {
+        return alloc_small(small_class(size));
+    }
     alloc_chosen(choose(size, align), size, align)
 }
 
-/// Allocates with the arena already chosen (the rich interface's fast path).
+/// Allocates a chunk of small class `class`: the fast path of every
+/// allocator interface (a pop from the current subheap of the arena).
+#[inline(always)]
+pub(crate) fn alloc_small(class: usize) -> *mut u8 {
+    let h = current_in_table();
+    if !h.is_null() {
+        // SAFETY: `h` is this thread's heap.
+        let st = unsafe { local(h) };
+        let p = subheap::alloc_fast(&mut st.small[class]);
+        if !p.is_null() {
+            return p;
+        }
+    }
+    small_slow(class)
+}
+
+/// Allocates with the arena already chosen (the rich interface).
 #[inline]
 pub(crate) fn alloc_chosen(choice: ArenaChoice, size: usize, align: usize) -> *mut u8 {
     match choice {
-        ArenaChoice::Small(class) => {
-            let h = current();
-            if (h as usize) <= 1 {
-                return alloc_cold(size, align);
-            }
-            // SAFETY: `h` is this thread's heap.
-            let st = unsafe { local(h) };
-            let p = subheap::alloc_fast(&mut st.small[class as usize]);
-            if !p.is_null() {
-                return p;
-            }
-            small_slow(h, st, class as usize)
-        }
+        ArenaChoice::Small(class) => alloc_small(class as usize),
         ArenaChoice::Medium(need) => {
             let h = current();
             if (h as usize) <= 1 {
@@ -310,22 +407,25 @@ pub(crate) fn alloc_chosen(choice: ArenaChoice, size: usize, align: usize) -> *m
             // SAFETY: `h` is this thread's heap.
             medium(h, unsafe { local(h) }, need)
         }
-        ArenaChoice::Large => {
-            let h = current();
-            if h == BOOTSTRAPPING {
-                return bootstrap::alloc(size, align);
-            }
-            let (node, bind) = if h.is_null() {
-                (placement::current_node(), placement::enabled())
-            } else {
-                // SAFETY: `h` is this thread's heap.
-                let st = unsafe { local(h) };
-                (st.node, st.bind)
-            };
-            large::alloc(size, align, node, bind)
-        }
+        ArenaChoice::Large => alloc_large(size, align),
         ArenaChoice::Refused(_) => core::ptr::null_mut(),
     }
+}
+
+#[inline(never)]
+fn alloc_large(size: usize, align: usize) -> *mut u8 {
+    let h = current();
+    if h == BOOTSTRAPPING {
+        return bootstrap::alloc(size, align);
+    }
+    let (node, bind) = if h.is_null() {
+        (placement::current_node(), placement::enabled())
+    } else {
+        // SAFETY: `h` is this thread's heap.
+        let st = unsafe { local(h) };
+        (st.node, st.bind)
+    };
+    large::alloc(size, align, node, bind)
 }
 
 #[cold]
@@ -339,8 +439,19 @@ fn alloc_cold(size: usize, align: usize) -> *mut u8 {
     }
 }
 
+/// The arena's current subheap is exhausted (or the thread has no heap
+/// yet, or is bootstrapping).
 #[cold]
-fn small_slow(h: *const ThreadHeap, st: &mut LocalState, class: usize) -> *mut u8 {
+fn small_slow(class: usize) -> *mut u8 {
+    let h = current();
+    if (h as usize) <= 1 {
+        // A request with an alignment above 16 got a power-of-two class,
+        // aligned to its size: ask the cold path for that alignment.
+        let size = SMALL_CLASSES[class];
+        return alloc_cold(size, 1 << size.trailing_zeros());
+    }
+    // SAFETY: `h` is this thread's heap.
+    let st = unsafe { local(h) };
     if !subheap::refill(st, class, false) {
         // SAFETY: registered heaps are never freed.
         if !unsafe { (*h).remote.is_empty() } {
@@ -414,30 +525,56 @@ fn region_of(ptr: usize) -> Result<(usize, RegionKind), Misuse> {
 
 /// Frees `ptr` (null is ignored), or says how the call is wrong.
 ///
+/// The fast path is a small chunk freed by its owner: the region map's bit,
+/// the region header, the owner's identity, then the subheap's free.
+///
 /// # Safety
 /// If `ptr` is a chunk of this heap manager, nobody uses it after this call.
+#[inline(always)]
 pub(crate) unsafe fn free(ptr: *mut u8) -> Result<(), Misuse> {
-    if ptr.is_null() {
-        return Ok(());
-    }
     let addr = ptr as usize;
-    let (base, kind) = region_of(addr)?;
+    let base = base_of(addr);
+    // Null lies in region 0, which is never ours: one test for both.
+    if !region_map::contains(base) {
+        return if ptr.is_null() {
+            Ok(())
+        } else {
+            Err(Misuse::Foreign { addr })
+        };
+    }
+    // SAFETY: a registered region is mapped and starts with its header.
+    let h = unsafe { &*(base as *const RegionHeader) };
+    if h.magic == REGION_MAGIC && h.kind == RegionKind::Subheaps && owned_by_caller(h.owner) {
+        // SAFETY: this thread owns the region's heap, and `ptr` lies in a
+        // live region of it.
+        return unsafe { subheap::free(local(h.owner), base as *mut SubheapRegion, ptr) };
+    }
+    // SAFETY: passed on from the caller.
+    unsafe { free_other(base, ptr) }
+}
+
+/// Every free but a small chunk's by its owner.
+///
+/// # Safety
+/// As for [`free`]; `base` is `ptr`'s region, registered in the region map.
+#[inline(never)]
+unsafe fn free_other(base: usize, ptr: *mut u8) -> Result<(), Misuse> {
+    let addr = ptr as usize;
+    // SAFETY: a registered region is mapped and starts with its header.
+    let h = unsafe { &*(base as *const RegionHeader) };
+    if h.magic != REGION_MAGIC {
+        return Err(Misuse::Foreign { addr });
+    }
+    let kind = h.kind;
     match kind {
         RegionKind::Subheaps | RegionKind::Variable => {
-            // SAFETY: the header of a live local heap; `owner` is fixed while
-            // it has live chunks.
-            let owner = unsafe { (*(base as *const RegionHeader)).owner };
-            if owner == current() {
-                // SAFETY: this thread owns the region's heap.
-                let st = unsafe { local(owner) };
-                // SAFETY: `ptr` lies in a live region of this thread's heap.
-                unsafe {
-                    if kind == RegionKind::Subheaps {
-                        subheap::free(st, base as *mut SubheapRegion, ptr)
-                    } else {
-                        local_heap::free(st, ptr)
-                    }
-                }
+            // `owner` is fixed while the region has live chunks.
+            let owner = h.owner;
+            if owned_by_caller(owner) {
+                // SAFETY: this thread owns the region's heap, and `ptr`
+                // lies in a live variable region of it (small chunks of the
+                // owner took the fast path).
+                unsafe { local_heap::free(local(owner), ptr) }
             } else {
                 // Checks that need no owner-private state; the rest happen
                 // when the owner takes the chunk back.
@@ -540,7 +677,7 @@ pub(crate) unsafe fn grow_in_place(ptr: *mut u8, new_size: usize, align: usize) 
     };
     // SAFETY: a live variable region's header; `owner` is fixed meanwhile.
     let owner = unsafe { (*(base as *const RegionHeader)).owner };
-    if owner != current() {
+    if !owned_by_caller(owner) {
         return false;
     }
     // SAFETY: this thread owns the region's heap; `ptr` is a live chunk of it.

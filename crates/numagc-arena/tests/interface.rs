@@ -63,13 +63,37 @@ fn double_frees_of_every_size_and_interior_pointers_are_reported() {
     }
 }
 
-/// A chunk freed twice from another thread before its owner took it back
-/// is found when the owner does; the owner is inside the allocator then, so
-/// it aborts with the message (checked in a child process).
+/// A small chunk freed twice from another thread is reported at the second
+/// free (the first marked it with the remote key).
+#[test]
+fn a_second_remote_free_of_a_small_chunk_is_reported_at_once() {
+    let p = numagc_arena::alloc(64, 8) as usize;
+    let e = std::thread::spawn(move || {
+        // SAFETY: the first free is fine; the second is the misuse under test.
+        unsafe {
+            numagc_arena::try_free(p as *mut u8).unwrap();
+            numagc_arena::try_free(p as *mut u8)
+        }
+    })
+    .join()
+    .unwrap()
+    .unwrap_err();
+    assert_eq!(e, Misuse::DoubleFree { addr: p });
+    numagc_arena::collect_remote_frees();
+    // The chunk went back once: it can be had again, and freed once.
+    let q = numagc_arena::alloc(64, 8);
+    // SAFETY: a live chunk of this thread.
+    unsafe { numagc_arena::try_free(q) }.unwrap();
+}
+
+/// A variable-size chunk freed twice from another thread before its owner
+/// took it back is found when the owner does; the owner is inside the
+/// allocator then, so it aborts with the message (checked in a child
+/// process).
 #[test]
 fn remote_double_free_aborts_with_a_message() {
     if std::env::var_os("NUMAGC_ARENA_CHILD").is_some() {
-        let p = numagc_arena::alloc(64, 8) as usize;
+        let p = numagc_arena::alloc(20_000, 8) as usize;
         std::thread::spawn(move || {
             // SAFETY: the misuse under test: two frees from another thread.
             unsafe {
@@ -365,5 +389,27 @@ fn a_remote_free_of_a_chunk_already_free_is_reported_at_once() {
         .unwrap()
         .unwrap_err();
         assert_eq!(e, Misuse::DoubleFree { addr: p }, "size {size}");
+    }
+}
+
+/// A live chunk whose second word happens to hold the free-list key (a
+/// program may store any value) is freed normally: the key only makes the
+/// free look for the chunk on its subheap's free list.
+#[test]
+fn a_live_chunk_holding_the_key_value_is_not_taken_for_a_double_free() {
+    let a = numagc_arena::alloc(48, 8);
+    let b = numagc_arena::alloc(48, 8);
+    // SAFETY: `a` is freed once; its second word (the key) is read while the
+    // chunk stays mapped in this thread's subheap; `b` is live and 48 bytes.
+    unsafe {
+        numagc_arena::try_free(a).unwrap();
+        let key = a.cast::<usize>().add(1).read();
+        assert_ne!(key, 0, "a free chunk carries the key");
+        b.cast::<usize>().add(1).write(key);
+        numagc_arena::try_free(b).unwrap();
+        assert_eq!(
+            numagc_arena::try_free(b),
+            Err(Misuse::DoubleFree { addr: b as usize })
+        );
     }
 }

@@ -28,6 +28,8 @@ fn set_errno(e: i32) {
 
 /// Prints the misuse without allocating (the heap is the thing in doubt)
 /// and aborts.
+#[cold]
+#[inline(never)]
 fn fatal(m: numagc_arena::Misuse) -> ! {
     use std::io::Write;
     let mut buf = [0u8; 512];
@@ -39,17 +41,29 @@ fn fatal(m: numagc_arena::Misuse) -> ! {
     std::process::abort()
 }
 
+#[cold]
+fn out_of_memory() -> *mut c_void {
+    set_errno(libc::ENOMEM);
+    core::ptr::null_mut()
+}
+
 fn alloc(size: usize, align: usize) -> *mut c_void {
     let p = numagc_arena::alloc(size, align.max(MIN_ALIGN));
     if p.is_null() {
-        set_errno(libc::ENOMEM);
+        return out_of_memory();
     }
     p.cast()
 }
 
+/// The fast path: the arena's choice and pop inlined here (the alignment is
+/// the constant 16).
 #[no_mangle]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
-    alloc(size, MIN_ALIGN)
+    let p = numagc_arena::alloc(size, MIN_ALIGN);
+    if p.is_null() {
+        return out_of_memory();
+    }
+    p.cast()
 }
 
 /// # Safety

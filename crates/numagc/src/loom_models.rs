@@ -606,7 +606,11 @@ fn heap_limit_is_never_overshot() {
             assert_eq!(right_after_forced, 3 * 64);
         }
         for refused in [x, y].into_iter().filter_map(|r| r.err()) {
-            assert!(refused.in_use + 64 > 3 * 64, "refused at {} bytes in use", refused.in_use);
+            assert!(
+                refused.in_use + 64 > 3 * 64,
+                "refused at {} bytes in use",
+                refused.in_use
+            );
         }
         assert_eq!(b.in_use(), (3 + granted) * 64);
         assert!(b.peak() <= 4 * 64);

@@ -29,7 +29,11 @@ pub(crate) struct HeapBudget {
 
 impl HeapBudget {
     pub fn new(limit: usize) -> HeapBudget {
-        HeapBudget { limit, in_use: AtomicUsize::new(0), peak: AtomicUsize::new(0) }
+        HeapBudget {
+            limit,
+            in_use: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        }
     }
 
     /// Adds `bytes` to the bytes in use: for a mutator request (`!force`)
@@ -43,7 +47,10 @@ impl HeapBudget {
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
                     u.checked_add(bytes).filter(|&n| n <= self.limit)
                 })
-                .map_err(|in_use| OverLimit { in_use, limit: self.limit })?
+                .map_err(|in_use| OverLimit {
+                    in_use,
+                    limit: self.limit,
+                })?
         };
         self.peak.fetch_max(before + bytes, Ordering::Relaxed);
         Ok(())
@@ -53,7 +60,10 @@ impl HeapBudget {
     /// request whose memory could not be had).
     pub fn uncharge(&self, bytes: usize) {
         let before = self.in_use.fetch_sub(bytes, Ordering::AcqRel);
-        debug_assert!(before >= bytes, "uncharging {bytes} of {before} bytes in use");
+        debug_assert!(
+            before >= bytes,
+            "uncharging {bytes} of {before} bytes in use"
+        );
     }
 
     pub fn in_use(&self) -> usize {
@@ -79,12 +89,22 @@ mod tests {
         let b = HeapBudget::new(100);
         assert_eq!(b.charge(60, false), Ok(()));
         assert_eq!(b.charge(40, false), Ok(()));
-        assert_eq!(b.charge(1, false), Err(OverLimit { in_use: 100, limit: 100 }));
+        assert_eq!(
+            b.charge(1, false),
+            Err(OverLimit {
+                in_use: 100,
+                limit: 100
+            })
+        );
         assert_eq!(b.charge(50, true), Ok(()));
         assert_eq!((b.in_use(), b.peak()), (150, 150));
         b.uncharge(150);
         assert_eq!((b.in_use(), b.peak()), (0, 150));
-        assert_eq!(b.charge(usize::MAX, false).map_err(|e| e.in_use), Err(0), "no overflow");
+        assert_eq!(
+            b.charge(usize::MAX, false).map_err(|e| e.in_use),
+            Err(0),
+            "no overflow"
+        );
     }
 
     /// Many threads charging chunk-sized requests at once never take the
@@ -97,7 +117,9 @@ mod tests {
             let granted: usize = (0..4)
                 .map(|_| {
                     let b = b.clone();
-                    std::thread::spawn(move || (0..10).filter(|_| b.charge(64, false).is_ok()).count())
+                    std::thread::spawn(move || {
+                        (0..10).filter(|_| b.charge(64, false).is_ok()).count()
+                    })
                 })
                 .collect::<Vec<_>>()
                 .into_iter()

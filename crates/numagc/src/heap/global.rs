@@ -199,7 +199,11 @@ impl GlobalHeap {
         self.budget.charge(cs, force).map_err(Refused::OverLimit)?;
         let id = match self.free_chunk(self.home_node(node)) {
             Ok(id) => Ok(id),
-            Err(e) if force => self.pool.take_any().map(|id| id as usize).ok_or(Refused::Map(e)),
+            Err(e) if force => self
+                .pool
+                .take_any()
+                .map(|id| id as usize)
+                .ok_or(Refused::Map(e)),
             Err(e) => Err(Refused::Map(e)),
         };
         match id {
