@@ -11,6 +11,13 @@
 //! reused, so the loop does no allocation at all. Its time is the lower
 //! bound; a run's allocator overhead is its time minus the bound's.
 //!
+//! **The rich interface** (`--rich`): the temporary comes from
+//! numagc-arena linked in, through an [`ArenaHandle`] made once per thread
+//! for `X` doubles (SAC selects the arena at compile time when the shape is
+//! known, paper §3; `X` is a run-time parameter here, so the choice is made
+//! once, before the loop), and is freed through the same handle; both go
+//! through the thread's [`ThreadArenas`], found once per worker thread.
+//!
 //! **The check**: element `idx` gains `X * idx` per iteration, so
 //! `sum(A) = iterations * X * n (n - 1) / 2` exactly; every partial sum is
 //! an integer below 2^53, so the doubles are exact and must match to the bit.
@@ -18,13 +25,26 @@
 use std::hint::black_box;
 use std::sync::Barrier;
 
+use numagc_arena::rich::{ArenaHandle, ThreadArenas};
+
+/// Where the temporaries come from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    /// `malloc`/`free` of the process (whichever allocator is preloaded).
+    Malloc,
+    /// One temporary per thread, reused: no allocation (the bound).
+    Bound,
+    /// numagc-arena's rich interface, linked in.
+    Rich,
+}
+
 /// Runs Fig. 1 and checks its answer; the line to print on success.
 pub fn run(
     x: usize,
     total: usize,
     iters: usize,
     threads: usize,
-    bound: bool,
+    mode: Mode,
     fault: bool,
 ) -> Result<String, String> {
     if x == 0 || total < x {
@@ -42,7 +62,7 @@ pub fn run(
     std::thread::scope(|s| {
         for (t, block) in a.chunks_mut(per).enumerate() {
             let barrier = &barrier;
-            s.spawn(move || worker(block, t * per, x, iters, bound, barrier));
+            s.spawn(move || worker(block, t * per, x, iters, mode, barrier));
         }
     });
     crate::timing::stop();
@@ -63,28 +83,92 @@ pub fn run(
     }
     Ok(format!(
         "fig1 X={x} n={n} iterations={iters} threads={threads} {} allocations={} sum={want}",
-        if bound { "bound" } else { "alloc" },
-        if bound { threads } else { n * iters }
+        match mode {
+            Mode::Malloc => "alloc",
+            Mode::Bound => "bound",
+            Mode::Rich => "rich",
+        },
+        if mode == Mode::Bound {
+            threads
+        } else {
+            n * iters
+        }
     ))
 }
 
-fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, bound: bool, barrier: &Barrier) {
-    // The bound's temporary: once per thread.
-    let reused = if bound {
-        alloc(x)
-    } else {
-        std::ptr::null_mut()
-    };
+fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, mode: Mode, barrier: &Barrier) {
+    match mode {
+        Mode::Malloc => updates(
+            block,
+            first,
+            x,
+            iters,
+            barrier,
+            || alloc(x),
+            |p| {
+                // SAFETY: from malloc, freed once.
+                unsafe { libc::free(p.cast()) }
+            },
+        ),
+        Mode::Bound => {
+            // The bound's temporary: once per thread.
+            let reused = alloc(x);
+            updates(block, first, x, iters, barrier, || reused, |_| {});
+            // SAFETY: from malloc, freed once.
+            unsafe { libc::free(reused.cast()) };
+        }
+        Mode::Rich => {
+            let handle = match ArenaHandle::new(x * 8, 8) {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln!("arena-workload: {e}");
+                    std::process::exit(3);
+                }
+            };
+            let Some(arenas) = ThreadArenas::current() else {
+                eprintln!("arena-workload: numagc-arena refused a thread heap");
+                std::process::exit(3);
+            };
+            let take = || {
+                let p = arenas.alloc(&handle).cast::<f64>();
+                if p.is_null() {
+                    eprintln!("arena-workload: numagc-arena refused {} bytes", x * 8);
+                    std::process::exit(3);
+                }
+                p
+            };
+            updates(block, first, x, iters, barrier, take, |p| {
+                // SAFETY: from this handle's alloc, freed once.
+                if let Err(e) = unsafe { arenas.free(&handle, p.cast()) } {
+                    panic!("{e}");
+                }
+            });
+        }
+    }
+}
+
+/// The with-loop of every iteration: for each element, a temporary from
+/// `take`, filled, summed, then given to `give_back`.
+#[inline(always)]
+fn updates(
+    block: &mut [f64],
+    first: usize,
+    x: usize,
+    iters: usize,
+    barrier: &Barrier,
+    take: impl Fn() -> *mut f64,
+    give_back: impl Fn(*mut f64),
+) {
     for _ in 0..iters {
         for (j, e) in block.iter_mut().enumerate() {
             let idx = (first + j) as f64;
-            let p = if bound { reused } else { alloc(x) };
             // black_box: the allocation escapes, so the compiler cannot
             // elide the malloc/free pair or fold the sum (the paper's
             // "carefully restricted compiler optimisations", §2).
-            let p = black_box(p);
+            let p = black_box(take());
             let mut s = 0.0;
-            // SAFETY: p holds x doubles (from alloc), used by this thread only.
+            // SAFETY: p holds x doubles, used by this thread only until
+            // given back.
             unsafe {
                 for i in 0..x {
                     p.add(i).write(idx);
@@ -98,17 +182,11 @@ fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, bound: bool, 
                 for i in 0..x {
                     s += p.add(i).read();
                 }
-                if !bound {
-                    libc::free(p.cast());
-                }
             }
+            give_back(p);
             *e += s;
         }
         barrier.wait();
-    }
-    if bound {
-        // SAFETY: from alloc, freed once.
-        unsafe { libc::free(reused.cast()) };
     }
 }
 

@@ -15,6 +15,11 @@
 //! allocator's overhead is measured against. Cached chunks are never
 //! given back (a thread's cache is leaked when it exits: the process is
 //! short-lived).
+//!
+//! **The rich interface** (`set_rich(true)`, the workloads' `--rich`): the
+//! arrays come from numagc-arena linked into the workload and called
+//! directly (`numagc_arena::alloc` / `free`), as SAC's generated code calls
+//! its private heap manager, instead of through `malloc`.
 
 use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
@@ -22,6 +27,13 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static BOUND: AtomicBool = AtomicBool::new(false);
+static RICH: AtomicBool = AtomicBool::new(false);
+
+/// Makes every `Buf` come from numagc-arena's interface (before any `Buf` is
+/// made).
+pub fn set_rich(on: bool) {
+    RICH.store(on, Ordering::Relaxed);
+}
 
 /// Turns the bound's per-thread chunk cache on (before any `Buf` is made).
 pub fn set_bound(on: bool) {
@@ -44,6 +56,9 @@ thread_local! {
 }
 
 fn raw_alloc(bytes: usize) -> *mut u8 {
+    if RICH.load(Ordering::Relaxed) {
+        return numagc_arena::alloc(bytes.max(1), 16);
+    }
     if BOUND.load(Ordering::Relaxed) {
         let hit = CACHE.with(|c| {
             let mut c = c.borrow_mut();
@@ -72,6 +87,11 @@ fn raw_alloc(bytes: usize) -> *mut u8 {
 
 /// Frees (or, with the bound on, caches) a chunk from `raw_alloc(bytes)`.
 fn raw_free(p: *mut u8, bytes: usize) {
+    if RICH.load(Ordering::Relaxed) {
+        // SAFETY: p came from numagc_arena::alloc (raw_alloc) and is freed once.
+        unsafe { numagc_arena::free(p) };
+        return;
+    }
     if BOUND.load(Ordering::Relaxed) {
         let kept = CACHE.with(|c| {
             let mut c = c.borrow_mut();

@@ -4,12 +4,14 @@
 //! preloaded; jemalloc, mimalloc, tcmalloc or numagc-malloc's
 //! `libnumagc_malloc.so` otherwise). The workloads call `malloc`/`free`
 //! (through `heap::Buf` or directly) and nothing else, so every allocator
-//! runs the same machine code.
+//! runs the same machine code. With `--rich`, fig1, ft and mg call
+//! numagc-arena's own interface instead (linked in, no `malloc`), as SAC's
+//! generated code calls its heap manager.
 //!
 //! ```text
-//! arena-workload fig1 --x X [--total 10000000] [--iterations 50] [--bound] [--threads K]
-//! arena-workload ft --class S|W|A [--bound] [--threads K]
-//! arena-workload mg --class S|W|A [--bound] [--threads K]
+//! arena-workload fig1 --x X [--total 10000000] [--iterations 50] [--bound|--rich] [--threads K]
+//! arena-workload ft --class S|W|A [--bound|--rich] [--threads K]
+//! arena-workload mg --class S|W|A [--bound|--rich] [--threads K]
 //! arena-workload larson [--slots N] [--steps N] [--epochs N] [--min B] [--max B] [--seed S] [--threads K]
 //! arena-workload xmalloc [--batches N] [--batch N] [--min B] [--max B] [--seed S] [--threads K]
 //! ```
@@ -37,6 +39,10 @@ mod xmalloc;
 pub use malloc_origin::malloc_origin;
 
 use std::collections::HashMap;
+
+/// What a workload run with `--rich` reports as its `malloc=`: its arrays
+/// came from numagc-arena's own interface, linked in.
+pub const RICH_ORIGIN: &str = "numagc-arena(rich)";
 
 /// The command line of a workload.
 pub const USAGE: &str =
@@ -86,7 +92,7 @@ impl Args {
             let key = rest[i]
                 .strip_prefix("--")
                 .ok_or_else(|| format!("unexpected argument {:?}", rest[i]))?;
-            if key == "bound" {
+            if key == "bound" || key == "rich" {
                 flags.push(key.to_string());
                 i += 1;
                 continue;
@@ -139,25 +145,41 @@ pub fn run(argv: &[String]) -> Outcome {
     };
     let fault =
         std::env::var("NUMAGC_ARENA_BENCH_FAULT").is_ok_and(|f| f == workload || f == "all");
+    let mut rich = false;
     let outcome = Args::parse(&argv[1..]).and_then(|mut a| {
         let threads = a.num("threads", Some(1))?;
         if threads == 0 {
             return Err("--threads 0: at least 1".into());
         }
         let bound = a.flags.iter().any(|f| f == "bound");
+        rich = a.flags.iter().any(|f| f == "rich");
+        if bound && rich {
+            return Err("--bound and --rich: one or the other".into());
+        }
+        if rich && !matches!(workload.as_str(), "fig1" | "ft" | "mg") {
+            return Err(format!(
+                "--rich: {workload} is a malloc pattern; the rich interface runs fig1, ft and mg"
+            ));
+        }
         let run = match workload.as_str() {
             "fig1" => {
                 let x = a.num("x", None)?;
                 let total = a.num("total", Some(10_000_000))?;
                 let iters = a.num("iterations", Some(50))?;
                 a.done()?;
-                fig1::run(x, total, iters, threads, bound, fault)
+                let mode = match (bound, rich) {
+                    (true, _) => fig1::Mode::Bound,
+                    (_, true) => fig1::Mode::Rich,
+                    _ => fig1::Mode::Malloc,
+                };
+                fig1::run(x, total, iters, threads, mode, fault)
             }
             "ft" | "mg" => {
                 let c = a.class()?;
                 a.done()?;
                 // The no-allocation bound: freed arrays are reused (heap.rs).
                 heap::set_bound(bound);
+                heap::set_rich(rich);
                 if workload == "ft" {
                     ft::run(c, threads, fault)
                 } else {
@@ -204,7 +226,11 @@ pub fn run(argv: &[String]) -> Outcome {
         Ok(Ok(line)) => match timing::seconds() {
             Some(s) => Outcome::Ok(format!(
                 "ok {line} malloc={} seconds={s:.6}",
-                malloc_origin()
+                if rich {
+                    RICH_ORIGIN.to_string()
+                } else {
+                    malloc_origin()
+                }
             )),
             None => Outcome::Wrong(format!("{workload}: its time was not measured")),
         },

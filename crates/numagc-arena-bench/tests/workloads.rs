@@ -214,3 +214,57 @@ fn fig1_with_more_threads_than_blocks() {
         None,
     );
 }
+
+/// fig1, ft and mg with numagc-arena's rich interface linked in (`--rich`):
+/// right answers at 1 and 2 threads, reported as such; the malloc patterns
+/// refuse the flag by name, and so does `--rich` with `--bound`.
+#[test]
+fn right_answers_with_the_rich_interface() {
+    for args in [
+        &["fig1", "--x", "25", "--total", "20000", "--iterations", "3"][..],
+        &[
+            "fig1",
+            "--x",
+            "1000",
+            "--total",
+            "20000",
+            "--iterations",
+            "2",
+        ],
+        &["ft", "--class", "S"],
+        &["mg", "--class", "S"],
+    ] {
+        for k in ["1", "2"] {
+            let mut a = args.to_vec();
+            a.extend(["--threads", k, "--rich"]);
+            let o = workload(&a, None, None);
+            assert!(o.status.success(), "{a:?}:\n{}", show(&o));
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                out.lines()
+                    .any(|l| l.starts_with("ok ") && l.contains("malloc=numagc-arena(rich)")),
+                "{a:?}:\n{}",
+                show(&o)
+            );
+        }
+        let mut a = args.to_vec();
+        a.push("--rich");
+        let o = workload(&a, None, Some(args[0]));
+        assert_eq!(o.status.code(), Some(2), "{a:?} corrupted:\n{}", show(&o));
+    }
+    for (args, says) in [
+        (&["larson", "--rich"][..], "is a malloc pattern"),
+        (
+            &["fig1", "--x", "25", "--rich", "--bound"],
+            "one or the other",
+        ),
+    ] {
+        let o = workload(args, None, None);
+        assert_eq!(o.status.code(), Some(64), "{args:?}:\n{}", show(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{args:?} should say {says:?}:\n{}",
+            show(&o)
+        );
+    }
+}

@@ -8,7 +8,11 @@
 //!
 //! * [`ArenaHandle`]: the arena choice for a size, computed once (in a
 //!   `const` when the size is a constant); [`Fixed<SIZE, ALIGN>`] makes that
-//!   choice a compile-time constant of the type.
+//!   choice a compile-time constant of the type. Its `alloc` goes straight
+//!   to the arena, and its `free` of a small chunk straight to the owner's
+//!   subheap, without asking the region map whose pointer it is.
+//! * [`ThreadArenas`]: the calling thread's arenas, found once, for code
+//!   that allocates in a loop (SAC's worker threads).
 //! * [`alloc_with_descriptor`]: one chunk holding a descriptor and, after
 //!   it, the data vector. A check word (`CO_MAGIC ^ data address`) in the 8
 //!   bytes just before the data marks the data pointer as co-allocated.
@@ -67,9 +71,73 @@ impl ArenaHandle {
 
     /// A chunk of this handle's size and alignment; null when the system
     /// refuses memory. No size classification happens here.
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&self) -> *mut u8 {
         thread_heap::alloc_chosen(self.choice, self.size, self.align)
+    }
+
+    /// Frees a chunk that this handle allocated: the other half of the
+    /// compile-time arena choice. A small chunk is known to be ours, so the
+    /// region map is not consulted; every other check of [`crate::try_free`]
+    /// is made (a pointer that is not a chunk start, a double free).
+    ///
+    /// # Safety
+    /// `ptr` was returned by `alloc` of a handle with the same arena choice
+    /// (and is not used after this call unless it returns an error).
+    #[inline(always)]
+    pub unsafe fn free(&self, ptr: *mut u8) -> Result<(), Misuse> {
+        match self.choice {
+            // SAFETY: passed on from the caller: a chunk of a subheap.
+            ArenaChoice::Small(_) => unsafe { thread_heap::free_small(ptr) },
+            // SAFETY: passed on from the caller.
+            _ => unsafe { thread_heap::free(ptr) },
+        }
+    }
+}
+
+/// The calling thread's column of the arena matrix (Fig. 4), found once:
+/// allocations and frees through it skip finding the thread's heap, as
+/// SAC's generated code, which knows its worker thread, does. It belongs to
+/// the thread that made it (it is neither `Send` nor `Sync`); each use
+/// checks that the thread still owns the heap (one load and compare) and
+/// otherwise takes the general path.
+pub struct ThreadArenas {
+    heap: *const thread_heap::ThreadHeap,
+    _thread_bound: core::marker::PhantomData<*const ()>,
+}
+
+impl ThreadArenas {
+    /// The calling thread's arenas (its heap is made if it has none yet);
+    /// `None` when the system refuses the memory for it.
+    pub fn current() -> Option<ThreadArenas> {
+        Some(ThreadArenas {
+            heap: thread_heap::current_or_adopt()?,
+            _thread_bound: core::marker::PhantomData,
+        })
+    }
+
+    /// A chunk of `handle`'s size and alignment; null when the system
+    /// refuses memory.
+    #[inline(always)]
+    pub fn alloc(&self, handle: &ArenaHandle) -> *mut u8 {
+        match handle.choice {
+            ArenaChoice::Small(class) => thread_heap::alloc_small_in(self.heap, class as usize),
+            _ => handle.alloc(),
+        }
+    }
+
+    /// Frees a chunk that `alloc` with `handle` (on any thread) gave.
+    ///
+    /// # Safety
+    /// As for [`ArenaHandle::free`].
+    #[inline(always)]
+    pub unsafe fn free(&self, handle: &ArenaHandle, ptr: *mut u8) -> Result<(), Misuse> {
+        match handle.choice {
+            // SAFETY: passed on from the caller: a small chunk of ours.
+            ArenaChoice::Small(_) => unsafe { thread_heap::free_small_in(self.heap, ptr) },
+            // SAFETY: passed on from the caller.
+            _ => unsafe { handle.free(ptr) },
+        }
     }
 }
 
@@ -83,9 +151,19 @@ impl<const SIZE: usize, const ALIGN: usize> Fixed<SIZE, ALIGN> {
         Err(_) => panic!("numagc-arena: Fixed<SIZE, ALIGN> with an impossible size or alignment"),
     };
 
-    #[inline]
+    #[inline(always)]
     pub fn alloc() -> *mut u8 {
         Self::HANDLE.alloc()
+    }
+
+    /// Frees a chunk from [`Fixed::alloc`] of the same type.
+    ///
+    /// # Safety
+    /// As for [`ArenaHandle::free`].
+    #[inline(always)]
+    pub unsafe fn free(ptr: *mut u8) -> Result<(), Misuse> {
+        // SAFETY: passed on from the caller.
+        unsafe { Self::HANDLE.free(ptr) }
     }
 }
 

@@ -313,6 +313,39 @@ pub(crate) unsafe fn free(
     Ok(())
 }
 
+/// Frees a chunk that the rich interface knows to be a chunk start of this
+/// heap manager (owner thread only): the chunk-index check is made in debug
+/// builds only; the double-free check always.
+///
+/// # Safety
+/// As for [`free`], and `ptr` is the start of a chunk a small arena handed
+/// out.
+#[inline(always)]
+pub(crate) unsafe fn free_known(
+    st: &mut LocalState,
+    region: *mut SubheapRegion,
+    ptr: *mut u8,
+) -> Result<(), Misuse> {
+    if cfg!(debug_assertions) {
+        // SAFETY: passed on from the caller.
+        return unsafe { free(st, region, ptr) };
+    }
+    let addr = ptr as usize;
+    let slot = (addr - region as usize) >> SLOT_SHIFT;
+    // SAFETY: the chunk start lies in a taken slot of the live region,
+    // whose metadata this thread owns.
+    let m = unsafe { &mut *core::ptr::addr_of_mut!((*region).metas[slot]) };
+    // SAFETY: `addr` starts a chunk (of at least 16 bytes) of this subheap;
+    // the region is live.
+    let (key_word, key) = unsafe { (*(addr as *const usize).add(1), (*region).free_key) };
+    if key_word & !1 == key && is_double_free(m, addr, key_word) {
+        return Err(Misuse::DoubleFree { addr });
+    }
+    // SAFETY: a live chunk of this thread's subheap `m`.
+    unsafe { release(st, region, m, addr) };
+    Ok(())
+}
+
 /// Frees a chunk that another thread handed back (its checks were made by
 /// that thread; the owner takes it from its remote-free list).
 ///

@@ -553,6 +553,72 @@ pub(crate) unsafe fn free(ptr: *mut u8) -> Result<(), Misuse> {
     unsafe { free_other(base, ptr) }
 }
 
+/// The calling thread's heap, made (or adopted) if it has none; `None`
+/// when the system refuses memory or the thread is bootstrapping.
+pub(crate) fn current_or_adopt() -> Option<*const ThreadHeap> {
+    let h = current();
+    match h as usize {
+        0 => adopt(),
+        1 => None,
+        _ => Some(h),
+    }
+}
+
+/// A small chunk of `class` from heap `h`'s arena when the calling thread
+/// may use `h` now and the arena's current subheap has one; else the
+/// general path.
+#[inline(always)]
+pub(crate) fn alloc_small_in(h: *const ThreadHeap, class: usize) -> *mut u8 {
+    if owned_by_caller(h) {
+        // SAFETY: this thread owns `h`.
+        let p = subheap::alloc_fast(&mut unsafe { local(h) }.small[class]);
+        if !p.is_null() {
+            return p;
+        }
+    }
+    small_slow(class)
+}
+
+/// Frees a small chunk, the caller's heap `h` at hand: when `h` owns the
+/// chunk's region and the caller may use `h`, straight into the subheap.
+///
+/// # Safety
+/// `ptr` is a chunk that a small arena handed out, not used after this call
+/// unless it returns an error; `h` is a registered heap.
+#[inline(always)]
+pub(crate) unsafe fn free_small_in(h: *const ThreadHeap, ptr: *mut u8) -> Result<(), Misuse> {
+    let base = base_of(ptr as usize);
+    // SAFETY: a small chunk lies in a live subheap region, which starts
+    // with its header.
+    let owner = unsafe { (*(base as *const RegionHeader)).owner };
+    if core::ptr::eq(owner, h) && owned_by_caller(h) {
+        // SAFETY: this thread owns the region's heap.
+        return unsafe { subheap::free_known(local(h), base as *mut SubheapRegion, ptr) };
+    }
+    // SAFETY: passed on from the caller.
+    unsafe { free_other(base, ptr) }
+}
+
+/// Frees a chunk known to be a small one of this heap manager (the rich
+/// interface's free: no region map lookup).
+///
+/// # Safety
+/// `ptr` is a chunk that a small arena handed out, not used after this call
+/// unless it returns an error.
+#[inline(always)]
+pub(crate) unsafe fn free_small(ptr: *mut u8) -> Result<(), Misuse> {
+    let base = base_of(ptr as usize);
+    // SAFETY: a small chunk lies in a live subheap region, which starts
+    // with its header.
+    let owner = unsafe { (*(base as *const RegionHeader)).owner };
+    if owned_by_caller(owner) {
+        // SAFETY: this thread owns the region's heap.
+        return unsafe { subheap::free(local(owner), base as *mut SubheapRegion, ptr) };
+    }
+    // SAFETY: passed on from the caller.
+    unsafe { free_other(base, ptr) }
+}
+
 /// Every free but a small chunk's by its owner.
 ///
 /// # Safety

@@ -413,3 +413,47 @@ fn a_live_chunk_holding_the_key_value_is_not_taken_for_a_double_free() {
         );
     }
 }
+
+/// The rich interface's own free, and the thread's arenas found once: a
+/// chunk of every kind goes back through them and is reused, a double free
+/// through them is reported, and a chunk made on another thread is handed
+/// back to its owner.
+#[test]
+fn rich_free_and_thread_arenas_round_trip() {
+    use numagc_arena::rich::ThreadArenas;
+    let arenas = ThreadArenas::current().expect("a thread heap");
+    for size in [24usize, 200, 4096, 20_000, 3 << 20] {
+        let h = ArenaHandle::new(size, 8).unwrap();
+        let p = arenas.alloc(&h);
+        assert!(!p.is_null() && numagc_arena::owns(p), "size {size}");
+        // SAFETY: p holds `size` bytes; freed once through the same arena.
+        unsafe {
+            p.write_bytes(0xab, size);
+            arenas.free(&h, p).unwrap();
+        }
+        if size <= 4096 {
+            // LIFO reuse of the subheap's free list.
+            let q = h.alloc();
+            assert_eq!(q, p, "size {size}");
+            // SAFETY: live, freed once; then the misuse under test.
+            unsafe {
+                h.free(q).unwrap();
+                assert_eq!(
+                    arenas.free(&h, q),
+                    Err(Misuse::DoubleFree { addr: q as usize })
+                );
+            }
+        }
+    }
+    // Fixed: compile-time arena, its own free.
+    let p = Fixed::<48>::alloc();
+    // SAFETY: from Fixed::<48>::alloc, freed once.
+    unsafe { Fixed::<48>::free(p) }.unwrap();
+    // A chunk of another thread, freed through this thread's arenas.
+    let h = ArenaHandle::new(64, 8).unwrap();
+    let other = std::thread::spawn(move || h.alloc() as usize)
+        .join()
+        .unwrap();
+    // SAFETY: a live chunk of the exited thread's heap, freed once.
+    unsafe { arenas.free(&h, other as *mut u8) }.unwrap();
+}

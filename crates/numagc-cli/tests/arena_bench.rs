@@ -78,13 +78,20 @@ fn runs_end_to_end_at_the_test_size() {
     let names: Vec<&str> = allocs.iter().map(|a| a["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["glibc", "jemalloc", "mimalloc", "tcmalloc", "numagc"]
+        [
+            "glibc",
+            "jemalloc",
+            "mimalloc",
+            "tcmalloc",
+            "numagc",
+            "numagc-rich"
+        ]
     );
     for a in allocs {
         let status = a["status"].as_str().unwrap();
         let name = a["name"].as_str().unwrap();
         match name {
-            "glibc" | "numagc" => assert_eq!(status, "ran", "{name}"),
+            "glibc" | "numagc" | "numagc-rich" => assert_eq!(status, "ran", "{name}"),
             _ => assert!(
                 status == "ran" || status == "not installed (run scripts/install-allocators.sh)",
                 "{name}: {status}"
@@ -92,15 +99,15 @@ fn runs_end_to_end_at_the_test_size() {
         }
         if status != "ran" {
             assert!(
-                out.contains(&format!("{name:<9} {status}")),
+                out.contains(&format!("{name:<11} {status}")),
                 "{name} not listed as {status}:\n{out}"
             );
         }
     }
     let sums = v["summaries"].as_array().unwrap();
-    // Every case x allocator has a row: 4 X x 2 threads x (bound + 5), ft and mg x 2 x (bound + 5),
-    // larson and xmalloc x 2 x 5.
-    assert_eq!(sums.len(), 4 * 2 * 6 + 2 * 2 * 6 + 2 * 2 * 5, "{out}");
+    // Every case x allocator has a row: 4 X x 2 threads x (bound + 6), ft and mg x 2 x (bound + 6),
+    // larson and xmalloc x 2 x 5 (numagc-rich runs the array workloads only).
+    assert_eq!(sums.len(), 4 * 2 * 7 + 2 * 2 * 7 + 2 * 2 * 5, "{out}");
     for s in sums {
         if s["status"] == "ran" {
             assert_eq!(s["answers_ok"], true, "{s}");
@@ -131,7 +138,16 @@ fn runs_end_to_end_at_the_test_size() {
             "{r}"
         );
     }
-    assert!(v["targets"].as_array().unwrap().len() >= 10);
+    // numagc-rich's ran on the rich interface, and on nothing else.
+    let rich: Vec<_> = runs
+        .iter()
+        .filter(|r| r["allocator"] == "numagc-rich")
+        .collect();
+    assert_eq!(rich.len(), 4 * 2 + 2 * 2);
+    for r in rich {
+        assert_eq!(r["malloc"], "numagc-arena(rich)", "{r}");
+    }
+    assert!(v["targets"].as_array().unwrap().len() >= 20);
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains("| fig1 X=25 | 2 | numagc |"), "{md}");
     for f in ["fig5.svg", "fig5.png", "fig6-x25.svg", "workloads.png"] {
@@ -159,7 +175,7 @@ fn allocators_not_installed_are_listed_not_skipped() {
     ]);
     assert!(ok, "{out}\n{err}");
     for a in ["jemalloc", "mimalloc", "tcmalloc"] {
-        let want = format!("{a:<9} not installed (run scripts/install-allocators.sh)");
+        let want = format!("{a:<11} not installed (run scripts/install-allocators.sh)");
         assert!(
             out.matches(&want).count() >= 2,
             "{a} should be listed as not installed, in the list and the table:\n{out}"

@@ -4,7 +4,10 @@
 //! tcmalloc from Debian's packages (`scripts/install-allocators.sh`), and
 //! numagc-arena as `libnumagc_malloc.so` (`crates/numagc-malloc`). All but
 //! glibc are preloaded with `LD_PRELOAD`, so every allocator runs the same
-//! workload binary. A library that is not there is reported as such, never
+//! workload binary. `numagc-rich` is the paper's own setting: the heap
+//! manager linked into the program and called through its rich interface
+//! (the workload's `--rich`; fig1, ft and mg, whose arrays SAC's generated
+//! code would allocate so), with nothing preloaded. A library that is not there is reported as such, never
 //! skipped in silence; a run whose `malloc` turns out to come from
 //! another object than the one preloaded (the dynamic linker ignores a
 //! preload it cannot load, with a warning only) is a failed run.
@@ -12,7 +15,14 @@
 use std::path::{Path, PathBuf};
 
 /// Every allocator, in the order they run.
-pub const ALL: [&str; 5] = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "numagc"];
+pub const ALL: [&str; 6] = [
+    "glibc",
+    "jemalloc",
+    "mimalloc",
+    "tcmalloc",
+    "numagc",
+    "numagc-rich",
+];
 
 /// The Debian shared objects, by allocator (the first found is used).
 fn debian_names(name: &str) -> &'static [&'static str] {
@@ -47,9 +57,18 @@ pub struct Allocator {
     pub preload: Option<PathBuf>,
     /// Why it cannot run, when it cannot.
     pub missing: Option<String>,
+    /// numagc-arena linked into the workload and called through its own
+    /// interface (`--rich`), not `malloc`: fig1, ft and mg only.
+    pub rich: bool,
 }
 
 impl Allocator {
+    /// Whether this allocator runs `workload`: the rich interface only runs
+    /// the array workloads (fig1, ft, mg), not the malloc patterns.
+    pub fn runs(&self, workload: &str) -> bool {
+        !self.rich || matches!(workload, "fig1" | "ft" | "mg")
+    }
+
     /// Finds `name`'s library: in `lib_dirs` for the Debian ones, at
     /// `numagc_malloc` for numagc.
     pub fn find(
@@ -58,7 +77,7 @@ impl Allocator {
         numagc_malloc: &Path,
     ) -> Result<Allocator, String> {
         let (preload, missing) = match name {
-            "glibc" => (None, None),
+            "glibc" | "numagc-rich" => (None, None),
             "numagc" => {
                 if numagc_malloc.is_file() {
                     (Some(numagc_malloc.to_path_buf()), None)
@@ -93,12 +112,21 @@ impl Allocator {
             name: name.to_string(),
             preload,
             missing,
+            rich: name == "numagc-rich",
         })
     }
 
     /// None when `origin` (the object whose `malloc` the workload called,
     /// as it reported it) is this allocator's; otherwise what went wrong.
     pub fn origin_error(&self, origin: &str) -> Option<String> {
+        if self.rich {
+            return (origin != numagc_arena_bench::RICH_ORIGIN).then(|| {
+                format!(
+                    "the arrays came from {origin}, not from {}",
+                    numagc_arena_bench::RICH_ORIGIN
+                )
+            });
+        }
         let ok = match &self.preload {
             None => Path::new(origin)
                 .file_name()

@@ -61,11 +61,12 @@ pub struct ArenaBenchArgs {
     /// Thread counts, comma-separated (speedups are over the first).
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     threads: Vec<usize>,
-    /// Allocators, comma-separated, from glibc, jemalloc, mimalloc, tcmalloc, numagc.
+    /// Allocators, comma-separated, from glibc, jemalloc, mimalloc, tcmalloc, numagc (its malloc,
+    /// preloaded), numagc-rich (its rich interface linked in: fig1, ft, mg).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "glibc,jemalloc,mimalloc,tcmalloc,numagc"
+        default_value = "glibc,jemalloc,mimalloc,tcmalloc,numagc,numagc-rich"
     )]
     allocators: Vec<String>,
     /// Directories searched for the Debian allocators' libraries (repeatable; default the system's).
@@ -199,8 +200,14 @@ fn command(case: &Case, alloc: Option<&Allocator>) -> Result<Command, String> {
             cmd.env_remove("LD_PRELOAD");
         }
     }
-    if alloc.is_none() {
-        cmd.arg("--bound");
+    match alloc {
+        None => {
+            cmd.arg("--bound");
+        }
+        Some(a) if a.rich => {
+            cmd.arg("--rich");
+        }
+        Some(_) => {}
     }
     Ok(cmd)
 }
@@ -246,10 +253,14 @@ pub fn run(a: ArenaBenchArgs) -> Result<(), String> {
     println!("allocators:");
     for al in &allocs {
         match (&al.preload, &al.missing) {
-            (_, Some(why)) => println!("  {:<9} {why}", al.name),
-            (Some(p), None) => println!("  {:<9} LD_PRELOAD={}", al.name, p.display()),
+            (_, Some(why)) => println!("  {:<11} {why}", al.name),
+            (None, None) if al.rich => println!(
+                "  {:<11} numagc-arena linked in, its rich interface (fig1, ft, mg)",
+                al.name
+            ),
+            (Some(p), None) => println!("  {:<11} LD_PRELOAD={}", al.name, p.display()),
             (None, None) => println!(
-                "  {:<9} the C library's malloc (nothing preloaded)",
+                "  {:<11} the C library's malloc (nothing preloaded)",
                 al.name
             ),
         }
@@ -266,7 +277,14 @@ pub fn run(a: ArenaBenchArgs) -> Result<(), String> {
             if case.bound {
                 who.push(None);
             }
-            who.extend(active.iter().map(|al| Some(*al)));
+            // The rich interface is for arrays (fig1, ft, mg), not for the
+            // malloc patterns (larson, xmalloc-test).
+            who.extend(
+                active
+                    .iter()
+                    .filter(|al| al.runs(case.workload))
+                    .map(|al| Some(*al)),
+            );
             for al in who {
                 let name = al.map_or("bound".to_string(), |al| al.name.clone());
                 let m = measure(command(case, al)?)?;
@@ -300,7 +318,7 @@ pub fn run(a: ArenaBenchArgs) -> Result<(), String> {
                     ));
                 }
                 println!(
-                    "  #{rep} {:<13} x{} {name:<9} {:>8.3} s {:>8.3} s wall {:>8.3} s CPU {:>8} KiB{}",
+                    "  #{rep} {:<13} x{} {name:<11} {:>8.3} s {:>8.3} s wall {:>8.3} s CPU {:>8} KiB{}",
                     case.label(),
                     case.threads,
                     seconds.unwrap_or(f64::NAN),

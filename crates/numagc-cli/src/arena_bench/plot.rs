@@ -16,13 +16,14 @@ use crate::bench::plot::{register_fonts, FONT};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
-const COLORS: [RGBColor; 6] = [
+const COLORS: [RGBColor; 7] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
     RGBColor(148, 103, 189),
     RGBColor(120, 120, 120),
+    RGBColor(23, 190, 207),
 ];
 
 type Series = (String, Vec<Option<f64>>);

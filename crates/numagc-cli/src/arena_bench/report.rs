@@ -59,7 +59,12 @@ pub fn summarize(cases: &[Case], allocs: &[Allocator], runs: &[Run]) -> Vec<Summ
         if c.bound {
             names.push(("bound".into(), None));
         }
-        names.extend(allocs.iter().map(|a| (a.name.clone(), a.missing.clone())));
+        names.extend(
+            allocs
+                .iter()
+                .filter(|a| a.runs(c.workload))
+                .map(|a| (a.name.clone(), a.missing.clone())),
+        );
         for (name, missing) in names {
             let rs: Vec<&Run> = runs
                 .iter()
@@ -125,14 +130,30 @@ pub fn targets(summaries: &[Summary], threads: &[usize]) -> Vec<Target> {
         })
     };
     let mut t = Vec::new();
+    for ours in ["numagc", "numagc-rich"] {
+        if !summaries.iter().any(|s| s.allocator == ours) {
+            continue;
+        }
+        t.extend(targets_of(ours, &get, threads));
+    }
+    t
+}
+
+/// The targets for one of numagc's two interfaces.
+fn targets_of<'a>(
+    ours: &str,
+    get: &impl Fn(usize, usize, &str) -> Option<&'a Summary>,
+    threads: &[usize],
+) -> Vec<Target> {
+    let mut t = Vec::new();
     for &k in threads {
-        let numagc = get(25, k, "numagc").and_then(|s| s.overhead_s);
+        let numagc = get(25, k, ours).and_then(|s| s.overhead_s);
         let glibc = get(25, k, "glibc").and_then(|s| s.overhead_s);
         // Only meaningful when glibc's overhead is above zero (at the test
         // size it is within the noise); numagc's may be at or below zero.
         let pair = numagc.zip(glibc).filter(|&(_, g)| g > 0.0);
         t.push(Target {
-            name: format!("X=25, {k} thread(s): glibc's overhead / numagc's"),
+            name: format!("X=25, {k} thread(s): glibc's overhead / {ours}'s"),
             value: pair.filter(|&(n, _)| n > 0.0).map(|(n, g)| g / n),
             goal: ">= 3.7".into(),
             met: pair.map(|(n, g)| n <= g / 3.7),
@@ -143,15 +164,15 @@ pub fn targets(summaries: &[Summary], threads: &[usize]) -> Vec<Target> {
             .reduce(f64::min);
         t.push(Target {
             name: format!(
-                "X=25, {k} thread(s): numagc's overhead - best of jemalloc, mimalloc, tcmalloc (s)"
+                "X=25, {k} thread(s): {ours}'s overhead - best of jemalloc, mimalloc, tcmalloc (s)"
             ),
             value: numagc.zip(best).map(|(n, b)| n - b),
             goal: "< 0".into(),
             met: numagc.zip(best).map(|(n, b)| n < b),
         });
-        let over = get(25, k, "numagc").and_then(|s| s.over_bound);
+        let over = get(25, k, ours).and_then(|s| s.over_bound);
         t.push(Target {
-            name: format!("X=25, {k} thread(s): numagc's time / the bound"),
+            name: format!("X=25, {k} thread(s): {ours}'s time / the bound"),
             value: over,
             goal: "<= 1.15".into(),
             met: over.map(|o| o <= 1.15),
@@ -159,9 +180,9 @@ pub fn targets(summaries: &[Summary], threads: &[usize]) -> Vec<Target> {
     }
     if let (Some(&k0), Some(&k1)) = (threads.first(), threads.get(1)) {
         for x in super::XS {
-            let sp = get(x, k1, "numagc").and_then(|s| s.speedup);
+            let sp = get(x, k1, ours).and_then(|s| s.speedup);
             t.push(Target {
-                name: format!("X={x}: numagc's speedup {k0} -> {k1} threads"),
+                name: format!("X={x}: {ours}'s speedup {k0} -> {k1} threads"),
                 value: sp,
                 goal: ">= 1.9".into(),
                 met: sp.map(|v| v >= 1.9),
@@ -198,7 +219,7 @@ pub fn render_text(summaries: &[Summary], targets: &[Target]) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{:<13} {:>2} {:<9} {:>28} {:>6} {:>10} {:>8} {:>8} {:>8}",
+        "{:<13} {:>2} {:<11} {:>28} {:>6} {:>10} {:>8} {:>8} {:>8}",
         "case",
         "K",
         "allocator",
@@ -210,7 +231,7 @@ pub fn render_text(summaries: &[Summary], targets: &[Target]) -> String {
         "speedup"
     );
     for s in summaries {
-        let head = format!("{:<13} {:>2} {:<9}", s.case, s.threads, s.allocator);
+        let head = format!("{:<13} {:>2} {:<11}", s.case, s.threads, s.allocator);
         match wall(s) {
             Some(w) => {
                 let _ = writeln!(
@@ -240,7 +261,7 @@ pub fn render_text(summaries: &[Summary], targets: &[Target]) -> String {
     for g in targets {
         let _ = writeln!(
             t,
-            "  {:<82} {:>8}  goal {:<8} {}",
+            "  {:<86} {:>8}  goal {:<8} {}",
             g.name,
             opt(g.value, 3),
             g.goal,
