@@ -57,7 +57,7 @@ impl LocalState {
             owner,
             node: 0,
             bind: false,
-            small: [const { SmallArena::new() }; NUM_SMALL],
+            small: SmallArena::column(),
             variable: VariableArenas::new(),
             subheap_regions: core::ptr::null_mut(),
             stats: LocalStats {

@@ -171,6 +171,14 @@ pub fn thread_stats() -> Option<(LocalStats, usize, usize)> {
     thread_heap::stats()
 }
 
+/// Gives back what the calling thread's heap holds without use: the free
+/// chunks kept on its arenas' lists go back to their subheaps (empty
+/// subheaps and local heaps are released), and the chunks other threads
+/// freed into it are taken back. (`malloc_trim` of numagc-malloc.)
+pub fn trim() {
+    thread_heap::trim()
+}
+
 /// Frees now the chunks that other threads freed into this thread's heap
 /// (otherwise done when one of its arenas runs short).
 pub fn collect_remote_frees() {

@@ -35,10 +35,17 @@ use crate::thread_heap;
 
 const CO_MAGIC: usize = 0xc0a1_10c0_de5c_0000;
 
+/// [`ArenaHandle`]'s small class when its choice is not a small class.
+const NOT_SMALL: u8 = u8::MAX;
+const _: () = assert!(crate::size_class::NUM_SMALL < NOT_SMALL as usize);
+
 /// A precomputed arena choice for requests of one size and alignment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArenaHandle {
     choice: ArenaChoice,
+    /// The small class, or [`NOT_SMALL`]: the fast paths test this one byte
+    /// instead of matching the choice.
+    small: u8,
     size: usize,
     align: usize,
 }
@@ -55,6 +62,10 @@ impl ArenaHandle {
             }),
             choice => Ok(ArenaHandle {
                 choice,
+                small: match choice {
+                    ArenaChoice::Small(c) => c,
+                    _ => NOT_SMALL,
+                },
                 size,
                 align,
             }),
@@ -120,10 +131,12 @@ impl ThreadArenas {
     /// refuses memory.
     #[inline(always)]
     pub fn alloc(&self, handle: &ArenaHandle) -> *mut u8 {
-        match handle.choice {
-            ArenaChoice::Small(class) => thread_heap::alloc_small_in(self.heap, class as usize),
-            _ => handle.alloc(),
+        if handle.small != NOT_SMALL {
+            // SAFETY: a handle's small class is below NUM_SMALL; `heap` is
+            // a registered heap.
+            return unsafe { thread_heap::alloc_small_in(self.heap, handle.small as usize) };
         }
+        handle.alloc()
     }
 
     /// Frees a chunk that `alloc` with `handle` (on any thread) gave.
@@ -132,12 +145,13 @@ impl ThreadArenas {
     /// As for [`ArenaHandle::free`].
     #[inline(always)]
     pub unsafe fn free(&self, handle: &ArenaHandle, ptr: *mut u8) -> Result<(), Misuse> {
-        match handle.choice {
-            // SAFETY: passed on from the caller: a small chunk of ours.
-            ArenaChoice::Small(_) => unsafe { thread_heap::free_small_in(self.heap, ptr) },
-            // SAFETY: passed on from the caller.
-            _ => unsafe { handle.free(ptr) },
+        if handle.small != NOT_SMALL {
+            // SAFETY: passed on from the caller: a small chunk of ours of
+            // that class.
+            return unsafe { thread_heap::free_small_in(self.heap, ptr, handle.small as usize) };
         }
+        // SAFETY: passed on from the caller.
+        unsafe { handle.free(ptr) }
     }
 }
 

@@ -11,9 +11,16 @@
 //! then from the subheap's free list. A chunk's subheap is found from its
 //! address alone (region mask, then slot index), so chunks carry no header.
 //!
-//! Each arena (class × thread) keeps its *current* subheap and a stack of
-//! subheaps known to have free chunks. A free pushes the chunk on its
-//! subheap's list, and a subheap that was full goes back on the stack.
+//! Each arena (class × thread) keeps its own list of free chunks (the
+//! paper's "list of available, appropriately sized chunks"), its *current*
+//! subheap and a stack of subheaps known to have free chunks. The owner's
+//! free pushes the chunk on the arena's list, and its allocation pops it
+//! from there first: an allocate-use-free loop touches nothing else. The
+//! list holds at most [`ARENA_LIST_BYTES`] of chunks (at least 8); when a
+//! free finds it full, every chunk on it goes back to its subheap's own
+//! free list (a subheap that was full goes back on the stack, one that
+//! empties gives its slot back). Then the current subheap serves: its free
+//! list, then its bump offset.
 //!
 //! Choices: a subheap that empties (other than its arena's current one)
 //! gives its slot back to its local heap at once, for any class to take; a
@@ -36,9 +43,11 @@
 //! handed to the program, which would have to guess 63 bits).
 //!
 //! Invariant: for every taken slot, chunks below `bump` are either live or
-//! on exactly one list (the free list, marked with the key, or the owner's
-//! remote-free list, marked with the key `| 1`); `used` counts the ones not
-//! on the free list, plus one while the subheap is its arena's current one
+//! on exactly one list (the subheap's free list or its arena's list, both
+//! marked with the key, or the owner's remote-free list, marked with the
+//! key `| 1`); `used` counts the ones not on the subheap's free list (so
+//! those on the arena's list count as used until it gives them back), plus
+//! one while the subheap is its arena's current one
 //! (so that a free which empties the current subheap, the common case of
 //! an allocate-use-free loop, sees a non-zero count and does nothing more). Only the owner thread touches a region's metadata.
 
@@ -50,7 +59,7 @@ use crate::global_heap;
 use crate::misuse::Misuse;
 use crate::region::{RegionHeader, RegionKind, REGION_MAGIC, REGION_SIZE};
 use crate::region_map;
-use crate::size_class::SMALL_CLASSES;
+use crate::size_class::{NUM_SMALL, SMALL_CLASSES};
 
 pub(crate) const SLOT_SHIFT: u32 = 16;
 pub(crate) const SLOT_SIZE: usize = 1 << SLOT_SHIFT;
@@ -96,18 +105,46 @@ pub(crate) struct SubheapRegion {
 
 const _: () = assert!(core::mem::size_of::<SubheapRegion>() <= SLOT_SIZE);
 
+/// The bytes of free chunks an arena's own list may hold (at least 8
+/// chunks): enough that an allocate-use-free loop never reaches a subheap,
+/// small enough that an idle thread keeps little (28 classes: at most
+/// 448 KiB plus 8 chunks of each class above 2 KiB).
+pub const ARENA_LIST_BYTES: usize = 16 << 10;
+
+const fn list_room(class: usize) -> u32 {
+    let n = ARENA_LIST_BYTES / SMALL_CLASSES[class];
+    (if n < 8 { 8 } else { n }) as u32
+}
+
 /// The arena of one small class for one thread (an entry of Fig. 4).
 pub(crate) struct SmallArena {
+    /// The arena's list of free chunks (first word: the next one).
+    list: *mut usize,
+    /// How many more chunks the list may take.
+    room: u32,
     current: *mut SubheapMeta,
     listed: *mut SubheapMeta,
 }
 
 impl SmallArena {
-    pub(crate) const fn new() -> Self {
+    const fn new(class: usize) -> Self {
         SmallArena {
+            list: core::ptr::null_mut(),
+            room: list_room(class),
             current: core::ptr::null_mut(),
             listed: core::ptr::null_mut(),
         }
+    }
+
+    /// The arenas of one thread, one per small class.
+    pub(crate) const fn column() -> [SmallArena; NUM_SMALL] {
+        let mut a = [const { SmallArena::new(0) }; NUM_SMALL];
+        let mut c = 0;
+        while c < NUM_SMALL {
+            a[c] = SmallArena::new(c);
+            c += 1;
+        }
+        a
     }
 }
 
@@ -141,9 +178,21 @@ fn init_free_key() {
     let _ = FREE_KEY.compare_exchange(0, k, Relaxed, Relaxed);
 }
 
-/// Takes a chunk from the arena's current subheap; null when it has none.
+/// Takes a chunk from the arena's list, else from its current subheap;
+/// null when neither has one.
 #[inline(always)]
 pub(crate) fn alloc_fast(arena: &mut SmallArena) -> *mut u8 {
+    let c = arena.list;
+    if !c.is_null() {
+        // SAFETY: a chunk on the arena's list holds the next one in its
+        // first word; it is now the caller's, its key word cleared.
+        unsafe {
+            arena.list = *c as *mut usize;
+            c.add(1).write(0);
+        }
+        arena.room += 1;
+        return c.cast();
+    }
     let m = arena.current;
     if m.is_null() {
         return core::ptr::null_mut();
@@ -305,45 +354,157 @@ pub(crate) unsafe fn free(
     // SAFETY: `addr` starts a chunk (of at least 16 bytes) of this subheap;
     // the region is live.
     let (key_word, key) = unsafe { (*(addr as *const usize).add(1), (*region).free_key) };
-    if key_word & !1 == key && is_double_free(m, addr, key_word) {
+    let class = m.class as usize;
+    if key_word & !1 == key {
+        return free_suspect(st, m, addr, key_word, key);
+    }
+    // SAFETY: a live chunk of this thread's arena `class`.
+    unsafe { push(st, class, addr, key) }
+}
+
+/// A free found the key in the chunk: a double free, or a program value
+/// that happens to equal it.
+#[cold]
+#[inline(never)]
+fn free_suspect(
+    st: &mut LocalState,
+    m: &SubheapMeta,
+    addr: usize,
+    key_word: usize,
+    key: usize,
+) -> Result<(), Misuse> {
+    if is_double_free(st, m, addr, key_word) {
         return Err(Misuse::DoubleFree { addr });
     }
-    // SAFETY: a live chunk of this thread's subheap `m`.
-    unsafe { release(st, region, m, addr) };
+    // SAFETY: not on any list after all: a live chunk of this thread.
+    unsafe { push(st, m.class as usize, addr, key) }
+}
+
+/// Puts the live chunk at `addr` of class `class` on its arena's list
+/// (giving the list back to the subheaps first if it is full).
+///
+/// # Safety
+/// `addr` starts a live chunk of class `class` of a subheap of this thread
+/// (`st`), not on any list; `key` is the free key.
+#[inline(always)]
+unsafe fn push(st: &mut LocalState, class: usize, addr: usize, key: usize) -> Result<(), Misuse> {
+    // SAFETY: `class` is a chunk's class, below NUM_SMALL.
+    let arena = unsafe { st.small.get_unchecked_mut(class) };
+    if arena.room == 0 {
+        // SAFETY: passed on.
+        return unsafe { push_to_full(st, class, addr, key) };
+    }
+    // SAFETY: the chunk is free now and ours; its first word takes the link,
+    // its second the key.
+    unsafe {
+        *(addr as *mut usize) = arena.list as usize;
+        *(addr as *mut usize).add(1) = key;
+    }
+    arena.list = addr as *mut usize;
+    arena.room -= 1;
     Ok(())
 }
 
-/// Frees a chunk that the rich interface knows to be a chunk start of this
-/// heap manager (owner thread only): the chunk-index check is made in debug
-/// builds only; the double-free check always.
+/// [`push`] onto a full list: the list goes back to the subheaps first.
 ///
 /// # Safety
-/// As for [`free`], and `ptr` is the start of a chunk a small arena handed
-/// out.
+/// As for [`push`].
+#[cold]
+#[inline(never)]
+unsafe fn push_to_full(
+    st: &mut LocalState,
+    class: usize,
+    addr: usize,
+    key: usize,
+) -> Result<(), Misuse> {
+    give_back_list(st, class);
+    // SAFETY: passed on; the list has room now.
+    unsafe { push(st, class, addr, key) }
+}
+
+/// Gives every chunk on the arena's list back to its subheap.
+#[cold]
+#[inline(never)]
+fn give_back_list(st: &mut LocalState, class: usize) {
+    let mut c = core::mem::replace(&mut st.small[class].list, core::ptr::null_mut());
+    st.small[class].room = list_room(class);
+    while !c.is_null() {
+        let addr = c as usize;
+        // SAFETY: a chunk on the list links to the next in its first word;
+        // read before `release` rewrites it.
+        c = unsafe { *c as *mut usize };
+        let region = crate::region::base_of(addr) as *mut SubheapRegion;
+        // SAFETY: a chunk on this thread's arena list is a chunk start of a
+        // taken slot of a live subheap region of this thread, counted as
+        // used there.
+        unsafe {
+            let m = &mut *meta_of(region, addr).expect("a listed chunk's slot is taken");
+            release(st, region, m, addr);
+        }
+    }
+}
+
+/// Gives every arena list of the thread back to the subheaps (so that
+/// emptied subheaps release their slots now).
+pub(crate) fn give_back_lists(st: &mut LocalState) {
+    for class in 0..NUM_SMALL {
+        if !st.small[class].list.is_null() {
+            give_back_list(st, class);
+        }
+    }
+}
+
+/// Frees a chunk of class `class` that the rich interface knows to be a
+/// chunk start of this heap manager (owner thread only): the chunk-index
+/// and class checks are made in debug builds only; the double-free check
+/// always.
+///
+/// # Safety
+/// As for [`free`], and `ptr` is the start of a chunk that the arena of
+/// class `class` handed out.
 #[inline(always)]
 pub(crate) unsafe fn free_known(
     st: &mut LocalState,
     region: *mut SubheapRegion,
     ptr: *mut u8,
+    class: usize,
 ) -> Result<(), Misuse> {
+    let addr = ptr as usize;
     if cfg!(debug_assertions) {
         // SAFETY: passed on from the caller.
-        return unsafe { free(st, region, ptr) };
+        let m = unsafe { &*chunk_start_meta(region, addr, true)? };
+        assert_eq!(
+            m.class as usize, class,
+            "numagc-arena: rich free of {addr:#x} with the handle of another size class"
+        );
     }
-    let addr = ptr as usize;
-    let slot = (addr - region as usize) >> SLOT_SHIFT;
-    // SAFETY: the chunk start lies in a taken slot of the live region,
-    // whose metadata this thread owns.
-    let m = unsafe { &mut *core::ptr::addr_of_mut!((*region).metas[slot]) };
     // SAFETY: `addr` starts a chunk (of at least 16 bytes) of this subheap;
     // the region is live.
     let (key_word, key) = unsafe { (*(addr as *const usize).add(1), (*region).free_key) };
-    if key_word & !1 == key && is_double_free(m, addr, key_word) {
-        return Err(Misuse::DoubleFree { addr });
+    if key_word & !1 == key {
+        // SAFETY: passed on.
+        return unsafe { free_known_suspect(st, region, addr, key_word, key) };
     }
-    // SAFETY: a live chunk of this thread's subheap `m`.
-    unsafe { release(st, region, m, addr) };
-    Ok(())
+    // SAFETY: a live chunk of this thread's arena `class`.
+    unsafe { push(st, class, addr, key) }
+}
+
+/// [`free_known`] found the key in the chunk.
+///
+/// # Safety
+/// As for [`free_known`].
+#[cold]
+#[inline(never)]
+unsafe fn free_known_suspect(
+    st: &mut LocalState,
+    region: *mut SubheapRegion,
+    addr: usize,
+    key_word: usize,
+    key: usize,
+) -> Result<(), Misuse> {
+    // SAFETY: the chunk start lies in a taken slot of the live region.
+    let m = unsafe { &*meta_of(region, addr).ok_or(Misuse::NotAChunk { addr })? };
+    free_suspect(st, m, addr, key_word, key)
 }
 
 /// Frees a chunk that another thread handed back (its checks were made by
@@ -397,19 +558,21 @@ unsafe fn chunk_start_meta(
 
 /// A key word was found in the chunk at `addr`: is it really free?
 #[cold]
-fn is_double_free(m: &SubheapMeta, addr: usize, key_word: usize) -> bool {
+fn is_double_free(st: &LocalState, m: &SubheapMeta, addr: usize, key_word: usize) -> bool {
     if key_word & 1 == 1 {
         return true; // on the owner's remote-free list
     }
-    let mut c = m.free;
-    while !c.is_null() {
-        if c as usize == addr {
-            return true;
+    let on = |mut c: *mut usize| {
+        while !c.is_null() {
+            if c as usize == addr {
+                return true;
+            }
+            // SAFETY: chunks on a free list link to the next in their first word.
+            c = unsafe { *c as *mut usize };
         }
-        // SAFETY: chunks on the free list link to the next in their first word.
-        c = unsafe { *c as *mut usize };
-    }
-    false
+        false
+    };
+    on(st.small[m.class as usize].list) || on(m.free)
 }
 
 /// Puts the chunk at `addr` on `m`'s free list and does the bookkeeping.
@@ -554,6 +717,10 @@ pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
             }
         }
         r = region.hdr.next.cast();
+    }
+    // Chunks on the arenas' lists count as used in their subheaps.
+    for (class, a) in st.small.iter().enumerate() {
+        live -= (list_room(class) - a.room) as usize;
     }
     (subheaps, live)
 }

@@ -266,7 +266,13 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
     let h = p as *const ThreadHeap;
     if current() == h {
         // SAFETY: still this thread's heap.
-        unsafe { take_remote_frees(h, local(h)) };
+        unsafe {
+            take_remote_frees(h, local(h));
+            // An exiting thread's free chunks go back to their subheaps,
+            // so that empty ones are released while the heap waits for
+            // its next thread.
+            subheap::give_back_lists(local(h));
+        }
         set_current(core::ptr::null());
     }
     // SAFETY: registered heaps are never freed.
@@ -565,13 +571,17 @@ pub(crate) fn current_or_adopt() -> Option<*const ThreadHeap> {
 }
 
 /// A small chunk of `class` from heap `h`'s arena when the calling thread
-/// may use `h` now and the arena's current subheap has one; else the
-/// general path.
+/// may use `h` now and the arena has one at hand; else the general path.
+///
+/// # Safety
+/// `class < NUM_SMALL`; `h` is a registered heap.
 #[inline(always)]
-pub(crate) fn alloc_small_in(h: *const ThreadHeap, class: usize) -> *mut u8 {
+pub(crate) unsafe fn alloc_small_in(h: *const ThreadHeap, class: usize) -> *mut u8 {
+    debug_assert!(class < crate::size_class::NUM_SMALL);
     if owned_by_caller(h) {
-        // SAFETY: this thread owns `h`.
-        let p = subheap::alloc_fast(&mut unsafe { local(h) }.small[class]);
+        // SAFETY: this thread owns `h`; the caller's class is below
+        // NUM_SMALL (a handle's small class).
+        let p = subheap::alloc_fast(unsafe { local(h).small.get_unchecked_mut(class) });
         if !p.is_null() {
             return p;
         }
@@ -583,17 +593,22 @@ pub(crate) fn alloc_small_in(h: *const ThreadHeap, class: usize) -> *mut u8 {
 /// chunk's region and the caller may use `h`, straight into the subheap.
 ///
 /// # Safety
-/// `ptr` is a chunk that a small arena handed out, not used after this call
-/// unless it returns an error; `h` is a registered heap.
+/// `ptr` is a chunk that the small arena of class `class` handed out, not
+/// used after this call unless it returns an error; `h` is a registered
+/// heap.
 #[inline(always)]
-pub(crate) unsafe fn free_small_in(h: *const ThreadHeap, ptr: *mut u8) -> Result<(), Misuse> {
+pub(crate) unsafe fn free_small_in(
+    h: *const ThreadHeap,
+    ptr: *mut u8,
+    class: usize,
+) -> Result<(), Misuse> {
     let base = base_of(ptr as usize);
     // SAFETY: a small chunk lies in a live subheap region, which starts
     // with its header.
     let owner = unsafe { (*(base as *const RegionHeader)).owner };
     if core::ptr::eq(owner, h) && owned_by_caller(h) {
         // SAFETY: this thread owns the region's heap.
-        return unsafe { subheap::free_known(local(h), base as *mut SubheapRegion, ptr) };
+        return unsafe { subheap::free_known(local(h), base as *mut SubheapRegion, ptr, class) };
     }
     // SAFETY: passed on from the caller.
     unsafe { free_other(base, ptr) }
@@ -717,6 +732,19 @@ pub(crate) fn stats() -> Option<(LocalStats, usize, usize)> {
     let st = unsafe { local(h) };
     let (subheaps, live) = subheap::count_live(st);
     Some((st.stats, subheaps, live))
+}
+
+/// Gives the arenas' lists back to the subheaps and takes back remote
+/// frees, so that emptied subheaps and local heaps are released now.
+pub(crate) fn trim() {
+    let h = current();
+    if (h as usize) > 1 {
+        // SAFETY: `h` is this thread's heap.
+        unsafe {
+            take_remote_frees(h, local(h));
+            subheap::give_back_lists(local(h));
+        }
+    }
 }
 
 /// Takes back remote frees now (normally done when an arena runs short).

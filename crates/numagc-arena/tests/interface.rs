@@ -457,3 +457,38 @@ fn rich_free_and_thread_arenas_round_trip() {
     // SAFETY: a live chunk of the exited thread's heap, freed once.
     unsafe { arenas.free(&h, other as *mut u8) }.unwrap();
 }
+
+/// Freed small chunks wait on their arena's list, counted as free by
+/// `thread_stats`; `trim` gives them back to their subheaps, which then
+/// release their slots.
+#[test]
+fn trim_gives_the_arena_lists_back() {
+    std::thread::spawn(|| {
+        let ps: Vec<usize> = (0..5000)
+            .map(|_| numagc_arena::alloc(32, 16) as usize)
+            .collect();
+        let (_, _, live) = numagc_arena::thread_stats().unwrap();
+        assert!(live >= 5000);
+        // Newest first: the last ones freed, which stay on the list, are
+        // from the first subheap, which is not the current one.
+        for &p in ps.iter().rev() {
+            // SAFETY: live chunks of this thread, freed once.
+            unsafe { numagc_arena::free(p as *mut u8) };
+        }
+        let (s0, _, live0) = numagc_arena::thread_stats().unwrap();
+        assert_eq!(live0, live - 5000, "chunks on the lists are free");
+        numagc_arena::trim();
+        let (s1, _, live1) = numagc_arena::thread_stats().unwrap();
+        assert_eq!(live1, live0);
+        assert!(
+            s1.subheaps_released > s0.subheaps_released,
+            "the subheap whose chunks waited on the list was released"
+        );
+        // Still usable afterwards.
+        let p = numagc_arena::alloc(32, 16);
+        // SAFETY: live, freed once.
+        unsafe { numagc_arena::free(p) };
+    })
+    .join()
+    .unwrap();
+}

@@ -1,7 +1,8 @@
 //! The SAC private heap manager (`numagc-arena`) as the C library's
 //! allocator (issue 7, item 5): `LD_PRELOAD=libnumagc_malloc.so program`
 //! makes every `malloc`, `free`, `calloc`, `realloc`, `posix_memalign`,
-//! `aligned_alloc`, `memalign`, `valloc`, `pvalloc` and `malloc_usable_size`
+//! `aligned_alloc`, `memalign`, `valloc`, `pvalloc`, `malloc_usable_size` and
+//! `malloc_trim`
 //! of the program (and of the C library itself) go to it.
 //!
 //! Conventions: requests are aligned to 16 bytes (`max_align_t`); a refused
@@ -171,6 +172,15 @@ pub extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
         return 0;
     }
     numagc_arena::usable_size(p.cast()).unwrap_or(0)
+}
+
+/// Gives the calling thread's unused free chunks back to their subheaps
+/// (and emptied subheaps and local heaps back to the system); 1, as glibc
+/// returns when memory was released. `pad` is ignored.
+#[no_mangle]
+pub extern "C" fn malloc_trim(_pad: usize) -> i32 {
+    numagc_arena::trim();
+    1
 }
 
 /// 1 when `p` lies in memory of this allocator, else 0.
