@@ -19,25 +19,38 @@
 //! **Deviation from the paper: freed very large chunks are cached.** The
 //! paper (§3) returns a very large chunk to the system when it is freed.
 //! Done literally (one `mmap` per request, `munmap` on free), every array
-//! above 1 MiB is faulted in page by page each time it is made: on NAS FT
-//! class W (8 MiB arrays, one thread) that was 72,958 minor faults against
-//! glibc's 35,796 (glibc keeps freed mmaps by raising its mmap threshold)
-//! and 9,335 for the no-allocation bound, and 1.7x the bound's time. So a
-//! freed large mapping keeps its pages resident (no `MADV_DONTNEED`) in a
-//! small cache here, under the same lock as the region cache, and a request
-//! of the same page-rounded length, or up to 1/8 less ([`LARGE_FIT_SLACK`]),
-//! on the same node (when placement binds) takes it back without a fault.
-//! With it FT class W takes 9,5xx faults, within a few hundred of the bound
-//! (figures and commands: `large.rs`). Memory still goes back to the system:
-//! * bytes: the cache holds at most `max(`[`LARGE_CACHE_MIN_BYTES`]` (64
-//!   MiB), live large bytes / 2)`, so it costs at most 64 MiB or half the
-//!   large memory the program holds, whichever is more; the oldest entries
-//!   are unmapped first, and a mapping bigger than the bound is never kept;
-//! * entries: at most [`MAX_CACHED_LARGE`];
+//! above 1 MiB is faulted in page by page each time it is made, and a
+//! program in the paper's style (a fresh array per whole-array operation,
+//! freed at its last use) makes them all the time. So a freed large
+//! mapping keeps its pages resident (no `MADV_DONTNEED`) in a small cache
+//! here, under the same lock as the region cache (no other lock, so `fork`
+//! still takes just this one), and a request of the same page-rounded
+//! length, or up to 1/8 less ([`LARGE_FIT_SLACK`]: similar-size arrays
+//! share), on the same node when placement binds (`bind` and `node` of the
+//! request equal those the mapping was bound for), takes it back without a
+//! fault; the smallest that fits, the newest of equal ones. Memory still
+//! goes back to the system, by three bounds:
+//! * bytes: the cache holds at most what the program held live in large
+//!   chunks in the last one to two seconds (two windows of
+//!   [`LARGE_CACHE_DECAY_MS`]) beyond what it holds now, so live and
+//!   cached large memory together stay within the program's own recent
+//!   peak; but always [`LARGE_CACHE_MIN_BYTES`] (64 MiB) and never more than
+//!   [`LARGE_CACHE_MAX_BYTES`] (1 GiB). The oldest entries are unmapped
+//!   first, and a mapping bigger than the bound is not kept. (Half the live
+//!   bytes, tried first, was too little for NAS FT class A: its live large
+//!   memory swings between 192 and 576 MiB in each iteration, so the arrays
+//!   freed at the low point were unmapped and faulted in again.)
+//! * entries: at most [`MAX_CACHED_LARGE`] (16); the oldest goes first;
 //! * time: a mapping cached for longer than [`LARGE_CACHE_DECAY_MS`] (1 s)
-//!   is unmapped by the next large allocation or free of any thread (there
-//!   is no background thread: a program that stops allocating large chunks
-//!   keeps at most the bound until it calls [`release_cached_large`]).
+//!   is not reused and is unmapped by the next large allocation or free of
+//!   any thread. There is no background thread: a program that stops
+//!   allocating large chunks keeps what is cached (at most the bound) until
+//!   it calls [`release_cached_large`] or allocates a large chunk again.
+//!
+//! Measured (NAS FT, `arena-workload ft`, one thread, `LD_PRELOAD` of
+//! `libnumagc_malloc.so`; medians of 3; page faults are independent of the
+//! machine's load, times are not: the 2-core machine was shared):
+//! MEASURED_TABLE
 //!
 //! Invariant: a region or large mapping in the cache has its bit cleared in
 //! `region_map` and a zero magic, so no `free` or `owns` accepts a
@@ -55,9 +68,11 @@ pub const MAX_CACHED_REGIONS: usize = 8;
 
 /// How many freed large mappings the global heap keeps for reuse.
 pub const MAX_CACHED_LARGE: usize = 16;
-/// The large cache's byte bound when less than twice this is live in large
-/// chunks (above that the bound is half the live large bytes).
+/// The large cache may always hold this many bytes (the module docs say how
+/// its bound follows the live large memory).
 pub const LARGE_CACHE_MIN_BYTES: usize = 64 << 20;
+/// The large cache never holds more than this many bytes.
+pub const LARGE_CACHE_MAX_BYTES: usize = 1 << 30;
 /// A cached large mapping not taken back within this many milliseconds is
 /// unmapped at the next large allocation or free.
 pub const LARGE_CACHE_DECAY_MS: u64 = 1000;
@@ -91,6 +106,14 @@ struct Cache {
     large: [CachedLarge; MAX_CACHED_LARGE],
     large_len: usize,
     large_bytes: usize,
+    /// Bytes of large chunks handed out and not yet freed.
+    large_live: usize,
+    /// The most `large_live` was in the current window of
+    /// [`LARGE_CACHE_DECAY_MS`], which began at `window_start`, and in the
+    /// one before.
+    peak_cur: usize,
+    peak_prev: usize,
+    window_start: u64,
 }
 
 /// Mappings taken out of the large cache under the lock, unmapped after it
@@ -127,6 +150,33 @@ impl Victims {
 }
 
 impl Cache {
+    /// Records that `large_live` changed at `now`.
+    fn note_live(&mut self, now: u64) {
+        let elapsed = now.saturating_sub(self.window_start);
+        if elapsed >= LARGE_CACHE_DECAY_MS {
+            // Nothing happened in a whole window: what was live before this
+            // change is all that was live in it.
+            self.peak_prev = if elapsed < 2 * LARGE_CACHE_DECAY_MS {
+                self.peak_cur
+            } else {
+                self.peak_cur.min(self.large_live)
+            };
+            self.peak_cur = 0;
+            self.window_start = now;
+        }
+        self.peak_cur = self.peak_cur.max(self.large_live);
+    }
+
+    /// The large cache's byte bound now: what the program held live in
+    /// large chunks lately beyond what it holds now, so that live and cached
+    /// large memory together stay within the recent peak (at least
+    /// [`LARGE_CACHE_MIN_BYTES`], at most [`LARGE_CACHE_MAX_BYTES`]).
+    fn large_cap(&self) -> usize {
+        let peak = self.peak_cur.max(self.peak_prev);
+        peak.saturating_sub(self.large_live)
+            .clamp(LARGE_CACHE_MIN_BYTES, LARGE_CACHE_MAX_BYTES)
+    }
+
     fn remove_large(&mut self, i: usize) -> CachedLarge {
         let e = self.large[i];
         self.large.copy_within(i + 1..self.large_len, i);
@@ -172,6 +222,10 @@ static CACHE: CacheLock = CacheLock {
         large: [NO_LARGE; MAX_CACHED_LARGE],
         large_len: 0,
         large_bytes: 0,
+        large_live: 0,
+        peak_cur: 0,
+        peak_prev: 0,
+        window_start: 0,
     }),
 };
 
@@ -238,8 +292,6 @@ static REGIONS_RELEASED: AtomicUsize = AtomicUsize::new(0);
 static LARGE_MAPPED: AtomicUsize = AtomicUsize::new(0);
 static LARGE_UNMAPPED: AtomicUsize = AtomicUsize::new(0);
 static LARGE_REUSED: AtomicUsize = AtomicUsize::new(0);
-/// Bytes of large mappings handed out and not yet freed.
-static LARGE_LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// Counters of the global heap since the process started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -267,9 +319,9 @@ pub struct GlobalHeapStats {
 }
 
 pub fn stats() -> GlobalHeapStats {
-    let (large_cached, large_cached_bytes) = {
+    let (large_cached, large_cached_bytes, large_live_bytes) = {
         let c = lock();
-        (c.large_len, c.large_bytes)
+        (c.large_len, c.large_bytes, c.large_live)
     };
     GlobalHeapStats {
         mapped_bytes: MAPPED_BYTES.load(Ordering::Relaxed),
@@ -281,7 +333,7 @@ pub fn stats() -> GlobalHeapStats {
         large_reused: LARGE_REUSED.load(Ordering::Relaxed),
         large_cached,
         large_cached_bytes,
-        large_live_bytes: LARGE_LIVE_BYTES.load(Ordering::Relaxed),
+        large_live_bytes,
     }
 }
 
@@ -352,11 +404,6 @@ fn now_ms() -> u64 {
     ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
 }
 
-/// The large cache's byte bound now.
-fn large_cap() -> usize {
-    LARGE_CACHE_MIN_BYTES.max(LARGE_LIVE_BYTES.load(Ordering::Relaxed) / 2)
-}
-
 /// Whether a request of `len` bytes may take a cached mapping of `have`.
 fn fits(have: usize, len: usize) -> bool {
     have >= len && have - len <= len / LARGE_FIT_SLACK
@@ -381,23 +428,32 @@ pub(crate) fn map_large(len: usize, node: u32, bind: bool) -> Option<LargeMappin
     let mut victims = Victims::new();
     let hit = {
         let mut c = lock();
-        c.trim_large(now, large_cap(), &mut victims);
         let mut best: Option<usize> = None;
         for i in 0..c.large_len {
             let e = &c.large[i];
             let same_place = e.bind == bind && (!bind || e.node == node);
-            if same_place && fits(e.len, len) && best.is_none_or(|b| c.large[b].len >= e.len) {
+            let fresh = now.saturating_sub(e.since) <= LARGE_CACHE_DECAY_MS;
+            if same_place
+                && fresh
+                && fits(e.len, len)
+                && best.is_none_or(|b| c.large[b].len >= e.len)
+            {
                 best = Some(i);
             }
         }
-        best.map(|i| c.remove_large(i))
+        let hit = best.map(|i| c.remove_large(i));
+        // Counted live now; given back below if the system refuses.
+        c.large_live += hit.map_or(len, |e| e.len);
+        c.note_live(now);
+        let cap = c.large_cap();
+        c.trim_large(now, cap, &mut victims);
+        hit
     };
     // SAFETY: the victims were taken out of the cache above; cached mappings
     // are referred to by nobody.
     unsafe { victims.unmap() };
     if let Some(e) = hit {
         LARGE_REUSED.fetch_add(1, Ordering::Relaxed);
-        LARGE_LIVE_BYTES.fetch_add(e.len, Ordering::Relaxed);
         // Its pages were bound to `node` when it was first mapped and were
         // never discarded.
         return Some(LargeMapping {
@@ -406,10 +462,12 @@ pub(crate) fn map_large(len: usize, node: u32, bind: bool) -> Option<LargeMappin
             reused: true,
         });
     }
-    let base = os::map_aligned(len, REGION_SIZE)?;
+    let Some(base) = os::map_aligned(len, REGION_SIZE) else {
+        lock().large_live -= len;
+        return None;
+    };
     MAPPED_BYTES.fetch_add(len, Ordering::Relaxed);
     LARGE_MAPPED.fetch_add(1, Ordering::Relaxed);
-    LARGE_LIVE_BYTES.fetch_add(len, Ordering::Relaxed);
     if bind {
         placement::bind(base, len, node);
     }
@@ -429,12 +487,13 @@ pub(crate) fn map_large(len: usize, node: u32, bind: bool) -> Option<LargeMappin
 /// `node` when `bind`), removed from `region_map` with a zero magic, that
 /// nobody refers to.
 pub(crate) unsafe fn free_large(base: *mut u8, len: usize, node: u32, bind: bool) {
-    LARGE_LIVE_BYTES.fetch_sub(len, Ordering::Relaxed);
     let now = now_ms();
-    let cap = large_cap();
     let mut victims = Victims::new();
     {
         let mut c = lock();
+        c.large_live -= len;
+        c.note_live(now);
+        let cap = c.large_cap();
         if len > cap {
             victims.push(base as usize, len);
         } else {
@@ -461,12 +520,18 @@ pub(crate) unsafe fn free_large(base: *mut u8, len: usize, node: u32, bind: bool
 }
 
 /// Unmaps every cached large mapping (as `malloc_trim` does for glibc's
-/// free memory) and returns how many bytes went back to the system.
+/// free memory) and returns how many bytes went back to the system. The
+/// recent peak of live large memory is forgotten too: from now on the cache
+/// may hold only what is freed beyond the live bytes of this moment.
 pub fn release_cached_large() -> usize {
+    let now = now_ms();
     let mut victims = Victims::new();
     let mut bytes = 0;
     {
         let mut c = lock();
+        c.peak_cur = c.large_live;
+        c.peak_prev = c.large_live;
+        c.window_start = now;
         while c.large_len > 0 {
             let e = c.remove_large(0);
             bytes += e.len;

@@ -9,7 +9,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use numagc_arena::global_heap::{
-    self, LARGE_CACHE_DECAY_MS, LARGE_CACHE_MIN_BYTES, MAX_CACHED_LARGE,
+    self, LARGE_CACHE_DECAY_MS, LARGE_CACHE_MAX_BYTES, LARGE_CACHE_MIN_BYTES, MAX_CACHED_LARGE,
 };
 use numagc_arena::Misuse;
 
@@ -163,27 +163,56 @@ fn pointers_into_a_cached_mapping_are_foreign() {
 }
 
 #[test]
-fn the_cache_keeps_at_most_its_byte_bound_and_unmaps_the_oldest() {
+fn the_cache_holds_what_was_live_lately_and_at_least_its_floor() {
     let _g = serial();
-    let before = global_heap::stats();
     let n = 12;
     let ps: Vec<*mut u8> = (0..n).map(|_| alloc(8 * MIB)).collect();
     for &p in &ps {
         // SAFETY: a live chunk of 8 MiB: one page made resident.
         unsafe { *p = 1 };
     }
+    for &p in &ps[..n - 1] {
+        free(p);
+    }
+    // 96 MiB were live a moment ago, 8 MiB are now: the 88 MiB freed since
+    // stay cached, beyond the 64 MiB floor.
+    let s = global_heap::stats();
+    assert_eq!(s.large_cached, n - 1);
+    assert!(s.large_cached_bytes > LARGE_CACHE_MIN_BYTES);
+    assert!(ps[..n - 1].iter().all(|&p| mapped(p as usize)));
+    // 40 MiB more live (a size nothing cached fits): the recent peak less
+    // the live bytes is 48 MiB, so the floor of 64 MiB is the bound, which
+    // holds 7 of these mappings (8 MiB and a page each): the 4 oldest go.
+    let before = global_heap::stats();
+    let big = alloc(40 * MIB);
+    let after = global_heap::stats();
+    assert_eq!(after.large_reused, before.large_reused);
+    assert_eq!(after.large_cached, 7);
+    assert!(after.large_cached_bytes <= LARGE_CACHE_MIN_BYTES);
+    assert_eq!(after.large_unmapped - before.large_unmapped, 4);
+    // (The 4 unmapped may lie where `big` was mapped, so only the kept ones
+    // are looked up.)
+    assert!(ps[4..n - 1].iter().all(|&p| mapped(p as usize)));
+    free(big);
+    free(ps[n - 1]);
+}
+
+#[test]
+fn the_cache_never_holds_more_than_its_ceiling() {
+    let _g = serial();
+    // Three mappings of 400 MiB, never touched (they cost no memory): all
+    // were live a moment ago, but the cache keeps at most 1 GiB of them.
+    let ps: Vec<*mut u8> = (0..3).map(|_| alloc(400 * MIB)).collect();
+    let before = global_heap::stats();
     for &p in &ps {
         free(p);
     }
-    let after = global_heap::stats();
-    // 96 MiB freed, nothing else large live: the bound is 64 MiB, which
-    // holds 7 of these mappings (8 MiB and a page each).
-    assert!(after.large_cached_bytes <= LARGE_CACHE_MIN_BYTES);
-    assert_eq!(after.large_cached, 7);
-    assert_eq!(after.large_unmapped - before.large_unmapped, n - 7);
-    for (i, &p) in ps.iter().enumerate() {
-        assert_eq!(mapped(p as usize), i >= n - 7, "chunk {i} of {n}");
-    }
+    let s = global_heap::stats();
+    assert_eq!(s.large_cached, 2);
+    assert!(s.large_cached_bytes <= LARGE_CACHE_MAX_BYTES);
+    assert_eq!(s.large_unmapped - before.large_unmapped, 1);
+    assert!(!mapped(ps[0] as usize), "the oldest is unmapped");
+    assert!(mapped(ps[1] as usize) && mapped(ps[2] as usize));
 }
 
 #[test]
@@ -199,27 +228,6 @@ fn the_cache_keeps_at_most_its_number_of_entries() {
     for (i, &p) in ps.iter().enumerate() {
         assert_eq!(mapped(p as usize), i >= 4, "chunk {i} of {n}");
     }
-}
-
-#[test]
-fn the_byte_bound_grows_with_the_live_large_memory_and_shrinks_with_it() {
-    let _g = serial();
-    // 256 MiB live (never touched, so it costs no memory): the bound is
-    // 128 MiB, which holds a 96 MiB mapping.
-    let big = alloc(256 * MIB);
-    let m = alloc(96 * MIB);
-    free(m);
-    let s = global_heap::stats();
-    assert_eq!(s.large_cached, 1);
-    assert!(s.large_cached_bytes > 96 * MIB);
-    assert!(mapped(m as usize));
-    // Nothing large live any more: the bound is 64 MiB again, so neither
-    // the freed 256 MiB nor the cached 96 MiB is kept.
-    free(big);
-    let s = global_heap::stats();
-    assert_eq!(s.large_cached, 0);
-    assert!(!mapped(m as usize));
-    assert!(!mapped(big as usize));
 }
 
 #[test]
@@ -312,5 +320,5 @@ fn large_chunks_freed_by_other_threads_are_reused() {
     }
     let s = global_heap::stats();
     assert!(s.large_cached <= MAX_CACHED_LARGE);
-    assert!(s.large_cached_bytes <= LARGE_CACHE_MIN_BYTES.max(s.large_live_bytes / 2));
+    assert!(s.large_cached_bytes <= LARGE_CACHE_MAX_BYTES);
 }
