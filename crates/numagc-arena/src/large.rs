@@ -2,7 +2,9 @@
 //! memory are directly allocated from the global heap" (paper §3), and the
 //! paper gives them back to the system when freed; here they go back to the
 //! global heap's cache of large mappings, which gives them to the system
-//! beyond its bounds (see `global_heap.rs` for that deviation and why).
+//! beyond its bounds (see `global_heap.rs` for that deviation, its bounds
+//! and the figures measured on NAS FT: the page faults of class W fell from
+//! 72,961 to 9,442, the no-allocation bound's 9,338).
 //!
 //! Each is its own mapping, aligned to [`REGION_SIZE`](crate::REGION_SIZE), with a region header
 //! in its first bytes and the data at `data_offset` (at least 64 bytes in, and
@@ -18,8 +20,9 @@
 //! `calloc`) writes only reused memory: writing a fresh mapping would only
 //! make its pages resident. A reused mapping is cleared with a plain
 //! memset rather than `MADV_DONTNEED`: its pages are resident, and writing
-//! them is cheaper than taking a fault per page again (the cache's bound
-//! keeps such mappings at most 64 MiB or half the live large bytes).
+//! them runs at memory bandwidth, cheaper than taking a fault per page (and
+//! the kernel's zeroing of each) again. Only the `size` bytes asked for are
+//! written, not the slack of a longer mapping.
 //!
 //! Invariant: the region map has the mapping's first region registered
 //! exactly while the chunk is live; any thread may free it (the global
