@@ -175,21 +175,24 @@ impl Victims {
 }
 
 impl Cache {
-    /// Records that `large_live` changed at `now`.
-    fn note_live(&mut self, now: u64) {
+    /// Sets `large_live` to `live` at `now`, and its recent peak.
+    fn set_live(&mut self, live: usize, now: u64) {
+        let old = self.large_live;
         let elapsed = now.saturating_sub(self.window_start);
         if elapsed >= LARGE_CACHE_DECAY_MS {
-            // Nothing happened in a whole window: what was live before this
-            // change is all that was live in it.
+            // The current window is over and a new one begins now. When
+            // more than one window passed, nothing changed in the last
+            // whole one: `old` was live all through it.
             self.peak_prev = if elapsed < 2 * LARGE_CACHE_DECAY_MS {
                 self.peak_cur
             } else {
-                self.peak_cur.min(self.large_live)
+                old
             };
-            self.peak_cur = 0;
+            self.peak_cur = old;
             self.window_start = now;
         }
-        self.peak_cur = self.peak_cur.max(self.large_live);
+        self.large_live = live;
+        self.peak_cur = self.peak_cur.max(live);
     }
 
     /// The large cache's byte bound now: what the program held live in
@@ -468,8 +471,8 @@ pub(crate) fn map_large(len: usize, node: u32, bind: bool) -> Option<LargeMappin
         }
         let hit = best.map(|i| c.remove_large(i));
         // Counted live now; given back below if the system refuses.
-        c.large_live += hit.map_or(len, |e| e.len);
-        c.note_live(now);
+        let live = c.large_live + hit.map_or(len, |e| e.len);
+        c.set_live(live, now);
         let cap = c.large_cap();
         c.trim_large(now, cap, &mut victims);
         hit
@@ -516,8 +519,8 @@ pub(crate) unsafe fn free_large(base: *mut u8, len: usize, node: u32, bind: bool
     let mut victims = Victims::new();
     {
         let mut c = lock();
-        c.large_live -= len;
-        c.note_live(now);
+        let live = c.large_live - len;
+        c.set_live(live, now);
         let cap = c.large_cap();
         if len > cap {
             victims.push(base as usize, len);
@@ -613,6 +616,43 @@ mod tests {
             free_large(unbound.base, unbound.len, 5, false);
             free_large(again.base, again.len, 5, true);
         }
+    }
+
+    fn empty_cache() -> Cache {
+        Cache {
+            regions: [0; MAX_CACHED_REGIONS],
+            len: 0,
+            large: [NO_LARGE; MAX_CACHED_LARGE],
+            large_len: 0,
+            large_bytes: 0,
+            large_live: 0,
+            peak_cur: 0,
+            peak_prev: 0,
+            window_start: 0,
+        }
+    }
+
+    /// The byte bound is the recent peak of live large memory less what is
+    /// live now, and the peak is forgotten after one to two windows.
+    #[test]
+    fn the_byte_bound_follows_the_recent_peak_of_live_large_memory() {
+        const MIB: usize = 1 << 20;
+        const D: u64 = LARGE_CACHE_DECAY_MS;
+        let mut c = empty_cache();
+        let t0 = 10_000;
+        c.set_live(500 * MIB, t0);
+        c.set_live(100 * MIB, t0 + 10);
+        assert_eq!(c.large_cap(), 400 * MIB);
+        // In the next window the last one's peak still counts.
+        c.set_live(120 * MIB, t0 + D + 10);
+        assert_eq!(c.large_cap(), 380 * MIB);
+        // Two windows on, only what was live since counts: the floor.
+        c.set_live(100 * MIB, t0 + 3 * D + 20);
+        assert_eq!(c.large_cap(), LARGE_CACHE_MIN_BYTES);
+        // And the ceiling.
+        c.set_live(3000 * MIB, t0 + 3 * D + 30);
+        c.set_live(0, t0 + 3 * D + 40);
+        assert_eq!(c.large_cap(), LARGE_CACHE_MAX_BYTES);
     }
 
     #[test]
