@@ -40,7 +40,7 @@
 //!   `max(64 MiB, live / 2)`, tried first, was too little for NAS FT class
 //!   A: by its arrays (128 MiB each, the twiddle 64 MiB) the live large
 //!   memory swings between 192 and 576 MiB in each iteration, so the arrays
-//!   freed at the low point were unmapped and faulted in again: 934,140
+//!   freed at the low point were unmapped and faulted in again: 934,139
 //!   faults against the 147,688 below.)
 //! * entries: at most [`MAX_CACHED_LARGE`] (16); the oldest goes first;
 //! * time: a mapping cached for longer than [`LARGE_CACHE_DECAY_MS`] (1 s)
