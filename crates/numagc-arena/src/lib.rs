@@ -79,9 +79,15 @@ pub fn try_alloc(size: usize, align: usize) -> Result<core::ptr::NonNull<u8>, Al
 /// Allocates `size` zeroed bytes aligned to `align`.
 pub fn alloc_zeroed(size: usize, align: usize) -> *mut u8 {
     let p = alloc(size, align);
-    // A large chunk is a fresh mapping, zero already: writing it would only
-    // make every page resident.
-    if !p.is_null() && size_class::choose(size, align) != ArenaChoice::Large {
+    if p.is_null() {
+        return p;
+    }
+    if size_class::choose(size, align) == ArenaChoice::Large {
+        // A new mapping is zero already (writing it would only make every
+        // page resident); a cached one that was reused is not.
+        // SAFETY: `p` is this thread's new chunk of at least `size` bytes.
+        unsafe { large::zero(p, size) };
+    } else {
         // SAFETY: `p` is a fresh chunk of at least `size` bytes.
         unsafe { p.write_bytes(0, size) };
     }

@@ -55,7 +55,9 @@ fn double_frees_of_every_size_and_interior_pointers_are_reported() {
         // SAFETY: the misuse under test.
         let e = unsafe { numagc_arena::try_free(p) }.unwrap_err();
         if size > 1 << 20 {
-            // A large chunk goes back to the system on free.
+            // A large chunk's mapping goes back to the global heap's cache
+            // (or the system) on free: the pointer is foreign now.
+            assert_eq!(e, Misuse::Foreign { addr: p as usize }, "size {size}");
             assert!(e.to_string().contains("already freed"), "{e}");
         } else {
             assert_eq!(e, Misuse::DoubleFree { addr: p as usize }, "size {size}");
@@ -244,7 +246,9 @@ fn rc_arrays_shared_between_threads_are_freed_once() {
 #[test]
 fn local_heaps_are_placed_on_the_threads_node() {
     let before = numagc_arena::placement::counts();
-    // A large chunk maps and binds new memory every time.
+    // A large chunk of a size no other test of this binary frees maps and
+    // binds new memory (a mapping from the cache of freed ones is not
+    // bound again).
     let p = numagc_arena::alloc(5 << 20, 64);
     let after = numagc_arena::placement::counts();
     // SAFETY: live chunk.
@@ -282,13 +286,16 @@ fn zeroed_chunks_are_zero_even_when_reused() {
 }
 
 #[test]
-fn large_chunks_go_back_to_the_system_when_freed() {
+fn large_chunks_beyond_the_cache_bound_go_back_to_the_system_when_freed() {
+    // Bigger than the global heap's cache of large mappings ever holds:
+    // unmapped on free (never touched beyond 1 MiB, so it costs no memory).
+    let size = numagc_arena::global_heap::LARGE_CACHE_MAX_BYTES + (16 << 20);
     let before = numagc_arena::global_heap::stats();
-    let p = numagc_arena::alloc(8 << 20, 16);
+    let p = numagc_arena::alloc(size, 16);
     assert!(numagc_arena::owns(p));
-    // SAFETY: a live chunk of 8 MiB.
+    // SAFETY: a live chunk of `size` bytes.
     unsafe {
-        p.write_bytes(1, 8 << 20);
+        p.write_bytes(1, 1 << 20);
         numagc_arena::free(p);
     }
     let after = numagc_arena::global_heap::stats();

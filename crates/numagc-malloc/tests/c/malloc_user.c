@@ -115,6 +115,20 @@ int main(int argc, char **argv) {
     int *z = calloc(1000, sizeof(int));
     for (int i = 0; i < 1000; i++) CHECK(z[i] == 0);
     free(z);
+    /* A large chunk freed goes to the heap manager's cache of mappings and
+       the next request of its size takes it back, dirty: calloc must still
+       return zeroes. Several rounds, with the dirt written everywhere. */
+    for (int round = 0; round < 3; round++) {
+        size_t big = (size_t)8 << 20;
+        unsigned char *d = malloc(big);
+        CHECK(d && owns(d));
+        memset(d, 0xa5, big);
+        free(d);
+        unsigned char *zb = calloc(big / 8, 8);
+        CHECK(zb && owns(zb));
+        for (size_t i = 0; i < big; i += 8) CHECK(*(uint64_t *)(zb + i) == 0);
+        free(zb);
+    }
     volatile size_t huge = SIZE_MAX / 2;
     CHECK(calloc(huge, 4) == NULL); /* overflow refused */
 
