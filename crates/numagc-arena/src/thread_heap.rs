@@ -17,8 +17,9 @@
 //!
 //! Frees: a chunk of a local heap owned by the calling thread's heap is
 //! freed in its arena, without a lock; any other goes on its owner's
-//! remote-free list ([`crate::remote_free`]). Large chunks are unmapped by
-//! whichever thread frees them.
+//! remote-free list ([`crate::remote_free`]). Large chunks are given back
+//! to the global heap (its cache of large mappings) by whichever thread
+//! frees them.
 //!
 //! Finding the heap fast: the thread-local is the record, but a shared
 //! object reaches thread-locals through `__tls_get_addr`, so `current()`
