@@ -9,6 +9,7 @@
 //! |---|---|---|
 //! | cross-thread free: push on the owner's remote list, owner takes all | `remote_free.rs`: `RemoteFreeList::{push, take_all}` | [`remote_frees_from_two_threads_reach_owner_once`], [`remote_free_contents_visible_to_owner`] |
 //! | a heap abandoned at thread exit and claimed by a new thread | `thread_heap.rs`: `claim`, `abandon` | [`abandoned_heap_is_claimed_once_with_its_state`] |
+//! | which thread may use a heap: the owner writes its identity into the heap's `tid` after claiming it and clears it before abandoning it; `free` and `current` compare | `thread_heap.rs`: `enter`, `leave`, `may_use` with `claim`, `abandon` | [`only_the_owner_may_use_a_heap`] |
 //! | a remote free racing with its owner's exit: taken by the owner before it abandons the heap, or by the next owner | both of the above, as `on_thread_exit` and `adopt` use them | [`remote_free_during_owner_exit_is_taken_once`] |
 //!
 //! Not modelled: the global heap's cache (one `std` mutex), the region map
@@ -22,8 +23,8 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::remote_free::{Link, RemoteFreeList};
-use crate::sync::{AtomicU8, Ordering};
-use crate::thread_heap::{abandon, claim};
+use crate::sync::{AtomicU8, AtomicUsize, Ordering};
+use crate::thread_heap::{abandon, claim, enter, leave, may_use};
 
 /// A chunk stand-in: its link and its contents in loom-checked cells, so a
 /// missing happens-before between a pusher's writes and the owner's reads is
@@ -220,5 +221,52 @@ fn remote_free_during_owner_exit_is_taken_once() {
         pusher.join().unwrap();
         seen.extend(drain(&list));
         assert_eq!(seen, vec![5], "the remote free is taken exactly once");
+    });
+}
+
+/// The ownership test of the fast paths: thread 1 owns the heap and exits
+/// (leave, abandon), thread 2 claims it and enters, thread 3 frees into it
+/// from outside. `may_use` answers `true` to exactly the thread that
+/// owns the heap at that moment: the owner-private data (a loom cell) is
+/// touched only under `may_use`, so two users at once would be a reported
+/// race, and the new owner sees the old owner's writes.
+#[test]
+fn only_the_owner_may_use_a_heap() {
+    loom::model(|| {
+        let state = Arc::new(AtomicU8::new(1));
+        let tid = Arc::new(AtomicUsize::new(0));
+        let data = Arc::new(UnsafeCell::new(0usize));
+        enter(&tid, 1); // thread 1's adoption, before it runs
+        let owner = {
+            let (state, tid, data) = (state.clone(), tid.clone(), data.clone());
+            thread::spawn(move || {
+                assert!(may_use(&tid, 1));
+                // SAFETY: may_use: this thread owns the heap.
+                data.with_mut(|d| unsafe { *d = 7 });
+                leave(&tid);
+                assert!(!may_use(&tid, 1), "an exited owner may not use it");
+                abandon(&state);
+            })
+        };
+        let next = {
+            let (state, tid, data) = (state.clone(), tid.clone(), data.clone());
+            thread::spawn(move || {
+                if !may_use(&tid, 2) && claim(&state) {
+                    enter(&tid, 2);
+                    assert!(may_use(&tid, 2));
+                    // SAFETY: claimed and entered: this thread owns the heap.
+                    let v = data.with_mut(|d| unsafe {
+                        *d += 1;
+                        *d
+                    });
+                    assert_eq!(v, 8, "the new owner sees the old owner's work");
+                }
+            })
+        };
+        // A remote freer is never taken for the owner.
+        assert!(!may_use(&tid, 3));
+        owner.join().unwrap();
+        assert!(!may_use(&tid, 3));
+        next.join().unwrap();
     });
 }

@@ -41,9 +41,7 @@
 
 use core::cell::{Cell, UnsafeCell};
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{
-    AtomicPtr as StdAtomicPtr, AtomicU32, AtomicU8 as StdAtomicU8, AtomicUsize,
-};
+use std::sync::atomic::{AtomicPtr as StdAtomicPtr, AtomicU32, AtomicU8 as StdAtomicU8};
 
 use crossbeam_utils::CachePadded;
 
@@ -60,7 +58,7 @@ use crate::region_map;
 use crate::remote_free::{FreedChunk, Link, RemoteFreeList};
 use crate::size_class::{choose, small_class, ArenaChoice, SMALL_CLASSES, SMALL_MAX};
 use crate::subheap::{self, SubheapRegion};
-use crate::sync::{AtomicU8, Ordering};
+use crate::sync::{AtomicU8, AtomicUsize, Ordering};
 use crate::thread_id;
 
 /// The current-heap value of a thread inside [`bootstrap::guarded`].
@@ -123,7 +121,7 @@ fn current_in_table() -> *const ThreadHeap {
     let tid = thread_id::current();
     let h = heap_slot(tid).load(Relaxed);
     // SAFETY: heaps in the table are registered, never freed.
-    if !h.is_null() && unsafe { (*h).tid.load(Relaxed) } == tid {
+    if !h.is_null() && may_use(unsafe { &(*h).tid }, tid) {
         return h;
     }
     core::ptr::null()
@@ -133,7 +131,7 @@ fn current_in_table() -> *const ThreadHeap {
 fn current_slow(tid: usize) -> *const ThreadHeap {
     let h = CURRENT.with(|c| c.get());
     // SAFETY: a real current heap is registered, never freed.
-    if h as usize > 1 && unsafe { (*h).tid.load(Relaxed) } == tid {
+    if h as usize > 1 && may_use(unsafe { &(*h).tid }, tid) {
         // Another thread's heap took the slot: take it back.
         heap_slot(tid).store(h.cast_mut(), Relaxed);
     }
@@ -144,7 +142,7 @@ fn current_slow(tid: usize) -> *const ThreadHeap {
 #[inline(always)]
 fn owned_by_caller(h: *const ThreadHeap) -> bool {
     // SAFETY: `h` is a region's owner heap: registered, never freed.
-    unsafe { (*h).tid.load(Relaxed) == thread_id::current() }
+    may_use(unsafe { &(*h).tid }, thread_id::current())
 }
 
 pub(crate) fn set_current(h: *const ThreadHeap) {
@@ -164,14 +162,36 @@ fn publish(old: *const ThreadHeap, new: *const ThreadHeap) {
     if old as usize > 1 && old != new {
         // SAFETY: registered heaps are never freed; only their owner (this
         // thread) writes `tid`.
-        unsafe { (*old).tid.store(0, Relaxed) };
+        leave(unsafe { &(*old).tid });
     }
     if new as usize > 1 {
         let tid = thread_id::current();
         // SAFETY: as above; this thread owns `new`.
-        unsafe { (*new).tid.store(tid, Relaxed) };
+        enter(unsafe { &(*new).tid }, tid);
         heap_slot(tid).store(new.cast_mut(), Relaxed);
     }
+}
+
+/// Marks the thread `tid` (its [`thread_id`]) as the one that may use the
+/// heap whose `tid` cell this is; only the heap's owner calls it.
+#[inline]
+pub(crate) fn enter(cell: &AtomicUsize, tid: usize) {
+    cell.store(tid, Ordering::Relaxed);
+}
+
+/// The owner stops using the heap (it exits, or runs bootstrap code).
+#[inline]
+pub(crate) fn leave(cell: &AtomicUsize) {
+    cell.store(0, Ordering::Relaxed);
+}
+
+/// Whether thread `tid` may use the heap now. Relaxed is enough: only the
+/// owner writes its own identity into the cell, and a thread always sees
+/// its own last write, so `true` only ever answers the owner after its
+/// `enter` and before its `leave`; any other thread reads some other value.
+#[inline(always)]
+pub(crate) fn may_use(cell: &AtomicUsize, tid: usize) -> bool {
+    cell.load(Ordering::Relaxed) == tid
 }
 
 /// Takes an abandoned heap: `true` when this thread now owns it.
