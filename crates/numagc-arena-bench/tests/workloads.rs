@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const TINY: [&[&str]; 9] = [
+const TINY: [&[&str]; 11] = [
     &["fig1", "--x", "25", "--total", "20000", "--iterations", "3"],
     &[
         "fig1",
@@ -40,6 +40,10 @@ const TINY: [&[&str]; 9] = [
     ],
     &["ft", "--class", "S", "--bound"],
     &["mg", "--class", "S", "--bound"],
+    &[
+        "larson", "--slots", "50", "--steps", "2000", "--epochs", "3", "--bound",
+    ],
+    &["xmalloc", "--batches", "50", "--batch", "20", "--bound"],
 ];
 
 fn show(o: &Output) -> String {
@@ -182,8 +186,8 @@ fn bad_arguments_are_refused_by_name() {
         (&["nbody"], "no workload \"nbody\""),
         (&["larson", "--threads", "0"], "--threads 0"),
         (
-            &["xmalloc", "--bound"],
-            "xmalloc has no no-allocation bound",
+            &["xmalloc", "--bound", "yes"],
+            "unexpected argument \"yes\"",
         ),
     ] {
         let o = workload(args, None, None);
@@ -266,5 +270,63 @@ fn right_answers_with_the_rich_interface() {
             "{args:?} should say {says:?}:\n{}",
             show(&o)
         );
+    }
+}
+
+/// The value of `key=` on the `ok` line of a run that must succeed.
+fn field(args: &[&str], key: &str) -> String {
+    let o = workload(args, None, None);
+    assert!(o.status.success(), "{args:?}:\n{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    out.split_whitespace()
+        .find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("{args:?}: no {key}= in {out}"))
+        .to_string()
+}
+
+/// larson's and xmalloc's bounds do the real runs' work: as many objects
+/// made and retired, with the same tags, as the real runs allocate and
+/// free (each also checked against the replay inside the workload), and
+/// say that they are the bound.
+#[test]
+fn larson_and_xmalloc_bounds_do_the_same_work() {
+    for (real, made, gone) in [
+        (
+            &[
+                "larson",
+                "--slots",
+                "30",
+                "--steps",
+                "500",
+                "--epochs",
+                "3",
+                "--threads",
+                "2",
+            ][..],
+            "allocations",
+            "frees",
+        ),
+        (
+            &[
+                "xmalloc",
+                "--batches",
+                "40",
+                "--batch",
+                "7",
+                "--threads",
+                "2",
+            ],
+            "allocations",
+            "frees",
+        ),
+    ] {
+        let mut bound = real.to_vec();
+        bound.push("--bound");
+        assert_eq!(field(real, made), field(&bound, "objects"), "{real:?}");
+        assert_eq!(field(real, gone), field(&bound, "retired"), "{real:?}");
+        assert_eq!(field(real, "tag_sum"), field(&bound, "tag_sum"), "{real:?}");
+        let o = workload(&bound, None, None);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(&format!("ok {} bound ", real[0])), "{out}");
     }
 }

@@ -106,15 +106,15 @@ fn runs_end_to_end_at_the_test_size() {
     }
     let sums = v["summaries"].as_array().unwrap();
     // Every case x allocator has a row: 4 X x 2 threads x (bound + 6), ft and mg x 2 x (bound + 6),
-    // larson and xmalloc x 2 x 5 (numagc-rich runs the array workloads only).
-    assert_eq!(sums.len(), 4 * 2 * 7 + 2 * 2 * 7 + 2 * 2 * 5, "{out}");
+    // larson and xmalloc x 2 x (bound + 5) (numagc-rich runs the array workloads only).
+    assert_eq!(sums.len(), 4 * 2 * 7 + 2 * 2 * 7 + 2 * 2 * 6, "{out}");
     for s in sums {
         if s["status"] == "ran" {
             assert_eq!(s["answers_ok"], true, "{s}");
             assert!(s["wall_median_s"].as_f64().unwrap() > 0.0, "{s}");
         }
-        let has_bound = ["fig1", "ft", "mg"].contains(&s["workload"].as_str().unwrap());
-        if has_bound && s["status"] == "ran" && s["allocator"] != "bound" {
+        // Every workload has its bound, so every allocator that ran has an overhead.
+        if s["status"] == "ran" && s["allocator"] != "bound" {
             assert!(
                 s["overhead_s"].is_f64() && s["over_bound"].is_f64(),
                 "no overhead: {s}"
@@ -150,6 +150,23 @@ fn runs_end_to_end_at_the_test_size() {
     assert!(v["targets"].as_array().unwrap().len() >= 20);
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains("| fig1 X=25 | 2 | numagc |"), "{md}");
+    for w in ["larson", "xmalloc"] {
+        for k in [1, 2] {
+            assert!(md.contains(&format!("| {w} | {k} | bound |")), "{md}");
+        }
+        let bounds: Vec<_> = runs
+            .iter()
+            .filter(|r| r["workload"] == w && r["allocator"] == "bound")
+            .collect();
+        assert_eq!(bounds.len(), 2, "{w}: one bound run per thread count");
+        for r in bounds {
+            assert_eq!(r["ok"], true, "{r}");
+            assert!(
+                !r["malloc"].as_str().unwrap().contains("numagc"),
+                "the bound runs with nothing preloaded: {r}"
+            );
+        }
+    }
     for f in ["fig5.svg", "fig5.png", "fig6-x25.svg", "workloads.png"] {
         assert!(plots.join(f).is_file(), "{f} not written");
     }
@@ -215,6 +232,8 @@ fn a_wrong_answer_fails_the_command() {
         se.contains("larson x1 glibc #0") && se.contains("WRONG ANSWER"),
         "{se}"
     );
+    // larson's bound checks its answer too.
+    assert!(se.contains("larson x1 bound #0"), "{se}");
     assert!(
         !se.contains("xmalloc x1"),
         "xmalloc was right and should not be blamed:\n{se}"

@@ -1,9 +1,9 @@
 //! The figures of `numagc arena-bench` and its tables (text and Markdown):
 //! per case and allocator the median, min and max of the workload's own
-//! time (`seconds=`, see `mod.rs`); for Fig. 1
-//! the overhead over the no-allocation bound (time − bound, the issue's
-//! measure of an allocator's cost) and the time over the bound (the same
-//! for FT and MG, whose bound reuses freed arrays); for every
+//! time (`seconds=`, see `mod.rs`); for every workload (Fig. 1, FT, MG,
+//! larson, xmalloc-test) the overhead over its no-allocation bound (time −
+//! bound, the issue's measure of an allocator's cost) and the time over
+//! the bound; for every
 //! workload the time relative to glibc's and the speedup over the first
 //! thread count (Fig. 6 of the paper plots the same speedups). And the
 //! issue's targets, evaluated on the medians and recorded, not enforced:
@@ -33,9 +33,9 @@ pub struct Summary {
     pub wall_min_s: Option<f64>,
     pub wall_max_s: Option<f64>,
     pub answers_ok: Option<bool>,
-    /// fig1, ft, mg: median − the bound's median.
+    /// Median − the bound's median (None without a successful bound).
     pub overhead_s: Option<f64>,
-    /// fig1, ft, mg: median / the bound's median.
+    /// Median / the bound's median.
     pub over_bound: Option<f64>,
     /// glibc's median / this median (above 1: faster than glibc).
     pub glibc_over_this: Option<f64>,
@@ -254,7 +254,7 @@ pub fn render_text(summaries: &[Summary], targets: &[Target]) -> String {
     }
     let _ = writeln!(
         t,
-        "\ntime = the workload's own (seconds=); overhead = median time - the no-allocation bound's (fig1, ft, mg); /bound = time / bound;\n\
+        "\ntime = the workload's own (seconds=); overhead = median time - the no-allocation bound's (every workload); /bound = time / bound;\n\
          glibc/ = glibc's time / this (above 1: faster than glibc); speedup over the first thread count.\n\
          \ntargets (issue 7, item 6; recorded, not enforced):"
     );
