@@ -125,24 +125,26 @@ fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, mode: Mode, b
                     std::process::exit(3);
                 }
             };
-            let Some(arenas) = ThreadArenas::current() else {
+            let ran = ThreadArenas::with(|arenas| {
+                let take = || {
+                    let p = arenas.alloc(&handle).cast::<f64>();
+                    if p.is_null() {
+                        eprintln!("arena-workload: numagc-arena refused {} bytes", x * 8);
+                        std::process::exit(3);
+                    }
+                    p
+                };
+                updates(block, first, x, iters, barrier, take, |p| {
+                    // SAFETY: from this handle's alloc, freed once.
+                    if let Err(e) = unsafe { arenas.free(&handle, p.cast()) } {
+                        panic!("{e}");
+                    }
+                });
+            });
+            if ran.is_none() {
                 eprintln!("arena-workload: numagc-arena refused a thread heap");
                 std::process::exit(3);
-            };
-            let take = || {
-                let p = arenas.alloc(&handle).cast::<f64>();
-                if p.is_null() {
-                    eprintln!("arena-workload: numagc-arena refused {} bytes", x * 8);
-                    std::process::exit(3);
-                }
-                p
-            };
-            updates(block, first, x, iters, barrier, take, |p| {
-                // SAFETY: from this handle's alloc, freed once.
-                if let Err(e) = unsafe { arenas.free(&handle, p.cast()) } {
-                    panic!("{e}");
-                }
-            });
+            }
         }
     }
 }

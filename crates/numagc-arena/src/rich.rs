@@ -107,24 +107,31 @@ impl ArenaHandle {
 }
 
 /// The calling thread's column of the arena matrix (Fig. 4), found once:
-/// allocations and frees through it skip finding the thread's heap, as
-/// SAC's generated code, which knows its worker thread, does. It belongs to
-/// the thread that made it (it is neither `Send` nor `Sync`); each use
-/// checks that the thread still owns the heap (one load and compare) and
-/// otherwise takes the general path.
+/// allocations and frees through it skip finding the thread's heap and
+/// checking that the thread owns it, as SAC's generated code, which knows
+/// its worker thread, does. It exists only inside [`ThreadArenas::with`],
+/// for the closure's duration, on the thread that made it (it is neither
+/// `Send` nor `Sync`, and the closure gets only a borrow).
+///
+/// Why no check per operation is needed: a thread stops owning its heap
+/// only when it exits or while it runs the heap manager's own bootstrap
+/// code (`bootstrap::guarded`, which restores the ownership before it
+/// returns); neither can happen while the closure's code runs on that
+/// thread.
 pub struct ThreadArenas {
     heap: *const thread_heap::ThreadHeap,
     _thread_bound: core::marker::PhantomData<*const ()>,
 }
 
 impl ThreadArenas {
-    /// The calling thread's arenas (its heap is made if it has none yet);
-    /// `None` when the system refuses the memory for it.
-    pub fn current() -> Option<ThreadArenas> {
-        Some(ThreadArenas {
+    /// Runs `f` with the calling thread's arenas (its heap is made if it
+    /// has none yet); `None` when the system refuses the memory for it.
+    pub fn with<R>(f: impl FnOnce(&ThreadArenas) -> R) -> Option<R> {
+        let arenas = ThreadArenas {
             heap: thread_heap::current_or_adopt()?,
             _thread_bound: core::marker::PhantomData,
-        })
+        };
+        Some(f(&arenas))
     }
 
     /// A chunk of `handle`'s size and alignment; null when the system
@@ -133,8 +140,8 @@ impl ThreadArenas {
     pub fn alloc(&self, handle: &ArenaHandle) -> *mut u8 {
         if handle.small != NOT_SMALL {
             // SAFETY: a handle's small class is below NUM_SMALL; `heap` is
-            // a registered heap.
-            return unsafe { thread_heap::alloc_small_in(self.heap, handle.small as usize) };
+            // this thread's, owned while `self` exists (see the type's doc).
+            return unsafe { thread_heap::alloc_small_owned(self.heap, handle.small as usize) };
         }
         handle.alloc()
     }
@@ -148,7 +155,8 @@ impl ThreadArenas {
         if handle.small != NOT_SMALL {
             // SAFETY: passed on from the caller: a small chunk of ours of
             // that class.
-            return unsafe { thread_heap::free_small_in(self.heap, ptr, handle.small as usize) };
+            // `heap` is this thread's, owned while `self` exists.
+            return unsafe { thread_heap::free_small_owned(self.heap, ptr, handle.small as usize) };
         }
         // SAFETY: passed on from the caller.
         unsafe { handle.free(ptr) }

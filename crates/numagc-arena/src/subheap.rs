@@ -16,7 +16,11 @@
 //! subheap and a stack of subheaps known to have free chunks. The owner's
 //! free pushes the chunk on the arena's list, and its allocation pops it
 //! from there first: an allocate-use-free loop touches nothing else. The
-//! list holds at most [`ARENA_LIST_BYTES`] of chunks (at least 8); when a
+//! list's first place is a field of the arena (`hot`), not a link in a
+//! chunk, so that such a loop's allocation does not wait on the link the
+//! free before it stored (measured on Fig. 1 at X = 25: with the place, the
+//! loop is within 1.2 × of the same loop without allocation; without it,
+//! 1.35 ×). The list holds at most [`ARENA_LIST_BYTES`] of chunks (at least 8); when a
 //! free finds it full, every chunk on it goes back to its subheap's own
 //! free list (a subheap that was full goes back on the stack, one that
 //! empties gives its slot back). Then the current subheap serves: its free
@@ -118,6 +122,13 @@ const fn list_room(class: usize) -> u32 {
 
 /// The arena of one small class for one thread (an entry of Fig. 4).
 pub(crate) struct SmallArena {
+    /// One free chunk kept apart from the list: an allocation takes it with
+    /// one load, where a list pop must also load the next chunk's address
+    /// from the chunk itself, which the free just before wrote (a chain of
+    /// two store-to-load forwardings through memory per allocation, measured
+    /// to cost about as much as the rest of the pair in an allocate-use-free
+    /// loop).
+    hot: *mut usize,
     /// The arena's list of free chunks (first word: the next one).
     list: *mut usize,
     /// How many more chunks the list may take.
@@ -129,6 +140,7 @@ pub(crate) struct SmallArena {
 impl SmallArena {
     const fn new(class: usize) -> Self {
         SmallArena {
+            hot: core::ptr::null_mut(),
             list: core::ptr::null_mut(),
             room: list_room(class),
             current: core::ptr::null_mut(),
@@ -182,6 +194,14 @@ fn init_free_key() {
 /// null when neither has one.
 #[inline(always)]
 pub(crate) fn alloc_fast(arena: &mut SmallArena) -> *mut u8 {
+    let c = arena.hot;
+    if !c.is_null() {
+        arena.hot = core::ptr::null_mut();
+        // SAFETY: the hot chunk is free and this arena's; it is now the
+        // caller's, its key word cleared.
+        unsafe { c.add(1).write(0) };
+        return c.cast();
+    }
     let c = arena.list;
     if !c.is_null() {
         // SAFETY: a chunk on the arena's list holds the next one in its
@@ -390,6 +410,12 @@ fn free_suspect(
 unsafe fn push(st: &mut LocalState, class: usize, addr: usize, key: usize) -> Result<(), Misuse> {
     // SAFETY: `class` is a chunk's class, below NUM_SMALL.
     let arena = unsafe { st.small.get_unchecked_mut(class) };
+    if arena.hot.is_null() {
+        // SAFETY: the chunk is free now and ours; its second word takes the key.
+        unsafe { *(addr as *mut usize).add(1) = key };
+        arena.hot = addr as *mut usize;
+        return Ok(());
+    }
     if arena.room == 0 {
         // SAFETY: passed on.
         return unsafe { push_to_full(st, class, addr, key) };
@@ -426,6 +452,13 @@ unsafe fn push_to_full(
 #[cold]
 #[inline(never)]
 fn give_back_list(st: &mut LocalState, class: usize) {
+    let hot = core::mem::replace(&mut st.small[class].hot, core::ptr::null_mut());
+    if !hot.is_null() {
+        // The hot chunk joins the list, whose room is not counted for it.
+        // SAFETY: a free chunk of this arena: its first word takes the link.
+        unsafe { *hot = st.small[class].list as usize };
+        st.small[class].list = hot;
+    }
     let mut c = core::mem::replace(&mut st.small[class].list, core::ptr::null_mut());
     st.small[class].room = list_room(class);
     while !c.is_null() {
@@ -448,7 +481,7 @@ fn give_back_list(st: &mut LocalState, class: usize) {
 /// emptied subheaps release their slots now).
 pub(crate) fn give_back_lists(st: &mut LocalState) {
     for class in 0..NUM_SMALL {
-        if !st.small[class].list.is_null() {
+        if !st.small[class].list.is_null() || !st.small[class].hot.is_null() {
             give_back_list(st, class);
         }
     }
@@ -572,7 +605,8 @@ fn is_double_free(st: &LocalState, m: &SubheapMeta, addr: usize, key_word: usize
         }
         false
     };
-    on(st.small[m.class as usize].list) || on(m.free)
+    let arena = &st.small[m.class as usize];
+    arena.hot as usize == addr || on(arena.list) || on(m.free)
 }
 
 /// Puts the chunk at `addr` on `m`'s free list and does the bookkeeping.
@@ -720,7 +754,7 @@ pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
     }
     // Chunks on the arenas' lists count as used in their subheaps.
     for (class, a) in st.small.iter().enumerate() {
-        live -= (list_room(class) - a.room) as usize;
+        live -= (list_room(class) - a.room) as usize + !a.hot.is_null() as usize;
     }
     (subheaps, live)
 }

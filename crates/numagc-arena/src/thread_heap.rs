@@ -591,43 +591,40 @@ pub(crate) fn current_or_adopt() -> Option<*const ThreadHeap> {
     }
 }
 
-/// A small chunk of `class` from heap `h`'s arena when the calling thread
-/// may use `h` now and the arena has one at hand; else the general path.
+/// A small chunk of `class` from heap `h`'s arena, else the general path.
 ///
 /// # Safety
-/// `class < NUM_SMALL`; `h` is a registered heap.
+/// `class < NUM_SMALL`; the calling thread owns `h` and may use it now.
 #[inline(always)]
-pub(crate) unsafe fn alloc_small_in(h: *const ThreadHeap, class: usize) -> *mut u8 {
-    debug_assert!(class < crate::size_class::NUM_SMALL);
-    if owned_by_caller(h) {
-        // SAFETY: this thread owns `h`; the caller's class is below
-        // NUM_SMALL (a handle's small class).
-        let p = subheap::alloc_fast(unsafe { local(h).small.get_unchecked_mut(class) });
-        if !p.is_null() {
-            return p;
-        }
+pub(crate) unsafe fn alloc_small_owned(h: *const ThreadHeap, class: usize) -> *mut u8 {
+    debug_assert!(class < crate::size_class::NUM_SMALL && owned_by_caller(h));
+    // SAFETY: guaranteed by the caller.
+    let p = subheap::alloc_fast(unsafe { local(h).small.get_unchecked_mut(class) });
+    if !p.is_null() {
+        return p;
     }
     small_slow(class)
 }
 
 /// Frees a small chunk, the caller's heap `h` at hand: when `h` owns the
-/// chunk's region and the caller may use `h`, straight into the subheap.
+/// chunk's region, straight into its arena.
 ///
 /// # Safety
 /// `ptr` is a chunk that the small arena of class `class` handed out, not
-/// used after this call unless it returns an error; `h` is a registered
-/// heap.
+/// used after this call unless it returns an error; the calling thread owns
+/// `h` and may use it now.
 #[inline(always)]
-pub(crate) unsafe fn free_small_in(
+pub(crate) unsafe fn free_small_owned(
     h: *const ThreadHeap,
     ptr: *mut u8,
     class: usize,
 ) -> Result<(), Misuse> {
+    debug_assert!(owned_by_caller(h));
     let base = base_of(ptr as usize);
     // SAFETY: a small chunk lies in a live subheap region, which starts
     // with its header.
     let owner = unsafe { (*(base as *const RegionHeader)).owner };
-    if core::ptr::eq(owner, h) && owned_by_caller(h) {
+    if core::ptr::eq(owner, h) {
         // SAFETY: this thread owns the region's heap.
         return unsafe { subheap::free_known(local(h), base as *mut SubheapRegion, ptr, class) };
     }

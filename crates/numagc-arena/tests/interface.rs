@@ -428,7 +428,10 @@ fn a_live_chunk_holding_the_key_value_is_not_taken_for_a_double_free() {
 #[test]
 fn rich_free_and_thread_arenas_round_trip() {
     use numagc_arena::rich::ThreadArenas;
-    let arenas = ThreadArenas::current().expect("a thread heap");
+    ThreadArenas::with(round_trip).expect("a thread heap");
+}
+
+fn round_trip(arenas: &numagc_arena::rich::ThreadArenas) {
     for size in [24usize, 200, 4096, 20_000, 3 << 20] {
         let h = ArenaHandle::new(size, 8).unwrap();
         let p = arenas.alloc(&h);
