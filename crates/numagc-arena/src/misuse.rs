@@ -25,9 +25,20 @@ use core::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Misuse {
-    Foreign { addr: usize },
-    NotAChunk { addr: usize },
-    DoubleFree { addr: usize },
+    Foreign {
+        addr: usize,
+    },
+    NotAChunk {
+        addr: usize,
+    },
+    DoubleFree {
+        addr: usize,
+    },
+    /// A chunk given to [`crate::rich::ThreadArenas::free_own`] that the
+    /// calling thread did not allocate (reported in debug builds).
+    NotOwn {
+        addr: usize,
+    },
 }
 
 impl fmt::Display for Misuse {
@@ -46,6 +57,11 @@ impl fmt::Display for Misuse {
             Misuse::DoubleFree { addr } => write!(
                 f,
                 "numagc-arena: double free of {addr:#x}: this chunk is already free"
+            ),
+            Misuse::NotOwn { addr } => write!(
+                f,
+                "numagc-arena: free_own of {addr:#x}: this chunk was not allocated by the calling \
+                 thread (use ThreadArenas::free)"
             ),
         }
     }

@@ -163,6 +163,48 @@ impl ThreadArenas {
     }
 }
 
+impl ThreadArenas {
+    /// Frees a chunk that this thread allocated with `handle` (or a handle
+    /// of the same arena choice): the SAC runtime's guarantee that "any
+    /// memory allocated by one thread is eventually released by the same
+    /// thread" (paper §3) turned into the caller's promise, so the free is
+    /// a push on the arena's list with no check at all in release builds.
+    /// In debug builds every check of [`ThreadArenas::free`] is made, and a
+    /// chunk of another thread is reported too; a broken promise panics
+    /// with its message.
+    ///
+    /// # Safety
+    /// `ptr` was returned by `alloc` with a handle of `handle`'s arena
+    /// choice on this thread, is not used after this call, and was not freed
+    /// before.
+    #[inline(always)]
+    pub unsafe fn free_own(&self, handle: &ArenaHandle, ptr: *mut u8) {
+        if handle.small == NOT_SMALL || cfg!(debug_assertions) {
+            // SAFETY: passed on from the caller.
+            if let Err(m) = unsafe { self.free_checked_own(handle, ptr) } {
+                panic!("{m}");
+            }
+            return;
+        }
+        // SAFETY: the caller's promise: a live small chunk of this thread's
+        // arena of that class; `heap` is this thread's, owned while `self`
+        // exists.
+        unsafe { thread_heap::free_small_own_unchecked(self.heap, ptr, handle.small as usize) }
+    }
+
+    /// [`ThreadArenas::free_own`] with its checks.
+    ///
+    /// # Safety
+    /// As for [`ThreadArenas::free`].
+    unsafe fn free_checked_own(&self, handle: &ArenaHandle, ptr: *mut u8) -> Result<(), Misuse> {
+        if handle.small != NOT_SMALL && !thread_heap::chunk_owned_by(ptr, self.heap) {
+            return Err(Misuse::NotOwn { addr: ptr as usize });
+        }
+        // SAFETY: passed on from the caller.
+        unsafe { self.free(handle, ptr) }
+    }
+}
+
 /// Chunks of `SIZE` bytes aligned to `ALIGN`, their arena chosen at compile
 /// time (an impossible size or alignment is a compile-time error).
 pub struct Fixed<const SIZE: usize, const ALIGN: usize = 16>;

@@ -431,6 +431,23 @@ unsafe fn push(st: &mut LocalState, class: usize, addr: usize, key: usize) -> Re
     Ok(())
 }
 
+/// [`push`] for the rich interface's unchecked free: the key comes from
+/// the chunk's region.
+///
+/// # Safety
+/// As for [`push`]; `region` is the chunk's (live) subheap region.
+#[inline(always)]
+pub(crate) unsafe fn push_unchecked(
+    st: &mut LocalState,
+    region: *mut SubheapRegion,
+    addr: usize,
+    class: usize,
+) {
+    // SAFETY: passed on; the region is live. (`push` itself never fails:
+    // its result type is that of the frees that end with it.)
+    let _ = unsafe { push(st, class, addr, (*region).free_key) };
+}
+
 /// [`push`] onto a full list: the list goes back to the subheaps first.
 ///
 /// # Safety

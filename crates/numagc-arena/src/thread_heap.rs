@@ -632,6 +632,30 @@ pub(crate) unsafe fn free_small_owned(
     unsafe { free_other(base, ptr) }
 }
 
+/// Frees a small chunk of heap `h` on its arena's list, with no check.
+///
+/// # Safety
+/// `ptr` is a live small chunk of class `class` that heap `h` handed out,
+/// not on any list; the calling thread owns `h` and may use it now.
+#[inline(always)]
+pub(crate) unsafe fn free_small_own_unchecked(h: *const ThreadHeap, ptr: *mut u8, class: usize) {
+    let base = base_of(ptr as usize);
+    // SAFETY: guaranteed by the caller.
+    unsafe { subheap::push_unchecked(local(h), base as *mut SubheapRegion, ptr as usize, class) }
+}
+
+/// Whether `ptr` lies in a local heap owned by heap `h` (the region map
+/// says whether it is ours at all).
+pub(crate) fn chunk_owned_by(ptr: *mut u8, h: *const ThreadHeap) -> bool {
+    match region_of(ptr as usize) {
+        Ok((base, RegionKind::Subheaps | RegionKind::Variable)) => {
+            // SAFETY: a live local heap's header.
+            core::ptr::eq(unsafe { (*(base as *const RegionHeader)).owner }, h)
+        }
+        _ => false,
+    }
+}
+
 /// Frees a chunk known to be a small one of this heap manager (the rich
 /// interface's free: no region map lookup).
 ///

@@ -502,3 +502,49 @@ fn trim_gives_the_arena_lists_back() {
     .join()
     .unwrap();
 }
+
+/// `free_own`, the rich free on SAC's promise (the allocating thread
+/// frees): it frees and the chunk is reused; in debug builds a broken
+/// promise is reported by name (a chunk of another thread, a double free).
+#[test]
+fn free_own_frees_and_debug_builds_report_a_broken_promise() {
+    use numagc_arena::rich::ThreadArenas;
+    let h = ArenaHandle::new(40, 8).unwrap();
+    ThreadArenas::with(|arenas| {
+        let p = arenas.alloc(&h);
+        // SAFETY: allocated here, freed once.
+        unsafe { arenas.free_own(&h, p) };
+        assert_eq!(arenas.alloc(&h), p, "the freed chunk is the next one");
+        // SAFETY: freed once.
+        unsafe { arenas.free_own(&h, p) };
+    })
+    .unwrap();
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let other = std::thread::spawn(move || h.alloc() as usize)
+        .join()
+        .unwrap();
+    let e = std::panic::catch_unwind(|| {
+        ThreadArenas::with(|arenas| {
+            // SAFETY: the broken promise under test (debug build: checked).
+            unsafe { arenas.free_own(&h, other as *mut u8) }
+        })
+    })
+    .unwrap_err();
+    let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("not allocated by the calling thread"), "{msg}");
+    let e = std::panic::catch_unwind(|| {
+        ThreadArenas::with(|arenas| {
+            let p = arenas.alloc(&h);
+            // SAFETY: the second free is the broken promise under test.
+            unsafe {
+                arenas.free_own(&h, p);
+                arenas.free_own(&h, p);
+            }
+        })
+    })
+    .unwrap_err();
+    let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("double free of"), "{msg}");
+}
