@@ -27,7 +27,7 @@
 use std::hint::black_box;
 use std::sync::Barrier;
 
-use numagc_arena::rich::{ArenaHandle, Fixed, ThreadArenas};
+use numagc_arena::rich::{ArenaHandle, ThreadArenas};
 
 /// Where the temporaries come from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -119,49 +119,12 @@ fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, mode: Mode, b
             // SAFETY: from malloc, freed once.
             unsafe { libc::free(reused.cast()) };
         }
-        // SAC knows X when it compiles the program and selects the arena
-        // then (§3); here the paper's four values get their arena as a
-        // constant (`Fixed`), any other X a handle made once.
-        Mode::Rich => match x {
-            25 => rich(
-                block,
-                first,
-                x,
-                iters,
-                barrier,
-                &Fixed::<{ 25 * 8 }, 8>::HANDLE,
-            ),
-            100 => rich(
-                block,
-                first,
-                x,
-                iters,
-                barrier,
-                &Fixed::<{ 100 * 8 }, 8>::HANDLE,
-            ),
-            250 => rich(
-                block,
-                first,
-                x,
-                iters,
-                barrier,
-                &Fixed::<{ 250 * 8 }, 8>::HANDLE,
-            ),
-            1000 => rich(
-                block,
-                first,
-                x,
-                iters,
-                barrier,
-                &Fixed::<{ 1000 * 8 }, 8>::HANDLE,
-            ),
-            _ => match ArenaHandle::new(x * 8, 8) {
-                Ok(h) => rich(block, first, x, iters, barrier, &h),
-                Err(e) => {
-                    eprintln!("arena-workload: {e}");
-                    std::process::exit(3);
-                }
-            },
+        Mode::Rich => match ArenaHandle::new(x * 8, 8) {
+            Ok(h) => rich(block, first, x, iters, barrier, &h),
+            Err(e) => {
+                eprintln!("arena-workload: {e}");
+                std::process::exit(3);
+            }
         },
     }
 }
