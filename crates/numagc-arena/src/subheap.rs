@@ -588,9 +588,19 @@ unsafe fn chunk_start_meta(
     addr: usize,
     owner: bool,
 ) -> Result<*mut SubheapMeta, Misuse> {
-    // SAFETY: guaranteed by the caller.
-    let Some(m) = (unsafe { meta_of(region, addr) }) else {
-        return Err(Misuse::NotAChunk { addr });
+    let m = if owner {
+        // The owner skips the taken-slot test: a slot never taken or given
+        // back has `bump == 0` (and `size == 0`), which the tests below
+        // reject for every offset.
+        let slot = (addr - region as usize) >> SLOT_SHIFT;
+        // SAFETY: slot < SLOTS because addr lies in the region.
+        unsafe { core::ptr::addr_of_mut!((*region).metas[slot]) }
+    } else {
+        // SAFETY: guaranteed by the caller.
+        match unsafe { meta_of(region, addr) } {
+            Some(m) => m,
+            None => return Err(Misuse::NotAChunk { addr }),
+        }
     };
     // SAFETY: `m` is live metadata; `base`, `size` and `recip` are fixed
     // while the slot has a live chunk (and a misused pointer into a slot
@@ -709,6 +719,7 @@ fn unlist(arena: &mut SmallArena, m: &mut SubheapMeta) {
 unsafe fn release_slot(st: &mut LocalState, region: *mut SubheapRegion, m: &mut SubheapMeta) {
     let slot = (m.base - region as usize) >> SLOT_SHIFT;
     m.size = 0;
+    m.bump = 0; // the owner's free rejects every offset of an untaken slot
     m.free = core::ptr::null_mut();
     st.stats.subheaps_released += 1;
     // Raw field accesses: `m` points into the same region.

@@ -402,6 +402,13 @@ pub(crate) fn alloc(size: usize, align: usize) -> *mut u8 {
     if size <= SMALL_MAX && align <= 16 && align.is_power_of_two() {
         return alloc_small(small_class(size));
     }
+    alloc_other(size, align)
+}
+
+/// Every request but a small one with a small alignment (out of line, so
+/// that `alloc`'s fast path needs no stack frame).
+#[inline(never)]
+fn alloc_other(size: usize, align: usize) -> *mut u8 {
     alloc_chosen(choose(size, align), size, align)
 }
 
