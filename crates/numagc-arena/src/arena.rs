@@ -17,6 +17,7 @@
 //! [`crate::thread_heap::ThreadHeap`], so arena operations take no lock.
 
 use crate::local_heap::VariableArenas;
+use crate::remote_free::Outbox;
 use crate::size_class::NUM_SMALL;
 use crate::subheap::{SmallArena, SubheapRegion};
 use crate::thread_heap::ThreadHeap;
@@ -48,6 +49,8 @@ pub(crate) struct LocalState {
     pub(crate) variable: VariableArenas,
     /// The thread's subheap local heaps.
     pub(crate) subheap_regions: *mut SubheapRegion,
+    /// Chunks of other heaps this thread freed, on their way back.
+    pub(crate) outbox: Outbox,
     pub(crate) stats: LocalStats,
 }
 
@@ -60,6 +63,7 @@ impl LocalState {
             small: SmallArena::column(),
             variable: VariableArenas::new(),
             subheap_regions: core::ptr::null_mut(),
+            outbox: Outbox::new(),
             stats: LocalStats {
                 remote_frees_taken: 0,
                 sweeps: 0,

@@ -8,6 +8,7 @@
 //! | protocol | production code | model(s) |
 //! |---|---|---|
 //! | cross-thread free: push on the owner's remote list, owner takes all | `remote_free.rs`: `RemoteFreeList::{push, take_all}` | [`remote_frees_from_two_threads_reach_owner_once`], [`remote_free_contents_visible_to_owner`] |
+//! | a freer's outbox pushed as one chain | `remote_free.rs`: `RemoteFreeList::push_chain` | [`chains_from_two_outboxes_reach_owner_whole`] |
 //! | a heap abandoned at thread exit and claimed by a new thread | `thread_heap.rs`: `claim`, `abandon` | [`abandoned_heap_is_claimed_once_with_its_state`] |
 //! | which thread may use a heap: the owner writes its identity into the heap's `tid` after claiming it and clears it before abandoning it; `free` and `current` compare | `thread_heap.rs`: `enter`, `leave`, `may_use` with `claim`, `abandon` | [`only_the_owner_may_use_a_heap`] |
 //! | a remote free racing with its owner's exit: taken by the owner before it abandons the heap, or by the next owner | both of the above, as `on_thread_exit` and `adopt` use them | [`remote_free_during_owner_exit_is_taken_once`] |
@@ -268,5 +269,39 @@ fn only_the_owner_may_use_a_heap() {
         owner.join().unwrap();
         assert!(!may_use(&tid, 3));
         next.join().unwrap();
+    });
+}
+
+/// Two freers each push a chain of two chunks (an outbox's flush) while the
+/// owner takes: every chunk arrives once, with its contents, and a chain is
+/// never cut (its inner link is written before the CAS that publishes it).
+#[test]
+fn chains_from_two_outboxes_reach_owner_whole() {
+    loom::model(|| {
+        let list = Arc::new(RemoteFreeList::<Node>::new());
+        let pushers: Vec<_> = [10usize, 20]
+            .into_iter()
+            .map(|v| {
+                let list = list.clone();
+                let (a, b) = (SendPtr(node(v + 1)), SendPtr(node(0)));
+                thread::spawn(move || {
+                    let (a, b) = (a, b);
+                    // SAFETY: this thread owns both nodes until the push:
+                    // it links them into a chain a -> b, then gives it up.
+                    unsafe {
+                        (*b.0).payload.with_mut(|p| *p = v + 2);
+                        Node::set_next(a.0, b.0);
+                        list.push_chain(a.0, b.0);
+                    }
+                })
+            })
+            .collect();
+        let mut seen = take_until(&list, 4);
+        for p in pushers {
+            p.join().unwrap();
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, vec![11, 12, 21, 22]);
+        assert!(list.is_empty());
     });
 }

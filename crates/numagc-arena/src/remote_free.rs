@@ -9,10 +9,19 @@
 //! this; a general-purpose allocator does. The idea is mimalloc's delayed
 //! free: no global lock, and the owner's arenas stay single-threaded.
 //!
+//! A freeing thread does not push each chunk: it gathers the chunks it
+//! frees for one owner in its *outbox* (`thread_heap.rs`, at most
+//! [`OUTBOX_LEN`] chunks, one owner at a time) and pushes them as one chain
+//! when the outbox is full, when a chunk of another owner comes, or when the
+//! thread exits or trims. One CAS on the owner's list per 32 frees instead
+//! of one per free: in a producer/consumer pattern (xmalloc-test) the list's
+//! cache line no longer moves between the cores at every free. The cost: up
+//! to [`OUTBOX_LEN`] chunks per thread reach their owner later.
+//!
 //! Protocol and why it is sound:
-//! * push: write the link into the chunk (which the pusher still owns), then
-//!   CAS the head with `Release`, so the link write happens-before whoever
-//!   takes the list;
+//! * push (of one chunk or a chain): write the links into the chunks (which
+//!   the pusher still owns), then CAS the head with `Release`, so the link
+//!   writes happen-before whoever takes the list;
 //! * take: `swap(null, Acquire)`; the taker then owns every chunk of the
 //!   list. Only the owner takes, and it takes everything, so a popped node is
 //!   never re-pushed while another pop is reading it (no ABA).
@@ -22,6 +31,9 @@
 //! cells.
 
 use crate::sync::{AtomicPtr, Ordering};
+
+/// The most chunks a thread's outbox holds before it pushes them.
+pub(crate) const OUTBOX_LEN: u32 = 32;
 
 /// A node that can be linked into a [`RemoteFreeList`].
 pub(crate) trait Link {
@@ -53,13 +65,24 @@ impl<N: Link> RemoteFreeList<N> {
     /// # Safety
     /// The caller owns `node` and gives it up.
     pub(crate) unsafe fn push(&self, node: *mut N) {
+        // SAFETY: a chain of one node, passed on from the caller.
+        unsafe { self.push_chain(node, node) }
+    }
+
+    /// Hands a chain of nodes to the list's owner with one CAS: `first`
+    /// links (through [`Link::next`]) to `last`, whose link is overwritten.
+    ///
+    /// # Safety
+    /// The caller owns every node of the chain and gives them up.
+    pub(crate) unsafe fn push_chain(&self, first: *mut N, last: *mut N) {
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
-            // SAFETY: the node is still the caller's until the CAS publishes it.
-            unsafe { N::set_next(node, head) };
+            // SAFETY: the chain is still the caller's until the CAS
+            // publishes it.
+            unsafe { N::set_next(last, head) };
             match self
                 .head
-                .compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange_weak(head, first, Ordering::Release, Ordering::Relaxed)
             {
                 Ok(_) => return,
                 Err(h) => head = h,
@@ -95,5 +118,67 @@ impl Link for FreedChunk {
     unsafe fn next(node: *mut Self) -> *mut Self {
         // SAFETY: the caller owns the chunk.
         unsafe { (*node).next }
+    }
+}
+
+/// A thread's chunks on their way back to one owner (see the module doc).
+/// Touched only by the thread whose heap holds it.
+pub(crate) struct Outbox {
+    /// The owner's list the chunks go to (valid for ever: heaps are never
+    /// freed).
+    target: *const RemoteFreeList<FreedChunk>,
+    first: *mut FreedChunk,
+    last: *mut FreedChunk,
+    len: u32,
+}
+
+impl Outbox {
+    pub(crate) const fn new() -> Self {
+        Outbox {
+            target: core::ptr::null(),
+            first: core::ptr::null_mut(),
+            last: core::ptr::null_mut(),
+            len: 0,
+        }
+    }
+
+    /// Adds `chunk`, bound for `target`; pushes what is gathered when the
+    /// target changes or the outbox is full.
+    ///
+    /// # Safety
+    /// The caller owns `chunk` and gives it up; `target` lives for ever.
+    #[inline]
+    pub(crate) unsafe fn put(
+        &mut self,
+        target: *const RemoteFreeList<FreedChunk>,
+        chunk: *mut FreedChunk,
+    ) {
+        if self.len != 0 && !core::ptr::eq(self.target, target) {
+            self.flush();
+        }
+        // SAFETY: the caller's chunk; it joins the gathered chain.
+        unsafe { FreedChunk::set_next(chunk, self.first) };
+        if self.len == 0 {
+            self.last = chunk;
+            self.target = target;
+        }
+        self.first = chunk;
+        self.len += 1;
+        if self.len == OUTBOX_LEN {
+            self.flush();
+        }
+    }
+
+    /// Pushes what is gathered to its owner.
+    pub(crate) fn flush(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        // SAFETY: `first` .. `last` is the chain this outbox gathered, its
+        // chunks given up by their freers; `target` lives for ever.
+        unsafe { (*self.target).push_chain(self.first, self.last) };
+        self.first = core::ptr::null_mut();
+        self.last = core::ptr::null_mut();
+        self.len = 0;
     }
 }

@@ -288,6 +288,7 @@ extern "C" fn on_thread_exit(p: *mut libc::c_void) {
     if current() == h {
         // SAFETY: still this thread's heap.
         unsafe {
+            local(h).outbox.flush();
             take_remote_frees(h, local(h));
             // An exiting thread's free chunks go back to their subheaps,
             // so that empty ones are released while the heap waits for
@@ -720,9 +721,18 @@ unsafe fn free_other(base: usize, ptr: *mut u8) -> Result<(), Misuse> {
                         return Err(Misuse::DoubleFree { addr });
                     }
                 }
-                // SAFETY: the caller gives the chunk up; registered heaps are
-                // never freed.
-                unsafe { (*owner).remote.push(ptr.cast()) };
+                // SAFETY: registered heaps are never freed, nor their lists.
+                let list: *const RemoteFreeList<FreedChunk> = unsafe { &*(*owner).remote };
+                let me = current_in_table();
+                if me.is_null() {
+                    // No heap of its own (or bootstrapping): push it now.
+                    // SAFETY: the caller gives the chunk up.
+                    unsafe { (*list).push(ptr.cast()) };
+                } else {
+                    // SAFETY: this thread owns `me` and may use it; the
+                    // caller gives the chunk up.
+                    unsafe { local(me).outbox.put(list, ptr.cast()) };
+                }
                 Ok(())
             }
         }
@@ -790,6 +800,7 @@ pub(crate) fn trim() {
     if (h as usize) > 1 {
         // SAFETY: `h` is this thread's heap.
         unsafe {
+            local(h).outbox.flush();
             take_remote_frees(h, local(h));
             subheap::give_back_lists(local(h));
         }
