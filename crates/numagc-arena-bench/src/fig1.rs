@@ -16,9 +16,11 @@
 //! for `X` doubles (SAC selects the arena at compile time when the shape is
 //! known, paper §3; `X` is a run-time parameter here, so the choice is made
 //! once, before the loop), and is freed through the same handle; both go
-//! through the thread's [`ThreadArenas`], found once per worker thread. The
-//! free is `free_own`: the SAC runtime frees a temporary on the thread that
-//! allocated it (§3), so the free makes its checks in debug builds only.
+//! through the thread's [`ThreadArenas`], found once per worker thread, and
+//! for X up to 512 (a small class) through that class's `Arena`, held in
+//! registers across the loop. Its free is `free_own`: the SAC runtime frees
+//! a temporary on the thread that allocated it (§3), so the free makes its
+//! checks in debug builds only.
 //!
 //! **The check**: element `idx` gains `X * idx` per iteration, so
 //! `sum(A) = iterations * X * n (n - 1) / 2` exactly; every partial sum is
@@ -129,6 +131,12 @@ fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, mode: Mode, b
     }
 }
 
+#[cold]
+fn refused(x: usize) -> ! {
+    eprintln!("arena-workload: numagc-arena refused {} bytes", x * 8);
+    std::process::exit(3)
+}
+
 /// The with-loop on numagc-arena's rich interface.
 #[inline(always)]
 fn rich(
@@ -139,20 +147,38 @@ fn rich(
     barrier: &Barrier,
     handle: &ArenaHandle,
 ) {
-    let ran = ThreadArenas::with(|arenas| {
-        let take = || {
-            let p = arenas.alloc(handle).cast::<f64>();
-            if p.is_null() {
-                eprintln!("arena-workload: numagc-arena refused {} bytes", x * 8);
-                std::process::exit(3);
-            }
-            p
-        };
-        updates(block, first, x, iters, barrier, take, |p| {
-            // SAFETY: from this handle's alloc on this thread, freed once
-            // (SAC's guarantee, §3: the allocating thread frees).
-            unsafe { arenas.free_own(handle, p.cast()) }
-        });
+    let ran = ThreadArenas::with(|arenas| match arenas.arena(handle) {
+        // A small class: its arena, held in registers across the loop.
+        Some(arena) => {
+            let take = || {
+                let p = arena.alloc().cast::<f64>();
+                if p.is_null() {
+                    refused(x)
+                }
+                p
+            };
+            updates(block, first, x, iters, barrier, take, |p| {
+                // SAFETY: from this arena on this thread, freed once (SAC's
+                // guarantee, §3: the allocating thread frees).
+                unsafe { arena.free_own(p.cast()) }
+            });
+        }
+        // Larger: through the handle.
+        None => {
+            let take = || {
+                let p = arenas.alloc(handle).cast::<f64>();
+                if p.is_null() {
+                    refused(x)
+                }
+                p
+            };
+            updates(block, first, x, iters, barrier, take, |p| {
+                // SAFETY: from this handle's alloc, freed once.
+                if let Err(e) = unsafe { arenas.free(handle, p.cast()) } {
+                    panic!("{e}");
+                }
+            });
+        }
     });
     if ran.is_none() {
         eprintln!("arena-workload: numagc-arena refused a thread heap");

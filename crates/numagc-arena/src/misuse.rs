@@ -34,8 +34,8 @@ pub enum Misuse {
     DoubleFree {
         addr: usize,
     },
-    /// A chunk given to [`crate::rich::ThreadArenas::free_own`] that the
-    /// calling thread did not allocate (reported in debug builds).
+    /// A chunk given to [`crate::rich::Arena::free_own`] that the calling
+    /// thread did not allocate (reported in debug builds).
     NotOwn {
         addr: usize,
     },

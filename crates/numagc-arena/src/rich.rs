@@ -12,7 +12,9 @@
 //!   to the arena, and its `free` of a small chunk straight to the owner's
 //!   subheap, without asking the region map whose pointer it is.
 //! * [`ThreadArenas`]: the calling thread's arenas, found once, for code
-//!   that allocates in a loop (SAC's worker threads).
+//!   that allocates in a loop (SAC's worker threads), and [`Arena`], one of
+//!   them held as values, whose `free_own` is the SAC runtime's same-thread
+//!   free.
 //! * [`alloc_with_descriptor`]: one chunk holding a descriptor and, after
 //!   it, the data vector. A check word (`CO_MAGIC ^ data address`) in the 8
 //!   bytes just before the data marks the data pointer as co-allocated.
@@ -164,44 +166,67 @@ impl ThreadArenas {
 }
 
 impl ThreadArenas {
-    /// Frees a chunk that this thread allocated with `handle` (or a handle
-    /// of the same arena choice): the SAC runtime's guarantee that "any
-    /// memory allocated by one thread is eventually released by the same
-    /// thread" (paper §3) turned into the caller's promise, so the free is
-    /// a push on the arena's list with no check at all in release builds.
-    /// In debug builds every check of [`ThreadArenas::free`] is made, and a
-    /// chunk of another thread is reported too; a broken promise panics
-    /// with its message.
+    /// The arena of `handle`'s small class in this thread's column, for a
+    /// loop that allocates and frees chunks of that size: `None` when the
+    /// handle's choice is not a small class.
+    #[inline(always)]
+    pub fn arena(&self, handle: &ArenaHandle) -> Option<Arena<'_>> {
+        (handle.small != NOT_SMALL).then_some(Arena {
+            heap: self.heap,
+            class: handle.small as usize,
+            _scope: core::marker::PhantomData,
+        })
+    }
+}
+
+/// One arena of the calling thread (one entry of Fig. 4), held as values
+/// (the heap and the class), so that a loop keeps it in registers: what
+/// SAC's generated code has when the compiler selected the arena (§3). It
+/// lives no longer than the [`ThreadArenas`] it came from.
+#[derive(Clone, Copy)]
+pub struct Arena<'a> {
+    heap: *const thread_heap::ThreadHeap,
+    class: usize,
+    _scope: core::marker::PhantomData<&'a ThreadArenas>,
+}
+
+impl Arena<'_> {
+    /// A chunk of the arena's size; null when the system refuses memory.
+    #[inline(always)]
+    pub fn alloc(self) -> *mut u8 {
+        // SAFETY: `class` is a handle's small class (below NUM_SMALL);
+        // `heap` is this thread's, owned while the ThreadArenas exists.
+        unsafe { thread_heap::alloc_small_owned(self.heap, self.class) }
+    }
+
+    /// Frees a chunk that this arena allocated on this thread: the SAC
+    /// runtime's guarantee that "any memory allocated by one thread is
+    /// eventually released by the same thread" (paper §3) turned into the
+    /// caller's promise, so the free is a push on the arena's list with no
+    /// check at all in release builds. In debug builds the checks of
+    /// [`ThreadArenas::free`] are made, and a chunk of another thread is
+    /// reported too; a broken promise panics with its message.
     ///
     /// # Safety
-    /// `ptr` was returned by `alloc` with a handle of `handle`'s arena
-    /// choice on this thread, is not used after this call, and was not freed
-    /// before.
+    /// `ptr` was returned by `alloc` of an arena of this class on this
+    /// thread, is not used after this call, and was not freed before.
     #[inline(always)]
-    pub unsafe fn free_own(&self, handle: &ArenaHandle, ptr: *mut u8) {
-        if handle.small == NOT_SMALL || cfg!(debug_assertions) {
-            // SAFETY: passed on from the caller.
-            if let Err(m) = unsafe { self.free_checked_own(handle, ptr) } {
+    pub unsafe fn free_own(self, ptr: *mut u8) {
+        if cfg!(debug_assertions) {
+            let checked = if thread_heap::chunk_owned_by(ptr, self.heap) {
+                // SAFETY: passed on from the caller (checked in this build).
+                unsafe { thread_heap::free_small_owned(self.heap, ptr, self.class) }
+            } else {
+                Err(Misuse::NotOwn { addr: ptr as usize })
+            };
+            if let Err(m) = checked {
                 panic!("{m}");
             }
             return;
         }
         // SAFETY: the caller's promise: a live small chunk of this thread's
-        // arena of that class; `heap` is this thread's, owned while `self`
-        // exists.
-        unsafe { thread_heap::free_small_own_unchecked(self.heap, ptr, handle.small as usize) }
-    }
-
-    /// [`ThreadArenas::free_own`] with its checks.
-    ///
-    /// # Safety
-    /// As for [`ThreadArenas::free`].
-    unsafe fn free_checked_own(&self, handle: &ArenaHandle, ptr: *mut u8) -> Result<(), Misuse> {
-        if handle.small != NOT_SMALL && !thread_heap::chunk_owned_by(ptr, self.heap) {
-            return Err(Misuse::NotOwn { addr: ptr as usize });
-        }
-        // SAFETY: passed on from the caller.
-        unsafe { self.free(handle, ptr) }
+        // arena of that class; `heap` is this thread's.
+        unsafe { thread_heap::free_small_own_unchecked(self.heap, ptr, self.class) }
     }
 }
 

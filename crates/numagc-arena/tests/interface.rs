@@ -511,12 +511,16 @@ fn free_own_frees_and_debug_builds_report_a_broken_promise() {
     use numagc_arena::rich::ThreadArenas;
     let h = ArenaHandle::new(40, 8).unwrap();
     ThreadArenas::with(|arenas| {
-        let p = arenas.alloc(&h);
+        let a = arenas.arena(&h).expect("a small class");
+        let p = a.alloc();
         // SAFETY: allocated here, freed once.
-        unsafe { arenas.free_own(&h, p) };
-        assert_eq!(arenas.alloc(&h), p, "the freed chunk is the next one");
+        unsafe { a.free_own(p) };
+        assert_eq!(a.alloc(), p, "the freed chunk is the next one");
         // SAFETY: freed once.
-        unsafe { arenas.free_own(&h, p) };
+        unsafe { a.free_own(p) };
+        assert!(arenas
+            .arena(&ArenaHandle::new(20_000, 8).unwrap())
+            .is_none());
     })
     .unwrap();
     if !cfg!(debug_assertions) {
@@ -528,7 +532,7 @@ fn free_own_frees_and_debug_builds_report_a_broken_promise() {
     let e = std::panic::catch_unwind(|| {
         ThreadArenas::with(|arenas| {
             // SAFETY: the broken promise under test (debug build: checked).
-            unsafe { arenas.free_own(&h, other as *mut u8) }
+            unsafe { arenas.arena(&h).unwrap().free_own(other as *mut u8) }
         })
     })
     .unwrap_err();
@@ -536,11 +540,12 @@ fn free_own_frees_and_debug_builds_report_a_broken_promise() {
     assert!(msg.contains("not allocated by the calling thread"), "{msg}");
     let e = std::panic::catch_unwind(|| {
         ThreadArenas::with(|arenas| {
-            let p = arenas.alloc(&h);
+            let a = arenas.arena(&h).unwrap();
+            let p = a.alloc();
             // SAFETY: the second free is the broken promise under test.
             unsafe {
-                arenas.free_own(&h, p);
-                arenas.free_own(&h, p);
+                a.free_own(p);
+                a.free_own(p);
             }
         })
     })
