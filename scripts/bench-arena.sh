@@ -3,7 +3,7 @@
 # workload at SIZE (paper or test) on THREADS (comma-separated), REPEAT runs
 # of each allocator alternated, against glibc, jemalloc, mimalloc, tcmalloc
 # (scripts/install-allocators.sh installs them; missing ones are listed as
-# such) and numagc-malloc; writes the table, the Markdown tables, the JSON of
+# such), numagc-malloc and numagc-rich (the rich interface linked in); writes the table, the Markdown tables, the JSON of
 # every run and the plots into OUT. Run it on a quiet machine.
 # Usage: scripts/bench-arena.sh [SIZE] [THREADS] [REPEAT] [OUT] [extra arena-bench flags...]
 set -euo pipefail

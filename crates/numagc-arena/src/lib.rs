@@ -21,9 +21,17 @@
 //! (`bootstrap.rs`), and checks that report misuse (`misuse.rs`).
 //!
 //! The interfaces: the plain one ([`alloc`], [`free`], [`realloc`], ...),
-//! the rich one of §3 ([`rich`]: arenas chosen at compile time, descriptor
-//! and data in one chunk, [`owns`]), reference-counted arrays
-//! ([`RcArray`]), and [`ArenaAlloc`], a `GlobalAlloc`.
+//! the rich one of §3 ([`rich`]: arenas chosen at compile time, a thread's
+//! arena held in registers across a loop with the SAC runtime's same-thread
+//! free, descriptor and data in one chunk, [`owns`]), reference-counted
+//! arrays ([`RcArray`]), and [`ArenaAlloc`], a `GlobalAlloc`.
+//!
+//! The fast paths, and what each costs (callgrind, Fig. 1 at X = 25, per
+//! allocation and free): `malloc`/`free` of `libnumagc_malloc.so` about 110
+//! instructions (the thread found by its thread pointer, the arena's own
+//! free list, every free checked); the rich interface's [`rich::Arena`]
+//! about 14, and its loop within 2 % of the same loop without allocation
+//! (`docs/results/arena.md`).
 
 mod arena;
 mod bootstrap;
