@@ -175,6 +175,21 @@ impl Victims {
 }
 
 impl Cache {
+    /// An empty cache.
+    const fn new() -> Cache {
+        Cache {
+            regions: [0; MAX_CACHED_REGIONS],
+            len: 0,
+            large: [NO_LARGE; MAX_CACHED_LARGE],
+            large_len: 0,
+            large_bytes: 0,
+            large_live: 0,
+            peak_cur: 0,
+            peak_prev: 0,
+            window_start: 0,
+        }
+    }
+
     /// Sets `large_live` to `live` at `now`, and its recent peak.
     fn set_live(&mut self, live: usize, now: u64) {
         let old = self.large_live;
@@ -244,17 +259,7 @@ unsafe impl Sync for CacheLock {}
 
 static CACHE: CacheLock = CacheLock {
     held: AtomicBool::new(false),
-    cache: UnsafeCell::new(Cache {
-        regions: [0; MAX_CACHED_REGIONS],
-        len: 0,
-        large: [NO_LARGE; MAX_CACHED_LARGE],
-        large_len: 0,
-        large_bytes: 0,
-        large_live: 0,
-        peak_cur: 0,
-        peak_prev: 0,
-        window_start: 0,
-    }),
+    cache: UnsafeCell::new(Cache::new()),
 };
 
 struct CacheGuard;
@@ -618,27 +623,13 @@ mod tests {
         }
     }
 
-    fn empty_cache() -> Cache {
-        Cache {
-            regions: [0; MAX_CACHED_REGIONS],
-            len: 0,
-            large: [NO_LARGE; MAX_CACHED_LARGE],
-            large_len: 0,
-            large_bytes: 0,
-            large_live: 0,
-            peak_cur: 0,
-            peak_prev: 0,
-            window_start: 0,
-        }
-    }
-
     /// The byte bound is the recent peak of live large memory less what is
     /// live now, and the peak is forgotten after one to two windows.
     #[test]
     fn the_byte_bound_follows_the_recent_peak_of_live_large_memory() {
         const MIB: usize = 1 << 20;
         const D: u64 = LARGE_CACHE_DECAY_MS;
-        let mut c = empty_cache();
+        let mut c = Cache::new();
         let t0 = 10_000;
         c.set_live(500 * MIB, t0);
         c.set_live(100 * MIB, t0 + 10);
