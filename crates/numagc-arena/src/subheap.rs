@@ -15,12 +15,12 @@
 //! paper's "list of available, appropriately sized chunks"), its *current*
 //! subheap and a stack of subheaps known to have free chunks. The owner's
 //! free pushes the chunk on the arena's list, and its allocation pops it
-//! from there first: an allocate-use-free loop touches nothing else. The
-//! list's first place is a field of the arena (`hot`), not a link in a
-//! chunk, so that such a loop's allocation does not wait on the link the
-//! free before it stored (measured on Fig. 1 at X = 25 through the rich
-//! interface, 7 alternated runs each: the loop's overhead over the same
-//! loop without allocation is 0.039 s with the place, 0.045 s without). The list holds at most [`ARENA_LIST_BYTES`] of chunks (at least 8); when a
+//! from there first: an allocate-use-free loop touches nothing else. (A
+//! first place kept in a field of the arena, apart from the list, was
+//! tried: it saved 3 % on Fig. 1 through `malloc` and made larson, where
+//! frees and allocations of each class come in random order, twice as slow
+//! (0.255 s against 0.13 s): its branch went either way at random.) The
+//! list holds at most [`ARENA_LIST_BYTES`] of chunks (at least 8); when a
 //! free finds it full, every chunk on it goes back to its subheap's own
 //! free list (a subheap that was full goes back on the stack, one that
 //! empties gives its slot back). Then the current subheap serves: its free
@@ -122,11 +122,6 @@ const fn list_room(class: usize) -> u32 {
 
 /// The arena of one small class for one thread (an entry of Fig. 4).
 pub(crate) struct SmallArena {
-    /// One free chunk kept apart from the list: an allocation takes it with
-    /// one load, where a list pop must also load the next chunk's address
-    /// from the chunk itself, which the free just before wrote (see the
-    /// module doc for what it saves).
-    hot: *mut usize,
     /// The arena's list of free chunks (first word: the next one).
     list: *mut usize,
     /// How many more chunks the list may take.
@@ -138,7 +133,6 @@ pub(crate) struct SmallArena {
 impl SmallArena {
     const fn new(class: usize) -> Self {
         SmallArena {
-            hot: core::ptr::null_mut(),
             list: core::ptr::null_mut(),
             room: list_room(class),
             current: core::ptr::null_mut(),
@@ -192,14 +186,6 @@ fn init_free_key() {
 /// null when neither has one.
 #[inline(always)]
 pub(crate) fn alloc_fast(arena: &mut SmallArena) -> *mut u8 {
-    let c = arena.hot;
-    if !c.is_null() {
-        arena.hot = core::ptr::null_mut();
-        // SAFETY: the hot chunk is free and this arena's; it is now the
-        // caller's, its key word cleared.
-        unsafe { c.add(1).write(0) };
-        return c.cast();
-    }
     let c = arena.list;
     if !c.is_null() {
         // SAFETY: a chunk on the arena's list holds the next one in its
@@ -408,12 +394,6 @@ fn free_suspect(
 unsafe fn push(st: &mut LocalState, class: usize, addr: usize, key: usize) -> Result<(), Misuse> {
     // SAFETY: `class` is a chunk's class, below NUM_SMALL.
     let arena = unsafe { st.small.get_unchecked_mut(class) };
-    if arena.hot.is_null() {
-        // SAFETY: the chunk is free now and ours; its second word takes the key.
-        unsafe { *(addr as *mut usize).add(1) = key };
-        arena.hot = addr as *mut usize;
-        return Ok(());
-    }
     if arena.room == 0 {
         // SAFETY: passed on.
         return unsafe { push_to_full(st, class, addr, key) };
@@ -467,13 +447,6 @@ unsafe fn push_to_full(
 #[cold]
 #[inline(never)]
 fn give_back_list(st: &mut LocalState, class: usize) {
-    let hot = core::mem::replace(&mut st.small[class].hot, core::ptr::null_mut());
-    if !hot.is_null() {
-        // The hot chunk joins the list, whose room is not counted for it.
-        // SAFETY: a free chunk of this arena: its first word takes the link.
-        unsafe { *hot = st.small[class].list as usize };
-        st.small[class].list = hot;
-    }
     let mut c = core::mem::replace(&mut st.small[class].list, core::ptr::null_mut());
     st.small[class].room = list_room(class);
     while !c.is_null() {
@@ -496,7 +469,7 @@ fn give_back_list(st: &mut LocalState, class: usize) {
 /// emptied subheaps release their slots now).
 pub(crate) fn give_back_lists(st: &mut LocalState) {
     for class in 0..NUM_SMALL {
-        if !st.small[class].list.is_null() || !st.small[class].hot.is_null() {
+        if !st.small[class].list.is_null() {
             give_back_list(st, class);
         }
     }
@@ -631,7 +604,7 @@ fn is_double_free(st: &LocalState, m: &SubheapMeta, addr: usize, key_word: usize
         false
     };
     let arena = &st.small[m.class as usize];
-    arena.hot as usize == addr || on(arena.list) || on(m.free)
+    on(arena.list) || on(m.free)
 }
 
 /// Puts the chunk at `addr` on `m`'s free list and does the bookkeeping.
@@ -780,7 +753,7 @@ pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
     }
     // Chunks on the arenas' lists count as used in their subheaps.
     for (class, a) in st.small.iter().enumerate() {
-        live -= (list_room(class) - a.room) as usize + !a.hot.is_null() as usize;
+        live -= (list_room(class) - a.room) as usize;
     }
     (subheaps, live)
 }
