@@ -27,11 +27,11 @@
 //! arrays ([`RcArray`]), and [`ArenaAlloc`], a `GlobalAlloc`.
 //!
 //! The fast paths, and what each costs (callgrind, Fig. 1 at X = 25, per
-//! allocation and free): `malloc`/`free` of `libnumagc_malloc.so` about 110
+//! allocation and free): `malloc`/`free` of `libnumagc_malloc.so` about 116
 //! instructions (the thread found by its thread pointer, the arena's own
 //! free list, every free checked); the rich interface's [`rich::Arena`]
-//! about 14, and its loop within 2 % of the same loop without allocation
-//! (`docs/results/arena.md`).
+//! about 19, and its loop within 2 % of the same loop without allocation
+//! on one thread (`docs/results/arena.md`).
 
 mod arena;
 mod bootstrap;
