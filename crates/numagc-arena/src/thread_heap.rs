@@ -286,15 +286,11 @@ static KEY: AtomicU32 = AtomicU32::new(0);
 extern "C" fn on_thread_exit(p: *mut libc::c_void) {
     let h = p as *const ThreadHeap;
     if current() == h {
+        // An exiting thread's free chunks go back to their subheaps, so
+        // that empty ones are released while the heap waits for its next
+        // thread.
         // SAFETY: still this thread's heap.
-        unsafe {
-            local(h).outbox.flush();
-            take_remote_frees(h, local(h));
-            // An exiting thread's free chunks go back to their subheaps,
-            // so that empty ones are released while the heap waits for
-            // its next thread.
-            subheap::give_back_lists(local(h));
-        }
+        unsafe { give_back_unused(h) };
         set_current(core::ptr::null());
     }
     // SAFETY: registered heaps are never freed.
@@ -418,15 +414,12 @@ fn alloc_other(size: usize, align: usize) -> *mut u8 {
 #[inline(always)]
 pub(crate) fn alloc_small(class: usize) -> *mut u8 {
     let h = current_in_table();
-    if !h.is_null() {
-        // SAFETY: `h` is this thread's heap.
-        let st = unsafe { local(h) };
-        let p = subheap::alloc_fast(&mut st.small[class]);
-        if !p.is_null() {
-            return p;
-        }
+    if h.is_null() {
+        return small_slow(class);
     }
-    small_slow(class)
+    // SAFETY: `class` is a small class (from `small_class` or a choice);
+    // `current_in_table` found `h` this thread's, usable now.
+    unsafe { alloc_small_owned(h, class) }
 }
 
 /// Allocates with the arena already chosen (the rich interface).
@@ -579,6 +572,9 @@ pub(crate) unsafe fn free(ptr: *mut u8) -> Result<(), Misuse> {
     }
     // SAFETY: a registered region is mapped and starts with its header.
     let h = unsafe { &*(base as *const RegionHeader) };
+    // (The owner test is written out here rather than by calling
+    // `free_small`: through it the compiler merges the two `free_other`
+    // tails and the owner's free pays 4 more instructions, callgrind.)
     if h.magic == REGION_MAGIC && h.kind == RegionKind::Subheaps && owned_by_caller(h.owner) {
         // SAFETY: this thread owns the region's heap, and `ptr` lies in a
         // live region of it.
@@ -702,9 +698,10 @@ unsafe fn free_other(base: usize, ptr: *mut u8) -> Result<(), Misuse> {
             // `owner` is fixed while the region has live chunks.
             let owner = h.owner;
             if owned_by_caller(owner) {
+                // Small chunks freed by their owner took `free_small`.
+                debug_assert!(kind == RegionKind::Variable);
                 // SAFETY: this thread owns the region's heap, and `ptr`
-                // lies in a live variable region of it (small chunks of the
-                // owner took the fast path).
+                // lies in a live variable region of it.
                 unsafe { local_heap::free(local(owner), ptr) }
             } else {
                 // Checks that need no owner-private state; the rest happen
@@ -799,11 +796,21 @@ pub(crate) fn trim() {
     let h = current();
     if (h as usize) > 1 {
         // SAFETY: `h` is this thread's heap.
-        unsafe {
-            local(h).outbox.flush();
-            take_remote_frees(h, local(h));
-            subheap::give_back_lists(local(h));
-        }
+        unsafe { give_back_unused(h) };
+    }
+}
+
+/// Pushes the outbox, takes back remote frees, and gives the arenas' lists
+/// back to their subheaps (so that empty ones are released).
+///
+/// # Safety
+/// The calling thread owns `h`.
+unsafe fn give_back_unused(h: *const ThreadHeap) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        local(h).outbox.flush();
+        take_remote_frees(h, local(h));
+        subheap::give_back_lists(local(h));
     }
 }
 

@@ -48,6 +48,9 @@ fn out_of_memory() -> *mut c_void {
     core::ptr::null_mut()
 }
 
+/// Inlined into each entry point, so `malloc`'s alignment is the constant
+/// 16 and its fast path (the arena's choice and pop) is inlined there.
+#[inline(always)]
 fn alloc(size: usize, align: usize) -> *mut c_void {
     let p = numagc_arena::alloc(size, align.max(MIN_ALIGN));
     if p.is_null() {
@@ -56,15 +59,9 @@ fn alloc(size: usize, align: usize) -> *mut c_void {
     p.cast()
 }
 
-/// The fast path: the arena's choice and pop inlined here (the alignment is
-/// the constant 16).
 #[no_mangle]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
-    let p = numagc_arena::alloc(size, MIN_ALIGN);
-    if p.is_null() {
-        return out_of_memory();
-    }
-    p.cast()
+    alloc(size, MIN_ALIGN)
 }
 
 /// # Safety
