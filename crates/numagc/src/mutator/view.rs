@@ -92,6 +92,17 @@ impl<'a> View<'a> {
         self.w == other.w
     }
 
+    /// A key of this value's identity: two views of one scope have equal
+    /// identities exactly when they are [`View::same`]. It lets a checker
+    /// keep the objects it has visited in a hash map. The key is the
+    /// object's address (or the immediate's word), so it is only meaningful
+    /// while the views live: the next collection may move the object and
+    /// give the address to another.
+    #[inline]
+    pub fn identity(self) -> u64 {
+        self.w
+    }
+
     pub fn is_int(self) -> bool {
         !is_pointer(self.w)
     }
