@@ -181,7 +181,8 @@ fn the_cache_holds_what_was_live_lately_and_at_least_its_floor() {
     assert!(s.large_cached_bytes > LARGE_CACHE_MIN_BYTES);
     assert!(ps[..n - 1].iter().all(|&p| mapped(p as usize)));
     // 40 MiB more live (a size nothing cached fits): the recent peak less
-    // the live bytes is 48 MiB, so the floor of 64 MiB is the bound, which
+    // the live bytes is 48 MiB, and an eighth of the peak 12 MiB more, so
+    // the floor of 64 MiB is the bound, which
     // holds 7 of these mappings (8 MiB and a page each): the 4 oldest go.
     let before = global_heap::stats();
     let big = alloc(40 * MIB);
