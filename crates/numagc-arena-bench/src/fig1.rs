@@ -22,12 +22,20 @@
 //! a temporary on the thread that allocated it (§3), so the free makes its
 //! checks in debug builds only.
 //!
+//! **Waits** (`--waits`): each thread times its with-loops and its waits
+//! at the barriers, and the line reports them per thread (`busy_ms`,
+//! `waited_ms`, `longest_wait_ms`): what a 2-thread run loses to
+//! synchronisation and to a core that stalls, against its time outside the
+//! threads (the making of `A` and the threads' start), which is `seconds`
+//! less the threads' total. Every mode times them; the flag only prints.
+//!
 //! **The check**: element `idx` gains `X * idx` per iteration, so
 //! `sum(A) = iterations * X * n (n - 1) / 2` exactly; every partial sum is
 //! an integer below 2^53, so the doubles are exact and must match to the bit.
 
 use std::hint::black_box;
 use std::sync::Barrier;
+use std::time::{Duration, Instant};
 
 use numagc_arena::rich::{ArenaHandle, ThreadArenas};
 
@@ -42,7 +50,16 @@ pub enum Mode {
     Rich,
 }
 
-/// Runs Fig. 1 and checks its answer; the line to print on success.
+/// What one thread spent working and waiting at the barriers.
+#[derive(Clone, Copy, Default, Debug)]
+struct Waits {
+    busy: Duration,
+    waited: Duration,
+    longest: Duration,
+}
+
+/// Runs Fig. 1 and checks its answer; the line to print on success (with
+/// `waits`, each thread's [`Waits`] too).
 pub fn run(
     x: usize,
     total: usize,
@@ -50,6 +67,7 @@ pub fn run(
     threads: usize,
     mode: Mode,
     fault: bool,
+    waits: bool,
 ) -> Result<String, String> {
     if x == 0 || total < x {
         return Err(format!(
@@ -63,11 +81,19 @@ pub fn run(
     let per = n.div_ceil(threads);
     // One block per thread; with few elements there may be fewer blocks than threads.
     let barrier = Barrier::new(n.div_ceil(per));
-    std::thread::scope(|s| {
-        for (t, block) in a.chunks_mut(per).enumerate() {
-            let barrier = &barrier;
-            s.spawn(move || worker(block, t * per, x, iters, mode, barrier));
-        }
+    let spent: Vec<Waits> = std::thread::scope(|s| {
+        let workers: Vec<_> = a
+            .chunks_mut(per)
+            .enumerate()
+            .map(|(t, block)| {
+                let barrier = &barrier;
+                s.spawn(move || worker(block, t * per, x, iters, mode, barrier))
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
     });
     crate::timing::stop();
     let mut got: f64 = a.iter().sum();
@@ -85,8 +111,25 @@ pub fn run(
             "fig1: sum(A) = {got}, expected {want} (X = {x}, n = {n}, {iters} iterations)"
         ));
     }
+    let ms = |f: fn(&Waits) -> Duration| {
+        let v: Vec<String> = spent
+            .iter()
+            .map(|w| format!("{:.3}", f(w).as_secs_f64() * 1e3))
+            .collect();
+        v.join(",")
+    };
+    let waits = if waits {
+        format!(
+            " busy_ms={} waited_ms={} longest_wait_ms={}",
+            ms(|w| w.busy),
+            ms(|w| w.waited),
+            ms(|w| w.longest)
+        )
+    } else {
+        String::new()
+    };
     Ok(format!(
-        "fig1 X={x} n={n} iterations={iters} threads={threads} {} allocations={} sum={want}",
+        "fig1 X={x} n={n} iterations={iters} threads={threads} {} allocations={} sum={want}{waits}",
         match mode {
             Mode::Malloc => "alloc",
             Mode::Bound => "bound",
@@ -100,7 +143,14 @@ pub fn run(
     ))
 }
 
-fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, mode: Mode, barrier: &Barrier) {
+fn worker(
+    block: &mut [f64],
+    first: usize,
+    x: usize,
+    iters: usize,
+    mode: Mode,
+    barrier: &Barrier,
+) -> Waits {
     match mode {
         Mode::Malloc => updates(
             block,
@@ -117,9 +167,10 @@ fn worker(block: &mut [f64], first: usize, x: usize, iters: usize, mode: Mode, b
         Mode::Bound => {
             // The bound's temporary: once per thread.
             let reused = alloc(x);
-            updates(block, first, x, iters, barrier, || reused, |_| {});
+            let w = updates(block, first, x, iters, barrier, || reused, |_| {});
             // SAFETY: from malloc, freed once.
             unsafe { libc::free(reused.cast()) };
+            w
         }
         Mode::Rich => match ArenaHandle::new(x * 8, 8) {
             Ok(h) => rich(block, first, x, iters, barrier, &h),
@@ -146,7 +197,7 @@ fn rich(
     iters: usize,
     barrier: &Barrier,
     handle: &ArenaHandle,
-) {
+) -> Waits {
     let ran = ThreadArenas::with(|arenas| match arenas.arena(handle) {
         // A small class: its arena, held in registers across the loop.
         Some(arena) => {
@@ -161,7 +212,7 @@ fn rich(
                 // SAFETY: from this arena on this thread, freed once (SAC's
                 // guarantee, §3: the allocating thread frees).
                 unsafe { arena.free_own(p.cast()) }
-            });
+            })
         }
         // Larger: through the handle.
         None => {
@@ -177,17 +228,18 @@ fn rich(
                 if let Err(e) = unsafe { arenas.free(handle, p.cast()) } {
                     panic!("{e}");
                 }
-            });
+            })
         }
     });
-    if ran.is_none() {
+    ran.unwrap_or_else(|| {
         eprintln!("arena-workload: numagc-arena refused a thread heap");
-        std::process::exit(3);
-    }
+        std::process::exit(3)
+    })
 }
 
 /// The with-loop of every iteration: for each element, a temporary from
-/// `take`, filled, summed, then given to `give_back`.
+/// `take`, filled, summed, then given to `give_back`; returns the time
+/// spent in the loops and at the barriers.
 #[inline(always)]
 fn updates(
     block: &mut [f64],
@@ -197,7 +249,9 @@ fn updates(
     barrier: &Barrier,
     take: impl Fn() -> *mut f64,
     give_back: impl Fn(*mut f64),
-) {
+) -> Waits {
+    let start = Instant::now();
+    let mut w = Waits::default();
     for _ in 0..iters {
         for (j, e) in block.iter_mut().enumerate() {
             let idx = (first + j) as f64;
@@ -225,8 +279,14 @@ fn updates(
             give_back(p);
             *e += s;
         }
+        let arrived = Instant::now();
         barrier.wait();
+        let waited = arrived.elapsed();
+        w.waited += waited;
+        w.longest = w.longest.max(waited);
     }
+    w.busy = start.elapsed() - w.waited;
+    w
 }
 
 fn alloc(x: usize) -> *mut f64 {

@@ -50,7 +50,7 @@ pub const RICH_ORIGIN: &str = "numagc-arena(rich)";
 
 /// The command line of a workload.
 pub const USAGE: &str =
-    "usage: arena-workload fig1|ft|mg|larson|xmalloc [--KEY VALUE]... [--bound] [--threads K]";
+    "usage: arena-workload fig1|ft|mg|larson|xmalloc [--KEY VALUE]... [--bound|--rich] [--threads K] [--waits (fig1)]";
 
 /// How a workload run ended.
 pub enum Outcome {
@@ -96,7 +96,7 @@ impl Args {
             let key = rest[i]
                 .strip_prefix("--")
                 .ok_or_else(|| format!("unexpected argument {:?}", rest[i]))?;
-            if key == "bound" || key == "rich" {
+            if key == "bound" || key == "rich" || key == "waits" {
                 flags.push(key.to_string());
                 i += 1;
                 continue;
@@ -170,13 +170,14 @@ pub fn run(argv: &[String]) -> Outcome {
                 let x = a.num("x", None)?;
                 let total = a.num("total", Some(10_000_000))?;
                 let iters = a.num("iterations", Some(50))?;
+                let waits = a.flags.iter().any(|f| f == "waits");
                 a.done()?;
                 let mode = match (bound, rich) {
                     (true, _) => fig1::Mode::Bound,
                     (_, true) => fig1::Mode::Rich,
                     _ => fig1::Mode::Malloc,
                 };
-                fig1::run(x, total, iters, threads, mode, fault)
+                fig1::run(x, total, iters, threads, mode, fault, waits)
             }
             "ft" | "mg" => {
                 let c = a.class()?;

@@ -219,6 +219,51 @@ fn fig1_with_more_threads_than_blocks() {
     );
 }
 
+/// `--waits`: one busy, waited and longest-wait figure per thread, the
+/// waits within the busy time's order and the longest within the total.
+#[test]
+fn fig1_reports_each_threads_waits() {
+    let a = [
+        "fig1",
+        "--x",
+        "100",
+        "--total",
+        "20000",
+        "--iterations",
+        "4",
+        "--threads",
+        "2",
+        "--waits",
+    ];
+    let o = workload(&a, None, None);
+    assert!(o.status.success(), "{a:?}:\n{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let field = |k: &str| -> Vec<f64> {
+        let v = out
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .unwrap_or_else(|| panic!("no {k} in {out}"));
+        v.split(',').map(|x| x.parse().unwrap()).collect()
+    };
+    let (busy, waited, longest) = (
+        field("busy_ms="),
+        field("waited_ms="),
+        field("longest_wait_ms="),
+    );
+    assert_eq!(
+        (busy.len(), waited.len(), longest.len()),
+        (2, 2, 2),
+        "{out}"
+    );
+    for t in 0..2 {
+        assert!(busy[t] > 0.0, "{out}");
+        assert!(longest[t] >= 0.0 && longest[t] <= waited[t], "{out}");
+    }
+    // Without the flag, no such fields.
+    let plain = workload(&a[..9], None, None);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("busy_ms="));
+}
+
 /// fig1, ft and mg with numagc-arena's rich interface linked in (`--rich`):
 /// right answers at 1 and 2 threads, reported as such; the malloc patterns
 /// refuse the flag by name, and so does `--rich` with `--bound`.
