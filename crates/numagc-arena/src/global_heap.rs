@@ -47,10 +47,11 @@
 //!   live large memory reached the peak (786 MiB): the bound was the 64 MiB
 //!   floor, so they were unmapped and faulted in again in every iteration,
 //!   478,366 faults against the no-allocation bound's 319,476; with it,
-//!   334,614, at a peak RSS of 887 MB, the bound's 887 MB (was 861 MB;
-//!   tcmalloc 941 MB with 235,197 faults). `arena-workload mg --class A
-//!   --threads 1` under `/usr/bin/time -f '%R %M'`; faults do not depend
-//!   on the machine's load.)
+//!   334,614 (commit `65171af`) and 319,497 (`2a87b23`, bound 319,464), at
+//!   a peak RSS of 887 MB, the bound's 887 MB (was 861 MB; tcmalloc
+//!   941 MB with 235,197 faults). `arena-workload mg --class A --threads
+//!   1` under `/usr/bin/time -f '%R %M'`. The counts depend on the run's
+//!   speed a little (the one-second decay and windows), not on the load.)
 //! * entries: at most [`MAX_CACHED_LARGE`] (16); the oldest goes first;
 //! * time: a mapping cached for longer than [`LARGE_CACHE_DECAY_MS`] (1 s)
 //!   is not reused and is unmapped by the next large allocation or free of
