@@ -25,8 +25,11 @@ use crate::thread_heap::ThreadHeap;
 /// Counters of one thread heap's slow paths.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LocalStats {
-    /// Chunks freed by other threads and taken back from the remote list.
+    /// Chunks freed by other threads and taken back from the remote lists.
     pub remote_frees_taken: usize,
+    /// Of those, carriers (chunks that brought the addresses of others;
+    /// `remote_free.rs`) taken back.
+    pub remote_carriers_taken: usize,
     /// Deferred-coalescing sweeps run.
     pub sweeps: usize,
     /// Free chunks merged into a neighbour by those sweeps.
@@ -66,6 +69,7 @@ impl LocalState {
             outbox: Outbox::new(),
             stats: LocalStats {
                 remote_frees_taken: 0,
+                remote_carriers_taken: 0,
                 sweeps: 0,
                 merged: 0,
                 heaps_released: 0,

@@ -9,6 +9,7 @@
 //! |---|---|---|
 //! | cross-thread free: push on the owner's remote list, owner takes all | `remote_free.rs`: `RemoteFreeList::{push, take_all}` | [`remote_frees_from_two_threads_reach_owner_once`], [`remote_free_contents_visible_to_owner`] |
 //! | a freer's outbox pushed as one chain | `remote_free.rs`: `RemoteFreeList::push_chain` | [`chains_from_two_outboxes_reach_owner_whole`] |
+//! | a freer's outbox pushed as a carrier: the addresses of the other chunks written into one of them, which is pushed on the owner's second list | `remote_free.rs`: `Outbox::flush`, `carried` over `RemoteFreeList::push` | [`a_carriers_addresses_reach_the_owner`] |
 //! | a heap abandoned at thread exit and claimed by a new thread | `thread_heap.rs`: `claim`, `abandon` | [`abandoned_heap_is_claimed_once_with_its_state`] |
 //! | which thread may use a heap: the owner writes its identity into the heap's `tid` after claiming it and clears it before abandoning it; `free` and `current` compare | `thread_heap.rs`: `enter`, `leave`, `may_use` with `claim`, `abandon` | [`only_the_owner_may_use_a_heap`] |
 //! | a remote free racing with its owner's exit: taken by the owner before it abandons the heap, or by the next owner | both of the above, as `on_thread_exit` and `adopt` use them | [`remote_free_during_owner_exit_is_taken_once`] |
@@ -302,6 +303,49 @@ fn chains_from_two_outboxes_reach_owner_whole() {
         }
         seen.sort_unstable();
         assert_eq!(seen, vec![11, 12, 21, 22]);
+        assert!(list.is_empty());
+    });
+}
+
+/// A carrier: the freer writes, into one chunk, the address of another
+/// chunk whose contents it also wrote, and pushes the carrier alone; the
+/// owner, taking the carrier, must see the address and, through it, the
+/// other chunk's contents (both written before the `Release` CAS).
+#[test]
+fn a_carriers_addresses_reach_the_owner() {
+    loom::model(|| {
+        let list = Arc::new(RemoteFreeList::<Node>::new());
+        let pusher = {
+            let list = list.clone();
+            let (carrier, carried) = (SendPtr(node(0)), SendPtr(node(0)));
+            thread::spawn(move || {
+                let (carrier, carried) = (carrier, carried);
+                // SAFETY: this thread owns both nodes until the push; it
+                // writes the carried one's contents and its address into
+                // the carrier, then gives the carrier up.
+                unsafe {
+                    (*carried.0).payload.with_mut(|p| *p = 42);
+                    (*carrier.0).payload.with_mut(|p| *p = carried.0 as usize);
+                    list.push(carrier.0);
+                }
+            })
+        };
+        let mut c = list.take_all();
+        while c.is_null() {
+            thread::yield_now();
+            c = list.take_all();
+        }
+        // SAFETY: take_all gave this thread the carrier, and with it the
+        // chunk whose address it holds.
+        unsafe {
+            assert!(Node::next(c).is_null(), "one carrier was pushed");
+            let carried = (*c).payload.with(|p| *p) as *mut Node;
+            assert!(!carried.is_null(), "the carrier's address arrived");
+            assert_eq!((*carried).payload.with(|p| *p), 42);
+            drop(Box::from_raw(carried));
+            drop(Box::from_raw(c));
+        }
+        pusher.join().unwrap();
         assert!(list.is_empty());
     });
 }

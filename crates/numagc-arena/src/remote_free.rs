@@ -26,11 +26,31 @@
 //!   list. Only the owner takes, and it takes everything, so a popped node is
 //!   never re-pushed while another pop is reading it (no ABA).
 //!
+//! **Carriers.** Walking a chain, the owner reads each chunk's link, which
+//! the freeing thread wrote on another core: one cache miss after another,
+//! none of which can start before the one before it ends (xmalloc-test:
+//! most of the owner's time in `perf`). So when one of the gathered chunks
+//! is big enough, the outbox writes the addresses of the others into it and
+//! pushes that one chunk, the *carrier*, on the owner's second list
+//! ([`RemoteFrees::carriers`]); the owner reads the carrier's addresses
+//! (consecutive words) and can fetch all the carried chunks at once. A
+//! carrier's words: 0 the list link, 1 left alone (the chunk's key word,
+//! which marks it freed), [`CARRIER_COUNT`] the number carried, then the
+//! addresses from [`CARRIER_FIRST`]. The same push and take protocol
+//! publishes them as it publishes links: they are written before the
+//! `Release` CAS and read after the `Acquire` swap (loom model
+//! `a_carriers_addresses_reach_the_owner`).
+//!
 //! The link lives in the chunk's first word; [`Link`] abstracts it so that
 //! the loom models (`src/loom_models.rs`) run this very code with checked
 //! cells.
 
 use crate::sync::{AtomicPtr, Ordering};
+
+/// Word of a carrier holding the number of chunks it carries.
+pub(crate) const CARRIER_COUNT: usize = 2;
+/// Word of a carrier where the carried chunks' addresses begin.
+pub(crate) const CARRIER_FIRST: usize = 3;
 
 /// The most chunks a thread's outbox holds before it pushes them.
 pub(crate) const OUTBOX_LEN: u32 = 32;
@@ -121,15 +141,54 @@ impl Link for FreedChunk {
     }
 }
 
+/// A heap's two lists of chunks freed by other threads: chains, and
+/// carriers (see the module doc).
+pub(crate) struct RemoteFrees {
+    pub(crate) chains: RemoteFreeList<FreedChunk>,
+    pub(crate) carriers: RemoteFreeList<FreedChunk>,
+}
+
+impl RemoteFrees {
+    pub(crate) fn new() -> Self {
+        RemoteFrees {
+            chains: RemoteFreeList::new(),
+            carriers: RemoteFreeList::new(),
+        }
+    }
+
+    /// Whether nothing is waiting (a hint, as for [`RemoteFreeList`]).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.chains.is_empty() && self.carriers.is_empty()
+    }
+}
+
+/// The chunks that `carrier` carries.
+///
+/// # Safety
+/// `carrier` was taken from a [`RemoteFrees::carriers`] list by its owner.
+pub(crate) unsafe fn carried(carrier: *mut FreedChunk) -> &'static [*mut FreedChunk] {
+    let w = carrier.cast::<usize>();
+    // SAFETY: the outbox wrote the count and as many addresses, inside the
+    // chunk, before pushing it; the taker owns the chunk now (and uses the
+    // slice before freeing the carrier).
+    unsafe {
+        let n = *w.add(CARRIER_COUNT);
+        core::slice::from_raw_parts(w.add(CARRIER_FIRST).cast(), n)
+    }
+}
+
 /// A thread's chunks on their way back to one owner (see the module doc).
 /// Touched only by the thread whose heap holds it.
 pub(crate) struct Outbox {
-    /// The owner's list the chunks go to (valid for ever: heaps are never
+    /// The owner's lists the chunks go to (valid for ever: heaps are never
     /// freed).
-    target: *const RemoteFreeList<FreedChunk>,
+    target: *const RemoteFrees,
     first: *mut FreedChunk,
     last: *mut FreedChunk,
     len: u32,
+    /// The biggest chunk gathered, and its size in words.
+    biggest: *mut FreedChunk,
+    biggest_words: usize,
 }
 
 impl Outbox {
@@ -139,19 +198,23 @@ impl Outbox {
             first: core::ptr::null_mut(),
             last: core::ptr::null_mut(),
             len: 0,
+            biggest: core::ptr::null_mut(),
+            biggest_words: 0,
         }
     }
 
-    /// Adds `chunk`, bound for `target`; pushes what is gathered when the
-    /// target changes or the outbox is full.
+    /// Adds `chunk` of `bytes` usable bytes (0: never a carrier), bound for
+    /// `target`; pushes what is gathered when the target changes or the
+    /// outbox is full.
     ///
     /// # Safety
     /// The caller owns `chunk` and gives it up; `target` lives for ever.
     #[inline]
     pub(crate) unsafe fn put(
         &mut self,
-        target: *const RemoteFreeList<FreedChunk>,
+        target: *const RemoteFrees,
         chunk: *mut FreedChunk,
+        bytes: usize,
     ) {
         if self.len != 0 && !core::ptr::eq(self.target, target) {
             self.flush();
@@ -161,6 +224,11 @@ impl Outbox {
         if self.len == 0 {
             self.last = chunk;
             self.target = target;
+        }
+        let words = bytes / core::mem::size_of::<usize>();
+        if words > self.biggest_words {
+            self.biggest = chunk;
+            self.biggest_words = words;
         }
         self.first = chunk;
         self.len += 1;
@@ -174,11 +242,37 @@ impl Outbox {
         if self.len == 0 {
             return;
         }
-        // SAFETY: `first` .. `last` is the chain this outbox gathered, its
-        // chunks given up by their freers; `target` lives for ever.
-        unsafe { (*self.target).push_chain(self.first, self.last) };
+        let others = self.len as usize - 1;
+        if others > 0 && self.biggest_words >= CARRIER_FIRST + others {
+            // SAFETY: every chunk of the chain is this thread's until the
+            // push; the carrier has room for the count and the addresses
+            // (words 2 .. 3 + others), and its word 1 is left as it is.
+            unsafe {
+                let w = self.biggest.cast::<usize>();
+                let mut c = self.first;
+                let mut i = 0;
+                // The chain's links are in words 0, which the carrier keeps.
+                for _ in 0..self.len {
+                    let next = FreedChunk::next(c);
+                    if c != self.biggest {
+                        *w.add(CARRIER_FIRST + i) = c as usize;
+                        i += 1;
+                    }
+                    c = next;
+                }
+                debug_assert_eq!(i, others);
+                *w.add(CARRIER_COUNT) = others;
+                (*self.target).carriers.push(self.biggest);
+            }
+        } else {
+            // SAFETY: `first` .. `last` is the chain this outbox gathered,
+            // its chunks given up by their freers; `target` lives for ever.
+            unsafe { (*self.target).chains.push_chain(self.first, self.last) };
+        }
         self.first = core::ptr::null_mut();
         self.last = core::ptr::null_mut();
         self.len = 0;
+        self.biggest = core::ptr::null_mut();
+        self.biggest_words = 0;
     }
 }

@@ -768,10 +768,12 @@ pub(crate) fn count_live(st: &LocalState) -> (usize, usize) {
 pub(crate) unsafe fn check_remote_free(
     region: *mut SubheapRegion,
     ptr: usize,
-) -> Result<(), Misuse> {
+) -> Result<usize, Misuse> {
     // SAFETY: guaranteed by the caller. A legitimately freed chunk is live,
     // so its slot's base and size are not being rewritten.
-    unsafe { chunk_start_meta(region, ptr, false)? };
+    let m = unsafe { chunk_start_meta(region, ptr, false)? };
+    // SAFETY: as above.
+    let size = unsafe { (*m).size } as usize;
     // SAFETY: a chunk start of at least 16 bytes in a live slot; a live
     // chunk is the caller's to read and write. (If the program frees a
     // free chunk, the owner may be writing it now; the read then sees a key
@@ -784,7 +786,7 @@ pub(crate) unsafe fn check_remote_free(
         }
         *key_word = key | 1;
     }
-    Ok(())
+    Ok(size)
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ use crate::os;
 use crate::placement;
 use crate::region::{base_of, RegionHeader, RegionKind, REGION_MAGIC};
 use crate::region_map;
-use crate::remote_free::{FreedChunk, Link, RemoteFreeList};
+use crate::remote_free::{carried, FreedChunk, Link, RemoteFrees};
 use crate::size_class::{choose, small_class, ArenaChoice, SMALL_CLASSES, SMALL_MAX};
 use crate::subheap::{self, SubheapRegion};
 use crate::sync::{AtomicU8, AtomicUsize, Ordering};
@@ -69,7 +69,7 @@ const OWNED: u8 = 1;
 
 pub struct ThreadHeap {
     /// Written by other threads; on its own cache line.
-    remote: CachePadded<RemoteFreeList<FreedChunk>>,
+    remote: CachePadded<RemoteFrees>,
     state: AtomicU8,
     /// The owner's [`thread_id`] while it may use the heap, else 0.
     tid: AtomicUsize,
@@ -223,7 +223,7 @@ fn create() -> Option<*const ThreadHeap> {
     // SAFETY: a fresh, page-aligned (so suitably aligned) mapping of enough bytes.
     unsafe {
         p.write(ThreadHeap {
-            remote: CachePadded::new(RemoteFreeList::new()),
+            remote: CachePadded::new(RemoteFrees::new()),
             state: AtomicU8::new(OWNED),
             tid: AtomicUsize::new(0),
             next_heap: core::ptr::null(),
@@ -367,30 +367,74 @@ fn register_thread_exit(h: *const ThreadHeap) {
 /// The calling thread owns `h` and `st` is its state.
 unsafe fn take_remote_frees(h: *const ThreadHeap, st: &mut LocalState) {
     // SAFETY: registered heaps are never freed.
-    let mut n = unsafe { (*h).remote.take_all() };
+    let mut c = unsafe { (&(*h).remote).carriers.take_all() };
+    while !c.is_null() {
+        // SAFETY: take_all gave us every carrier of the list; read the link
+        // before the carrier is freed.
+        let next = unsafe { FreedChunk::next(c) };
+        // SAFETY: a carrier taken by its owner.
+        let chunks = unsafe { carried(c) };
+        // Fetch them all before freeing them one by one: their misses
+        // overlap instead of following one another.
+        for &p in chunks {
+            prefetch(p.cast());
+        }
+        for &p in chunks {
+            // SAFETY: a chunk the carrier's pusher gave up.
+            unsafe { take_one(st, p.cast()) };
+        }
+        // SAFETY: the carrier itself, its addresses read.
+        unsafe { take_one(st, c.cast()) };
+        st.stats.remote_carriers_taken += 1;
+        c = next;
+    }
+    // SAFETY: registered heaps are never freed.
+    let mut n = unsafe { (&(*h).remote).chains.take_all() };
     while !n.is_null() {
         // SAFETY: take_all gave us every node of the list; read the link
         // before the free reuses the chunk's first word.
         let next = unsafe { FreedChunk::next(n) };
-        let ptr = n.cast::<u8>();
-        let base = base_of(ptr as usize);
-        // SAFETY: the pusher checked that the chunk lies in a live local heap
-        // of this heap (region kind and owner), which has a live chunk (this
-        // one) and so stays ours.
-        let r = unsafe {
-            match (*(base as *const RegionHeader)).kind {
-                RegionKind::Subheaps => subheap::free_taken(st, base as *mut SubheapRegion, ptr),
-                _ => local_heap::free(st, ptr),
-            }
-        };
-        if let Err(m) = r {
-            os::fatal(format_args!(
-                "{m} (found when its owner took back chunks freed by another thread)"
-            ));
-        }
-        st.stats.remote_frees_taken += 1;
+        // SAFETY: a chunk its pusher gave up.
+        unsafe { take_one(st, n.cast()) };
         n = next;
     }
+}
+
+/// Frees one chunk another thread handed back.
+///
+/// # Safety
+/// The calling thread owns the heap of `st`, and the chunk at `ptr` was
+/// handed back to it (the pusher checked that it lies in a live local heap
+/// of this heap: region kind and owner).
+#[inline(always)]
+unsafe fn take_one(st: &mut LocalState, ptr: *mut u8) {
+    let base = base_of(ptr as usize);
+    // SAFETY: the region has a live chunk (this one) and so stays ours.
+    let r = unsafe {
+        match (*(base as *const RegionHeader)).kind {
+            RegionKind::Subheaps => subheap::free_taken(st, base as *mut SubheapRegion, ptr),
+            _ => local_heap::free(st, ptr),
+        }
+    };
+    if let Err(m) = r {
+        os::fatal(format_args!(
+            "{m} (found when its owner took back chunks freed by another thread)"
+        ));
+    }
+    st.stats.remote_frees_taken += 1;
+}
+
+/// Asks the processor to fetch the cache line at `p` (a hint; nothing on
+/// targets without one here).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Allocates `size` bytes aligned to `align`; null when refused.
@@ -705,10 +749,13 @@ unsafe fn free_other(base: usize, ptr: *mut u8) -> Result<(), Misuse> {
                 unsafe { local_heap::free(local(owner), ptr) }
             } else {
                 // Checks that need no owner-private state; the rest happen
-                // when the owner takes the chunk back.
+                // when the owner takes the chunk back. `bytes`: the chunk's
+                // size when it may carry others (a small chunk), else 0.
+                let mut bytes = 0;
                 if kind == RegionKind::Subheaps {
                     // SAFETY: a live subheap region.
-                    unsafe { subheap::check_remote_free(base as *mut SubheapRegion, addr)? };
+                    bytes =
+                        unsafe { subheap::check_remote_free(base as *mut SubheapRegion, addr)? };
                 } else {
                     // SAFETY: a live variable region; a live chunk's header
                     // is not written by its owner.
@@ -719,16 +766,16 @@ unsafe fn free_other(base: usize, ptr: *mut u8) -> Result<(), Misuse> {
                     }
                 }
                 // SAFETY: registered heaps are never freed, nor their lists.
-                let list: *const RemoteFreeList<FreedChunk> = unsafe { &*(*owner).remote };
+                let list: *const RemoteFrees = unsafe { &*(*owner).remote };
                 let me = current_in_table();
                 if me.is_null() {
                     // No heap of its own (or bootstrapping): push it now.
                     // SAFETY: the caller gives the chunk up.
-                    unsafe { (*list).push(ptr.cast()) };
+                    unsafe { (*list).chains.push(ptr.cast()) };
                 } else {
                     // SAFETY: this thread owns `me` and may use it; the
                     // caller gives the chunk up.
-                    unsafe { local(me).outbox.put(list, ptr.cast()) };
+                    unsafe { local(me).outbox.put(list, ptr.cast(), bytes) };
                 }
                 Ok(())
             }

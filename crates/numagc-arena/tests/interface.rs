@@ -88,6 +88,54 @@ fn a_second_remote_free_of_a_small_chunk_is_reported_at_once() {
     unsafe { numagc_arena::try_free(q) }.unwrap();
 }
 
+/// Chunks freed by another thread all come back, whether its outbox sent
+/// them as a chain (chunks of 16 bytes cannot carry the others' addresses)
+/// or in a carrier (one 512-byte chunk in each batch of 32 can).
+#[test]
+fn remote_frees_come_back_in_chains_and_in_carriers() {
+    let stats = || {
+        numagc_arena::thread_stats()
+            .expect("this thread has a heap")
+            .0
+    };
+    let small: Vec<usize> = (0..64)
+        .map(|_| numagc_arena::alloc(16, 8) as usize)
+        .collect();
+    let mixed: Vec<usize> = (0..64)
+        .map(|i| numagc_arena::alloc(if i % 32 == 5 { 512 } else { 48 }, 8) as usize)
+        .collect();
+    numagc_arena::collect_remote_frees();
+    let before = stats();
+    std::thread::spawn(move || {
+        // A heap of its own, so that its frees of others' chunks gather in
+        // its outbox (a thread without one pushes each chunk at once).
+        let own = numagc_arena::alloc(8, 8);
+        // SAFETY: every chunk is live and freed once, here.
+        unsafe {
+            numagc_arena::try_free(own).unwrap();
+            for &p in small.iter().chain(&mixed) {
+                numagc_arena::try_free(p as *mut u8).unwrap();
+            }
+        }
+        // The outbox is pushed when it is full and at the thread's exit.
+    })
+    .join()
+    .unwrap();
+    numagc_arena::collect_remote_frees();
+    let after = stats();
+    assert_eq!(after.remote_frees_taken - before.remote_frees_taken, 128);
+    assert_eq!(
+        after.remote_carriers_taken - before.remote_carriers_taken,
+        2
+    );
+    // Taken back whole: each size can be had again and freed again.
+    for size in [16, 48, 512] {
+        let p = numagc_arena::alloc(size, 8);
+        // SAFETY: a live chunk of this thread.
+        unsafe { numagc_arena::try_free(p) }.unwrap();
+    }
+}
+
 /// A variable-size chunk freed twice from another thread before its owner
 /// took it back is found when the owner does; the owner is inside the
 /// allocator then, so it aborts with the message (checked in a child
