@@ -260,20 +260,12 @@ fn fig1_reports_each_threads_waits() {
 /// refuse the flag by name, and so does `--rich` with `--bound`.
 #[test]
 fn right_answers_with_the_rich_interface() {
-    for args in [
-        &["fig1", "--x", "25", "--total", "20000", "--iterations", "3"][..],
-        &[
-            "fig1",
-            "--x",
-            "1000",
-            "--total",
-            "20000",
-            "--iterations",
-            "2",
-        ],
-        &["ft", "--class", "S"],
-        &["mg", "--class", "S"],
-    ] {
+    // The array programs of TINY, without the bound: fig1 at X = 25 and
+    // 100, ft and mg.
+    let array_programs = TINY
+        .iter()
+        .filter(|a| matches!(a[0], "fig1" | "ft" | "mg") && !a.contains(&"--bound"));
+    for &args in array_programs {
         for k in ["1", "2"] {
             let mut a = args.to_vec();
             a.extend(["--threads", k, "--rich"]);

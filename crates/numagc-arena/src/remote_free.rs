@@ -165,8 +165,9 @@ impl RemoteFrees {
 /// The chunks that `carrier` carries.
 ///
 /// # Safety
-/// `carrier` was taken from a [`RemoteFrees::carriers`] list by its owner.
-pub(crate) unsafe fn carried(carrier: *mut FreedChunk) -> &'static [*mut FreedChunk] {
+/// `carrier` was taken from a [`RemoteFrees::carriers`] list by its owner,
+/// and the slice is not used once the carrier is freed (`'a` ends there).
+pub(crate) unsafe fn carried<'a>(carrier: *mut FreedChunk) -> &'a [*mut FreedChunk] {
     let w = carrier.cast::<usize>();
     // SAFETY: the outbox wrote the count and as many addresses, inside the
     // chunk, before pushing it; the taker owns the chunk now (and uses the

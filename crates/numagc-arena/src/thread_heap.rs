@@ -367,7 +367,8 @@ fn register_thread_exit(h: *const ThreadHeap) {
 /// The calling thread owns `h` and `st` is its state.
 unsafe fn take_remote_frees(h: *const ThreadHeap, st: &mut LocalState) {
     // SAFETY: registered heaps are never freed.
-    let mut c = unsafe { (&(*h).remote).carriers.take_all() };
+    let remote: &RemoteFrees = unsafe { &(*h).remote };
+    let mut c = remote.carriers.take_all();
     while !c.is_null() {
         // SAFETY: take_all gave us every carrier of the list; read the link
         // before the carrier is freed.
@@ -388,8 +389,7 @@ unsafe fn take_remote_frees(h: *const ThreadHeap, st: &mut LocalState) {
         st.stats.remote_carriers_taken += 1;
         c = next;
     }
-    // SAFETY: registered heaps are never freed.
-    let mut n = unsafe { (&(*h).remote).chains.take_all() };
+    let mut n = remote.chains.take_all();
     while !n.is_null() {
         // SAFETY: take_all gave us every node of the list; read the link
         // before the free reuses the chunk's first word.

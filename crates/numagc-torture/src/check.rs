@@ -155,9 +155,13 @@ pub fn digest<G: Graph>(g: &G, roots: &[Item<G::N>]) -> Result<Digest, String> {
             Item::Int(i) => h.add(1, i as u64),
             Item::Raw(w) => h.add(2, w),
             Item::Obj(n) => {
-                if let Some(&ordinal) = seqs.get(&g.identity(n)) {
-                    h.add(7, ordinal);
-                    continue;
+                // (No lookup while no sequence was walked: most graphs
+                // have none, and this runs for every object.)
+                if !seqs.is_empty() {
+                    if let Some(&ordinal) = seqs.get(&g.identity(n)) {
+                        h.add(7, ordinal);
+                        continue;
+                    }
                 }
                 fields.clear();
                 let head = g.open(n, &mut fields)?;
