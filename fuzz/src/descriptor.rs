@@ -236,8 +236,8 @@ fn job(s: &mut Scope<'_>, ops: &[u8], descs: &[(DescId, Descriptor)]) {
             }
             5 => match inp.u8() % 3 {
                 0 => s.collect_minor(),
-                1 => s.collect_major(),
-                _ => s.collect_global(),
+                1 => drop(s.collect_major()),
+                _ => drop(s.collect_global()),
             },
             6 => {
                 // Garbage, to make collections happen by themselves.

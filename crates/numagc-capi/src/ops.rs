@@ -424,7 +424,7 @@ pub unsafe extern "C" fn numagc_promote(
     produce_into(scope, out_value, |st| {
         let h = st.handle(v)?;
         st.produce(|s, slot| {
-            let p = s.try_promote(h)?;
+            let p = s.promote(h)?;
             s.assign(slot, p);
             Ok(())
         })
@@ -487,7 +487,7 @@ pub unsafe extern "C" fn numagc_global_new(
         *o = 0;
         let (runtime, root) = with_state(scope, |st| {
             let h = st.handle(v)?;
-            let root = st.sc().try_global_root(h)?;
+            let root = st.sc().global_root(h)?;
             Ok((st.rt.id, root))
         })?;
         *o = GLOBALS.insert(runtime, Arc::new(root));
@@ -506,7 +506,7 @@ pub unsafe extern "C" fn numagc_global_get(
     produce_into(scope, out_value, |st| {
         let root = global_root(st, g)?;
         st.produce(|s, slot| {
-            let h = s.get_global(&root);
+            let h = s.get_global(&root)?;
             s.assign(slot, h);
             Ok(())
         })
@@ -524,7 +524,7 @@ pub unsafe extern "C" fn numagc_global_set(
         with_state(scope, |st| {
             let root = global_root(st, g)?;
             let h = st.handle(v)?;
-            st.sc().try_set_global(&root, h)?;
+            st.sc().set_global(&root, h)?;
             Ok(())
         })
     })
@@ -572,12 +572,11 @@ pub unsafe extern "C" fn numagc_collect_minor(scope: *mut numagc_scope) -> c_int
 }
 
 /// Forces a minor and a major collection of this vproc's local heap.
+/// `NUMAGC_ERR_OS` when the system refused the major collection's copy
+/// reserve (the minor collection ran; the heap is intact).
 #[no_mangle]
 pub unsafe extern "C" fn numagc_collect_major(scope: *mut numagc_scope) -> c_int {
-    on_scope(scope, |s| {
-        s.collect_major();
-        Ok(())
-    })
+    on_scope(scope, |s| s.collect_major())
 }
 
 /// Forces a global collection; every vproc takes part.
@@ -586,7 +585,7 @@ pub unsafe extern "C" fn numagc_collect_major(scope: *mut numagc_scope) -> c_int
 /// system refused its to-space); the heap is intact.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_collect_global(scope: *mut numagc_scope) -> c_int {
-    on_scope(scope, |s| s.try_collect_global())
+    on_scope(scope, |s| s.collect_global())
 }
 
 /// A safepoint for long loops that do not allocate: joins a pending global

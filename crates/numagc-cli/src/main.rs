@@ -84,7 +84,7 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
     rt.run_each(|s| {
         let v = s
             .alloc_vector_filled(4, numagc::Handle::int(1))
-            .map(|h| s.promote(h));
+            .map(|h| s.promote(h).unwrap());
         v.is_ok()
     })
     .map_err(|e| e.to_string())?;

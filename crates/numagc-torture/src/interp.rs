@@ -262,9 +262,9 @@ struct Cx {
 fn collect(s: &mut Scope<'_>, kind: Collect) {
     match kind {
         Collect::Minor => s.collect_minor(),
-        Collect::Major => s.collect_major(),
-        Collect::Global => s.collect_global(),
-        Collect::Young => s.collect_global_young(),
+        Collect::Major => drop(s.collect_major()),
+        Collect::Global => drop(s.collect_global()),
+        Collect::Young => drop(s.collect_global_young()),
     }
 }
 
@@ -582,7 +582,7 @@ impl<'s> Machine<'s> {
             let mut want = self.sregs.to_vec();
             for (k, (g, v)) in self.globals.iter().enumerate() {
                 names.push(format!("global{k}"));
-                roots.push(s.get_global(g));
+                roots.push(s.get_global(g).unwrap());
                 want.push(*v);
             }
             let d = compare(s, self.cx.descs, &self.sh, &names, &roots, &want)
@@ -714,13 +714,13 @@ impl<'s> Machine<'s> {
                 self.check_regs(s, &[*obj])
             }
             Op::Promote { reg } => {
-                let g = s.promote(self.reg(*reg));
+                let g = s.promote(self.reg(*reg)).unwrap();
                 s.assign(self.regs[r(*reg)], g);
                 self.cx.tally.forced[4].fetch_add(1, Ordering::Relaxed);
                 self.check_regs(s, &[*reg])
             }
             Op::GlobalAdd { src } => {
-                let g = s.global_root(self.reg(*src));
+                let g = s.global_root(self.reg(*src)).unwrap();
                 self.globals.push((Arc::new(g), self.sregs[r(*src)]));
                 if self.globals.len() > MAX_GLOBALS {
                     self.globals.remove(0);
@@ -738,7 +738,7 @@ impl<'s> Machine<'s> {
                     return Ok(());
                 }
                 let (g, v) = self.globals[*index as usize % self.globals.len()].clone();
-                let h = s.get_global(&g);
+                let h = s.get_global(&g).unwrap();
                 self.put(s, *dst, h, v);
                 self.check_regs(s, &[*dst])
             }
@@ -747,7 +747,7 @@ impl<'s> Machine<'s> {
                     return Ok(());
                 }
                 let k = *index as usize % self.globals.len();
-                s.set_global(&self.globals[k].0, self.reg(*src));
+                s.set_global(&self.globals[k].0, self.reg(*src)).unwrap();
                 self.globals[k].1 = self.sregs[r(*src)];
                 Ok(())
             }
@@ -922,7 +922,7 @@ impl<'s> Machine<'s> {
                 let d = s.scope(|s| {
                     let mut seen: Vec<Handle<'_>> = env.to_vec();
                     if let Some(g) = &root {
-                        seen.push(s.get_global(g));
+                        seen.push(s.get_global(g).unwrap());
                     }
                     heap_digest(s, cx_b.descs, &seen)
                 });

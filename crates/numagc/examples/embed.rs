@@ -17,7 +17,7 @@ fn main() -> numagc::Result<()> {
     // a global root so that every vproc (and later jobs) can reach it.
     let results = rt.run_on(0, move |s| {
         let a = s.alloc_array(s.vprocs(), Handle::NIL)?;
-        Ok::<_, numagc::Error>(s.global_root(a))
+        s.global_root(a)
     })??;
     let results = std::sync::Arc::new(results);
 
@@ -36,7 +36,7 @@ fn main() -> numagc::Result<()> {
             sum += v.raw(0);
             v = v.field(1);
         }
-        let array = s.get_global(&r);
+        let array = s.get_global(&r)?;
         s.set(array, me as usize, list.get())?; // the write barrier promotes the list
         Ok(sum)
     })?;
@@ -44,8 +44,8 @@ fn main() -> numagc::Result<()> {
     // Another job reads every vproc's list from the global array.
     let r = results.clone();
     let lengths = rt.run_on(0, move |s| -> numagc::Result<Vec<u64>> {
-        s.collect_global();
-        let array = s.get_global(&r);
+        s.collect_global()?;
+        let array = s.get_global(&r)?;
         (0..s.vprocs())
             .map(|k| {
                 let mut v = s.view(array).try_field(k)?;

@@ -372,7 +372,7 @@ fn blocked_threads_and_a_blocked_vproc_survive_global_collections() {
     rt.run_on(0, move |s| {
         let keep = build_list(s, cons, 7, 500).unwrap();
         for _ in 0..3 {
-            s.collect_global();
+            s.collect_global().unwrap();
             garbage(s, cons, 20_000);
         }
         s.send(&ch3, keep).unwrap();

@@ -45,12 +45,12 @@ fn survives_many_collections() {
                 garbage(s, cons, 3_000);
                 match round % 3 {
                     0 => s.collect_minor(),
-                    1 => s.collect_major(),
-                    _ => s.collect_global(),
+                    1 => s.collect_major().unwrap(),
+                    _ => s.collect_global().unwrap(),
                 }
                 check(s, &format!("vproc {} round {round}", s.vproc()));
             }
-            s.collect_global();
+            s.collect_global().unwrap();
             check(s, "after the last global collection");
             12
         })
@@ -76,7 +76,7 @@ fn survives_many_collections() {
 fn unreachable_data_is_reclaimed() {
     let rt = runtime(2);
     let cons = register_cons(&rt);
-    rt.run_on(0, |s| s.collect_global()).unwrap();
+    rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
     let baseline = rt.global_heap_bytes();
     let pooled_before: usize = (0..rt.info().topology.nodes.len())
         .map(|n| rt.pooled_chunks(n))
@@ -87,7 +87,7 @@ fn unreachable_data_is_reclaimed() {
         .run_on(0, move |s| {
             let a = promoted_list(s, cons, 3, 10_000).unwrap();
             let b = promoted_list(s, cons, 4, 10_000).unwrap();
-            s.collect_global();
+            s.collect_global().unwrap();
             check_list(s, a, cons, &model_list(3, 10_000), "a");
             check_list(s, b, cons, &model_list(4, 10_000), "b");
             s.vproc()
@@ -100,8 +100,8 @@ fn unreachable_data_is_reclaimed() {
         with_data >= baseline + 20_000 * 32,
         "global heap {with_data} after holding data, baseline {baseline}"
     );
-    rt.run_on(1, |s| s.collect_global()).unwrap();
-    rt.run_on(0, |s| s.collect_global()).unwrap();
+    rt.run_on(1, |s| s.collect_global().unwrap()).unwrap();
+    rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
     let after = rt.global_heap_bytes();
     // Tolerance: each vproc may keep its current to-space chunk (and one
     // more it retired), so at most 2 chunks per vproc above the baseline.
@@ -131,9 +131,9 @@ fn global_roots_survive_and_are_readable_from_other_vproc() {
     let root = rt
         .run_on(0, move |s| {
             let l = build_list(s, cons, 9, 2_000).unwrap();
-            let r = s.global_root(l);
+            let r = s.global_root(l).unwrap();
             // The rooted value is global; reading it back gives the same list.
-            let g = s.get_global(&r);
+            let g = s.get_global(&r).unwrap();
             assert!(!s.is_local(g));
             check_list(s, g, cons, &model_list(9, 2_000), "on vproc 0");
             r
@@ -143,20 +143,20 @@ fn global_roots_survive_and_are_readable_from_other_vproc() {
     let root = rt
         .run_on(1, move |s| {
             garbage(s, cons, 2_000);
-            s.collect_global();
+            s.collect_global().unwrap();
             garbage(s, cons, 2_000);
-            s.collect_global();
-            let g = s.get_global(&root);
+            s.collect_global().unwrap();
+            let g = s.get_global(&root).unwrap();
             check_list(s, g, cons, &model_list(9, 2_000), "on vproc 1");
             // Replace the root's value with a local one of vproc 1: it is promoted.
             let v = s.alloc_vector(&[Handle::int(5), g]).unwrap();
-            s.set_global(&root, v);
+            s.set_global(&root, v).unwrap();
             root
         })
         .unwrap();
     rt.run_on(0, move |s| {
-        s.collect_global();
-        let g = s.get_global(&root);
+        s.collect_global().unwrap();
+        let g = s.get_global(&root).unwrap();
         assert!(!s.is_local(g));
         let v = s.view(g);
         assert_eq!(v.field(0).as_int(), Some(5));
@@ -192,7 +192,7 @@ fn promotion_copies_transitive_closure() {
         let l = build_list(s, cons, 5, 500).unwrap();
         let top = s.alloc_vector(&[l, Handle::int(1), l]).unwrap();
         assert!(s.is_local(top) && s.is_local(l), "fresh data is local");
-        let g = s.promote(top);
+        let g = s.promote(top).unwrap();
         assert!(!s.is_local(g), "promoted handle is global");
         let mut objects = 0;
         let mut local = 0;
@@ -214,8 +214,8 @@ fn promotion_copies_transitive_closure() {
         // The original handle still reads the same contents.
         check_list(s, l, cons, &model_list(5, 500), "original handle");
         // Still intact after collections.
-        s.collect_major();
-        s.collect_global();
+        s.collect_major().unwrap();
+        s.collect_global().unwrap();
         assert_eq!(
             read_list(s.view(g).field(2), cons).unwrap(),
             model_list(5, 500)
@@ -307,9 +307,9 @@ fn write_barrier_promotes() {
         };
         check(s, "after the stores");
         garbage(s, cons, 5_000);
-        s.collect_major();
+        s.collect_major().unwrap();
         check(s, "after a major collection");
-        s.collect_global();
+        s.collect_global().unwrap();
         check(s, "after a global collection");
 
         // Misuse: stores into immutable objects, wrong field kinds, out of range.
@@ -449,10 +449,10 @@ fn large_objects_are_not_moved() {
         check(s, "after allocation");
         garbage(s, cons, 5_000);
         s.collect_minor();
-        s.collect_major();
-        s.collect_global();
+        s.collect_major().unwrap();
+        s.collect_global().unwrap();
         check(s, "after collections");
-        s.collect_global();
+        s.collect_global().unwrap();
         check(s, "after a second global collection");
     })
     .unwrap();
@@ -462,7 +462,7 @@ fn large_objects_are_not_moved() {
         with_large >= large_before + 3 * (WORDS as u64 + 1) * 8,
         "large objects: {large_before} -> {with_large}"
     );
-    rt.run_on(0, |s| s.collect_global()).unwrap();
+    rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
     let after = rt.stats().heap.large_object_bytes;
     assert_eq!(
         after, large_before,
@@ -513,8 +513,8 @@ fn nested_scopes_pop_roots() {
         );
         garbage(s, cons, 10_000);
         s.collect_minor();
-        s.collect_major();
-        s.collect_global();
+        s.collect_major().unwrap();
+        s.collect_global().unwrap();
         check_list(
             s,
             kept,
@@ -527,7 +527,7 @@ fn nested_scopes_pop_roots() {
         // Field handles are rooted too.
         let f = s.field(kept, 2).unwrap();
         assert_eq!(s.roots_in_use(), r1 + 2);
-        s.collect_global();
+        s.collect_global().unwrap();
         check_list(s, f, cons, &model_list(8, 299), "field handle");
         assert!(s.field(kept, 3).is_err());
         assert!(s.field(kept, 1).is_err(), "field 1 is raw");
@@ -542,13 +542,13 @@ fn stats_report_all_collection_kinds() {
     rt.run_each(move |s| {
         let l = build_list(s, cons, 1, 3_000).unwrap();
         garbage(s, cons, 20_000);
-        let _g = s.promote(l);
+        let _g = s.promote(l).unwrap();
         // `l` may be global already (survivor promotion); a fresh list is local.
         let fresh = build_list(s, cons, 2, 100).unwrap();
         assert!(s.is_local(fresh));
-        let _f = s.promote(fresh);
-        s.collect_major();
-        s.collect_global();
+        let _f = s.promote(fresh).unwrap();
+        s.collect_major().unwrap();
+        s.collect_global().unwrap();
     })
     .unwrap();
     let st = rt.stats();
@@ -660,8 +660,8 @@ fn binarytrees_small_checksum() {
                 });
                 match round {
                     0 => s.collect_minor(),
-                    1 => s.collect_major(),
-                    _ => s.collect_global(),
+                    1 => s.collect_major().unwrap(),
+                    _ => s.collect_global().unwrap(),
                 }
                 out.push(walk_tree(s.view(long_lived)));
             }
@@ -698,13 +698,16 @@ fn ten_million_element_arrays_are_never_copied() {
                 })
                 .unwrap();
             let place = format!("{:?} {:?}", s.view(vec), s.view(raw));
-            ((s.global_root(vec), s.global_root(raw)), place)
+            (
+                (s.global_root(vec).unwrap(), s.global_root(raw).unwrap()),
+                place,
+            )
         })
         .unwrap();
     let copied_before = rt.stats().total.bytes_copied_global;
     rt.run_on(0, |s| {
         for _ in 0..3 {
-            s.collect_global();
+            s.collect_global().unwrap();
         }
     })
     .unwrap();
@@ -715,7 +718,10 @@ fn ten_million_element_arrays_are_never_copied() {
     );
     let where_after = rt
         .run_on(0, move |s| {
-            let (vec, raw) = (s.get_global(&roots.0), s.get_global(&roots.1));
+            let (vec, raw) = (
+                s.get_global(&roots.0).unwrap(),
+                s.get_global(&roots.1).unwrap(),
+            );
             let (v, r) = (s.view(vec), s.view(raw));
             assert_eq!(
                 (v.len(), v.field(0).as_int(), v.field(N - 1).as_int()),

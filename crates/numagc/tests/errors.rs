@@ -59,9 +59,9 @@ fn heap_limit_returns_error_and_others_carry_on() {
                     panic!("expected Error::HeapLimit, got {error:?}");
                 };
                 // The retained data is dropped: allocation works again.
-                s.collect_global();
+                s.collect_global().unwrap();
                 let l = build_list(s, cons, 3, 5_000).expect("allocation after dropping the data");
-                s.collect_global();
+                s.collect_global().unwrap();
                 check_list(s, l, cons, &model_list(3, 5_000), "after the heap limit");
                 Outcome::Limit {
                     error: error.to_string(),
@@ -309,7 +309,7 @@ fn bad_inputs_give_clear_errors() {
         .run_each(move |s| {
             assert_eq!(s.roots_in_use(), 0, "roots of the failed job were cleared");
             let l = build_list(s, cons, 2, 3_000).unwrap();
-            s.collect_global();
+            s.collect_global().unwrap();
             check_list(s, l, cons, &model_list(2, 3_000), "after a panic");
             s.vproc()
         })
@@ -408,4 +408,49 @@ fn no_livelock_when_the_heap_stays_over_its_trigger() {
         "{} global collections",
         rt.global_collections()
     );
+}
+
+/// A global root names a slot of its own runtime's table: used in a job of
+/// another runtime it is refused, and neither runtime's roots change.
+#[test]
+fn a_global_root_of_another_runtime_is_refused() {
+    let a = runtime(1);
+    let b = runtime(1);
+    let ra = std::sync::Arc::new(
+        a.run_on(0, |s| {
+            let v = s.alloc_vector(&[Handle::int(11)]).unwrap();
+            s.global_root(v).unwrap()
+        })
+        .unwrap(),
+    );
+    let rb = std::sync::Arc::new(
+        b.run_on(0, |s| {
+            let v = s.alloc_vector(&[Handle::int(22)]).unwrap();
+            s.global_root(v).unwrap()
+        })
+        .unwrap(),
+    );
+    let (ra2, rb2) = (ra.clone(), rb.clone());
+    let (get, set) = b
+        .run_on(0, move |s| {
+            let get = s.get_global(&ra2).map(|_| ()).unwrap_err();
+            let set = s.set_global(&ra2, Handle::int(5)).unwrap_err();
+            // b's own root is untouched.
+            let mine = s.get_global(&rb2).unwrap();
+            assert_eq!(s.view(mine).field(0).as_int(), Some(22));
+            (get, set)
+        })
+        .unwrap();
+    for (e, what) in [(get, "get_global"), (set, "set_global")] {
+        assert!(
+            matches!(&e, Error::Misuse(m) if m.contains("another runtime") && m.contains(what)),
+            "{e}"
+        );
+    }
+    let ra3 = ra.clone();
+    a.run_on(0, move |s| {
+        let v = s.get_global(&ra3).unwrap();
+        assert_eq!(s.view(v).field(0).as_int(), Some(11));
+    })
+    .unwrap();
 }

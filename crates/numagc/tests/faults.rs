@@ -194,8 +194,7 @@ fn a_refused_chunk_is_an_error_for_the_allocation_and_the_others_carry_on() {
             let big = s
                 .alloc_array(100_000, Handle::int(5))
                 .expect("memory is back");
-            s.try_collect_global()
-                .expect("a collection with memory back");
+            s.collect_global().expect("a collection with memory back");
             assert_eq!(s.view(big).field(99_999).as_int(), Some(5));
             check_list(
                 s,
@@ -245,7 +244,7 @@ fn a_global_collection_without_to_space_is_called_off_before_anything_moves() {
             let kept = promoted_list(s, cons, 9, 4_000).unwrap();
             let local = build_list(s, cons, 10, 500).unwrap();
             p.fail_chunk_maps(0, usize::MAX);
-            let e = s.try_collect_global().expect_err("no to-space");
+            let e = s.collect_global().expect_err("no to-space");
             check_list(
                 s,
                 kept,
@@ -261,7 +260,7 @@ fn a_global_collection_without_to_space_is_called_off_before_anything_moves() {
                 "local data after the abandoned collection",
             );
             p.clear();
-            s.try_collect_global().expect("memory is back");
+            s.collect_global().expect("memory is back");
             check_list(
                 s,
                 kept,
@@ -311,14 +310,14 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
 
     // A promotion of more than a chunk with every new chunk refused.
     let p = plan.clone();
-    let (injected, later) = rt
+    let (injected, later, major) = rt
         .run_on(0, move |s| {
             let live = build_list(s, cons, 21, 1_500).unwrap();
             assert!(s.is_local(live));
             p.fail_chunk_maps(0, usize::MAX);
             let before = p.injected();
             let g = s
-                .try_promote(live)
+                .promote(live)
                 .expect("the copy reserve covers the promotion");
             let injected = p.injected() - before;
             check_list(
@@ -330,7 +329,7 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
             );
             // The reserve is short now: the next copy does not start.
             let next = build_list(s, cons, 23, 100).unwrap();
-            let later = s.try_promote(next).err();
+            let later = s.promote(next).err();
             assert!(s.is_local(next), "nothing was promoted");
             check_list(
                 s,
@@ -339,9 +338,19 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
                 &model_list(23, 100),
                 "local data after the refused promotion",
             );
+            // An explicit major collection needs the same reserve: its
+            // refusal is the error of `collect_major` (the minor one ran).
+            let major = s.collect_major().err();
+            check_list(
+                s,
+                next,
+                cons,
+                &model_list(23, 100),
+                "local data after the refused major collection",
+            );
             p.clear();
-            let more = s.try_promote(next).expect("memory is back");
-            s.try_collect_global().unwrap();
+            let more = s.promote(next).expect("memory is back");
+            s.collect_global().unwrap();
             check_list(
                 s,
                 g,
@@ -356,10 +365,14 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
                 &model_list(23, 100),
                 "new data after a global collection",
             );
-            (injected, later)
+            (injected, later, major)
         })
         .unwrap();
     assert!(injected > 0, "the promotion met no refusal");
+    assert_map_failed(
+        &major.expect("the major collection without a copy reserve was refused"),
+        "copy reserve",
+    );
     assert_map_failed(
         &later.expect("the promotion after the reserve ran short was refused"),
         "copy reserve",
@@ -374,7 +387,7 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
                 promoted_list(s, cons, round, 3_000).unwrap();
             });
         }
-        s.try_collect_global().unwrap();
+        s.collect_global().unwrap();
     })
     .unwrap();
     let mut kept = Vec::new();
@@ -384,7 +397,7 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
             seed,
             rt.run_on(1, move |s| {
                 let l = promoted_list(s, cons, seed, 1_000).unwrap();
-                s.global_root(l)
+                s.global_root(l).unwrap()
             })
             .unwrap(),
         ));
@@ -403,10 +416,10 @@ fn refusals_in_the_middle_of_copies_are_absorbed_and_reported_afterwards() {
     rt.run_on(1, move |s| {
         let local = build_list(s, cons, 32, 1_000).unwrap();
         p.fail_chunk_maps(0, usize::MAX);
-        s.try_collect_global().expect("the pools hold the to-space");
+        s.collect_global().expect("the pools hold the to-space");
         p.clear();
         for (seed, root) in k.iter() {
-            let l = s.get_global(root);
+            let l = s.get_global(root).unwrap();
             check_list(
                 s,
                 l,

@@ -27,7 +27,7 @@ fn global_allocation_with_pending_collection_keeps_values() {
         .unwrap();
     rt.run_on(0, move |s| {
         for what in ["vector", "filled", "array", "mutable"] {
-            s.collect_global();
+            s.collect_global().unwrap();
             s.scope(|s| {
                 // Some data that is old by the time the locals below are
                 // collected: the major collection inside the global one
@@ -48,7 +48,7 @@ fn global_allocation_with_pending_collection_keeps_values() {
                     // Promoting a local value leaves the local copy forwarded
                     // to the global one; the handles still name the local copy.
                     for &h in &locals {
-                        let _ = s.promote(h);
+                        let _ = s.promote(h).unwrap();
                     }
                 }
                 // Push the global heap over its trigger without collecting:
@@ -82,7 +82,7 @@ fn global_allocation_with_pending_collection_keeps_values() {
                     s.scope(|s| {
                         let _ = promoted_list(s, cons, seed, 1_500).unwrap();
                     });
-                    s.collect_global();
+                    s.collect_global().unwrap();
                     check(s, "after reusing freed chunks");
                 }
                 assert_eq!(read_list(s.view(big), cons).unwrap(), model_list(6, 1_500));

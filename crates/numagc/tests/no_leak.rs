@@ -51,11 +51,11 @@ fn creating_and_dropping_a_runtime_a_thousand_times_keeps_memory_flat() {
         let lens = rt
             .run_each(move |s| {
                 let l = build_list(s, cons, s.vproc() as i64, 300).unwrap();
-                let g = s.promote(l);
-                let root = s.global_root(g);
+                let g = s.promote(l).unwrap();
+                let root = s.global_root(g).unwrap();
                 garbage(s, cons, 500);
-                s.collect_global();
-                let v = s.get_global(&root);
+                s.collect_global().unwrap();
+                let v = s.get_global(&root).unwrap();
                 let _ = s.alloc_vector(&[v, Handle::int(1)]).unwrap();
                 read_list(s.view(v), cons).unwrap().len()
             })

@@ -88,8 +88,8 @@ fn chunk_reuse_keeps_node_affinity() {
         );
     }
 
-    rt.run_on(0, |s| s.collect_global()).unwrap();
-    rt.run_on(2, |s| s.collect_global()).unwrap();
+    rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
+    rt.run_on(2, |s| s.collect_global().unwrap()).unwrap();
     let pooled: Vec<usize> = (0..4).map(|n| rt.pooled_chunks(n)).collect();
     for (node, &p) in pooled.iter().enumerate() {
         assert!(

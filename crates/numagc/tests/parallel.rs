@@ -263,7 +263,7 @@ fn collections_while_tasks_are_in_flight() {
                 1,
                 move |s, _, lo, _| {
                     if lo % 8 == 0 {
-                        s.collect_global();
+                        s.collect_global().unwrap();
                     } else if lo % 3 == 0 {
                         s.collect_minor();
                     }
@@ -345,4 +345,63 @@ fn garbage_cells(s: &mut Scope<'_>, cell: numagc::DescId, n: usize) {
             });
         }
     });
+}
+
+/// Every way out of `par2` pops the environment's slots: a job that catches
+/// panics of `a` (and of `b` run inline) or gets errors keeps no root-stack
+/// slots, so the objects they held can be collected.
+#[test]
+fn par2_restores_the_root_stack_on_panics_and_errors() {
+    let rt = runtime(1);
+    let cell = register_cell(&rt);
+    rt.run_on(0, move |s| {
+        let x = boxed(s, cell, 1).unwrap();
+        let y = boxed(s, cell, 2).unwrap();
+        let before = s.roots_in_use();
+        for round in 0..100 {
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ = s.par2(&[x, y], |_s, _env| panic!("a panics"), |_s, env| Ok(env[0]));
+            }));
+            assert!(
+                caught.is_err(),
+                "round {round}: the panic of `a` propagates"
+            );
+            assert_eq!(
+                s.roots_in_use(),
+                before,
+                "round {round}: after a panic of a"
+            );
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ = s.par2(
+                    &[x, y],
+                    |_s, env| Ok(env[1]),
+                    |_s, _env| panic!("b panics, run here"),
+                );
+            }));
+            assert!(
+                caught.is_err(),
+                "round {round}: the panic of `b` run here propagates"
+            );
+            assert_eq!(
+                s.roots_in_use(),
+                before,
+                "round {round}: after a panic of b"
+            );
+            let e = s
+                .par2(
+                    &[x, y],
+                    |_s, _env| Err(Error::Misuse("a fails".into())),
+                    |_s, env| Ok(env[0]),
+                )
+                .unwrap_err();
+            assert!(matches!(e, Error::Misuse(_)));
+            assert_eq!(s.roots_in_use(), before, "round {round}: after an error");
+        }
+        // The values are intact and par2 still works.
+        let (a, b) = s
+            .par2(&[x, y], |_s, env| Ok(env[0]), |_s, env| Ok(env[1]))
+            .unwrap();
+        assert_eq!((unbox(s.view(a)), unbox(s.view(b))), (1, 2));
+    })
+    .unwrap();
 }

@@ -164,7 +164,7 @@ fn run_ops(s: &mut Scope<'_>, cons: DescId, ops: &[Op]) -> Result<(), String> {
             }
             Op::Promote(k) => {
                 if let Some(i) = pick(roots.len(), *k) {
-                    let g = s.promote(roots[i].0);
+                    let g = s.promote(roots[i].0).unwrap();
                     if s.view(g).is_object() && s.is_local(g) {
                         return Err(format!("step {step}: promoted value is local"));
                     }
@@ -203,7 +203,7 @@ fn run_ops(s: &mut Scope<'_>, cons: DescId, ops: &[Op]) -> Result<(), String> {
                 s.scope(|s| {
                     garbage(s, cons, *n);
                     let l = build_list(s, cons, *n as i64, 50).unwrap();
-                    let _ = s.promote(l);
+                    let _ = s.promote(l).unwrap();
                 });
                 if s.roots_in_use() != before {
                     return Err(format!(
@@ -213,8 +213,8 @@ fn run_ops(s: &mut Scope<'_>, cons: DescId, ops: &[Op]) -> Result<(), String> {
                 }
             }
             Op::Minor => s.collect_minor(),
-            Op::Major => s.collect_major(),
-            Op::Global => s.collect_global(),
+            Op::Major => s.collect_major().unwrap(),
+            Op::Global => s.collect_global().unwrap(),
         }
         for (i, (h, shape)) in roots.iter().enumerate() {
             check(s.view(*h), shape, &arrays, cons)

@@ -77,7 +77,7 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
             }
             let t0 = Instant::now();
             let timeout = s
-                .try_collect_global()
+                .collect_global()
                 .expect_err("the collection waits for a vproc that never comes");
             let elapsed = t0.elapsed();
             check_list(
@@ -102,7 +102,7 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
                 for round in 0..40 {
                     match s.scope_value(|s| {
                         let l = build_list(s, cons, round, 2_000)?;
-                        s.try_promote(l)
+                        s.promote(l)
                     }) {
                         Ok(_) => {}
                         Err(e) => {
@@ -121,7 +121,7 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
             );
             halt.store(true, Ordering::SeqCst);
             // The late vproc is back: collections complete again.
-            s.try_collect_global()
+            s.collect_global()
                 .expect("a collection once every vproc answers");
             check_list(
                 s,
@@ -196,7 +196,7 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
     let n = rt
         .run_each(move |s| {
             let l = build_list(s, cons, 5, 3_000).unwrap();
-            s.try_collect_global().unwrap();
+            s.collect_global().unwrap();
             read_list(s.view(l), cons).unwrap().len()
         })
         .unwrap();
@@ -241,7 +241,7 @@ fn safepoint_timeout_zero_waits_for_the_slow_vproc() {
                 s.poll();
             }
             let t0 = Instant::now();
-            s.try_collect_global().expect("waits for the slow vproc");
+            s.collect_global().expect("waits for the slow vproc");
             t0.elapsed()
         })
         .unwrap();
@@ -335,7 +335,7 @@ fn the_heap_limit_reached_inside_a_global_collection_is_reported_after_it() {
                 panic!("the heap limit was never reached");
             });
             // The data is dropped: the heap works again.
-            s.collect_global();
+            s.collect_global().unwrap();
             let l = build_list(s, cons, 3, 5_000).expect("allocation after dropping the data");
             check_list(s, l, cons, &model_list(3, 5_000), "after the heap limit");
             Err((error, model))
@@ -424,7 +424,7 @@ fn a_panic_in_a_stolen_task_is_an_error_and_the_runtime_stays_usable() {
     let sums = rt
         .run_each(move |s| {
             let seq = s.tabulate(&[], 0, 2_000, 50, |_, _, i| Ok(Handle::int(i as i64)))?;
-            s.try_collect_global()?;
+            s.collect_global()?;
             let mut sum = 0;
             s.seq_for_each(seq, |v| sum += v.as_int().unwrap())?;
             Ok::<_, Error>(sum)
@@ -492,7 +492,7 @@ fn panics_in_tabulate_elements_and_threads_are_reported() {
             let seq = s.tabulate(&[], 0, 3_000, 16, |s, _, i| {
                 s.alloc_vector(&[Handle::int(i as i64)])
             })?;
-            s.try_collect_global()?;
+            s.collect_global()?;
             s.seq_len(seq)
         })
         .unwrap();

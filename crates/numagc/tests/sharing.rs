@@ -66,7 +66,7 @@ fn vprocs_share_promoted_data_through_a_mutable_array_while_collecting() {
     let shared = Arc::new(
         rt.run_on(0, |s| {
             let a = s.alloc_array(SLOTS, Handle::NIL).unwrap();
-            s.global_root(a)
+            s.global_root(a).unwrap()
         })
         .unwrap(),
     );
@@ -83,7 +83,7 @@ fn vprocs_share_promoted_data_through_a_mutable_array_while_collecting() {
                 let n = 20 + rng.next() % 200;
                 s.scope(|s| -> numagc::Result<()> {
                     let list = build(s, seed, n)?;
-                    let arr = s.get_global(&sh);
+                    let arr = s.get_global(&sh).unwrap();
                     let slot = (rng.next() as usize) % SLOTS;
                     s.set(arr, slot, list)?;
                     // Read back every published list, whoever wrote it.
@@ -105,8 +105,8 @@ fn vprocs_share_promoted_data_through_a_mutable_array_while_collecting() {
                 // Garbage and a collection at a pseudo-random point.
                 s.scope(|s| build(s, 7, rng.next() % 500).map(|_| ()))?;
                 match rng.next() % 10 {
-                    0 => s.collect_global(),
-                    1 | 2 => s.collect_major(),
+                    0 => s.collect_global().unwrap(),
+                    1 | 2 => s.collect_major().unwrap(),
                     3..=5 => s.collect_minor(),
                     _ => s.poll(),
                 }
@@ -137,8 +137,8 @@ fn vprocs_share_promoted_data_through_a_mutable_array_while_collecting() {
     let sh = shared.clone();
     let lists = rt
         .run_on(1, move |s| {
-            s.collect_global();
-            let arr = s.get_global(&sh);
+            s.collect_global().unwrap();
+            let arr = s.get_global(&sh).unwrap();
             (0..SLOTS)
                 .filter(|&k| {
                     let l = s.field(arr, k).unwrap();

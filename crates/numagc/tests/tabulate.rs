@@ -408,7 +408,7 @@ fn collections_during_the_build_keep_every_element() {
                         s.alloc_vector(&[inner, Handle::int(i as i64)])
                     })
                     .unwrap();
-                s.collect_global();
+                s.collect_global().unwrap();
                 let read = |s: &Scope<'_>, seq| {
                     let mut got = Vec::new();
                     s.seq_for_each(seq, |v| {

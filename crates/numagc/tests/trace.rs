@@ -34,7 +34,7 @@ fn run(trace: bool) -> (Runtime, Vec<Span>, u64) {
         .unwrap()
         .unwrap();
     assert_eq!(n, 64 * 2_000);
-    rt.run_each(|s| s.collect_global()).unwrap();
+    rt.run_each(|s| s.collect_global().unwrap()).unwrap();
     // A vproc that joined the last collection while idle publishes its
     // spans and statistics when its part ends, which may be after the
     // leader's job has returned. A job on every vproc comes after that

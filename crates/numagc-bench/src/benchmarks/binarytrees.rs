@@ -112,7 +112,7 @@ impl Benchmark for BinaryTrees {
         let long_lived = rt
             .run_on(0, move |s| -> numagc::Result<numagc::GlobalRoot> {
                 let t = make_par(s, node, max_depth, PAR_LEVELS)?;
-                Ok(s.global_root(t))
+                s.global_root(t)
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
@@ -146,7 +146,7 @@ impl Benchmark for BinaryTrees {
 
         let ll = rt
             .run_on(0, move |s| {
-                let t = s.get_global(&long_lived);
+                let t = s.get_global(&long_lived).unwrap();
                 check(s.view(t))
             })
             .map_err(rt_err)?;

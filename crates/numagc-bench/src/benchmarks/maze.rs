@@ -340,7 +340,7 @@ fn maze_on_heap<'s>(s: &mut Scope<'s>, g: &Grid) -> Result<Handle<'s>> {
             rows.push(s.alloc_raw(row)?);
         }
         let maze = s.alloc_vector(&rows)?;
-        Ok(s.promote(maze))
+        Ok(s.promote(maze).unwrap())
     })
 }
 

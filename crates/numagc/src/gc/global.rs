@@ -657,7 +657,7 @@ mod tests {
         let rt = runtime(1);
         rt.run_on(0, |s| {
             let v = s.alloc_vector(&[Handle::int(1), Handle::int(2)]).unwrap();
-            let g = s.promote(v);
+            let g = s.promote(v).unwrap();
             assert_eq!(age(s, g), 0);
             young(s);
             assert_eq!(age(s, g), 1, "a survivor");
@@ -676,7 +676,7 @@ mod tests {
                 (v.field(0).as_int(), v.field(1).as_int()),
                 (Some(1), Some(2))
             );
-            s.collect_global(); // full: everything moves
+            s.collect_global().unwrap(); // full: everything moves
             assert_ne!(s.word(g), tenured_at);
         })
         .unwrap();
@@ -765,7 +765,7 @@ mod tests {
         })
         .unwrap();
         // The job's handles are gone: a full collection frees the large object.
-        rt.run_on(0, |s| s.collect_global()).unwrap();
+        rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
         assert_eq!(rt.stats().heap.large_object_bytes, 0);
     }
 
@@ -773,7 +773,7 @@ mod tests {
     fn tenured_garbage_is_reclaimed_by_a_full_collection() {
         let rt = runtime(1);
         let before = rt.run_on(0, |s| {
-            s.collect_global();
+            s.collect_global().unwrap();
             s.vproc_mut().shared.heap.in_use()
         });
         let tenured = rt
@@ -782,7 +782,7 @@ mod tests {
                 for i in 0..20_000 {
                     list = s.alloc_vector(&[Handle::int(i), list]).unwrap();
                 }
-                let _g = s.promote(list);
+                let _g = s.promote(list).unwrap();
                 young(s);
                 young(s);
                 s.vproc_mut().shared.heap.in_use()
@@ -790,7 +790,7 @@ mod tests {
             .unwrap();
         let after = rt
             .run_on(0, |s| {
-                s.collect_global();
+                s.collect_global().unwrap();
                 s.vproc_mut().shared.heap.in_use()
             })
             .unwrap();

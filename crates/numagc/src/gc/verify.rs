@@ -291,7 +291,7 @@ mod tests {
                 for i in 0..500 {
                     list = s.alloc_vector(&[Handle::int(i), list]).unwrap();
                 }
-                let g = s.promote(list);
+                let g = s.promote(list).unwrap();
                 let local = s.alloc_vector(&[g, Handle::int(7)]).unwrap();
                 let _ = local;
                 let v = s.vproc_mut();
@@ -356,7 +356,7 @@ mod tests {
         let errors = rt
             .run_on(0, |s| {
                 let v = s.alloc_vector(&[Handle::int(1), Handle::int(2)]).unwrap();
-                let g = s.promote(v);
+                let g = s.promote(v).unwrap();
                 let local = s.alloc_vector(&[Handle::int(3)]).unwrap();
                 // Bypass the write barrier: a global object now points into
                 // the local heap (invariant 2 of §2.3 broken).
@@ -380,7 +380,7 @@ mod tests {
             .run_on(0, |s| {
                 let a = s.alloc_vector(&[Handle::int(1), Handle::int(2)]).unwrap();
                 let b = s.alloc_vector(&[a]).unwrap();
-                let b = s.promote(b);
+                let b = s.promote(b).unwrap();
                 let a = s.field(b, 0).unwrap();
                 let inside = s.word(a) + 8;
                 object(s, b).set_field(0, inside);

@@ -37,6 +37,22 @@ impl<'s> Scope<'s> {
         // without allocating (a leaf of a matrix product, measured: the
         // thief slept through half of the run without this).
         self.poll();
+        // The environment's slots live in a nested scope, whose end pops
+        // them on every path out: results, errors, and a panic unwinding
+        // from `a` or from `b` run here (a job that catches panics would
+        // otherwise keep their environments alive).
+        let (wa, wb) = self.scope(|s| s.fork_join(env, a, b))?;
+        Ok((self.push_root(wa), self.push_root(wb)))
+    }
+
+    /// `par2` in its own scope: forks `b`, runs `a`, joins `b`, and
+    /// returns both results' words (rooted by the caller before its next
+    /// safepoint).
+    fn fork_join<A, B>(&mut self, env: &[Handle<'_>], a: A, b: B) -> Result<(u64, u64)>
+    where
+        A: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>>,
+        B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send + 'static,
+    {
         let base = self.roots().len();
         let n = env.len();
         for &h in env {
@@ -51,14 +67,9 @@ impl<'s> Scope<'s> {
         });
         if n > 0 && self.vp.shared.config.task_promotion == TaskPromotion::Eager {
             let mut words = self.roots()[base..base + n].to_vec();
-            match sched::park_env(self.vp, &mut words) {
-                Ok(slots) => task.handoff.env_ready(slots),
-                Err(e) => {
-                    // Nothing was forked yet.
-                    self.vp.roots.get_mut().truncate(base);
-                    return Err(e);
-                }
-            }
+            // Nothing is forked yet if this fails.
+            let slots = sched::park_env(self.vp, &mut words)?;
+            task.handoff.env_ready(slots);
         }
         sched::push(self.vp, task.clone());
         let ra = catch_unwind(AssertUnwindSafe(|| {
@@ -77,9 +88,7 @@ impl<'s> Scope<'s> {
             Err(p) => resume_unwind(p),
         };
         let (ha, hb) = (ra?, rb?);
-        let (wa, wb) = (self.word(ha), self.word(hb));
-        self.vp.roots.get_mut().truncate(base);
-        Ok((self.push_root(wa), self.push_root(wb)))
+        Ok((self.word(ha), self.word(hb)))
     }
 
     /// Joins the task forked by `par2`: runs it here if it is still on this

@@ -609,29 +609,18 @@ impl<'s> Scope<'s> {
     /// Promotes a value (and everything it reaches) to the global heap, so it
     /// may be shared with other vprocs. Returns the handle of the global copy.
     ///
-    /// Panics with the [`Error::MapFailed`] message if the system refuses the
-    /// memory for the copies (nothing is promoted; inside a job the panic is
-    /// reported as [`Error::TaskPanicked`]); [`Scope::try_promote`] returns
-    /// the error instead.
-    pub fn promote(&mut self, h: Handle<'_>) -> Handle<'s> {
-        self.try_promote(h).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// [`Scope::promote`], with the system's refusal of memory as an error
-    /// (nothing is promoted then).
-    pub fn try_promote(&mut self, h: Handle<'_>) -> Result<Handle<'s>> {
+    /// Errors: [`Error::MapFailed`] when the system refuses the memory for
+    /// the copies (nothing is promoted then).
+    pub fn promote(&mut self, h: Handle<'_>) -> Result<Handle<'s>> {
         let w = self.promote_word(h)?;
         Ok(self.push_root(w))
     }
 
-    /// Registers a global root holding `h`'s value (promoted). Panics like
-    /// [`Scope::promote`]; [`Scope::try_global_root`] returns the error.
-    pub fn global_root(&mut self, h: Handle<'_>) -> GlobalRoot {
-        self.try_global_root(h).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// [`Scope::global_root`], with the system's refusal of memory as an error.
-    pub fn try_global_root(&mut self, h: Handle<'_>) -> Result<GlobalRoot> {
+    /// Registers a global root holding `h`'s value (promoted).
+    ///
+    /// Errors: [`Error::MapFailed`] like [`Scope::promote`] (no root is
+    /// registered then).
+    pub fn global_root(&mut self, h: Handle<'_>) -> Result<GlobalRoot> {
         let w = self.promote_word(h)?;
         let slot = self.vp.shared.global_roots.add(w);
         Ok(GlobalRoot {
@@ -640,20 +629,35 @@ impl<'s> Scope<'s> {
         })
     }
 
+    /// Checks that `r` was made by this runtime: a root's slot number means
+    /// nothing in another runtime's table (it would name another value, or
+    /// none).
+    fn own_root(&self, r: &GlobalRoot, what: &str) -> Result<()> {
+        if std::sync::Arc::ptr_eq(&r.shared, &self.vp.shared) {
+            Ok(())
+        } else {
+            Err(Error::Misuse(format!(
+                "{what}: global root {} belongs to another runtime",
+                r.slot
+            )))
+        }
+    }
+
     /// Reads a global root.
-    pub fn get_global(&self, r: &GlobalRoot) -> Handle<'s> {
-        self.push_root(self.vp.shared.global_roots.get(r.slot))
+    ///
+    /// Errors: [`Error::Misuse`] when `r` belongs to another runtime.
+    pub fn get_global(&self, r: &GlobalRoot) -> Result<Handle<'s>> {
+        self.own_root(r, "get_global")?;
+        Ok(self.push_root(self.vp.shared.global_roots.get(r.slot)))
     }
 
-    /// Replaces a global root's value (promoted). Panics like
-    /// [`Scope::promote`]; [`Scope::try_set_global`] returns the error.
-    pub fn set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) {
-        self.try_set_global(r, h).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// [`Scope::set_global`], with the system's refusal of memory as an
-    /// error (the root keeps its value then).
-    pub fn try_set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) -> Result<()> {
+    /// Replaces a global root's value (promoted).
+    ///
+    /// Errors: [`Error::Misuse`] when `r` belongs to another runtime;
+    /// [`Error::MapFailed`] like [`Scope::promote`]. The root keeps its
+    /// value either way.
+    pub fn set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) -> Result<()> {
+        self.own_root(r, "set_global")?;
         let w = self.promote_word(h)?;
         self.vp.shared.global_roots.set(r.slot, w);
         Ok(())
@@ -668,31 +672,31 @@ impl<'s> Scope<'s> {
         }
     }
 
-    /// Forces a minor collection (which may trigger a major one).
+    /// Forces a minor collection (which may trigger a major one). It
+    /// cannot fail: a major collection it triggers is skipped when the
+    /// system refuses its copy reserve, and the next allocation that needs
+    /// one reports that.
     pub fn collect_minor(&mut self) {
         plan::collect_minor(self.vp);
     }
 
-    /// Forces a minor and a major collection of this vproc's local heap
-    /// (the major one is skipped if the system refuses its memory; see
-    /// [`Scope::try_collect_global`] for the reasons a collection can fail).
-    pub fn collect_major(&mut self) {
-        let _ = plan::collect_major(self.vp);
+    /// Forces a minor and a major collection of this vproc's local heap.
+    ///
+    /// Errors: [`Error::MapFailed`] when the system refuses the major
+    /// collection's copy reserve (the minor collection ran, the major one
+    /// did not start; the heap is intact).
+    pub fn collect_major(&mut self) -> Result<()> {
+        plan::collect_major(self.vp)
     }
 
     /// Forces a global collection (every vproc takes part). It is a full
-    /// one: every global chunk is evacuated. If it is called off, nothing
-    /// happens; [`Scope::try_collect_global`] says why.
-    pub fn collect_global(&mut self) {
-        let _ = plan::collect_global(self.vp);
-    }
-
-    /// Forces a global collection, and reports a collection called off
-    /// before anything moved: [`Error::SafepointTimeout`] when a vproc did
-    /// not reach a safepoint within `safepoint-timeout`,
-    /// [`Error::MapFailed`] when the system refused its to-space. The heap
-    /// is intact either way.
-    pub fn try_collect_global(&mut self) -> Result<()> {
+    /// one: every global chunk is evacuated.
+    ///
+    /// Errors, for a collection called off before anything moved (the heap
+    /// is intact): [`Error::SafepointTimeout`] when a vproc did not reach a
+    /// safepoint within `safepoint-timeout`, [`Error::MapFailed`] when the
+    /// system refused its to-space.
+    pub fn collect_global(&mut self) -> Result<()> {
         plan::collect_global(self.vp)
     }
 
@@ -700,9 +704,9 @@ impl<'s> Scope<'s> {
     /// `young-global-gc` on, a young one (tenured data stays in place, the
     /// remembered stores are its roots) unless tenured data has outgrown its
     /// limit; otherwise a full one. Lets tests reach young collections at
-    /// points of their choosing.
-    pub fn collect_global_young(&mut self) {
-        let _ = plan::collect_global_young(self.vp);
+    /// points of their choosing. Errors as [`Scope::collect_global`].
+    pub fn collect_global_young(&mut self) -> Result<()> {
+        plan::collect_global_young(self.vp)
     }
 
     /// Bytes of this vproc's local heap in use (old data + nursery).

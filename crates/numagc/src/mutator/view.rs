@@ -79,7 +79,7 @@ impl<'a> View<'a> {
     ///     let a = s.alloc_vector(&[Handle::int(1)])?;
     ///     let b = s.alloc_vector(&[Handle::int(1)])?; // equal to `a`, not the same
     ///     let v = s.alloc_vector(&[a, a, b])?;
-    ///     s.collect_major(); // every object moves; sharing is kept
+    ///     s.collect_major().unwrap(); // every object moves; sharing is kept
     ///     let v = s.view(v);
     ///     assert!(v.field(0).same(v.field(1)));
     ///     assert!(!v.field(0).same(v.field(2)));

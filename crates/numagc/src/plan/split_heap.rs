@@ -28,7 +28,7 @@
 //!   deadline, or no to-space) is an error for the vproc that asked for it,
 //!   returned by the operation during which it was called off: the
 //!   allocation whose slow path requested or joined it, or an explicit
-//!   [`crate::Scope::try_collect_global`] (a promotion asks for a collection
+//!   [`crate::Scope::collect_global`] (a promotion asks for a collection
 //!   at the next safepoint; a [`crate::Scope::poll`] has no error to return,
 //!   and the next slow path asks again). The vprocs that were only stopped
 //!   go back to their work. Nothing moved, so every heap is as it was; the
