@@ -18,6 +18,7 @@
 //! | §2.1 PML's parallel arrays (ropes of vectors) | `mutator::tabulate`, [`Scope::tabulate`] |
 //! | §4.3 placement policies local / interleave / node0 | [`numa`], `heap::global` |
 //! | §3.4 extended: safepoint deadline, to-space set aside, refused memory | `gc::handshake`, `gc::global`, `gc::copy`, `fault` |
+//! | §3.4 extended: blocking sections (a proxy collects for a blocked vproc) | `gc::blocking`, `sched::proxy`, [`Scope::blocking`] |
 //!
 //! ```
 //! use numagc::{Config, Descriptor, Handle, Runtime};
@@ -59,7 +60,8 @@ pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};
 pub use error::{ConfigError, DescriptorError, Error, Result};
 pub use heap::global::BindRecord;
 pub use mutator::{
-    Case, Channel, GlobalRoot, Handle, Next, ObjectKind, Scope, Sel, Slot, View, ROPE_LEAF_MAX,
+    BlockingSection, Case, Channel, GlobalRoot, Handle, Next, ObjectKind, Scope, Sel, Slot, View,
+    ROPE_LEAF_MAX,
 };
 pub use object::descriptor::{DescId, Descriptor};
 pub use runtime::{Runtime, RuntimeInfo};

@@ -169,6 +169,7 @@ impl Runtime {
                     let _ = ready.send(());
                     drop(ready);
                     vproc_loop(&mut vp);
+                    crate::sched::proxy::stop(&mut vp);
                     vp.shared.vproc_exited();
                 })
                 .map_err(|e| Error::Os {

@@ -6,7 +6,9 @@
 //! those run without synchronisation. [`Shared`] is what all vprocs see.
 //!
 //! Invariant: only the owning thread touches a `Vproc`; other vprocs reach
-//! it only through the allocation-limit cell in the [`Coordinator`].
+//! it only through the allocation-limit cell in the [`Coordinator`]. The
+//! one exception is the vproc's proxy, which owns it while the owner is in
+//! a blocking section and the coordinator says so (`gc::blocking`).
 
 use crate::config::{Config, PlanKind};
 use crate::error::Error;
@@ -153,6 +155,9 @@ pub(crate) struct Vproc {
     pub in_thread: u32,
     /// This vproc's timeline (`crate::trace`), when the `trace` setting is on.
     pub tracer: Tracer,
+    /// The thread that acts for this vproc while it is in a blocking
+    /// section (`sched::proxy`), started by its first one.
+    pub proxy: Option<crate::sched::proxy::Proxy>,
     pub shared: Arc<Shared>,
 }
 
@@ -192,6 +197,7 @@ impl Vproc {
             worker,
             in_thread: 0,
             tracer: Tracer::new(cfg.trace, id, shared.epoch),
+            proxy: None,
             shared,
         };
         v.install_limit();

@@ -75,6 +75,7 @@
 //! [`phase`]: Coordinator::phase
 //! [`set_limit`]: Coordinator::set_limit
 
+use crate::gc::blocking::BlockingStates;
 use crate::sched::doorbell::Doorbell;
 use crate::sync::{
     fence, lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering,
@@ -175,6 +176,9 @@ pub(crate) struct Coordinator<J> {
     /// Under loom: the deadline has passed (set by a model's timer thread).
     #[cfg(loom)]
     expired: AtomicBool,
+    /// Per vproc: in a blocking section or not, and its proxy's bell
+    /// (`gc::blocking`).
+    blocking: BlockingStates,
 }
 
 impl<J> Coordinator<J> {
@@ -222,6 +226,7 @@ impl<J> Coordinator<J> {
             timeout,
             #[cfg(loom)]
             expired: AtomicBool::new(false),
+            blocking: BlockingStates::new(n),
         }
     }
 
@@ -253,6 +258,13 @@ impl<J> Coordinator<J> {
         fence(Ordering::SeqCst);
         self.limits[v].store(0, Ordering::SeqCst);
         self.bells[v].ring();
+        // A vproc in a blocking section is served by its proxy.
+        self.blocking.ring_if_blocked(v);
+    }
+
+    /// The blocking states of the vprocs (`gc::blocking`).
+    pub(crate) fn blocking(&self) -> &BlockingStates {
+        &self.blocking
     }
 
     /// Whether a request waits for `v`; clears the flag (the caller then
@@ -340,6 +352,8 @@ impl<J> Coordinator<J> {
         for b in self.bells.iter() {
             b.ring();
         }
+        // Vprocs in blocking sections take part through their proxies.
+        self.blocking.ring_all();
         true
     }
 

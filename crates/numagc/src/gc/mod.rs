@@ -19,6 +19,7 @@ impl Drop for AbortOnUnwind {
     }
 }
 
+pub(crate) mod blocking;
 pub(crate) mod copy;
 pub(crate) mod global;
 pub(crate) mod handshake;

@@ -27,11 +27,16 @@
 //! written in continuation-passing style ([`Next`]); [`Channel`]s are
 //! synchronous, with a choice over several (`cml`).
 //!
+//! Blocking: code that may block outside the runtime runs in
+//! [`Scope::blocking`], so that the other vprocs' collections need not wait
+//! for it (`blocking`).
+//!
 //! Mutation: mutable objects (arrays, and mixed objects whose descriptor is
 //! `mutable`) are allocated in the global heap, and storing a local value
 //! into one promotes the value first — a write barrier that keeps both
 //! invariants of §2.3 for languages with mutation.
 
+mod blocking;
 mod cml;
 mod parallel;
 pub(crate) mod roots;
@@ -39,6 +44,7 @@ mod scope;
 mod tabulate;
 mod view;
 
+pub use blocking::BlockingSection;
 pub(crate) use cml::Step;
 pub use cml::{Case, Channel, Next, Sel};
 pub use roots::GlobalRoot;

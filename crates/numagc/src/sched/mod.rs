@@ -27,6 +27,7 @@
 pub(crate) mod channel;
 pub(crate) mod deque;
 pub(crate) mod doorbell;
+pub(crate) mod proxy;
 pub(crate) mod task;
 pub(crate) mod thread;
 

@@ -162,7 +162,7 @@ pub fn promoted_list<'s>(
 ) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let l = build_list(s, cons, seed, n)?;
-        Ok::<_, numagc::Error>(s.promote(l).unwrap())
+        s.promote(l)
     })
 }
 
