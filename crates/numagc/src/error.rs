@@ -100,6 +100,17 @@ pub enum Error {
     /// request that needed the collection gets this error and may retry.
     #[error("global collection abandoned: vproc {vproc} did not reach a safepoint within {waited_ms} ms (setting `safepoint-timeout`); nothing was moved")]
     SafepointTimeout { vproc: usize, waited_ms: u64 },
+    /// A fork (`par2`, and the parallel operations built on it) found the
+    /// vproc's stack nearly exhausted: `left` bytes of `size` remained,
+    /// fewer than the reserve kept for the code between forks. Nothing was
+    /// forked; the vproc carries on. Nesting that deep needs a larger
+    /// `vproc-stack`.
+    #[error("vproc {vproc}'s stack is nearly exhausted ({left} of {size} bytes left) at a fork nested too deep; nothing was forked (raise the setting `vproc-stack`)")]
+    StackExhausted {
+        vproc: usize,
+        left: usize,
+        size: usize,
+    },
 }
 
 fn os_reason(errno: i32) -> String {

@@ -50,6 +50,7 @@ pub mod object;
 mod plan;
 mod runtime;
 mod sched;
+mod stack;
 pub mod stats;
 mod sync;
 pub mod topology;

@@ -158,6 +158,9 @@ pub(crate) struct Vproc {
     /// The thread that acts for this vproc while it is in a blocking
     /// section (`sched::proxy`), started by its first one.
     pub proxy: Option<crate::sched::proxy::Proxy>,
+    /// The bounds of this vproc thread's stack (`crate::stack`), checked by
+    /// every fork; zero when the system does not say.
+    pub stack: crate::stack::StackBounds,
     pub shared: Arc<Shared>,
 }
 
@@ -198,6 +201,8 @@ impl Vproc {
             in_thread: 0,
             tracer: Tracer::new(cfg.trace, id, shared.epoch),
             proxy: None,
+            // `new` runs on the vproc's own thread.
+            stack: crate::stack::StackBounds::of_current_thread().unwrap_or_default(),
             shared,
         };
         v.install_limit();

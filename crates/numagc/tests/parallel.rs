@@ -405,3 +405,46 @@ fn par2_restores_the_root_stack_on_panics_and_errors() {
     })
     .unwrap();
 }
+
+/// `par2` nested far deeper than the vproc's stack can hold: the fork that
+/// finds the stack nearly used up returns `StackExhausted` (no crash), every
+/// level unwinds with it, and the vproc carries on.
+#[test]
+fn forks_nested_past_the_stack_are_an_error_not_a_crash() {
+    fn nest<'s>(s: &mut Scope<'s>, depth: u64) -> Result<Handle<'s>> {
+        if depth == 0 {
+            return Ok(s.nil());
+        }
+        // A frame of realistic size per level.
+        let pad = std::hint::black_box([depth; 32]);
+        let (x, _) = s.par2(
+            &[],
+            move |s, _| nest(s, depth - 1),
+            |_, _| Ok(Handle::int(1)),
+        )?;
+        std::hint::black_box(pad);
+        Ok(x)
+    }
+    let rt = runtime(1);
+    let e = rt
+        .run_on(0, |s| nest(s, 100_000_000).map(|_| ()))
+        .unwrap()
+        .unwrap_err();
+    match e {
+        Error::StackExhausted {
+            vproc: 0,
+            left,
+            size,
+        } => assert!(left < size, "{left} {size}"),
+        e => panic!("{e}"),
+    }
+    // The vproc works, and forks again.
+    let cell = register_cell(&rt);
+    let r = rt
+        .run_on(0, move |s| {
+            let x = pfib(s, cell, 15, 5).unwrap();
+            unbox(s.view(x))
+        })
+        .unwrap();
+    assert_eq!(r, fib(15));
+}

@@ -552,3 +552,70 @@ fn misuse_is_an_error_that_names_the_problem() {
         });
     }
 }
+
+/// A rope far deeper than any tabulate builds (an embedder's own nodes, one
+/// element per level): `par_map` and `seq_reduce` recurse one fork per
+/// level, and where the vproc's stack runs short they return
+/// `StackExhausted` instead of overflowing it; the iterative readers
+/// (`seq_len`, `seq_get`, `seq_for_each`) walk it whole.
+#[test]
+fn a_rope_deeper_than_the_stack_is_an_error_not_a_crash() {
+    const DEPTH: usize = 200_000;
+    let rt = runtime(1);
+    let out = rt
+        .run_on(0, |s| {
+            let some = s
+                .tabulate(&[], 0, ROPE_LEAF_MAX + 1, 64, |_, _, i| {
+                    Ok(Handle::int(i as i64))
+                })
+                .unwrap();
+            let Some(ObjectKind::Mixed(rope)) = s.view(some).kind() else {
+                panic!("tabulate of more than a leaf is a rope");
+            };
+            // A right comb: node k = (vector [k], node k-1).
+            let first = s.alloc_vector(&[Handle::int(0)]).unwrap();
+            let deep = s.slot(first);
+            for k in 1..DEPTH {
+                s.scope(|s| {
+                    let leaf = s.alloc_vector(&[Handle::int(k as i64)]).unwrap();
+                    let node = s
+                        .alloc_mixed(rope, &[leaf, deep.get()], &[k as u64 + 1, k as u64])
+                        .unwrap();
+                    s.assign(deep, node);
+                });
+            }
+            let deep = deep.get();
+            assert_eq!(s.seq_len(deep).unwrap(), DEPTH);
+            let last = s.seq_get(deep, DEPTH - 1).unwrap();
+            assert_eq!(s.as_int(last), Some(0));
+            let mut sum = 0;
+            s.seq_for_each(deep, |v| sum += v.as_int().unwrap())
+                .unwrap();
+            assert_eq!(sum, (DEPTH * (DEPTH - 1) / 2) as i64);
+            let mapped = s.par_map(&[], deep, 64, |_, _, x| Ok(x)).map(|_| ());
+            let reduced = s
+                .seq_reduce(&[], deep, 64, Handle::int(0), |s, _, x, y| {
+                    let (x, y) = (s.as_int(x).unwrap(), s.as_int(y).unwrap());
+                    Ok(Handle::int(x + y))
+                })
+                .map(|h| s.as_int(h));
+            (mapped, reduced)
+        })
+        .unwrap();
+    for r in [out.0.map(|_| None), out.1] {
+        match r {
+            Err(Error::StackExhausted { vproc: 0, .. }) => {}
+            other => panic!("expected StackExhausted, got {other:?}"),
+        }
+    }
+    // The vproc carries on.
+    let n = rt
+        .run_on(0, |s| {
+            let t = s
+                .tabulate(&[], 0, 10_000, 64, |_, _, i| Ok(Handle::int(i as i64)))
+                .unwrap();
+            s.seq_len(t).unwrap()
+        })
+        .unwrap();
+    assert_eq!(n, 10_000);
+}

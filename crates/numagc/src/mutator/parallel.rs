@@ -26,7 +26,9 @@ impl<'s> Scope<'s> {
     ///
     /// Errors: the first of `a`'s and `b`'s errors; a panic in `b` on another
     /// vproc is [`Error::TaskPanicked`], a panic in `a` (or in `b` run here)
-    /// propagates after `b` has been joined.
+    /// propagates after `b` has been joined. [`Error::StackExhausted`] when
+    /// forks nest so deep that the vproc's stack is nearly used up (see
+    /// `crate::stack`); nothing is forked then.
     pub fn par2<A, B>(&mut self, env: &[Handle<'_>], a: A, b: B) -> Result<(Handle<'s>, Handle<'s>)>
     where
         A: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>>,
@@ -53,6 +55,14 @@ impl<'s> Scope<'s> {
         A: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>>,
         B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send + 'static,
     {
+        let stack = self.vp.stack;
+        if stack.exhausted() {
+            return Err(Error::StackExhausted {
+                vproc: self.vp.id,
+                left: stack.left(),
+                size: stack.size,
+            });
+        }
         let base = self.roots().len();
         let n = env.len();
         for &h in env {

@@ -47,6 +47,14 @@
 //! split with `par2`, whose environments carry the sub-sequences (handles
 //! cannot cross threads). Element functions may fork themselves, so nested
 //! parallelism (a tabulate of tabulates) works.
+//!
+//! Depth: the readers (`seq_len`, `seq_get`, `seq_for_each`, `seq_to_vec`)
+//! walk a rope with loops and an explicit stack, so any depth is fine. The
+//! parallel operations recurse one `par2` per rope level (and per halving
+//! of a range, ⌈log₂ n⌉ levels); the ropes built here are balanced, but an
+//! embedder's own nodes can make a rope as deep as it is long. Every fork
+//! checks the vproc's stack (`crate::stack`), so such a rope gets
+//! [`Error::StackExhausted`] where the stack runs short, never an overflow.
 
 use crate::error::{Error, Result};
 use crate::mutator::scope::{Handle, Scope};
