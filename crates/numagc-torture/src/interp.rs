@@ -871,6 +871,20 @@ impl<'s> Machine<'s> {
             }),
             Op::Collect(kind) => self.full_check(s, Some(*kind)),
             Op::Check => self.full_check(s, None),
+            Op::Blocking { spins, sleep } => {
+                let (spins, sleep) = (*spins, *sleep);
+                s.blocking(move || {
+                    let mut x = u64::from(spins);
+                    for _ in 0..spins {
+                        x = std::hint::black_box(x.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 1);
+                    }
+                    if sleep {
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                    }
+                    x
+                })?;
+                Ok(())
+            }
         }
     }
 

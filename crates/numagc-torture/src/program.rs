@@ -183,6 +183,13 @@ pub enum Op {
     Collect(Collect),
     /// Compares everything reachable with the shadow.
     Check,
+    /// A blocking section (`Scope::blocking`) of `spins` iterations of
+    /// foreign work, with a sleep of 200 µs when `sleep`: collections the
+    /// other vprocs start meanwhile run with this vproc's proxy.
+    Blocking {
+        spins: u32,
+        sleep: bool,
+    },
 }
 
 /// Size bounds of generated structures.
@@ -321,7 +328,7 @@ pub fn generate_build(c: &mut impl Choices, s: &Sizes) -> Build {
 
 /// Draws one operation.
 pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
-    let weights = [30, 4, 5, 2, 8, 2, 3, 3, 2, 2, 2, 8, 4, 3, 2, 6, 3, 4, 1];
+    let weights = [30, 4, 5, 2, 8, 2, 3, 3, 2, 2, 2, 8, 4, 3, 2, 6, 3, 4, 1, 2];
     match c.weighted(&weights) {
         0 => Op::Build {
             dst: reg(c),
@@ -399,7 +406,11 @@ pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
                 Collect::Global,
             ][c.weighted(&[3, 2, 1, 1])],
         ),
-        _ => Op::Check,
+        18 => Op::Check,
+        _ => Op::Blocking {
+            spins: c.choose(20_000) as u32,
+            sleep: c.chance(20),
+        },
     }
 }
 
