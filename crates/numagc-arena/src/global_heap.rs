@@ -27,8 +27,10 @@
 //! still takes just this one), and a request of the same page-rounded
 //! length, or up to 1/8 less ([`LARGE_FIT_SLACK`]: similar-size arrays
 //! share), on the same node when placement binds (`bind` and `node` of the
-//! request equal those the mapping was bound for), takes it back without a
-//! fault; the smallest that fits, the newest of equal ones. Memory still
+//! request equal those the mapping was bound for), and placed as the
+//! request's alignment needs (any mapping for alignments up to
+//! [`REGION_SIZE`]; for larger ones, one whose second region is so
+//! aligned), takes it back without a fault; the smallest that fits, the newest of equal ones. Memory still
 //! goes back to the system, by three bounds:
 //! * bytes: the cache holds at most what the program held live in large
 //!   chunks in the last one to two seconds (two windows of
@@ -457,7 +459,8 @@ fn fits(have: usize, len: usize) -> bool {
 }
 
 /// Memory for a very large chunk of at least `len` bytes (a multiple of the
-/// page size), aligned to [`REGION_SIZE`], on `node` when `bind`.
+/// page size), aligned to [`REGION_SIZE`] (and as [`map_large`] was asked),
+/// on `node` when `bind`.
 pub(crate) struct LargeMapping {
     pub base: *mut u8,
     /// Bytes mapped: `len`, or up to 1/8 more for a reused mapping.
@@ -467,10 +470,21 @@ pub(crate) struct LargeMapping {
     pub reused: bool,
 }
 
-/// A mapping for a very large chunk: a cached one of the same or a slightly
-/// larger length on the same node (the smallest that fits, the newest of
-/// those), else a new one.
-pub(crate) fn map_large(len: usize, node: u32, bind: bool) -> Option<LargeMapping> {
+/// A mapping for a very large chunk whose start plus `at` is a multiple of
+/// `align` (a power of two, at least [`REGION_SIZE`]; `at` is 0 or
+/// `REGION_SIZE`, so the start is aligned to `REGION_SIZE` either way): a
+/// cached one of the same or a slightly larger length on the same node that
+/// is so aligned (the smallest that fits, the newest of those), else a new
+/// one, over-mapped by `align` and trimmed to `len`.
+pub(crate) fn map_large(
+    len: usize,
+    align: usize,
+    at: usize,
+    node: u32,
+    bind: bool,
+) -> Option<LargeMapping> {
+    debug_assert!(align.is_power_of_two() && align >= REGION_SIZE);
+    debug_assert!(at == 0 || at == REGION_SIZE);
     let now = now_ms();
     let mut victims = Victims::new();
     let hit = {
@@ -482,6 +496,7 @@ pub(crate) fn map_large(len: usize, node: u32, bind: bool) -> Option<LargeMappin
             let fresh = now.saturating_sub(e.since) <= LARGE_CACHE_DECAY_MS;
             if same_place
                 && fresh
+                && (e.base + at).is_multiple_of(align)
                 && fits(e.len, len)
                 && best.is_none_or(|b| c.large[b].len >= e.len)
             {
@@ -509,7 +524,7 @@ pub(crate) fn map_large(len: usize, node: u32, bind: bool) -> Option<LargeMappin
             reused: true,
         });
     }
-    let Some(base) = os::map_aligned(len, REGION_SIZE) else {
+    let Some(base) = os::map_aligned_at(len, align, at) else {
         lock().large_live -= len;
         return None;
     };
@@ -613,20 +628,20 @@ mod tests {
     #[test]
     fn cached_large_mappings_are_reused_only_on_their_node() {
         let len = (2 << 20) + 3 * os::page_size();
-        let m = map_large(len, 5, false).unwrap();
+        let m = map_large(len, REGION_SIZE, 0, 5, false).unwrap();
         assert!(!m.reused);
         // SAFETY: a mapping from map_large, never registered (magic zero),
         // given up here; it is recorded as bound to node 5.
         unsafe { free_large(m.base, m.len, 5, true) };
         // Another node, or no binding: a new mapping.
-        let other = map_large(len, 6, true).unwrap();
+        let other = map_large(len, REGION_SIZE, 0, 6, true).unwrap();
         assert!(!other.reused);
         assert_ne!(other.base, m.base);
-        let unbound = map_large(len, 5, false).unwrap();
+        let unbound = map_large(len, REGION_SIZE, 0, 5, false).unwrap();
         assert!(!unbound.reused);
         assert_ne!(unbound.base, m.base);
         // Its own node: the cached one.
-        let again = map_large(len, 5, true).unwrap();
+        let again = map_large(len, REGION_SIZE, 0, 5, true).unwrap();
         assert!(again.reused);
         assert_eq!((again.base, again.len), (m.base, m.len));
         // SAFETY: as above, each with the place it was mapped for.
@@ -659,6 +674,39 @@ mod tests {
         c.set_live(3000 * MIB, t0 + 3 * D + 30);
         c.set_live(0, t0 + 3 * D + 40);
         assert_eq!(c.large_cap(), LARGE_CACHE_MAX_BYTES);
+    }
+
+    /// A mapping for a chunk aligned to more than a region starts where its
+    /// second region is so aligned; a cached mapping is taken back for such
+    /// a chunk only when it is placed that way. Node 7: see above.
+    #[test]
+    fn mappings_for_large_alignments_are_placed_for_them() {
+        let len = (3 << 20) + REGION_SIZE;
+        let align = 4 * REGION_SIZE;
+        let m = map_large(len, align, REGION_SIZE, 7, false).unwrap();
+        assert!(!m.reused);
+        assert_eq!((m.base as usize + REGION_SIZE) % align, 0);
+        assert_eq!(m.base as usize % REGION_SIZE, 0);
+        // SAFETY: a mapping from map_large, never registered, given up here.
+        unsafe { free_large(m.base, m.len, 7, true) };
+        // Placed otherwise (the start, not the second region, aligned):
+        // not this one.
+        let other = map_large(len, align, 0, 7, true).unwrap();
+        assert_eq!(other.base as usize % align, 0);
+        assert!(!other.reused);
+        // Its own placement, or a region's: the cached one.
+        let again = map_large(len, align, REGION_SIZE, 7, true).unwrap();
+        assert!(again.reused);
+        assert_eq!(again.base, m.base);
+        // SAFETY: as above.
+        unsafe {
+            free_large(again.base, again.len, 7, true);
+            free_large(other.base, other.len, 7, true);
+        }
+        let plain = map_large(len, REGION_SIZE, 0, 7, true).unwrap();
+        assert!(plain.reused);
+        // SAFETY: as above.
+        unsafe { free_large(plain.base, plain.len, 7, true) };
     }
 
     #[test]

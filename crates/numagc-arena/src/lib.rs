@@ -64,9 +64,10 @@ pub use rc_array::{RcArray, MAX_RANK};
 pub use region::REGION_SIZE;
 pub use size_class::ArenaChoice;
 
-/// Allocates `size` bytes aligned to `align` (a power of two, at most 1 MiB);
-/// null when the request is impossible or the system refuses memory
-/// ([`try_alloc`] says which).
+/// Allocates `size` bytes aligned to `align` (a power of two, at most
+/// [`size_class::MAX_ALIGN`]: huge-page (2 MiB) and 1 GiB alignments are
+/// served, by a mapping of their own); null when the request is impossible
+/// or the system refuses memory ([`try_alloc`] says which).
 #[inline]
 pub fn alloc(size: usize, align: usize) -> *mut u8 {
     thread_heap::alloc(size, align)
@@ -173,7 +174,8 @@ pub fn usable_size(ptr: *const u8) -> Option<usize> {
 }
 
 /// Whether `ptr` lies in memory this heap manager handed out (a local heap,
-/// the first 4 MiB of a large chunk, or its bootstrap area); paper §3: the
+/// the first 4 MiB of a large chunk (of its data, for an alignment of 4 MiB
+/// or more), or its bootstrap area); paper §3: the
 /// private heap manager makes this decidable.
 pub fn owns(ptr: *const u8) -> bool {
     thread_heap::owns(ptr)

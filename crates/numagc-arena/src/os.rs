@@ -47,9 +47,21 @@ pub(crate) fn map(len: usize) -> Option<*mut u8> {
 /// of two, a multiple of the page size): maps `len + align` and gives back the
 /// parts before and after the aligned range.
 pub(crate) fn map_aligned(len: usize, align: usize) -> Option<*mut u8> {
+    map_aligned_at(len, align, 0)
+}
+
+/// Maps `len` bytes (a multiple of the page size) starting at an address
+/// `start` with `start + at` a multiple of `align` (a power of two, a
+/// multiple of the page size; `at <= align`, a multiple of the page size):
+/// maps `len + align` and gives back the parts before and after that range,
+/// so nothing beyond `len` stays mapped. `None` when the system refuses or
+/// the lengths overflow.
+pub(crate) fn map_aligned_at(len: usize, align: usize, at: usize) -> Option<*mut u8> {
+    debug_assert!(align.is_power_of_two() && at <= align);
     let total = len.checked_add(align)?;
     let raw = map(total)? as usize;
-    let start = (raw + align - 1) & !(align - 1);
+    // raw + at < 2^64: a mapping ends below the top of the address space.
+    let start = (raw + at).next_multiple_of(align) - at;
     let head = start - raw;
     let tail = total - head - len;
     // SAFETY: [raw, raw+head) and [start+len, raw+total) lie in the mapping made

@@ -8,7 +8,12 @@
 //! served by fixed-size-chunk subheaps; rows `K .. M` ([`MEDIUM_BINS`],
 //! chunks up to [`MEDIUM_MAX`]) by variable-size chunks of local heaps; rows
 //! `M .. N` (anything larger, or with an alignment the local heaps do not
-//! give) straight by the global heap.
+//! give) straight by the global heap. Every power-of-two alignment up to
+//! [`MAX_ALIGN`] (2^62 on 64-bit targets) is served: those above 4 KiB by
+//! a mapping of its own (`large.rs`), so 2 MiB (huge page) and 1 GiB
+//! alignments cost address space, not memory. Only a request that no
+//! address space could hold is refused: an alignment above `MAX_ALIGN`, or
+//! a size that with its alignment's padding exceeds `isize::MAX`.
 //!
 //! Choices where the paper gives no numbers: small classes step by 16 bytes
 //! up to 128, then four per doubling up to 4 KiB (at most 25 % internal
@@ -31,9 +36,12 @@ pub const NUM_SMALL: usize = SMALL_CLASSES.len();
 pub const SMALL_MAX: usize = 4096;
 /// The largest request a local heap's variable-size chunks serve.
 pub const MEDIUM_MAX: usize = 1 << 20;
-/// The largest alignment the heap manager gives (larger is refused with an
-/// error naming it).
-pub const MAX_ALIGN: usize = 1 << 20;
+/// The largest alignment the heap manager gives: half of `isize::MAX + 1`
+/// (2^62 on 64-bit targets), more than any address space holds, so every
+/// alignment a program can be given is below it (larger is refused with an
+/// error naming it; the C library refuses those too). Whether a request
+/// below it is served depends on the address space the system gives.
+pub const MAX_ALIGN: usize = 1 << (usize::BITS - 2);
 /// Alignment of every chunk of a local heap's variable-size area.
 pub const MEDIUM_ALIGN: usize = 16;
 /// Number of free lists of variable-size chunks (rows `K .. M` of Fig. 4):
@@ -94,6 +102,8 @@ pub enum ArenaChoice {
     Refused(&'static str),
 }
 
+use crate::region::REGION_SIZE;
+
 /// Size of the header of a variable-size chunk.
 pub(crate) const MEDIUM_HEADER: usize = 16;
 
@@ -103,10 +113,13 @@ pub const fn choose(size: usize, align: usize) -> ArenaChoice {
         return ArenaChoice::Refused("alignment is not a power of two");
     }
     if align > MAX_ALIGN {
-        return ArenaChoice::Refused("alignment is larger than 1 MiB (MAX_ALIGN)");
+        return ArenaChoice::Refused("alignment is larger than MAX_ALIGN (2^62 on 64-bit targets)");
     }
-    if size > isize::MAX as usize - 2 * MAX_ALIGN {
-        return ArenaChoice::Refused("size is larger than isize::MAX");
+    // A large chunk's mapping is at most `size + align + 2 * REGION_SIZE`
+    // long (header, padding to the alignment, and the rounding of the
+    // mapping to it); no overflow below, as `align <= MAX_ALIGN`.
+    if size > isize::MAX as usize - 2 * REGION_SIZE - align {
+        return ArenaChoice::Refused("size with its alignment is larger than isize::MAX");
     }
     if align <= 16 && size <= SMALL_MAX {
         return ArenaChoice::Small(small_class(size) as u8);
@@ -165,8 +178,15 @@ mod tests {
         }
         assert_eq!(medium_bin(100), 0);
         assert!(matches!(choose(8, 3), ArenaChoice::Refused(m) if m.contains("power of two")));
-        assert!(matches!(choose(8, 1 << 21), ArenaChoice::Refused(m) if m.contains("alignment")));
+        assert!(matches!(choose(8, 1 << 63), ArenaChoice::Refused(m) if m.contains("alignment")));
         assert!(matches!(choose(usize::MAX, 8), ArenaChoice::Refused(m) if m.contains("size")));
+        assert!(
+            matches!(choose(usize::MAX - (1 << 30), 1 << 30), ArenaChoice::Refused(m) if m.contains("size"))
+        );
+        // Huge-page and larger alignments (issue 16): the large arena.
+        for align in [2usize << 20, 4 << 20, 1 << 30, 1 << 40, MAX_ALIGN] {
+            assert_eq!(choose(8, align), ArenaChoice::Large, "{align:#x}");
+        }
         assert_eq!(choose(5000, 8), ArenaChoice::Medium(5024));
         assert_eq!(choose(2 << 20, 8), ArenaChoice::Large);
         assert_eq!(choose(5000, 64), ArenaChoice::Large);

@@ -581,12 +581,13 @@ fn medium_slow(h: *const ThreadHeap, st: &mut LocalState, need: usize) -> *mut u
     local_heap::alloc_from_top(&mut st.variable, need)
 }
 
-/// The live region header `ptr` lies in, or the misuse.
+/// The live region header that describes the region `ptr` lies in (its
+/// own, or for the data of a large chunk aligned to `REGION_SIZE` or more
+/// the chunk's first region), or the misuse.
 fn region_of(ptr: usize) -> Result<(usize, RegionKind), Misuse> {
-    let base = base_of(ptr);
-    if !region_map::contains(base) {
+    let Some(base) = region_map::header_of(ptr) else {
         return Err(Misuse::Foreign { addr: ptr });
-    }
+    };
     // SAFETY: a registered region is mapped and starts with its header.
     let h = unsafe { &*(base as *const RegionHeader) };
     if h.magic != REGION_MAGIC {
@@ -611,7 +612,8 @@ pub(crate) unsafe fn free(ptr: *mut u8) -> Result<(), Misuse> {
         return if ptr.is_null() {
             Ok(())
         } else {
-            Err(Misuse::Foreign { addr })
+            // SAFETY: passed on from the caller.
+            unsafe { free_unregistered(ptr) }
         };
     }
     // SAFETY: a registered region is mapped and starts with its header.
@@ -724,10 +726,30 @@ pub(crate) unsafe fn free_small(ptr: *mut u8) -> Result<(), Misuse> {
     unsafe { free_other(base, ptr) }
 }
 
+/// A free of a pointer whose region is not registered: the data of a large
+/// chunk aligned to `REGION_SIZE` or more (its header is in the region
+/// before), else a foreign pointer. Out of line, off `free`'s fast path.
+///
+/// # Safety
+/// As for [`free`].
+#[cold]
+#[inline(never)]
+unsafe fn free_unregistered(ptr: *mut u8) -> Result<(), Misuse> {
+    let addr = ptr as usize;
+    match region_map::aligned_data_header(base_of(addr)) {
+        // SAFETY: passed on from the caller; `base` is registered and its
+        // header describes `ptr`'s region.
+        Some(base) => unsafe { free_other(base, ptr) },
+        None => Err(Misuse::Foreign { addr }),
+    }
+}
+
 /// Every free but a small chunk's by its owner.
 ///
 /// # Safety
-/// As for [`free`]; `base` is `ptr`'s region, registered in the region map.
+/// As for [`free`]; `base` is the region whose header describes `ptr`'s
+/// region (`ptr`'s own, or the one before for aligned large data; see
+/// [`region_map::header_of`]), registered in the region map.
 #[inline(never)]
 unsafe fn free_other(base: usize, ptr: *mut u8) -> Result<(), Misuse> {
     let addr = ptr as usize;

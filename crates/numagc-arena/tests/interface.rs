@@ -181,8 +181,12 @@ fn impossible_requests_are_refused_with_the_reason() {
     assert!(e.to_string().contains("not a power of two"), "{e}");
     let e = numagc_arena::try_alloc(usize::MAX / 2, 8).unwrap_err();
     assert!(e.to_string().contains("larger than isize::MAX"), "{e}");
-    let e = numagc_arena::try_alloc(8, 1 << 24).unwrap_err();
+    // No address space holds an alignment above 2^62 (MAX_ALIGN).
+    let e = numagc_arena::try_alloc(8, 1 << (usize::BITS - 1)).unwrap_err();
     assert!(e.to_string().contains("alignment is larger"), "{e}");
+    // A size that fits isize::MAX alone but not with its alignment.
+    let e = numagc_arena::try_alloc(isize::MAX as usize - (1 << 20), 1 << 30).unwrap_err();
+    assert!(e.to_string().contains("larger than isize::MAX"), "{e}");
     assert!(ArenaHandle::new(10, 5).is_err());
 }
 
@@ -600,4 +604,147 @@ fn free_own_frees_and_debug_builds_report_a_broken_promise() {
     .unwrap_err();
     let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("double free of"), "{msg}");
+}
+
+/// Checks one chunk of `size` bytes aligned to `align`: the address, both
+/// ends writable, the usable size, `owns`, and a reported interior free.
+fn check_aligned_chunk(p: *mut u8, size: usize, align: usize) {
+    assert!(!p.is_null(), "{size} bytes aligned to {align:#x} refused");
+    assert_eq!(p as usize % align, 0, "{size} bytes aligned to {align:#x}");
+    assert!(numagc_arena::owns(p), "align {align:#x}");
+    assert!(
+        numagc_arena::usable_size(p).unwrap() >= size,
+        "align {align:#x}"
+    );
+    // SAFETY: a live chunk of `size` bytes (only its first and last pages
+    // are touched).
+    unsafe {
+        p.write_bytes(0x5a, 4096);
+        p.add(size - 4096).write_bytes(0xa5, 4096);
+        assert_eq!(*p, 0x5a);
+        assert_eq!(*p.add(size - 1), 0xa5);
+    }
+    // SAFETY: a pointer inside the chunk: a misuse to be reported.
+    let e = unsafe { numagc_arena::try_free(p.add(16)) }.unwrap_err();
+    assert!(
+        matches!(e, Misuse::NotAChunk { .. }),
+        "align {align:#x}: {e:?}"
+    );
+    assert_eq!(rich::origin(p), Origin::Chunk, "align {align:#x}");
+}
+
+/// Issue 16, defect 6: alignments of 2 MiB and above (huge-page-aligned
+/// buffers) were refused. Each is served now, from its own mapping, and
+/// free, realloc and usable_size work on it.
+#[test]
+fn alignments_of_2_mib_to_1_gib_are_served() {
+    const MIB: usize = 1 << 20;
+    for align in [2 * MIB, 4 * MIB, 8 * MIB, 64 * MIB, 1 << 30] {
+        for size in [8192usize, 100_000, 3 * MIB, 9 * MIB] {
+            let p = numagc_arena::alloc(size, align);
+            check_aligned_chunk(p, size, align);
+            // SAFETY: a live chunk; realloc keeps the data and the alignment.
+            let q = unsafe { numagc_arena::realloc(p, size + 5 * MIB, align) }.unwrap();
+            // SAFETY: `q` holds the `size` bytes of `p` (when not null).
+            unsafe {
+                assert!(!q.is_null());
+                assert_eq!(*q.add(4095), 0x5a, "align {align:#x}");
+                assert_eq!(*q.add(size - 1), 0xa5, "align {align:#x}");
+            }
+            check_aligned_chunk(q, size + 5 * MIB, align);
+            // SAFETY: the first free is fine, the second is the misuse.
+            unsafe { numagc_arena::try_free(q) }.unwrap();
+            let e = unsafe { numagc_arena::try_free(q) }.unwrap_err();
+            assert!(
+                matches!(e, Misuse::Foreign { .. } | Misuse::DoubleFree { .. }),
+                "align {align:#x}: {e:?}"
+            );
+        }
+    }
+}
+
+/// The data of a chunk aligned to 4 MiB or more starts at a region
+/// boundary: the region's own bits say nothing about it, so a pointer to
+/// the start of a region in a large chunk that is not such a chunk's data
+/// must stay refused.
+#[test]
+fn region_starts_inside_large_chunks_are_not_chunks() {
+    let region = numagc_arena::REGION_SIZE;
+    let p = numagc_arena::alloc(3 * region, 16);
+    let inner = ((p as usize + region) & !(region - 1)) as *mut u8;
+    assert!(numagc_arena::usable_size(inner).is_none());
+    // SAFETY: a pointer inside a live chunk: a misuse to be reported.
+    assert!(unsafe { numagc_arena::try_free(inner) }.is_err());
+    // A 4 MiB-aligned chunk's second data region is not a chunk either.
+    let q = numagc_arena::alloc(3 * region, region);
+    let inner = (q as usize + region) as *mut u8;
+    assert!(numagc_arena::usable_size(inner).is_none());
+    // SAFETY: as above.
+    assert!(unsafe { numagc_arena::try_free(inner) }.is_err());
+    // SAFETY: live chunks, freed once.
+    unsafe {
+        numagc_arena::free(p);
+        numagc_arena::free(q);
+    }
+    assert!(!numagc_arena::owns(q), "a freed aligned chunk is not ours");
+}
+
+#[test]
+fn zeroed_chunks_with_large_alignments_are_zero() {
+    for align in [2usize << 20, 4 << 20, 16 << 20] {
+        let size = 6 << 20;
+        let p = numagc_arena::alloc(size, align);
+        assert!(!p.is_null(), "align {align:#x} refused");
+        // SAFETY: a live chunk of `size` bytes.
+        unsafe {
+            p.write_bytes(0xee, size);
+            numagc_arena::free(p);
+        }
+        let z = numagc_arena::alloc_zeroed(size, align);
+        assert_eq!(z as usize % align, 0);
+        // SAFETY: a live chunk of `size` bytes.
+        let bytes = unsafe { core::slice::from_raw_parts(z, size) };
+        assert!(bytes.iter().all(|&b| b == 0), "align {align:#x}");
+        // SAFETY: live chunk.
+        unsafe { numagc_arena::free(z) };
+    }
+}
+
+/// Sizes near `usize::MAX` with big alignments overflow nothing: refused.
+#[test]
+fn huge_sizes_with_huge_alignments_are_refused() {
+    for align in [2usize << 20, 1 << 30, 1 << 40, 1 << 62] {
+        for size in [
+            usize::MAX,
+            usize::MAX - align,
+            isize::MAX as usize,
+            isize::MAX as usize - align + 1,
+        ] {
+            assert!(
+                numagc_arena::alloc(size, align).is_null(),
+                "{size:#x}/{align:#x}"
+            );
+            assert!(numagc_arena::try_alloc(size, align).is_err());
+        }
+    }
+    // An alignment no address space can give is refused, a size with it too.
+    assert!(numagc_arena::alloc(16, 1 << 62).is_null());
+    assert!(numagc_arena::alloc(16, 1 << 63).is_null());
+}
+
+#[test]
+fn the_global_allocator_serves_large_alignments() {
+    let layout = Layout::from_size_align(3 << 20, 8 << 20).unwrap();
+    let a = numagc_arena::ArenaAlloc;
+    // SAFETY: a non-zero-size layout; the chunk is freed with it.
+    unsafe {
+        use core::alloc::GlobalAlloc;
+        let p = a.alloc_zeroed(layout);
+        assert!(!p.is_null());
+        assert_eq!(p as usize % (8 << 20), 0);
+        assert_eq!(*p.add((3 << 20) - 1), 0);
+        let q = a.realloc(p, layout, 9 << 20);
+        assert_eq!(q as usize % (8 << 20), 0);
+        a.dealloc(q, Layout::from_size_align(9 << 20, 8 << 20).unwrap());
+    }
 }

@@ -8,7 +8,21 @@
 //! Conventions: requests are aligned to 16 bytes (`max_align_t`); a refused
 //! request returns null with `errno = ENOMEM` (or the error code of the
 //! `posix_memalign` contract); `realloc(p, 0)` frees `p` and returns null,
-//! as glibc does. A free of a pointer that is not ours, or a double free,
+//! as glibc does.
+//!
+//! Alignments are those glibc accepts (issue 16), checked against glibc
+//! 2.36 by `tests/ld_preload.rs`: any power of two up to 2^62 is served
+//! (2 MiB, 1 GiB, 2^40: by a mapping of their own, trimmed to the chunk, so
+//! they cost address space, not memory), or refused with ENOMEM only when
+//! the system gives no address space for it. `posix_memalign` takes a power
+//! of two that is a multiple of `sizeof(void *)`, else EINVAL. `memalign`
+//! takes any alignment, as glibc's: 16 or less (0 included) is `malloc`'s,
+//! one that is not a power of two is rounded up to the next one (48 to 64),
+//! and one above `SIZE_MAX / 2 + 1` is EINVAL. `aligned_alloc` is
+//! `memalign`, as in glibc before 2.38 (an alias there; 2.38 made it refuse
+//! an alignment that is not a power of two with EINVAL: this library keeps
+//! serving those, which C17 allows). `valloc` and `pvalloc` align to the
+//! page. A free of a pointer that is not ours, or a double free,
 //! prints the heap manager's message and aborts: continuing would corrupt
 //! memory, and `free` has no way to report an error.
 //!
@@ -127,18 +141,27 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
     0
 }
 
+/// `memalign` (see the module docs: glibc 2.36's `aligned_alloc`).
 #[no_mangle]
 pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
-    if !align.is_power_of_two() {
-        set_errno(libc::EINVAL);
-        return core::ptr::null_mut();
-    }
-    alloc(size, align)
+    memalign(align, size)
 }
 
+/// glibc's `memalign`: an alignment of 16 or less is `malloc`'s, one that is
+/// not a power of two is rounded up to the next one, and one above
+/// `SIZE_MAX / 2 + 1` (no power of two) is EINVAL.
 #[no_mangle]
 pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
-    aligned_alloc(align, size)
+    if align <= MIN_ALIGN {
+        return alloc(size, MIN_ALIGN);
+    }
+    match align.checked_next_power_of_two() {
+        Some(a) => alloc(size, a),
+        None => {
+            set_errno(libc::EINVAL);
+            core::ptr::null_mut()
+        }
+    }
 }
 
 fn page() -> usize {
