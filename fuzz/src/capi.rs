@@ -1015,10 +1015,11 @@ impl Body {
             &[NUMAGC_ERR_NULL_ARGUMENT]
         } else if desc.is_none() {
             &[NUMAGC_ERR_UNKNOWN_DESCRIPTOR]
+        } else if (nv, nraw) != (np, nr) {
+            // The counts are checked before the values are read.
+            &[NUMAGC_ERR_MISUSE]
         } else if args.iter().any(|&a| Self::is_bad(a)) {
             &[NUMAGC_ERR_BAD_VALUE]
-        } else if (nv, nraw) != (np, nr) {
-            &[NUMAGC_ERR_MISUSE]
         } else {
             &[NUMAGC_OK, NUMAGC_ERR_HEAP_LIMIT]
         };
@@ -1083,7 +1084,7 @@ impl Body {
                 let want = if Self::is_bad(a) {
                     vec![NUMAGC_ERR_BAD_VALUE]
                 } else if len as u64 >= 1 << 48 {
-                    vec![NUMAGC_ERR_MISUSE]
+                    vec![NUMAGC_ERR_INVALID_ARGUMENT]
                 } else {
                     vec![NUMAGC_OK, NUMAGC_ERR_HEAP_LIMIT]
                 };

@@ -136,6 +136,8 @@ mod status;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_bad_input;
+#[cfg(test)]
 mod tests_parallel;
 mod thread;
 
@@ -163,6 +165,16 @@ pub type numagc_global = u64;
 
 /// The integer 0, the unit / empty value.
 pub const NUMAGC_NIL: numagc_value = 1;
+
+/// The most values an environment may have (`numagc_par2`, `numagc_spawn`,
+/// `numagc_spawn_on`, `numagc_next_*`); more is
+/// `NUMAGC_ERR_INVALID_ARGUMENT`, refused before the array is read.
+/// Environments carry a few values: put bulk data in a vector.
+pub const NUMAGC_MAX_ENV: usize = 1 << 16;
+
+/// The most cases a choice may have (`numagc_select`, `numagc_next_select`);
+/// more is `NUMAGC_ERR_INVALID_ARGUMENT`, refused before the array is read.
+pub const NUMAGC_MAX_CASES: usize = 1 << 16;
 
 /// Version of this C interface; incremented on incompatible changes.
 pub const NUMAGC_ABI_VERSION: u32 = 1;
