@@ -73,7 +73,7 @@ fn check_object_len(st: &CallState, n: usize, what: &str) -> Res {
         n,
         usize::try_from(MAX_LENGTH).unwrap_or(usize::MAX),
         what,
-        "the object length limit in words, 2^48 - 1,",
+        "the object length limit of 2^48 - 1 words",
     )?;
     // The object's bytes with its header; no overflow below 2^48 words.
     let bytes = (n as u128 + 1) * 8;
