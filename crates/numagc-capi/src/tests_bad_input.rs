@@ -492,11 +492,14 @@ fn a_huge_direct_select_is_refused_and_queues_nothing() {
     no_body_panics();
 }
 
+/// A refused call of a thread step: which, the count, its code and message.
+type Refusal = (&'static str, usize, c_int, String);
+
 #[test]
 fn huge_counts_in_a_thread_step_are_refused_and_the_step_may_go_on() {
     let rt = Rt::new(1, &[]);
     let ch = channel(&rt);
-    let results: Arc<Mutex<Vec<(&'static str, usize, c_int, String)>>> = Arc::default();
+    let results: Arc<Mutex<Vec<Refusal>>> = Arc::default();
     let r = results.clone();
     let done = Arc::new(AtomicI32::new(-1));
     let d = done.clone();

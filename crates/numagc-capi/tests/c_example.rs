@@ -213,13 +213,19 @@ fn sanitizers_available(dir: &Path) -> Result<(), String> {
         .output()
         .map_err(|e| format!("running cc: {e}"))?;
     if !o.status.success() {
-        return Err(format!("cc cannot link the sanitizer runtimes:\n{}", show(&o)));
+        return Err(format!(
+            "cc cannot link the sanitizer runtimes:\n{}",
+            show(&o)
+        ));
     }
     let o = Command::new(&exe)
         .output()
         .map_err(|e| format!("running the probe: {e}"))?;
     if !o.status.success() {
-        return Err(format!("a sanitized program does not run here:\n{}", show(&o)));
+        return Err(format!(
+            "a sanitized program does not run here:\n{}",
+            show(&o)
+        ));
     }
     Ok(())
 }
@@ -243,7 +249,10 @@ fn run_sanitized(exe: &Path, args: &[&str]) -> Output {
     };
     let o = run("detect_leaks=1:abort_on_error=0");
     if String::from_utf8_lossy(&o.stderr).contains("LeakSanitizer has encountered a fatal error") {
-        println!("LeakSanitizer cannot run here: {} rerun with detect_leaks=0", exe.display());
+        println!(
+            "LeakSanitizer cannot run here: {} rerun with detect_leaks=0",
+            exe.display()
+        );
         return run("detect_leaks=0:abort_on_error=0");
     }
     o
