@@ -3,7 +3,7 @@
 use crate::numagc_desc;
 use crate::scope::{on_callback_thread, run_callback, Callback, UserData};
 use crate::status::numagc_status::*;
-use crate::status::{bool_arg, guard, out, slice_arg, str_arg, Fail, Res};
+use crate::status::{array_not_null, bool_arg, guard, out, slice_arg, str_arg, Fail, Res};
 use numagc_rs::object::descriptor::MAX_MIXED_SIZE;
 use numagc_rs::{ConfigBuilder, DescId, Descriptor, Runtime};
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -237,6 +237,7 @@ pub unsafe extern "C" fn numagc_register_mixed(
         let rt = runtime_ref(rt)?;
         let name = str_arg(name, "name")?;
         let is_mutable = bool_arg(is_mutable, "is_mutable")?;
+        array_not_null(pointer_offsets, n_offsets, "pointer_offsets")?;
         // More offsets than fields cannot all be in range and distinct:
         // refused before `pointer_offsets` is read as an array of that many.
         if n_offsets > size.min(MAX_MIXED_SIZE) {
