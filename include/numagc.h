@@ -36,23 +36,23 @@
 #include <stdint.h>
 
 /**
+ * The most values an environment may have (`numagc_par2`, `numagc_spawn`,
+ * `numagc_spawn_on`, `numagc_next_*`); more is
+ * `NUMAGC_ERR_INVALID_ARGUMENT`, refused before the array is read.
+ * Environments carry a few values: put bulk data in a vector.
+ */
+#define NUMAGC_MAX_ENV (1 << 16)
+
+/**
+ * The most cases a choice may have (`numagc_select`, `numagc_next_select`);
+ * more is `NUMAGC_ERR_INVALID_ARGUMENT`, refused before the array is read.
+ */
+#define NUMAGC_MAX_CASES (1 << 16)
+
+/**
  * Version of this C interface; incremented on incompatible changes.
  */
 #define NUMAGC_ABI_VERSION 1
-
-/**
- * The direction of one case of a choice (`numagc_sel`, `numagc_case`).
- */
-typedef enum numagc_dir {
-  /**
-   * Receive a value from the channel.
-   */
-  NUMAGC_RECV = 0,
-  /**
-   * Send `value` on the channel.
-   */
-  NUMAGC_SEND = 1,
-} numagc_dir;
 
 /**
  * What a value is.
@@ -139,7 +139,13 @@ typedef enum numagc_status {
    */
   NUMAGC_ERR_MISUSE = 9,
   /**
-   * A string argument is not valid UTF-8.
+   * An argument is out of its range: a string that is not valid UTF-8,
+   * an enum or flag field or argument (`numagc_sel.dir`,
+   * `numagc_case.dir`, `is_mutable`) with a value that is none of its
+   * constants, or a count over its limit (`NUMAGC_MAX_ENV`,
+   * `NUMAGC_MAX_CASES`, the object length limit of 2^48 - 1 words). The
+   * message names the argument, its value and what is accepted; nothing
+   * was changed.
    */
   NUMAGC_ERR_INVALID_ARGUMENT = 10,
   /**
@@ -162,6 +168,23 @@ typedef enum numagc_status {
    */
   NUMAGC_ERR_SAFEPOINT_TIMEOUT = 14,
 } numagc_status;
+
+/**
+ * The direction of one case of a choice: the values of the `dir` field of
+ * `numagc_sel` and `numagc_case`. That field is an `int` (C may write any
+ * value there); one that is none of these constants is refused with
+ * `NUMAGC_ERR_INVALID_ARGUMENT`.
+ */
+typedef enum numagc_dir {
+  /**
+   * Receive a value from the channel.
+   */
+  NUMAGC_RECV = 0,
+  /**
+   * Send `value` on the channel.
+   */
+  NUMAGC_SEND = 1,
+} numagc_dir;
 
 /**
  * A synchronous channel of a runtime: a send completes only together with
@@ -211,7 +234,11 @@ typedef uint64_t numagc_value;
  */
 typedef struct numagc_sel {
   struct numagc_channel *channel;
-  enum numagc_dir dir;
+  /**
+   * A `numagc_dir`: `NUMAGC_RECV` or `NUMAGC_SEND`; any other value is
+   * `NUMAGC_ERR_INVALID_ARGUMENT`.
+   */
+  int dir;
   numagc_value value;
 } numagc_sel;
 
@@ -276,7 +303,11 @@ typedef int (*numagc_thread_fn)(struct numagc_scope *scope,
  */
 typedef struct numagc_case {
   struct numagc_channel *channel;
-  enum numagc_dir dir;
+  /**
+   * A `numagc_dir`: `NUMAGC_RECV` or `NUMAGC_SEND`; any other value is
+   * `NUMAGC_ERR_INVALID_ARGUMENT`.
+   */
+  int dir;
   numagc_value value;
   numagc_thread_fn k;
   void *userdata;
@@ -332,7 +363,10 @@ int numagc_recv(struct numagc_scope *scope, struct numagc_channel *ch, numagc_va
  * Waits until one of the `n` cases can complete and completes it alone
  * (the first one in order when several can). `*out_index` is its index and
  * `*out_value` the value received (`NUMAGC_NIL` for a send). No cases is
- * `NUMAGC_ERR_MISUSE` (it would wait for ever), as `numagc_send` otherwise.
+ * `NUMAGC_ERR_MISUSE` (it would wait for ever); more than
+ * `NUMAGC_MAX_CASES` cases, or a `dir` that is not a `numagc_dir`,
+ * `NUMAGC_ERR_INVALID_ARGUMENT` (checked before anything is waited for);
+ * as `numagc_send` otherwise.
  */
 int numagc_select(struct numagc_scope *scope,
                   const struct numagc_sel *cases,
@@ -362,7 +396,8 @@ int numagc_get_int(numagc_value v, int64_t *out_int);
  * them) fill its value fields and `raw` (`n_raw`) its raw fields, each in
  * ascending field order. `*out` is a handle in the innermost frame.
  * May collect; every handle stays valid. `NUMAGC_ERR_UNKNOWN_DESCRIPTOR`,
- * `NUMAGC_ERR_MISUSE` for wrong field counts, `NUMAGC_ERR_HEAP_LIMIT`.
+ * `NUMAGC_ERR_MISUSE` for field counts other than the descriptor's
+ * (checked before `values` and `raw` are read), `NUMAGC_ERR_HEAP_LIMIT`.
  */
 int numagc_alloc_mixed(struct numagc_scope *scope,
                        numagc_desc desc,
@@ -373,7 +408,10 @@ int numagc_alloc_mixed(struct numagc_scope *scope,
                        numagc_value *out_value);
 
 /**
- * Allocates an immutable vector of the `n` values of `values`.
+ * Allocates an immutable vector of the `n` values of `values`. `n` is
+ * checked before `values` is read: over the object length limit (2^48 - 1)
+ * is `NUMAGC_ERR_INVALID_ARGUMENT`, a vector larger than the heap limit
+ * `NUMAGC_ERR_HEAP_LIMIT` (as for the other allocations of `n` words).
  */
 int numagc_alloc_vector(struct numagc_scope *scope,
                         const numagc_value *values,
@@ -381,7 +419,9 @@ int numagc_alloc_vector(struct numagc_scope *scope,
                         numagc_value *out_value);
 
 /**
- * Allocates an immutable vector of `len` copies of `value`.
+ * Allocates an immutable vector of `len` copies of `value`. `len` over
+ * the object length limit (2^48 - 1) is `NUMAGC_ERR_INVALID_ARGUMENT`, a
+ * vector larger than the heap limit `NUMAGC_ERR_HEAP_LIMIT`.
  */
 int numagc_alloc_vector_filled(struct numagc_scope *scope,
                                size_t len,
@@ -389,7 +429,8 @@ int numagc_alloc_vector_filled(struct numagc_scope *scope,
                                numagc_value *out_value);
 
 /**
- * Allocates a raw-data object holding the `n` words of `words`.
+ * Allocates a raw-data object holding the `n` words of `words` (`n` is
+ * checked as for `numagc_alloc_vector`, before `words` is read).
  */
 int numagc_alloc_raw(struct numagc_scope *scope,
                      const uint64_t *words,
@@ -398,7 +439,8 @@ int numagc_alloc_raw(struct numagc_scope *scope,
 
 /**
  * Allocates a raw-data object holding the `n` doubles of `xs` (an f64
- * array; read back with `numagc_f64` / `numagc_read_f64s`).
+ * array; read back with `numagc_f64` / `numagc_read_f64s`). `n` is
+ * checked as for `numagc_alloc_vector`, before `xs` is read.
  */
 int numagc_alloc_f64s(struct numagc_scope *scope,
                       const double *xs,
@@ -407,7 +449,8 @@ int numagc_alloc_f64s(struct numagc_scope *scope,
 
 /**
  * Allocates a mutable array of `len` copies of `init`, in the global heap
- * (`init` is promoted). Store into it with `numagc_set`.
+ * (`init` is promoted). Store into it with `numagc_set`. `len` is checked
+ * as for `numagc_alloc_vector_filled`.
  */
 int numagc_alloc_array(struct numagc_scope *scope,
                        size_t len,
@@ -552,7 +595,9 @@ int numagc_poll(struct numagc_scope *scope);
  * Errors: a task's nonzero status is returned with a message quoting its
  * last error; a task that returned with frames open gives
  * `NUMAGC_ERR_UNBALANCED_FRAME`, one that left `*result` unset or not a
- * live value of its scope `NUMAGC_ERR_BAD_VALUE`. When both fail, `a`'s
+ * live value of its scope `NUMAGC_ERR_BAD_VALUE`; more than
+ * `NUMAGC_MAX_ENV` values in `env` is `NUMAGC_ERR_INVALID_ARGUMENT`, and
+ * no task runs. When both fail, `a`'s
  * error is returned. Both tasks have finished when this returns, whatever
  * happened; outputs are 0 after a failure.
  */
@@ -622,15 +667,18 @@ int numagc_runtime_vprocs(const struct numagc_runtime *rt, size_t *out_n);
  * `numagc_set` / `numagc_set_raw`. `name` is for messages.
  * `NUMAGC_ERR_INVALID_DESCRIPTOR` for a size of 0 or over 2^20 words
  * (mixed objects are records: bulk data goes in vectors, arrays and raw
- * objects), an offset out of range or listed twice, or a full table. May be called at any time, from any
- * thread, callbacks included.
+ * objects), an offset out of range or listed twice (so also for
+ * `n_offsets` over `size`, refused before the array is read), or a full
+ * table. `is_mutable` is 0 (immutable) or 1 (mutable), as C's `false` and
+ * `true` are; any other value is `NUMAGC_ERR_INVALID_ARGUMENT`. May be
+ * called at any time, from any thread, callbacks included.
  */
 int numagc_register_mixed(const struct numagc_runtime *rt,
                           const char *name,
                           size_t size,
                           const size_t *pointer_offsets,
                           size_t n_offsets,
-                          bool is_mutable,
+                          int is_mutable,
                           numagc_desc *out_desc);
 
 /**
@@ -738,7 +786,8 @@ const char *numagc_status_name(int code);
  * thread's `userdata`, and that of its continuations, may be used on any
  * vproc thread, and must stay valid until the thread has ended; numagc
  * never frees it. A thread still blocked when the runtime is freed is
- * dropped without running again.
+ * dropped without running again. More than `NUMAGC_MAX_ENV` values in
+ * `env` is `NUMAGC_ERR_INVALID_ARGUMENT`, refused before `env` is read.
  */
 int numagc_spawn(struct numagc_scope *scope,
                  const numagc_value *env,
@@ -801,7 +850,9 @@ int numagc_next_recv(struct numagc_next *next,
  * completes it alone (the first in order when several can), and continues
  * with that case's `k` and `userdata`, the environment `env`, and the value
  * received (`NUMAGC_NIL` after a send). No cases is `NUMAGC_ERR_MISUSE`
- * (call `numagc_next_exit`).
+ * (call `numagc_next_exit`); more than `NUMAGC_MAX_CASES` cases or
+ * `NUMAGC_MAX_ENV` values, or a `dir` that is not a `numagc_dir`, is
+ * `NUMAGC_ERR_INVALID_ARGUMENT`.
  */
 int numagc_next_select(struct numagc_next *next,
                        const numagc_value *env,

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Optional system tools for the tests: valgrind (the C example is run under
-# memcheck when it is on PATH; without it that step is skipped). Idempotent:
+# memcheck when it is on PATH; without it that step is skipped) and gcc's
+# AddressSanitizer/UndefinedBehaviorSanitizer runtimes (libasan, libubsan:
+# dependencies of Debian/Ubuntu's gcc; without them the sanitized runs of the
+# C examples are skipped). Idempotent:
 # does nothing when the tools are present, or when packages cannot be
 # installed here (not root, no password-less sudo, or no apt-get).
 set -euo pipefail
@@ -8,6 +11,11 @@ set -euo pipefail
 missing=()
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+if command -v cc >/dev/null 2>&1 &&
+   ! printf 'int main(void) { return 0; }\n' |
+     cc -fsanitize=address,undefined -x c - -o /dev/null >/dev/null 2>&1; then
+    missing+=(gcc)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: nothing to install"
     exit 0

@@ -349,6 +349,8 @@ fn register(st: &mut State) {
     let n = inp.below(6);
     let mut offsets: Vec<usize> = (0..n).map(|_| if inp.one_in(8) { inp.u64() as usize } else { inp.below(size.clamp(1, 16)) }).collect();
     let mutable = inp.bool();
+    // Now and then a flag that is neither false nor true (an int in C).
+    let flag: c_int = if inp.one_in(16) { inp.pick(&[2, -1, c_int::MIN]) } else { c_int::from(mutable) };
     let name = c_string(inp.bytes(8));
     let null_name = inp.one_in(16);
     let null_offsets = n > 0 && inp.one_in(16);
@@ -363,7 +365,7 @@ fn register(st: &mut State) {
             size,
             if null_offsets { null() } else { offsets.as_ptr() },
             n,
-            mutable,
+            flag,
             &mut d,
         )
     };
@@ -371,10 +373,10 @@ fn register(st: &mut State) {
     distinct.sort_unstable();
     distinct.dedup();
     let valid = (1..=1 << 20).contains(&size) && distinct.len() == n && offsets.iter().all(|&o| o < size);
-    // In the order the arguments are checked: name, offsets, layout.
+    // In the order the arguments are checked: name, flag, offsets, layout.
     let want = if null_name {
         NUMAGC_ERR_NULL_ARGUMENT
-    } else if name.to_str().is_err() {
+    } else if name.to_str().is_err() || !(0..=1).contains(&flag) {
         NUMAGC_ERR_INVALID_ARGUMENT
     } else if null_offsets {
         NUMAGC_ERR_NULL_ARGUMENT
@@ -547,8 +549,8 @@ fn misc(st: &mut State) {
             expect(numagc_run_each(rt, None, null_mut()), &[NUMAGC_ERR_NULL_ARGUMENT], "numagc_run_each(callback NULL)");
             expect(numagc_channel_new(rt, null_mut()), &[NUMAGC_ERR_NULL_ARGUMENT], "numagc_channel_new(out NULL)");
             let mut d = 0;
-            expect(numagc_register_mixed(rt, c"x".as_ptr(), 1, null(), 0, false, null_mut()), &[NUMAGC_ERR_NULL_ARGUMENT], "numagc_register_mixed(out NULL)");
-            expect(numagc_register_mixed(null(), c"x".as_ptr(), 1, null(), 0, false, &mut d), &[NUMAGC_ERR_NULL_ARGUMENT], "numagc_register_mixed(rt NULL)");
+            expect(numagc_register_mixed(rt, c"x".as_ptr(), 1, null(), 0, 0, null_mut()), &[NUMAGC_ERR_NULL_ARGUMENT], "numagc_register_mixed(out NULL)");
+            expect(numagc_register_mixed(null(), c"x".as_ptr(), 1, null(), 0, 0, &mut d), &[NUMAGC_ERR_NULL_ARGUMENT], "numagc_register_mixed(rt NULL)");
         }
     }
 }
@@ -954,7 +956,7 @@ impl Body {
                 let size = 1 + inp.below(4);
                 let mutable = inp.bool();
                 // SAFETY: a live runtime; registering from a callback is allowed.
-                let rc = unsafe { numagc_register_mixed(rt, c"late".as_ptr(), size, [0usize].as_ptr(), 1, mutable, &mut d) };
+                let rc = unsafe { numagc_register_mixed(rt, c"late".as_ptr(), size, [0usize].as_ptr(), 1, c_int::from(mutable), &mut d) };
                 expect(rc, &[NUMAGC_OK], "numagc_register_mixed from a callback");
                 let mut ptr = vec![false; size];
                 ptr[0] = true;
@@ -1015,10 +1017,11 @@ impl Body {
             &[NUMAGC_ERR_NULL_ARGUMENT]
         } else if desc.is_none() {
             &[NUMAGC_ERR_UNKNOWN_DESCRIPTOR]
+        } else if (nv, nraw) != (np, nr) {
+            // The counts are checked before the values are read.
+            &[NUMAGC_ERR_MISUSE]
         } else if args.iter().any(|&a| Self::is_bad(a)) {
             &[NUMAGC_ERR_BAD_VALUE]
-        } else if (nv, nraw) != (np, nr) {
-            &[NUMAGC_ERR_MISUSE]
         } else {
             &[NUMAGC_OK, NUMAGC_ERR_HEAP_LIMIT]
         };
@@ -1083,7 +1086,7 @@ impl Body {
                 let want = if Self::is_bad(a) {
                     vec![NUMAGC_ERR_BAD_VALUE]
                 } else if len as u64 >= 1 << 48 {
-                    vec![NUMAGC_ERR_MISUSE]
+                    vec![NUMAGC_ERR_INVALID_ARGUMENT]
                 } else {
                     vec![NUMAGC_OK, NUMAGC_ERR_HEAP_LIMIT]
                 };
@@ -1555,7 +1558,7 @@ impl Body {
                 let mut idx = Vec::new();
                 for _ in 0..n {
                     if st.chans.is_empty() || inp.one_in(16) {
-                        cases.push(numagc_sel { channel: null_mut(), dir: NUMAGC_RECV, value: 0 });
+                        cases.push(numagc_sel { channel: null_mut(), dir: NUMAGC_RECV as c_int, value: 0 });
                         idx.push(None);
                         continue;
                     }
@@ -1568,7 +1571,7 @@ impl Body {
                     } else {
                         (inp.below(st.chans.len()), inp.bool())
                     };
-                    cases.push(numagc_sel { channel: st.chans[j].token, dir: if recv { NUMAGC_RECV } else { NUMAGC_SEND }, value: NUMAGC_NIL });
+                    cases.push(numagc_sel { channel: st.chans[j].token, dir: if recv { NUMAGC_RECV } else { NUMAGC_SEND } as c_int, value: NUMAGC_NIL });
                     idx.push(Some((j, recv)));
                 }
                 let refused_at_once = n == 0

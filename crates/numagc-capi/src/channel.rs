@@ -12,8 +12,8 @@ use crate::registry::Registry;
 use crate::runtime::runtime_ref;
 use crate::scope::{numagc_scope, with_state, CallState};
 use crate::status::numagc_status::*;
-use crate::status::{guard, out, slice_arg, Fail, Res};
-use crate::{numagc_runtime, numagc_value};
+use crate::status::{count_arg, guard, out, slice_arg, Fail, Res};
+use crate::{numagc_runtime, numagc_value, NUMAGC_MAX_CASES};
 use numagc_rs::{Channel, Sel};
 use std::ffi::c_int;
 
@@ -26,7 +26,10 @@ pub struct numagc_channel {
     _private: [u8; 0],
 }
 
-/// The direction of one case of a choice (`numagc_sel`, `numagc_case`).
+/// The direction of one case of a choice: the values of the `dir` field of
+/// `numagc_sel` and `numagc_case`. That field is an `int` (C may write any
+/// value there); one that is none of these constants is refused with
+/// `NUMAGC_ERR_INVALID_ARGUMENT`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum numagc_dir {
@@ -36,13 +39,31 @@ pub enum numagc_dir {
     NUMAGC_SEND = 1,
 }
 
+impl numagc_dir {
+    /// The direction of a `dir` field read from C as a plain integer:
+    /// `NUMAGC_ERR_INVALID_ARGUMENT` naming the field (`what`) and the
+    /// accepted values for any other value.
+    pub(crate) fn from_c(v: c_int, what: &str) -> Res<numagc_dir> {
+        match v {
+            0 => Ok(numagc_dir::NUMAGC_RECV),
+            1 => Ok(numagc_dir::NUMAGC_SEND),
+            _ => Err(Fail::new(
+                NUMAGC_ERR_INVALID_ARGUMENT,
+                format!("{what} = {v} is not a numagc_dir: NUMAGC_RECV (0) or NUMAGC_SEND (1)"),
+            )),
+        }
+    }
+}
+
 /// One case of a direct-style `numagc_select`: receive from `channel`, or
 /// send `value` on it (`value` is ignored for a receive).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct numagc_sel {
     pub channel: *mut numagc_channel,
-    pub dir: numagc_dir,
+    /// A `numagc_dir`: `NUMAGC_RECV` or `NUMAGC_SEND`; any other value is
+    /// `NUMAGC_ERR_INVALID_ARGUMENT`.
+    pub dir: c_int,
     pub value: numagc_value,
 }
 
@@ -165,17 +186,19 @@ pub unsafe extern "C" fn numagc_channel_waiting(
 /// The common part of the direct-style calls: resolves the cases' channels
 /// and values, waits, and returns the case completed and its value.
 /// `one` names the channel of `numagc_send` / `numagc_recv` in messages.
+/// `cases` has at most `NUMAGC_MAX_CASES` entries (checked by the callers).
 fn select_in(st: &mut CallState, cases: &[numagc_sel], one: bool) -> Res<(usize, numagc_value)> {
     let mut chans = Vec::with_capacity(cases.len());
     let mut values = Vec::with_capacity(cases.len());
     for (k, c) in cases.iter().enumerate() {
+        let dir = numagc_dir::from_c(c.dir, &format!("cases[{k}].dir"))?;
         let what = if one {
             "ch".to_string()
         } else {
             format!("cases[{k}].channel")
         };
         chans.push(channel_of(c.channel, st.rt.id, &what)?);
-        values.push(match c.dir {
+        values.push(match dir {
             numagc_dir::NUMAGC_SEND => Some(st.handle(c.value)?),
             numagc_dir::NUMAGC_RECV => None,
         });
@@ -215,7 +238,7 @@ pub unsafe extern "C" fn numagc_send(
                 st,
                 &[numagc_sel {
                     channel: ch,
-                    dir: numagc_dir::NUMAGC_SEND,
+                    dir: numagc_dir::NUMAGC_SEND as c_int,
                     value,
                 }],
                 true,
@@ -241,7 +264,7 @@ pub unsafe extern "C" fn numagc_recv(
                 st,
                 &[numagc_sel {
                     channel: ch,
-                    dir: numagc_dir::NUMAGC_RECV,
+                    dir: numagc_dir::NUMAGC_RECV as c_int,
                     value: 0,
                 }],
                 true,
@@ -255,7 +278,10 @@ pub unsafe extern "C" fn numagc_recv(
 /// Waits until one of the `n` cases can complete and completes it alone
 /// (the first one in order when several can). `*out_index` is its index and
 /// `*out_value` the value received (`NUMAGC_NIL` for a send). No cases is
-/// `NUMAGC_ERR_MISUSE` (it would wait for ever), as `numagc_send` otherwise.
+/// `NUMAGC_ERR_MISUSE` (it would wait for ever); more than
+/// `NUMAGC_MAX_CASES` cases, or a `dir` that is not a `numagc_dir`,
+/// `NUMAGC_ERR_INVALID_ARGUMENT` (checked before anything is waited for);
+/// as `numagc_send` otherwise.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_select(
     scope: *mut numagc_scope,
@@ -268,6 +294,7 @@ pub unsafe extern "C" fn numagc_select(
         let oi = out(out_index, "out_index")?;
         let ov = out(out_value, "out_value")?;
         *ov = 0;
+        count_arg(n, NUMAGC_MAX_CASES, "n", "NUMAGC_MAX_CASES")?;
         let cases = slice_arg(cases, n, "cases")?;
         let (i, v) = with_state(scope, |st| select_in(st, cases, false))?;
         *oi = i;

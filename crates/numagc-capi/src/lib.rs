@@ -79,7 +79,15 @@
 //!
 //! Every pointer argument is checked for NULL; beyond that a pointer must
 //! be valid for the access its documentation states (an array of `n`
-//! elements, a NUL-terminated string). Runtimes and configurations are
+//! elements, a NUL-terminated string). What C writes is never trusted
+//! beyond that: fields and arguments whose Rust type would restrict their
+//! values (enums, `bool`) are declared as plain integers and converted by a
+//! checked function (`numagc_dir::from_c`, `status::bool_arg`), and every
+//! count is checked against its limit (`status::count_arg`, the descriptor's
+//! field counts, the object length and heap limits) before an array of that
+//! many is formed or a buffer sized by it, so bad input is
+//! `NUMAGC_ERR_INVALID_ARGUMENT` (or the code the function documents), never
+//! undefined behaviour or an abort. Runtimes and configurations are
 //! owned by the caller from their `_new` until their `_free`; strings
 //! returned by the library are freed with `numagc_string_free`. Global
 //! roots are ids, so freeing one twice is an error, not a double free.
@@ -136,6 +144,8 @@ mod status;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_bad_input;
+#[cfg(test)]
 mod tests_parallel;
 mod thread;
 
@@ -163,6 +173,16 @@ pub type numagc_global = u64;
 
 /// The integer 0, the unit / empty value.
 pub const NUMAGC_NIL: numagc_value = 1;
+
+/// The most values an environment may have (`numagc_par2`, `numagc_spawn`,
+/// `numagc_spawn_on`, `numagc_next_*`); more is
+/// `NUMAGC_ERR_INVALID_ARGUMENT`, refused before the array is read.
+/// Environments carry a few values: put bulk data in a vector.
+pub const NUMAGC_MAX_ENV: usize = 1 << 16;
+
+/// The most cases a choice may have (`numagc_select`, `numagc_next_select`);
+/// more is `NUMAGC_ERR_INVALID_ARGUMENT`, refused before the array is read.
+pub const NUMAGC_MAX_CASES: usize = 1 << 16;
 
 /// Version of this C interface; incremented on incompatible changes.
 pub const NUMAGC_ABI_VERSION: u32 = 1;

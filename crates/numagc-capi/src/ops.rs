@@ -4,8 +4,11 @@
 use crate::registry::Registry;
 use crate::scope::{int_word, numagc_scope, with_state, CallState};
 use crate::status::numagc_status::*;
-use crate::status::{guard, out, slice_arg, slice_out, Fail, Res};
+use crate::status::{
+    array_not_null, count_arg, guard, out, slice_arg, slice_out, write_out, Fail, Res,
+};
 use crate::{numagc_desc, numagc_global, numagc_value};
+use numagc_rs::object::header::MAX_LENGTH;
 use numagc_rs::{GlobalRoot, ObjectKind, Scope};
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -59,11 +62,39 @@ fn produce_into(
 
 // ---- allocation --------------------------------------------------------------
 
+/// Checks the length `n` (in words) of a new object, read from C as
+/// argument `what`, before anything is sized by it or an array of that many
+/// is formed: over the object length limit (2^48 - 1 words, the header's
+/// length field) is `NUMAGC_ERR_INVALID_ARGUMENT`; an object larger than
+/// the heap limit (`max-heap`) could never be allocated and is
+/// `NUMAGC_ERR_HEAP_LIMIT`. Both messages name the count and the limit.
+fn check_object_len(st: &CallState, n: usize, what: &str) -> Res {
+    count_arg(
+        n,
+        usize::try_from(MAX_LENGTH).unwrap_or(usize::MAX),
+        what,
+        "the object length limit of 2^48 - 1 words",
+    )?;
+    // The object's bytes with its header; no overflow below 2^48 words.
+    let bytes = (n as u128 + 1) * 8;
+    let max_heap = st.rt.max_heap;
+    if bytes > max_heap as u128 {
+        return Err(Fail::new(
+            NUMAGC_ERR_HEAP_LIMIT,
+            format!(
+                "argument `{what}` = {n}: an object of {n} words needs {bytes} bytes, more than the heap limit (max-heap = {max_heap} bytes)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Allocates a mixed object of descriptor `desc`: `values` (`n_values` of
 /// them) fill its value fields and `raw` (`n_raw`) its raw fields, each in
 /// ascending field order. `*out` is a handle in the innermost frame.
 /// May collect; every handle stays valid. `NUMAGC_ERR_UNKNOWN_DESCRIPTOR`,
-/// `NUMAGC_ERR_MISUSE` for wrong field counts, `NUMAGC_ERR_HEAP_LIMIT`.
+/// `NUMAGC_ERR_MISUSE` for field counts other than the descriptor's
+/// (checked before `values` and `raw` are read), `NUMAGC_ERR_HEAP_LIMIT`.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_alloc_mixed(
     scope: *mut numagc_scope,
@@ -75,15 +106,29 @@ pub unsafe extern "C" fn numagc_alloc_mixed(
     out_value: *mut numagc_value,
 ) -> c_int {
     produce_into(scope, out_value, |st| {
-        let values = slice_arg(values, n_values, "values")?;
-        let raw = slice_arg(raw, n_raw, "raw")?;
+        array_not_null(values, n_values, "values")?;
+        array_not_null(raw, n_raw, "raw")?;
         let d = st.desc(desc)?;
-        let hs = st.handles(values)?;
-        st.produce(|s, slot| s.alloc_mixed_to(slot, d, hs.as_slice(), raw))
+        // Before `values` and `raw` are read, or a buffer is sized by them.
+        if n_values != d.values || n_raw != d.raw {
+            return Err(Fail::new(
+                NUMAGC_ERR_MISUSE,
+                format!(
+                    "descriptor `{}` (id {desc}) has {} value and {} raw fields; got n_values = {n_values} and n_raw = {n_raw}",
+                    d.name, d.values, d.raw
+                ),
+            ));
+        }
+        let raw = slice_arg(raw, n_raw, "raw")?;
+        let hs = st.handles_arg(values, n_values, "values")?;
+        st.produce(|s, slot| s.alloc_mixed_to(slot, d.id, hs.as_slice(), raw))
     })
 }
 
-/// Allocates an immutable vector of the `n` values of `values`.
+/// Allocates an immutable vector of the `n` values of `values`. `n` is
+/// checked before `values` is read: over the object length limit (2^48 - 1)
+/// is `NUMAGC_ERR_INVALID_ARGUMENT`, a vector larger than the heap limit
+/// `NUMAGC_ERR_HEAP_LIMIT` (as for the other allocations of `n` words).
 #[no_mangle]
 pub unsafe extern "C" fn numagc_alloc_vector(
     scope: *mut numagc_scope,
@@ -92,8 +137,8 @@ pub unsafe extern "C" fn numagc_alloc_vector(
     out_value: *mut numagc_value,
 ) -> c_int {
     produce_into(scope, out_value, |st| {
-        let values = slice_arg(values, n, "values")?;
-        let hs = st.handles(values)?;
+        check_object_len(st, n, "n")?;
+        let hs = st.handles_arg(values, n, "values")?;
         st.produce(|s, slot| {
             let h = s.alloc_vector(hs.as_slice())?;
             s.assign(slot, h);
@@ -102,7 +147,9 @@ pub unsafe extern "C" fn numagc_alloc_vector(
     })
 }
 
-/// Allocates an immutable vector of `len` copies of `value`.
+/// Allocates an immutable vector of `len` copies of `value`. `len` over
+/// the object length limit (2^48 - 1) is `NUMAGC_ERR_INVALID_ARGUMENT`, a
+/// vector larger than the heap limit `NUMAGC_ERR_HEAP_LIMIT`.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_alloc_vector_filled(
     scope: *mut numagc_scope,
@@ -112,6 +159,7 @@ pub unsafe extern "C" fn numagc_alloc_vector_filled(
 ) -> c_int {
     produce_into(scope, out_value, |st| {
         let h = st.handle(value)?;
+        check_object_len(st, len, "len")?;
         st.produce(|s, slot| {
             let v = s.alloc_vector_filled(len, h)?;
             s.assign(slot, v);
@@ -120,7 +168,8 @@ pub unsafe extern "C" fn numagc_alloc_vector_filled(
     })
 }
 
-/// Allocates a raw-data object holding the `n` words of `words`.
+/// Allocates a raw-data object holding the `n` words of `words` (`n` is
+/// checked as for `numagc_alloc_vector`, before `words` is read).
 #[no_mangle]
 pub unsafe extern "C" fn numagc_alloc_raw(
     scope: *mut numagc_scope,
@@ -129,6 +178,7 @@ pub unsafe extern "C" fn numagc_alloc_raw(
     out_value: *mut numagc_value,
 ) -> c_int {
     produce_into(scope, out_value, |st| {
+        check_object_len(st, n, "n")?;
         let words = slice_arg(words, n, "words")?;
         st.produce(|s, slot| {
             let h = s.alloc_raw(words)?;
@@ -139,7 +189,8 @@ pub unsafe extern "C" fn numagc_alloc_raw(
 }
 
 /// Allocates a raw-data object holding the `n` doubles of `xs` (an f64
-/// array; read back with `numagc_f64` / `numagc_read_f64s`).
+/// array; read back with `numagc_f64` / `numagc_read_f64s`). `n` is
+/// checked as for `numagc_alloc_vector`, before `xs` is read.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_alloc_f64s(
     scope: *mut numagc_scope,
@@ -148,6 +199,7 @@ pub unsafe extern "C" fn numagc_alloc_f64s(
     out_value: *mut numagc_value,
 ) -> c_int {
     produce_into(scope, out_value, |st| {
+        check_object_len(st, n, "n")?;
         let xs = slice_arg(xs, n, "xs")?;
         st.produce(|s, slot| {
             let h = s.alloc_f64s(xs)?;
@@ -158,7 +210,8 @@ pub unsafe extern "C" fn numagc_alloc_f64s(
 }
 
 /// Allocates a mutable array of `len` copies of `init`, in the global heap
-/// (`init` is promoted). Store into it with `numagc_set`.
+/// (`init` is promoted). Store into it with `numagc_set`. `len` is checked
+/// as for `numagc_alloc_vector_filled`.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_alloc_array(
     scope: *mut numagc_scope,
@@ -168,6 +221,7 @@ pub unsafe extern "C" fn numagc_alloc_array(
 ) -> c_int {
     produce_into(scope, out_value, |st| {
         let h = st.handle(init)?;
+        check_object_len(st, len, "len")?;
         st.produce(|s, slot| {
             let a = s.alloc_array(len, h)?;
             s.assign(slot, a);
@@ -204,7 +258,9 @@ pub unsafe extern "C" fn numagc_kind_of(
     out_desc: *mut numagc_desc,
 ) -> c_int {
     guard(|| {
-        let o = out(out_kind, "out_kind")?;
+        if out_kind.is_null() {
+            return Err(Fail::null("out_kind"));
+        }
         let d = if out_desc.is_null() {
             None
         } else {
@@ -229,7 +285,7 @@ pub unsafe extern "C" fn numagc_kind_of(
                 }
             })
         })?;
-        *o = kind;
+        write_out(out_kind, kind, "out_kind")?;
         if let Some(d) = d {
             *d = desc;
         }
@@ -310,14 +366,18 @@ pub unsafe extern "C" fn numagc_f64(
     })
 }
 
-/// Copies words `start .. start + n` of a raw object into `buf`.
-fn read_raw_words(
+/// Copies words `start .. start + n` of a raw object into `buf`, an array
+/// of `n` elements formed only once the range is checked against the
+/// object (so a huge `n` is `NUMAGC_ERR_MISUSE`, never a slice past memory).
+fn read_raw_words<T>(
     scope: *mut numagc_scope,
     v: numagc_value,
     start: usize,
+    buf: *mut T,
     n: usize,
-    mut put: impl FnMut(usize, u64),
+    put: impl Fn(u64) -> T,
 ) -> Res {
+    array_not_null(buf, n, "buf")?;
     with_state(scope, |st| {
         let h = st.handle(v)?;
         let view = st.sc().view(h);
@@ -339,8 +399,9 @@ fn read_raw_words(
                     ),
                 )
             })?;
-        for (k, &w) in words[start..end].iter().enumerate() {
-            put(k, w);
+        let buf = slice_out(buf, n, "buf")?;
+        for (b, &w) in buf.iter_mut().zip(&words[start..end]) {
+            *b = put(w);
         }
         Ok(())
     })
@@ -355,10 +416,7 @@ pub unsafe extern "C" fn numagc_read_raw(
     buf: *mut u64,
     n: usize,
 ) -> c_int {
-    guard(|| {
-        let buf = slice_out(buf, n, "buf")?;
-        read_raw_words(scope, v, start, n, |k, w| buf[k] = w)
-    })
+    guard(|| read_raw_words(scope, v, start, buf, n, |w| w))
 }
 
 /// Copies doubles `start .. start + n` of a raw object into `buf`.
@@ -370,10 +428,7 @@ pub unsafe extern "C" fn numagc_read_f64s(
     buf: *mut f64,
     n: usize,
 ) -> c_int {
-    guard(|| {
-        let buf = slice_out(buf, n, "buf")?;
-        read_raw_words(scope, v, start, n, |k, w| buf[k] = f64::from_bits(w))
-    })
+    guard(|| read_raw_words(scope, v, start, buf, n, f64::from_bits))
 }
 
 // ---- mutation and sharing ------------------------------------------------------
@@ -440,12 +495,14 @@ pub unsafe extern "C" fn numagc_is_local(
     out_local: *mut bool,
 ) -> c_int {
     guard(|| {
-        let o = out(out_local, "out")?;
-        *o = with_state(scope, |st| {
+        if out_local.is_null() {
+            return Err(Fail::null("out"));
+        }
+        let local = with_state(scope, |st| {
             let h = st.handle(v)?;
             Ok(st.sc().is_local(h))
         })?;
-        Ok(())
+        write_out(out_local, local, "out")
     })
 }
 

@@ -8,11 +8,11 @@
 //! it is; the Rust task returns a marker error, and `numagc_par2` returns
 //! the kept failure of `a`, else of `b` (`Scope::par2`'s order).
 
-use crate::numagc_value;
 use crate::runtime::{lock, RtShared};
 use crate::scope::{numagc_scope, run_body, with_state, BodyArgs, CallState, Ended, UserData};
 use crate::status::numagc_status::*;
-use crate::status::{guard, out, slice_arg, Fail, Res};
+use crate::status::{count_arg, guard, out, Fail, Res};
+use crate::{numagc_value, NUMAGC_MAX_ENV};
 use numagc_rs::{Error, Handle, Scope};
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -119,7 +119,9 @@ fn run_task<'i>(
 /// Errors: a task's nonzero status is returned with a message quoting its
 /// last error; a task that returned with frames open gives
 /// `NUMAGC_ERR_UNBALANCED_FRAME`, one that left `*result` unset or not a
-/// live value of its scope `NUMAGC_ERR_BAD_VALUE`. When both fail, `a`'s
+/// live value of its scope `NUMAGC_ERR_BAD_VALUE`; more than
+/// `NUMAGC_MAX_ENV` values in `env` is `NUMAGC_ERR_INVALID_ARGUMENT`, and
+/// no task runs. When both fail, `a`'s
 /// error is returned. Both tasks have finished when this returns, whatever
 /// happened; outputs are 0 after a failure.
 #[no_mangle]
@@ -140,10 +142,10 @@ pub unsafe extern "C" fn numagc_par2(
         (*oa, *ob) = (0, 0);
         let fa: TaskFn = a.ok_or_else(|| Fail::null("a"))?;
         let fb: TaskFn = b.ok_or_else(|| Fail::null("b"))?;
-        let env = slice_arg(env, n, "env")?;
+        count_arg(n, NUMAGC_MAX_ENV, "n", "NUMAGC_MAX_ENV")?;
         let (da, db) = (UserData(userdata_a), UserData(userdata_b));
         let [va, vb] = with_state(scope, |st| {
-            let hs = st.handles(env)?;
+            let hs = st.handles_arg(env, n, "env")?;
             let (rt_a, rt_b) = (st.rt.clone(), st.rt.clone());
             let (failed_a, failed_b): (Failed, Failed) = Default::default();
             let (fail_a, fail_b) = (failed_a.clone(), failed_b.clone());

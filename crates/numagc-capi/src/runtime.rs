@@ -3,7 +3,8 @@
 use crate::numagc_desc;
 use crate::scope::{on_callback_thread, run_callback, Callback, UserData};
 use crate::status::numagc_status::*;
-use crate::status::{guard, out, slice_arg, str_arg, Fail, Res};
+use crate::status::{array_not_null, bool_arg, guard, out, slice_arg, str_arg, Fail, Res};
+use numagc_rs::object::descriptor::MAX_MIXED_SIZE;
 use numagc_rs::{ConfigBuilder, DescId, Descriptor, Runtime};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,12 +35,28 @@ pub(crate) struct RtShared {
     /// Distinguishes runtimes (global roots belong to one).
     pub id: u64,
     /// Registered descriptors by raw id.
-    descs: Mutex<Vec<Option<DescId>>>,
+    descs: Mutex<Vec<Option<DescInfo>>>,
+    /// The heap limit in bytes (setting `max-heap`): no object is larger,
+    /// so counts from C are checked against it before anything is sized
+    /// by them.
+    pub max_heap: usize,
+}
+
+/// A registered descriptor with its field counts, which the counts that C
+/// announces for a mixed object are checked against before they are used.
+#[derive(Clone)]
+pub(crate) struct DescInfo {
+    pub id: DescId,
+    pub name: Arc<str>,
+    /// Value fields.
+    pub values: usize,
+    /// Raw fields.
+    pub raw: usize,
 }
 
 impl RtShared {
     /// A copy of the registered descriptors (callbacks cache it).
-    pub fn descriptors(&self) -> Vec<Option<DescId>> {
+    pub fn descriptors(&self) -> Vec<Option<DescInfo>> {
         lock(&self.descs).clone()
     }
 }
@@ -147,6 +164,7 @@ pub unsafe extern "C" fn numagc_runtime_new(
         let shared = Arc::new(RtShared {
             id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
             descs: Mutex::new(Vec::new()),
+            max_heap: rt.config().max_heap,
         });
         *o = Box::into_raw(Box::new(numagc_runtime { rt, shared }));
         Ok(())
@@ -198,8 +216,11 @@ pub unsafe extern "C" fn numagc_runtime_vprocs(
 /// `numagc_set` / `numagc_set_raw`. `name` is for messages.
 /// `NUMAGC_ERR_INVALID_DESCRIPTOR` for a size of 0 or over 2^20 words
 /// (mixed objects are records: bulk data goes in vectors, arrays and raw
-/// objects), an offset out of range or listed twice, or a full table. May be called at any time, from any
-/// thread, callbacks included.
+/// objects), an offset out of range or listed twice (so also for
+/// `n_offsets` over `size`, refused before the array is read), or a full
+/// table. `is_mutable` is 0 (immutable) or 1 (mutable), as C's `false` and
+/// `true` are; any other value is `NUMAGC_ERR_INVALID_ARGUMENT`. May be
+/// called at any time, from any thread, callbacks included.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_register_mixed(
     rt: *const numagc_runtime,
@@ -207,7 +228,7 @@ pub unsafe extern "C" fn numagc_register_mixed(
     size: usize,
     pointer_offsets: *const usize,
     n_offsets: usize,
-    is_mutable: bool,
+    is_mutable: c_int,
     out_desc: *mut numagc_desc,
 ) -> c_int {
     guard(|| {
@@ -215,18 +236,36 @@ pub unsafe extern "C" fn numagc_register_mixed(
         *o = 0;
         let rt = runtime_ref(rt)?;
         let name = str_arg(name, "name")?;
+        let is_mutable = bool_arg(is_mutable, "is_mutable")?;
+        array_not_null(pointer_offsets, n_offsets, "pointer_offsets")?;
+        // More offsets than fields cannot all be in range and distinct:
+        // refused before `pointer_offsets` is read as an array of that many.
+        if n_offsets > size.min(MAX_MIXED_SIZE) {
+            return Err(Fail::new(
+                NUMAGC_ERR_INVALID_DESCRIPTOR,
+                format!(
+                    "descriptor `{name}`: n_offsets = {n_offsets} is more than its size ({size} words, at most {MAX_MIXED_SIZE}): an offset would be out of range or listed twice"
+                ),
+            ));
+        }
         let offsets = slice_arg(pointer_offsets, n_offsets, "pointer_offsets")?;
         let mut d = Descriptor::mixed(name, size, offsets)?;
         if is_mutable {
             d = d.mutable();
         }
+        let info = (d.pointer_offsets().len(), d.raw_offsets().len());
         let id = rt.rt.register(d)?;
         let raw = id.id() as usize;
         let mut descs = lock(&rt.shared.descs);
         if descs.len() <= raw {
             descs.resize(raw + 1, None);
         }
-        descs[raw] = Some(id);
+        descs[raw] = Some(DescInfo {
+            id,
+            name: name.into(),
+            values: info.0,
+            raw: info.1,
+        });
         *o = raw as numagc_desc;
         Ok(())
     })

@@ -1,12 +1,14 @@
 //! Scopes of C callbacks: the token check, the handle table over the Rust
 //! scope's root slots, and root frames (see the crate docs).
 
-use crate::runtime::{lock, RtShared};
+use crate::runtime::{lock, DescInfo, RtShared};
 use crate::status::numagc_status::{self, *};
-use crate::status::{clear_last_error, guard, last_error, out, set_last_error, Fail, Res};
+use crate::status::{
+    clear_last_error, guard, last_error, out, set_last_error, slice_arg, Fail, Res,
+};
 use crate::thread::{numagc_next, NextSlot};
 use crate::{numagc_frame, numagc_value};
-use numagc_rs::{DescId, Handle, Scope, Slot};
+use numagc_rs::{Handle, Scope, Slot};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
@@ -93,7 +95,7 @@ pub(crate) struct CallState {
     pub vproc: usize,
     pub rt: Arc<RtShared>,
     /// A copy of the runtime's descriptor ids, refreshed on a miss.
-    descs: Vec<Option<DescId>>,
+    descs: Vec<Option<DescInfo>>,
     /// A thread step's answer to "what next" (`None` for callbacks and
     /// tasks, which have no `numagc_next`).
     pub next: Option<NextSlot>,
@@ -144,9 +146,13 @@ impl CallState {
         Ok(self.slots[index].get())
     }
 
-    /// The Rust handles of C values.
-    pub fn handles(&self, vs: &[numagc_value]) -> Res<Handles> {
-        let mut hs = Handles::with_len(vs.len());
+    /// The Rust handles of the `n` C values at `p` (`what` names the
+    /// array). The caller has checked `n` against its own limit; the buffer
+    /// is reserved fallibly (`NUMAGC_ERR_OS`) and the size of the array
+    /// checked before `p` is read, so no count aborts the process.
+    pub fn handles_arg(&self, p: *const numagc_value, n: usize, what: &str) -> Res<Handles> {
+        let mut hs = Handles::with_len(n, what)?;
+        let vs = slice_arg(p, n, what)?;
         for (h, &v) in hs.as_mut_slice().iter_mut().zip(vs) {
             *h = self.handle(v)?;
         }
@@ -285,9 +291,9 @@ impl CallState {
         Ok(depth - 1)
     }
 
-    /// The descriptor with raw id `id`.
-    pub fn desc(&mut self, id: u32) -> Res<DescId> {
-        let find = |descs: &[Option<DescId>]| descs.get(id as usize).copied().flatten();
+    /// The descriptor with raw id `id`, with its field counts.
+    pub fn desc(&mut self, id: u32) -> Res<DescInfo> {
+        let find = |descs: &[Option<DescInfo>]| descs.get(id as usize).cloned().flatten();
         if let Some(d) = find(&self.descs) {
             return Ok(d);
         }
@@ -314,12 +320,21 @@ pub(crate) enum Handles {
 }
 
 impl Handles {
-    fn with_len(n: usize) -> Handles {
+    /// `n` NIL handles; more than 8 on the heap, reserved fallibly:
+    /// `NUMAGC_ERR_OS` when the memory cannot be had (never an abort).
+    fn with_len(n: usize, what: &str) -> Res<Handles> {
         if n <= 8 {
-            Handles::Inline([Handle::NIL; 8], n)
-        } else {
-            Handles::Heap(vec![Handle::NIL; n])
+            return Ok(Handles::Inline([Handle::NIL; 8], n));
         }
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).map_err(|e| {
+            Fail::new(
+                NUMAGC_ERR_OS,
+                format!("argument `{what}`: no memory for the {n} handles it announces: {e}"),
+            )
+        })?;
+        v.resize(n, Handle::NIL);
+        Ok(Handles::Heap(v))
     }
 
     fn as_mut_slice(&mut self) -> &mut [Handle<'static>] {

@@ -43,7 +43,13 @@ pub enum numagc_status {
     /// vproc that does not exist, waiting for a callback from a callback,
     /// freeing the runtime from its own callback.
     NUMAGC_ERR_MISUSE = 9,
-    /// A string argument is not valid UTF-8.
+    /// An argument is out of its range: a string that is not valid UTF-8,
+    /// an enum or flag field or argument (`numagc_sel.dir`,
+    /// `numagc_case.dir`, `is_mutable`) with a value that is none of its
+    /// constants, or a count over its limit (`NUMAGC_MAX_ENV`,
+    /// `NUMAGC_MAX_CASES`, the object length limit of 2^48 - 1 words). The
+    /// message names the argument, its value and what is accepted; nothing
+    /// was changed.
     NUMAGC_ERR_INVALID_ARGUMENT = 10,
     /// The Rust side of a job panicked; the vproc carries on.
     NUMAGC_ERR_TASK_PANICKED = 11,
@@ -245,18 +251,100 @@ pub(crate) fn str_arg<'a>(p: *const c_char, what: &str) -> Res<&'a str> {
     })
 }
 
-/// An input array of `n` elements; NULL is allowed when `n` is 0.
+/// Checks a count read from C against the limit of what it counts, before
+/// anything is sized by it or a slice is formed: `NUMAGC_ERR_INVALID_ARGUMENT`
+/// naming the count and the limit otherwise. `limit_name` says what the limit
+/// is ("NUMAGC_MAX_ENV", "the object length limit").
+pub(crate) fn count_arg(n: usize, limit: usize, what: &str, limit_name: &str) -> Res {
+    if n > limit {
+        return Err(Fail::new(
+            NUMAGC_ERR_INVALID_ARGUMENT,
+            format!("argument `{what}` = {n} exceeds {limit_name} ({limit})"),
+        ));
+    }
+    Ok(())
+}
+
+/// The most elements of `T` a slice may have: its size in bytes must not
+/// exceed `isize::MAX` (`slice::from_raw_parts`' requirement).
+fn max_elements<T>() -> usize {
+    isize::MAX as usize / std::mem::size_of::<T>().max(1)
+}
+
+/// `NUMAGC_ERR_INVALID_ARGUMENT` when `n` elements of `T` cannot be one
+/// slice (more than `isize::MAX` bytes), before the slice is formed.
+fn check_slice_len<T>(n: usize, what: &str) -> Res {
+    let max = max_elements::<T>();
+    if n > max {
+        return Err(Fail::new(
+            NUMAGC_ERR_INVALID_ARGUMENT,
+            format!(
+                "argument `{what}` announces {n} elements of {} bytes, more than fit in memory (at most {max})",
+                std::mem::size_of::<T>()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A flag read from C as an integer: 0 is false, 1 is true, anything else
+/// `NUMAGC_ERR_INVALID_ARGUMENT` (a Rust `bool` may only hold 0 or 1, so C
+/// flags are declared `int` and checked here).
+pub(crate) fn bool_arg(v: c_int, what: &str) -> Res<bool> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(Fail::new(
+            NUMAGC_ERR_INVALID_ARGUMENT,
+            format!("argument `{what}` = {v} is not a flag: 0 (false) or 1 (true)"),
+        )),
+    }
+}
+
+/// Writes `v` to an output pointer without forming a reference to what is
+/// there. For outputs whose Rust type has a restricted set of values
+/// (enums, `bool`): the C caller's variable may hold anything (it is often
+/// uninitialised), which a `&mut` to it would claim is a valid value.
+pub(crate) fn write_out<T: Copy>(p: *mut T, v: T, what: &str) -> Res {
+    if p.is_null() {
+        return Err(Fail::null(what));
+    }
+    // SAFETY: non-null; the caller promises (safety contract) that an output
+    // pointer is valid and aligned for one `T`. `write` neither reads nor
+    // drops the old contents, so they need not be a valid `T`.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// `NUMAGC_ERR_NULL_ARGUMENT` for an array argument that is NULL although
+/// it announces elements. Checks nothing else and reads nothing: callers
+/// that must check `n` before forming the array report NULL first this way.
+pub(crate) fn array_not_null<T>(p: *const T, n: usize, what: &str) -> Res {
+    if n > 0 && p.is_null() {
+        return Err(Fail::new(
+            NUMAGC_ERR_NULL_ARGUMENT,
+            format!("argument `{what}` is NULL but {n} elements were announced"),
+        ));
+    }
+    Ok(())
+}
+
+/// An input array of `n` elements; NULL is allowed when `n` is 0. `n` is
+/// checked to fit in memory first (`NUMAGC_ERR_INVALID_ARGUMENT`); callers
+/// check it against their own, smaller limits before this.
 pub(crate) fn slice_arg<'a, T>(p: *const T, n: usize, what: &str) -> Res<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
+    check_slice_len::<T>(n, what)?;
     if p.is_null() {
         return Err(Fail::new(
             NUMAGC_ERR_NULL_ARGUMENT,
             format!("argument `{what}` is NULL but {n} elements were announced"),
         ));
     }
-    // SAFETY: non-null; the caller promises `n` initialised, aligned
+    // SAFETY: non-null; `n * size_of::<T>()` is at most `isize::MAX`
+    // (checked above); the caller promises `n` initialised, aligned
     // elements that are not written during the call.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
@@ -266,13 +354,15 @@ pub(crate) fn slice_out<'a, T>(p: *mut T, n: usize, what: &str) -> Res<&'a mut [
     if n == 0 {
         return Ok(&mut []);
     }
+    check_slice_len::<T>(n, what)?;
     if p.is_null() {
         return Err(Fail::new(
             NUMAGC_ERR_NULL_ARGUMENT,
             format!("argument `{what}` is NULL but {n} elements were announced"),
         ));
     }
-    // SAFETY: non-null; the caller promises room for `n` aligned elements,
+    // SAFETY: non-null; `n * size_of::<T>()` is at most `isize::MAX`
+    // (checked above); the caller promises room for `n` aligned elements,
     // not otherwise accessed during the call.
     Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }

@@ -87,7 +87,7 @@ impl Rt {
                 size,
                 offsets.as_ptr(),
                 offsets.len(),
-                mutable,
+                c_int::from(mutable),
                 &mut d,
             )
         });
@@ -646,11 +646,11 @@ fn null_arguments_are_refused() {
         );
         let d = rt.register("x", 1, &[], false);
         check(
-            numagc_register_mixed(rt.0, null(), 1, null(), 0, false, &mut 0),
+            numagc_register_mixed(rt.0, null(), 1, null(), 0, 0, &mut 0),
             NUMAGC_ERR_NULL_ARGUMENT,
         );
         check(
-            numagc_register_mixed(rt.0, c"x".as_ptr(), 2, null(), 1, false, &mut 0),
+            numagc_register_mixed(rt.0, c"x".as_ptr(), 2, null(), 1, 0, &mut 0),
             NUMAGC_ERR_NULL_ARGUMENT,
         );
         ok(numagc_runtime_free(null_mut()));
@@ -730,19 +730,11 @@ fn descriptors_are_checked() {
     // SAFETY: a live runtime, strings, arrays of the given lengths.
     unsafe {
         check(
-            numagc_register_mixed(rt.0, c"empty".as_ptr(), 0, null(), 0, false, &mut d),
+            numagc_register_mixed(rt.0, c"empty".as_ptr(), 0, null(), 0, 0, &mut d),
             NUMAGC_ERR_INVALID_DESCRIPTOR,
         );
         check(
-            numagc_register_mixed(
-                rt.0,
-                c"far".as_ptr(),
-                2,
-                [2usize].as_ptr(),
-                1,
-                false,
-                &mut d,
-            ),
+            numagc_register_mixed(rt.0, c"far".as_ptr(), 2, [2usize].as_ptr(), 1, 0, &mut d),
             NUMAGC_ERR_INVALID_DESCRIPTOR,
         );
         check(
@@ -752,7 +744,7 @@ fn descriptors_are_checked() {
                 2,
                 [1usize, 1].as_ptr(),
                 2,
-                false,
+                0,
                 &mut d,
             ),
             NUMAGC_ERR_INVALID_DESCRIPTOR,
@@ -760,7 +752,7 @@ fn descriptors_are_checked() {
         // Found by fuzzing: a huge size was accepted and building the
         // descriptor ran the process out of memory. Refused at once now.
         check(
-            numagc_register_mixed(rt.0, c"huge".as_ptr(), 1 << 40, null(), 0, true, &mut d),
+            numagc_register_mixed(rt.0, c"huge".as_ptr(), 1 << 40, null(), 0, 1, &mut d),
             NUMAGC_ERR_INVALID_DESCRIPTOR,
         );
         assert!(last().contains("largest mixed object"), "{}", last());

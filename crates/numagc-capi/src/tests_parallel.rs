@@ -29,7 +29,7 @@ fn caught(f: impl FnOnce() -> c_int) -> c_int {
     }
 }
 
-fn no_body_panics() {
+pub(crate) fn no_body_panics() {
     let p = BODY_PANICS.lock().unwrap();
     assert!(p.is_empty(), "assertions failed inside C bodies: {p:?}");
 }
@@ -48,21 +48,21 @@ type TaskBody =
     dyn Fn(*mut numagc_scope, &[numagc_value], &mut numagc_value) -> c_int + Send + Sync;
 
 /// A task's code; kept alive by the test while `numagc_par2` runs.
-struct TaskCode(Box<TaskBody>);
+pub(crate) struct TaskCode(Box<TaskBody>);
 
-fn task(
+pub(crate) fn task(
     f: impl Fn(*mut numagc_scope, &[numagc_value], &mut numagc_value) -> c_int + Send + Sync + 'static,
 ) -> TaskCode {
     TaskCode(Box::new(f))
 }
 
 impl TaskCode {
-    fn ud(&self) -> *mut c_void {
+    pub(crate) fn ud(&self) -> *mut c_void {
         self as *const TaskCode as *mut c_void
     }
 }
 
-unsafe extern "C" fn run_task_code(
+pub(crate) unsafe extern "C" fn run_task_code(
     s: *mut numagc_scope,
     env: *const numagc_value,
     n: usize,
@@ -76,7 +76,7 @@ unsafe extern "C" fn run_task_code(
     caught(|| (code.0)(s, env_slice(env, n), result))
 }
 
-fn par2(
+pub(crate) fn par2(
     s: *mut numagc_scope,
     env: &[numagc_value],
     a: &TaskCode,
@@ -105,14 +105,14 @@ fn par2(
     }
 }
 
-fn boxed(s: *mut numagc_scope, i: i64) -> numagc_value {
+pub(crate) fn boxed(s: *mut numagc_scope, i: i64) -> numagc_value {
     let mut v = 0;
     // SAFETY: one value and a valid output.
     ok(unsafe { numagc_alloc_vector(s, [numagc_int(i)].as_ptr(), 1, &mut v) });
     v
 }
 
-fn unbox(s: *mut numagc_scope, v: numagc_value) -> i64 {
+pub(crate) fn unbox(s: *mut numagc_scope, v: numagc_value) -> i64 {
     get_int(field(s, v, 0).expect("a boxed int"))
 }
 
@@ -583,7 +583,7 @@ struct ThreadCode(Box<ThreadBody>);
 
 /// A thread body or continuation (leaked: threads may outlive the test's
 /// frames). The closure gets its own userdata last, to continue with itself.
-fn code(
+pub(crate) fn code(
     f: impl Fn(*mut numagc_scope, &[numagc_value], numagc_value, *mut numagc_next, *mut c_void) -> c_int
         + Send
         + Sync
@@ -605,38 +605,38 @@ unsafe extern "C" fn run_code(
     caught(|| (c.0)(s, env_slice(env, n), received, next, ud))
 }
 
-const K: numagc_thread_fn = Some(run_code);
+pub(crate) const K: numagc_thread_fn = Some(run_code);
 
 /// A channel pointer that closures may carry to vproc threads.
 #[derive(Clone, Copy)]
-struct Ch(usize);
+pub(crate) struct Ch(usize);
 
 impl Ch {
-    fn p(self) -> *mut numagc_channel {
+    pub(crate) fn p(self) -> *mut numagc_channel {
         self.0 as *mut numagc_channel
     }
 }
 
-fn channel(rt: &Rt) -> Ch {
+pub(crate) fn channel(rt: &Rt) -> Ch {
     let mut ch = null_mut();
     // SAFETY: a live runtime and a valid output.
     ok(unsafe { numagc_channel_new(rt.0, &mut ch) });
     Ch(ch as usize)
 }
 
-fn recv(s: *mut numagc_scope, ch: Ch) -> numagc_value {
+pub(crate) fn recv(s: *mut numagc_scope, ch: Ch) -> numagc_value {
     let mut v = 0;
     // SAFETY: a valid output.
     ok(unsafe { numagc_recv(s, ch.p(), &mut v) });
     v
 }
 
-fn send(s: *mut numagc_scope, ch: Ch, v: numagc_value) {
+pub(crate) fn send(s: *mut numagc_scope, ch: Ch, v: numagc_value) {
     // SAFETY: no pointers besides checked tokens.
     ok(unsafe { numagc_send(s, ch.p(), v) });
 }
 
-fn spawn_on(s: *mut numagc_scope, vproc: usize, env: &[numagc_value], ud: *mut c_void) {
+pub(crate) fn spawn_on(s: *mut numagc_scope, vproc: usize, env: &[numagc_value], ud: *mut c_void) {
     // SAFETY: `env` of its length; `ud` made by `code`.
     ok(unsafe { numagc_spawn_on(s, vproc, env.as_ptr(), env.len(), K, ud) });
 }
@@ -652,7 +652,7 @@ fn stats(rt: &Rt) -> serde_json::Value {
     }
 }
 
-fn take_errors(rt: &Rt) -> Vec<String> {
+pub(crate) fn take_errors(rt: &Rt) -> Vec<String> {
     let mut json = null_mut();
     // SAFETY: a valid output; the string is freed once.
     unsafe {
@@ -665,7 +665,7 @@ fn take_errors(rt: &Rt) -> Vec<String> {
 
 /// Waits until `total[what]` of the statistics reaches `n` (threads run on
 /// the vproc threads); fails after 20 s.
-fn wait_stat(rt: &Rt, what: &str, n: u64) {
+pub(crate) fn wait_stat(rt: &Rt, what: &str, n: u64) {
     let start = Instant::now();
     while stats(rt)["total"][what].as_u64().unwrap() < n {
         assert!(
@@ -677,7 +677,7 @@ fn wait_stat(rt: &Rt, what: &str, n: u64) {
 }
 
 /// Waits, outside callbacks, until `cond` holds; fails after 20 s.
-fn wait_until(cond: impl Fn() -> bool) {
+pub(crate) fn wait_until(cond: impl Fn() -> bool) {
     let start = Instant::now();
     while !cond() {
         assert!(start.elapsed() < Duration::from_secs(20), "timed out");
@@ -696,7 +696,7 @@ fn wait_in(s: *mut numagc_scope, cond: impl Fn() -> bool) {
     }
 }
 
-fn waiting(ch: Ch) -> usize {
+pub(crate) fn waiting(ch: Ch) -> usize {
     let mut n = 0;
     // SAFETY: a valid output.
     ok(unsafe { numagc_channel_waiting(ch.p(), &mut n) });
@@ -750,7 +750,7 @@ fn a_producer_thread_feeds_a_consumer_callback() {
 }
 
 /// A thread that sends `per` boxed ints `base + i` on `ch` (env[0] = i).
-fn sender(ch: Ch, base: i64, per: i64) -> *mut c_void {
+pub(crate) fn sender(ch: Ch, base: i64, per: i64) -> *mut c_void {
     code(move |s, env, _, next, me| {
         let i = get_int(env[0]);
         if i == per {
@@ -775,12 +775,12 @@ fn a_direct_select_over_two_channels_takes_each_value_once_in_order() {
             let cases = [
                 numagc_sel {
                     channel: a.p(),
-                    dir: NUMAGC_RECV,
+                    dir: NUMAGC_RECV as c_int,
                     value: 0,
                 },
                 numagc_sel {
                     channel: b.p(),
-                    dir: NUMAGC_RECV,
+                    dir: NUMAGC_RECV as c_int,
                     value: 0,
                 },
             ];
@@ -852,14 +852,14 @@ fn a_thread_selects_and_a_direct_select_sends() {
         let cases = [
             numagc_case {
                 channel: a.p(),
-                dir: NUMAGC_RECV,
+                dir: NUMAGC_RECV as c_int,
                 value: 0,
                 k: K,
                 userdata: conts[0] as *mut c_void,
             },
             numagc_case {
                 channel: b.p(),
-                dir: NUMAGC_RECV,
+                dir: NUMAGC_RECV as c_int,
                 value: 0,
                 k: K,
                 userdata: conts[1] as *mut c_void,
@@ -904,12 +904,12 @@ fn a_thread_selects_and_a_direct_select_sends() {
         let cases = [
             numagc_sel {
                 channel: b.p(),
-                dir: NUMAGC_RECV,
+                dir: NUMAGC_RECV as c_int,
                 value: 0,
             },
             numagc_sel {
                 channel: a.p(),
-                dir: NUMAGC_SEND,
+                dir: NUMAGC_SEND as c_int,
                 value: v,
             },
         ];
@@ -1332,12 +1332,12 @@ fn channels_are_checked() {
             let cases = [
                 numagc_sel {
                     channel: ch.p(),
-                    dir: NUMAGC_RECV,
+                    dir: NUMAGC_RECV as c_int,
                     value: 0,
                 },
                 numagc_sel {
                     channel: theirs.p(),
-                    dir: NUMAGC_RECV,
+                    dir: NUMAGC_RECV as c_int,
                     value: 0,
                 },
             ];

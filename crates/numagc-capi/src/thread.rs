@@ -18,8 +18,8 @@ use crate::channel::{channel_of, numagc_channel, numagc_dir};
 use crate::runtime::{runtime_ref, RtShared};
 use crate::scope::{numagc_scope, run_body, with_state, BodyArgs, CallState, UserData, NEXT_BIT};
 use crate::status::numagc_status::*;
-use crate::status::{guard, out, slice_arg, Fail, Res};
-use crate::{numagc_runtime, numagc_value};
+use crate::status::{count_arg, guard, out, slice_arg, Fail, Res};
+use crate::{numagc_runtime, numagc_value, NUMAGC_MAX_CASES, NUMAGC_MAX_ENV};
 use numagc_rs::{Case, Channel, Error, Handle, Next, Scope};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::Arc;
@@ -66,7 +66,9 @@ type ThreadFn = unsafe extern "C" fn(
 #[derive(Clone, Copy, Debug)]
 pub struct numagc_case {
     pub channel: *mut numagc_channel,
-    pub dir: numagc_dir,
+    /// A `numagc_dir`: `NUMAGC_RECV` or `NUMAGC_SEND`; any other value is
+    /// `NUMAGC_ERR_INVALID_ARGUMENT`.
+    pub dir: c_int,
     pub value: numagc_value,
     pub k: numagc_thread_fn,
     pub userdata: *mut c_void,
@@ -188,10 +190,10 @@ fn spawn(
 ) -> c_int {
     guard(|| {
         let f: ThreadFn = body.ok_or_else(|| Fail::null("body"))?;
-        let env = slice_arg(env, n, "env")?;
+        count_arg(n, NUMAGC_MAX_ENV, "n", "NUMAGC_MAX_ENV")?;
         let data = UserData(userdata);
         with_state(scope, |st| {
-            let hs = st.handles(env)?;
+            let hs = st.handles_arg(env, n, "env")?;
             let rt = st.rt.clone();
             let on = vproc.unwrap_or(st.vproc);
             st.sc().spawn_on(on, hs.as_slice(), move |s, env| {
@@ -208,7 +210,8 @@ fn spawn(
 /// thread's `userdata`, and that of its continuations, may be used on any
 /// vproc thread, and must stay valid until the thread has ended; numagc
 /// never frees it. A thread still blocked when the runtime is freed is
-/// dropped without running again.
+/// dropped without running again. More than `NUMAGC_MAX_ENV` values in
+/// `env` is `NUMAGC_ERR_INVALID_ARGUMENT`, refused before `env` is read.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_spawn(
     scope: *mut numagc_scope,
@@ -276,9 +279,11 @@ fn set_next(next: *mut numagc_next, build: impl FnOnce(&mut CallState) -> Res<Ne
     })
 }
 
-/// The environment of a continuation: `n` values of the body's scope.
+/// The environment of a continuation: `n` values of the body's scope, at
+/// most `NUMAGC_MAX_ENV` (`NUMAGC_ERR_INVALID_ARGUMENT` before `env` is read).
 fn env_of(st: &CallState, env: *const numagc_value, n: usize) -> Res<Vec<Handle<'static>>> {
-    Ok(st.handles(slice_arg(env, n, "env")?)?.as_slice().to_vec())
+    count_arg(n, NUMAGC_MAX_ENV, "n", "NUMAGC_MAX_ENV")?;
+    Ok(st.handles_arg(env, n, "env")?.as_slice().to_vec())
 }
 
 /// The thread ends.
@@ -322,7 +327,7 @@ pub unsafe extern "C" fn numagc_next_send(
 ) -> c_int {
     let case = numagc_case {
         channel: ch,
-        dir: numagc_dir::NUMAGC_SEND,
+        dir: numagc_dir::NUMAGC_SEND as c_int,
         value,
         k,
         userdata,
@@ -344,7 +349,7 @@ pub unsafe extern "C" fn numagc_next_recv(
 ) -> c_int {
     let case = numagc_case {
         channel: ch,
-        dir: numagc_dir::NUMAGC_RECV,
+        dir: numagc_dir::NUMAGC_RECV as c_int,
         value: 0,
         k,
         userdata,
@@ -357,7 +362,9 @@ pub unsafe extern "C" fn numagc_next_recv(
 /// completes it alone (the first in order when several can), and continues
 /// with that case's `k` and `userdata`, the environment `env`, and the value
 /// received (`NUMAGC_NIL` after a send). No cases is `NUMAGC_ERR_MISUSE`
-/// (call `numagc_next_exit`).
+/// (call `numagc_next_exit`); more than `NUMAGC_MAX_CASES` cases or
+/// `NUMAGC_MAX_ENV` values, or a `dir` that is not a `numagc_dir`, is
+/// `NUMAGC_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn numagc_next_select(
     next: *mut numagc_next,
@@ -367,6 +374,7 @@ pub unsafe extern "C" fn numagc_next_select(
     n_cases: usize,
 ) -> c_int {
     set_next(next, |st| {
+        count_arg(n_cases, NUMAGC_MAX_CASES, "n_cases", "NUMAGC_MAX_CASES")?;
         let cases = slice_arg(cases, n_cases, "cases")?;
         if cases.is_empty() {
             return Err(Fail::new(
@@ -377,6 +385,7 @@ pub unsafe extern "C" fn numagc_next_select(
         let env = env_of(st, env, n)?;
         let mut specs = Vec::with_capacity(cases.len());
         for (i, c) in cases.iter().enumerate() {
+            let dir = numagc_dir::from_c(c.dir, &format!("cases[{i}].dir"))?;
             let k =
                 c.k.ok_or_else(|| Fail::null(if n_cases == 1 { "k" } else { "cases[].k" }))?;
             let chan = channel_of(
@@ -398,7 +407,7 @@ pub unsafe extern "C" fn numagc_next_select(
                     }
                 }
             })?;
-            let value = match c.dir {
+            let value = match dir {
                 numagc_dir::NUMAGC_SEND => Some(st.handle(c.value)?),
                 numagc_dir::NUMAGC_RECV => None,
             };

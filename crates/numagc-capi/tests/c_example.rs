@@ -1,8 +1,9 @@
-//! Builds `examples/c/trees.c`, `examples/c/channels.c` (and the program
-//! of `docs/c-api.md`) with
-//! the system C compiler against `libnumagc.a` (and `libnumagc.so`), runs
-//! it, and runs it again under valgrind's memcheck when valgrind is
-//! installed (`scripts/install-deps.sh` installs it).
+//! Builds `examples/c/trees.c`, `examples/c/channels.c`,
+//! `examples/c/bad_input.c` (and the program of `docs/c-api.md`) with the
+//! system C compiler against `libnumagc.a` (and `libnumagc.so`), runs them,
+//! runs them again built with AddressSanitizer and UndefinedBehaviorSanitizer
+//! when the compiler has their runtimes, and under valgrind's memcheck when
+//! valgrind is installed (`scripts/install-deps.sh` installs both).
 //!
 //! `cargo test` does not build a crate's staticlib or cdylib for its
 //! integration tests, so the test asks cargo for them (same target
@@ -176,6 +177,87 @@ fn check_channels_run(o: &Output, what: &str) {
     check_example_run(o, what, "channels", &codes, &texts);
 }
 
+fn check_bad_input_run(o: &Output, what: &str) {
+    let codes = [
+        "NUMAGC_ERR_INVALID_ARGUMENT",
+        "NUMAGC_ERR_INVALID_DESCRIPTOR",
+        "NUMAGC_ERR_MISUSE",
+        "NUMAGC_ERR_HEAP_LIMIT",
+    ];
+    let texts = [
+        "`is_mutable` = 2 is not a flag",
+        "cases[0].dir = 7 is not a numagc_dir",
+        "cases[0].dir = -1 is not a numagc_dir",
+        "n_values = 1099511627776",
+        "n_values = 18446744073709551615",
+        "exceeds the object length limit",
+        "more than the heap limit",
+        "exceeds NUMAGC_MAX_ENV (65536)",
+        "exceeds NUMAGC_MAX_CASES (65536)",
+        "a thread's bad choices were refused and it went on",
+    ];
+    check_example_run(o, what, "bad_input", &codes, &texts);
+}
+
+/// Whether `cc` builds and runs a program with `-fsanitize=address,undefined`
+/// (the runtimes, libasan and libubsan, come with gcc on Debian/Ubuntu).
+fn sanitizers_available(dir: &Path) -> Result<(), String> {
+    let src = dir.join("sanitizer-probe.c");
+    let exe = dir.join("sanitizer-probe");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let o = Command::new("cc")
+        .args(SANITIZE)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .map_err(|e| format!("running cc: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "cc cannot link the sanitizer runtimes:\n{}",
+            show(&o)
+        ));
+    }
+    let o = Command::new(&exe)
+        .output()
+        .map_err(|e| format!("running the probe: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "a sanitized program does not run here:\n{}",
+            show(&o)
+        ));
+    }
+    Ok(())
+}
+
+const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-omit-frame-pointer"];
+
+/// Runs `exe` (built with `SANITIZE`) with `args`: any report of either
+/// sanitizer ends it with an error. Leak detection stays on (the library's
+/// own allocations are freed with the runtime, or reachable from statics,
+/// which LeakSanitizer does not report); where LeakSanitizer cannot run at
+/// all (under ptrace, in some containers) the run is repeated without it,
+/// and valgrind still checks for leaks.
+fn run_sanitized(exe: &Path, args: &[&str]) -> Output {
+    let run = |asan: &str| {
+        Command::new(exe)
+            .args(args)
+            .env("ASAN_OPTIONS", asan)
+            .env("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+            .output()
+            .unwrap()
+    };
+    let o = run("detect_leaks=1:abort_on_error=0");
+    if String::from_utf8_lossy(&o.stderr).contains("LeakSanitizer has encountered a fatal error") {
+        println!(
+            "LeakSanitizer cannot run here: {} rerun with detect_leaks=0",
+            exe.display()
+        );
+        return run("detect_leaks=0:abort_on_error=0");
+    }
+    o
+}
+
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
@@ -234,6 +316,12 @@ fn c_examples_run_and_are_memcheck_clean() {
     let o = Command::new(&channels_so).arg("16").output().unwrap();
     check_channels_run(&o, "channels (shared)");
 
+    // Bad input through the C interface (issue 16): refused, never an abort.
+    let bad_input = dir.join("bad_input");
+    compile("bad_input", &static_dir, &bad_input, &[]);
+    let o = Command::new(&bad_input).output().unwrap();
+    check_bad_input_run(&o, "bad_input (static)");
+
     // The program of docs/c-api.md.
     let doc = std::fs::read_to_string(repo_root().join("docs/c-api.md")).unwrap();
     let program = doc
@@ -289,6 +377,40 @@ fn c_examples_run_and_are_memcheck_clean() {
         );
     }
 
+    // AddressSanitizer and UndefinedBehaviorSanitizer in the C code (the
+    // Rust library is not instrumented, but every access C makes to memory
+    // the library hands it, and every C-side overflow, is checked). Small
+    // runs: seconds in all.
+    match sanitizers_available(&dir) {
+        Err(why) => println!(
+            "skipped: AddressSanitizer/UndefinedBehaviorSanitizer runs ({why}); scripts/install-deps.sh installs gcc's runtimes"
+        ),
+        Ok(()) => {
+            for (example, args) in [
+                ("trees", &["6"][..]),
+                ("channels", &["16"][..]),
+                ("bad_input", &[][..]),
+            ] {
+                let exe = dir.join(format!("{example}-sanitized"));
+                compile(example, &static_dir, &exe, SANITIZE);
+                let o = run_sanitized(&exe, args);
+                let what = format!("{example} with -fsanitize=address,undefined");
+                match example {
+                    "trees" => check_run(&o, &what),
+                    "channels" => check_channels_run(&o, &what),
+                    _ => check_bad_input_run(&o, &what),
+                }
+                let stderr = String::from_utf8_lossy(&o.stderr);
+                assert!(
+                    !stderr.contains("runtime error:") && !stderr.contains("Sanitizer"),
+                    "{what}: a sanitizer reported:\n{}",
+                    show(&o)
+                );
+            }
+            println!("sanitizers: no reports (trees, channels, bad_input)");
+        }
+    }
+
     // Memcheck: no errors, no definite leaks. Small trees: valgrind is slow.
     if !on_path("valgrind") {
         println!("skipped: valgrind not installed (scripts/install-deps.sh installs it)");
@@ -320,5 +442,17 @@ fn c_examples_run_and_are_memcheck_clean() {
         .output()
         .unwrap();
     check_channels_run(&o, "channels under valgrind");
-    println!("valgrind memcheck: no errors, no definite leaks (trees, channels)");
+    let o = Command::new("valgrind")
+        .args([
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+            "--show-leak-kinds=definite",
+            "--quiet",
+        ])
+        .arg(&bad_input)
+        .output()
+        .unwrap();
+    check_bad_input_run(&o, "bad_input under valgrind");
+    println!("valgrind memcheck: no errors, no definite leaks (trees, channels, bad_input)");
 }
