@@ -167,6 +167,12 @@ typedef enum numagc_status {
    * and the call that needed the collection may be retried.
    */
   NUMAGC_ERR_SAFEPOINT_TIMEOUT = 14,
+  /**
+   * A fork (`numagc_par2`) found the vproc's stack nearly used up:
+   * nothing was forked. Forks nested that deep need a larger
+   * `vproc-stack` setting.
+   */
+  NUMAGC_ERR_STACK_EXHAUSTED = 15,
 } numagc_status;
 
 /**
@@ -321,6 +327,24 @@ typedef struct numagc_case {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Enters a blocking section: until `numagc_leave_blocking(scope)`, the
+ * body may block for as long as it likes without delaying the other
+ * vprocs, and must not use `scope` (calls are refused with
+ * `NUMAGC_ERR_MISUSE`). `NUMAGC_ERR_MISUSE` if the body is in one
+ * already; `NUMAGC_ERR_OS` if the vproc's proxy thread (started by its
+ * first section) cannot be started — the body is not in a section then.
+ */
+int numagc_enter_blocking(struct numagc_scope *scope);
+
+/**
+ * Leaves the blocking section: waits for a collection its proxy is taking
+ * part in, then joins one that is pending. The scope and every handle are
+ * usable again. `NUMAGC_ERR_MISUSE`, changing nothing, if the body is not
+ * in a blocking section.
+ */
+int numagc_leave_blocking(struct numagc_scope *scope);
 
 /**
  * A new synchronous channel of `rt`. `*out` is NULL on failure. Channels
@@ -564,6 +588,8 @@ int numagc_collect_minor(struct numagc_scope *scope);
 
 /**
  * Forces a minor and a major collection of this vproc's local heap.
+ * `NUMAGC_ERR_OS` when the system refused the major collection's copy
+ * reserve (the minor collection ran; the heap is intact).
  */
 int numagc_collect_major(struct numagc_scope *scope);
 

@@ -134,6 +134,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 // In this order in the header.
+mod blocking;
 mod channel;
 mod ops;
 mod parallel;
@@ -146,9 +147,12 @@ mod tests;
 #[cfg(test)]
 mod tests_bad_input;
 #[cfg(test)]
+mod tests_blocking;
+#[cfg(test)]
 mod tests_parallel;
 mod thread;
 
+pub use blocking::*;
 pub use channel::*;
 pub use ops::*;
 pub use parallel::*;

@@ -99,6 +99,10 @@ pub(crate) struct CallState {
     /// A thread step's answer to "what next" (`None` for callbacks and
     /// tasks, which have no `numagc_next`).
     pub next: Option<NextSlot>,
+    /// The blocking section the body is in (`numagc_enter_blocking`):
+    /// while there is one, every call but `numagc_leave_blocking` is
+    /// refused, since the vproc's state belongs to its proxy.
+    pub blocking: Option<numagc_rs::BlockingSection>,
 }
 
 impl CallState {
@@ -358,6 +362,23 @@ pub(crate) fn with_state<R>(
     scope: *mut numagc_scope,
     f: impl FnOnce(&mut CallState) -> Res<R>,
 ) -> Res<R> {
+    with_any_state(scope, |st| {
+        if st.blocking.is_some() {
+            return Err(Fail::new(
+                NUMAGC_ERR_MISUSE,
+                "the scope is in a blocking section (numagc_enter_blocking): the heap cannot be used until numagc_leave_blocking",
+            ));
+        }
+        f(st)
+    })
+}
+
+/// [`with_state`] whether or not the body is in a blocking section (for
+/// `numagc_leave_blocking`, which touches nothing but the section).
+pub(crate) fn with_any_state<R>(
+    scope: *mut numagc_scope,
+    f: impl FnOnce(&mut CallState) -> Res<R>,
+) -> Res<R> {
     if scope.is_null() {
         return Err(Fail::null("scope"));
     }
@@ -445,6 +466,8 @@ pub(crate) struct Ended {
     pub rc: c_int,
     /// Root frames it left open.
     pub open: usize,
+    /// It returned inside a blocking section (left for it since).
+    pub blocking: bool,
     /// The last error on this thread when it returned, if it failed.
     pub last: Option<String>,
 }
@@ -455,6 +478,12 @@ impl Ended {
     pub fn failure(&self, what: &str) -> Option<Fail> {
         let (rc, open) = (self.rc, self.open);
         if rc == NUMAGC_OK as c_int {
+            if self.blocking {
+                return Some(Fail::new(
+                    NUMAGC_ERR_MISUSE,
+                    format!("{what} returned inside a blocking section: call numagc_leave_blocking before returning (it was left for it)"),
+                ));
+            }
             if open == 0 {
                 return None;
             }
@@ -529,6 +558,7 @@ pub(crate) fn run_body<'i, R>(
         rt: rt.clone(),
         descs: rt.descriptors(),
         next: args.thread.then(NextSlot::default),
+        blocking: None,
     };
     // The environment: handles outside any frame, so they live until the
     // body returns. Rooting cannot fail short of 2^31 entries.
@@ -544,7 +574,7 @@ pub(crate) fn run_body<'i, R>(
         Some(h) => st.root(h),
         None => Ok(crate::NUMAGC_NIL),
     };
-    let (rc, open) = match (rooted, received) {
+    let (rc, open, blocking) = match (rooted, received) {
         (Ok(()), Ok(received)) => {
             let activation = Activation::new(token, vproc, &mut st);
             #[cfg(test)]
@@ -555,11 +585,14 @@ pub(crate) fn run_body<'i, R>(
             let next_ptr = std::ptr::without_provenance_mut::<numagc_next>(token | NEXT_BIT);
             let rc = call(scope_ptr, &env, received, next_ptr);
             drop(activation);
-            (rc, st.frames.len())
+            // A body that returns inside a blocking section has it left
+            // here, before anything touches the scope again.
+            let blocking = st.blocking.take().is_some();
+            (rc, st.frames.len(), blocking)
         }
         (Err(e), _) | (_, Err(e)) => {
             set_last_error(&e.message);
-            (e.code, 0)
+            (e.code, 0, false)
         }
     };
     let last = if rc == NUMAGC_OK as c_int {
@@ -571,7 +604,15 @@ pub(crate) fn run_body<'i, R>(
         Some(m) => set_last_error(&m),
         None => clear_last_error(),
     }
-    finish(&mut st, Ended { rc, open, last })
+    finish(
+        &mut st,
+        Ended {
+            rc,
+            open,
+            blocking,
+            last,
+        },
+    )
 }
 
 /// Runs a C callback as a numagc job: returns its result code and, when

@@ -62,12 +62,16 @@ pub enum numagc_status {
     /// safepoint within the `safepoint-timeout` setting; nothing was moved
     /// and the call that needed the collection may be retried.
     NUMAGC_ERR_SAFEPOINT_TIMEOUT = 14,
+    /// A fork (`numagc_par2`) found the vproc's stack nearly used up:
+    /// nothing was forked. Forks nested that deep need a larger
+    /// `vproc-stack` setting.
+    NUMAGC_ERR_STACK_EXHAUSTED = 15,
 }
 
 use numagc_status::*;
 
 impl numagc_status {
-    const ALL: [numagc_status; 15] = [
+    const ALL: [numagc_status; 16] = [
         NUMAGC_OK,
         NUMAGC_ERR_NULL_ARGUMENT,
         NUMAGC_ERR_NOT_ON_VPROC,
@@ -83,6 +87,7 @@ impl numagc_status {
         NUMAGC_ERR_OS,
         NUMAGC_ERR_INTERNAL,
         NUMAGC_ERR_SAFEPOINT_TIMEOUT,
+        NUMAGC_ERR_STACK_EXHAUSTED,
     ];
 
     /// The status with this code, if it is one.
@@ -108,6 +113,7 @@ impl numagc_status {
             NUMAGC_ERR_OS => c"NUMAGC_ERR_OS",
             NUMAGC_ERR_INTERNAL => c"NUMAGC_ERR_INTERNAL",
             NUMAGC_ERR_SAFEPOINT_TIMEOUT => c"NUMAGC_ERR_SAFEPOINT_TIMEOUT",
+            NUMAGC_ERR_STACK_EXHAUSTED => c"NUMAGC_ERR_STACK_EXHAUSTED",
         }
     }
 }
@@ -149,6 +155,7 @@ impl From<numagc_rs::Error> for Fail {
             E::TaskPanicked { .. } => NUMAGC_ERR_TASK_PANICKED,
             E::MapFailed { .. } => NUMAGC_ERR_OS,
             E::SafepointTimeout { .. } => NUMAGC_ERR_SAFEPOINT_TIMEOUT,
+            E::StackExhausted { .. } => NUMAGC_ERR_STACK_EXHAUSTED,
             _ => NUMAGC_ERR_MISUSE,
         };
         Fail::new(code, e.to_string())

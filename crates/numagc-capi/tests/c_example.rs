@@ -1,5 +1,6 @@
 //! Builds `examples/c/trees.c`, `examples/c/channels.c`,
-//! `examples/c/bad_input.c` (and the program of `docs/c-api.md`) with the
+//! `examples/c/bad_input.c`, `examples/c/blocking.c` (and the program of
+//! `docs/c-api.md`) with the
 //! system C compiler against `libnumagc.a` (and `libnumagc.so`), runs them,
 //! runs them again built with AddressSanitizer and UndefinedBehaviorSanitizer
 //! when the compiler has their runtimes, and under valgrind's memcheck when
@@ -177,6 +178,19 @@ fn check_channels_run(o: &Output, what: &str) {
     check_example_run(o, what, "channels", &codes, &texts);
 }
 
+fn check_blocking_run(o: &Output, what: &str) {
+    check_example_run(
+        o,
+        what,
+        "blocking",
+        &["NUMAGC_ERR_MISUSE"],
+        &[
+            "inside a blocking section, vproc 1 blocked",
+            "outside a blocking section, vproc 1 blocked",
+        ],
+    );
+}
+
 fn check_bad_input_run(o: &Output, what: &str) {
     let codes = [
         "NUMAGC_ERR_INVALID_ARGUMENT",
@@ -322,6 +336,14 @@ fn c_examples_run_and_are_memcheck_clean() {
     let o = Command::new(&bad_input).output().unwrap();
     check_bad_input_run(&o, "bad_input (static)");
 
+    // Blocking sections (issue 16): collections go on while a callback
+    // sleeps in one, and are called off when it sleeps outside one.
+    let blocking = dir.join("blocking");
+    compile("blocking", &static_dir, &blocking, &[]);
+    let o = Command::new(&blocking).arg("600").output().unwrap();
+    check_blocking_run(&o, "blocking (static)");
+    print!("{}", String::from_utf8_lossy(&o.stdout));
+
     // The program of docs/c-api.md.
     let doc = std::fs::read_to_string(repo_root().join("docs/c-api.md")).unwrap();
     let program = doc
@@ -390,6 +412,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                 ("trees", &["6"][..]),
                 ("channels", &["16"][..]),
                 ("bad_input", &[][..]),
+                ("blocking", &["600"][..]),
             ] {
                 let exe = dir.join(format!("{example}-sanitized"));
                 compile(example, &static_dir, &exe, SANITIZE);
@@ -398,6 +421,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                 match example {
                     "trees" => check_run(&o, &what),
                     "channels" => check_channels_run(&o, &what),
+                    "blocking" => check_blocking_run(&o, &what),
                     _ => check_bad_input_run(&o, &what),
                 }
                 let stderr = String::from_utf8_lossy(&o.stderr);
@@ -407,7 +431,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     show(&o)
                 );
             }
-            println!("sanitizers: no reports (trees, channels, bad_input)");
+            println!("sanitizers: no reports (trees, channels, bad_input, blocking)");
         }
     }
 
