@@ -337,13 +337,13 @@ impl Config {
                 None => format!("detect (from {})", topology::SYS_NODE_DIR),
             },
             "numa-policy" => self.numa_policy.name().to_string(),
-            "local-heap" => format_size(self.local_heap_size),
-            "min-nursery" => format_size(self.min_nursery_size),
-            "chunk-size" => format_size(self.chunk_size),
-            "large-object" => format_size(self.large_object_size),
-            "global-gc-threshold" => format_size(self.global_gc_threshold),
+            "local-heap" => size_text(self.local_heap_size),
+            "min-nursery" => size_text(self.min_nursery_size),
+            "chunk-size" => size_text(self.chunk_size),
+            "large-object" => size_text(self.large_object_size),
+            "global-gc-threshold" => size_text(self.global_gc_threshold),
             "heap-growth" => self.heap_growth.to_string(),
-            "max-heap" => format_size(self.max_heap),
+            "max-heap" => size_text(self.max_heap),
             "safepoint-timeout" => match self.safepoint_timeout_ms {
                 0 => "0 (wait for ever)".to_string(),
                 ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
@@ -355,7 +355,7 @@ impl Config {
                 p => format!("{p}%"),
             },
             "task-promotion" => self.task_promotion.name().to_string(),
-            "vproc-stack" => format_size(self.vproc_stack),
+            "vproc-stack" => size_text(self.vproc_stack),
             "verify" => self.verify.to_string(),
             "trace" => self.trace.to_string(),
             "pin" => self.pin.to_string(),
@@ -828,15 +828,15 @@ impl ConfigBuilder {
                         allowed: format!(
                             "at most the {} of physical memory unless max-heap is set explicitly: \
                              lower vprocs or local-heap, or set max-heap to go past physical memory",
-                            format_size(physical)
+                            size_text(physical)
                         ),
                     });
                 }
                 if heap_floor > default {
                     notes.push(format!(
                         "max-heap raised from {} (3/4 of physical memory) to {}, which vprocs x (local-heap + 2 x chunk-size) needs",
-                        format_size(default),
-                        format_size(heap_floor)
+                        format_size_approx(default),
+                        format_size_approx(heap_floor)
                     ));
                 }
                 default.max(heap_floor)
@@ -979,6 +979,31 @@ pub fn parse_size(s: &str) -> Option<usize> {
         _ => return None,
     };
     digits.parse::<usize>().ok()?.checked_mul(1usize << shift)
+}
+
+/// A byte count for people: [`format_size`] when that has at most four
+/// digits ("64 KiB", "4104 MiB"), else rounded to a tenth of the largest
+/// unit it reaches ("about 17.7 GiB").
+pub fn format_size_approx(bytes: usize) -> String {
+    const UNITS: [(usize, &str); 4] = [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
+    let exact = format_size(bytes);
+    if exact.split(' ').next().is_some_and(|digits| digits.len() <= 4) {
+        return exact;
+    }
+    match UNITS.iter().find(|(unit, _)| bytes >= *unit) {
+        Some((unit, name)) => format!("about {:.1} {name}", bytes as f64 / *unit as f64),
+        None => exact,
+    }
+}
+
+/// `format_size`, then `format_size_approx` in parentheses when they differ.
+fn size_text(bytes: usize) -> String {
+    let (exact, approx) = (format_size(bytes), format_size_approx(bytes));
+    if exact == approx {
+        exact
+    } else {
+        format!("{exact} ({approx})")
+    }
 }
 
 /// Formats a byte count in the largest binary unit that divides it exactly ("64 KiB", "1000 B").
@@ -1408,6 +1433,13 @@ mod tests {
         assert_eq!(format_size(3 * GIB), "3 GiB");
         assert_eq!(format_size(1000), "1000 B");
         assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size_approx(3 * GIB), "3 GiB");
+        assert_eq!(format_size_approx(4104 * MIB), "4104 MiB");
+        assert_eq!(format_size_approx(18513072 * KIB), "about 17.7 GiB");
+        assert_eq!(format_size_approx(1000), "1000 B");
+        assert_eq!(format_size_approx(15000), "about 14.6 KiB");
+        assert_eq!(size_text(15000), "15000 B (about 14.6 KiB)");
+        assert_eq!(size_text(GIB), "1 GiB");
     }
 
     /// Issue 16, defect 8: a value outside the setting's own range is
