@@ -752,10 +752,18 @@ fn config_set_refuses_out_of_range_values_and_keeps_the_previous_one() {
                 .expect_err("refused by the library too")
                 .to_string();
             assert_eq!(last(), expected);
-            assert!(last().contains(name) && last().contains("allowed"), "{}", last());
+            assert!(
+                last().contains(name) && last().contains("allowed"),
+                "{}",
+                last()
+            );
         }
         // Enumerated values in any case, as on the command line.
-        ok(numagc_config_set(cfg, c"task-promotion".as_ptr(), c"EAGER".as_ptr()));
+        ok(numagc_config_set(
+            cfg,
+            c"task-promotion".as_ptr(),
+            c"EAGER".as_ptr(),
+        ));
         for (name, value) in [
             ("pin", "false"),
             ("local-heap", "256K"),
@@ -763,7 +771,11 @@ fn config_set_refuses_out_of_range_values_and_keeps_the_previous_one() {
             ("global-gc-threshold", "1M"),
             ("max-heap", "64M"),
         ] {
-            ok(numagc_config_set(cfg, cstr(name).as_ptr(), cstr(value).as_ptr()));
+            ok(numagc_config_set(
+                cfg,
+                cstr(name).as_ptr(),
+                cstr(value).as_ptr(),
+            ));
         }
         let mut rt = null_mut();
         ok(numagc_runtime_new(cfg, &mut rt));

@@ -232,12 +232,27 @@ fn info_reports_topology_pinning_and_placement() {
 fn info_prints_words_not_null_or_debug_syntax() {
     let (ok, out, err) = numagc(&["info", "--vprocs", "1", "--pin=false"]);
     assert!(ok, "{err}");
-    for bad in ["null", "Pinned", "Disabled", "BindRequest", "Applied", "Skipped", "{ ", "Some("] {
+    for bad in [
+        "null",
+        "Pinned",
+        "Disabled",
+        "BindRequest",
+        "Applied",
+        "Skipped",
+        "{ ",
+        "Some(",
+    ] {
         assert!(!out.contains(bad), "{bad:?} in:\n{out}");
     }
-    assert!(out.contains("detect"), "the topology setting in words:\n{out}");
+    assert!(
+        out.contains("detect"),
+        "the topology setting in words:\n{out}"
+    );
     assert!(out.contains("not pinned"), "{out}");
-    assert!(out.contains("--vproc-stack") && out.contains("256 MiB"), "{out}");
+    assert!(
+        out.contains("--vproc-stack") && out.contains("256 MiB"),
+        "{out}"
+    );
 }
 
 /// Issue 16, defect 9: a topology that maps an OS CPU twice says so, in
@@ -245,7 +260,14 @@ fn info_prints_words_not_null_or_debug_syntax() {
 #[test]
 fn info_says_when_cpus_are_shared() {
     let (ok, out, err) = numagc(&[
-        "info", "--topology", "64x1", "--vprocs", "8", "--local-heap", "256K", "--pin=false",
+        "info",
+        "--topology",
+        "64x1",
+        "--vprocs",
+        "8",
+        "--local-heap",
+        "256K",
+        "--pin=false",
     ]);
     assert!(ok, "{err}");
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -268,8 +290,15 @@ fn info_says_when_cpus_are_shared() {
 #[test]
 fn enumerated_flags_take_any_case() {
     let (ok, out, err) = numagc(&[
-        "info", "--vprocs", "1", "--task-promotion", "EAGER", "--plan", "SPLIT",
-        "--numa-policy", "Local",
+        "info",
+        "--vprocs",
+        "1",
+        "--task-promotion",
+        "EAGER",
+        "--plan",
+        "SPLIT",
+        "--numa-policy",
+        "Local",
     ]);
     assert!(ok, "{err}");
     assert!(out.contains("eager"), "{out}");
@@ -283,7 +312,7 @@ fn out_of_range_values_name_the_range() {
         ("--heap-growth", "nan", "1.0 to 100.0"),
         ("--chunk-size", "3", "power of two"),
         ("--survivor-promotion", "1000", "percentage"),
-        ("--vproc-stack", "1K", "64 KiB"),
+        ("--vproc-stack", "64K", "1 MiB"),
     ] {
         let (ok, _, err) = numagc(&["info", "--vprocs", "1", flag, value]);
         assert!(!ok);

@@ -94,8 +94,10 @@ pub const MAX_SAFEPOINT_TIMEOUT_MS: u64 = 3_600_000;
 /// committed only as it is touched, and functional code recurses deeply
 /// (GHC and OCaml 5 grow their stacks instead; a thread's cannot grow).
 pub const DEFAULT_VPROC_STACK: usize = 256 * MIB;
-/// Smallest `vproc-stack`: the runtime's own frames need some room.
-pub const MIN_VPROC_STACK: usize = 64 * KIB;
+/// Smallest `vproc-stack`: the runtime's own frames need room (in a debug
+/// build, binary-trees of depth 12 overflowed a 64 KiB stack; 128 KiB
+/// held, so 1 MiB leaves a margin).
+pub const MIN_VPROC_STACK: usize = MIB;
 /// Largest `vproc-stack`.
 pub const MAX_VPROC_STACK: usize = GIB;
 /// Most address space all vproc stacks together may reserve: 1024 vprocs
@@ -128,7 +130,7 @@ const TASK_PROMOTION_ALLOWED: &str = "lazy or eager";
 const SURVIVOR_PROMOTION_ALLOWED: &str = "a percentage from 0 (never) to 100";
 const MAX_HEAP_ALLOWED: &str =
     "a size from vprocs x (local-heap + 2 x chunk-size) (at least 192 KiB) to 16 TiB";
-const VPROC_STACK_ALLOWED: &str = "a size from 64 KiB to 1 GiB";
+const VPROC_STACK_ALLOWED: &str = "a size from 1 MiB to 1 GiB";
 const SAFEPOINT_TIMEOUT_ALLOWED: &str =
     "0 (wait for ever) or a duration from 1ms to 3600s (a number with unit ms or s; no unit: ms)";
 
@@ -164,7 +166,10 @@ impl FromStr for TaskPromotion {
         parse_choice(
             "task-promotion",
             s,
-            &[("lazy", TaskPromotion::Lazy), ("eager", TaskPromotion::Eager)],
+            &[
+                ("lazy", TaskPromotion::Lazy),
+                ("eager", TaskPromotion::Eager),
+            ],
             TASK_PROMOTION_ALLOWED,
         )
     }
@@ -236,7 +241,10 @@ impl FromStr for PlanKind {
         parse_choice(
             "plan",
             s,
-            &[("split", PlanKind::SplitHeap), ("split-heap", PlanKind::SplitHeap)],
+            &[
+                ("split", PlanKind::SplitHeap),
+                ("split-heap", PlanKind::SplitHeap),
+            ],
             PLAN_ALLOWED,
         )
     }
@@ -399,7 +407,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "young-global-gc", env: "NUMAGC_YOUNG_GLOBAL_GC", help: "young global collections leave data that survived two of them in place until a full one (true/false); default true", flag: true },
     SettingInfo { name: "survivor-promotion", env: "NUMAGC_SURVIVOR_PROMOTION", help: "after a minor collection whose survivors fill this percentage of the nursery, the next local collection evacuates the local heap to the global heap, 0 (never) ..= 100; default 90", flag: false },
     SettingInfo { name: "task-promotion", env: "NUMAGC_TASK_PROMOTION", help: "when a forked task's environment is promoted: lazy (when stolen, default) or eager (at the fork)", flag: false },
-    SettingInfo { name: "vproc-stack", env: "NUMAGC_VPROC_STACK", help: "stack size of each vproc thread (address space, committed as touched), 64 KiB ..= 1 GiB, vprocs x vproc-stack at most 256 GiB; default 256 MiB", flag: false },
+    SettingInfo { name: "vproc-stack", env: "NUMAGC_VPROC_STACK", help: "stack size of each vproc thread (address space, committed as touched), 1 MiB ..= 1 GiB, vprocs x vproc-stack at most 256 GiB; default 256 MiB", flag: false },
     SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false", flag: true },
     SettingInfo { name: "trace", env: "NUMAGC_TRACE", help: "record a timeline of jobs, collections, steals, waits and sleeps per vproc (true/false); default false", flag: true },
     SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true", flag: true },
@@ -583,12 +591,13 @@ impl ConfigBuilder {
     /// setting, so both refuse the same values with the same message.
     fn check_own(&self, setting: &'static str) -> Result<(), ConfigError> {
         let owned = |s: &str| s.to_string();
-        let size_in = |setting, value: Option<usize>, range: std::ops::RangeInclusive<usize>, allowed| {
-            match value {
-                Some(v) => self.check(setting, v, range.contains(&v), || owned(allowed)),
-                None => Ok(()),
-            }
-        };
+        let size_in =
+            |setting, value: Option<usize>, range: std::ops::RangeInclusive<usize>, allowed| {
+                match value {
+                    Some(v) => self.check(setting, v, range.contains(&v), || owned(allowed)),
+                    None => Ok(()),
+                }
+            };
         match setting {
             "vprocs" => {
                 let n = self.vprocs;
@@ -602,8 +611,8 @@ impl ConfigBuilder {
             },
             "local-heap" => {
                 let v = self.local_heap_size;
-                let ok = (MIN_LOCAL_HEAP..=MAX_LOCAL_HEAP).contains(&v)
-                    && v.is_multiple_of(4 * KIB);
+                let ok =
+                    (MIN_LOCAL_HEAP..=MAX_LOCAL_HEAP).contains(&v) && v.is_multiple_of(4 * KIB);
                 self.check(setting, v, ok, || owned(LOCAL_HEAP_ALLOWED))
             }
             "chunk-size" => {
@@ -858,7 +867,7 @@ impl ConfigBuilder {
         let stack_max = MAX_TOTAL_VPROC_STACK / vprocs;
         self.check("vproc-stack", stack, stack <= stack_max, || {
             format!(
-                "64 KiB ..= {} (256 GiB of stacks in all / {vprocs} vprocs)",
+                "1 MiB ..= {} (256 GiB of stacks in all / {vprocs} vprocs)",
                 format_size(stack_max.min(MAX_VPROC_STACK))
             )
         })?;
@@ -987,7 +996,11 @@ pub fn parse_size(s: &str) -> Option<usize> {
 pub fn format_size_approx(bytes: usize) -> String {
     const UNITS: [(usize, &str); 4] = [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
     let exact = format_size(bytes);
-    if exact.split(' ').next().is_some_and(|digits| digits.len() <= 4) {
+    if exact
+        .split(' ')
+        .next()
+        .is_some_and(|digits| digits.len() <= 4)
+    {
         return exact;
     }
     match UNITS.iter().find(|(unit, _)| bytes >= *unit) {
@@ -1230,7 +1243,11 @@ mod tests {
             .build_for(1280 * GIB)
             .unwrap();
         assert_eq!(cfg.max_heap, floor);
-        assert!(cfg.notes[0].starts_with("max-heap raised from 960 GiB"), "{:?}", cfg.notes);
+        assert!(
+            cfg.notes[0].starts_with("max-heap raised from 960 GiB"),
+            "{:?}",
+            cfg.notes
+        );
     }
 
     /// Issue 16, defect 9: `--vprocs 1024 --local-heap 1G` silently raised
@@ -1274,24 +1291,39 @@ mod tests {
     fn vproc_stack_range() {
         assert_eq!(Config::default().vproc_stack, 256 * MIB);
         let mut b = ConfigBuilder::new().vprocs(4);
-        for (given, bytes) in [("64K", 64 * KIB), ("64M", 64 * MIB), ("1G", GIB), ("100000", 100_000)] {
+        for (given, bytes) in [
+            ("1M", MIB),
+            ("64M", 64 * MIB),
+            ("1G", GIB),
+            ("1100000", 1_100_000),
+        ] {
             b.set("vproc-stack", given).unwrap();
             assert_eq!(b.build().unwrap().vproc_stack, bytes, "{given}");
         }
-        for bad in ["63K", "2G", "0", "-1", "big"] {
+        for bad in ["1023K", "64K", "2G", "0", "-1", "big"] {
             let e = b.set("vproc-stack", bad).map(|_| ()).unwrap_err();
             assert_eq!((e.setting, e.value.as_str()), ("vproc-stack", bad));
-            assert_eq!(e.allowed, "a size from 64 KiB to 1 GiB");
+            assert_eq!(e.allowed, "a size from 1 MiB to 1 GiB");
         }
-        assert_eq!(b.build().unwrap().vproc_stack, 100_000, "the refused values changed nothing");
+        assert_eq!(
+            b.build().unwrap().vproc_stack,
+            1_100_000,
+            "the refused values changed nothing"
+        );
         let e = ConfigBuilder::new().vproc_stack(KIB).build().unwrap_err();
         assert_eq!((e.setting, e.value.as_str()), ("vproc-stack", "1024"));
         // 1024 vprocs x 256 MiB is the most; 1024 x 512 MiB is refused.
-        let many = ConfigBuilder::new().vprocs(1024).local_heap_size(64 * KIB).max_heap(TIB);
+        let many = ConfigBuilder::new()
+            .vprocs(1024)
+            .local_heap_size(64 * KIB)
+            .max_heap(TIB);
         assert!(many.build().is_ok());
         let e = many.clone().vproc_stack(512 * MIB).build().unwrap_err();
         assert_eq!(e.setting, "vproc-stack");
-        assert_eq!(e.allowed, "64 KiB ..= 256 MiB (256 GiB of stacks in all / 1024 vprocs)");
+        assert_eq!(
+            e.allowed,
+            "1 MiB ..= 256 MiB (256 GiB of stacks in all / 1024 vprocs)"
+        );
         let cfg = ConfigBuilder::from_env_map(env(&[("NUMAGC_VPROC_STACK", "8M")]))
             .unwrap()
             .build()
@@ -1309,13 +1341,20 @@ mod tests {
             let text = cfg
                 .value_text(s.name)
                 .unwrap_or_else(|| panic!("{} has no words", s.name));
-            assert!(!text.contains("null") && !text.contains('{'), "{}: {text}", s.name);
+            assert!(
+                !text.contains("null") && !text.contains('{'),
+                "{}: {text}",
+                s.name
+            );
             let value = text.split(" (").next().unwrap();
             b.set(s.name, value)
                 .unwrap_or_else(|e| panic!("{} = {text:?} is not read back: {e}", s.name));
         }
         assert_eq!(format!("{:?}", b.build().unwrap()), format!("{cfg:?}"));
-        assert_eq!(cfg.value_text("topology").unwrap(), "detect (from /sys/devices/system/node)");
+        assert_eq!(
+            cfg.value_text("topology").unwrap(),
+            "detect (from /sys/devices/system/node)"
+        );
         assert_eq!(cfg.value_text("nursery"), None);
     }
 
@@ -1478,15 +1517,28 @@ mod tests {
             };
             assert_eq!((e.setting, e.value.as_str()), (name, value), "{e}");
             assert!(!e.allowed.is_empty());
-            assert_eq!(format!("{b:?}"), before, "{name}={value} changed the builder");
+            assert_eq!(
+                format!("{b:?}"),
+                before,
+                "{name}={value} changed the builder"
+            );
             assert!(b.build().is_ok(), "the previous values still build");
         }
         // The same message as the typed setter gets from `build`.
-        let set = ConfigBuilder::new().set("vprocs", "0").map(|_| ()).unwrap_err();
+        let set = ConfigBuilder::new()
+            .set("vprocs", "0")
+            .map(|_| ())
+            .unwrap_err();
         let typed = ConfigBuilder::new().vprocs(0).build().unwrap_err();
         assert_eq!(set.to_string(), typed.to_string());
-        let set = ConfigBuilder::new().set("survivor-promotion", "1000").map(|_| ()).unwrap_err();
-        let typed = ConfigBuilder::new().survivor_promotion(1000).build().unwrap_err();
+        let set = ConfigBuilder::new()
+            .set("survivor-promotion", "1000")
+            .map(|_| ())
+            .unwrap_err();
+        let typed = ConfigBuilder::new()
+            .survivor_promotion(1000)
+            .build()
+            .unwrap_err();
         assert_eq!(set.to_string(), typed.to_string());
     }
 
@@ -1513,7 +1565,10 @@ mod tests {
         assert_eq!(cfg.task_promotion, TaskPromotion::Eager);
         assert_eq!(cfg.numa_policy, NumaPolicy::Node0);
         assert!(cfg.verify && cfg.trace && !cfg.pin && !cfg.young_global_gc);
-        assert_eq!("Lazy".parse::<TaskPromotion>().unwrap(), TaskPromotion::Lazy);
+        assert_eq!(
+            "Lazy".parse::<TaskPromotion>().unwrap(),
+            TaskPromotion::Lazy
+        );
         let env = ConfigBuilder::from_env_map(env(&[("NUMAGC_TASK_PROMOTION", "Eager")]))
             .unwrap()
             .build()

@@ -85,11 +85,9 @@ impl std::fmt::Display for BindOutcome {
                 write!(f, "applied ({mode}, OS {})", node_list(os_nodes))
             }
             BindOutcome::Skipped { reason } => write!(f, "skipped: {reason}"),
-            BindOutcome::Failed { errno } => write!(
-                f,
-                "failed: {}",
-                std::io::Error::from_raw_os_error(*errno)
-            ),
+            BindOutcome::Failed { errno } => {
+                write!(f, "failed: {}", std::io::Error::from_raw_os_error(*errno))
+            }
         }
     }
 }
@@ -238,7 +236,10 @@ mod tests {
         let failed = BindOutcome::Failed {
             errno: libc::EINVAL,
         };
-        assert!(failed.to_string().starts_with("failed: Invalid argument"), "{failed}");
+        assert!(
+            failed.to_string().starts_with("failed: Invalid argument"),
+            "{failed}"
+        );
         let skipped = BindOutcome::Skipped {
             reason: "no node".into(),
         };

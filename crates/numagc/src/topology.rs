@@ -135,7 +135,12 @@ pub fn cpu_warnings(topo: &Topology, placements: &[VprocPlacement], pinned: bool
             "{} vprocs share {} OS CPUs ({how}): {}{}",
             placements.len(),
             by_cpu.len(),
-            shared.iter().take(8).cloned().collect::<Vec<_>>().join("; "),
+            shared
+                .iter()
+                .take(8)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
             if shared.len() > 8 { "; ..." } else { "" }
         ));
     }
@@ -427,15 +432,18 @@ mod tests {
         let w = cpu_warnings(&topo, &topo.place_vprocs(2), true);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
-            w[0].starts_with("topology 3x3 has 9 CPUs but this process may run on 2: OS CPUs are shared")
-                && w[0].contains("cpu 0 by nodes 0, 1, 2"),
+            w[0].starts_with(
+                "topology 3x3 has 9 CPUs but this process may run on 2: OS CPUs are shared"
+            ) && w[0].contains("cpu 0 by nodes 0, 1, 2"),
             "{}",
             w[0]
         );
         let w = cpu_warnings(&topo, &topo.place_vprocs(6), true);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(
-            w[1].starts_with("6 vprocs share 2 OS CPUs (pinned there, they take turns): cpu 0 runs vprocs"),
+            w[1].starts_with(
+                "6 vprocs share 2 OS CPUs (pinned there, they take turns): cpu 0 runs vprocs"
+            ),
             "{}",
             w[1]
         );
