@@ -653,10 +653,14 @@ int numagc_config_from_env(struct numagc_config **out_cfg);
 
 /**
  * Sets one setting by its name as on the command line (`"local-heap"`,
- * `"vprocs"`, `"verify"`, ...; `numagc info` lists them) to `value` as
- * text (`"16M"`, `"2"`, `"true"`). `NUMAGC_ERR_INVALID_CONFIG` names an
- * unknown setting or a value outside its range; ranges that depend on
- * other settings are checked by `numagc_runtime_new`.
+ * `"vprocs"`, `"vproc-stack"`, `"verify"`, ...; `numagc info` lists them)
+ * to `value` as text (`"16M"`, `"2"`, `"true"`; names such as `"eager"`
+ * in any case). `NUMAGC_ERR_INVALID_CONFIG` names an unknown setting, or
+ * a value that does not parse or is outside the setting's own range, with
+ * the message the CLI gives; the configuration keeps its previous value.
+ * Ranges that depend on other settings (min-nursery, large-object,
+ * global-gc-threshold, max-heap, vprocs x vproc-stack) are checked by
+ * `numagc_runtime_new`, whatever order the settings were set in.
  */
 int numagc_config_set(struct numagc_config *cfg, const char *name, const char *value);
 

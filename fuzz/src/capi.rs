@@ -134,6 +134,7 @@ const SETTING_VALUES: &[(&str, &[&str])] = &[
     ("topology", &["1x1", "2x1", "1x2", "2x2", "detect", "4x", ""]),
     ("plan", &["split", "split-heap", "other"]),
     ("pin", &["true", "false"]),
+    ("vproc-stack", &["1M", "8M", "256M", "64K", "2G", "EAGER"]),
 ];
 
 /// One configuration setting, near-valid or arbitrary; NULLs sometimes.

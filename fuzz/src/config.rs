@@ -177,6 +177,7 @@ fn typed(inp: &mut Input, b: &mut ConfigBuilder, key: &str) {
         "young-global-gc" => c.young_global_gc(inp.bool()),
         "survivor-promotion" => c.survivor_promotion(if inp.bool() { inp.u32() } else { inp.below(120) as u32 }),
         "task-promotion" => c.task_promotion(inp.pick(&[TaskPromotion::Lazy, TaskPromotion::Eager])),
+        "vproc-stack" => c.vproc_stack(inp.size()),
         "verify" => c.verify(inp.bool()),
         "trace" => c.trace(inp.bool()),
         "pin" => c.pin(inp.bool()),
@@ -199,6 +200,8 @@ fn build(b: &ConfigBuilder, given: &BTreeMap<String, String>) {
             assert!((cs..=TIB).contains(&c.global_gc_threshold), "{c:?}");
             assert!(c.heap_growth.is_finite() && (1.0..=100.0).contains(&c.heap_growth), "{c:?}");
             assert!(c.survivor_promotion <= 100, "{c:?}");
+            assert!((64 * KIB..=GIB).contains(&c.vproc_stack), "{c:?}");
+            assert!(c.vprocs * c.vproc_stack <= 256 * GIB, "{c:?}");
             assert!((c.vprocs * (lh + 2 * cs)..=16 * TIB).contains(&c.max_heap), "{c:?}");
             if let Some(spec) = &c.topology {
                 assert!(Topology::synthetic(spec).is_ok(), "accepted topology {spec:?} does not parse");

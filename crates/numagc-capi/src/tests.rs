@@ -723,6 +723,70 @@ fn configuration_errors_name_the_setting() {
     }
 }
 
+/// Issue 16, defect 8: `numagc_config_set` refuses a value outside the
+/// setting's own range at once (not only `numagc_runtime_new`), with the
+/// message the CLI and the environment give, and the configuration keeps
+/// its previous value.
+#[test]
+fn config_set_refuses_out_of_range_values_and_keeps_the_previous_one() {
+    let cfg = numagc_config_new();
+    // SAFETY: a live configuration and NUL-terminated strings.
+    unsafe {
+        ok(numagc_config_set(cfg, c"vprocs".as_ptr(), c"1".as_ptr()));
+        for (name, value) in [
+            ("vprocs", "0"),
+            ("heap-growth", "nan"),
+            ("heap-growth", "-3"),
+            ("chunk-size", "3"),
+            ("max-heap", "1"),
+            ("survivor-promotion", "1000"),
+            ("vproc-stack", "1K"),
+        ] {
+            check(
+                numagc_config_set(cfg, cstr(name).as_ptr(), cstr(value).as_ptr()),
+                NUMAGC_ERR_INVALID_CONFIG,
+            );
+            let expected = numagc_rs::ConfigBuilder::new()
+                .set(name, value)
+                .map(|_| ())
+                .expect_err("refused by the library too")
+                .to_string();
+            assert_eq!(last(), expected);
+            assert!(
+                last().contains(name) && last().contains("allowed"),
+                "{}",
+                last()
+            );
+        }
+        // Enumerated values in any case, as on the command line.
+        ok(numagc_config_set(
+            cfg,
+            c"task-promotion".as_ptr(),
+            c"EAGER".as_ptr(),
+        ));
+        for (name, value) in [
+            ("pin", "false"),
+            ("local-heap", "256K"),
+            ("chunk-size", "64K"),
+            ("global-gc-threshold", "1M"),
+            ("max-heap", "64M"),
+        ] {
+            ok(numagc_config_set(
+                cfg,
+                cstr(name).as_ptr(),
+                cstr(value).as_ptr(),
+            ));
+        }
+        let mut rt = null_mut();
+        ok(numagc_runtime_new(cfg, &mut rt));
+        let mut n = 0;
+        ok(numagc_runtime_vprocs(rt, &mut n));
+        assert_eq!(n, 1, "vprocs kept its value 1");
+        ok(numagc_runtime_free(rt));
+        ok(numagc_config_free(cfg));
+    }
+}
+
 #[test]
 fn descriptors_are_checked() {
     let rt = Rt::new(1, &[]);

@@ -103,40 +103,19 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
     println!("\nvprocs: {}", c.vprocs);
     for (p, pin) in info.placements.iter().zip(&info.pins) {
         println!(
-            "  vproc {:>3}  node {:>2}  cpu {:>3}  {:?}",
-            p.vproc, p.node, p.cpu, pin
+            "  vproc {:>3}  node {:>2}  cpu {:>3}  {pin}",
+            p.vproc, p.node, p.cpu
         );
     }
+    if !info.warnings.is_empty() {
+        println!("\nwarnings:");
+        for w in &info.warnings {
+            println!("  {w}");
+        }
+    }
     println!("\nsettings (flag / environment variable / value):");
-    let values = serde_json::to_value(c).map_err(|e| e.to_string())?;
     for s in numagc::config::settings() {
-        let key = s.name.replace('-', "_");
-        let field = match key.as_str() {
-            "local_heap" => "local_heap_size",
-            "min_nursery" => "min_nursery_size",
-            "large_object" => "large_object_size",
-            "safepoint_timeout" => "safepoint_timeout_ms",
-            other => other,
-        };
-        let v = match values.get(field) {
-            Some(serde_json::Value::Number(n)) if field == "safepoint_timeout_ms" => {
-                match n.as_u64() {
-                    Some(0) => "0 (wait for ever)".to_string(),
-                    Some(ms) if ms % 1000 == 0 => format!("{}s", ms / 1000),
-                    _ => format!("{n}ms"),
-                }
-            }
-            Some(serde_json::Value::Number(n))
-                if field.ends_with("_size")
-                    || field.ends_with("_heap")
-                    || field.ends_with("_threshold") =>
-            {
-                numagc::config::format_size(n.as_u64().unwrap_or(0) as usize)
-            }
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => String::new(),
-        };
+        let v = c.value_text(s.name).unwrap_or_default();
         println!("  --{:<22} {:<28} {}", s.name, s.env, v);
     }
     println!(
@@ -147,8 +126,9 @@ fn info(args: &RuntimeArgs, json: bool) -> Result<(), String> {
         info.bindings.failed
     );
     for r in info.binding_log.iter().take(12) {
+        let s = if r.chunks == 1 { "" } else { "s" };
         println!(
-            "  chunk {:>6} (+{}) node {}: {:?} -> {:?}",
+            "  chunk {:>6} ({} chunk{s}) for node {}: {} -> {}",
             r.chunk, r.chunks, r.node, r.request, r.outcome
         );
     }

@@ -22,13 +22,30 @@ impl RuntimeArgs {
         Ok(b)
     }
 
+    /// The configuration, its warnings printed on standard error (once).
     pub fn config(&self) -> Result<Config, String> {
-        self.builder()?.build().map_err(|e| e.to_string())
+        let config = self.builder()?.build().map_err(|e| e.to_string())?;
+        warn(&config);
+        Ok(config)
     }
 
     /// Whether a setting was given on the command line.
     pub fn has(&self, name: &str) -> bool {
         self.values.iter().any(|(n, _)| *n == name)
+    }
+}
+
+/// Prints each of `config`'s warnings ([`Config::warnings`]: a default
+/// raised, OS CPUs shared) on standard error, each at most once per
+/// process, however many configurations a command builds.
+pub fn warn(config: &Config) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    for w in config.warnings() {
+        if !said.contains(&w) {
+            eprintln!("numagc: warning: {w}");
+            said.push(w);
+        }
     }
 }
 

@@ -217,13 +217,110 @@ fn info_reports_topology_pinning_and_placement() {
         })
         .unwrap_or(0);
     if nodes < 4 {
-        assert!(out.contains("Skipped"), "{out}");
+        assert!(out.contains("skipped"), "{out}");
     }
     assert!(out.contains("applied"), "{out}");
     let (ok, out, _) = numagc(&["info", "--json", "--vprocs", "1"]);
     assert!(ok);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["config"]["vprocs"], 1);
+}
+
+/// Issue 16, defect 9: `numagc info` speaks words: no `null` for a
+/// detected topology, no Rust debug syntax for pinning and placement.
+#[test]
+fn info_prints_words_not_null_or_debug_syntax() {
+    let (ok, out, err) = numagc(&["info", "--vprocs", "1", "--pin=false"]);
+    assert!(ok, "{err}");
+    for bad in [
+        "null",
+        "Pinned",
+        "Disabled",
+        "BindRequest",
+        "Applied",
+        "Skipped",
+        "{ ",
+        "Some(",
+    ] {
+        assert!(!out.contains(bad), "{bad:?} in:\n{out}");
+    }
+    assert!(
+        out.contains("detect"),
+        "the topology setting in words:\n{out}"
+    );
+    assert!(out.contains("not pinned"), "{out}");
+    assert!(
+        out.contains("--vproc-stack") && out.contains("256 MiB"),
+        "{out}"
+    );
+}
+
+/// Issue 16, defect 9: a topology that maps an OS CPU twice says so, in
+/// `numagc info` and on standard error, and so do vprocs sharing a CPU.
+#[test]
+fn info_says_when_cpus_are_shared() {
+    let (ok, out, err) = numagc(&[
+        "info",
+        "--topology",
+        "64x1",
+        "--vprocs",
+        "8",
+        "--local-heap",
+        "256K",
+        "--pin=false",
+    ]);
+    assert!(ok, "{err}");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 8 {
+        assert!(out.contains("vprocs share"), "{out}");
+        assert!(err.contains("vprocs share"), "{err}");
+    }
+    if cpus < 64 {
+        assert!(out.contains("warning") && out.contains("shared"), "{out}");
+        assert!(err.contains("warning") && err.contains("shared"), "{err}");
+        assert_eq!(
+            err.lines().filter(|l| l.contains("topology 64x1")).count(),
+            1,
+            "said once: {err}"
+        );
+    }
+}
+
+/// Issue 16, defect 9: one rule for every enumerated setting: any case.
+#[test]
+fn enumerated_flags_take_any_case() {
+    let (ok, out, err) = numagc(&[
+        "info",
+        "--vprocs",
+        "1",
+        "--task-promotion",
+        "EAGER",
+        "--plan",
+        "SPLIT",
+        "--numa-policy",
+        "Local",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("eager"), "{out}");
+}
+
+/// Issue 16, defect 8: out-of-range values are refused with the setting,
+/// the value and the accepted range named, for flags and variables alike.
+#[test]
+fn out_of_range_values_name_the_range() {
+    for (flag, value, range) in [
+        ("--heap-growth", "nan", "1.0 to 100.0"),
+        ("--chunk-size", "3", "power of two"),
+        ("--survivor-promotion", "1000", "percentage"),
+        ("--vproc-stack", "64K", "1 MiB"),
+    ] {
+        let (ok, _, err) = numagc(&["info", "--vprocs", "1", flag, value]);
+        assert!(!ok);
+        assert!(
+            err.contains(&flag[2..]) && err.contains(value) && err.contains(range),
+            "{flag} {value}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -13,6 +13,28 @@
 //! final values unless they were set explicitly. Every refused value is a
 //! [`ConfigError`] naming the setting, the value as given, and the allowed range.
 //!
+//! One rule for every setting (issue 16): each setting's own range is
+//! checked by one function, `ConfigBuilder::check_own`, which
+//! [`ConfigBuilder::set`] applies at once (so the environment, the CLI's
+//! flags and the C API's `numagc_config_set` refuse an out-of-range value
+//! when it is set, with the same message, and keep the previous value) and
+//! [`ConfigBuilder::build`] applies again to values given to the typed
+//! setters (`.vprocs(0)`), which cannot fail without breaking their chains.
+//! Enumerated values (`plan`, `numa-policy`, `task-promotion` and the
+//! booleans) are read by one function, `parse_choice`: any case, blanks
+//! around ignored. Only the checks that involve two settings, or the
+//! machine, wait for `build`, whatever the order the settings were given in:
+//!
+//! - `min-nursery` at most `local-heap`/4;
+//! - `large-object` at most min(`chunk-size`/4, `local-heap`/8);
+//! - `global-gc-threshold` at least `chunk-size`;
+//! - `max-heap` at least `vprocs` x (`local-heap` + 2 x `chunk-size`);
+//! - `max-heap` not set: its default, 3/4 of physical memory, is raised to
+//!   that floor when it is smaller (a note says so, see
+//!   [`Config::warnings`]), and a floor beyond physical memory is refused:
+//!   set `max-heap` explicitly to go past physical memory on purpose;
+//! - `vprocs` x `vproc-stack` at most 256 GiB of address space.
+//!
 //! `safepoint-timeout` is a numagc addition (the paper's handshake, §3.4,
 //! waits for every vproc without bound): how long the vprocs stopped for a
 //! global collection wait for the others before the collection is called
@@ -67,10 +89,30 @@ pub const MAX_VPROCS: usize = 1024;
 pub const DEFAULT_SAFEPOINT_TIMEOUT_MS: u64 = 10_000;
 /// Longest `safepoint-timeout` other than 0 (wait for ever): one hour.
 pub const MAX_SAFEPOINT_TIMEOUT_MS: u64 = 3_600_000;
+/// Default `vproc-stack`, the stack size of each vproc thread: generous,
+/// because it is address space reserved by the thread's mapping and
+/// committed only as it is touched, and functional code recurses deeply
+/// (GHC and OCaml 5 grow their stacks instead; a thread's cannot grow).
+pub const DEFAULT_VPROC_STACK: usize = 256 * MIB;
+/// Smallest `vproc-stack`: the runtime's own frames need room (in a debug
+/// build, binary-trees of depth 12 overflowed a 64 KiB stack; 128 KiB
+/// held, so 1 MiB leaves a margin).
+pub const MIN_VPROC_STACK: usize = MIB;
+/// Largest `vproc-stack`.
+pub const MAX_VPROC_STACK: usize = GIB;
+/// Most address space all vproc stacks together may reserve: 1024 vprocs
+/// with the default stack, or 256 with the largest.
+pub const MAX_TOTAL_VPROC_STACK: usize = 256 * GIB;
 
 const MAX_GLOBAL_GC_THRESHOLD: usize = TIB;
 const MAX_HEAP_LIMIT: usize = 16 * TIB;
 const MIN_NURSERY_FLOOR: usize = 4 * KIB;
+const MIN_LOCAL_HEAP: usize = 64 * KIB;
+const MAX_LOCAL_HEAP: usize = GIB;
+const MIN_CHUNK: usize = 64 * KIB;
+const MAX_CHUNK: usize = 64 * MIB;
+/// The smallest heap floor: one vproc, the smallest local heap and chunks.
+const MIN_MAX_HEAP: usize = MIN_LOCAL_HEAP + 2 * MIN_CHUNK;
 pub(crate) const LARGE_OBJECT_FLOOR: usize = 256;
 
 const PLAN_ALLOWED: &str = "split (or split-heap)";
@@ -79,13 +121,16 @@ const BOOL_ALLOWED: &str = "true, false, 1, 0, yes, no, on, off";
 const VPROCS_ALLOWED: &str = "1 ..= 1024";
 const LOCAL_HEAP_ALLOWED: &str = "a multiple of 4 KiB from 64 KiB to 1 GiB";
 const CHUNK_SIZE_ALLOWED: &str = "a power of two from 64 KiB to 64 MiB";
-const MIN_NURSERY_ALLOWED: &str = "a size from 4 KiB to local-heap/4";
-const LARGE_OBJECT_ALLOWED: &str = "a size from 256 B to min(chunk-size/4, local-heap/8)";
-const GLOBAL_GC_ALLOWED: &str = "a size from chunk-size to 1 TiB";
+const MIN_NURSERY_ALLOWED: &str = "a size from 4 KiB to local-heap/4 (at most 256 MiB)";
+const LARGE_OBJECT_ALLOWED: &str =
+    "a size from 256 B to min(chunk-size/4, local-heap/8) (at most 16 MiB)";
+const GLOBAL_GC_ALLOWED: &str = "a size from chunk-size (at least 64 KiB) to 1 TiB";
 const HEAP_GROWTH_ALLOWED: &str = "a finite number from 1.0 to 100.0";
 const TASK_PROMOTION_ALLOWED: &str = "lazy or eager";
 const SURVIVOR_PROMOTION_ALLOWED: &str = "a percentage from 0 (never) to 100";
-const MAX_HEAP_ALLOWED: &str = "a size from vprocs x (local-heap + 2 x chunk-size) to 16 TiB";
+const MAX_HEAP_ALLOWED: &str =
+    "a size from vprocs x (local-heap + 2 x chunk-size) (at least 192 KiB) to 16 TiB";
+const VPROC_STACK_ALLOWED: &str = "a size from 1 MiB to 1 GiB";
 const SAFEPOINT_TIMEOUT_ALLOWED: &str =
     "0 (wait for ever) or a duration from 1ms to 3600s (a number with unit ms or s; no unit: ms)";
 
@@ -100,14 +145,33 @@ pub enum TaskPromotion {
     Eager,
 }
 
+impl TaskPromotion {
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskPromotion::Lazy => "lazy",
+            TaskPromotion::Eager => "eager",
+        }
+    }
+}
+
+impl fmt::Display for TaskPromotion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl FromStr for TaskPromotion {
     type Err = ConfigError;
     fn from_str(s: &str) -> Result<Self, ConfigError> {
-        match s.trim() {
-            "lazy" => Ok(TaskPromotion::Lazy),
-            "eager" => Ok(TaskPromotion::Eager),
-            _ => Err(refused("task-promotion", s, TASK_PROMOTION_ALLOWED)),
-        }
+        parse_choice(
+            "task-promotion",
+            s,
+            &[
+                ("lazy", TaskPromotion::Lazy),
+                ("eager", TaskPromotion::Eager),
+            ],
+            TASK_PROMOTION_ALLOWED,
+        )
     }
 }
 
@@ -144,10 +208,8 @@ impl fmt::Display for NumaPolicy {
 impl FromStr for NumaPolicy {
     type Err = ConfigError;
     fn from_str(s: &str) -> Result<Self, ConfigError> {
-        NumaPolicy::ALL
-            .into_iter()
-            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| refused("numa-policy", s, POLICY_ALLOWED))
+        let choices = NumaPolicy::ALL.map(|p| (p.name(), p));
+        parse_choice("numa-policy", s, &choices, POLICY_ALLOWED)
     }
 }
 
@@ -176,10 +238,15 @@ impl fmt::Display for PlanKind {
 impl FromStr for PlanKind {
     type Err = ConfigError;
     fn from_str(s: &str) -> Result<Self, ConfigError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "split" | "split-heap" => Ok(PlanKind::SplitHeap),
-            _ => Err(refused("plan", s, PLAN_ALLOWED)),
-        }
+        parse_choice(
+            "plan",
+            s,
+            &[
+                ("split", PlanKind::SplitHeap),
+                ("split-heap", PlanKind::SplitHeap),
+            ],
+            PLAN_ALLOWED,
+        )
     }
 }
 
@@ -221,11 +288,17 @@ pub struct Config {
     /// others to reach a safepoint before the collection is called off
     /// (0: wait for ever).
     pub safepoint_timeout_ms: u64,
+    /// Bytes of stack of each vproc thread (address space; committed as touched).
+    pub vproc_stack: usize,
     pub verify: bool,
     /// Record a timeline of each vproc's jobs, collections, stolen work,
     /// waits and sleeps (`Runtime::trace`).
     pub trace: bool,
     pub pin: bool,
+    /// What [`ConfigBuilder::build`] decided that the user should hear
+    /// about (a default raised to fit the other settings); see
+    /// [`Config::warnings`].
+    pub notes: Vec<String>,
 }
 
 impl Config {
@@ -242,6 +315,61 @@ impl Config {
     /// Defaults overridden by every `NUMAGC_*` environment variable that is set.
     pub fn from_env() -> Result<Config, ConfigError> {
         ConfigBuilder::from_env()?.build()
+    }
+
+    /// Everything about this configuration a person should be told, one
+    /// sentence each: the [`notes`](Config::notes) of `build`, then the OS
+    /// CPUs that the topology or the vprocs share
+    /// ([`topology::cpu_warnings`]). The library never prints them; the
+    /// CLI prints them on standard error once, and `numagc info` lists
+    /// them (from [`RuntimeInfo::warnings`](crate::RuntimeInfo)).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = self.notes.clone();
+        if let Ok(topo) = Topology::from_config(self) {
+            let placements = topo.place_vprocs(self.vprocs);
+            out.extend(topology::cpu_warnings(&topo, &placements, self.pin));
+        }
+        out
+    }
+
+    /// The value of setting `name` (as in [`settings`]) in words, as
+    /// `numagc info` shows it; `None` for an unknown name. Apart from a
+    /// note in parentheses, the text is accepted back by
+    /// [`ConfigBuilder::set`].
+    pub fn value_text(&self, name: &str) -> Option<String> {
+        let text = match name {
+            "plan" => self.plan.name().to_string(),
+            "vprocs" => self.vprocs.to_string(),
+            "topology" => match &self.topology {
+                Some(spec) => spec.clone(),
+                None => format!("detect (from {})", topology::SYS_NODE_DIR),
+            },
+            "numa-policy" => self.numa_policy.name().to_string(),
+            "local-heap" => size_text(self.local_heap_size),
+            "min-nursery" => size_text(self.min_nursery_size),
+            "chunk-size" => size_text(self.chunk_size),
+            "large-object" => size_text(self.large_object_size),
+            "global-gc-threshold" => size_text(self.global_gc_threshold),
+            "heap-growth" => self.heap_growth.to_string(),
+            "max-heap" => size_text(self.max_heap),
+            "safepoint-timeout" => match self.safepoint_timeout_ms {
+                0 => "0 (wait for ever)".to_string(),
+                ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+                ms => format!("{ms}ms"),
+            },
+            "young-global-gc" => self.young_global_gc.to_string(),
+            "survivor-promotion" => match self.survivor_promotion {
+                0 => "0 (never)".to_string(),
+                p => format!("{p}%"),
+            },
+            "task-promotion" => self.task_promotion.name().to_string(),
+            "vproc-stack" => size_text(self.vproc_stack),
+            "verify" => self.verify.to_string(),
+            "trace" => self.trace.to_string(),
+            "pin" => self.pin.to_string(),
+            _ => return None,
+        };
+        Some(text)
     }
 }
 
@@ -279,6 +407,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "young-global-gc", env: "NUMAGC_YOUNG_GLOBAL_GC", help: "young global collections leave data that survived two of them in place until a full one (true/false); default true", flag: true },
     SettingInfo { name: "survivor-promotion", env: "NUMAGC_SURVIVOR_PROMOTION", help: "after a minor collection whose survivors fill this percentage of the nursery, the next local collection evacuates the local heap to the global heap, 0 (never) ..= 100; default 90", flag: false },
     SettingInfo { name: "task-promotion", env: "NUMAGC_TASK_PROMOTION", help: "when a forked task's environment is promoted: lazy (when stolen, default) or eager (at the fork)", flag: false },
+    SettingInfo { name: "vproc-stack", env: "NUMAGC_VPROC_STACK", help: "stack size of each vproc thread (address space, committed as touched), 1 MiB ..= 1 GiB, vprocs x vproc-stack at most 256 GiB; default 256 MiB", flag: false },
     SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false", flag: true },
     SettingInfo { name: "trace", env: "NUMAGC_TRACE", help: "record a timeline of jobs, collections, steals, waits and sleeps per vproc (true/false); default false", flag: true },
     SettingInfo { name: "pin", env: "NUMAGC_PIN", help: "pin each vproc's thread to its CPU (true/false); default true", flag: true },
@@ -307,6 +436,7 @@ pub struct ConfigBuilder {
     young_global_gc: bool,
     survivor_promotion: u32,
     task_promotion: TaskPromotion,
+    vproc_stack: usize,
     verify: bool,
     trace: bool,
     pin: bool,
@@ -339,6 +469,7 @@ impl ConfigBuilder {
             young_global_gc: true,
             survivor_promotion: DEFAULT_SURVIVOR_PROMOTION,
             task_promotion: TaskPromotion::Lazy,
+            vproc_stack: DEFAULT_VPROC_STACK,
             verify: false,
             trace: false,
             pin: true,
@@ -384,7 +515,10 @@ impl ConfigBuilder {
         Ok(builder)
     }
 
-    /// Sets a setting by its name in [`settings`], parsing `value`.
+    /// Sets a setting by its name in [`settings`], parsing `value` and
+    /// checking it against the setting's own range (the ranges that depend
+    /// on other settings wait for [`ConfigBuilder::build`]). A refused value
+    /// changes nothing.
     pub fn set(&mut self, name: &str, value: &str) -> Result<&mut Self, ConfigError> {
         let info = SETTINGS
             .iter()
@@ -401,56 +535,142 @@ impl ConfigBuilder {
         let setting = info.name;
         let size =
             |allowed: &str| parse_size(value).ok_or_else(|| refused(setting, value, allowed));
-        let boolean = || parse_bool(value).ok_or_else(|| refused(setting, value, BOOL_ALLOWED));
+        let boolean = || parse_choice(setting, value, BOOL_CHOICES, BOOL_ALLOWED);
+        // Parsed into a copy, checked, and only then kept.
+        let mut next = self.clone();
         match setting {
-            "plan" => self.plan = value.parse()?,
+            "plan" => next.plan = value.parse()?,
             "vprocs" => {
-                self.vprocs = value
+                next.vprocs = value
                     .trim()
                     .parse()
                     .map_err(|_| refused(setting, value, VPROCS_ALLOWED))?
             }
-            "topology" => {
-                // Checked before it is kept: a refused value changes nothing.
-                let spec = normalize_topology(Some(value.to_string()));
-                if let Some(spec) = &spec {
-                    Topology::synthetic(spec)?;
-                }
-                self.topology = spec;
-            }
-            "numa-policy" => self.numa_policy = value.parse()?,
-            "local-heap" => self.local_heap_size = size(LOCAL_HEAP_ALLOWED)?,
-            "min-nursery" => self.min_nursery_size = Some(size(MIN_NURSERY_ALLOWED)?),
-            "chunk-size" => self.chunk_size = size(CHUNK_SIZE_ALLOWED)?,
-            "large-object" => self.large_object_size = Some(size(LARGE_OBJECT_ALLOWED)?),
-            "global-gc-threshold" => self.global_gc_threshold = size(GLOBAL_GC_ALLOWED)?,
+            "topology" => next.topology = normalize_topology(Some(value.to_string())),
+            "numa-policy" => next.numa_policy = value.parse()?,
+            "local-heap" => next.local_heap_size = size(LOCAL_HEAP_ALLOWED)?,
+            "min-nursery" => next.min_nursery_size = Some(size(MIN_NURSERY_ALLOWED)?),
+            "chunk-size" => next.chunk_size = size(CHUNK_SIZE_ALLOWED)?,
+            "large-object" => next.large_object_size = Some(size(LARGE_OBJECT_ALLOWED)?),
+            "global-gc-threshold" => next.global_gc_threshold = size(GLOBAL_GC_ALLOWED)?,
             "heap-growth" => {
-                self.heap_growth = value
+                next.heap_growth = value
                     .trim()
                     .parse()
                     .map_err(|_| refused(setting, value, HEAP_GROWTH_ALLOWED))?
             }
-            "max-heap" => self.max_heap = Some(size(MAX_HEAP_ALLOWED)?),
+            "max-heap" => next.max_heap = Some(size(MAX_HEAP_ALLOWED)?),
             "safepoint-timeout" => {
-                self.safepoint_timeout_ms = parse_millis(value)
+                next.safepoint_timeout_ms = parse_millis(value)
                     .ok_or_else(|| refused(setting, value, SAFEPOINT_TIMEOUT_ALLOWED))?
             }
-            "young-global-gc" => self.young_global_gc = boolean()?,
-            "task-promotion" => self.task_promotion = value.parse()?,
+            "young-global-gc" => next.young_global_gc = boolean()?,
+            "task-promotion" => next.task_promotion = value.parse()?,
             "survivor-promotion" => {
-                self.survivor_promotion = value
+                next.survivor_promotion = value
                     .trim()
                     .trim_end_matches('%')
                     .parse()
                     .map_err(|_| refused(setting, value, SURVIVOR_PROMOTION_ALLOWED))?
             }
-            "verify" => self.verify = boolean()?,
-            "trace" => self.trace = boolean()?,
-            "pin" => self.pin = boolean()?,
+            "vproc-stack" => next.vproc_stack = size(VPROC_STACK_ALLOWED)?,
+            "verify" => next.verify = boolean()?,
+            "trace" => next.trace = boolean()?,
+            "pin" => next.pin = boolean()?,
             _ => unreachable!("setting {setting} is in SETTINGS but has no parser"),
         }
-        self.given.insert(setting, value.to_string());
+        next.given.insert(setting, value.to_string());
+        next.check_own(setting)?;
+        *self = next;
         Ok(self)
+    }
+
+    /// The range check of `setting` alone (not the ranges that depend on
+    /// another setting): the one check that [`ConfigBuilder::set`] applies
+    /// when a value is set and [`ConfigBuilder::build`] applies to every
+    /// setting, so both refuse the same values with the same message.
+    fn check_own(&self, setting: &'static str) -> Result<(), ConfigError> {
+        let owned = |s: &str| s.to_string();
+        let size_in =
+            |setting, value: Option<usize>, range: std::ops::RangeInclusive<usize>, allowed| {
+                match value {
+                    Some(v) => self.check(setting, v, range.contains(&v), || owned(allowed)),
+                    None => Ok(()),
+                }
+            };
+        match setting {
+            "vprocs" => {
+                let n = self.vprocs;
+                self.check(setting, n, (1..=MAX_VPROCS).contains(&n), || {
+                    owned(VPROCS_ALLOWED)
+                })
+            }
+            "topology" => match &self.topology {
+                Some(spec) => Topology::synthetic(spec).map(|_| ()),
+                None => Ok(()),
+            },
+            "local-heap" => {
+                let v = self.local_heap_size;
+                let ok =
+                    (MIN_LOCAL_HEAP..=MAX_LOCAL_HEAP).contains(&v) && v.is_multiple_of(4 * KIB);
+                self.check(setting, v, ok, || owned(LOCAL_HEAP_ALLOWED))
+            }
+            "chunk-size" => {
+                let v = self.chunk_size;
+                let ok = (MIN_CHUNK..=MAX_CHUNK).contains(&v) && v.is_power_of_two();
+                self.check(setting, v, ok, || owned(CHUNK_SIZE_ALLOWED))
+            }
+            "min-nursery" => size_in(
+                setting,
+                self.min_nursery_size,
+                MIN_NURSERY_FLOOR..=MAX_LOCAL_HEAP / 4,
+                MIN_NURSERY_ALLOWED,
+            ),
+            "large-object" => size_in(
+                setting,
+                self.large_object_size,
+                LARGE_OBJECT_FLOOR..=MAX_CHUNK / 4,
+                LARGE_OBJECT_ALLOWED,
+            ),
+            "global-gc-threshold" => size_in(
+                setting,
+                Some(self.global_gc_threshold),
+                MIN_CHUNK..=MAX_GLOBAL_GC_THRESHOLD,
+                GLOBAL_GC_ALLOWED,
+            ),
+            "max-heap" => size_in(
+                setting,
+                self.max_heap,
+                MIN_MAX_HEAP..=MAX_HEAP_LIMIT,
+                MAX_HEAP_ALLOWED,
+            ),
+            "vproc-stack" => size_in(
+                setting,
+                Some(self.vproc_stack),
+                MIN_VPROC_STACK..=MAX_VPROC_STACK,
+                VPROC_STACK_ALLOWED,
+            ),
+            "heap-growth" => {
+                let g = self.heap_growth;
+                let ok = g.is_finite() && (1.0..=100.0).contains(&g);
+                self.check(setting, g, ok, || owned(HEAP_GROWTH_ALLOWED))
+            }
+            "survivor-promotion" => {
+                let p = self.survivor_promotion;
+                self.check(setting, p, p <= 100, || owned(SURVIVOR_PROMOTION_ALLOWED))
+            }
+            "safepoint-timeout" => {
+                let ms = self.safepoint_timeout_ms;
+                self.check(
+                    setting,
+                    format!("{ms}ms"),
+                    ms <= MAX_SAFEPOINT_TIMEOUT_MS,
+                    || owned(SAFEPOINT_TIMEOUT_ALLOWED),
+                )
+            }
+            // Enumerations and booleans: every value that parses is in range.
+            _ => Ok(()),
+        }
     }
 
     fn typed(mut self, setting: &'static str, assign: impl FnOnce(&mut Self)) -> Self {
@@ -507,6 +727,10 @@ impl ConfigBuilder {
     pub fn task_promotion(self, when: TaskPromotion) -> Self {
         self.typed("task-promotion", |b| b.task_promotion = when)
     }
+    /// Bytes of stack of each vproc thread.
+    pub fn vproc_stack(self, bytes: usize) -> Self {
+        self.typed("vproc-stack", |b| b.vproc_stack = bytes)
+    }
     pub fn verify(self, on: bool) -> Self {
         self.typed("verify", |b| b.verify = on)
     }
@@ -544,36 +768,20 @@ impl ConfigBuilder {
 
     /// Checks every range, computes derived defaults, and returns the configuration.
     pub fn build(&self) -> Result<Config, ConfigError> {
-        let owned = |s: &str| s.to_string();
-        let vprocs = self.vprocs;
-        self.check("vprocs", vprocs, (1..=MAX_VPROCS).contains(&vprocs), || {
-            owned(VPROCS_ALLOWED)
-        })?;
-        if let Some(spec) = &self.topology {
-            Topology::synthetic(spec)?;
+        self.build_for(physical_memory())
+    }
+
+    /// [`ConfigBuilder::build`] on a machine with `physical` bytes of
+    /// memory (0: unknown).
+    fn build_for(&self, physical: usize) -> Result<Config, ConfigError> {
+        for s in SETTINGS {
+            self.check_own(s.name)?;
         }
-
+        // From here on, only the ranges that involve two settings or the
+        // machine (listed in the module doc).
+        let vprocs = self.vprocs;
         let local_heap = self.local_heap_size;
-        let local_heap_ok =
-            (64 * KIB..=GIB).contains(&local_heap) && local_heap.is_multiple_of(4 * KIB);
-        self.check("local-heap", local_heap, local_heap_ok, || {
-            owned(LOCAL_HEAP_ALLOWED)
-        })?;
-
         let chunk = self.chunk_size;
-        let chunk_ok = (64 * KIB..=64 * MIB).contains(&chunk) && chunk.is_power_of_two();
-        self.check("chunk-size", chunk, chunk_ok, || owned(CHUNK_SIZE_ALLOWED))?;
-
-        let growth = self.heap_growth;
-        let growth_ok = growth.is_finite() && (1.0..=100.0).contains(&growth);
-        self.check("heap-growth", growth, growth_ok, || {
-            owned(HEAP_GROWTH_ALLOWED)
-        })?;
-
-        let sp = self.survivor_promotion;
-        self.check("survivor-promotion", sp, sp <= 100, || {
-            owned(SURVIVOR_PROMOTION_ALLOWED)
-        })?;
 
         let nursery_max = local_heap / 4;
         let min_nursery = self.min_nursery_size.unwrap_or(local_heap / 8);
@@ -608,11 +816,41 @@ impl ConfigBuilder {
             || format!("{} (chunk-size) ..= 1 TiB", format_size(chunk)),
         )?;
 
+        let mut notes = Vec::new();
         // At most 1024 x (1 GiB + 128 MiB), so it cannot overflow and is below 16 TiB.
         let heap_floor = vprocs * (local_heap + 2 * chunk);
-        let max_heap = self
-            .max_heap
-            .unwrap_or_else(|| (physical_memory() / 4 * 3).clamp(heap_floor, MAX_HEAP_LIMIT));
+        let max_heap = match self.max_heap {
+            // Set explicitly: kept, even past physical memory (address
+            // space is only reserved; the user asked for it).
+            Some(max_heap) => max_heap,
+            None => {
+                let default = (physical / 4 * 3).min(MAX_HEAP_LIMIT);
+                if physical != 0 && heap_floor > physical {
+                    return Err(ConfigError {
+                        setting: "max-heap",
+                        value: format!(
+                            "default raised to {} (vprocs x (local-heap + 2 x chunk-size) = {vprocs} x ({} + 2 x {}))",
+                            format_size(heap_floor),
+                            format_size(local_heap),
+                            format_size(chunk)
+                        ),
+                        allowed: format!(
+                            "at most the {} of physical memory unless max-heap is set explicitly: \
+                             lower vprocs or local-heap, or set max-heap to go past physical memory",
+                            size_text(physical)
+                        ),
+                    });
+                }
+                if heap_floor > default {
+                    notes.push(format!(
+                        "max-heap raised from {} (3/4 of physical memory) to {}, which vprocs x (local-heap + 2 x chunk-size) needs",
+                        format_size_approx(default),
+                        format_size_approx(heap_floor)
+                    ));
+                }
+                default.max(heap_floor)
+            }
+        };
         self.check(
             "max-heap",
             max_heap,
@@ -625,13 +863,14 @@ impl ConfigBuilder {
             },
         )?;
 
-        let spt = self.safepoint_timeout_ms;
-        self.check(
-            "safepoint-timeout",
-            format!("{spt}ms"),
-            spt <= MAX_SAFEPOINT_TIMEOUT_MS,
-            || owned(SAFEPOINT_TIMEOUT_ALLOWED),
-        )?;
+        let stack = self.vproc_stack;
+        let stack_max = MAX_TOTAL_VPROC_STACK / vprocs;
+        self.check("vproc-stack", stack, stack <= stack_max, || {
+            format!(
+                "1 MiB ..= {} (256 GiB of stacks in all / {vprocs} vprocs)",
+                format_size(stack_max.min(MAX_VPROC_STACK))
+            )
+        })?;
 
         Ok(Config {
             plan: self.plan,
@@ -643,15 +882,17 @@ impl ConfigBuilder {
             chunk_size: chunk,
             large_object_size: large_object,
             global_gc_threshold: threshold,
-            heap_growth: growth,
+            heap_growth: self.heap_growth,
             max_heap,
-            safepoint_timeout_ms: spt,
+            safepoint_timeout_ms: self.safepoint_timeout_ms,
             young_global_gc: self.young_global_gc,
             survivor_promotion: self.survivor_promotion,
             task_promotion: self.task_promotion,
+            vproc_stack: stack,
             verify: self.verify,
             trace: self.trace,
             pin: self.pin,
+            notes,
         })
     }
 }
@@ -669,12 +910,31 @@ fn normalize_topology(spec: Option<String>) -> Option<String> {
         .filter(|s| !s.is_empty() && !s.eq_ignore_ascii_case("detect"))
 }
 
-fn parse_bool(s: &str) -> Option<bool> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Some(true),
-        "false" | "0" | "no" | "off" => Some(false),
-        _ => None,
-    }
+const BOOL_CHOICES: &[(&str, bool)] = &[
+    ("true", true),
+    ("1", true),
+    ("yes", true),
+    ("on", true),
+    ("false", false),
+    ("0", false),
+    ("no", false),
+    ("off", false),
+];
+
+/// The one parser of every enumerated setting (`plan`, `numa-policy`,
+/// `task-promotion`, the booleans): one of `choices`' names, in any case,
+/// blanks around ignored.
+fn parse_choice<T: Copy>(
+    setting: &'static str,
+    value: &str,
+    choices: &[(&str, T)],
+    allowed: &str,
+) -> Result<T, ConfigError> {
+    choices
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(value.trim()))
+        .map(|&(_, v)| v)
+        .ok_or_else(|| refused(setting, value, allowed))
 }
 
 /// Bytes of physical memory, or 0 when sysconf cannot tell.
@@ -728,6 +988,35 @@ pub fn parse_size(s: &str) -> Option<usize> {
         _ => return None,
     };
     digits.parse::<usize>().ok()?.checked_mul(1usize << shift)
+}
+
+/// A byte count for people: [`format_size`] when that has at most four
+/// digits ("64 KiB", "4104 MiB"), else rounded to a tenth of the largest
+/// unit it reaches ("about 17.7 GiB").
+pub fn format_size_approx(bytes: usize) -> String {
+    const UNITS: [(usize, &str); 4] = [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
+    let exact = format_size(bytes);
+    if exact
+        .split(' ')
+        .next()
+        .is_some_and(|digits| digits.len() <= 4)
+    {
+        return exact;
+    }
+    match UNITS.iter().find(|(unit, _)| bytes >= *unit) {
+        Some((unit, name)) => format!("about {:.1} {name}", bytes as f64 / *unit as f64),
+        None => exact,
+    }
+}
+
+/// `format_size`, then `format_size_approx` in parentheses when they differ.
+fn size_text(bytes: usize) -> String {
+    let (exact, approx) = (format_size(bytes), format_size_approx(bytes));
+    if exact == approx {
+        exact
+    } else {
+        format!("{exact} ({approx})")
+    }
 }
 
 /// Formats a byte count in the largest binary unit that divides it exactly ("64 KiB", "1000 B").
@@ -893,11 +1182,18 @@ mod tests {
 
     #[test]
     fn env_value_errors_name_the_setting() {
-        let e = ConfigBuilder::from_env_map(env(&[("NUMAGC_CHUNK_SIZE", "3M")]))
-            .unwrap()
-            .build()
-            .unwrap_err();
+        // Refused as it is read, not only by `build`.
+        let e = ConfigBuilder::from_env_map(env(&[("NUMAGC_CHUNK_SIZE", "3M")])).unwrap_err();
         assert_eq!((e.setting, e.value.as_str()), ("chunk-size", "3M"));
+        // A range that depends on another setting waits for `build`.
+        let e = ConfigBuilder::from_env_map(env(&[
+            ("NUMAGC_CHUNK_SIZE", "4M"),
+            ("NUMAGC_GLOBAL_GC_THRESHOLD", "1M"),
+        ]))
+        .unwrap()
+        .build()
+        .unwrap_err();
+        assert_eq!((e.setting, e.value.as_str()), ("global-gc-threshold", "1M"));
     }
 
     #[test]
@@ -944,20 +1240,136 @@ mod tests {
             .chunk_size(64 * MIB)
             .global_gc_threshold(64 * MIB)
             .large_object_size(KIB)
+            .build_for(1280 * GIB)
+            .unwrap();
+        assert_eq!(cfg.max_heap, floor);
+        assert!(
+            cfg.notes[0].starts_with("max-heap raised from 960 GiB"),
+            "{:?}",
+            cfg.notes
+        );
+    }
+
+    /// Issue 16, defect 9: `--vprocs 1024 --local-heap 1G` silently raised
+    /// the default heap limit past physical memory. Now the default is
+    /// raised only up to physical memory, with a note; past it the
+    /// configuration is refused unless `max-heap` is set explicitly.
+    #[test]
+    fn a_default_max_heap_past_physical_memory_is_refused() {
+        let big = ConfigBuilder::new().vprocs(1024).local_heap_size(GIB);
+        let e = big.build_for(64 * GIB).unwrap_err();
+        assert_eq!(e.setting, "max-heap");
+        assert!(e.value.contains("raised to 1026 GiB"), "{e}");
+        assert!(
+            e.allowed.contains("64 GiB of physical memory") && e.allowed.contains("explicitly"),
+            "{e}"
+        );
+        // Explicitly: kept, even past physical memory.
+        let cfg = big.clone().max_heap(2 * TIB).build_for(64 * GIB).unwrap();
+        assert_eq!(cfg.max_heap, 2 * TIB);
+        assert!(cfg.notes.is_empty());
+        // Between 3/4 of physical memory and all of it: raised, and said.
+        let cfg = ConfigBuilder::new()
+            .vprocs(4)
+            .local_heap_size(GIB)
+            .build_for(5 * GIB)
+            .unwrap();
+        assert_eq!(cfg.max_heap, 4 * (GIB + 2 * MIB));
+        assert_eq!(
+            cfg.notes,
+            ["max-heap raised from 3840 MiB (3/4 of physical memory) to 4104 MiB, which vprocs x (local-heap + 2 x chunk-size) needs"]
+        );
+        assert!(cfg.warnings().contains(&cfg.notes[0]));
+        // Unknown physical memory: the floor, as before.
+        let cfg = ConfigBuilder::new().vprocs(2).build_for(0).unwrap();
+        assert_eq!(cfg.max_heap, 2 * (16 * MIB + 2 * MIB));
+    }
+
+    /// Issue 16: `vproc-stack`, its own range at `set`, the total of all
+    /// vprocs' stacks at `build`.
+    #[test]
+    fn vproc_stack_range() {
+        assert_eq!(Config::default().vproc_stack, 256 * MIB);
+        let mut b = ConfigBuilder::new().vprocs(4);
+        for (given, bytes) in [
+            ("1M", MIB),
+            ("64M", 64 * MIB),
+            ("1G", GIB),
+            ("1100000", 1_100_000),
+        ] {
+            b.set("vproc-stack", given).unwrap();
+            assert_eq!(b.build().unwrap().vproc_stack, bytes, "{given}");
+        }
+        for bad in ["1023K", "64K", "2G", "0", "-1", "big"] {
+            let e = b.set("vproc-stack", bad).map(|_| ()).unwrap_err();
+            assert_eq!((e.setting, e.value.as_str()), ("vproc-stack", bad));
+            assert_eq!(e.allowed, "a size from 1 MiB to 1 GiB");
+        }
+        assert_eq!(
+            b.build().unwrap().vproc_stack,
+            1_100_000,
+            "the refused values changed nothing"
+        );
+        let e = ConfigBuilder::new().vproc_stack(KIB).build().unwrap_err();
+        assert_eq!((e.setting, e.value.as_str()), ("vproc-stack", "1024"));
+        // 1024 vprocs x 256 MiB is the most; 1024 x 512 MiB is refused.
+        let many = ConfigBuilder::new()
+            .vprocs(1024)
+            .local_heap_size(64 * KIB)
+            .max_heap(TIB);
+        assert!(many.build().is_ok());
+        let e = many.clone().vproc_stack(512 * MIB).build().unwrap_err();
+        assert_eq!(e.setting, "vproc-stack");
+        assert_eq!(
+            e.allowed,
+            "1 MiB ..= 256 MiB (256 GiB of stacks in all / 1024 vprocs)"
+        );
+        let cfg = ConfigBuilder::from_env_map(env(&[("NUMAGC_VPROC_STACK", "8M")]))
+            .unwrap()
             .build()
             .unwrap();
-        assert!(cfg.max_heap >= floor);
+        assert_eq!(cfg.vproc_stack, 8 * MIB);
+    }
+
+    /// Issue 16, defect 9: `numagc info` shows every value in words (it
+    /// showed `null` for a detected topology), and the words are read back.
+    #[test]
+    fn every_value_has_words_that_are_read_back() {
+        let cfg = ConfigBuilder::new().vprocs(2).build().unwrap();
+        let mut b = ConfigBuilder::new().vprocs(2);
+        for s in settings() {
+            let text = cfg
+                .value_text(s.name)
+                .unwrap_or_else(|| panic!("{} has no words", s.name));
+            assert!(
+                !text.contains("null") && !text.contains('{'),
+                "{}: {text}",
+                s.name
+            );
+            let value = text.split(" (").next().unwrap();
+            b.set(s.name, value)
+                .unwrap_or_else(|e| panic!("{} = {text:?} is not read back: {e}", s.name));
+        }
+        assert_eq!(format!("{:?}", b.build().unwrap()), format!("{cfg:?}"));
+        assert_eq!(
+            cfg.value_text("topology").unwrap(),
+            "detect (from /sys/devices/system/node)"
+        );
+        assert_eq!(cfg.value_text("nursery"), None);
     }
 
     #[test]
     fn typed_setter_replaces_the_text_given_to_set() {
         let mut b = ConfigBuilder::new();
         b.set("vprocs", "0x10").unwrap_err();
-        b.set("vprocs", "2000").unwrap();
-        assert_eq!(b.build().unwrap_err().value, "2000");
+        b.set("vprocs", "2").unwrap();
+        b.set("max-heap", "1M").unwrap();
+        assert_eq!(b.build().unwrap_err().value, "1M");
+        let e = b.clone().max_heap(MIB).build().unwrap_err();
+        assert_eq!(e.value, "1048576");
         let e = b.clone().vprocs(0).build().unwrap_err();
         assert_eq!(e.value, "0");
-        assert!(b.vprocs(2).build().is_ok());
+        assert!(b.max_heap(GIB).build().is_ok());
     }
 
     /// Found by fuzzing (`fuzz/`, target `config`): a refused topology was
@@ -1060,11 +1472,113 @@ mod tests {
         assert_eq!(format_size(3 * GIB), "3 GiB");
         assert_eq!(format_size(1000), "1000 B");
         assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size_approx(3 * GIB), "3 GiB");
+        assert_eq!(format_size_approx(4104 * MIB), "4104 MiB");
+        assert_eq!(format_size_approx(18513072 * KIB), "about 17.7 GiB");
+        assert_eq!(format_size_approx(1000), "1000 B");
+        assert_eq!(format_size_approx(15000), "about 14.6 KiB");
+        assert_eq!(size_text(15000), "15000 B (about 14.6 KiB)");
+        assert_eq!(size_text(GIB), "1 GiB");
+    }
+
+    /// Issue 16, defect 8: a value outside the setting's own range is
+    /// refused by `set` (so by the environment, the CLI and
+    /// `numagc_config_set`), not only later by `build`, with the message
+    /// `build` gives for the same value, and the builder keeps its value.
+    #[test]
+    fn set_refuses_a_value_outside_its_own_range_at_once() {
+        let cases: &[(&str, &str)] = &[
+            ("vprocs", "0"),
+            ("vprocs", "1025"),
+            ("heap-growth", "nan"),
+            ("heap-growth", "-3"),
+            ("heap-growth", "inf"),
+            ("chunk-size", "3"),
+            ("chunk-size", "96K"),
+            ("local-heap", "3"),
+            ("local-heap", "65537"),
+            ("max-heap", "1"),
+            ("max-heap", "17T"),
+            ("survivor-promotion", "1000"),
+            ("min-nursery", "1K"),
+            ("min-nursery", "512M"),
+            ("large-object", "128"),
+            ("large-object", "32M"),
+            ("global-gc-threshold", "4K"),
+            ("global-gc-threshold", "2T"),
+            ("safepoint-timeout", "3601s"),
+        ];
+        for &(name, value) in cases {
+            let mut b = ConfigBuilder::new().vprocs(2);
+            let before = format!("{b:?}");
+            let e = match b.set(name, value) {
+                Ok(_) => panic!("{name}={value} was accepted by set"),
+                Err(e) => e,
+            };
+            assert_eq!((e.setting, e.value.as_str()), (name, value), "{e}");
+            assert!(!e.allowed.is_empty());
+            assert_eq!(
+                format!("{b:?}"),
+                before,
+                "{name}={value} changed the builder"
+            );
+            assert!(b.build().is_ok(), "the previous values still build");
+        }
+        // The same message as the typed setter gets from `build`.
+        let set = ConfigBuilder::new()
+            .set("vprocs", "0")
+            .map(|_| ())
+            .unwrap_err();
+        let typed = ConfigBuilder::new().vprocs(0).build().unwrap_err();
+        assert_eq!(set.to_string(), typed.to_string());
+        let set = ConfigBuilder::new()
+            .set("survivor-promotion", "1000")
+            .map(|_| ())
+            .unwrap_err();
+        let typed = ConfigBuilder::new()
+            .survivor_promotion(1000)
+            .build()
+            .unwrap_err();
+        assert_eq!(set.to_string(), typed.to_string());
+    }
+
+    /// Issue 16, defect 9: every enumerated setting takes its names in any
+    /// case, through one parse function (it was `--plan SPLIT` accepted,
+    /// `--task-promotion EAGER` refused).
+    #[test]
+    fn enumerated_settings_are_case_insensitive() {
+        let mut b = ConfigBuilder::new();
+        for (name, value) in [
+            ("plan", "SPLIT"),
+            ("plan", "Split-Heap"),
+            ("numa-policy", "NODE0"),
+            ("task-promotion", "EAGER"),
+            ("verify", "TRUE"),
+            ("pin", "Off"),
+            ("young-global-gc", "No"),
+            ("trace", " YES "),
+        ] {
+            b.set(name, value)
+                .unwrap_or_else(|e| panic!("{name}={value} refused: {e}"));
+        }
+        let cfg = b.build().unwrap();
+        assert_eq!(cfg.task_promotion, TaskPromotion::Eager);
+        assert_eq!(cfg.numa_policy, NumaPolicy::Node0);
+        assert!(cfg.verify && cfg.trace && !cfg.pin && !cfg.young_global_gc);
+        assert_eq!(
+            "Lazy".parse::<TaskPromotion>().unwrap(),
+            TaskPromotion::Lazy
+        );
+        let env = ConfigBuilder::from_env_map(env(&[("NUMAGC_TASK_PROMOTION", "Eager")]))
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(env.task_promotion, TaskPromotion::Eager);
     }
 
     #[test]
     fn settings_table_is_complete_and_consistent() {
-        assert_eq!(settings().len(), 18);
+        assert_eq!(settings().len(), 19);
         let mut b = ConfigBuilder::new();
         for s in settings() {
             assert_eq!(

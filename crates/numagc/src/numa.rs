@@ -51,6 +51,47 @@ pub enum BindOutcome {
     Failed { errno: i32 },
 }
 
+impl std::fmt::Display for BindMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BindMode::Bind => "bind",
+            BindMode::Interleave => "interleave",
+        })
+    }
+}
+
+fn node_list(nodes: &[usize]) -> String {
+    let s = if nodes.len() == 1 { "" } else { "s" };
+    let ids: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+    format!("node{s} {}", ids.join(", "))
+}
+
+impl std::fmt::Display for BindRequest {
+    /// `bind to node 0`, `interleave over nodes 0, 1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = match self.mode {
+            BindMode::Bind => "bind to",
+            BindMode::Interleave => "interleave over",
+        };
+        write!(f, "{how} {}", node_list(&self.nodes))
+    }
+}
+
+impl std::fmt::Display for BindOutcome {
+    /// `applied (bind, OS node 0)`, `skipped: <reason>`, `failed: <errno text>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BindOutcome::Applied { mode, os_nodes } => {
+                write!(f, "applied ({mode}, OS {})", node_list(os_nodes))
+            }
+            BindOutcome::Skipped { reason } => write!(f, "skipped: {reason}"),
+            BindOutcome::Failed { errno } => {
+                write!(f, "failed: {}", std::io::Error::from_raw_os_error(*errno))
+            }
+        }
+    }
+}
+
 /// The placement `policy` asks for when a vproc on `requesting_node` gets a chunk.
 pub fn request_for(policy: NumaPolicy, requesting_node: usize, topo: &Topology) -> BindRequest {
     match policy {
@@ -173,6 +214,37 @@ impl BindingCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 16, defect 9: `numagc info` shows these in words.
+    #[test]
+    fn requests_and_outcomes_read_as_words() {
+        let req = BindRequest {
+            mode: BindMode::Interleave,
+            nodes: vec![0, 1],
+        };
+        assert_eq!(req.to_string(), "interleave over nodes 0, 1");
+        let req = BindRequest {
+            mode: BindMode::Bind,
+            nodes: vec![2],
+        };
+        assert_eq!(req.to_string(), "bind to node 2");
+        let applied = BindOutcome::Applied {
+            mode: BindMode::Bind,
+            os_nodes: vec![0],
+        };
+        assert_eq!(applied.to_string(), "applied (bind, OS node 0)");
+        let failed = BindOutcome::Failed {
+            errno: libc::EINVAL,
+        };
+        assert!(
+            failed.to_string().starts_with("failed: Invalid argument"),
+            "{failed}"
+        );
+        let skipped = BindOutcome::Skipped {
+            reason: "no node".into(),
+        };
+        assert_eq!(skipped.to_string(), "skipped: no node");
+    }
     use crate::topology::NumaNode;
 
     /// An anonymous mapping of `pages` untouched pages, unmapped on drop.

@@ -18,7 +18,7 @@ use crate::mutator::Scope;
 use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
 use crate::stats::{HeapReport, StatsReport, VprocStats};
 use crate::sync::{lock, Mutex};
-use crate::topology::{pin_current_thread, PinOutcome, Topology, VprocPlacement};
+use crate::topology::{cpu_warnings, pin_current_thread, PinOutcome, Topology, VprocPlacement};
 use crate::vproc::{Job, Shared, Vproc};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
@@ -35,6 +35,10 @@ pub struct RuntimeInfo {
     pub bindings: crate::numa::BindingCounts,
     /// The binding of each local heap and of the first global chunks.
     pub binding_log: Vec<BindRecord>,
+    /// What a person should be told, one sentence each: the configuration's
+    /// notes and the OS CPUs shared by the topology or the vprocs
+    /// ([`crate::topology::cpu_warnings`]). Never printed by the library.
+    pub warnings: Vec<String>,
 }
 
 /// A numagc runtime with its vprocs.
@@ -156,6 +160,7 @@ impl Runtime {
             let (id, node, cpu) = (p.vproc, p.node, p.cpu);
             let t = std::thread::Builder::new()
                 .name(format!("numagc-vproc-{id}"))
+                .stack_size(shared.config.vproc_stack)
                 .spawn(move || {
                     ON_VPROC.with(|c| c.set(true));
                     let pin = if vshared.config.pin {
@@ -358,7 +363,15 @@ impl Runtime {
     }
 
     pub fn info(&self) -> RuntimeInfo {
+        let config = &self.shared.config;
+        let mut warnings = config.notes.clone();
+        warnings.extend(cpu_warnings(
+            &self.shared.heap.topology,
+            &self.shared.placements,
+            config.pin,
+        ));
         RuntimeInfo {
+            warnings,
             config: self.shared.config.clone(),
             topology: self.shared.heap.topology.clone(),
             placements: self.shared.placements.clone(),
@@ -437,6 +450,71 @@ impl Drop for Runtime {
             if t.thread().id() != me {
                 let _ = t.join();
             }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A frame of 4 KiB, `depth` deep: about 8 MiB at depth 2000, past
+    /// the 2 MiB that threads get when no stack size is given.
+    #[inline(never)]
+    fn deep(depth: usize) -> u64 {
+        let mut frame = [0u8; 4096];
+        frame[depth % 4096] = depth as u8;
+        let frame = std::hint::black_box(frame);
+        if depth == 0 {
+            return frame[0] as u64;
+        }
+        let below = deep(depth - 1);
+        std::hint::black_box(below + frame[depth % 4096] as u64)
+    }
+
+    /// The stack size the calling thread was started with.
+    fn own_stack_size() -> usize {
+        // SAFETY: `attr` is initialised by pthread_getattr_np before it is
+        // read, and destroyed once; the calls only query the calling thread.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            assert_eq!(libc::pthread_getattr_np(libc::pthread_self(), &mut attr), 0);
+            let mut size = 0;
+            assert_eq!(libc::pthread_attr_getstacksize(&attr, &mut size), 0);
+            libc::pthread_attr_destroy(&mut attr);
+            size
+        }
+    }
+
+    /// Issue 16: vproc threads get `vproc-stack` bytes of stack (256 MiB
+    /// by default), so a deep recursion inside a job does not overflow the
+    /// 2 MiB a thread gets by default.
+    #[test]
+    fn a_deep_recursion_runs_on_a_vproc_with_the_default_stack() {
+        let rt = small_test_runtime(1, false, 1 << 20);
+        assert_eq!(rt.config().vproc_stack, crate::config::DEFAULT_VPROC_STACK);
+        let sum = rt.run_on(0, |_| deep(2000)).unwrap();
+        let expected: u64 = (0..=2000u64).map(|d| d % 256).sum();
+        assert_eq!(sum, expected);
+        let size = rt.run_on(0, |_| own_stack_size()).unwrap();
+        assert!(size >= crate::config::DEFAULT_VPROC_STACK, "{size}");
+    }
+
+    #[test]
+    fn vproc_stack_is_the_size_of_each_vproc_thread_stack() {
+        let cfg = Config::builder()
+            .vprocs(2)
+            .pin(false)
+            .local_heap_size(256 << 10)
+            .chunk_size(64 << 10)
+            .global_gc_threshold(1 << 20)
+            .max_heap(64 << 20)
+            .vproc_stack(3 << 20)
+            .build()
+            .unwrap();
+        let rt = Runtime::new(cfg).unwrap();
+        for size in rt.run_each(|_| own_stack_size()).unwrap() {
+            assert!((3 << 20..4 << 20).contains(&size), "{size}");
         }
     }
 }

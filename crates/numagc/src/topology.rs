@@ -60,6 +60,93 @@ pub enum PinOutcome {
     Disabled,
 }
 
+impl std::fmt::Display for PinOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PinOutcome::Pinned { cpu } => write!(f, "pinned to cpu {cpu}"),
+            PinOutcome::Failed { cpu, error } => write!(f, "pinning to cpu {cpu} failed: {error}"),
+            PinOutcome::Disabled => f.write_str("not pinned (pin is off)"),
+        }
+    }
+}
+
+/// Writes `items` as `"a, b, c"`, at most `max` of them, then `", ..."`.
+fn list(items: &[usize], max: usize) -> String {
+    let mut out: Vec<String> = items.iter().take(max).map(|i| i.to_string()).collect();
+    if items.len() > max {
+        out.push("...".to_string());
+    }
+    out.join(", ")
+}
+
+/// A sentence for each way OS CPUs are shared: a synthetic topology with
+/// more CPUs than this process may run on maps some OS CPUs to several of
+/// its CPUs, and more vprocs than CPUs put several vprocs on one OS CPU
+/// (pinned there when `pinned`, so they take turns). Empty when nothing is
+/// shared. The library never prints these: [`crate::Config::warnings`] and
+/// [`crate::RuntimeInfo`] carry them, and the CLI prints them.
+pub fn cpu_warnings(topo: &Topology, placements: &[VprocPlacement], pinned: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(spec) = &topo.synthetic {
+        let total: usize = topo.nodes.iter().map(|n| n.cpus.len()).sum();
+        let mut by_cpu: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for node in &topo.nodes {
+            for &cpu in &node.cpus {
+                let nodes = by_cpu.entry(cpu).or_default();
+                if nodes.last() != Some(&node.id) {
+                    nodes.push(node.id);
+                }
+            }
+        }
+        if by_cpu.len() < total {
+            let shared: Vec<String> = by_cpu
+                .iter()
+                .filter(|(_, nodes)| nodes.len() > 1)
+                .take(8)
+                .map(|(cpu, nodes)| format!("cpu {cpu} by nodes {}", list(nodes, 8)))
+                .collect();
+            let within = if shared.is_empty() {
+                "within a node".to_string()
+            } else {
+                shared.join("; ")
+            };
+            out.push(format!(
+                "topology {spec} has {total} CPUs but this process may run on {}: OS CPUs are shared ({within})",
+                by_cpu.len()
+            ));
+        }
+    }
+    let mut by_cpu: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for p in placements {
+        by_cpu.entry(p.cpu).or_default().push(p.vproc);
+    }
+    let shared: Vec<String> = by_cpu
+        .iter()
+        .filter(|(_, vprocs)| vprocs.len() > 1)
+        .map(|(cpu, vprocs)| format!("cpu {cpu} runs vprocs {}", list(vprocs, 8)))
+        .collect();
+    if !shared.is_empty() {
+        let how = if pinned {
+            "pinned there, they take turns"
+        } else {
+            "not pinned, the OS spreads them"
+        };
+        out.push(format!(
+            "{} vprocs share {} OS CPUs ({how}): {}{}",
+            placements.len(),
+            by_cpu.len(),
+            shared
+                .iter()
+                .take(8)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
+            if shared.len() > 8 { "; ..." } else { "" }
+        ));
+    }
+    out
+}
+
 impl Topology {
     /// The machine's nodes from /sys, keeping only CPUs this process may run on;
     /// one node with all allowed CPUs when /sys has no usable node.
@@ -321,6 +408,59 @@ fn format_cpulist(cpus: &[usize]) -> String {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    fn nodes_on(cpus: &[&[usize]]) -> Vec<NumaNode> {
+        cpus.iter()
+            .enumerate()
+            .map(|(id, c)| NumaNode {
+                id,
+                cpus: c.to_vec(),
+                os_node: None,
+            })
+            .collect()
+    }
+
+    /// Issue 16, defect 9: a synthetic topology that maps an OS CPU twice,
+    /// and vprocs sharing an OS CPU, are said, not silent.
+    #[test]
+    fn shared_cpus_are_warned_about() {
+        // "3x3" on 2 CPUs.
+        let topo = Topology {
+            nodes: nodes_on(&[&[0, 1, 0], &[1, 0, 1], &[0, 1, 0]]),
+            synthetic: Some("3x3".into()),
+        };
+        let w = cpu_warnings(&topo, &topo.place_vprocs(2), true);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with(
+                "topology 3x3 has 9 CPUs but this process may run on 2: OS CPUs are shared"
+            ) && w[0].contains("cpu 0 by nodes 0, 1, 2"),
+            "{}",
+            w[0]
+        );
+        let w = cpu_warnings(&topo, &topo.place_vprocs(6), true);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[1].starts_with(
+                "6 vprocs share 2 OS CPUs (pinned there, they take turns): cpu 0 runs vprocs"
+            ),
+            "{}",
+            w[1]
+        );
+        // A detected topology with a vproc per CPU: nothing to say.
+        let topo = Topology {
+            nodes: nodes_on(&[&[0, 1], &[2, 3]]),
+            synthetic: None,
+        };
+        assert!(cpu_warnings(&topo, &topo.place_vprocs(4), true).is_empty());
+        let w = cpu_warnings(&topo, &topo.place_vprocs(5), false);
+        assert_eq!(
+            w,
+            ["5 vprocs share 4 OS CPUs (not pinned, the OS spreads them): cpu 0 runs vprocs 0, 4"]
+        );
+        assert_eq!(PinOutcome::Pinned { cpu: 3 }.to_string(), "pinned to cpu 3");
+        assert_eq!(PinOutcome::Disabled.to_string(), "not pinned (pin is off)");
+    }
 
     #[test]
     fn parse_cpulist_cases() {

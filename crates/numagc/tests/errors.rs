@@ -246,21 +246,42 @@ fn bad_inputs_give_clear_errors() {
         );
         assert!(!e.allowed.is_empty());
     }
-    // Values that parse but are out of range are refused by build().
+    // Values that parse but are outside the setting's own range are
+    // refused by set() (issue 16), with the same message build() gives.
     let out_of_range: &[(&str, &str)] = &[
         ("vprocs", "0"),
         ("local-heap", "66000"),
         ("chunk-size", "100K"),
         ("heap-growth", "0.5"),
         ("global-gc-threshold", "1K"),
-        ("large-object", "1M"),
         ("min-nursery", "1K"),
         ("max-heap", "1K"),
+        ("vproc-stack", "4K"),
     ];
     for &(setting, value) in out_of_range {
+        let e = ConfigBuilder::new()
+            .set(setting, value)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(e.setting, setting, "`{setting}={value}`: {e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(setting) && msg.contains(value),
+            "`{setting}={value}`: {msg}"
+        );
+    }
+    // Values outside a range that depends on another setting are refused
+    // by build().
+    let cross: &[(&str, &str)] = &[
+        ("large-object", "1M"),
+        ("min-nursery", "8M"),
+        ("global-gc-threshold", "512K"),
+        ("max-heap", "256K"),
+    ];
+    for &(setting, value) in cross {
         let mut b = ConfigBuilder::new();
         b.set(setting, value)
-            .unwrap_or_else(|e| panic!("`{setting}={value}` should parse: {e}"));
+            .unwrap_or_else(|e| panic!("`{setting}={value}` is in its own range: {e}"));
         let e = b.build().unwrap_err();
         assert_eq!(e.setting, setting, "`{setting}={value}`: {e}");
         let msg = e.to_string();

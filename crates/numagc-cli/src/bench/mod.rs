@@ -135,11 +135,12 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     // Validate every configuration before the first run.
     for &v in &vprocs {
         for &p in &policies {
-            base()?
+            let config = base()?
                 .vprocs(v)
                 .numa_policy(p)
                 .build()
                 .map_err(|e| e.to_string())?;
+            crate::runtime_args::warn(&config);
         }
     }
     let single = a.repeat * benchmarks.len() * vprocs.len() * policies.len() == 1;

@@ -372,6 +372,7 @@ fn print_output(
         .vprocs(vprocs)
         .build()
         .map_err(|e| e.to_string())?;
+    crate::runtime_args::warn(&config);
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;
     let outcome = bench.run(&rt, params)?;
     if check {

@@ -45,6 +45,7 @@ pub fn run(
         b = b.vprocs(1);
     }
     let config = b.build().map_err(|e| e.to_string())?;
+    crate::runtime_args::warn(&config);
     let nursery = config.local_heap_size / 2;
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;
     let pair = rt
