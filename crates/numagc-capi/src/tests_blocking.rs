@@ -128,10 +128,48 @@ fn forks_nested_past_the_stack_are_stack_exhausted() {
             Err(rc) => rc,
         }
     }
-    let rt = Rt::new(1, &[]);
+    let rt = Rt::new(1, &[("vproc-stack", "1M")]);
     let rc = rt.run(0, |s| nest(s, u64::MAX));
     check(rc, NUMAGC_ERR_STACK_EXHAUSTED);
     assert!(last().contains("vproc-stack"), "{}", last());
     // The vproc carries on.
     ok(rt.run(0, |s| nest(s, 100)));
+}
+
+/// With the default `vproc-stack`, what crashed on 2 MiB thread stacks
+/// runs: `numagc_par2` nested 1,000 deep, and 8 MiB of ordinary frames in
+/// a callback.
+#[test]
+fn the_default_stack_holds_deep_forks_and_large_frames() {
+    fn nest(s: *mut numagc_scope, depth: u64) -> c_int {
+        if depth == 0 {
+            return OK;
+        }
+        let a = task(move |s, _, r| {
+            *r = numagc_int(0);
+            nest(s, depth - 1)
+        });
+        let b = task(|_, _, r| {
+            *r = numagc_int(1);
+            OK
+        });
+        match par2(s, &[], &a, &b) {
+            Ok(_) => OK,
+            Err(rc) => rc,
+        }
+    }
+    /// 64 KiB of frame per level, 128 levels.
+    fn frames(depth: u32) -> u64 {
+        let buf = std::hint::black_box([depth as u8; 64 << 10]);
+        if depth == 0 {
+            return buf[17] as u64;
+        }
+        frames(depth - 1) + std::hint::black_box(buf[depth as usize]) as u64
+    }
+    let rt = Rt::new(2, &[]);
+    ok(rt.run(0, |s| nest(s, 1_000)));
+    ok(rt.run(1, |_| {
+        assert_eq!(frames(128), (1..=128).map(|d: u64| d % 256).sum::<u64>());
+        OK
+    }));
 }

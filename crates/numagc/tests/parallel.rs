@@ -425,7 +425,8 @@ fn forks_nested_past_the_stack_are_an_error_not_a_crash() {
         std::hint::black_box(pad);
         Ok(x)
     }
-    let rt = runtime(1);
+    // The smallest stack, so that the test reaches its end quickly.
+    let rt = numagc::Runtime::new(test_config(1).vproc_stack(1 << 20).build().unwrap()).unwrap();
     let e = rt
         .run_on(0, |s| nest(s, 100_000_000).map(|_| ()))
         .unwrap()

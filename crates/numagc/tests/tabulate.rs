@@ -561,7 +561,8 @@ fn misuse_is_an_error_that_names_the_problem() {
 #[test]
 fn a_rope_deeper_than_the_stack_is_an_error_not_a_crash() {
     const DEPTH: usize = 200_000;
-    let rt = runtime(1);
+    // The smallest stack: the comb is far deeper than it can fork.
+    let rt = Runtime::new(test_config(1).vproc_stack(1 << 20).build().unwrap()).unwrap();
     let out = rt
         .run_on(0, |s| {
             let some = s
