@@ -109,25 +109,27 @@ fn a_callback_that_returns_inside_a_section_is_an_error_and_it_is_left() {
     ok(rc);
 }
 
+/// `numagc_par2` nested `depth` deep (branch `a` recurses).
+fn nest(s: *mut numagc_scope, depth: u64) -> c_int {
+    if depth == 0 {
+        return OK;
+    }
+    let a = task(move |s, _, r| {
+        *r = numagc_int(0);
+        nest(s, depth - 1)
+    });
+    let b = task(|_, _, r| {
+        *r = numagc_int(1);
+        OK
+    });
+    match par2(s, &[], &a, &b) {
+        Ok(_) => OK,
+        Err(rc) => rc,
+    }
+}
+
 #[test]
 fn forks_nested_past_the_stack_are_stack_exhausted() {
-    fn nest(s: *mut numagc_scope, depth: u64) -> c_int {
-        if depth == 0 {
-            return OK;
-        }
-        let a = task(move |s, _, r| {
-            *r = numagc_int(0);
-            nest(s, depth - 1)
-        });
-        let b = task(|_, _, r| {
-            *r = numagc_int(1);
-            OK
-        });
-        match par2(s, &[], &a, &b) {
-            Ok(_) => OK,
-            Err(rc) => rc,
-        }
-    }
     let rt = Rt::new(1, &[("vproc-stack", "1M")]);
     let rc = rt.run(0, |s| nest(s, u64::MAX));
     check(rc, NUMAGC_ERR_STACK_EXHAUSTED);
@@ -141,23 +143,6 @@ fn forks_nested_past_the_stack_are_stack_exhausted() {
 /// a callback.
 #[test]
 fn the_default_stack_holds_deep_forks_and_large_frames() {
-    fn nest(s: *mut numagc_scope, depth: u64) -> c_int {
-        if depth == 0 {
-            return OK;
-        }
-        let a = task(move |s, _, r| {
-            *r = numagc_int(0);
-            nest(s, depth - 1)
-        });
-        let b = task(|_, _, r| {
-            *r = numagc_int(1);
-            OK
-        });
-        match par2(s, &[], &a, &b) {
-            Ok(_) => OK,
-            Err(rc) => rc,
-        }
-    }
     /// 64 KiB of frame per level, 128 levels.
     fn frames(depth: u32) -> u64 {
         let buf = std::hint::black_box([depth as u8; 64 << 10]);

@@ -478,7 +478,7 @@ mod tests {
                 .to_string()
         };
         let kinds: std::collections::BTreeSet<String> = p.iter().map(name).collect();
-        assert_eq!(kinds.len(), 19, "{kinds:?}");
+        assert_eq!(kinds.len(), 20, "{kinds:?}");
         assert_eq!(
             p,
             generate(&mut Rng::new(5), 3000, &Sizes::MEDIUM),
