@@ -47,6 +47,7 @@ fn a_callback_blocked_in_a_section_does_not_stall_collections() {
                 // SAFETY: the scope token of this callback.
                 ok(unsafe { numagc_enter_blocking(s) });
                 // Entering twice, and using the heap, are refused.
+                // SAFETY: the scope token of this callback.
                 check(unsafe { numagc_enter_blocking(s) }, NUMAGC_ERR_MISUSE);
                 assert!(last().contains("blocking section"), "{}", last());
                 let mut v = 0;
@@ -60,7 +61,9 @@ fn a_callback_blocked_in_a_section_does_not_stall_collections() {
                 // Foreign code blocks far longer than the safepoint timeout.
                 blocked.store(true, SeqCst);
                 wait_for(&release);
+                // SAFETY: the scope token of this callback.
                 ok(unsafe { numagc_leave_blocking(s) });
+                // SAFETY: as above.
                 check(unsafe { numagc_leave_blocking(s) }, NUMAGC_ERR_MISUSE);
                 assert!(last().contains("not in a blocking section"), "{}", last());
                 assert_eq!(sum_list(s, list), (3_000 * 2_999 / 2, 3_000));
@@ -102,6 +105,7 @@ fn a_callback_that_returns_inside_a_section_is_an_error_and_it_is_left() {
     // The vproc is out of the section: it allocates and collects.
     let rc = rt.run(0, |s| {
         let list = build_list(s, cons, 100);
+        // SAFETY: the scope token of this callback.
         ok(unsafe { numagc_collect_global(s) });
         assert_eq!(sum_list(s, list), (99 * 100 / 2, 100));
         OK

@@ -36,7 +36,7 @@ impl StackBounds {
             let mut size: libc::size_t = 0;
             let r = libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size);
             libc::pthread_attr_destroy(attr.as_mut_ptr());
-            (r == 0 && !addr.is_null()).then(|| StackBounds {
+            (r == 0 && !addr.is_null()).then_some(StackBounds {
                 low: addr as usize,
                 size,
             })
