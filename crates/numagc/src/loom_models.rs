@@ -1249,8 +1249,9 @@ fn waiting_vproc_wakes_for_pushed_work() {
 /// and its proxy acts for it. The vproc's state is a loom `UnsafeCell`
 /// written by whoever owns it, so an access by the proxy that is not
 /// ordered with the owner's is reported. Mutation checks: without the
-/// proxies' ring in `request`, or the `ring_if_blocked` of `signal`, loom
-/// reports the deadlock of the first and third models.
+/// proxies' ring in `request` or the owner's in `enter_blocking` (a
+/// request stored before the section), loom reports the deadlock of the
+/// first model; without the `ring_if_blocked` of `signal`, of the third.
 mod blocking {
     use super::bounded;
     use crate::gc::blocking::ProxyWake;

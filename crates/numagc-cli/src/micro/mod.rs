@@ -1,8 +1,9 @@
 //! Microbenchmarks of single mechanisms, outside the papers' suite: the
-//! nursery allocation rate against a plain bump-pointer loop, and the cost
-//! of a message over a synchronous channel.
+//! nursery allocation rate against a plain bump-pointer loop, the cost
+//! of a message over a synchronous channel, and blocking sections.
 
 pub mod alloc;
+pub mod blocking;
 pub mod pingpong;
 
 use crate::runtime_args::RuntimeArgs;
@@ -36,6 +37,24 @@ pub enum Micro {
         #[command(flatten)]
         runtime: RuntimeArgs,
     },
+    /// The cost of an empty blocking section, and other vprocs' global
+    /// collections while vproc 1 blocks inside and outside one.
+    Blocking {
+        /// Empty sections (and safepoint polls) per measurement.
+        #[arg(long, default_value_t = 1_000_000)]
+        sections: u64,
+        /// How long vproc 1 blocks, in milliseconds.
+        #[arg(long, default_value_t = 500)]
+        block_ms: u64,
+        /// Global collections vproc 0 runs meanwhile.
+        #[arg(long, default_value_t = 5)]
+        collections: usize,
+        /// Write the results as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
 }
 
 pub fn run(m: Micro) -> Result<(), String> {
@@ -51,5 +70,12 @@ pub fn run(m: Micro) -> Result<(), String> {
             json,
             runtime,
         } => pingpong::run(rounds, json, &runtime),
+        Micro::Blocking {
+            sections,
+            block_ms,
+            collections,
+            json,
+            runtime,
+        } => blocking::run(sections, block_ms, collections, json, &runtime),
     }
 }

@@ -42,12 +42,14 @@
 //! (all `SeqCst` here) order every access of the state by one owner before
 //! the next owner's.
 //!
-//! Wake-ups are never lost: a requester stores `pending` and then rings
-//! every proxy's bell ([`Coordinator::request`]); a thief stores the
-//! vproc's signal, then looks at its state and rings its proxy if it is not
-//! `RUNNING` ([`Coordinator::signal`]; the owner's store of `BLOCKED` and
-//! its own ring pair with that load, Dekker-style, under `SeqCst` fences).
-//! The proxy tests its condition under its bell's lock (`sched::doorbell`).
+//! Wake-ups are never lost, and a section that meets no collection wakes
+//! no one. A requester stores `pending`, a thief the vproc's signal; each
+//! then fences and looks at the vproc's state, and rings its proxy if it
+//! is not `RUNNING` ([`Coordinator::request`], [`Coordinator::signal`]).
+//! The owner stores `BLOCKED`, fences, and looks at `pending` and its
+//! signal, and rings its proxy if either is set. Under `SeqCst` one of the
+//! two sides sees the other's store (Dekker), so the proxy is rung; it
+//! tests its condition under its bell's lock (`sched::doorbell`).
 //!
 //! A vproc that leaves while a collection is pending that its proxy has not
 //! taken yet owns its state again and joins the collection itself at once
@@ -81,10 +83,12 @@ impl BlockingStates {
         }
     }
 
-    /// Rings every proxy (a collection was requested).
-    pub fn ring_all(&self) {
-        for b in self.proxy_bells.iter() {
-            b.ring();
+    /// Rings the proxy of every vproc that may be blocked (a collection
+    /// was requested: `pending` was stored just before, followed by a
+    /// `SeqCst` fence).
+    pub fn ring_blocked(&self) {
+        for v in 0..self.state.len() {
+            self.ring_if_blocked(v);
         }
     }
 
@@ -115,9 +119,13 @@ impl<J> Coordinator<J> {
         debug_assert_eq!(b.state[v].load(Ordering::Relaxed), RUNNING);
         b.state[v].store(BLOCKED, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        // A collection may already be pending (its request rang before
-        // the state said BLOCKED, and the proxy slept through it).
-        b.proxy_bells[v].ring();
+        // A request stored before this state was, whose ringer saw the
+        // vproc RUNNING and left the proxy asleep, is seen here (Dekker:
+        // each side stores, fences, then loads the other's word). Most
+        // sections find nothing, and wake no one.
+        if self.pending() || self.signalled(v) {
+            b.proxy_bells[v].ring();
+        }
     }
 
     /// Vproc `v`'s thread leaves its blocking section: waits while its

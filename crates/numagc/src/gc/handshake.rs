@@ -353,7 +353,7 @@ impl<J> Coordinator<J> {
             b.ring();
         }
         // Vprocs in blocking sections take part through their proxies.
-        self.blocking.ring_all();
+        self.blocking.ring_blocked();
         true
     }
 
