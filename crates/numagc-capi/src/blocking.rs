@@ -12,7 +12,8 @@
 //! with `NUMAGC_ERR_MISUSE` until then, which also makes the state the
 //! proxy owns unreachable from C.
 
-use crate::scope::{numagc_scope, with_any_state, with_state};
+use crate::activation::{with_any_state, with_state};
+use crate::scope::numagc_scope;
 use crate::status::numagc_status::NUMAGC_ERR_MISUSE;
 use crate::status::{guard, Fail};
 use std::os::raw::c_int;

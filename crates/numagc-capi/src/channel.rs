@@ -8,9 +8,10 @@
 //! freed twice, is `NUMAGC_ERR_BAD_VALUE` instead of undefined behaviour,
 //! and one of another runtime is `NUMAGC_ERR_MISUSE`.
 
+use crate::activation::with_state;
 use crate::registry::Registry;
 use crate::runtime::runtime_ref;
-use crate::scope::{numagc_scope, with_state, CallState};
+use crate::scope::{numagc_scope, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{count_arg, guard, out, slice_arg, Fail, Res};
 use crate::{numagc_runtime, numagc_value, NUMAGC_MAX_CASES};

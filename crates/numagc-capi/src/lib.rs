@@ -95,7 +95,7 @@
 //! # Tasks, threads and channels
 //!
 //! Every piece of C code that numagc runs — a callback, a `numagc_par2`
-//! task, a step of a thread — is a *C body* (`scope::run_body`): it gets a
+//! task, a step of a thread — is a *C body* (`body::run_body`): it gets a
 //! scope token of its own, valid on the thread that runs it until it
 //! returns, and a handle table whose first entries are its environment.
 //! Bodies nest on one thread (a task runs inline inside its parent's
@@ -134,7 +134,9 @@
 #![allow(clippy::missing_safety_doc)]
 
 // In this order in the header.
+mod activation;
 mod blocking;
+mod body;
 mod channel;
 mod ops;
 mod parallel;

@@ -1,8 +1,9 @@
 //! What a callback does with its scope: immediates, allocation, reads,
 //! stores, promotion, global roots, collections.
 
+use crate::activation::with_state;
 use crate::registry::Registry;
-use crate::scope::{int_word, numagc_scope, with_state, CallState};
+use crate::scope::{int_word, numagc_scope, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{
     array_not_null, count_arg, guard, out, slice_arg, slice_out, write_out, Fail, Res,

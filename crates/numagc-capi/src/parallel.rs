@@ -1,15 +1,17 @@
 //! Fork-join for C: `numagc_par2`, the Rust `Scope::par2` with C tasks.
 //!
 //! Each side is a C function with an explicit environment, run as a C body
-//! of its own (`scope::run_body`): a fresh scope token and handle table on
+//! of its own (`body::run_body`): a fresh scope token and handle table on
 //! whichever vproc runs it, so the thread rule and the frame checks apply
 //! to tasks exactly as to callbacks. A task's failure (a nonzero status,
 //! frames left open, a bad result) is kept aside as the C code and message
 //! it is; the Rust task returns a marker error, and `numagc_par2` returns
 //! the kept failure of `a`, else of `b` (`Scope::par2`'s order).
 
+use crate::activation::with_state;
+use crate::body::{run_body, BodyArgs, Ended, UserData};
 use crate::runtime::{lock, RtShared};
-use crate::scope::{numagc_scope, run_body, with_state, BodyArgs, CallState, Ended, UserData};
+use crate::scope::{numagc_scope, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{count_arg, guard, out, Fail, Res};
 use crate::{numagc_value, NUMAGC_MAX_ENV};

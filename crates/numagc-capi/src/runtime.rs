@@ -1,7 +1,8 @@
 //! Configurations, runtimes, descriptors, callbacks and statistics.
 
+use crate::activation::on_callback_thread;
+use crate::body::{run_callback, Callback, UserData};
 use crate::numagc_desc;
-use crate::scope::{on_callback_thread, run_callback, Callback, UserData};
 use crate::status::numagc_status::*;
 use crate::status::{array_not_null, bool_arg, guard, out, slice_arg, str_arg, Fail, Res};
 use numagc_rs::object::descriptor::MAX_MIXED_SIZE;

@@ -1,64 +1,30 @@
-//! Scopes of C callbacks: the token check, the handle table over the Rust
-//! scope's root slots, and root frames (see the crate docs).
+//! Scopes of C bodies: the handle table over the Rust scope's root slots,
+//! and root frames (see the crate docs). The scope token and its check are
+//! in `activation.rs`; running a C body with its own table, in `body.rs`.
+//!
+//! Invariant: a handle value is accepted only for a live entry, one below
+//! `top` whose tag it carries (a free entry has tag 0, never a tag), and it
+//! reads that entry's root slot, which collections update. Each use of an
+//! entry gets a new tag, so a handle from a left frame or another body is
+//! refused (up to the 32-bit tag check). A frame is left only as the
+//! innermost open one, freeing exactly the entries made since it was
+//! entered.
 
-use crate::runtime::{lock, DescInfo, RtShared};
-use crate::status::numagc_status::{self, *};
-use crate::status::{
-    clear_last_error, guard, last_error, out, set_last_error, slice_arg, Fail, Res,
-};
-use crate::thread::{numagc_next, NextSlot};
+use crate::activation::with_state;
+use crate::runtime::{DescInfo, RtShared};
+use crate::status::numagc_status::*;
+use crate::status::{guard, out, slice_arg, Fail, Res};
+use crate::thread::NextSlot;
 use crate::{numagc_frame, numagc_value};
 use numagc_rs::{Handle, Scope, Slot};
-use std::cell::Cell;
-use std::collections::BTreeMap;
-use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::ThreadId;
+use std::ffi::c_int;
+use std::sync::Arc;
 
 /// The scope of one running callback: an opaque token, valid only on the
 /// vproc thread running that callback and only until it returns. It is
 /// never dereferenced; every function checks it.
 pub struct numagc_scope {
     _private: [u8; 0],
-}
-
-pub(crate) type Callback = unsafe extern "C" fn(*mut numagc_scope, *mut c_void) -> c_int;
-
-/// The callback's `user_data`, carried to the vproc thread.
-#[derive(Clone, Copy)]
-pub(crate) struct UserData(pub *mut c_void);
-
-// SAFETY: the pointer is only handed back to the C callback, never
-// dereferenced here; the C caller is responsible for what it points to
-// being usable from the vproc threads (documented at `numagc_run_on` and
-// `numagc_run_each`).
-unsafe impl Send for UserData {}
-// SAFETY: as for `Send`: this crate never reads through the pointer.
-unsafe impl Sync for UserData {}
-
-/// Scope tokens: never reused, never 0 (`gen << 4`, gen from 1).
-static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
-
-/// Live tokens with the vproc and thread of their callback, for error
-/// messages only.
-static LIVE: Mutex<BTreeMap<usize, (usize, ThreadId)>> = Mutex::new(BTreeMap::new());
-
-thread_local! {
-    /// The callback running on this thread: its token and its state.
-    static ACTIVE: Cell<Option<(usize, *mut CallState)>> = const { Cell::new(None) };
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Tests set it to make the next C body on this thread panic on the
-    /// Rust side, with its activation in place.
-    pub(crate) static INJECT_PANIC: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether a callback is running on this thread.
-pub(crate) fn on_callback_thread() -> bool {
-    ACTIVE.with(|a| a.get().is_some())
 }
 
 /// Handle values: bit 0 clear, bits 1..=31 the table index, bits 32..=63
@@ -108,14 +74,45 @@ pub(crate) struct CallState {
 impl CallState {
     /// The callback's Rust scope.
     pub fn sc(&mut self) -> &mut Scope<'static> {
-        // SAFETY: `scope` points at the scope that `run_callback` received,
-        // which outlives this state (the state is dropped before
-        // `run_callback` returns), and `run_callback` does not touch it
-        // while the state exists. `&mut self` is unique (`with_state` takes
+        // SAFETY: `scope` points at the scope that `body::run_callback`
+        // received, which outlives this state (the state is dropped before
+        // `run_callback` returns), and `run_callback` does not touch it while
+        // the state exists. `&mut self` is unique (`with_state` takes
         // the state out of `ACTIVE` while it is lent), so this is the only
         // reference. The erased lifetime never escapes: handles and slots
         // obtained through it are kept only in this state.
         unsafe { &mut *self.scope }
+    }
+
+    /// The state of a new C body on `scope` (its lifetime erased by
+    /// `body::run_body`; see `sc`): an empty table whose tags start from
+    /// the body's token `generation`, and a `NextSlot` if it is a thread
+    /// step (`thread`).
+    pub fn new(
+        scope: *mut Scope<'static>,
+        generation: u64,
+        vproc: usize,
+        rt: &Arc<RtShared>,
+        thread: bool,
+    ) -> CallState {
+        CallState {
+            scope,
+            slots: Vec::new(),
+            tags: Vec::new(),
+            top: 0,
+            frames: Vec::new(),
+            next_tag: (generation as u32).wrapping_mul(0x9E37_79B9),
+            vproc,
+            rt: rt.clone(),
+            descs: rt.descriptors(),
+            next: thread.then(NextSlot::default),
+            blocking: None,
+        }
+    }
+
+    /// The number of open root frames.
+    pub fn open_frames(&self) -> usize {
+        self.frames.len()
     }
 
     fn next_tag(&mut self) -> u32 {
@@ -354,292 +351,6 @@ impl Handles {
             Handles::Heap(v) => v,
         }
     }
-}
-
-/// Lends the state of the callback that `scope` names, if it runs on this
-/// thread; else `NUMAGC_ERR_NOT_ON_VPROC`.
-pub(crate) fn with_state<R>(
-    scope: *mut numagc_scope,
-    f: impl FnOnce(&mut CallState) -> Res<R>,
-) -> Res<R> {
-    with_any_state(scope, |st| {
-        if st.blocking.is_some() {
-            return Err(Fail::new(
-                NUMAGC_ERR_MISUSE,
-                "the scope is in a blocking section (numagc_enter_blocking): the heap cannot be used until numagc_leave_blocking",
-            ));
-        }
-        f(st)
-    })
-}
-
-/// [`with_state`] whether or not the body is in a blocking section (for
-/// `numagc_leave_blocking`, which touches nothing but the section).
-pub(crate) fn with_any_state<R>(
-    scope: *mut numagc_scope,
-    f: impl FnOnce(&mut CallState) -> Res<R>,
-) -> Res<R> {
-    if scope.is_null() {
-        return Err(Fail::null("scope"));
-    }
-    let token = scope.addr();
-    match ACTIVE.with(|a| a.get()) {
-        Some((t, st)) if t == token => {
-            // Lent out: a nested call (none exists) would find no state
-            // instead of a second `&mut`.
-            let _lent = Lend::new((t, st));
-            // SAFETY: `st` was stored by `run_callback` on this thread and
-            // stays valid until it clears `ACTIVE` after the callback
-            // returns; we are inside that callback (same thread, same
-            // token). `ACTIVE` is empty while the reference lives, so it
-            // is the only one.
-            f(unsafe { &mut *st })
-        }
-        active => Err(not_on_vproc(token, active.map(|(t, _)| t))),
-    }
-}
-
-/// Empties `ACTIVE` and puts the entry back on drop (even on a panic).
-struct Lend((usize, *mut CallState));
-
-impl Lend {
-    fn new(entry: (usize, *mut CallState)) -> Lend {
-        ACTIVE.with(|a| a.set(None));
-        Lend(entry)
-    }
-}
-
-impl Drop for Lend {
-    fn drop(&mut self) {
-        let entry = self.0;
-        let _ = ACTIVE.try_with(|a| a.set(Some(entry)));
-    }
-}
-
-fn not_on_vproc(token: usize, here: Option<usize>) -> Fail {
-    let owner = lock(&LIVE).get(&token).copied();
-    let what = match owner {
-        Some((v, thread)) if thread == std::thread::current().id() => format!(
-            "scope {token:#x} belongs to the callback on vproc {v} that is waiting for a nested one on this thread (a par2 task or a thread body): inside it, use the scope it was given"
-        ),
-        Some((v, _)) => format!(
-            "scope {token:#x} belongs to the callback running on vproc {v} and was used from another thread; a scope may only be used on the thread running its callback"
-        ),
-        None => format!("scope {token:#x} is not live: its callback has returned (a scope is valid only during its callback)"),
-    };
-    let here = match here {
-        Some(t) => format!(" (this thread runs the callback of scope {t:#x})"),
-        None => " (no callback runs on this thread)".to_string(),
-    };
-    Fail::new(NUMAGC_ERR_NOT_ON_VPROC, what + &here)
-}
-
-/// Sets `ACTIVE` for one C body and, on drop (even on a panic), puts back
-/// what was there before (nothing, or the entry a waiting `with_state` will
-/// restore) and removes the token's `LIVE` entry.
-struct Activation {
-    token: usize,
-    previous: Option<(usize, *mut CallState)>,
-}
-
-impl Activation {
-    fn new(token: usize, vproc: usize, st: *mut CallState) -> Activation {
-        lock(&LIVE).insert(token, (vproc, std::thread::current().id()));
-        let previous = ACTIVE.with(|a| a.replace(Some((token, st))));
-        Activation { token, previous }
-    }
-}
-
-impl Drop for Activation {
-    fn drop(&mut self) {
-        let previous = self.previous;
-        let _ = ACTIVE.try_with(|a| a.set(previous));
-        lock(&LIVE).remove(&self.token);
-    }
-}
-
-/// The next-token of a scope token: bit 3 set (tokens are `gen << 4`).
-pub(crate) const NEXT_BIT: usize = 8;
-
-/// How one C body ended.
-pub(crate) struct Ended {
-    pub rc: c_int,
-    /// Root frames it left open.
-    pub open: usize,
-    /// It returned inside a blocking section (left for it since).
-    pub blocking: bool,
-    /// The last error on this thread when it returned, if it failed.
-    pub last: Option<String>,
-}
-
-impl Ended {
-    /// The failure this end is, if any; `what` names the body ("the
-    /// callback on vproc 1").
-    pub fn failure(&self, what: &str) -> Option<Fail> {
-        let (rc, open) = (self.rc, self.open);
-        if rc == NUMAGC_OK as c_int {
-            if self.blocking {
-                return Some(Fail::new(
-                    NUMAGC_ERR_MISUSE,
-                    format!("{what} returned inside a blocking section: call numagc_leave_blocking before returning (it was left for it)"),
-                ));
-            }
-            if open == 0 {
-                return None;
-            }
-            return Some(Fail::new(
-                NUMAGC_ERR_UNBALANCED_FRAME,
-                format!("{what} returned with {open} root frame(s) still open: leave every frame before returning"),
-            ));
-        }
-        let name = numagc_status::from_code(rc)
-            .map_or("a code of the callback's own".to_string(), |s| {
-                format!("{s:?}")
-            });
-        let last = self
-            .last
-            .as_ref()
-            .map_or("none".to_string(), |m| format!("\"{m}\""));
-        let frames = if open > 0 {
-            format!("; it left {open} frame(s) open, now closed")
-        } else {
-            String::new()
-        };
-        Some(Fail {
-            code: rc,
-            message: format!(
-                "{what} returned {rc} ({name}){frames}; last error on that vproc: {last}"
-            ),
-        })
-    }
-}
-
-/// What a C body is given besides its scope.
-pub(crate) struct BodyArgs<'e, 'i> {
-    /// Rooted in the body's table as handles that live until it returns.
-    pub env: &'e [Handle<'i>],
-    /// A thread continuation's received value (NIL otherwise).
-    pub received: Option<Handle<'i>>,
-    /// Whether the body is a thread step and gets a `numagc_next`.
-    pub thread: bool,
-}
-
-/// Runs one C body — a callback, a par2 task, a thread step — on `s`:
-/// makes it a scope token of its own and a handle table, roots its
-/// environment there, activates the token on this thread while `call`
-/// runs, and hands `finish` the state (for the handles the body left
-/// behind: a task's result, a thread's next step) and how it ended.
-///
-/// The thread's last-error message is the body's own while it runs (it is
-/// quoted when the body fails) and is put back afterwards, so a body nested
-/// in a waiting callback does not change the callback's message.
-pub(crate) fn run_body<'i, R>(
-    s: &mut Scope<'i>,
-    rt: &Arc<RtShared>,
-    args: BodyArgs<'_, 'i>,
-    call: impl FnOnce(*mut numagc_scope, &[numagc_value], numagc_value, *mut numagc_next) -> c_int,
-    finish: impl FnOnce(&mut CallState, Ended) -> R,
-) -> R {
-    let saved = last_error();
-    clear_last_error();
-    let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
-    let token = (generation as usize) << 4;
-    let vproc = s.vproc();
-    let mut st = CallState {
-        // The lifetime is erased here; see `CallState::sc` for why no use
-        // outlives the scope.
-        scope: (s as *mut Scope<'_>).cast::<Scope<'static>>(),
-        slots: Vec::new(),
-        tags: Vec::new(),
-        top: 0,
-        frames: Vec::new(),
-        next_tag: (generation as u32).wrapping_mul(0x9E37_79B9),
-        vproc,
-        rt: rt.clone(),
-        descs: rt.descriptors(),
-        next: args.thread.then(NextSlot::default),
-        blocking: None,
-    };
-    // The environment: handles outside any frame, so they live until the
-    // body returns. Rooting cannot fail short of 2^31 entries.
-    let mut env = Vec::with_capacity(args.env.len());
-    let mut rooted = Ok(());
-    for &h in args.env {
-        match st.root(h) {
-            Ok(v) => env.push(v),
-            Err(e) => rooted = Err(e),
-        }
-    }
-    let received = match args.received {
-        Some(h) => st.root(h),
-        None => Ok(crate::NUMAGC_NIL),
-    };
-    let (rc, open, blocking) = match (rooted, received) {
-        (Ok(()), Ok(received)) => {
-            let activation = Activation::new(token, vproc, &mut st);
-            #[cfg(test)]
-            if INJECT_PANIC.with(|p| p.replace(false)) {
-                panic!("a panic injected by a test before a C body");
-            }
-            let scope_ptr = std::ptr::without_provenance_mut::<numagc_scope>(token);
-            let next_ptr = std::ptr::without_provenance_mut::<numagc_next>(token | NEXT_BIT);
-            let rc = call(scope_ptr, &env, received, next_ptr);
-            drop(activation);
-            // A body that returns inside a blocking section has it left
-            // here, before anything touches the scope again.
-            let blocking = st.blocking.take().is_some();
-            (rc, st.frames.len(), blocking)
-        }
-        (Err(e), _) | (_, Err(e)) => {
-            set_last_error(&e.message);
-            (e.code, 0, false)
-        }
-    };
-    let last = if rc == NUMAGC_OK as c_int {
-        None
-    } else {
-        last_error()
-    };
-    match saved {
-        Some(m) => set_last_error(&m),
-        None => clear_last_error(),
-    }
-    finish(
-        &mut st,
-        Ended {
-            rc,
-            open,
-            blocking,
-            last,
-        },
-    )
-}
-
-/// Runs a C callback as a numagc job: returns its result code and, when
-/// it is not `NUMAGC_OK`, the message for the caller's thread.
-pub(crate) fn run_callback(
-    s: &mut Scope<'_>,
-    cb: Callback,
-    data: UserData,
-    rt: &Arc<RtShared>,
-) -> (c_int, Option<String>) {
-    let vproc = s.vproc();
-    let args = BodyArgs {
-        env: &[],
-        received: None,
-        thread: false,
-    };
-    // SAFETY: `cb` is a C function pointer given to `numagc_run_on` /
-    // `numagc_run_each` with this signature; `data` is the caller's
-    // pointer, handed back untouched. C code cannot unwind into Rust
-    // (`extern "C"` aborts on unwinding).
-    let call = |scope, _: &[numagc_value], _, _| unsafe { cb(scope, data.0) };
-    run_body(s, rt, args, call, |_, ended| {
-        match ended.failure(&format!("the callback on vproc {vproc}")) {
-            None => (NUMAGC_OK as c_int, None),
-            Some(f) => (f.code, Some(f.message)),
-        }
-    })
 }
 
 /// Opens a root frame: handles made from now on belong to it until

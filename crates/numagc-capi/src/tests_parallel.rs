@@ -556,7 +556,7 @@ fn a_panic_on_the_rust_side_of_a_task_is_an_error_and_the_callback_carries_on() 
     });
     ok(rt.run(0, |s| {
         let mine = boxed(s, 9);
-        crate::scope::INJECT_PANIC.with(|p| p.set(true));
+        crate::body::INJECT_PANIC.with(|p| p.set(true));
         check(
             par2(s, &[mine], &fine, &fine).unwrap_err(),
             NUMAGC_ERR_INTERNAL,
@@ -1266,7 +1266,7 @@ fn a_panic_on_the_rust_side_of_a_thread_step_fails_the_thread() {
     ok(rt.run(0, |s| {
         spawn_on(s, 0, &[], body);
         // The next C body on this vproc thread is the thread's.
-        crate::scope::INJECT_PANIC.with(|p| p.set(true));
+        crate::body::INJECT_PANIC.with(|p| p.set(true));
         OK
     }));
     wait_stat(&rt, "threads_failed", 1);

@@ -4,7 +4,7 @@
 //!
 //! A thread is in continuation-passing style. Its body, and every
 //! continuation after it, is a C function of type `numagc_thread_fn` that
-//! runs as a C body of its own (`scope::run_body`: a fresh scope token and
+//! runs as a C body of its own (`body::run_body`: a fresh scope token and
 //! handle table on whichever vproc runs it) and is given a `numagc_next*`.
 //! Before returning 0 it calls exactly one `numagc_next_*` function, which
 //! records the step — exit, yield, send, receive, or a choice — with the
@@ -14,9 +14,11 @@
 //! C body. Like a scope, a `numagc_next*` is a token (the scope's token
 //! with bit 3 set), checked on every use and dead once its body returned.
 
+use crate::activation::with_state;
+use crate::body::{run_body, BodyArgs, UserData, NEXT_BIT};
 use crate::channel::{channel_of, numagc_channel, numagc_dir};
 use crate::runtime::{runtime_ref, RtShared};
-use crate::scope::{numagc_scope, run_body, with_state, BodyArgs, CallState, UserData, NEXT_BIT};
+use crate::scope::{numagc_scope, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{count_arg, guard, out, slice_arg, Fail, Res};
 use crate::{numagc_runtime, numagc_value, NUMAGC_MAX_CASES, NUMAGC_MAX_ENV};

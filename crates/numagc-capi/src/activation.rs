@@ -1,0 +1,135 @@
+//! The thread-local activation: which C body runs on this thread (`ACTIVE`:
+//! its scope token and its `CallState`), and lending that state to the
+//! scope functions (`with_state`, `with_any_state`).
+//!
+//! Invariant: a body's state is reached only on the thread running the
+//! body, only while it runs, and through one `&mut` at a time: `ACTIVE` is
+//! empty while the state is lent (`Lend`), and a nested body's activation
+//! puts back the enclosing body's entry when it ends (`Activation`), both
+//! even on a panic. `LIVE` holds the tokens of the bodies running, for
+//! error messages only.
+
+use crate::runtime::lock;
+use crate::scope::{numagc_scope, CallState};
+use crate::status::numagc_status::*;
+use crate::status::{Fail, Res};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::thread::ThreadId;
+
+/// Live tokens with the vproc and thread of their callback, for error
+/// messages only.
+static LIVE: Mutex<BTreeMap<usize, (usize, ThreadId)>> = Mutex::new(BTreeMap::new());
+
+thread_local! {
+    /// The callback running on this thread: its token and its state.
+    static ACTIVE: Cell<Option<(usize, *mut CallState)>> = const { Cell::new(None) };
+}
+
+/// Whether a callback is running on this thread.
+pub(crate) fn on_callback_thread() -> bool {
+    ACTIVE.with(|a| a.get().is_some())
+}
+
+/// Lends the state of the callback that `scope` names, if it runs on this
+/// thread; else `NUMAGC_ERR_NOT_ON_VPROC`.
+pub(crate) fn with_state<R>(
+    scope: *mut numagc_scope,
+    f: impl FnOnce(&mut CallState) -> Res<R>,
+) -> Res<R> {
+    with_any_state(scope, |st| {
+        if st.blocking.is_some() {
+            return Err(Fail::new(
+                NUMAGC_ERR_MISUSE,
+                "the scope is in a blocking section (numagc_enter_blocking): the heap cannot be used until numagc_leave_blocking",
+            ));
+        }
+        f(st)
+    })
+}
+
+/// [`with_state`] whether or not the body is in a blocking section (for
+/// `numagc_leave_blocking`, which touches nothing but the section).
+pub(crate) fn with_any_state<R>(
+    scope: *mut numagc_scope,
+    f: impl FnOnce(&mut CallState) -> Res<R>,
+) -> Res<R> {
+    if scope.is_null() {
+        return Err(Fail::null("scope"));
+    }
+    let token = scope.addr();
+    match ACTIVE.with(|a| a.get()) {
+        Some((t, st)) if t == token => {
+            // Lent out: a nested call (none exists) would find no state
+            // instead of a second `&mut`.
+            let _lent = Lend::new((t, st));
+            // SAFETY: `st` was stored by `body::run_callback` on this
+            // thread and stays valid until it clears `ACTIVE` after the
+            // callback returns; we are inside that callback (same thread,
+            // same token). `ACTIVE` is empty while the reference lives, so
+            // it is the only one.
+            f(unsafe { &mut *st })
+        }
+        active => Err(not_on_vproc(token, active.map(|(t, _)| t))),
+    }
+}
+
+/// Empties `ACTIVE` and puts the entry back on drop (even on a panic).
+struct Lend((usize, *mut CallState));
+
+impl Lend {
+    fn new(entry: (usize, *mut CallState)) -> Lend {
+        ACTIVE.with(|a| a.set(None));
+        Lend(entry)
+    }
+}
+
+impl Drop for Lend {
+    fn drop(&mut self) {
+        let entry = self.0;
+        let _ = ACTIVE.try_with(|a| a.set(Some(entry)));
+    }
+}
+
+fn not_on_vproc(token: usize, here: Option<usize>) -> Fail {
+    let owner = lock(&LIVE).get(&token).copied();
+    let what = match owner {
+        Some((v, thread)) if thread == std::thread::current().id() => format!(
+            "scope {token:#x} belongs to the callback on vproc {v} that is waiting for a nested one on this thread (a par2 task or a thread body): inside it, use the scope it was given"
+        ),
+        Some((v, _)) => format!(
+            "scope {token:#x} belongs to the callback running on vproc {v} and was used from another thread; a scope may only be used on the thread running its callback"
+        ),
+        None => format!("scope {token:#x} is not live: its callback has returned (a scope is valid only during its callback)"),
+    };
+    let here = match here {
+        Some(t) => format!(" (this thread runs the callback of scope {t:#x})"),
+        None => " (no callback runs on this thread)".to_string(),
+    };
+    Fail::new(NUMAGC_ERR_NOT_ON_VPROC, what + &here)
+}
+
+/// Sets `ACTIVE` for one C body and, on drop (even on a panic), puts back
+/// what was there before (nothing, or the entry a waiting `with_state` will
+/// restore) and removes the token's `LIVE` entry.
+pub(crate) struct Activation {
+    token: usize,
+    previous: Option<(usize, *mut CallState)>,
+}
+
+impl Activation {
+    pub fn new(token: usize, vproc: usize, st: *mut CallState) -> Activation {
+        lock(&LIVE).insert(token, (vproc, std::thread::current().id()));
+        let previous = ACTIVE.with(|a| a.replace(Some((token, st))));
+        Activation { token, previous }
+    }
+}
+
+impl Drop for Activation {
+    fn drop(&mut self) {
+        let previous = self.previous;
+        let _ = ACTIVE.try_with(|a| a.set(previous));
+        lock(&LIVE).remove(&self.token);
+    }
+}
