@@ -64,10 +64,10 @@ pub(crate) fn with_any_state<R>(
             // Lent out: a nested call (none exists) would find no state
             // instead of a second `&mut`.
             let _lent = Lend::new((t, st));
-            // SAFETY: `st` was stored by `body::run_callback` on this
-            // thread and stays valid until it clears `ACTIVE` after the
-            // callback returns; we are inside that callback (same thread,
-            // same token). `ACTIVE` is empty while the reference lives, so
+            // SAFETY: `st` was stored by `body::run_body` on this thread
+            // and stays valid until it clears `ACTIVE` after the body (a
+            // callback, a task, a thread step) returns; we are inside that
+            // body (same thread, same token). `ACTIVE` is empty while the reference lives, so
             // it is the only one.
             f(unsafe { &mut *st })
         }

@@ -48,7 +48,7 @@ struct Frame {
 /// What a running callback's scope knows. Lives on the vproc thread's
 /// stack for the duration of the callback, reached through `ACTIVE`.
 pub(crate) struct CallState {
-    /// The callback's Rust scope, with its lifetime erased (see `run_callback`).
+    /// The body's Rust scope, with its lifetime erased (see `body::run_body`).
     scope: *mut Scope<'static>,
     /// The handle table: root slots of `scope`, created on demand.
     slots: Vec<Slot<'static>>,
@@ -74,10 +74,10 @@ pub(crate) struct CallState {
 impl CallState {
     /// The callback's Rust scope.
     pub fn sc(&mut self) -> &mut Scope<'static> {
-        // SAFETY: `scope` points at the scope that `body::run_callback`
+        // SAFETY: `scope` points at the scope that `body::run_body`
         // received, which outlives this state (the state is dropped before
-        // `run_callback` returns), and `run_callback` does not touch it while
-        // the state exists. `&mut self` is unique (`with_state` takes
+        // `run_body` returns), and `run_body` does not touch it while the
+        // state exists. `&mut self` is unique (`with_state` takes
         // the state out of `ACTIVE` while it is lent), so this is the only
         // reference. The erased lifetime never escapes: handles and slots
         // obtained through it are kept only in this state.
