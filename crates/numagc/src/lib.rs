@@ -8,16 +8,16 @@
 //! | paper | module |
 //! |---|---|
 //! | §2.2 vprocs, pinning, sparse placement | [`topology`], [`runtime`](Runtime), `vproc` |
-//! | §2.3 heap invariants, promotion on sharing | `mutator` ([`Scope::promote`], [`Scope::set`]), `gc::promote` |
+//! | §2.3 heap invariants, promotion on sharing | `mutator` ([`Scope::promote`], [`Scope::set`]), `plan::split::promote` |
 //! | §3.1 chunked global heap, node affinity | `heap::space`, `heap::chunk_pool`, `heap::global`, `heap::cursor` |
 //! | §3.2 object headers, descriptor table | [`object::header`], [`object::descriptor`] |
-//! | §3.3 local heaps, minor and major collections | `heap::local`, `gc::minor`, `gc::major`, `gc::copy` |
-//! | §3.4 parallel global collection | `gc::handshake`, `gc::work_queue`, `gc::global` |
+//! | §3.3 local heaps, minor and major collections | `plan::split::{local_heap, mutator, minor, major, copy}` |
+//! | §3.4 parallel global collection | `gc::handshake`, `gc::work_queue`, `plan::split::global` |
 //! | §2.2–2.3 work stealing, lazy promotion of stolen tasks | `sched`, [`Scope::par2`] |
 //! | §2.1 threads, synchronous channels, choice (CML) | `sched::thread`, `sched::channel`, [`Scope::spawn`], [`Channel`] |
 //! | §2.1 PML's parallel arrays (ropes of vectors) | `mutator::tabulate`, [`Scope::tabulate`] |
 //! | §4.3 placement policies local / interleave / node0 | [`numa`], `heap::global` |
-//! | §3.4 extended: safepoint deadline, to-space set aside, refused memory | `gc::handshake`, `gc::global`, `gc::copy`, `fault` |
+//! | §3.4 extended: safepoint deadline, to-space set aside, refused memory | `gc::handshake`, `plan::split::{global, copy}`, `fault` |
 //! | §3.4 extended: blocking sections (a proxy collects for a blocked vproc) | `gc::blocking`, `sched::proxy`, [`Scope::blocking`] |
 //!
 //! ```

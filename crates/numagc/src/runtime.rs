@@ -9,10 +9,8 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::gc::global::GlobalGc;
 use crate::gc::handshake::Coordinator;
-use crate::heap::global::{BindRecord, GlobalHeap};
-use crate::heap::space::AddressSpace;
+use crate::heap::global::BindRecord;
 use crate::mutator::roots::GlobalRoots;
 use crate::mutator::Scope;
 use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
@@ -89,42 +87,8 @@ impl Runtime {
         let topology = Topology::from_config(&config)?;
         let n = config.vprocs;
         let placements = topology.place_vprocs(n);
-        let cs = config.chunk_size;
-        let local_rounded = config.local_heap_size.div_ceil(cs) * cs;
-        let locals = n * local_rounded;
-        let limit = config.max_heap.saturating_sub(locals).max(cs);
-        // Collector copies may exceed the limit (see heap::global): during a
-        // global collection from-space holds up to the limit plus what
-        // forced major collections pushed past it (a local heap per vproc),
-        // and the to-space set aside for it as much again plus the tail of
-        // each chunk that a next object did not fit in (up to a quarter of
-        // a chunk) and an open chunk per cursor. Each vproc also keeps a
-        // copy reserve. Address space is only reserved, not committed, so
-        // be generous.
-        let spare = crate::vproc::copy_reserve_chunks(config.local_heap_size, cs);
-        let reserve = 3 * limit + 3 * locals + (n * (spare + 4) + 64) * cs;
-        let space = AddressSpace::reserve(reserve, cs, faults)
-            .map_err(|m| m.error("the heap's address-space reservation"))?;
-        let heap = GlobalHeap::new(
-            space,
-            topology.clone(),
-            config.numa_policy,
-            limit,
-            n.saturating_mul(config.global_gc_threshold),
-            config.heap_growth,
-        );
-        let mut local_bases = Vec::with_capacity(n);
-        let mut reserves = Vec::with_capacity(n);
-        for p in &placements {
-            let base = heap
-                .carve_local(config.local_heap_size, p.vproc, p.node)
-                .map_err(|m| m.error("a local heap"))?;
-            local_bases.push(base);
-            reserves.push(
-                heap.spare_chunks(p.node, spare)
-                    .map_err(|m| m.error("the copy reserve of a vproc"))?,
-            );
-        }
+        let crate::plan::split::setup::Parts { heap, gc, mutators } =
+            crate::plan::split::setup::create(&config, &topology, &placements, faults)?;
         let nodes: Vec<usize> = placements.iter().map(|p| p.node).collect();
         let (sched, workers) = crate::sched::Scheduler::new(&nodes);
         let shared = Arc::new(Shared {
@@ -133,10 +97,7 @@ impl Runtime {
             descs: DescriptorTable::new(),
             coord: Coordinator::with_safepoint_timeout(n, config.safepoint_timeout()),
             global_roots: GlobalRoots::new(),
-            gc: GlobalGc::new(
-                topology.num_nodes(),
-                n.saturating_mul(config.global_gc_threshold),
-            ),
+            split: gc,
             stats: (0..n).map(|_| Mutex::new(VprocStats::default())).collect(),
             placements: placements.clone(),
             pins: Mutex::new(vec![PinOutcome::Disabled; n]),
@@ -149,12 +110,7 @@ impl Runtime {
         });
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::with_capacity(n);
-        for (((p, base), reserve), worker) in placements
-            .iter()
-            .zip(local_bases)
-            .zip(reserves)
-            .zip(workers)
-        {
+        for ((p, split), worker) in placements.iter().zip(mutators).zip(workers) {
             let vshared = shared.clone();
             let ready = ready_tx.clone();
             let (id, node, cpu) = (p.vproc, p.node, p.cpu);
@@ -169,7 +125,7 @@ impl Runtime {
                         PinOutcome::Disabled
                     };
                     lock(&vshared.pins)[id] = pin;
-                    let mut vp = Vproc::new(vshared, id, node, base, reserve, worker);
+                    let mut vp = Vproc::new(vshared, id, node, split, worker);
                     vp.publish_stats();
                     let _ = ready.send(());
                     drop(ready);
@@ -338,7 +294,7 @@ impl Runtime {
 
     /// Number of those that were full (every chunk evacuated).
     pub fn full_global_collections(&self) -> u64 {
-        self.shared.gc.full_collections()
+        crate::plan::full_global_collections(&self.shared)
     }
 
     /// Recent placement decisions (`mbind` requests and their outcomes).

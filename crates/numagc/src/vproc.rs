@@ -2,8 +2,9 @@
 //!
 //! A [`Vproc`] is owned by its pinned thread and holds everything the
 //! allocation fast path and the local collections touch — the nursery bump
-//! pointer, the root stack, the local heap and the current global chunk — so
-//! those run without synchronisation. [`Shared`] is what all vprocs see.
+//! pointer, the root stack, and its plan's part (`split`: the local heap,
+//! the current global chunk) — so those run without synchronisation.
+//! [`Shared`] is what all vprocs see.
 //!
 //! Invariant: only the owning thread touches a `Vproc`; other vprocs reach
 //! it only through the allocation-limit cell in the [`Coordinator`]. The
@@ -12,11 +13,8 @@
 
 use crate::config::{Config, PlanKind};
 use crate::error::Error;
-use crate::gc::global::GlobalGc;
 use crate::gc::handshake::Coordinator;
-use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
-use crate::heap::local::LocalHeap;
 use crate::mutator::roots::GlobalRoots;
 use crate::object::descriptor::{DescriptorTable, FastLayouts};
 use crate::sched::deque::Worker;
@@ -40,7 +38,8 @@ pub(crate) struct Shared {
     pub descs: DescriptorTable,
     pub coord: Coordinator<Job>,
     pub global_roots: GlobalRoots,
-    pub gc: GlobalGc,
+    /// The split plan's collection state (`plan::split::global`).
+    pub split: crate::plan::split::global::GlobalGc,
     pub sched: Scheduler,
     /// Statistics each vproc publishes after every job and collection.
     pub stats: Box<[Mutex<VprocStats>]>,
@@ -62,14 +61,6 @@ pub(crate) struct Shared {
 
 /// Trace spans a vproc published, and how many it dropped.
 pub(crate) type PublishedSpans = (Vec<Span>, u64);
-
-/// Chunks a copy reserve holds: enough for a copy of a whole local heap of
-/// `local_heap` bytes into chunks of `chunk` bytes, where every object is
-/// under a quarter of a chunk, so each chunk is retired more than three
-/// quarters full (see `gc::copy`).
-pub(crate) fn copy_reserve_chunks(local_heap: usize, chunk: usize) -> usize {
-    (4 * local_heap).div_ceil(3 * chunk) + 1
-}
 
 /// How many thread errors are kept for `Runtime::take_thread_errors`.
 pub(crate) const MAX_THREAD_ERRORS: usize = 64;
@@ -127,25 +118,21 @@ pub(crate) struct Vproc {
     /// (counted per collection, not per allocation, to keep the fast path
     /// short).
     pub counted_ptr: usize,
+    /// The end of the bump region: the allocation limit installed when no
+    /// request waits (set by the plan when it resets the nursery).
+    pub alloc_end: usize,
     /// The allocation limit; the leader of a global collection zeroes it.
     limit: *const AtomicUsize,
     /// Root stack: values the mutator holds through handles.
     pub roots: UnsafeCell<Vec<u64>>,
-    pub local: LocalHeap,
     /// The descriptor table's packed layouts (kept alive by `shared`).
     pub layouts: FastLayouts,
     /// Objects of at least this many bytes go to the large-object space
     /// (a copy of the setting, read on every allocation).
     pub large_object_size: usize,
-    pub cursor: ChunkCursor,
-    /// Free chunks set aside for this vproc's local copies (major
-    /// collections, promotion) when the system refuses memory (`gc::copy`).
-    pub copy_reserve: Vec<usize>,
-    /// How many chunks the copy reserve must hold before a copy starts.
-    pub copy_reserve_target: usize,
-    /// Field slots of tenured and large objects this vproc stored into
-    /// since the last global collection: roots of the next young one.
-    pub remembered: Vec<usize>,
+    /// The split plan's part: local heap, current chunk, copy reserve,
+    /// remembered stores (`plan::split::Mutator`).
+    pub split: crate::plan::split::Mutator,
     pub stats: VprocStats,
     /// This vproc's work-stealing deque (`crate::sched`).
     pub worker: Worker<Arc<Task>>,
@@ -169,12 +156,10 @@ impl Vproc {
         shared: Arc<Shared>,
         id: usize,
         node: usize,
-        local_base: usize,
-        copy_reserve: Vec<usize>,
+        split: crate::plan::split::Mutator,
         worker: Worker<Arc<Task>>,
     ) -> Vproc {
         let cfg = &shared.config;
-        let local = LocalHeap::new(local_base, cfg.local_heap_size, cfg.min_nursery_size);
         let limit: *const AtomicUsize = shared.coord.limit_cell(id);
         let stats = VprocStats {
             vproc: id,
@@ -185,17 +170,14 @@ impl Vproc {
             id,
             node,
             plan: cfg.plan,
-            alloc_ptr: local.nursery_start,
-            counted_ptr: local.nursery_start,
+            alloc_ptr: split.local.nursery_start,
+            counted_ptr: split.local.nursery_start,
+            alloc_end: split.local.end,
             limit,
             roots: UnsafeCell::new(Vec::with_capacity(1024)),
-            local,
             large_object_size: cfg.large_object_size,
             layouts: shared.descs.fast_layouts(),
-            cursor: ChunkCursor::default(),
-            copy_reserve_target: copy_reserve_chunks(cfg.local_heap_size, cfg.chunk_size),
-            copy_reserve,
-            remembered: Vec::new(),
+            split,
             stats,
             worker,
             in_thread: 0,
@@ -207,21 +189,6 @@ impl Vproc {
         };
         v.install_limit();
         v
-    }
-
-    /// Tops the copy reserve up before a local copy (major collection,
-    /// promotion), which may then draw on it and cannot fail. `Err` when the
-    /// system refuses the memory: the copy must not start.
-    pub fn ensure_copy_reserve(&mut self) -> Result<(), Error> {
-        while self.copy_reserve.len() < self.copy_reserve_target {
-            let id = self
-                .shared
-                .heap
-                .spare_chunk(self.node)
-                .map_err(|m| m.error("the copy reserve of a major collection or promotion"))?;
-            self.copy_reserve.push(id);
-        }
-        Ok(())
     }
 
     /// Bump-allocates `bytes` in the nursery: the inlined fast path.
@@ -240,10 +207,10 @@ impl Vproc {
         }
     }
 
-    /// Installs the nursery end as allocation limit; `true` when a global
-    /// collection is pending and must be joined first.
+    /// Installs the end of the bump region as allocation limit; `true`
+    /// when a global collection is pending and must be joined first.
     pub fn install_limit(&mut self) -> bool {
-        self.shared.coord.set_limit(self.id, self.local.end)
+        self.shared.coord.set_limit(self.id, self.alloc_end)
     }
 
     /// The root stack, for collectors (`&mut self` proves no handle view is
@@ -256,14 +223,6 @@ impl Vproc {
     /// statistics; collections call it before resetting the nursery.
     pub fn count_allocation(&mut self) {
         self.stats.bytes_allocated += (self.alloc_ptr - self.counted_ptr) as u64;
-        self.counted_ptr = self.alloc_ptr;
-    }
-
-    /// Makes the upper half of the local heap's free space the nursery and
-    /// allocates from its start (after a minor or major collection).
-    pub fn reset_nursery(&mut self) {
-        self.local.reset_nursery();
-        self.alloc_ptr = self.local.nursery_start;
         self.counted_ptr = self.alloc_ptr;
     }
 

@@ -171,7 +171,7 @@ pub struct Config {
     /// Percent: after a minor collection whose survivors fill at least this
     /// share of the nursery, the next local collection evacuates the whole
     /// local heap to the global heap in one pass (0 = never; a numagc
-    /// extension of §3.3, see `plan::split_heap`).
+    /// extension of §3.3, see `plan::split`).
     pub survivor_promotion: u32,
     /// When a forked task's environment is promoted.
     pub task_promotion: TaskPromotion,

@@ -21,7 +21,7 @@ pub(crate) struct Retired {
 
 #[derive(Default)]
 pub(crate) struct ChunkCursor {
-    /// Age given to the chunks this cursor takes (see `gc::global`).
+    /// Age given to the chunks this cursor takes (see `plan::split::global`).
     pub age: u8,
     pub chunk: Option<usize>,
     pub top: usize,

@@ -29,7 +29,7 @@
 //!   its from-space could need, and falls back to other nodes' pools when
 //!   its own node's is empty (`force`); a vproc's local copies (major
 //!   collection, promotion) draw on its copy reserve ([`GlobalHeap::spare_chunk`],
-//!   `plan::split_heap`). Free chunks set aside this way are not counted in
+//!   `plan::split`). Free chunks set aside this way are not counted in
 //!   `in_use` until they are used.
 
 use crate::config::NumaPolicy;

@@ -74,7 +74,7 @@ pub(crate) struct ChunkInfo {
     /// Mark bit of a large object during a global collection.
     pub mark: AtomicBool,
     /// Age of a global chunk: 0 = filled since the last global collection,
-    /// 1 = survivors of one young collection, 2 = tenured (see `gc::global`).
+    /// 1 = survivors of one young collection, 2 = tenured (see `plan::split::global`).
     pub age: AtomicU8,
 }
 

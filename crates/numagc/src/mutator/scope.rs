@@ -264,7 +264,7 @@ impl<'s> Scope<'s> {
     /// Whether a value lives in this vproc's local heap.
     pub fn is_local(&self, h: Handle<'_>) -> bool {
         let w = resolve(self.word(h));
-        is_pointer(w) && self.vp.local.contains(w as usize)
+        is_pointer(w) && plan::is_private(self.vp, w as usize)
     }
 
     // ---- allocation -----------------------------------------------------------
@@ -711,8 +711,7 @@ impl<'s> Scope<'s> {
 
     /// Bytes of this vproc's local heap in use (old data + nursery).
     pub fn local_bytes_in_use(&self) -> usize {
-        (self.vp.local.old_top - self.vp.local.base)
-            + (self.vp.alloc_ptr - self.vp.local.nursery_start)
+        plan::private_bytes_in_use(self.vp)
     }
 
     /// The immediate NIL as a handle of this scope.

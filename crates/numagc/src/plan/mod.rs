@@ -1,22 +1,51 @@
 //! Plans: the heap designs numagc can run, chosen at run time (`--plan`).
 //!
-//! The mutator API ([`crate::Scope`], [`crate::Handle`], [`crate::View`])
-//! reaches a plan only through the functions of this module — nursery
-//! exhausted, allocation straight in the shared heap, promotion, safepoint
-//! poll, explicit collections — plus the plan-neutral bump-pointer fast path
-//! of [`crate::vproc::Vproc`]. Every design of the papers allocates by
-//! bumping a per-vproc pointer, so a new plan adds an arm to each function
-//! here and the same benchmark code runs on it. The dispatch is a `match` on
-//! the configured [`PlanKind`]: it sits on slow paths only, and it lets the
-//! compiler inline each plan's code.
+//! ## The boundary
+//!
+//! A plan owns everything of its design: its spaces and their state, its
+//! collectors, its part of each vproc, its slow paths, barrier and
+//! verifier. The rest of the runtime — the mutator API ([`crate::Scope`],
+//! [`crate::Handle`], [`crate::View`]), the scheduler, the C ABI, the
+//! harness and the torture tester — reaches a plan only through the
+//! functions of this module, plus two plan-neutral mechanisms every design
+//! of the papers shares: the per-vproc bump pointer and limit of
+//! [`crate::vproc::Vproc`] (the allocation fast path, inlined), and the
+//! stop-the-world machinery of `crate::gc` (handshake, blocking sections,
+//! work queues) and the chunk spaces of `crate::heap`.
+//!
+//! What a plan provides (one arm of each function below):
+//!
+//! | function | when |
+//! |---|---|
+//! | [`alloc_slow`] | the bump region is exhausted (collect, then refill it) |
+//! | [`alloc_global`] | an object that must be shared or is too large (mutable, large) |
+//! | [`promote_words`] | values are about to be shared with another vproc |
+//! | [`remember_store`] | the write barrier, after a store into a mutable object |
+//! | [`poll`], [`join_collection`] | a safepoint: join a pending collection, serve requests |
+//! | [`collect_minor`], [`collect_major`], [`collect_global`], [`collect_global_young`] | explicit collections |
+//! | [`is_private`], [`private_bytes_in_use`], [`full_global_collections`] | queries of the API and the statistics |
+//!
+//! Its state: the plan-wide part lives in [`crate::vproc::Shared`] (the
+//! split plan's `split: GlobalGc` beside the chunk heap), the per-vproc
+//! part in [`crate::vproc::Vproc`] (`split: split::Mutator`), both built by
+//! the plan's `setup` when a runtime starts.
+//!
+//! The form, measured: the dispatch is a `match` on the configured
+//! [`PlanKind`], on slow paths only, so each plan's code is inlined into
+//! its arm and the fast paths (bump allocation, reads, the store) do not
+//! see the boundary. Moving the split plan behind it cost nothing
+//! measurable (`docs/results/plans.md`). To add a plan: a folder
+//! `plan/<name>/` with its setup, mutator part, slow paths and collectors;
+//! a `PlanKind` value (`config/choices.rs`); an arm in each function here;
+//! its state beside the split plan's in `Shared` and `Vproc`.
 //!
 //! | plan | paper | status |
 //! |---|---|---|
-//! | `split` | manticore-numa-gc.md §3: local heaps + chunked NUMA global heap | implemented |
-//! | shared heap | multicore-ocaml-gc.txt | not yet implemented |
-//! | hybrid | gumsmp-shared-distributed-heaps.txt | not yet implemented |
+//! | `split` (`plan/split/`) | manticore-numa-gc.md §3: local heaps + chunked NUMA global heap | implemented |
+//! | shared heap | multicore-ocaml-gc.txt | not yet implemented (issue 17) |
+//! | hybrid | gumsmp-shared-distributed-heaps.txt | not yet implemented (issue 19) |
 
-pub(crate) mod split_heap;
+pub(crate) mod split;
 
 use crate::config::PlanKind;
 use crate::error::Result;
@@ -27,7 +56,7 @@ use crate::vproc::Vproc;
 #[inline(never)]
 pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::alloc_slow(v, bytes),
+        PlanKind::SplitHeap => split::alloc_slow(v, bytes),
     }
 }
 
@@ -35,7 +64,7 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
 /// heap (mutable objects, large objects); written before the next safepoint.
 pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::alloc_global(v, bytes),
+        PlanKind::SplitHeap => split::alloc_global(v, bytes),
     }
 }
 
@@ -44,7 +73,7 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
 /// cannot be obtained.
 pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) -> Result<()> {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::promote_words(v, words),
+        PlanKind::SplitHeap => split::promote_words(v, words),
     }
 }
 
@@ -52,33 +81,33 @@ pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) -> Result<()> {
 #[inline]
 pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::remember_store(v, o, i),
+        PlanKind::SplitHeap => split::remember_store(v, o, i),
     }
 }
 
 /// Safepoint: joins a pending collection.
 pub(crate) fn poll(v: &mut Vproc) {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::poll(v),
+        PlanKind::SplitHeap => split::poll(v),
     }
 }
 
 pub(crate) fn collect_minor(v: &mut Vproc) {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::collect_minor(v),
+        PlanKind::SplitHeap => split::collect_minor(v),
     }
 }
 
 pub(crate) fn collect_major(v: &mut Vproc) -> Result<()> {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::collect_major(v),
+        PlanKind::SplitHeap => split::collect_major(v),
     }
 }
 
 /// An explicit global collection: a full one. `Err` when it was called off.
 pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::collect_global_full(v),
+        PlanKind::SplitHeap => split::collect_global_full(v),
     }
 }
 
@@ -86,13 +115,41 @@ pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
 /// the plan has young collections and tenured data is within its limit).
 pub(crate) fn collect_global_young(v: &mut Vproc) -> Result<()> {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::collect_global(v),
+        PlanKind::SplitHeap => split::collect_global(v),
     }
 }
 
 /// An idle vproc was woken because a collection is pending.
 pub(crate) fn join_collection(v: &mut Vproc) {
     match v.plan {
-        PlanKind::SplitHeap => split_heap::poll(v),
+        PlanKind::SplitHeap => split::poll(v),
+    }
+}
+
+/// Whether the object at `addr` is private to vproc `v` (in the split
+/// plan: in its local heap), so that sharing it needs a promotion.
+#[inline]
+pub(crate) fn is_private(v: &Vproc, addr: usize) -> bool {
+    match v.plan {
+        PlanKind::SplitHeap => v.split.local.contains(addr),
+    }
+}
+
+/// Bytes of vproc `v`'s private heap in use (in the split plan: its local
+/// heap's old data and nursery).
+pub(crate) fn private_bytes_in_use(v: &Vproc) -> usize {
+    match v.plan {
+        PlanKind::SplitHeap => {
+            (v.split.local.old_top - v.split.local.base)
+                + (v.alloc_ptr - v.split.local.nursery_start)
+        }
+    }
+}
+
+/// Global collections completed that were full ones (every chunk
+/// evacuated; the split plan's young global collections are not).
+pub(crate) fn full_global_collections(shared: &crate::vproc::Shared) -> u64 {
+    match shared.config.plan {
+        PlanKind::SplitHeap => shared.split.full_collections(),
     }
 }

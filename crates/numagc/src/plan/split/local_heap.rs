@@ -30,7 +30,7 @@ pub(crate) struct LocalHeap {
     pub nursery_start: usize,
     pub min_nursery: usize,
     /// The next local collection evacuates everything to the global heap
-    /// (survivor promotion, `plan::split_heap`).
+    /// (survivor promotion, `plan::split`).
     pub evacuate_next: bool,
 }
 

@@ -19,7 +19,7 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
     v.count_allocation();
     let shared = v.shared.clone();
     let descs = &shared.descs;
-    let lh = &mut v.local;
+    let lh = &mut v.split.local;
     let (nursery_lo, nursery_hi) = (lh.nursery_start, v.alloc_ptr);
     let (local_lo, local_hi) = (lh.base, lh.end);
     lh.young_start = lh.old_top;

@@ -1,5 +1,15 @@
-//! The split-heap plan of manticore-numa-gc.md §3: the slow paths of the
-//! mutator, tying together minor, major, promotion and global collections.
+//! The split-heap plan of manticore-numa-gc.md §3. This file holds the
+//! slow paths of the mutator, tying together minor, major, promotion and
+//! global collections; the folder holds the rest of the plan:
+//!
+//! | file | what |
+//! |---|---|
+//! | `setup` | the heap reserved, a local heap and copy reserve carved per vproc (§3.1) |
+//! | `mutator` | the plan's part of a vproc: local heap, current chunk, copy reserve, remembered stores |
+//! | `local_heap` | the layout of a local heap (§3.3, Appel's semi-generational scheme) |
+//! | `minor`, `major`, `promote`, `copy` | the collections of one vproc and their copying engine (§3.3, §2.3) |
+//! | `global` | the parallel global collection (§3.4) and its young variant |
+//! | `verify` | the heap verifier |
 //!
 //! * Nursery exhausted: minor collection; a major one when the new nursery
 //!   is below its minimum (and, if the young data alone keeps it there, a
@@ -23,7 +33,7 @@
 //!   tops up the vproc's copy reserve (`Vproc::ensure_copy_reserve`) and
 //!   does not start if it cannot, which is the error of the operation that
 //!   needed it; a global collection sets its to-space aside before anything
-//!   moves, or is called off (`gc::global`).
+//!   moves, or is called off (`global`).
 //! * A global collection called off (a vproc missed the `safepoint-timeout`
 //!   deadline, or no to-space) is an error for the vproc that asked for it,
 //!   returned by the operation during which it was called off: the
@@ -34,11 +44,22 @@
 //!   go back to their work. Nothing moved, so every heap is as it was; the
 //!   heap is still over its trigger, so the next slow path asks again.
 
+pub(crate) mod copy;
+pub(crate) mod global;
+pub(crate) mod local_heap;
+pub(crate) mod major;
+pub(crate) mod minor;
+mod mutator;
+pub(crate) mod promote;
+pub(crate) mod setup;
+pub(crate) mod verify;
+
+pub(crate) use mutator::Mutator;
+
 use crate::error::{Error, Result};
-use crate::gc::global::{Joined, TENURED};
-use crate::gc::{global, major, minor, promote, verify};
 use crate::heap::space::ChunkKind;
 use crate::vproc::Vproc;
+use global::{Joined, TENURED};
 
 /// Runs the pending global collection, or requests one and runs it.
 /// `Err` when the collection was called off.
@@ -54,7 +75,7 @@ pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
 
 /// A full global collection: explicit requests and the heap limit.
 pub(crate) fn collect_global_full(v: &mut Vproc) -> Result<()> {
-    v.shared.gc.request_full();
+    v.shared.split.request_full();
     collect_global(v)
 }
 
@@ -88,19 +109,20 @@ fn local_collections(v: &mut Vproc) -> Result<()> {
     let survived =
         |copied: usize, used: usize| threshold > 0 && copied * 100 >= used.max(1) * threshold;
     let mut r = Ok(());
-    if v.local.evacuate_next && v.ensure_copy_reserve().is_ok() {
-        let used = (v.alloc_ptr - v.local.nursery_start) + (v.local.old_top - v.local.base);
+    if v.split.local.evacuate_next && v.ensure_copy_reserve().is_ok() {
+        let used = (v.alloc_ptr - v.split.local.nursery_start)
+            + (v.split.local.old_top - v.split.local.base);
         let copied = major::evacuate_all(v);
-        v.local.evacuate_next = survived(copied, used);
+        v.split.local.evacuate_next = survived(copied, used);
     } else {
-        let used = v.alloc_ptr - v.local.nursery_start;
+        let used = v.alloc_ptr - v.split.local.nursery_start;
         let copied = minor::collect(v);
-        v.local.evacuate_next = survived(copied, used);
-        if v.local.needs_major() {
+        v.split.local.evacuate_next = survived(copied, used);
+        if v.split.local.needs_major() {
             r = v.ensure_copy_reserve();
             if r.is_ok() {
                 major::collect(v, false);
-                if v.local.needs_major() {
+                if v.split.local.needs_major() {
                     r = v.ensure_copy_reserve();
                     if r.is_ok() {
                         major::collect(v, true);
@@ -141,7 +163,7 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
             }
             global_done = true;
         } else {
-            if v.alloc_ptr + bytes > v.local.end {
+            if v.alloc_ptr + bytes > v.split.local.end {
                 if let Err(e) = local_collections(v) {
                     v.install_limit();
                     return Err(e);
@@ -172,7 +194,7 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
         if let Some(p) = v.bump(bytes) {
             return Ok(Some(p));
         }
-        if bytes > v.local.nursery_size() {
+        if bytes > v.split.local.nursery_size() {
             return Ok(None);
         }
     }
@@ -202,12 +224,13 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
         let shared = v.shared.clone();
         let got = if large {
             shared.heap.alloc_large(bytes, v.node, false)
-        } else if let Some(p) = v.cursor.try_bump(bytes) {
+        } else if let Some(p) = v.split.cursor.try_bump(bytes) {
             Ok(p)
         } else {
-            v.cursor
+            v.split
+                .cursor
                 .refill(&shared.heap, v.node, false)
-                .map(|_| v.cursor.try_bump(bytes).expect("fits a fresh chunk"))
+                .map(|_| v.split.cursor.try_bump(bytes).expect("fits a fresh chunk"))
         };
         match got {
             Ok(p) => {
@@ -256,7 +279,7 @@ pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
             || (kind == ChunkKind::Global
                 && info.age.load(std::sync::atomic::Ordering::Relaxed) == TENURED)
         {
-            v.remembered.push(o.field_ptr(i) as usize);
+            v.split.remembered.push(o.field_ptr(i) as usize);
         }
     }
 }

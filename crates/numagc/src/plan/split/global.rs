@@ -50,7 +50,7 @@
 //! collection gets the reason as an error; the others go back to work.
 //! Beyond that, a collection copies past `max-heap` if it must: the heap
 //! limit is enforced on mutator requests after the collection
-//! (`plan::split_heap`).
+//! (`plan::split`).
 //!
 //! ## Young global collections (a numagc extension, `young-global-gc`)
 //!
@@ -76,10 +76,10 @@
 //! full collections sweep them. Survivors are copied once more before
 //! tenure, so data that dies soon after a collection is never tenured.
 
-use crate::gc::copy::Scan;
+use super::copy::Scan;
+use super::{major, minor, verify};
 use crate::gc::handshake::{Abandoned, Entry};
 use crate::gc::work_queue::ScanQueue;
-use crate::gc::{major, minor, verify};
 use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
 use crate::heap::space::ChunkKind;
@@ -407,7 +407,7 @@ pub(crate) enum Joined {
 pub(crate) fn participate(v: &mut Vproc) -> Joined {
     let shared = v.shared.clone();
     let heap = &shared.heap;
-    let gc = &shared.gc;
+    let gc = &shared.split;
     let coord = &shared.coord;
     match coord.enter(v.id) {
         Entry::Entered => {}
@@ -433,8 +433,8 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         major::collect(v, false);
     }
     let t_global = Instant::now();
-    v.cursor.retire(heap);
-    lock(&gc.from_space).append(&mut v.cursor.owned);
+    v.split.cursor.retire(heap);
+    lock(&gc.from_space).append(&mut v.split.cursor.owned);
     let gathered = coord.gather(
         v.id,
         || {
@@ -508,12 +508,12 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     //    collection also the remembered slots; the leader adds the global
     //    roots and, in a young collection, every large object.
     let is_leader = coord.leader() == Some(v.id);
-    let remembered = std::mem::take(&mut v.remembered);
+    let remembered = std::mem::take(&mut v.split.remembered);
     let mut tenured_cursor = ChunkCursor {
         age: TENURED,
         ..Default::default()
     };
-    v.cursor.age = 1;
+    v.split.cursor.age = 1;
     let next_remembered;
     {
         let roots = v.roots.get_mut();
@@ -521,7 +521,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
             heap,
             descs: &shared.descs,
             queue: &gc.queue,
-            survivor: &mut v.cursor,
+            survivor: &mut v.split.cursor,
             tenured: &mut tenured_cursor,
             node: v.node,
             stats: &mut v.stats,
@@ -534,8 +534,8 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         for r in roots.iter_mut() {
             *r = e.forward(*r);
         }
-        let mut s = v.local.base;
-        while s < v.local.old_top {
+        let mut s = v.split.local.base;
+        while s < v.split.local.old_top {
             s += e.scan_object(s);
         }
         if !full {
@@ -563,11 +563,11 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         next_remembered = std::mem::take(&mut e.remember);
     }
     // Allocation starts in fresh chunks (of age 0).
-    v.remembered = next_remembered;
-    v.cursor.retire(heap);
-    v.cursor.age = 0;
+    v.split.remembered = next_remembered;
+    v.split.cursor.retire(heap);
+    v.split.cursor.age = 0;
     tenured_cursor.retire(heap);
-    lock(&gc.survivors).append(&mut v.cursor.owned);
+    lock(&gc.survivors).append(&mut v.split.cursor.owned);
     lock(&gc.tenured).append(&mut tenured_cursor.owned);
 
     // 4. Release from-space, sweep large objects (full), retune, verify.
@@ -620,7 +620,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::plan::split_heap;
+    use crate::plan::split;
     use crate::{Handle, Runtime};
 
     fn runtime(vprocs: usize) -> Runtime {
@@ -643,10 +643,10 @@ mod tests {
     /// A young collection, as the heap's trigger would start it.
     fn young(s: &mut crate::Scope<'_>) {
         let v = s.vproc_mut();
-        let full = v.shared.gc.full_collections();
-        split_heap::collect_global(v).expect("the collection completes");
+        let full = v.shared.split.full_collections();
+        split::collect_global(v).expect("the collection completes");
         assert_eq!(
-            v.shared.gc.full_collections(),
+            v.shared.split.full_collections(),
             full,
             "the collection was young"
         );
@@ -695,7 +695,7 @@ mod tests {
             // promotes it (age 0) and remembers the slot.
             let v = s.alloc_vector(&[Handle::int(7), Handle::int(8)]).unwrap();
             s.set(arr, 2, v).unwrap();
-            assert_eq!(s.vproc_mut().remembered.len(), 1);
+            assert_eq!(s.vproc_mut().split.remembered.len(), 1);
             // Without the remembered slot the array would now point into
             // evacuated from-space, and the verifier would abort.
             young(s);
@@ -727,20 +727,20 @@ mod tests {
             // collection scans all survivors anyway...
             let v = s.alloc_vector(&[Handle::int(5)]).unwrap();
             s.set(arr, 0, v).unwrap();
-            assert!(s.vproc_mut().remembered.is_empty());
+            assert!(s.vproc_mut().split.remembered.is_empty());
             // ...which tenures the array while its element becomes a
             // survivor: that tenured slot must be remembered.
             young(s);
             assert_eq!(age(s, arr), TENURED);
             let e = s.field(arr, 0).unwrap();
             assert_eq!(age(s, e), 1);
-            assert_eq!(s.vproc_mut().remembered.len(), 1);
+            assert_eq!(s.vproc_mut().split.remembered.len(), 1);
             young(s);
             let e = s.field(arr, 0).unwrap();
             assert_eq!(age(s, e), TENURED);
             assert_eq!(s.view(e).field(0).as_int(), Some(5));
             assert!(
-                s.vproc_mut().remembered.is_empty(),
+                s.vproc_mut().split.remembered.is_empty(),
                 "nothing young is left to remember"
             );
         })

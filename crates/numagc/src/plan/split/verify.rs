@@ -15,7 +15,7 @@
 //! after a global collection the to-space chunks are walked object by object.
 //! A violation is a collector bug: the verifier prints a report and aborts.
 
-use crate::gc::copy::header_size;
+use super::copy::header_size;
 use crate::heap::space::ChunkKind;
 use crate::object::header::{Header, FIRST_MIXED_ID, ID_ARRAY, ID_RAW, ID_VECTOR};
 use crate::object::{for_each_value_field, is_pointer, Obj};
@@ -111,7 +111,7 @@ pub(crate) fn local_heap(v: &mut Vproc, what: &str) {
 /// Returns the number of local objects checked, or the violations.
 pub(crate) fn check_local_heap(v: &mut Vproc) -> Result<usize, Vec<String>> {
     let shared = v.shared.clone();
-    let lh = v.local.clone();
+    let lh = v.split.local.clone();
     let alloc_ptr = v.alloc_ptr;
     let mut errors = Vec::new();
     let mut seen = HashSet::new();
@@ -273,12 +273,13 @@ mod tests {
     }
 
     fn global_chunks(v: &mut Vproc) -> Vec<usize> {
-        v.cursor.publish(&v.shared.heap);
-        v.cursor
+        v.split.cursor.publish(&v.shared.heap);
+        v.split
+            .cursor
             .owned
             .iter()
             .copied()
-            .chain(v.cursor.chunk)
+            .chain(v.split.cursor.chunk)
             .collect()
     }
 
@@ -311,7 +312,7 @@ mod tests {
             .run_on(0, |s| {
                 let inner = s.alloc_vector(&[Handle::int(3)]).unwrap();
                 let outer = s.alloc_vector(&[inner]).unwrap();
-                let free = s.vproc_mut().local.end - 64;
+                let free = s.vproc_mut().split.local.end - 64;
                 object(s, outer).set_field(0, free as u64);
                 check_local_heap(s.vproc_mut()).unwrap_err()
             })

@@ -15,7 +15,7 @@
 //! never fails: when the heap cannot give it a chunk (the system refuses
 //! memory) it takes one from the vproc's *copy reserve*, free chunks set
 //! aside before the copy started. The caller makes sure the reserve holds
-//! enough for the whole copy (`plan::split_heap::ensure_copy_reserve`):
+//! enough for the whole copy (`Vproc::ensure_copy_reserve`, `mutator`):
 //! every object of a local heap is smaller than a quarter of a chunk, so a
 //! chunk is retired only when more than three quarters of it are filled,
 //! and a copy of at most `local-heap` bytes needs at most

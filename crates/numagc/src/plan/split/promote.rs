@@ -7,7 +7,7 @@
 //! pointers, so the vproc's own later reads and its next collection find the
 //! global copies.
 
-use crate::gc::copy::ToGlobal;
+use super::copy::ToGlobal;
 use crate::vproc::Vproc;
 use std::time::Instant;
 
@@ -16,12 +16,12 @@ pub(crate) fn promote(v: &mut Vproc, words: &mut [u64]) -> usize {
     let _guard = crate::gc::AbortOnUnwind("promotion");
     let t0 = Instant::now();
     let shared = v.shared.clone();
-    let (lo, hi) = (v.local.base, v.local.end);
+    let (lo, hi) = (v.split.local.base, v.split.local.end);
     let mut c = ToGlobal::new(
         &shared.heap,
         &shared.descs,
-        &mut v.cursor,
-        &mut v.copy_reserve,
+        &mut v.split.cursor,
+        &mut v.split.copy_reserve,
         v.node,
         (lo, hi),
         (lo, hi),
@@ -41,5 +41,5 @@ pub(crate) fn promote(v: &mut Vproc, words: &mut [u64]) -> usize {
 /// Whether `w` points into vproc `v`'s local heap.
 #[inline(always)]
 pub(crate) fn is_local(v: &Vproc, w: u64) -> bool {
-    crate::object::is_pointer(w) && v.local.contains(w as usize)
+    crate::object::is_pointer(w) && v.split.local.contains(w as usize)
 }

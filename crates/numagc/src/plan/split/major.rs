@@ -9,14 +9,14 @@
 //! data alone leaves the nursery below its minimum.
 //!
 //! [`evacuate_all`] takes the nursery too, without a minor collection first:
-//! the split-heap plan's survivor promotion (see `plan::split_heap`).
+//! the split-heap plan's survivor promotion (see `plan::split`).
 //!
 //! Roots: the root stack and the young objects. Old objects cannot point to
 //! young ones (they are immutable and older), so after the copy only the
 //! roots and the young objects themselves can point into the young data, and
 //! the slide adjusts exactly those.
 
-use crate::gc::copy::ToGlobal;
+use super::copy::ToGlobal;
 use crate::object::{is_pointer, update_value_fields, Obj};
 use crate::vproc::Vproc;
 use std::time::Instant;
@@ -25,9 +25,9 @@ use std::time::Instant;
 /// minor collection). Returns the bytes copied to the global heap.
 pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
     let from_hi = if include_young {
-        v.local.old_top
+        v.split.local.old_top
     } else {
-        v.local.young_start
+        v.split.local.young_start
     };
     evacuate(v, from_hi)
 }
@@ -39,7 +39,7 @@ pub(crate) fn collect(v: &mut Vproc, include_young: bool) -> usize {
 pub(crate) fn evacuate_all(v: &mut Vproc) -> usize {
     v.count_allocation();
     v.stats.survivor_evacuations += 1;
-    let end = v.local.end;
+    let end = v.split.local.end;
     evacuate(v, end)
 }
 
@@ -49,13 +49,13 @@ fn evacuate(v: &mut Vproc, from_hi: usize) -> usize {
     let _guard = crate::gc::AbortOnUnwind("major collection");
     let t0 = Instant::now();
     let shared = v.shared.clone();
-    let lh = v.local.clone();
+    let lh = v.split.local.clone();
     let copied = {
         let mut c = ToGlobal::new(
             &shared.heap,
             &shared.descs,
-            &mut v.cursor,
-            &mut v.copy_reserve,
+            &mut v.split.cursor,
+            &mut v.split.copy_reserve,
             v.node,
             (lh.base, from_hi),
             (lh.base, lh.end),
@@ -95,7 +95,7 @@ fn evacuate(v: &mut Vproc, from_hi: usize) -> usize {
         // handles the overlap.
         unsafe { std::ptr::copy(from_hi as *const u8, lh.base as *mut u8, young) };
     }
-    let lh = &mut v.local;
+    let lh = &mut v.split.local;
     lh.old_top = lh.base + young;
     lh.young_start = lh.base;
     v.reset_nursery();
