@@ -50,9 +50,9 @@ pub fn warn(config: &Config) {
 }
 
 /// The settings the benchmark harness takes its own way: as lists
-/// (`--vprocs 1,2`, `--numa-policy local,interleave`), and `trace`, turned
-/// on by `--trace FILE`.
-pub const HARNESS_LISTS: &[&str] = &["vprocs", "numa-policy", "trace"];
+/// (`--vprocs 1,2`, `--plan split,shared`, `--numa-policy
+/// local,interleave`), and `trace`, turned on by `--trace FILE`.
+pub const HARNESS_LISTS: &[&str] = &["vprocs", "plan", "numa-policy", "trace"];
 
 /// Every setting but `HARNESS_LISTS`, as flags, for `numagc bench`.
 #[derive(Clone, Debug, Default)]

@@ -1,5 +1,6 @@
-//! The experiment loop: every configuration (benchmark × placement policy ×
-//! vproc count) run `repeat` times, each on a fresh runtime.
+//! The experiment loop: every configuration (benchmark × collector plan ×
+//! placement policy × vproc count) run `repeat` times, each on a fresh
+//! runtime.
 //!
 //! Order: repetitions are the outer loop, so the runs of one
 //! configuration are spread over the whole experiment and drift in the
@@ -7,21 +8,22 @@
 //! — the side-by-side rule for comparing timings. A failed run (runtime
 //! error, wrong answer) is recorded with its error and the others go on.
 
-use super::record::RunRecord;
+use super::record::{run_label, RunRecord};
 use super::timeline::RunTimeline;
 use indicatif::{ProgressBar, ProgressStyle};
-use numagc::{ConfigBuilder, NumaPolicy, Runtime};
+use numagc::{ConfigBuilder, NumaPolicy, PlanKind, Runtime};
 use numagc_bench::{Benchmark, Params, Size};
 use std::time::Instant;
 
-/// What to run.
-pub struct Plan<'a> {
+/// What to run: every benchmark on every plan, policy and vproc count.
+pub struct Experiment<'a> {
     pub benchmarks: Vec<(&'static dyn Benchmark, Params)>,
     pub size: Size,
-    pub vprocs: Vec<usize>,
+    pub plans: Vec<PlanKind>,
     pub policies: Vec<NumaPolicy>,
+    pub vprocs: Vec<usize>,
     pub repeat: usize,
-    /// Settings other than vprocs and placement policy.
+    /// Settings other than plan, placement policy and vprocs.
     pub base: &'a dyn Fn() -> Result<ConfigBuilder, String>,
     pub trace: bool,
     /// Print each benchmark's output (first run) and, with `stats`, each
@@ -30,14 +32,24 @@ pub struct Plan<'a> {
     pub stats: bool,
 }
 
+impl Experiment<'_> {
+    /// Runs in all: configurations × repetitions.
+    pub fn run_count(&self) -> usize {
+        self.repeat
+            * self.benchmarks.len()
+            * self.plans.len()
+            * self.policies.len()
+            * self.vprocs.len()
+    }
+}
+
 pub struct Results {
     pub runs: Vec<RunRecord>,
     pub timelines: Vec<RunTimeline>,
 }
 
-pub fn run(plan: &Plan<'_>) -> Result<Results, String> {
-    let total = plan.repeat * plan.benchmarks.len() * plan.policies.len() * plan.vprocs.len();
-    let bar = ProgressBar::new(total as u64);
+pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
+    let bar = ProgressBar::new(experiment.run_count() as u64);
     bar.set_style(
         ProgressStyle::with_template(
             "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left  {msg}",
@@ -49,42 +61,48 @@ pub fn run(plan: &Plan<'_>) -> Result<Results, String> {
         timelines: Vec::new(),
     };
     let mut echoed = std::collections::HashSet::new();
-    for rep in 1..=plan.repeat {
-        for (bench, params) in &plan.benchmarks {
-            for &policy in &plan.policies {
-                for &vprocs in &plan.vprocs {
-                    let label = format!("{} {} x{} #{rep}", bench.name(), policy.name(), vprocs);
-                    bar.set_message(label.clone());
-                    let mut builder = (plan.base)()?.vprocs(vprocs).numa_policy(policy);
-                    if plan.trace {
-                        builder = builder.trace(true);
+    for rep in 1..=experiment.repeat {
+        for (bench, params) in &experiment.benchmarks {
+            for &plan in &experiment.plans {
+                for &policy in &experiment.policies {
+                    for &vprocs in &experiment.vprocs {
+                        let label =
+                            run_label(bench.name(), plan.name(), policy.name(), vprocs, rep);
+                        bar.set_message(label.clone());
+                        let mut builder = (experiment.base)()?
+                            .vprocs(vprocs)
+                            .plan(plan)
+                            .numa_policy(policy);
+                        if experiment.trace {
+                            builder = builder.trace(true);
+                        }
+                        let config = builder.build().map_err(|e| e.to_string())?;
+                        let (record, timeline, output) =
+                            run_one(*bench, params, experiment.size, config, rep);
+                        if experiment.echo_output && echoed.insert(bench.name()) {
+                            bar.suspend(|| print!("{}", output.0));
+                        }
+                        if experiment.stats {
+                            bar.suspend(|| {
+                                println!(
+                                    "{label}: wall {:.3} s, {} tasks stolen",
+                                    record.wall_s, record.tasks_stolen
+                                );
+                                print!("{}", output.1);
+                            });
+                        }
+                        if let Some(e) = &record.error {
+                            bar.suspend(|| eprintln!("numagc: {label}: {e}"));
+                        }
+                        results.runs.push(record);
+                        if experiment.trace {
+                            results.timelines.push(RunTimeline {
+                                name: label,
+                                ..timeline
+                            });
+                        }
+                        bar.inc(1);
                     }
-                    let config = builder.build().map_err(|e| e.to_string())?;
-                    let (record, timeline, output) =
-                        run_one(*bench, params, plan.size, config, policy, rep);
-                    if plan.echo_output && echoed.insert(bench.name()) {
-                        bar.suspend(|| print!("{}", output.0));
-                    }
-                    if plan.stats {
-                        bar.suspend(|| {
-                            println!(
-                                "{label}: wall {:.3} s, {} tasks stolen",
-                                record.wall_s, record.tasks_stolen
-                            );
-                            print!("{}", output.1);
-                        });
-                    }
-                    if let Some(e) = &record.error {
-                        bar.suspend(|| eprintln!("numagc: {label}: {e}"));
-                    }
-                    results.runs.push(record);
-                    if plan.trace {
-                        results.timelines.push(RunTimeline {
-                            name: label,
-                            ..timeline
-                        });
-                    }
-                    bar.inc(1);
                 }
             }
         }
@@ -99,7 +117,6 @@ fn run_one(
     params: &Params,
     size: Size,
     config: numagc::Config,
-    policy: NumaPolicy,
     rep: usize,
 ) -> (RunRecord, RunTimeline, (String, String)) {
     let vprocs = config.vprocs;
@@ -108,7 +125,8 @@ fn run_one(
         size: size.name().into(),
         params: params.iter().map(|(k, v)| (k.to_string(), v)).collect(),
         vprocs,
-        numa_policy: policy.name().into(),
+        plan: config.plan.name().into(),
+        numa_policy: config.numa_policy.name().into(),
         repetition: rep,
         wall_s: 0.0,
         gc_s: 0.0,

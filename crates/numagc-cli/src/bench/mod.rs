@@ -1,7 +1,13 @@
 //! `numagc bench`: the experiment harness over the papers' suite
-//! (`numagc_bench`). It runs every configuration (benchmark × placement
-//! policy × vprocs) `--repeat` times, prints a summary table, and writes
-//! JSON (`--json`), plots (`--plot`) and a Perfetto timeline (`--trace`).
+//! (`numagc_bench`). It runs every configuration (benchmark × collector
+//! plan × placement policy × vprocs) `--repeat` times, prints a summary
+//! table, and writes JSON (`--json`), plots (`--plot`) and a Perfetto
+//! timeline (`--trace`), each configuration named by its plan and policy
+//! as well as its benchmark and vproc count. The plans, policies and vproc
+//! counts are lists (`--plan split,shared`); each plan and policy is parsed
+//! by the setting's own parser, so a refused value gives the setting's
+//! message, and a value naming a plan or policy already listed (`split`,
+//! `split-heap`) is dropped, so that no configuration runs twice.
 //! Each benchmark checks its own answer; a wrong answer or a failed run
 //! makes the command fail after every configuration has run. None
 //! asserts a timing.
@@ -15,10 +21,11 @@ pub mod timeline;
 
 use crate::runtime_args::HarnessRuntimeArgs;
 use clap::Args;
-use numagc::NumaPolicy;
+use numagc::{NumaPolicy, PlanKind};
 use numagc_bench::{Params, Size};
 use params::ParamArgs;
 use std::path::PathBuf;
+use std::str::FromStr;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -33,6 +40,9 @@ pub struct BenchArgs {
     /// Vproc counts to run, comma-separated (default: the vprocs setting, NUMAGC_VPROCS or all CPUs).
     #[arg(long, value_delimiter = ',')]
     vprocs: Vec<usize>,
+    /// Collector plans to run, comma-separated: the plan setting's names, e.g. split (default: the plan setting, NUMAGC_PLAN).
+    #[arg(long, value_delimiter = ',')]
+    plan: Vec<String>,
     /// Placement policies to run, comma-separated: local, interleave, node0 (default: the numa-policy setting).
     #[arg(long = "numa-policy", value_delimiter = ',')]
     numa_policy: Vec<String>,
@@ -111,8 +121,8 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
         .map(|&b| Params::new(b, size, &a.params.values).map(|p| (b, p)))
         .collect::<Result<Vec<_>, _>>()?;
 
-    // Base configuration: defaults, NUMAGC_* variables, then flags; vprocs
-    // and placement from the lists, else from the settings.
+    // Base configuration: defaults, NUMAGC_* variables, then flags; vprocs,
+    // plans and placement from the lists, else from the settings.
     let runtime = a.runtime.0.clone();
     let base = move || runtime.builder();
     let defaults = base()?.build().map_err(|e| e.to_string())?;
@@ -121,41 +131,45 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     } else {
         a.vprocs.clone()
     };
+    let plans = if a.plan.is_empty() {
+        vec![defaults.plan]
+    } else {
+        parse_list::<PlanKind>("--plan", &a.plan)?
+    };
     let policies = if a.numa_policy.is_empty() {
         vec![defaults.numa_policy]
     } else {
-        a.numa_policy
-            .iter()
-            .map(|p| {
-                p.parse::<NumaPolicy>()
-                    .map_err(|e| format!("--numa-policy {p}: {e}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?
+        parse_list::<NumaPolicy>("--numa-policy", &a.numa_policy)?
     };
     // Validate every configuration before the first run.
-    for &v in &vprocs {
-        for &p in &policies {
-            let config = base()?
-                .vprocs(v)
-                .numa_policy(p)
-                .build()
-                .map_err(|e| e.to_string())?;
-            crate::runtime_args::warn(&config);
+    for &plan in &plans {
+        for &policy in &policies {
+            for &v in &vprocs {
+                let config = base()?
+                    .vprocs(v)
+                    .plan(plan)
+                    .numa_policy(policy)
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                crate::runtime_args::warn(&config);
+            }
         }
     }
-    let single = a.repeat * benchmarks.len() * vprocs.len() * policies.len() == 1;
-    let plan = harness::Plan {
+    let mut experiment = harness::Experiment {
         benchmarks,
         size,
-        vprocs,
+        plans,
         policies,
+        vprocs,
         repeat: a.repeat,
         base: &base,
         trace: a.trace.is_some(),
         echo_output: !a.quiet,
-        stats: a.stats || single,
+        stats: a.stats,
     };
-    let results = harness::run(&plan)?;
+    let single = experiment.run_count() == 1;
+    experiment.stats |= single;
+    let results = harness::run(&experiment)?;
     let summaries = record::summarize(&results.runs);
     if !single || a.stats {
         println!();
@@ -188,11 +202,7 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     let failed: Vec<String> = results
         .runs
         .iter()
-        .filter_map(|r| {
-            r.error
-                .as_ref()
-                .map(|e| format!("{} x{} #{}: {e}", r.benchmark, r.vprocs, r.repetition))
-        })
+        .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.label())))
         .collect();
     if failed.is_empty() {
         Ok(())
@@ -203,6 +213,24 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             failed.join("\n  ")
         ))
     }
+}
+
+/// The values of a list flag (`--plan`, `--numa-policy`), each parsed by
+/// its setting's parser (a refused one gives the setting's message), in the
+/// order given; a value naming one already listed (`split` and
+/// `split-heap`, `local` and `LOCAL`) is dropped.
+fn parse_list<T: FromStr<Err = numagc::ConfigError> + PartialEq>(
+    flag: &str,
+    values: &[String],
+) -> Result<Vec<T>, String> {
+    let mut out: Vec<T> = Vec::new();
+    for v in values {
+        let parsed = v.parse::<T>().map_err(|e| format!("{flag} {v}: {e}"))?;
+        if !out.contains(&parsed) {
+            out.push(parsed);
+        }
+    }
+    Ok(out)
 }
 
 pub fn write_json(path: &PathBuf, value: &serde_json::Value) -> Result<(), String> {

@@ -1,14 +1,22 @@
 //! The harness's plots, each written as SVG and PNG:
 //!
 //! - `speedup`: speedup against vprocs, one panel per benchmark, one line
-//!   per placement policy and the ideal speedup dashed, as the paper's
-//!   Figures 4 to 7 (which draw one machine and policy per figure; here the
-//!   policies of a benchmark share its panel);
+//!   per series (collector plan and placement policy) and the ideal
+//!   speedup dashed, as the paper's Figures 4 to 7 (which draw one machine
+//!   and policy per figure; here the series of a benchmark share its
+//!   panel);
 //! - `gc_share`: the median GC share of each configuration, benchmarks on
-//!   the x axis, one bar per (vprocs, policy) in each group;
+//!   the x axis, one bar per (vprocs, series) in each group;
 //! - `pauses`: the collection pauses of all the runs of each benchmark
-//!   (all vproc counts and policies merged), as a histogram outline per
-//!   benchmark with log-spaced bins on a log time axis.
+//!   (all vproc counts and policies merged; each plan apart when several
+//!   were run), as a histogram outline per benchmark (and plan) with
+//!   log-spaced bins on a log time axis.
+//!
+//! A series is one (plan, policy) pair run, coloured alike in both plots.
+//! Its label names the plan only when more than one plan was run
+//! ("split/local", legend "plan/policy: split/local"), and else the
+//! policy alone ("local", legend "policy: local"), as before plans were a
+//! dimension of the harness.
 //!
 //! Text is drawn with a font compiled into the binary (DejaVu Sans, see
 //! `assets/README.md`) through plotters' `ab_glyph` feature, so no system
@@ -150,10 +158,71 @@ fn first_seen<'a>(xs: impl Iterator<Item = &'a str>) -> Vec<String> {
     out
 }
 
+/// The series of the speedup and GC-share plots: every (plan, policy) pair
+/// run, in order of first appearance.
+struct Series {
+    /// (plan, policy).
+    keys: Vec<(String, String)>,
+    /// More than one plan was run: labels name the plan.
+    several_plans: bool,
+}
+
+impl Series {
+    fn new(summaries: &[Summary]) -> Series {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        for s in summaries {
+            if !keys
+                .iter()
+                .any(|(plan, policy)| *plan == s.plan && *policy == s.numa_policy)
+            {
+                keys.push((s.plan.clone(), s.numa_policy.clone()));
+            }
+        }
+        let several_plans = first_seen(keys.iter().map(|k| k.0.as_str())).len() > 1;
+        Series {
+            keys,
+            several_plans,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The index of the series `s` belongs to.
+    fn index_of(&self, s: &Summary) -> usize {
+        self.keys
+            .iter()
+            .position(|(plan, policy)| *plan == s.plan && *policy == s.numa_policy)
+            .unwrap_or(0)
+    }
+
+    /// "local", or "split/local" when several plans were run.
+    fn name(&self, i: usize) -> String {
+        let (plan, policy) = &self.keys[i];
+        if self.several_plans {
+            format!("{plan}/{policy}")
+        } else {
+            policy.clone()
+        }
+    }
+
+    /// The speedup plot's legend entry: "policy: local", or
+    /// "plan/policy: split/local" when several plans were run.
+    fn legend(&self, i: usize) -> String {
+        let what = if self.several_plans {
+            "plan/policy"
+        } else {
+            "policy"
+        };
+        format!("{what}: {}", self.name(i))
+    }
+}
+
 struct SpeedupData {
     benchmarks: Vec<String>,
-    policies: Vec<String>,
-    /// Per benchmark, per policy: (vprocs, speedup), by vprocs.
+    series: Series,
+    /// Per benchmark, per series: (vprocs, speedup), by vprocs.
     lines: Vec<Vec<Vec<(f64, f64)>>>,
     /// Per benchmark: the vproc count its speedups are relative to.
     bases: Vec<f64>,
@@ -165,7 +234,7 @@ struct SpeedupData {
 impl SpeedupData {
     fn new(summaries: &[Summary]) -> SpeedupData {
         let benchmarks = first_seen(summaries.iter().map(|s| s.benchmark.as_str()));
-        let policies = first_seen(summaries.iter().map(|s| s.numa_policy.as_str()));
+        let series = Series::new(summaries);
         let mut vprocs: Vec<usize> = summaries.iter().map(|s| s.vprocs).collect();
         vprocs.sort_unstable();
         vprocs.dedup();
@@ -182,12 +251,11 @@ impl SpeedupData {
                 .unwrap_or(1)
                 .max(1);
             bases.push(base as f64);
-            let per_policy: Vec<Vec<(f64, f64)>> = policies
-                .iter()
-                .map(|p| {
+            let per_series: Vec<Vec<(f64, f64)>> = (0..series.len())
+                .map(|i| {
                     let mut pts: Vec<(f64, f64)> = of_b
                         .iter()
-                        .filter(|s| &s.numa_policy == p)
+                        .filter(|s| series.index_of(s) == i)
                         .filter_map(|s| {
                             s.speedup
                                 .filter(|v| v.is_finite())
@@ -198,15 +266,15 @@ impl SpeedupData {
                     pts
                 })
                 .collect();
-            for (_, y) in per_policy.iter().flatten() {
+            for (_, y) in per_series.iter().flatten() {
                 y_max = y_max.max(*y);
             }
             y_max = y_max.max(*vprocs.last().unwrap_or(&1) as f64 / base as f64);
-            lines.push(per_policy);
+            lines.push(per_series);
         }
         SpeedupData {
             benchmarks,
-            policies,
+            series,
             lines,
             bases,
             vprocs,
@@ -230,8 +298,8 @@ impl SpeedupData {
 
 struct GcShareData {
     benchmarks: Vec<String>,
-    policies: Vec<String>,
-    /// (vprocs, policy index), by vprocs then policy.
+    series: Series,
+    /// (vprocs, series index), by vprocs then series.
     configs: Vec<(usize, usize)>,
     /// Per benchmark, per configuration: the median GC share in percent.
     values: Vec<Vec<Option<f64>>>,
@@ -240,11 +308,10 @@ struct GcShareData {
 impl GcShareData {
     fn new(summaries: &[Summary]) -> GcShareData {
         let benchmarks = first_seen(summaries.iter().map(|s| s.benchmark.as_str()));
-        let policies = first_seen(summaries.iter().map(|s| s.numa_policy.as_str()));
-        let policy_index = |p: &str| policies.iter().position(|q| q == p).unwrap_or(0);
+        let series = Series::new(summaries);
         let mut configs: Vec<(usize, usize)> = summaries
             .iter()
-            .map(|s| (s.vprocs, policy_index(&s.numa_policy)))
+            .map(|s| (s.vprocs, series.index_of(s)))
             .collect();
         configs.sort_unstable();
         configs.dedup();
@@ -253,12 +320,10 @@ impl GcShareData {
             .map(|b| {
                 configs
                     .iter()
-                    .map(|&(v, p)| {
+                    .map(|&(v, i)| {
                         summaries
                             .iter()
-                            .find(|s| {
-                                &s.benchmark == b && s.vprocs == v && s.numa_policy == policies[p]
-                            })
+                            .find(|s| &s.benchmark == b && s.vprocs == v && series.index_of(s) == i)
                             .map(|s| s.gc_share_median * 100.0)
                             .filter(|x| x.is_finite())
                     })
@@ -267,7 +332,7 @@ impl GcShareData {
             .collect();
         GcShareData {
             benchmarks,
-            policies,
+            series,
             configs,
             values,
         }
@@ -292,29 +357,41 @@ const BINS_PER_DECADE: f64 = 5.0;
 type PauseSeries = (String, u64, Vec<(f64, f64, u64)>);
 
 struct PauseData {
-    /// Per benchmark with pauses: its name, pause count and bins.
+    /// Per benchmark with pauses (per benchmark and plan when several
+    /// plans were run): its name ("binarytrees", "binarytrees, split"),
+    /// pause count and bins.
     series: Vec<PauseSeries>,
     /// Bin edges: 10^(k / BINS_PER_DECADE) µs for k in this range.
     k_range: (i32, i32),
     runs: usize,
+    /// More than one plan was run: each has its own outlines.
+    several_plans: bool,
 }
 
 impl PauseData {
     fn new(runs: &[RunRecord]) -> PauseData {
         let bin_of =
             |ns: u64| ((ns.max(1) as f64 / 1000.0).log10() * BINS_PER_DECADE).floor() as i32;
+        let plans = first_seen(runs.iter().map(|r| r.plan.as_str()));
         let mut merged: Vec<(String, BTreeMap<i32, u64>)> = Vec::new();
         for b in first_seen(runs.iter().map(|r| r.benchmark.as_str())) {
-            let mut bins = BTreeMap::new();
-            for r in runs.iter().filter(|r| r.benchmark == b) {
-                for &(ns, count) in &r.pauses {
-                    if count > 0 {
-                        *bins.entry(bin_of(ns)).or_insert(0) += count;
+            for plan in &plans {
+                let mut bins = BTreeMap::new();
+                for r in runs.iter().filter(|r| r.benchmark == b && r.plan == *plan) {
+                    for &(ns, count) in &r.pauses {
+                        if count > 0 {
+                            *bins.entry(bin_of(ns)).or_insert(0) += count;
+                        }
                     }
                 }
-            }
-            if !bins.is_empty() {
-                merged.push((b, bins));
+                if !bins.is_empty() {
+                    let name = if plans.len() > 1 {
+                        format!("{b}, {plan}")
+                    } else {
+                        b.clone()
+                    };
+                    merged.push((name, bins));
+                }
             }
         }
         let lo = merged
@@ -345,6 +422,7 @@ impl PauseData {
             series,
             k_range: (lo, hi),
             runs: runs.len(),
+            several_plans: plans.len() > 1,
         }
     }
 }
@@ -740,14 +818,11 @@ fn draw_speedup<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &SpeedupDa
 where
     DB::ErrorType: 'static,
 {
-    let mut entries: Vec<(Swatch, String)> = d
-        .policies
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
+    let mut entries: Vec<(Swatch, String)> = (0..d.series.len())
+        .map(|i| {
             (
                 Swatch::Line(PALETTE[i % PALETTE.len()], 3, Some(Marker::nth(i))),
-                format!("policy: {p}"),
+                d.series.legend(i),
             )
         })
         .collect();
@@ -755,7 +830,7 @@ where
     let (w, _) = root.dim_in_pixel();
     let legend = Legend::new(root, vec![entries], w - 40, false)?;
     let base_note = if d.bases.iter().all(|&b| b == 1.0) {
-        "speedup = median wall time on 1 vproc / median wall time on n vprocs, same benchmark and policy".to_string()
+        "speedup = median wall time on 1 vproc / median wall time on n vprocs, same benchmark, plan and policy".to_string()
     } else {
         "speedup = median wall time at the smallest vproc count run / median wall time on n vprocs"
             .to_string()
@@ -832,7 +907,7 @@ where
         v.dedup();
         v
     };
-    // Hue by policy, shade by vproc count (darker with more).
+    // Hue by series, shade by vproc count (darker with more).
     let color_of = |(v, p): (usize, usize)| {
         let base = PALETTE[p % PALETTE.len()];
         let j = vprocs.iter().position(|&x| x == v).unwrap_or(0);
@@ -843,14 +918,12 @@ where
         };
         lighten(base, t)
     };
-    // One legend row per policy, one swatch per vproc count run with it:
-    // "local, vprocs: [] 1 [] 2 [] 4".
-    let groups: Vec<Vec<(Swatch, String)>> = d
-        .policies
-        .iter()
-        .enumerate()
-        .map(|(p, name)| {
-            let mut row = vec![(Swatch::Heading, format!("{name}, vprocs:"))];
+    // One legend row per series, one swatch per vproc count run with it:
+    // "local, vprocs: [] 1 [] 2 [] 4" ("split/local, vprocs: ..." when
+    // several plans were run).
+    let groups: Vec<Vec<(Swatch, String)>> = (0..d.series.len())
+        .map(|p| {
+            let mut row = vec![(Swatch::Heading, format!("{}, vprocs:", d.series.name(p)))];
             for &(v, q) in &d.configs {
                 if q == p {
                     row.push((Swatch::Bar(color_of((v, p))), v.to_string()));
@@ -985,8 +1058,10 @@ where
     let (w, _) = root.dim_in_pixel();
     let legend = Legend::new(root, vec![entries], w - 40, false)?;
     let note = format!(
-        "all runs of each benchmark merged ({} runs: every vproc count and policy); {} bins per decade",
-        d.runs, BINS_PER_DECADE
+        "all runs of each benchmark{} merged ({} runs: every vproc count and policy); {} bins per decade",
+        if d.several_plans { " and plan" } else { "" },
+        d.runs,
+        BINS_PER_DECADE
     );
     let body = header(root, "Collection pause times", &note, &legend)?;
     if d.series.is_empty() {
@@ -1130,6 +1205,7 @@ mod tests {
             size: "quick".into(),
             params: BTreeMap::new(),
             vprocs,
+            plan: "split".into(),
             numa_policy: policy.into(),
             repetition: rep,
             wall_s: wall,
@@ -1237,7 +1313,52 @@ mod tests {
         for label in ["pause duration (log scale)", "pauses per bin (count", "µs"] {
             assert!(pauses.contains(label), "pauses.svg lacks {label:?}");
         }
+        // One plan: no label names it.
+        for text in [&speedup, &gc, &pauses] {
+            assert!(!text.contains("split"), "a label names the one plan");
+        }
         keep_samples(&written, "");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn plot_with_two_plans_names_the_plan_in_every_series() {
+        let mut runs = synthetic(&[1, 2]);
+        let other: Vec<RunRecord> = runs
+            .iter()
+            .map(|r| RunRecord {
+                plan: "other".into(),
+                wall_s: r.wall_s * 1.2,
+                ..r.clone()
+            })
+            .collect();
+        runs.extend(other);
+        let summaries = summarize(&runs);
+        let dir = temp_dir("plans");
+        let written = write_plots(&dir, &summaries, &runs).unwrap();
+        assert_eq!(written.len(), 6);
+        let svg = |name: &str| std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap();
+        let (speedup, gc, pauses) = (svg("speedup"), svg("gc_share"), svg("pauses"));
+        for label in [
+            "plan/policy: split/local",
+            "plan/policy: split/interleave",
+            "plan/policy: other/local",
+            "plan/policy: other/interleave",
+            "same benchmark, plan and policy",
+        ] {
+            assert!(speedup.contains(label), "speedup.svg lacks {label:?}");
+        }
+        for label in ["split/local, vprocs:", "other/interleave, vprocs:"] {
+            assert!(gc.contains(label), "gc_share.svg lacks {label:?}");
+        }
+        for label in [
+            "binarytrees, split (",
+            "binarytrees, other (",
+            "and plan merged",
+        ] {
+            assert!(pauses.contains(label), "pauses.svg lacks {label:?}");
+        }
+        keep_samples(&written, "two-plans");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,14 +1,16 @@
 //! The measurements of the harness: one [`RunRecord`] per run, and one
-//! [`Summary`] per configuration (benchmark × placement policy × vprocs)
-//! over its repetitions. Both are written to `--json` and feed the table
-//! and the plots.
+//! [`Summary`] per configuration (benchmark × collector plan × placement
+//! policy × vprocs) over its repetitions. Both are written to `--json`
+//! and feed the table and the plots.
 //!
 //! Choices: the wall time of a run is the benchmark's run alone (the
 //! runtime is started before and the answer checked after); the GC share
 //! is collection time summed over vprocs divided by wall time × vprocs
 //! (the fraction of the machine's time spent collecting); the speedup of a
 //! configuration is the median wall time at the smallest vproc count run
-//! (1 when run) divided by its own median, same benchmark and policy.
+//! (1 when run) divided by its own median, same benchmark, plan and
+//! policy. The plan and the policy are recorded by name, as `numagc info`
+//! prints them (`"plan": "split"`, `"numa_policy": "local"`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,6 +22,8 @@ pub struct RunRecord {
     pub size: String,
     pub params: BTreeMap<String, i64>,
     pub vprocs: usize,
+    /// The collector plan (`PlanKind::name`).
+    pub plan: String,
     pub numa_policy: String,
     /// 1-based.
     pub repetition: usize,
@@ -55,12 +59,14 @@ pub struct Summary {
     pub benchmark: String,
     pub size: String,
     pub vprocs: usize,
+    /// The collector plan (`PlanKind::name`).
+    pub plan: String,
     pub numa_policy: String,
     pub runs: usize,
     pub wall_median_s: f64,
     pub wall_min_s: f64,
     pub wall_max_s: f64,
-    /// Over the smallest vproc count of the same benchmark and policy.
+    /// Over the smallest vproc count of the same benchmark, plan and policy.
     pub speedup: Option<f64>,
     /// The vproc count `speedup` is relative to.
     pub speedup_base_vprocs: Option<usize>,
@@ -72,6 +78,31 @@ pub struct Summary {
     pub bytes_promoted_median: f64,
     pub numa_locality_median: Option<f64>,
     pub all_correct: bool,
+}
+
+/// The name of one run, in the progress line, its messages and the
+/// trace: "binarytrees split local x2 #1".
+pub fn run_label(
+    benchmark: &str,
+    plan: &str,
+    numa_policy: &str,
+    vprocs: usize,
+    repetition: usize,
+) -> String {
+    format!("{benchmark} {plan} {numa_policy} x{vprocs} #{repetition}")
+}
+
+impl RunRecord {
+    /// See [`run_label`].
+    pub fn label(&self) -> String {
+        run_label(
+            &self.benchmark,
+            &self.plan,
+            &self.numa_policy,
+            self.vprocs,
+            self.repetition,
+        )
+    }
 }
 
 /// Median of a sample (0 for an empty one).
@@ -93,10 +124,17 @@ pub fn median(xs: &[f64]) -> f64 {
 /// appear in `runs`. Failed runs count in `runs` and `all_correct` but not
 /// in the times.
 pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
-    let mut order: Vec<(String, String, usize)> = Vec::new();
-    let mut groups: BTreeMap<(String, String, usize), Vec<&RunRecord>> = BTreeMap::new();
+    // (benchmark, plan, policy, vprocs)
+    type Configuration = (String, String, String, usize);
+    let mut order: Vec<Configuration> = Vec::new();
+    let mut groups: BTreeMap<Configuration, Vec<&RunRecord>> = BTreeMap::new();
     for r in runs {
-        let key = (r.benchmark.clone(), r.numa_policy.clone(), r.vprocs);
+        let key = (
+            r.benchmark.clone(),
+            r.plan.clone(),
+            r.numa_policy.clone(),
+            r.vprocs,
+        );
         if !groups.contains_key(&key) {
             order.push(key.clone());
         }
@@ -113,8 +151,9 @@ pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
             Summary {
                 benchmark: key.0.clone(),
                 size: rs[0].size.clone(),
-                vprocs: key.2,
-                numa_policy: key.1.clone(),
+                vprocs: key.3,
+                plan: key.1.clone(),
+                numa_policy: key.2.clone(),
                 runs: rs.len(),
                 wall_median_s: median(&walls),
                 wall_min_s: walls.iter().copied().reduce(f64::min).unwrap_or(0.0),
@@ -131,13 +170,15 @@ pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
             }
         })
         .collect();
-    // Speedups against the smallest vproc count of the same benchmark and policy.
+    // Speedups against the smallest vproc count of the same benchmark, plan
+    // and policy.
     let bases: Vec<Option<(usize, f64)>> = out
         .iter()
         .map(|s| {
             out.iter()
                 .filter(|o| {
                     o.benchmark == s.benchmark
+                        && o.plan == s.plan
                         && o.numa_policy == s.numa_policy
                         && o.wall_median_s > 0.0
                 })
@@ -166,6 +207,7 @@ mod tests {
             size: "quick".into(),
             params: BTreeMap::new(),
             vprocs,
+            plan: "split".into(),
             numa_policy: "local".into(),
             repetition: 1,
             wall_s: wall,
@@ -223,6 +265,44 @@ mod tests {
             (s[2].runs, s[2].all_correct, s[2].speedup),
             (1, false, None)
         );
+    }
+
+    #[test]
+    fn plans_are_configurations_of_their_own_with_their_own_speedup_base() {
+        let on = |plan: &str, r: RunRecord| RunRecord {
+            plan: plan.into(),
+            ..r
+        };
+        let runs = vec![
+            on("split", run("a", 1, 4.0, true)),
+            on("split", run("a", 2, 2.0, true)),
+            on("other", run("a", 1, 8.0, true)),
+            on("other", run("a", 2, 2.0, true)),
+            // Run at 2 vprocs only: its base is itself.
+            on("other", run("b", 2, 3.0, true)),
+        ];
+        let s = summarize(&runs);
+        // "benchmark plan xvprocs: speedup over base vprocs"
+        let got: Vec<String> = s
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} x{}: {:?} over {:?}",
+                    s.benchmark, s.plan, s.vprocs, s.speedup, s.speedup_base_vprocs
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "a split x1: Some(1.0) over Some(1)",
+                "a split x2: Some(2.0) over Some(1)",
+                "a other x1: Some(1.0) over Some(1)",
+                "a other x2: Some(4.0) over Some(1)",
+                "b other x2: Some(1.0) over Some(2)",
+            ]
+        );
+        assert_eq!(runs[2].label(), "a other local x1 #1");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The harness's summary table: one row per configuration.
+//! The harness's summary table: one row per configuration, named by its
+//! benchmark, plan, policy and vproc count (the first four columns).
 
 use super::record::Summary;
 
@@ -9,8 +10,15 @@ pub fn opt(x: Option<f64>, digits: usize) -> String {
     x.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
 
-const HEADER: [&str; 13] = [
+const COLUMNS: usize = 14;
+
+/// The leading columns that are text (left-aligned); the others are
+/// figures (right-aligned).
+const TEXT_COLUMNS: usize = 3;
+
+const HEADER: [&str; COLUMNS] = [
     "benchmark",
+    "plan",
     "policy",
     "vprocs",
     "runs",
@@ -25,9 +33,10 @@ const HEADER: [&str; 13] = [
     "answer",
 ];
 
-fn row(s: &Summary) -> [String; 13] {
+fn row(s: &Summary) -> [String; COLUMNS] {
     [
         s.benchmark.clone(),
+        s.plan.clone(),
         s.numa_policy.clone(),
         s.vprocs.to_string(),
         s.runs.to_string(),
@@ -50,7 +59,7 @@ fn row(s: &Summary) -> [String; 13] {
 
 /// Aligned columns: text left, numbers right.
 pub fn render(summaries: &[Summary]) -> String {
-    let rows: Vec<[String; 13]> = summaries.iter().map(row).collect();
+    let rows: Vec<[String; COLUMNS]> = summaries.iter().map(row).collect();
     let mut widths: Vec<usize> = HEADER.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -63,7 +72,7 @@ pub fn render(summaries: &[Summary]) -> String {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                if i < 2 {
+                if i < TEXT_COLUMNS {
                     format!("{c:<w$}", w = widths[i])
                 } else {
                     format!("{c:>w$}", w = widths[i])
@@ -78,4 +87,48 @@ pub fn render(summaries: &[Summary]) -> String {
         line(r.iter().map(|s| s.as_str()).collect(), &mut out);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(plan: &str, vprocs: usize) -> Summary {
+        Summary {
+            benchmark: "binarytrees".into(),
+            size: "quick".into(),
+            vprocs,
+            plan: plan.into(),
+            numa_policy: "interleave".into(),
+            runs: 3,
+            wall_median_s: 1.5,
+            wall_min_s: 1.25,
+            wall_max_s: 2.0,
+            speedup: Some(1.0),
+            speedup_base_vprocs: Some(1),
+            gc_share_median: 0.125,
+            pause_p99_ms: 0.5,
+            pause_max_ms: 1.0,
+            bytes_allocated_median: 1e9,
+            bytes_promoted_median: 2e6,
+            numa_locality_median: None,
+            all_correct: true,
+        }
+    }
+
+    #[test]
+    fn rows_are_named_by_benchmark_plan_policy_and_vprocs() {
+        let table = render(&[summary("split", 1), summary("split", 16)]);
+        let lines: Vec<&str> = table.lines().collect();
+        let cells = |l: &str| l.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+        assert_eq!(cells(lines[0]), "benchmark plan policy vprocs");
+        assert_eq!(cells(lines[1]), "binarytrees split interleave 1");
+        // Text left-aligned, figures right-aligned.
+        assert!(
+            lines[0].starts_with("benchmark    plan   policy      vprocs"),
+            "{table}"
+        );
+        assert!(lines[1].contains("interleave       1"), "{table}");
+        assert!(lines[2].contains("interleave      16"), "{table}");
+    }
 }

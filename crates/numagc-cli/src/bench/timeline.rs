@@ -1,6 +1,8 @@
 //! `--trace FILE`: the runs' timelines as a Chrome trace (the JSON "Trace
 //! Event Format" that Perfetto and chrome://tracing open). Each run is a
-//! process named after its configuration, each vproc a thread of it, and
+//! process named after its configuration and repetition
+//! (`record::run_label`: "binarytrees split local x2 #1", benchmark, plan,
+//! policy, vprocs, repetition), each vproc a thread of it, and
 //! each span (`numagc::trace::Span`) a complete event ("ph": "X") with its
 //! category: `mutator` (jobs, stolen tasks, threads), `gc` (minor, major,
 //! promotion, global) or `idle` (waits, sleeps). Times are microseconds
@@ -12,6 +14,7 @@ use std::path::Path;
 
 /// The timeline of one run.
 pub struct RunTimeline {
+    /// The run's label (`record::run_label`), the process's name.
     pub name: String,
     pub vprocs: usize,
     /// The node of each vproc.
@@ -92,7 +95,7 @@ mod tests {
             },
         ];
         let runs = [RunTimeline {
-            name: "bt local x2 #1".into(),
+            name: "bt split local x2 #1".into(),
             vprocs: 2,
             nodes: vec![0, 1],
             spans,
@@ -105,7 +108,7 @@ mod tests {
             .filter(|e| e["ph"] == "M")
             .map(|e| e["args"]["name"].as_str().unwrap_or(""))
             .collect();
-        assert!(names.contains(&"bt local x2 #1") && names.contains(&"vproc 1 (node 1)"));
+        assert!(names.contains(&"bt split local x2 #1") && names.contains(&"vproc 1 (node 1)"));
         let x: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "X").collect();
         assert_eq!(x.len(), 3);
         assert_eq!(
