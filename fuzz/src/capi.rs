@@ -24,7 +24,19 @@
 //!   another OS thread;
 //! * channels: `numagc_channel_new`, `_free` (twice), `_waiting`;
 //! * scope calls with stale or forged scope tokens from the fuzzer's own
-//!   thread, which is no vproc; NULL runtimes, scopes, outputs, arrays.
+//!   thread, which is no vproc; NULL runtimes, scopes, outputs, arrays;
+//! * bad input (issue 16): checked `int` fields out of range
+//!   ([`BAD_INTS`]: `numagc_sel.dir`, `numagc_case.dir`, `is_mutable`) and
+//!   counts far beyond their arrays ([`huge_count`]) for every pointer+count
+//!   entry point the program calls ([`Body::huge`], `alloc_mixed`,
+//!   `register`, the thread kind `T_BAD_INPUT` for `numagc_next_*`);
+//! * blocking sections ([`Body::blocking_op`], [`Body::blocked_op`]):
+//!   `numagc_enter_blocking` / `_leave_blocking` anywhere in a callback,
+//!   entered twice, left without entering, every other scope call inside
+//!   (refused), calls that take no scope inside (allowed), callbacks,
+//!   tasks and thread steps that return inside one, and a global collection
+//!   forced by a thread on another vproc while a callback waits inside its
+//!   section.
 //!
 //! Checked for every call: it returns, with a status its documentation
 //! allows for these arguments, never `NUMAGC_ERR_INTERNAL` (a panic caught
@@ -32,7 +44,15 @@
 //! handle whose frame was left, a freed global root or channel, or a value
 //! 0 is `NUMAGC_ERR_BAD_VALUE`; frames left out of order are
 //! `NUMAGC_ERR_UNBALANCED_FRAME`. Objects read back what was stored in
-//! them. A blocking channel operation is made only when a counterpart is
+//! them. Bad input gets the documented refusal in the order the arguments
+//! are checked (docs/c-api.md, "Input is checked"), computed by the model:
+//! the heap limit that decides between `NUMAGC_ERR_HEAP_LIMIT` and an
+//! allocation comes from a shadow `ConfigBuilder` given the same settings,
+//! and a length the limit would let through is never passed with a short
+//! array. Inside a blocking section every scope call is
+//! `NUMAGC_ERR_MISUSE` with zeroed outputs; after it, the handles and
+//! frames are those at its start and every word the model knows of every
+//! live object reads back unchanged ([`Body::check_values`]). A blocking channel operation is made only when a counterpart is
 //! sure to come (a thread spawned to send or receive on that channel, see
 //! [`Chan`]), so the program never waits for ever by construction, and a
 //! hang is a finding.
