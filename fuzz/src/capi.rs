@@ -24,7 +24,19 @@
 //!   another OS thread;
 //! * channels: `numagc_channel_new`, `_free` (twice), `_waiting`;
 //! * scope calls with stale or forged scope tokens from the fuzzer's own
-//!   thread, which is no vproc; NULL runtimes, scopes, outputs, arrays.
+//!   thread, which is no vproc; NULL runtimes, scopes, outputs, arrays;
+//! * bad input (issue 16): checked `int` fields out of range
+//!   ([`BAD_INTS`]: `numagc_sel.dir`, `numagc_case.dir`, `is_mutable`) and
+//!   counts far beyond their arrays ([`huge_count`]) for every pointer+count
+//!   entry point the program calls ([`Body::huge`], `alloc_mixed`,
+//!   `register`, the thread kind `T_BAD_INPUT` for `numagc_next_*`);
+//! * blocking sections ([`Body::blocking_op`], [`Body::blocked_op`]):
+//!   `numagc_enter_blocking` / `_leave_blocking` anywhere in a callback,
+//!   entered twice, left without entering, every other scope call inside
+//!   (refused), calls that take no scope inside (allowed), callbacks,
+//!   tasks and thread steps that return inside one, and a global collection
+//!   forced by a thread on another vproc while a callback waits inside its
+//!   section.
 //!
 //! Checked for every call: it returns, with a status its documentation
 //! allows for these arguments, never `NUMAGC_ERR_INTERNAL` (a panic caught
@@ -32,7 +44,15 @@
 //! handle whose frame was left, a freed global root or channel, or a value
 //! 0 is `NUMAGC_ERR_BAD_VALUE`; frames left out of order are
 //! `NUMAGC_ERR_UNBALANCED_FRAME`. Objects read back what was stored in
-//! them. A blocking channel operation is made only when a counterpart is
+//! them. Bad input gets the documented refusal in the order the arguments
+//! are checked (docs/c-api.md, "Input is checked"), computed by the model:
+//! the heap limit that decides between `NUMAGC_ERR_HEAP_LIMIT` and an
+//! allocation comes from a shadow `ConfigBuilder` given the same settings,
+//! and a length the limit would let through is never passed with a short
+//! array. Inside a blocking section every scope call is
+//! `NUMAGC_ERR_MISUSE` with zeroed outputs; after it, the handles and
+//! frames are those at its start and every word the model knows of every
+//! live object reads back unchanged ([`Body::check_values`]). A blocking channel operation is made only when a counterpart is
 //! sure to come (a thread spawned to send or receive on that channel, see
 //! [`Chan`]), so the program never waits for ever by construction, and a
 //! hang is a finding.
@@ -42,6 +62,7 @@ use numagc_capi::numagc_dir::{NUMAGC_RECV, NUMAGC_SEND};
 use numagc_capi::numagc_kind::*;
 use numagc_capi::numagc_status::{self, *};
 use numagc_capi::*;
+use numagc::ConfigBuilder;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::ptr::{null, null_mut};
 
@@ -70,7 +91,21 @@ pub const OUTCOMES: &[&str] = &[
     "raw read", "store", "store refused", "global", "global read", "global freed twice", "par2", "par2 failed",
     "nested par2", "spawn", "thread sent", "thread received", "thread failed on purpose", "recv", "send", "select",
     "stale scope", "scope on another thread", "nested run_on refused", "collection", "stale handle refused",
+    "bad int refused", "huge count refused", "thread bad input refused", "blocking section", "blocking section left",
+    "refused in a section", "blocking misuse refused", "returned inside a section", "section left for its callback",
+    "collection during a section", "section in a task", "thread returned inside a section",
 ];
+
+/// Values of C `int` fields that are checked enums or flags (`dir`,
+/// `is_mutable`) but hold none of the accepted values: an uninitialised
+/// field, a C `bool` cast wrong, a sign bit.
+const BAD_INTS: &[c_int] = &[2, 7, -1, 256, c_int::MIN, c_int::MAX];
+
+/// A count far beyond any array the program passes with it: the library
+/// must refuse it before reading the array or sizing anything by it.
+fn huge_count(inp: &mut Input) -> usize {
+    inp.pick(&[1usize << 40, usize::MAX, (1 << 40) + 1, usize::MAX / 8 + 1])
+}
 
 /// Most calls of one input (callback and task bodies included).
 pub const MAX_OPS: usize = 160;
@@ -138,7 +173,9 @@ const SETTING_VALUES: &[(&str, &[&str])] = &[
 ];
 
 /// One configuration setting, near-valid or arbitrary; NULLs sometimes.
-fn config_set(inp: &mut Input, cfg: *mut numagc_config) -> c_int {
+/// An accepted one is made on `shadow` too (the model of the
+/// configuration, which says the heap limit the runtime will have).
+fn config_set(inp: &mut Input, cfg: *mut numagc_config, shadow: &mut ConfigBuilder) -> c_int {
     let (name, value) = match inp.u8() % 8 {
         0 => (c_string(inp.bytes(16)), c_string(inp.bytes(16))),
         1 => {
@@ -172,14 +209,19 @@ fn config_set(inp: &mut Input, cfg: *mut numagc_config) -> c_int {
         vec![NUMAGC_OK, NUMAGC_ERR_INVALID_CONFIG]
     };
     expect(rc, &ok, "numagc_config_set");
+    if rc == 0 {
+        let (n, v) = (name.to_str().unwrap(), value.to_str().unwrap());
+        shadow.set(n, v).expect("the model refused a setting numagc_config_set accepted");
+    }
     rc
 }
 
-fn set(cfg: *mut numagc_config, name: &str, value: &str) {
+fn set(cfg: *mut numagc_config, shadow: &mut ConfigBuilder, name: &str, value: &str) {
     let (n, v) = (CString::new(name).unwrap(), CString::new(value).unwrap());
     // SAFETY: a live configuration and two C strings.
     let rc = unsafe { numagc_config_set(cfg, n.as_ptr(), v.as_ptr()) };
     expect(rc, &[NUMAGC_OK], "numagc_config_set (fixed)");
+    shadow.set(name, value).expect("the model refused a fixed setting");
 }
 
 /// A registered descriptor as the program knows it.
@@ -197,6 +239,10 @@ struct Rt {
     rt: *mut numagc_runtime,
     vprocs: usize,
     descs: Vec<Desc>,
+    /// Its heap limit in bytes (setting `max-heap`, from the model of its
+    /// configuration): an object of more words than fit is refused with
+    /// `NUMAGC_ERR_HEAP_LIMIT` before its array is read.
+    max_heap: usize,
 }
 
 /// What a channel op may do without waiting for ever. Each thread spawned
@@ -225,6 +271,9 @@ struct State<'a> {
     chans: Vec<Chan>,
     /// Scope tokens of callbacks that have returned.
     stale_scopes: Vec<usize>,
+    /// Time spent waiting for collector threads inside blocking sections
+    /// (bounded per input, see [`Body::blocking_op`]).
+    waited: std::time::Duration,
 }
 
 impl State<'_> {
@@ -245,7 +294,7 @@ impl State<'_> {
 
 /// Runs one input.
 pub fn run(data: &[u8]) {
-    let mut st = State { inp: Input::new(data), ops: 0, rts: Vec::new(), globals: Vec::new(), chans: Vec::new(), stale_scopes: Vec::new() };
+    let mut st = State { inp: Input::new(data), ops: 0, rts: Vec::new(), globals: Vec::new(), chans: Vec::new(), stale_scopes: Vec::new(), waited: Default::default() };
     new_runtime(&mut st);
     while st.tick() {
         match st.inp.u8() % 16 {
@@ -275,6 +324,7 @@ fn new_runtime(st: &mut State) {
     if st.rts.iter().filter(|r| r.is_some()).count() >= 2 {
         return;
     }
+    let mut shadow = ConfigBuilder::new();
     let cfg = if st.inp.one_in(8) {
         let mut c = null_mut();
         // SAFETY: `c` is a valid output.
@@ -284,22 +334,23 @@ fn new_runtime(st: &mut State) {
             assert!(c.is_null(), "numagc_config_from_env failed but gave a configuration");
             numagc_config_new()
         } else {
+            shadow = ConfigBuilder::from_env().expect("the model refused the environment numagc_config_from_env accepted");
             c
         }
     } else {
         numagc_config_new()
     };
     assert!(!cfg.is_null());
-    set(cfg, "local-heap", "64K");
-    set(cfg, "chunk-size", "64K");
-    set(cfg, "global-gc-threshold", "128K");
-    set(cfg, "max-heap", "1M");
-    set(cfg, "pin", "false");
+    set(cfg, &mut shadow, "local-heap", "64K");
+    set(cfg, &mut shadow, "chunk-size", "64K");
+    set(cfg, &mut shadow, "global-gc-threshold", "128K");
+    set(cfg, &mut shadow, "max-heap", "1M");
+    set(cfg, &mut shadow, "pin", "false");
     for _ in 0..st.inp.below(6) {
-        config_set(&mut st.inp, cfg);
+        config_set(&mut st.inp, cfg, &mut shadow);
     }
     let vprocs = 1 + st.inp.below(3);
-    set(cfg, "vprocs", &vprocs.to_string());
+    set(cfg, &mut shadow, "vprocs", &vprocs.to_string());
     let mut rt = null_mut();
     let null_out = st.inp.one_in(32);
     // SAFETY: a live configuration; `rt` is a valid output (or NULL).
@@ -311,6 +362,9 @@ fn new_runtime(st: &mut State) {
         if rc != 0 {
             hit("runtime refused");
         }
+        if rc == code(NUMAGC_ERR_INVALID_CONFIG) {
+            assert!(shadow.build().is_err(), "numagc_runtime_new refused a configuration the model accepts: {}", last_error());
+        }
         assert_eq!(rc == 0, !rt.is_null(), "numagc_runtime_new: status {rc} with runtime {rt:?}");
     }
     // SAFETY: the configuration is the caller's until freed, once.
@@ -321,7 +375,8 @@ fn new_runtime(st: &mut State) {
         expect(unsafe { numagc_runtime_vprocs(rt, &mut n) }, &[NUMAGC_OK], "numagc_runtime_vprocs");
         assert_eq!(n, vprocs);
         hit("runtime");
-        st.rts.push(Some(Rt { rt, vprocs, descs: Vec::new() }));
+        let max_heap = shadow.build().expect("the model refused a configuration numagc_runtime_new accepted").max_heap;
+        st.rts.push(Some(Rt { rt, vprocs, descs: Vec::new(), max_heap }));
     }
 }
 
@@ -347,11 +402,13 @@ fn register(st: &mut State) {
         1 => inp.pick(&[0, 64, 65, 1 << 20, (1 << 20) + 1, 1 << 40, usize::MAX]),
         _ => inp.below(12),
     };
-    let n = inp.below(6);
-    let mut offsets: Vec<usize> = (0..n).map(|_| if inp.one_in(8) { inp.u64() as usize } else { inp.below(size.clamp(1, 16)) }).collect();
+    let len = inp.below(6);
+    let mut offsets: Vec<usize> = (0..len).map(|_| if inp.one_in(8) { inp.u64() as usize } else { inp.below(size.clamp(1, 16)) }).collect();
+    // Now and then a count far beyond the array (which must not be read).
+    let n = if inp.one_in(16) { huge_count(inp) } else { len };
     let mutable = inp.bool();
     // Now and then a flag that is neither false nor true (an int in C).
-    let flag: c_int = if inp.one_in(16) { inp.pick(&[2, -1, c_int::MIN]) } else { c_int::from(mutable) };
+    let flag: c_int = if inp.one_in(16) { inp.pick(BAD_INTS) } else { c_int::from(mutable) };
     let name = c_string(inp.bytes(8));
     let null_name = inp.one_in(16);
     let null_offsets = n > 0 && inp.one_in(16);
@@ -373,14 +430,23 @@ fn register(st: &mut State) {
     let mut distinct = offsets.clone();
     distinct.sort_unstable();
     distinct.dedup();
-    let valid = (1..=1 << 20).contains(&size) && distinct.len() == n && offsets.iter().all(|&o| o < size);
+    let valid = (1..=1 << 20).contains(&size) && n == len && distinct.len() == n && offsets.iter().all(|&o| o < size);
     // In the order the arguments are checked: name, flag, offsets, layout.
     let want = if null_name {
         NUMAGC_ERR_NULL_ARGUMENT
     } else if name.to_str().is_err() || !(0..=1).contains(&flag) {
+        if !(0..=1).contains(&flag) {
+            hit("bad int refused");
+        }
         NUMAGC_ERR_INVALID_ARGUMENT
     } else if null_offsets {
         NUMAGC_ERR_NULL_ARGUMENT
+    } else if n > size.min(1 << 20) {
+        // More offsets than fields: refused before the array is read.
+        if n != len {
+            hit("huge count refused");
+        }
+        NUMAGC_ERR_INVALID_DESCRIPTOR
     } else if valid {
         NUMAGC_OK
     } else {
@@ -485,12 +551,14 @@ fn stale_scope_call(st: &mut State) {
     let mut f = 5;
     // SAFETY: scope tokens are never dereferenced; the outputs are valid.
     let rc = unsafe {
-        match st.inp.u8() % 6 {
+        match st.inp.u8() % 8 {
             0 => numagc_frame_enter(s, &mut f),
             1 => numagc_alloc_vector(s, null(), 0, &mut v),
             2 => numagc_collect_global(s),
             3 => numagc_field(s, numagc_int(1), 0, &mut v),
             4 => numagc_local(s, NUMAGC_NIL, &mut v),
+            5 => numagc_enter_blocking(s),
+            6 => numagc_leave_blocking(s),
             _ => numagc_frame_leave(s, st.inp.u64()),
         }
     };
@@ -568,6 +636,8 @@ struct Ctx<'s, 'a> {
     token: usize,
     /// Frames it leaves open on purpose.
     open: usize,
+    /// It returns inside a blocking section on purpose.
+    blocking: bool,
 }
 
 fn run_on(st: &mut State) {
@@ -577,7 +647,7 @@ fn run_on(st: &mut State) {
         (r.rt, r.vprocs)
     };
     let vproc = if st.inp.one_in(8) { n + st.inp.below(3) } else { st.inp.below(n) };
-    let mut ctx = Ctx { st, rt: k, ret: 0, token: 0, open: 0 };
+    let mut ctx = Ctx { st, rt: k, ret: 0, token: 0, open: 0, blocking: false };
     // SAFETY: a live runtime; `callback` has the callback signature and
     // `ctx` outlives the call, which waits for the callback to return.
     let rc = unsafe { numagc_run_on(rt, vproc, Some(callback), (&mut ctx as *mut Ctx).cast()) };
@@ -585,19 +655,47 @@ fn run_on(st: &mut State) {
         expect(rc, &[NUMAGC_ERR_MISUSE], "numagc_run_on (no such vproc)");
         return;
     }
-    let (ret, open, token) = (ctx.ret, ctx.open, ctx.token);
+    let (ret, open, token, blocking) = (ctx.ret, ctx.open, ctx.token, ctx.blocking);
     if token != 0 {
         st.stale_scopes.push(token);
     }
     if ret != 0 {
         assert_eq!(rc, ret, "numagc_run_on did not return the callback's status: {}", last_error());
         hit("callback failed");
+    } else if blocking {
+        // Returning inside a section is misuse, before open frames.
+        expect(rc, &[NUMAGC_ERR_MISUSE], "numagc_run_on (returned inside a blocking section)");
+        hit("returned inside a section");
     } else if open > 0 {
         expect(rc, &[NUMAGC_ERR_UNBALANCED_FRAME], "numagc_run_on (frames left open)");
     } else {
         expect(rc, &[NUMAGC_OK], "numagc_run_on");
         hit("callback");
     }
+    if blocking {
+        // The section was left for it: the next callback on that vproc
+        // is in none and may use its scope.
+        // SAFETY: a live runtime; `after_section` has the callback signature.
+        let rc = unsafe { numagc_run_on(rt, vproc, Some(after_section), null_mut()) };
+        expect(rc, &[NUMAGC_OK], "numagc_run_on after a callback returned inside a section");
+    }
+}
+
+/// The callback after one that returned inside a blocking section: not in
+/// a section, and its scope works.
+unsafe extern "C" fn after_section(s: *mut numagc_scope, _: *mut c_void) -> c_int {
+    // SAFETY: our scope and valid outputs.
+    unsafe {
+        expect(numagc_leave_blocking(s), &[NUMAGC_ERR_MISUSE], "numagc_leave_blocking in the next callback");
+        let mut f = 0;
+        expect(numagc_frame_enter(s, &mut f), &[NUMAGC_OK], "numagc_frame_enter after a section left for its callback");
+        let mut v = 0;
+        expect(numagc_alloc_vector(s, [numagc_int(3)].as_ptr(), 1, &mut v), &[NUMAGC_OK, NUMAGC_ERR_HEAP_LIMIT], "numagc_alloc_vector");
+        expect(numagc_collect_minor(s), &[NUMAGC_OK], "numagc_collect_minor");
+        expect(numagc_frame_leave(s, f), &[NUMAGC_OK], "numagc_frame_leave");
+    }
+    hit("section left for its callback");
+    0
 }
 
 unsafe extern "C" fn callback(s: *mut numagc_scope, data: *mut c_void) -> c_int {
@@ -607,9 +705,10 @@ unsafe extern "C" fn callback(s: *mut numagc_scope, data: *mut c_void) -> c_int 
     ctx.token = s.addr();
     let mut b = Body::new(s, ctx.rt, false);
     b.program(ctx.st, 24);
-    let (ret, open) = b.finish(ctx.st);
+    let (ret, open, blocking) = b.finish(ctx.st);
     ctx.ret = ret;
     ctx.open = open;
+    ctx.blocking = blocking;
     ret
 }
 
@@ -619,17 +718,18 @@ struct EachCtx {
     ops: Vec<u8>,
     descs: Vec<Desc>,
     vprocs: usize,
+    max_heap: usize,
 }
 
 fn run_each(st: &mut State) {
     let Some(k) = st.live_rt() else { return };
-    let (rt, vprocs, descs) = {
+    let (rt, vprocs, descs, max_heap) = {
         let r = st.rts[k].as_ref().unwrap();
-        (r.rt, r.vprocs, r.descs.clone())
+        (r.rt, r.vprocs, r.descs.clone(), r.max_heap)
     };
     let ops = st.inp.bytes(48).to_vec();
     st.ops += ops.len() / 4;
-    let ctx = EachCtx { ops, descs, vprocs };
+    let ctx = EachCtx { ops, descs, vprocs, max_heap };
     // SAFETY: a live runtime; `ctx` outlives the call and is only read.
     let rc = unsafe { numagc_run_each(rt, Some(each_callback), (&ctx as *const EachCtx).cast_mut().cast()) };
     expect(rc, &[NUMAGC_OK], "numagc_run_each");
@@ -643,10 +743,14 @@ unsafe extern "C" fn each_callback(s: *mut numagc_scope, data: *mut c_void) -> c
     // SAFETY: `data` is the `EachCtx` of `run_each`, alive and unchanged
     // until every callback has returned.
     let ctx = unsafe { &*data.cast::<EachCtx>() };
-    let mut st = State { inp: Input::new(&ctx.ops), ops: 0, rts: Vec::new(), globals: Vec::new(), chans: Vec::new(), stale_scopes: Vec::new() };
-    st.rts.push(Some(Rt { rt: null_mut(), vprocs: ctx.vprocs, descs: ctx.descs.clone() }));
+    let mut st = State { inp: Input::new(&ctx.ops), ops: 0, rts: Vec::new(), globals: Vec::new(), chans: Vec::new(), stale_scopes: Vec::new(), waited: Default::default() };
+    st.rts.push(Some(Rt { rt: null_mut(), vprocs: ctx.vprocs, descs: ctx.descs.clone(), max_heap: ctx.max_heap }));
     let mut b = Body::new(s, 0, true);
     b.program(&mut st, 12);
+    // A `run_each` callback must return cleanly: out of its section first.
+    if b.blocking.is_some() {
+        b.leave_section();
+    }
     // Leave every frame: a `run_each` callback must return cleanly.
     while let Some(f) = b.frames.pop() {
         // SAFETY: our own scope and its innermost open frame.
@@ -707,11 +811,33 @@ struct Body {
     frames: Vec<numagc_frame>,
     /// A `run_each` callback: no channel ops, no spawns that others wait for.
     concurrent: bool,
+    /// Inside a blocking section (`numagc_enter_blocking`): the live
+    /// handles and open frames at its start, which it may not change.
+    blocking: Option<(usize, usize)>,
 }
 
 impl Body {
     fn new(s: *mut numagc_scope, rt: usize, concurrent: bool) -> Body {
-        Body { s, rt, hs: Vec::new(), frames: Vec::new(), concurrent }
+        Body { s, rt, hs: Vec::new(), frames: Vec::new(), concurrent, blocking: None }
+    }
+
+    /// The heap limit of the body's runtime, in bytes.
+    fn max_heap(&self, st: &State) -> usize {
+        st.rts.get(self.rt).and_then(|r| r.as_ref()).map_or(0, |r| r.max_heap)
+    }
+
+    /// What allocating an object of `n` words must give before anything is
+    /// read or sized by `n`, if the count alone decides: over the length
+    /// field (2^48 - 1) `NUMAGC_ERR_INVALID_ARGUMENT`, more bytes than the
+    /// heap limit `NUMAGC_ERR_HEAP_LIMIT`.
+    fn len_refusal(n: usize, max_heap: usize) -> Option<numagc_status> {
+        if n as u128 > (1u128 << 48) - 1 {
+            Some(NUMAGC_ERR_INVALID_ARGUMENT)
+        } else if (n as u128 + 1) * 8 > max_heap as u128 {
+            Some(NUMAGC_ERR_HEAP_LIMIT)
+        } else {
+            None
+        }
     }
 
     fn arg(&mut self, inp: &mut Input) -> Arg {
@@ -782,20 +908,33 @@ impl Body {
         }
     }
 
-    /// Ends the body: leaves its frames (or some of them open on purpose)
-    /// and says what it returns.
-    fn finish(&mut self, st: &mut State) -> (c_int, usize) {
+    /// Ends the body: leaves its blocking section (or returns inside it on
+    /// purpose), leaves its frames (or some of them open on purpose) and
+    /// says what it returns.
+    fn finish(&mut self, st: &mut State) -> (c_int, usize, bool) {
         let ret = if st.inp.one_in(16) { st.inp.pick(&[code(NUMAGC_ERR_MISUSE), 77, -1]) } else { 0 };
-        if !st.inp.one_in(8) {
+        if self.blocking.is_some() && !st.inp.one_in(3) {
+            self.leave_section();
+        }
+        if self.blocking.is_some() {
+            // Frames cannot be left inside a section either.
+            if let Some(&f) = self.frames.last() {
+                // SAFETY: our own scope and its innermost open frame.
+                expect(unsafe { numagc_frame_leave(self.s, f) }, &[NUMAGC_ERR_MISUSE], "numagc_frame_leave inside a section");
+            }
+        } else if !st.inp.one_in(8) {
             while let Some(f) = self.frames.pop() {
                 // SAFETY: our own scope and its innermost open frame.
                 expect(unsafe { numagc_frame_leave(self.s, f) }, &[NUMAGC_OK], "numagc_frame_leave");
             }
         }
-        (ret, self.frames.len())
+        (ret, self.frames.len(), self.blocking.is_some())
     }
 
     fn op(&mut self, st: &mut State) {
+        if self.blocking.is_some() {
+            return self.blocked_op(st);
+        }
         let s = self.s;
         let inp = &mut st.inp;
         match inp.u8() % 32 {
@@ -962,9 +1101,363 @@ impl Body {
                 let mut ptr = vec![false; size];
                 ptr[0] = true;
                 st.rts[self.rt].as_mut().unwrap().descs.push(Desc { id: d, size, ptr, mutable });
+                // The flag out of range, or a count beyond the array: refused, no descriptor.
+                let (flag, n) = if inp.bool() { (inp.pick(BAD_INTS), 1) } else { (0, huge_count(inp)) };
+                let mut d = 9;
+                // SAFETY: as above; the array is never read past its one element.
+                let rc = unsafe { numagc_register_mixed(rt, c"late".as_ptr(), size, [0usize].as_ptr(), n, flag, &mut d) };
+                let want = if flag != 0 { NUMAGC_ERR_INVALID_ARGUMENT } else { NUMAGC_ERR_INVALID_DESCRIPTOR };
+                expect(rc, &[want], "numagc_register_mixed from a callback (bad flag or count)");
+                assert_eq!(d, 0);
+                hit(if flag != 0 { "bad int refused" } else { "huge count refused" });
             }
+            28 => self.blocking_op(st),
+            29 => self.huge(st),
             _ => self.alloc_mixed(st),
         }
+    }
+
+    // ---- blocking sections ----------------------------------------------------
+
+    /// Outside a section: enters one (sometimes with a global collection
+    /// forced from another vproc while inside), or leaves without having
+    /// entered (`NUMAGC_ERR_MISUSE`, nothing changes).
+    fn blocking_op(&mut self, st: &mut State) {
+        let s = self.s;
+        if st.inp.one_in(4) {
+            // SAFETY: our scope.
+            expect(unsafe { numagc_leave_blocking(s) }, &[NUMAGC_ERR_MISUSE], "numagc_leave_blocking without a section");
+            hit("blocking misuse refused");
+            return;
+        }
+        let (mut h, mut f) = (0, 0);
+        // SAFETY: our scope, valid outputs.
+        expect(unsafe { numagc_scope_handles(s, &mut h, &mut f) }, &[NUMAGC_OK], "numagc_scope_handles");
+        // A thread on another vproc that forces a global collection, which
+        // must complete while this vproc is inside its section (its proxy
+        // takes part for it); spawned just before the section starts.
+        let vprocs = st.rts.get(self.rt).and_then(|r| r.as_ref()).map_or(1, |r| r.vprocs);
+        let budget = st.waited < std::time::Duration::from_secs(2);
+        let collector = if !self.concurrent && vprocs > 1 && budget && st.inp.bool() {
+            let mut me = 0;
+            // SAFETY: our scope, a valid output.
+            expect(unsafe { numagc_scope_vproc(s, &mut me) }, &[NUMAGC_OK], "numagc_scope_vproc");
+            let other = (me + 1 + st.inp.below(vprocs - 1)) % vprocs;
+            let id = NEXT_COLLECTOR.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let data = std::ptr::without_provenance_mut::<c_void>(id << 4 | T_COLLECT);
+            // SAFETY: our scope; no environment; the body has the thread
+            // signature and decodes its userdata, an integer.
+            let rc = unsafe { numagc_spawn_on(s, other, null(), 0, Some(thread_body), data) };
+            expect(rc, &[NUMAGC_OK], "numagc_spawn_on (a collector thread)");
+            Some(id)
+        } else {
+            None
+        };
+        // SAFETY: our scope.
+        let rc = unsafe { numagc_enter_blocking(s) };
+        // NUMAGC_ERR_OS: the proxy thread could not be started; no section.
+        expect(rc, &[NUMAGC_OK, NUMAGC_ERR_OS], "numagc_enter_blocking");
+        if rc != 0 {
+            return;
+        }
+        hit("blocking section");
+        self.blocking = Some((h, f));
+        if let Some(id) = collector {
+            let start = std::time::Instant::now();
+            let limit = std::time::Duration::from_secs(1);
+            let done = loop {
+                if let Some(rc) = lock_collected().remove(&id) {
+                    break Some(rc);
+                }
+                if start.elapsed() > limit {
+                    break None;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            };
+            st.waited += start.elapsed();
+            // The thread may be late (the other vproc busy with another
+            // thread): then it collects after the section, which is fine.
+            if let Some(rc) = done {
+                expect(rc, &[NUMAGC_OK], "a global collection from another vproc while this one is in a section");
+                hit("collection during a section");
+            }
+        }
+    }
+
+    /// Inside a section: leave it, or make a call that is refused there.
+    fn blocked_op(&mut self, st: &mut State) {
+        let s = self.s;
+        match st.inp.u8() % 8 {
+            0 | 1 => self.leave_section(),
+            2 => {
+                // SAFETY: our scope.
+                expect(unsafe { numagc_enter_blocking(s) }, &[NUMAGC_ERR_MISUSE], "numagc_enter_blocking twice");
+                hit("blocking misuse refused");
+            }
+            3 => {
+                // Calls that take no scope still work: the runtime's.
+                if let Some(k) = (0..st.chans.len()).find(|&k| st.chans[k].live && st.chans[k].rt == self.rt) {
+                    let mut n = 99;
+                    // SAFETY: a live channel token and a valid output.
+                    expect(unsafe { numagc_channel_waiting(st.chans[k].token, &mut n) }, &[NUMAGC_OK], "numagc_channel_waiting inside a section");
+                }
+                let Some(rt) = st.rts.get(self.rt).and_then(|r| r.as_ref()).filter(|r| !r.rt.is_null()).map(|r| r.rt) else { return };
+                let mut d = 0;
+                // SAFETY: a live runtime, one offset, a valid output.
+                let rc = unsafe { numagc_register_mixed(rt, c"blocking".as_ptr(), 2, [1usize].as_ptr(), 1, 0, &mut d) };
+                expect(rc, &[NUMAGC_OK], "numagc_register_mixed inside a section");
+                st.rts[self.rt].as_mut().unwrap().descs.push(Desc { id: d, size: 2, ptr: vec![false, true], mutable: false });
+            }
+            _ => self.refused_in_section(st),
+        }
+    }
+
+    /// A scope call inside a section: `NUMAGC_ERR_MISUSE`, whatever its
+    /// (well-formed) arguments, with outputs zeroed and nothing changed.
+    fn refused_in_section(&mut self, st: &mut State) {
+        let s = self.s;
+        let a = self.arg(&mut st.inp);
+        let v = self.value(a);
+        let inp = &mut st.inp;
+        let (mut out, mut f, mut n) = (9, 9, 9usize);
+        let misuse = [NUMAGC_ERR_MISUSE];
+        // SAFETY: our scope; valid outputs, arrays of the announced lengths;
+        // channel tokens are never dereferenced; the task and thread
+        // functions have their signatures (they are not run).
+        unsafe {
+            match inp.u8() % 16 {
+                0 => {
+                    expect(numagc_frame_enter(s, &mut f), &misuse, "numagc_frame_enter in a section");
+                    assert!(f == 0 || f == 9);
+                }
+                1 => {
+                    let f = self.frames.last().copied().unwrap_or(inp.u64());
+                    expect(numagc_frame_leave(s, f), &misuse, "numagc_frame_leave in a section");
+                }
+                2 => {
+                    let f = self.frames.last().copied().unwrap_or(inp.u64());
+                    expect(numagc_frame_return(s, f, v, &mut out), &misuse, "numagc_frame_return in a section");
+                    assert_eq!(out, 0);
+                }
+                3 => {
+                    expect(numagc_alloc_vector(s, [v, v].as_ptr(), 2, &mut out), &misuse, "numagc_alloc_vector in a section");
+                    assert_eq!(out, 0);
+                }
+                4 => {
+                    let ws = [inp.u64(); 3];
+                    expect(numagc_alloc_raw(s, ws.as_ptr(), 3, &mut out), &misuse, "numagc_alloc_raw in a section");
+                    assert_eq!(out, 0);
+                }
+                5 => {
+                    expect(numagc_field(s, v, inp.below(4), &mut out), &misuse, "numagc_field in a section");
+                    assert_eq!(out, 0);
+                    let mut w = 9;
+                    expect(numagc_raw(s, v, 0, &mut w), &misuse, "numagc_raw in a section");
+                    expect(numagc_length(s, v, &mut n), &misuse, "numagc_length in a section");
+                    let mut k = NUMAGC_KIND_INT;
+                    expect(numagc_kind_of(s, v, &mut k, null_mut()), &misuse, "numagc_kind_of in a section");
+                }
+                6 => {
+                    expect(numagc_set(s, v, 0, numagc_int(1)), &misuse, "numagc_set in a section");
+                    expect(numagc_set_raw(s, v, 0, 1), &misuse, "numagc_set_raw in a section");
+                }
+                7 => {
+                    expect(numagc_promote(s, v, &mut out), &misuse, "numagc_promote in a section");
+                    assert_eq!(out, 0);
+                    expect(numagc_local(s, v, &mut out), &misuse, "numagc_local in a section");
+                    expect(numagc_assign(s, v, v), &misuse, "numagc_assign in a section");
+                    let mut b = false;
+                    expect(numagc_is_local(s, v, &mut b), &misuse, "numagc_is_local in a section");
+                }
+                8 => {
+                    let rc = match inp.u8() % 4 {
+                        0 => numagc_collect_minor(s),
+                        1 => numagc_collect_major(s),
+                        2 => numagc_collect_global(s),
+                        _ => numagc_poll(s),
+                    };
+                    expect(rc, &misuse, "a collection in a section");
+                }
+                9 => {
+                    let mut g = 9;
+                    expect(numagc_global_new(s, v, &mut g), &misuse, "numagc_global_new in a section");
+                    assert_eq!(g, 0);
+                    if let Some(&(g, _, _)) = st.globals.first() {
+                        expect(numagc_global_get(s, g, &mut out), &misuse, "numagc_global_get in a section");
+                        assert_eq!(out, 0);
+                        expect(numagc_global_set(s, g, v), &misuse, "numagc_global_set in a section");
+                    }
+                }
+                10 => {
+                    expect(numagc_scope_vproc(s, &mut n), &misuse, "numagc_scope_vproc in a section");
+                    expect(numagc_scope_vprocs(s, &mut n), &misuse, "numagc_scope_vprocs in a section");
+                    expect(numagc_scope_handles(s, &mut n, null_mut()), &misuse, "numagc_scope_handles in a section");
+                }
+                11 => {
+                    let (mut x, mut y) = (9, 9);
+                    let env = [v];
+                    let rc = numagc_par2(s, env.as_ptr(), 1, Some(task), task_data(s.addr(), 0), Some(task), task_data(s.addr(), 0), &mut x, &mut y);
+                    expect(rc, &misuse, "numagc_par2 in a section");
+                    assert_eq!((x, y), (0, 0));
+                }
+                12 => {
+                    let data = std::ptr::without_provenance_mut::<c_void>(T_EXIT);
+                    expect(numagc_spawn(s, [v].as_ptr(), 1, Some(thread_body), data), &misuse, "numagc_spawn in a section");
+                    expect(numagc_spawn_on(s, 0, null(), 0, Some(thread_body), data), &misuse, "numagc_spawn_on in a section");
+                }
+                13 if !st.chans.is_empty() => {
+                    // Any channel, any direction, even a `dir` out of range:
+                    // refused before the channel or the cases are looked at,
+                    // so nothing waits and nothing is offered. (The offers
+                    // queued are not compared: threads on other vprocs may
+                    // queue theirs meanwhile.)
+                    let c = st.chans[inp.below(st.chans.len())];
+                    expect(numagc_send(s, c.token, v), &misuse, "numagc_send in a section");
+                    expect(numagc_recv(s, c.token, &mut out), &misuse, "numagc_recv in a section");
+                    assert_eq!(out, 0);
+                    let dir = if inp.bool() { inp.pick(BAD_INTS) } else { NUMAGC_SEND as c_int };
+                    let cases = [numagc_sel { channel: c.token, dir, value: v }];
+                    let mut i = 9;
+                    expect(numagc_select(s, cases.as_ptr(), 1, &mut i, &mut out), &misuse, "numagc_select in a section");
+                    assert_eq!(out, 0);
+                }
+                _ => {
+                    let mut buf = [0u64; 2];
+                    expect(numagc_read_raw(s, v, 0, buf.as_mut_ptr(), 2), &misuse, "numagc_read_raw in a section");
+                    expect(numagc_read_f64s(s, v, 0, buf.as_mut_ptr().cast(), 2), &misuse, "numagc_read_f64s in a section");
+                }
+            }
+        }
+        hit("refused in a section");
+    }
+
+    /// Leaves the section: the handles and frames are those it started
+    /// with, and every object still reads back what the model says
+    /// (collections may have moved them meanwhile).
+    fn leave_section(&mut self) {
+        let s = self.s;
+        let (h0, f0) = self.blocking.take().expect("in a section");
+        // SAFETY: our scope, valid outputs.
+        unsafe {
+            expect(numagc_leave_blocking(s), &[NUMAGC_OK], "numagc_leave_blocking");
+            let (mut h, mut f) = (0, 0);
+            expect(numagc_scope_handles(s, &mut h, &mut f), &[NUMAGC_OK], "numagc_scope_handles after a section");
+            assert_eq!((h, f), (h0, f0), "a blocking section changed the handles or frames");
+            assert_eq!(f, self.frames.len());
+        }
+        self.check_values();
+        hit("blocking section left");
+    }
+
+    /// Reads back every word the model knows of the body's live objects
+    /// (up to 64 words each), inside a frame of its own.
+    fn check_values(&self) {
+        let s = self.s;
+        // SAFETY: our scope; valid outputs; a buffer of the announced length.
+        unsafe {
+            let mut f = 0;
+            expect(numagc_frame_enter(s, &mut f), &[NUMAGC_OK], "numagc_frame_enter");
+            for h in self.hs.iter().filter(|h| h.live) {
+                match &h.shape {
+                    Shape::Raw(ws) if ws.len() <= 64 => {
+                        let mut buf = vec![0u64; ws.len()];
+                        expect(numagc_read_raw(s, h.v, 0, buf.as_mut_ptr(), ws.len()), &[NUMAGC_OK], "numagc_read_raw (check)");
+                        assert_eq!(&buf, ws, "a raw object changed");
+                    }
+                    Shape::Vector(ws) | Shape::Array(ws) | Shape::Mixed { words: ws, .. } if ws.len() <= 64 => {
+                        for (i, w) in ws.iter().enumerate() {
+                            match *w {
+                                Word::Int(x) => {
+                                    let mut out = 0;
+                                    expect(numagc_field(s, h.v, i, &mut out), &[NUMAGC_OK], "numagc_field (check)");
+                                    assert_eq!(out, numagc_int(x), "field {i} of {:?} changed", h.shape);
+                                }
+                                Word::Raw(x) => {
+                                    let mut out = 0;
+                                    expect(numagc_raw(s, h.v, i, &mut out), &[NUMAGC_OK], "numagc_raw (check)");
+                                    assert_eq!(out, x, "raw field {i} of {:?} changed", h.shape);
+                                }
+                                Word::Unknown => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            expect(numagc_frame_leave(s, f), &[NUMAGC_OK], "numagc_frame_leave");
+        }
+    }
+
+    // ---- counts far beyond their arrays -----------------------------------------
+
+    /// A pointer+count entry point with a count far beyond its (short)
+    /// array: refused with the documented code before the array is read.
+    /// Object lengths the heap limit would let through are not made (the
+    /// library would read the whole array, as C asked).
+    fn huge(&mut self, st: &mut State) {
+        let s = self.s;
+        let max_heap = self.max_heap(st);
+        let vprocs = st.rts.get(self.rt).and_then(|r| r.as_ref()).map_or(1, |r| r.vprocs);
+        let n = huge_count(&mut st.inp);
+        let a = self.arg(&mut st.inp);
+        let v = self.value(a);
+        let inp = &mut st.inp;
+        let vs = [v, v];
+        let ws = [inp.u64(); 2];
+        let mut out = 9;
+        let invalid = NUMAGC_ERR_INVALID_ARGUMENT;
+        // SAFETY: our scope; arrays shorter than announced, which the
+        // library must not read (it refuses the count first); valid outputs.
+        unsafe {
+            match inp.u8() % 8 {
+                k @ 0..=2 => {
+                    let Some(want) = Self::len_refusal(n, max_heap) else { return };
+                    let rc = match k {
+                        0 => numagc_alloc_vector(s, vs.as_ptr(), n, &mut out),
+                        1 => numagc_alloc_raw(s, ws.as_ptr(), n, &mut out),
+                        _ => numagc_alloc_f64s(s, ws.as_ptr().cast(), n, &mut out),
+                    };
+                    expect(rc, &[want], "an allocation of a count far beyond its array");
+                    assert_eq!(out, 0);
+                }
+                k @ 3..=4 => {
+                    let Some(len) = Self::len_refusal(n, max_heap) else { return };
+                    let want = if Self::is_bad(a) { NUMAGC_ERR_BAD_VALUE } else { len };
+                    let rc = if k == 3 { numagc_alloc_vector_filled(s, n, v, &mut out) } else { numagc_alloc_array(s, n, v, &mut out) };
+                    expect(rc, &[want], "numagc_alloc_vector_filled / _array of a huge length");
+                    assert_eq!(out, 0);
+                }
+                5 => {
+                    let (mut x, mut y) = (9, 9);
+                    let rc = numagc_par2(s, vs.as_ptr(), n, Some(task), task_data(s.addr(), 0), Some(task), task_data(s.addr(), 0), &mut x, &mut y);
+                    expect(rc, &[invalid], "numagc_par2 with n far beyond env");
+                    assert_eq!((x, y), (0, 0));
+                }
+                6 => {
+                    let data = std::ptr::without_provenance_mut::<c_void>(T_EXIT);
+                    let rc = if inp.bool() {
+                        numagc_spawn(s, vs.as_ptr(), n, Some(thread_body), data)
+                    } else {
+                        // The count is checked before the vproc.
+                        numagc_spawn_on(s, inp.below(vprocs + 2), vs.as_ptr(), n, Some(thread_body), data)
+                    };
+                    expect(rc, &[invalid], "numagc_spawn with n far beyond env");
+                }
+                _ => {
+                    let cases = [numagc_sel { channel: null_mut(), dir: NUMAGC_RECV as c_int, value: 0 }];
+                    let mut i = 9;
+                    let p = if inp.bool() { cases.as_ptr() } else { null() };
+                    let rc = numagc_select(s, p, n, &mut i, &mut out);
+                    expect(rc, &[invalid], "numagc_select with n far beyond cases");
+                    assert_eq!(out, 0);
+                    let mut buf = [0u64; 2];
+                    let rc = numagc_read_raw(s, v, inp.below(4), buf.as_mut_ptr(), n);
+                    let want = if Self::is_bad(a) { NUMAGC_ERR_BAD_VALUE } else { NUMAGC_ERR_MISUSE };
+                    expect(rc, &[want], "numagc_read_raw with n far beyond buf");
+                }
+            }
+        }
+        hit("huge count refused");
     }
 
     fn descs<'s>(&self, st: &'s State) -> &'s [Desc] {
@@ -1000,7 +1493,13 @@ impl Body {
         let args: Vec<Arg> = (0..nv).map(|_| self.arg(inp)).collect();
         let values: Vec<numagc_value> = args.iter().map(|&a| self.value(a)).collect();
         let raws: Vec<u64> = (0..nraw).map(|_| inp.u64()).collect();
-        let null_values = nv > 0 && inp.one_in(32);
+        // Now and then a count far beyond its array (which must not be read).
+        let (nv_arg, nraw_arg) = match skew {
+            3 => (huge_count(inp), nraw),
+            4 => (nv, huge_count(inp)),
+            _ => (nv, nraw),
+        };
+        let null_values = nv_arg > 0 && inp.one_in(32);
         let mut out = 9;
         // SAFETY: our scope; arrays of the announced lengths (or NULL); a valid output.
         let rc = unsafe {
@@ -1008,9 +1507,9 @@ impl Body {
                 self.s,
                 id,
                 if null_values { null() } else { values.as_ptr() },
-                nv,
+                nv_arg,
                 raws.as_ptr(),
-                nraw,
+                nraw_arg,
                 &mut out,
             )
         };
@@ -1018,8 +1517,11 @@ impl Body {
             &[NUMAGC_ERR_NULL_ARGUMENT]
         } else if desc.is_none() {
             &[NUMAGC_ERR_UNKNOWN_DESCRIPTOR]
-        } else if (nv, nraw) != (np, nr) {
+        } else if (nv_arg, nraw_arg) != (np, nr) {
             // The counts are checked before the values are read.
+            if (nv_arg, nraw_arg) != (nv, nraw) {
+                hit("huge count refused");
+            }
             &[NUMAGC_ERR_MISUSE]
         } else if args.iter().any(|&a| Self::is_bad(a)) {
             &[NUMAGC_ERR_BAD_VALUE]
@@ -1058,6 +1560,7 @@ impl Body {
     }
 
     fn alloc_other(&mut self, st: &mut State) {
+        let max_heap = self.max_heap(st);
         let inp = &mut st.inp;
         let s = self.s;
         let mut out = 9;
@@ -1086,8 +1589,8 @@ impl Body {
                 };
                 let want = if Self::is_bad(a) {
                     vec![NUMAGC_ERR_BAD_VALUE]
-                } else if len as u64 >= 1 << 48 {
-                    vec![NUMAGC_ERR_INVALID_ARGUMENT]
+                } else if let Some(e) = Self::len_refusal(len, max_heap) {
+                    vec![e]
                 } else {
                     vec![NUMAGC_OK, NUMAGC_ERR_HEAP_LIMIT]
                 };
@@ -1427,22 +1930,26 @@ impl Body {
         // tasks decode, never pointers; valid outputs.
         let rc = unsafe { numagc_par2(self.s, env.as_ptr(), n, Some(task), da, if null_b { None } else { Some(task) }, db, &mut oa, &mut ob) };
         // A task that allocates (2, or 7's nested fork) may also hit the
-        // heap limit; `a`'s failure comes first.
-        let may_fail = |k: usize| k == 2 || k == 7;
+        // heap limit, one that enters a blocking section (8, 9) find that
+        // its proxy thread cannot be started; `a`'s failure comes first.
+        let may_fail = |k: usize| match k {
+            2 | 7 => Some(NUMAGC_ERR_HEAP_LIMIT),
+            8 | 9 => Some(NUMAGC_ERR_OS),
+            _ => None,
+        };
         let want: Vec<numagc_status> = if null_b {
             vec![NUMAGC_ERR_NULL_ARGUMENT]
         } else if args.iter().any(|&a| Self::is_bad(a)) {
             vec![NUMAGC_ERR_BAD_VALUE]
         } else if let Some(e) = TASK_OUTCOME[ka] {
-            vec![e]
+            vec![e].into_iter().chain(may_fail(ka)).collect()
         } else {
             let mut w = match TASK_OUTCOME[kb] {
                 Some(e) => vec![e],
                 None => vec![NUMAGC_OK],
             };
-            if may_fail(ka) || may_fail(kb) {
-                w.push(NUMAGC_ERR_HEAP_LIMIT);
-            }
+            w.extend(may_fail(ka));
+            w.extend(may_fail(kb));
             w
         };
         expect(rc, &want, "numagc_par2");
@@ -1553,58 +2060,79 @@ impl Body {
             }
             (3, _) => {
                 // A choice over some channels, made only if one case is
-                // sure to complete; a NULL channel or no cases are refused.
+                // sure to complete, or if it is refused at once: a `dir`
+                // out of range, a NULL, freed or foreign channel, a bad
+                // value to send, no cases. Every case is checked, in
+                // order, before anything waits; the first bad one decides.
                 let n = inp.below(4);
                 let mut cases = Vec::new();
                 let mut idx = Vec::new();
+                let mut refusal = if n == 0 { Some(NUMAGC_ERR_MISUSE) } else { None };
                 for _ in 0..n {
-                    if st.chans.is_empty() || inp.one_in(16) {
-                        cases.push(numagc_sel { channel: null_mut(), dir: NUMAGC_RECV as c_int, value: 0 });
+                    let bad_dir = inp.one_in(12).then(|| inp.pick(BAD_INTS));
+                    let (case, this) = if st.chans.is_empty() || inp.one_in(16) {
                         idx.push(None);
-                        continue;
-                    }
-                    // Often a case that can complete: a channel with a
-                    // counterpart to come, in the direction that meets it.
-                    let ready: Vec<usize> = (0..st.chans.len()).filter(|&j| st.chans[j].live && st.chans[j].balance != 0).collect();
-                    let (j, recv) = if !ready.is_empty() && inp.bool() {
-                        let j = inp.pick(&ready);
-                        (j, st.chans[j].balance > 0)
+                        (numagc_sel { channel: null_mut(), dir: NUMAGC_RECV as c_int, value: 0 }, Some(NUMAGC_ERR_NULL_ARGUMENT))
                     } else {
-                        (inp.below(st.chans.len()), inp.bool())
+                        // Often a case that can complete: a channel with a
+                        // counterpart to come, in the direction that meets it.
+                        let ready: Vec<usize> = (0..st.chans.len()).filter(|&j| st.chans[j].live && st.chans[j].balance != 0).collect();
+                        let (j, recv) = if !ready.is_empty() && inp.bool() {
+                            let j = inp.pick(&ready);
+                            (j, st.chans[j].balance > 0)
+                        } else {
+                            (inp.below(st.chans.len()), inp.bool())
+                        };
+                        // A send's value: NIL, or any argument (a bad one is refused).
+                        let a = if !recv && inp.one_in(4) { self.arg(inp) } else { Arg::Int(0) };
+                        let value = if let Arg::Int(0) = a { NUMAGC_NIL } else { self.value(a) };
+                        let c = st.chans[j];
+                        let this = if !c.live {
+                            Some(NUMAGC_ERR_BAD_VALUE)
+                        } else if c.rt != self.rt {
+                            Some(NUMAGC_ERR_MISUSE)
+                        } else if !recv && Self::is_bad(a) {
+                            Some(NUMAGC_ERR_BAD_VALUE)
+                        } else {
+                            None
+                        };
+                        idx.push(Some((j, recv)));
+                        (numagc_sel { channel: c.token, dir: if recv { NUMAGC_RECV } else { NUMAGC_SEND } as c_int, value }, this)
                     };
-                    cases.push(numagc_sel { channel: st.chans[j].token, dir: if recv { NUMAGC_RECV } else { NUMAGC_SEND } as c_int, value: NUMAGC_NIL });
-                    idx.push(Some((j, recv)));
+                    let this = if bad_dir.is_some() { Some(NUMAGC_ERR_INVALID_ARGUMENT) } else { this };
+                    refusal = refusal.or(this);
+                    cases.push(numagc_sel { dir: bad_dir.unwrap_or(case.dir), ..case });
                 }
-                let refused_at_once = n == 0
-                    || idx.iter().any(|c| match c {
-                        None => true,
-                        Some((j, _)) => !st.chans[*j].live || st.chans[*j].rt != self.rt,
+                if refusal.is_none() {
+                    let completes = idx.iter().flatten().any(|&(j, recv)| {
+                        let b = st.chans[j].balance;
+                        if recv {
+                            b > 0
+                        } else {
+                            b < 0
+                        }
                     });
-                let completes = idx.iter().flatten().any(|&(j, recv)| {
-                    let b = st.chans[j].balance;
-                    if recv {
-                        b > 0
-                    } else {
-                        b < 0
+                    if !completes {
+                        return;
                     }
-                });
-                if !refused_at_once && !completes {
-                    return;
-                }
-                // The same channel in two cases could complete twice over one
-                // balance: keep choices to distinct channels.
-                let mut seen: Vec<usize> = idx.iter().flatten().map(|&(j, _)| j).collect();
-                seen.sort_unstable();
-                seen.dedup();
-                if seen.len() != idx.iter().flatten().count() {
-                    return;
+                    // The same channel in two cases could complete twice over
+                    // one balance: keep choices to distinct channels.
+                    let mut seen: Vec<usize> = idx.iter().flatten().map(|&(j, _)| j).collect();
+                    seen.sort_unstable();
+                    seen.dedup();
+                    if seen.len() != idx.iter().flatten().count() {
+                        return;
+                    }
                 }
                 let (mut i, mut out) = (7, 9);
                 // SAFETY: our scope; an array of `n` cases; valid outputs.
                 let rc = unsafe { numagc_select(s, cases.as_ptr(), n, &mut i, &mut out) };
-                if refused_at_once {
-                    expect(rc, &[NUMAGC_ERR_MISUSE, NUMAGC_ERR_BAD_VALUE, NUMAGC_ERR_NULL_ARGUMENT], "numagc_select (refused)");
+                if let Some(e) = refusal {
+                    expect(rc, &[e], "numagc_select (refused)");
                     assert_eq!(out, 0);
+                    if e == NUMAGC_ERR_INVALID_ARGUMENT {
+                        hit("bad int refused");
+                    }
                 } else {
                     expect(rc, &[NUMAGC_OK], "numagc_select");
                     hit("select");
@@ -1656,7 +2184,7 @@ impl Body {
 
 /// Task behaviours, chosen by the low 4 bits of a task's userdata (the
 /// high bits carry the parent's scope token).
-const TASK_KINDS: usize = 8;
+const TASK_KINDS: usize = 10;
 /// What `numagc_par2` returns because of each behaviour (`None`: the task
 /// succeeds).
 const TASK_OUTCOME: [Option<numagc_status>; TASK_KINDS] = [
@@ -1668,6 +2196,8 @@ const TASK_OUTCOME: [Option<numagc_status>; TASK_KINDS] = [
     Some(NUMAGC_ERR_NOT_ON_VPROC),     // 5: uses its parent's scope, returns that status
     Some(NUMAGC_ERR_MISUSE),           // 6: returns a status of its own
     None,                              // 7: forks again (tasks of kind 0 and 1)
+    Some(NUMAGC_ERR_MISUSE),           // 8: returns inside a blocking section
+    None,                              // 9: a blocking section, refused calls in it, left
 ];
 
 fn task_data(parent: usize, kind: usize) -> *mut c_void {
@@ -1717,6 +2247,32 @@ unsafe extern "C" fn task(s: *mut numagc_scope, env: *const numagc_value, n: usi
                 rc
             }
             6 => code(NUMAGC_ERR_MISUSE),
+            8 => {
+                let rc = numagc_enter_blocking(s);
+                expect(rc, &[NUMAGC_OK, NUMAGC_ERR_OS], "numagc_enter_blocking in a task");
+                if rc != 0 {
+                    return rc;
+                }
+                *result = numagc_int(8);
+                0
+            }
+            9 => {
+                let rc = numagc_enter_blocking(s);
+                expect(rc, &[NUMAGC_OK, NUMAGC_ERR_OS], "numagc_enter_blocking in a task");
+                if rc != 0 {
+                    return rc;
+                }
+                let mut v = 9;
+                let rc = numagc_alloc_vector(s, env.as_ptr(), n, &mut v);
+                expect(rc, &[NUMAGC_ERR_MISUSE], "numagc_alloc_vector in a task's section");
+                assert_eq!(v, 0);
+                expect(numagc_enter_blocking(s), &[NUMAGC_ERR_MISUSE], "numagc_enter_blocking twice in a task");
+                expect(numagc_leave_blocking(s), &[NUMAGC_OK], "numagc_leave_blocking in a task");
+                expect(numagc_leave_blocking(s), &[NUMAGC_ERR_MISUSE], "numagc_leave_blocking twice in a task");
+                *result = env.first().copied().unwrap_or(NUMAGC_NIL);
+                hit("section in a task");
+                0
+            }
             _ => {
                 let (mut a, mut b) = (0, 0);
                 let rc = numagc_par2(s, env.as_ptr(), n, Some(task), task_data(s.addr(), 0), Some(task), task_data(s.addr(), 1), &mut a, &mut b);
@@ -1735,7 +2291,7 @@ type ThreadFn = unsafe extern "C" fn(*mut numagc_scope, *const numagc_value, usi
 
 /// Thread behaviours, in the low 4 bits of a thread's userdata (the high
 /// bits carry its channel's token, when it has one).
-const THREAD_KINDS: usize = 9;
+const THREAD_KINDS: usize = 11;
 const T_EXIT: usize = 0;
 const T_SEND: usize = 1;
 const T_RECV: usize = 2;
@@ -1745,8 +2301,27 @@ const T_TWICE: usize = 5;
 const T_FAIL: usize = 6;
 const T_BLOCKING: usize = 7;
 const T_OPEN_FRAME: usize = 8;
+/// Bad input to `numagc_next_*` (a `dir` out of range, counts far beyond
+/// their arrays), each refused without counting as the answer; then exits.
+const T_BAD_INPUT: usize = 9;
+/// Returns inside a blocking section (its `numagc_next_exit` there is
+/// refused): the thread fails.
+const T_IN_SECTION: usize = 10;
+/// Forces a global collection and reports its status (high bits: its id
+/// in `COLLECTED`); spawned only by [`Body::blocking_op`].
+const T_COLLECT: usize = 11;
 /// The continuation after a send, a receive or a yield: exits.
 const T_THEN_EXIT: usize = 15;
+
+/// Ids of collector threads (`T_COLLECT`), never reused.
+static NEXT_COLLECTOR: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+/// The status of each collector thread's collection, by id, until the body
+/// that waits for it takes it.
+static COLLECTED: std::sync::Mutex<std::collections::BTreeMap<usize, c_int>> = std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn lock_collected() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<usize, c_int>> {
+    COLLECTED.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 unsafe extern "C" fn thread_body(
     s: *mut numagc_scope,
@@ -1808,6 +2383,43 @@ unsafe extern "C" fn thread_body(
             T_OPEN_FRAME => {
                 let mut f = 0;
                 expect(numagc_frame_enter(s, &mut f), &[NUMAGC_OK], "numagc_frame_enter in a thread");
+                expect(numagc_next_exit(next), &[NUMAGC_OK], "numagc_next_exit");
+                0
+            }
+            T_BAD_INPUT => {
+                let invalid = [NUMAGC_ERR_INVALID_ARGUMENT];
+                // The dir is checked before the channel (which may be NULL
+                // or freed); the environment is the body's own.
+                let dir = BAD_INTS[(s.addr() >> 4) % BAD_INTS.len()];
+                let bad = numagc_case { channel: ch, dir, value: NUMAGC_NIL, k: Some(thread_body), userdata: then };
+                expect(numagc_next_select(next, env.as_ptr(), n, &bad, 1), &invalid, "numagc_next_select (dir out of range)");
+                let good = numagc_case { dir: NUMAGC_RECV as c_int, ..bad };
+                // Counts far beyond their arrays, checked before them.
+                expect(numagc_next_select(next, env.as_ptr(), n, &good, usize::MAX), &invalid, "numagc_next_select (n_cases = SIZE_MAX)");
+                expect(numagc_next_select(next, env.as_ptr(), n, null(), 1 << 40), &invalid, "numagc_next_select (n_cases = 2^40, NULL)");
+                expect(numagc_next_select(next, env.as_ptr(), 1 << 40, &good, 1), &invalid, "numagc_next_select (n = 2^40)");
+                expect(numagc_next_yield(next, env.as_ptr(), usize::MAX, Some(thread_body), then), &invalid, "numagc_next_yield (n = SIZE_MAX)");
+                expect(numagc_next_send(next, ch, NUMAGC_NIL, env.as_ptr(), 1 << 40, Some(thread_body), then), &invalid, "numagc_next_send (n = 2^40)");
+                expect(numagc_next_recv(next, ch, env.as_ptr(), usize::MAX, Some(thread_body), then), &invalid, "numagc_next_recv (n = SIZE_MAX)");
+                hit("thread bad input refused");
+                // None of them was the answer.
+                expect(numagc_next_exit(next), &[NUMAGC_OK], "numagc_next_exit after refused numagc_next_* calls");
+                0
+            }
+            T_IN_SECTION => {
+                let rc = numagc_enter_blocking(s);
+                expect(rc, &[NUMAGC_OK, NUMAGC_ERR_OS], "numagc_enter_blocking in a thread");
+                // Refused inside the section (a scope call), so the step
+                // also says nothing: it fails either way.
+                let want = if rc == 0 { NUMAGC_ERR_MISUSE } else { NUMAGC_OK };
+                expect(numagc_next_exit(next), &[want], "numagc_next_exit in a section");
+                hit("thread returned inside a section");
+                0
+            }
+            T_COLLECT => {
+                let rc = numagc_collect_global(s);
+                expect(rc, &[NUMAGC_OK, NUMAGC_ERR_SAFEPOINT_TIMEOUT], "numagc_collect_global in a collector thread");
+                lock_collected().insert(token >> 4, rc);
                 expect(numagc_next_exit(next), &[NUMAGC_OK], "numagc_next_exit");
                 0
             }
