@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the loom model tests of numagc (crates/numagc/src/loom_models.rs) and
+# Runs the loom model tests of numagc (crates/numagc/src/loom_models/) and
 # of numagc-arena (crates/numagc-arena/src/loom_models.rs).
 #
 # Only the `loom_models` module is run: under `--cfg loom` the crate's other

@@ -4,7 +4,7 @@
 //! queue, doorbells, task hand-off and promotion requests, channels) take
 //! their primitives from here so that `RUSTFLAGS="--cfg loom"` swaps in
 //! `loom`'s model-checked versions and the same code is explored by the
-//! model tests in `src/loom_models.rs` (whose docs list every protocol).
+//! model tests in `src/loom_models/` (whose `mod.rs` docs list every protocol).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};

@@ -18,7 +18,7 @@
 //! stores its limit before loading `pending` ([`set_limit`]). Whatever the
 //! interleaving, a vproc either reads `pending == true` or its limit store
 //! comes first and is overwritten with zero. A SeqCst fence on each side
-//! makes this hold under any model; `src/loom_models.rs` checks it.
+//! makes this hold under any model; `src/loom_models/handshake.rs` checks it.
 //!
 //! ## Entering, gathering, and abandoning a collection (safepoint deadline)
 //!

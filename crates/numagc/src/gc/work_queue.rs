@@ -12,7 +12,7 @@
 //! are idle and every queue is empty no work can appear any more: the last
 //! worker to go idle sets `done` and wakes the rest. The loom models check
 //! that every pushed item is taken exactly once and that all workers stop
-//! (`src/loom_models.rs`).
+//! (`src/loom_models/scan_queue.rs`).
 
 use crate::sync::{lock, wait, Condvar, Mutex};
 

@@ -6,7 +6,7 @@
 //! rings; the waiter tests its condition under the bell's lock before
 //! sleeping. A ring that comes before the wait leaves `rung` set, one that
 //! comes after finds the waiter asleep on the condition variable: no wake-up
-//! is lost (`loom_models::doorbell_*`).
+//! is lost (`loom_models::waking::doorbell_*`).
 
 use crate::sync::{lock, wait, Condvar, Mutex};
 

@@ -157,7 +157,7 @@ impl<T> Mailbox<T> {
 /// it cannot, marks it `READY` and rings its thief. The signal is cleared before the mailbox
 /// is emptied, so a request posted meanwhile is either taken now or
 /// leaves the signal set for the next safepoint
-/// (`loom_models::promotion_requests_of_two_thieves_are_served`).
+/// (`loom_models::tasks::promotion_requests_of_two_thieves_are_served`).
 pub(crate) fn serve_requests<J, T>(
     coord: &Coordinator<J>,
     mailbox: &Mailbox<T>,
