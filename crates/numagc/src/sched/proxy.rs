@@ -82,11 +82,12 @@ pub(crate) unsafe fn enter(vp: &mut Vproc) -> Result<()> {
     if vp.proxy.is_none() {
         vp.proxy = Some(Proxy::start(vp)?);
     }
+    // The pointer is taken first; the reads through `vp` below leave it
+    // valid, and nothing writes through `vp` until the section is left.
+    let state: *mut Vproc = vp;
     let proxy = vp.proxy.as_ref().expect("started above");
-    let state = proxy.state.clone();
-    let (shared, id) = (vp.shared.clone(), vp.id);
-    state.store(vp as *mut Vproc, Ordering::Release);
-    shared.coord.enter_blocking(id);
+    proxy.state.store(state, Ordering::Release);
+    vp.shared.coord.enter_blocking(vp.id);
     Ok(())
 }
 
