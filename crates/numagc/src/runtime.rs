@@ -87,8 +87,12 @@ impl Runtime {
         let topology = Topology::from_config(&config)?;
         let n = config.vprocs;
         let placements = topology.place_vprocs(n);
-        let crate::plan::split::setup::Parts { heap, gc, mutators } =
-            crate::plan::split::setup::create(&config, &topology, &placements, faults)?;
+        let crate::plan::Parts {
+            heap,
+            split,
+            shared_heap,
+            vprocs: parts,
+        } = crate::plan::setup(&config, &topology, &placements, faults)?;
         let nodes: Vec<usize> = placements.iter().map(|p| p.node).collect();
         let (sched, workers) = crate::sched::Scheduler::new(&nodes);
         let shared = Arc::new(Shared {
@@ -97,7 +101,8 @@ impl Runtime {
             descs: DescriptorTable::new(),
             coord: Coordinator::with_safepoint_timeout(n, config.safepoint_timeout()),
             global_roots: GlobalRoots::new(),
-            split: gc,
+            split,
+            shared_heap,
             stats: (0..n).map(|_| Mutex::new(VprocStats::default())).collect(),
             placements: placements.clone(),
             pins: Mutex::new(vec![PinOutcome::Disabled; n]),
@@ -110,7 +115,7 @@ impl Runtime {
         });
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::with_capacity(n);
-        for ((p, split), worker) in placements.iter().zip(mutators).zip(workers) {
+        for ((p, part), worker) in placements.iter().zip(parts).zip(workers) {
             let vshared = shared.clone();
             let ready = ready_tx.clone();
             let (id, node, cpu) = (p.vproc, p.node, p.cpu);
@@ -125,7 +130,7 @@ impl Runtime {
                         PinOutcome::Disabled
                     };
                     lock(&vshared.pins)[id] = pin;
-                    let mut vp = Vproc::new(vshared, id, node, split, worker);
+                    let mut vp = Vproc::new(vshared, id, node, part, worker);
                     vp.publish_stats();
                     let _ = ready.send(());
                     drop(ready);
@@ -344,6 +349,16 @@ impl Runtime {
     }
 }
 
+/// The plan the unit tests run on: `NUMAGC_TEST_PLAN` (`split` when
+/// unset), so that `scripts/test.sh` runs them on every plan.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn test_plan() -> crate::PlanKind {
+    match std::env::var("NUMAGC_TEST_PLAN") {
+        Ok(p) => p.parse().expect("NUMAGC_TEST_PLAN names a plan"),
+        Err(_) => crate::PlanKind::SplitHeap,
+    }
+}
+
 /// A small runtime for the crate's unit tests: 256 KiB local heaps, 64 KiB
 /// chunks, no pinning.
 #[cfg(all(test, not(loom)))]
@@ -352,7 +367,19 @@ pub(crate) fn small_test_runtime(
     verify: bool,
     global_gc_threshold: usize,
 ) -> Runtime {
+    small_test_runtime_on(test_plan(), vprocs, verify, global_gc_threshold)
+}
+
+/// [`small_test_runtime`] on `plan` (for tests of one plan's internals).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn small_test_runtime_on(
+    plan: crate::PlanKind,
+    vprocs: usize,
+    verify: bool,
+    global_gc_threshold: usize,
+) -> Runtime {
     let cfg = Config::builder()
+        .plan(plan)
         .vprocs(vprocs)
         .pin(false)
         .verify(verify)

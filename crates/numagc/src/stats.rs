@@ -196,6 +196,9 @@ pub struct VprocStats {
     pub copied_local_node: u64,
     /// Bytes copied in global collections from chunks on other nodes.
     pub copied_remote_node: u64,
+    /// Shared plan: bytes of objects scanned by marking and of slots swept
+    /// (the work of its major slices).
+    pub bytes_marked: u64,
     pub pauses: PauseHistogram,
 }
 
@@ -225,6 +228,7 @@ impl VprocStats {
             (&mut self.bytes_copied_global, o.bytes_copied_global),
             (&mut self.copied_local_node, o.copied_local_node),
             (&mut self.copied_remote_node, o.copied_remote_node),
+            (&mut self.bytes_marked, o.bytes_marked),
         ] {
             *mine = mine.saturating_add(theirs);
         }

@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub global_roots: GlobalRoots,
     /// The split plan's collection state (`plan::split::global`).
     pub split: crate::plan::split::global::GlobalGc,
+    /// The shared plan's state (`plan::shared_heap`).
+    pub shared_heap: crate::plan::shared_heap::SharedHeapGc,
     pub sched: Scheduler,
     /// Statistics each vproc publishes after every job and collection.
     pub stats: Box<[Mutex<VprocStats>]>,
@@ -131,8 +133,11 @@ pub(crate) struct Vproc {
     /// (a copy of the setting, read on every allocation).
     pub large_object_size: usize,
     /// The split plan's part: local heap, current chunk, copy reserve,
-    /// remembered stores (`plan::split::Mutator`).
+    /// remembered stores (`plan::split::Mutator`); empty on other plans.
     pub split: crate::plan::split::Mutator,
+    /// The shared plan's part: minor heap, pools, mark stack, remembered
+    /// set (`plan::shared_heap::Mutator`); empty on other plans.
+    pub shared_heap: crate::plan::shared_heap::Mutator,
     pub stats: VprocStats,
     /// This vproc's work-stealing deque (`crate::sched`).
     pub worker: Worker<Arc<Task>>,
@@ -156,9 +161,19 @@ impl Vproc {
         shared: Arc<Shared>,
         id: usize,
         node: usize,
-        split: crate::plan::split::Mutator,
+        part: crate::plan::VprocPart,
         worker: Worker<Arc<Task>>,
     ) -> Vproc {
+        let (split, shared_heap, start, end) = match part {
+            crate::plan::VprocPart::Split(m) => {
+                let (s, e) = (m.local.nursery_start, m.local.end);
+                (m, crate::plan::shared_heap::Mutator::unused(), s, e)
+            }
+            crate::plan::VprocPart::SharedHeap(m) => {
+                let (s, e) = (m.minor_start, m.minor_end);
+                (crate::plan::split::Mutator::unused(), m, s, e)
+            }
+        };
         let cfg = &shared.config;
         let limit: *const AtomicUsize = shared.coord.limit_cell(id);
         let stats = VprocStats {
@@ -170,14 +185,15 @@ impl Vproc {
             id,
             node,
             plan: cfg.plan,
-            alloc_ptr: split.local.nursery_start,
-            counted_ptr: split.local.nursery_start,
-            alloc_end: split.local.end,
+            alloc_ptr: start,
+            counted_ptr: start,
+            alloc_end: end,
             limit,
             roots: UnsafeCell::new(Vec::with_capacity(1024)),
             large_object_size: cfg.large_object_size,
             layouts: shared.descs.fast_layouts(),
             split,
+            shared_heap,
             stats,
             worker,
             in_thread: 0,

@@ -91,7 +91,7 @@ fn jobs_on_two_vprocs_rendezvous() {
         for i in 0..50 {
             s.scope(|s| {
                 let l = build_list(s, cons, i, 40).unwrap();
-                assert!(s.is_local(l));
+                assert_eq!(s.is_local(l), split_plan());
                 s.send(&ch, l).unwrap();
                 check_list(
                     s,
@@ -107,7 +107,8 @@ fn jobs_on_two_vprocs_rendezvous() {
     receiver.join().unwrap().unwrap();
     let t = rt.stats().total;
     assert_eq!(t.rendezvous, 50, "each send met one receive");
-    assert!(t.bytes_promoted > 0);
+    // Sent values are promoted on the split plan, shared as they are on the shared one.
+    assert_eq!(t.bytes_promoted > 0, split_plan());
 }
 
 /// Ping-pong: the counter goes back and forth `rounds` times between two

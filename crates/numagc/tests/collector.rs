@@ -59,7 +59,9 @@ fn survives_many_collections() {
     let st = rt.stats();
     for v in &st.vprocs {
         assert!(
-            v.minor.count > 0 && v.major.count > 0 && v.global.count > 0,
+            // (The shared plan's major work is done in slices, which a
+            // vproc may not need between its collections.)
+            v.minor.count > 0 && (v.major.count > 0 || !split_plan()) && v.global.count > 0,
             "vproc {}: {:?}",
             v.vproc,
             (v.minor.count, v.major.count, v.global.count)
@@ -191,7 +193,11 @@ fn promotion_copies_transitive_closure() {
     rt.run_on(0, move |s| {
         let l = build_list(s, cons, 5, 500).unwrap();
         let top = s.alloc_vector(&[l, Handle::int(1), l]).unwrap();
-        assert!(s.is_local(top) && s.is_local(l), "fresh data is local");
+        assert_eq!(
+            s.is_local(top) && s.is_local(l),
+            split_plan(),
+            "fresh data is local on the split plan"
+        );
         let g = s.promote(top).unwrap();
         assert!(!s.is_local(g), "promoted handle is global");
         let mut objects = 0;
@@ -231,12 +237,12 @@ fn promotion_copies_transitive_closure() {
     .unwrap();
     let after = rt.stats().total;
     assert!(
-        after.bytes_promoted >= before.bytes_promoted + 500 * 32,
+        after.bytes_promoted >= before.bytes_promoted + 500 * 32 || !split_plan(),
         "bytes promoted {}",
         after.bytes_promoted
     );
     assert!(
-        after.promotion.count > before.promotion.count,
+        after.promotion.count > before.promotion.count || !split_plan(),
         "promotion count {}",
         after.promotion.count
     );
@@ -267,7 +273,7 @@ fn write_barrier_promotes() {
 
         let l = build_list(s, cons, 2, 100).unwrap();
         let v = s.alloc_vector(&[Handle::int(42), l]).unwrap();
-        assert!(s.is_local(l) && s.is_local(v));
+        assert_eq!(s.is_local(l) && s.is_local(v), split_plan());
         s.set(arr, 1, l).unwrap();
         s.set(r, 0, v).unwrap();
         s.set_raw(r, 1, 99).unwrap();
@@ -379,7 +385,7 @@ fn large_objects_are_not_moved() {
         let locals: Vec<Handle<'_>> = (0..10)
             .map(|k| s.alloc_vector(&[Handle::int(k), Handle::int(-k)]).unwrap())
             .collect();
-        assert!(locals.iter().all(|&h| s.is_local(h)));
+        assert!(locals.iter().all(|&h| s.is_local(h) == split_plan()));
         let elems: Vec<Handle<'_>> = (0..WORDS)
             .map(|i| {
                 if i % 7 == 0 {
@@ -545,7 +551,7 @@ fn stats_report_all_collection_kinds() {
         let _g = s.promote(l).unwrap();
         // `l` may be global already (survivor promotion); a fresh list is local.
         let fresh = build_list(s, cons, 2, 100).unwrap();
-        assert!(s.is_local(fresh));
+        assert_eq!(s.is_local(fresh), split_plan());
         let _f = s.promote(fresh).unwrap();
         s.collect_major().unwrap();
         s.collect_global().unwrap();
@@ -555,14 +561,14 @@ fn stats_report_all_collection_kinds() {
     let t = &st.total;
     assert!(t.minor.count > 0, "minor {:?}", t.minor);
     assert!(t.major.count > 0, "major {:?}", t.major);
-    assert!(t.promotion.count > 0, "promotion {:?}", t.promotion);
+    assert_eq!(t.promotion.count > 0, split_plan(), "promotion {:?}", t.promotion);
     assert!(t.global.count > 0, "global {:?}", t.global);
     assert!(
         t.bytes_allocated > 20_000 * 32,
         "allocated {}",
         t.bytes_allocated
     );
-    assert!(t.bytes_promoted > 0);
+    assert_eq!(t.bytes_promoted > 0, split_plan());
     assert!(t.pauses.count() > 0);
     assert_eq!(st.vprocs.len(), 2);
     for (i, v) in st.vprocs.iter().enumerate() {
@@ -577,7 +583,7 @@ fn stats_report_all_collection_kinds() {
     let json = st.to_json();
     for key in ["minor", "major", "promotion", "global"] {
         assert!(
-            json["total"][key]["count"].as_u64().unwrap() > 0,
+            json["total"][key]["count"].as_u64().unwrap() > 0 || (key == "promotion" && !split_plan()),
             "json total.{key}.count: {}",
             json["total"][key]
         );
@@ -742,6 +748,9 @@ fn ten_million_element_arrays_are_never_copied() {
 /// (verifier on).
 #[test]
 fn survivor_promotion_copies_large_structures_once() {
+    if !split_plan() {
+        return; // a setting of the split plan's local heaps
+    }
     const DEPTH: u32 = 15; // 65,535 nodes of 32 bytes: 8 × the local heap
     let run = |percent: u32, big: bool| {
         let rt = numagc::Runtime::new(test_config(1).survivor_promotion(percent).build().unwrap())

@@ -450,7 +450,7 @@ fn collections_during_the_build_keep_every_element() {
         let t = rt.stats().total;
         if vprocs == 2 {
             assert!(
-                t.tasks_stolen > 0 && t.bytes_promoted > 0,
+                t.tasks_stolen > 0 && (t.bytes_promoted > 0 || !split_plan()),
                 "no piece was stolen in 5 rounds"
             );
         }

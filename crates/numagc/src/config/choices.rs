@@ -99,12 +99,18 @@ pub enum PlanKind {
     /// Per-vproc local heaps plus a chunked global heap (DLG + Appel, §3).
     #[serde(rename = "split")]
     SplitHeap,
+    /// Per-vproc minor heaps promoted together into one shared,
+    /// concurrently marked, non-moving major heap (OCaml 5's design,
+    /// multicore-ocaml-gc.txt).
+    #[serde(rename = "shared")]
+    SharedHeap,
 }
 
 impl PlanKind {
     pub fn name(self) -> &'static str {
         match self {
             PlanKind::SplitHeap => "split",
+            PlanKind::SharedHeap => "shared",
         }
     }
 }
@@ -124,6 +130,8 @@ impl FromStr for PlanKind {
             &[
                 ("split", PlanKind::SplitHeap),
                 ("split-heap", PlanKind::SplitHeap),
+                ("shared", PlanKind::SharedHeap),
+                ("shared-heap", PlanKind::SharedHeap),
             ],
             PLAN_ALLOWED,
         )

@@ -124,7 +124,7 @@ const MAX_CHUNK: usize = 64 * MIB;
 const MIN_MAX_HEAP: usize = MIN_LOCAL_HEAP + 2 * MIN_CHUNK;
 pub(crate) const LARGE_OBJECT_FLOOR: usize = 256;
 
-const PLAN_ALLOWED: &str = "split (or split-heap)";
+const PLAN_ALLOWED: &str = "split (or split-heap), shared (or shared-heap)";
 const POLICY_ALLOWED: &str = "local, interleave, node0";
 const BOOL_ALLOWED: &str = "true, false, 1, 0, yes, no, on, off";
 const VPROCS_ALLOWED: &str = "1 ..= 1024";

@@ -86,6 +86,12 @@ impl BlockingStates {
     /// Rings the proxy of every vproc that may be blocked (a collection
     /// was requested: `pending` was stored just before, followed by a
     /// `SeqCst` fence).
+    /// Whether vproc `v`'s proxy owns its state now (called by whoever
+    /// owns it: the answer cannot change under it).
+    pub fn is_proxied(&self, v: usize) -> bool {
+        self.state[v].load(Ordering::SeqCst) == PROXIED
+    }
+
     pub fn ring_blocked(&self) {
         for v in 0..self.state.len() {
             self.ring_if_blocked(v);

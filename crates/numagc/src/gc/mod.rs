@@ -21,6 +21,21 @@ impl Drop for AbortOnUnwind {
     }
 }
 
+/// What a vproc's part in a stop-the-world collection came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Joined {
+    /// It took part in a collection that completed.
+    Collected,
+    /// No collection was pending any more.
+    NotPending,
+    /// The collection was called off before anything moved; `requested`:
+    /// this vproc had asked for it (it was the leader).
+    Abandoned {
+        reason: handshake::Abandoned,
+        requested: bool,
+    },
+}
+
 pub(crate) mod blocking;
 pub(crate) mod handshake;
 pub(crate) mod work_queue;

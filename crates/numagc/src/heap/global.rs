@@ -35,7 +35,7 @@
 use crate::config::NumaPolicy;
 use crate::heap::budget::{HeapBudget, OverLimit};
 use crate::heap::chunk_pool::ChunkPool;
-use crate::heap::space::{AddressSpace, ChunkKind, MapFailure};
+use crate::heap::space::{AddressSpace, ChunkInfo, ChunkKind, MapFailure};
 use crate::numa::{self, BindOutcome, BindRequest, BindingCounts};
 use crate::sync::{lock, Mutex};
 use crate::topology::Topology;
@@ -367,11 +367,17 @@ impl GlobalHeap {
     /// Frees every large object that the global collection did not mark and
     /// clears the marks of the others. Runs while all vprocs are stopped.
     pub fn sweep_large(&self) -> usize {
+        self.sweep_large_if(|info| !info.mark.swap(false, Ordering::AcqRel))
+    }
+
+    /// Frees every large object whose head chunk's metadata `dead` says
+    /// is garbage. Runs while all vprocs are stopped.
+    pub fn sweep_large_if(&self, mut dead: impl FnMut(&ChunkInfo) -> bool) -> usize {
         let mut large = lock(&self.large);
         let mut freed = 0;
         large.retain(|&head| {
             let info = self.space.info(head);
-            if info.mark.swap(false, Ordering::AcqRel) {
+            if !dead(info) {
                 return true;
             }
             let n = info.owner.load(Ordering::Relaxed) as usize;

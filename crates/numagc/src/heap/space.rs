@@ -41,8 +41,11 @@ pub(crate) enum ChunkKind {
     LargeHead = 3,
     /// A following chunk of a large object.
     LargeTail = 4,
-    /// Part of a vproc's local heap.
+    /// Part of a vproc's local heap (split plan) or minor heap (shared plan).
     Local = 5,
+    /// A chunk of size-class pages of the shared plan's major heap
+    /// (`plan::shared_heap::pages`).
+    Pool = 6,
 }
 
 impl ChunkKind {
@@ -53,6 +56,7 @@ impl ChunkKind {
             3 => ChunkKind::LargeHead,
             4 => ChunkKind::LargeTail,
             5 => ChunkKind::Local,
+            6 => ChunkKind::Pool,
             _ => ChunkKind::Free,
         }
     }
@@ -245,6 +249,11 @@ impl AddressSpace {
     #[inline(always)]
     pub fn chunk_start(&self, id: usize) -> usize {
         self.base + (id << self.chunk_shift)
+    }
+
+    /// Number of chunks the reservation holds (ids are below it).
+    pub fn num_chunks(&self) -> usize {
+        self.chunks.len()
     }
 
     /// The chunk holding `addr`, if it is inside the reservation.

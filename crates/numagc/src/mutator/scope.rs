@@ -316,6 +316,7 @@ impl<'s> Scope<'s> {
         let o = unsafe { Obj::at(addr) };
         fill(o, &words);
         o.init_header(h);
+        plan::init_global(self.vp, o);
         Ok(self.push_root(addr as u64))
     }
 
@@ -556,6 +557,7 @@ impl<'s> Scope<'s> {
         let o = self.mutable_target(obj, i, true)?;
         let mut w = [self.word(value)];
         plan::promote_words(self.vp, &mut w)?;
+        plan::pre_store(self.vp, o, i);
         o.field_cell(i)
             .store(w[0], std::sync::atomic::Ordering::Release);
         plan::remember_store(self.vp, o, i);

@@ -20,15 +20,20 @@
 //! | [`alloc_slow`] | the bump region is exhausted (collect, then refill it) |
 //! | [`alloc_global`] | an object that must be shared or is too large (mutable, large) |
 //! | [`promote_words`] | values are about to be shared with another vproc |
+//! | [`pre_store`] | the write barrier, before a store into a mutable object |
 //! | [`remember_store`] | the write barrier, after a store into a mutable object |
+//! | [`init_global`] | an object allocated by `alloc_global` was initialised |
 //! | [`poll`], [`join_collection`] | a safepoint: join a pending collection, serve requests |
 //! | [`collect_minor`], [`collect_major`], [`collect_global`], [`collect_global_young`] | explicit collections |
+//! | [`idle_work`] | a vproc with nothing to run, before it sleeps |
 //! | [`is_private`], [`private_bytes_in_use`], [`full_global_collections`] | queries of the API and the statistics |
 //!
 //! Its state: the plan-wide part lives in [`crate::vproc::Shared`] (the
-//! split plan's `split: GlobalGc` beside the chunk heap), the per-vproc
-//! part in [`crate::vproc::Vproc`] (`split: split::Mutator`), both built by
-//! the plan's `setup` when a runtime starts.
+//! split plan's `split: GlobalGc`, the shared plan's `shared_heap:
+//! SharedHeapGc`, beside the chunk heap), the per-vproc part in
+//! [`crate::vproc::Vproc`] (`split`, `shared_heap`), both built by the
+//! plan's `setup` when a runtime starts; the parts of the plans a runtime
+//! does not run are empty (no memory is reserved for them).
 //!
 //! The form, measured: the dispatch is a `match` on the configured
 //! [`PlanKind`], on slow paths only, so each plan's code is inlined into
@@ -42,14 +47,64 @@
 //! | plan | paper | status |
 //! |---|---|---|
 //! | `split` (`plan/split/`) | manticore-numa-gc.md §3: local heaps + chunked NUMA global heap | implemented |
-//! | shared heap | multicore-ocaml-gc.txt | not yet implemented (issue 17) |
+//! | `shared` (`plan/shared_heap/`) | multicore-ocaml-gc.txt: minor heaps + shared mark-sweep major heap | implemented; compaction, ephemerons and finalisers not yet (issue 17) |
 //! | hybrid | gumsmp-shared-distributed-heaps.txt | not yet implemented (issue 19) |
 
+pub(crate) mod shared_heap;
 pub(crate) mod split;
 
-use crate::config::PlanKind;
+use crate::config::{Config, PlanKind};
 use crate::error::Result;
+use crate::heap::global::GlobalHeap;
+use crate::topology::{Topology, VprocPlacement};
+use crate::object::Obj;
 use crate::vproc::Vproc;
+
+/// A vproc's part of its plan, as `setup` makes it.
+pub(crate) enum VprocPart {
+    Split(split::Mutator),
+    SharedHeap(shared_heap::Mutator),
+}
+
+/// What a runtime starts with: the heap, both plans' plan-wide states
+/// (the one not configured is empty) and each vproc's part.
+pub(crate) struct Parts {
+    pub heap: GlobalHeap,
+    pub split: split::global::GlobalGc,
+    pub shared_heap: shared_heap::SharedHeapGc,
+    pub vprocs: Vec<VprocPart>,
+}
+
+/// Builds the configured plan. Fails with `Error::MapFailed` when the
+/// system refuses the heap's memory; nothing is left behind.
+pub(crate) fn setup(
+    config: &Config,
+    topology: &Topology,
+    placements: &[VprocPlacement],
+    faults: crate::fault::Hook,
+) -> Result<Parts> {
+    let n = placements.len();
+    match config.plan {
+        PlanKind::SplitHeap => {
+            let p = split::setup::create(config, topology, placements, faults)?;
+            Ok(Parts {
+                heap: p.heap,
+                split: p.gc,
+                shared_heap: shared_heap::SharedHeapGc::unused(n),
+                vprocs: p.mutators.into_iter().map(VprocPart::Split).collect(),
+            })
+        }
+        PlanKind::SharedHeap => {
+            let p = shared_heap::setup::create(config, topology, placements, faults)?;
+            Ok(Parts {
+                heap: p.heap,
+                split: split::global::GlobalGc::new(topology.num_nodes(), 0),
+                shared_heap: p.gc,
+                vprocs: p.mutators.into_iter().map(VprocPart::SharedHeap).collect(),
+            })
+        }
+    }
+}
 
 /// The nursery cannot hold `bytes` more: collect. `Ok(None)` means the
 /// object must be allocated with [`alloc_global`].
@@ -57,14 +112,27 @@ use crate::vproc::Vproc;
 pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
     match v.plan {
         PlanKind::SplitHeap => split::alloc_slow(v, bytes),
+        PlanKind::SharedHeap => shared_heap::alloc_slow(v, bytes),
     }
 }
 
 /// Uninitialised room for an object of `bytes` in the shared part of the
-/// heap (mutable objects, large objects); written before the next safepoint.
+/// heap (mutable objects, large objects); written before the next
+/// safepoint, then announced with [`init_global`].
 pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
     match v.plan {
         PlanKind::SplitHeap => split::alloc_global(v, bytes),
+        PlanKind::SharedHeap => shared_heap::alloc_global(v, bytes),
+    }
+}
+
+/// The object `o` from [`alloc_global`] is initialised.
+#[inline]
+pub(crate) fn init_global(v: &mut Vproc, o: Obj) {
+    match v.plan {
+        // Its values were promoted before they were written.
+        PlanKind::SplitHeap => {}
+        PlanKind::SharedHeap => shared_heap::init_global(v, o),
     }
 }
 
@@ -74,14 +142,26 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
 pub(crate) fn promote_words(v: &mut Vproc, words: &mut [u64]) -> Result<()> {
     match v.plan {
         PlanKind::SplitHeap => split::promote_words(v, words),
+        // Every value is shareable as it is.
+        PlanKind::SharedHeap => Ok(()),
+    }
+}
+
+/// A value is about to be stored into field `i` of the mutable object `o`.
+#[inline]
+pub(crate) fn pre_store(v: &mut Vproc, o: Obj, i: usize) {
+    match v.plan {
+        PlanKind::SplitHeap => {}
+        PlanKind::SharedHeap => shared_heap::pre_store(v, o, i),
     }
 }
 
 /// A value was stored into field `i` of the mutable object `o`.
 #[inline]
-pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
+pub(crate) fn remember_store(v: &mut Vproc, o: Obj, i: usize) {
     match v.plan {
         PlanKind::SplitHeap => split::remember_store(v, o, i),
+        PlanKind::SharedHeap => shared_heap::remember_store(v, o, i),
     }
 }
 
@@ -89,18 +169,30 @@ pub(crate) fn remember_store(v: &mut Vproc, o: crate::object::Obj, i: usize) {
 pub(crate) fn poll(v: &mut Vproc) {
     match v.plan {
         PlanKind::SplitHeap => split::poll(v),
+        PlanKind::SharedHeap => shared_heap::poll(v),
+    }
+}
+
+/// A vproc with nothing to run does some of its plan's concurrent work;
+/// `true` when there was some.
+pub(crate) fn idle_work(v: &mut Vproc) -> bool {
+    match v.plan {
+        PlanKind::SplitHeap => false,
+        PlanKind::SharedHeap => shared_heap::idle_work(v),
     }
 }
 
 pub(crate) fn collect_minor(v: &mut Vproc) {
     match v.plan {
         PlanKind::SplitHeap => split::collect_minor(v),
+        PlanKind::SharedHeap => shared_heap::collect_minor(v),
     }
 }
 
 pub(crate) fn collect_major(v: &mut Vproc) -> Result<()> {
     match v.plan {
         PlanKind::SplitHeap => split::collect_major(v),
+        PlanKind::SharedHeap => shared_heap::collect_major(v),
     }
 }
 
@@ -108,22 +200,23 @@ pub(crate) fn collect_major(v: &mut Vproc) -> Result<()> {
 pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
     match v.plan {
         PlanKind::SplitHeap => split::collect_global_full(v),
+        PlanKind::SharedHeap => shared_heap::collect_global(v),
     }
 }
 
 /// An explicit global collection of the kind a trigger starts (young when
-/// the plan has young collections and tenured data is within its limit).
+/// the plan has young collections and tenured data is within its limit;
+/// the end of the current major cycle in the shared plan).
 pub(crate) fn collect_global_young(v: &mut Vproc) -> Result<()> {
     match v.plan {
         PlanKind::SplitHeap => split::collect_global(v),
+        PlanKind::SharedHeap => shared_heap::collect_major(v),
     }
 }
 
 /// An idle vproc was woken because a collection is pending.
 pub(crate) fn join_collection(v: &mut Vproc) {
-    match v.plan {
-        PlanKind::SplitHeap => split::poll(v),
-    }
+    poll(v)
 }
 
 /// Whether the object at `addr` is private to vproc `v` (in the split
@@ -132,24 +225,28 @@ pub(crate) fn join_collection(v: &mut Vproc) {
 pub(crate) fn is_private(v: &Vproc, addr: usize) -> bool {
     match v.plan {
         PlanKind::SplitHeap => v.split.local.contains(addr),
+        PlanKind::SharedHeap => false,
     }
 }
 
 /// Bytes of vproc `v`'s private heap in use (in the split plan: its local
-/// heap's old data and nursery).
+/// heap's old data and nursery; in the shared plan: its minor heap).
 pub(crate) fn private_bytes_in_use(v: &Vproc) -> usize {
     match v.plan {
         PlanKind::SplitHeap => {
             (v.split.local.old_top - v.split.local.base)
                 + (v.alloc_ptr - v.split.local.nursery_start)
         }
+        PlanKind::SharedHeap => v.alloc_ptr - v.shared_heap.minor_start,
     }
 }
 
 /// Global collections completed that were full ones (every chunk
-/// evacuated; the split plan's young global collections are not).
+/// evacuated; the split plan's young global collections are not); in the
+/// shared plan, major cycles completed.
 pub(crate) fn full_global_collections(shared: &crate::vproc::Shared) -> u64 {
     match shared.config.plan {
         PlanKind::SplitHeap => shared.split.full_collections(),
+        PlanKind::SharedHeap => shared_heap::cycles(shared),
     }
 }

@@ -355,6 +355,12 @@ pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crat
             run_in_root_scope(vp, w);
             continue;
         }
+        // Idle time goes to the plan's concurrent work (the shared plan's
+        // marking and sweeping) before the vproc sleeps.
+        if !shared.coord.pending() && !shared.coord.interrupted(vp.id) && crate::plan::idle_work(vp) {
+            vp.publish_stats();
+            continue;
+        }
         let t0 = vp.tracer.start();
         let wake = shared
             .coord

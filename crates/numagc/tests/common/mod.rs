@@ -11,9 +11,25 @@ pub const MIB: usize = 1 << 20;
 pub const LOCAL_HEAP: usize = 256 * KIB;
 pub const CHUNK: usize = 64 * KIB;
 
+/// The plan the tests run on: `NUMAGC_TEST_PLAN` (`split` when unset), so
+/// that `scripts/test.sh` runs the suite on every plan.
+pub fn test_plan() -> numagc::PlanKind {
+    match std::env::var("NUMAGC_TEST_PLAN") {
+        Ok(p) => p.parse().expect("NUMAGC_TEST_PLAN names a plan"),
+        Err(_) => numagc::PlanKind::SplitHeap,
+    }
+}
+
+/// Whether the tests run on the split plan, where fresh data is private
+/// to its vproc until promoted (on the shared plan nothing is private).
+pub fn split_plan() -> bool {
+    test_plan() == numagc::PlanKind::SplitHeap
+}
+
 /// Small sizes, heap verification after every collection, no pinning.
 pub fn test_config(vprocs: usize) -> ConfigBuilder {
     Config::builder()
+        .plan(test_plan())
         .vprocs(vprocs)
         .verify(true)
         .pin(false)
@@ -153,17 +169,23 @@ pub fn garbage(s: &mut Scope<'_>, cons: DescId, cells: usize) {
     });
 }
 
-/// Builds a list and promotes it; the local copy is dropped.
+/// Builds a list and promotes it; the local copy is dropped. On the shared
+/// plan, where promotion is not needed to share, a minor collection moves
+/// it into the major heap instead, so that it is global data either way.
 pub fn promoted_list<'s>(
     s: &mut Scope<'s>,
     cons: DescId,
     seed: i64,
     n: usize,
 ) -> Result<Handle<'s>> {
-    s.scope_value(|s| {
+    let l = s.scope_value(|s| {
         let l = build_list(s, cons, seed, n)?;
         s.promote(l)
-    })
+    })?;
+    if !split_plan() {
+        s.collect_minor();
+    }
+    Ok(l)
 }
 
 /// Fails the test process if it is still running `secs` seconds from now:

@@ -389,17 +389,7 @@ fn used_bytes(heap: &GlobalHeap, chunks: &[usize]) -> usize {
         .sum()
 }
 
-/// What a vproc's part in a global collection came to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Joined {
-    /// It took part in a collection that completed.
-    Collected,
-    /// No collection was pending any more.
-    NotPending,
-    /// The collection was called off before anything moved; `requested`:
-    /// this vproc had asked for it (it was the leader).
-    Abandoned { reason: Abandoned, requested: bool },
-}
+pub(crate) use crate::gc::Joined;
 
 /// Takes part in the pending global collection. Every vproc calls this when
 /// it sees the collection pending, at a safe point with all its values in
@@ -624,7 +614,7 @@ mod tests {
     use crate::{Handle, Runtime};
 
     fn runtime(vprocs: usize) -> Runtime {
-        crate::runtime::small_test_runtime(vprocs, true, 8 << 20)
+        crate::runtime::small_test_runtime_on(crate::PlanKind::SplitHeap, vprocs, true, 8 << 20)
     }
 
     fn age(s: &mut crate::Scope<'_>, h: Handle<'_>) -> u8 {

@@ -52,6 +52,19 @@ impl Mutator {
     }
 }
 
+impl Mutator {
+    /// The part of a vproc of another plan: no local heap, no chunks.
+    pub fn unused() -> Mutator {
+        Mutator {
+            local: LocalHeap::new(0, 0, 0),
+            cursor: ChunkCursor::default(),
+            copy_reserve: Vec::new(),
+            copy_reserve_target: 0,
+            remembered: Vec::new(),
+        }
+    }
+}
+
 impl Vproc {
     /// Tops the copy reserve up before a local copy (major collection,
     /// promotion), which may then draw on it and cannot fail. `Err` when the

@@ -264,7 +264,7 @@ mod tests {
     use crate::{Handle, Runtime};
 
     fn runtime(vprocs: usize) -> Runtime {
-        crate::runtime::small_test_runtime(vprocs, false, 1 << 20)
+        crate::runtime::small_test_runtime_on(crate::PlanKind::SplitHeap, vprocs, false, 1 << 20)
     }
 
     fn object(s: &crate::Scope<'_>, h: Handle<'_>) -> Obj {

@@ -1,0 +1,207 @@
+//! The shared plan's stop-the-world collection: a minor collection of every
+//! minor heap (`minor`), and, when the cycle's marking and sweeping are
+//! complete or a caller forces it, the barrier that ends the major cycle
+//! (multicore-ocaml-gc.txt §3.2.2) and begins the next.
+//!
+//! It runs on the handshake of `gc::handshake` like the split plan's
+//! global collection, in phases that every vproc (or its proxy) attends:
+//!
+//! 1. *Gather*: each vproc hands in its remembered set and its minor
+//!    heap's size; the leader joins the sets and sets to-space aside (or
+//!    calls the collection off; nothing has moved).
+//! 2. *Promote*: each vproc forwards its roots and its share of the
+//!    remembered slots, the leader the global roots, then scans its
+//!    copies. Phase barrier; the leader decides whether cycles end
+//!    (`to_finish` is zero, or one was forced) and, if not, ends the
+//!    collection (verifying the heap first when asked).
+//! 3. *End of cycle*, as many times as cycles are to end: each vproc
+//!    finishes its marking and sweeping (mutators are stopped, so mark
+//!    stacks only shrink); a barrier; the verifier checks that everything
+//!    reachable is marked; a barrier whose serial step frees unmarked large
+//!    objects, rotates the colours and resets the counter; then each vproc
+//!    darkens its roots (the leader the global roots) and puts its pages up
+//!    for sweeping: the next cycle has begun.
+//!
+//! Each vproc then empties its minor heap, and pays its share of the
+//! cycle's work in a slice after leaving (`mark::pay`).
+
+use super::mark::{self, darken};
+use super::minor::Promoter;
+use super::verify;
+use crate::gc::handshake::Entry;
+use crate::gc::Joined;
+use crate::sync::lock;
+use crate::vproc::Vproc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Takes part in the pending stop-the-world collection.
+pub(crate) fn participate(v: &mut Vproc) -> Joined {
+    let shared = v.shared.clone();
+    let (heap, gc, coord) = (&shared.heap, &shared.shared_heap, &shared.coord);
+    match coord.enter(v.id) {
+        Entry::Entered => {}
+        Entry::NotPending => return Joined::NotPending,
+        Entry::Abandoned(reason) => {
+            return Joined::Abandoned {
+                reason,
+                requested: false,
+            }
+        }
+    }
+    let requested = coord.leader() == Some(v.id);
+    let _guard = crate::gc::AbortOnUnwind("stop-the-world collection of the shared plan");
+    let t0 = Instant::now();
+    v.count_allocation();
+
+    // 1. Gather.
+    let used = v.alloc_ptr - v.shared_heap.minor_start;
+    gc.minor_used[v.id].store(used, Ordering::Relaxed);
+    lock(&gc.handed_in[v.id]).append(&mut v.shared_heap.remembered);
+    let gathered = coord.gather(
+        v.id,
+        || {
+            let need = super::setup::to_space_chunks(&shared);
+            heap.ensure_pooled(&need)
+                .map_err(|m| crate::gc::handshake::Abandoned::NoToSpace {
+                    bytes: m.bytes,
+                    errno: m.errno,
+                })?;
+            gc.join_remembered();
+            Ok(())
+        },
+        || {},
+    );
+    if let Err(reason) = gathered {
+        // Called off: the remembered set goes back where it was.
+        v.shared_heap.remembered.append(&mut lock(&gc.handed_in[v.id]));
+        v.record_pause(crate::trace::SpanKind::Minor, t0);
+        v.publish_stats();
+        return Joined::Abandoned { reason, requested };
+    }
+
+    // 2. Promote.
+    let is_leader = coord.leader() == Some(v.id);
+    let remembered = lock(&gc.remembered).clone();
+    let n = coord.vprocs();
+    let roles = gc.colours.roles();
+    let copied = {
+        let mut p = Promoter {
+            heap,
+            gc,
+            descs: &shared.descs,
+            pools: &mut v.shared_heap.pools,
+            owner: v.id,
+            node: v.node,
+            alone: n == 1,
+            marked: roles.marked,
+            garbage: roles.garbage,
+            grey: Vec::new(),
+            copied_bytes: 0,
+        };
+        for r in v.roots.get_mut().iter_mut() {
+            *r = p.forward(*r);
+        }
+        let share = remembered.len().div_ceil(n);
+        for &slot in remembered.iter().skip(v.id * share).take(share) {
+            p.forward_slot(slot);
+        }
+        if is_leader {
+            shared.global_roots.update(|w| p.forward(w));
+        }
+        p.drain();
+        p.copied_bytes
+    };
+    drop(remembered);
+    v.stats.bytes_copied_minor += copied as u64;
+    mark::owe(v, copied);
+    if shared.config.verify {
+        verify::roots(v, "a minor collection");
+    }
+    coord.phase(v.id, || {
+        *lock(&gc.remembered) = std::sync::Arc::new(Vec::new());
+        let forced = gc.forced_cycles.swap(0, Ordering::Relaxed);
+        let ready = gc.to_finish.load(Ordering::Acquire) == 0;
+        let ending = forced.max(ready as u32);
+        gc.ending.store(ending, Ordering::Relaxed);
+        if shared.config.verify {
+            verify::major_heap(&shared, "a minor collection");
+        }
+        if ending == 0 {
+            coord.finish();
+        }
+    });
+    let ending = gc.ending.load(Ordering::Relaxed);
+    let t_cycle = Instant::now();
+    for round in 0..ending {
+        end_cycle(v, round + 1 == ending);
+    }
+    if ending >= 2 {
+        // A full collection: what the first cycle's end left unreachable
+        // is freed now, and chunks left empty go back to the heap.
+        let garbage = gc.colours.roles().garbage;
+        v.shared_heap.pools.sweep_some(garbage, usize::MAX, |_| {});
+        v.shared_heap.pools.release_empty_chunks(heap);
+    }
+    if ending > 0 && coord.blocking().is_proxied(v.id) {
+        // Its thread is in a blocking section: its proxy does its share of
+        // the new cycle now rather than hold the cycle up.
+        mark::finish_all(v);
+    }
+    if ending > 0 {
+        v.record_pause_from(crate::trace::SpanKind::Global, t0, t_cycle);
+    }
+    // Every minor heap is empty now.
+    v.alloc_ptr = v.shared_heap.minor_start;
+    v.counted_ptr = v.alloc_ptr;
+    if shared.config.verify {
+        v.shared_heap
+            .pools
+            .check_free_lists()
+            .unwrap_or_else(|e| panic!("heap verifier: after a minor collection: {e}"));
+    }
+    if ending == 0 {
+        v.record_pause(crate::trace::SpanKind::Minor, t0);
+    }
+    v.publish_stats();
+    Joined::Collected
+}
+
+/// One end of a cycle and the beginning of the next (phase 3 of the module
+/// doc); `last`: the leader ends the collection in its final step.
+fn end_cycle(v: &mut Vproc, last: bool) {
+    let shared = v.shared.clone();
+    let (heap, gc, coord) = (&shared.heap, &shared.shared_heap, &shared.coord);
+    mark::finish_all(v);
+    coord.phase(v.id, || {});
+    if shared.config.verify {
+        verify::marked_from_roots(v, "the end of a major cycle");
+    }
+    // Global roots are darkened while everyone is stopped: once a vproc
+    // resumes, it may take a value out of them into its root stack.
+    let mut grey_globals = Vec::new();
+    coord.phase(v.id, || {
+        let unmarked = gc.colours.roles().unmarked;
+        heap.sweep_large_if(|info| info.age.load(Ordering::Relaxed) == unmarked);
+        gc.colours.rotate();
+        gc.to_finish.store(coord.vprocs(), Ordering::Release);
+        gc.cycles.fetch_add(1, Ordering::Relaxed);
+        let roles = gc.colours.roles();
+        shared.global_roots.for_each(|w| {
+            darken(heap, gc.page_bytes, roles, &mut grey_globals, w);
+        });
+        if last {
+            coord.finish();
+        }
+    });
+    // The next cycle: this vproc's pages are to be swept, its roots are grey.
+    let roles = gc.colours.roles();
+    let m = &mut v.shared_heap;
+    m.done = false;
+    m.pools.begin_sweep();
+    m.mark_stack.append(&mut grey_globals);
+    let stack = &mut m.mark_stack;
+    for &r in v.roots.get_mut().iter() {
+        darken(heap, gc.page_bytes, roles, stack, r);
+    }
+}

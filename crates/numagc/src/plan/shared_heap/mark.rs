@@ -1,0 +1,227 @@
+//! Mostly-concurrent marking and lazy sweeping of the major heap, in slices
+//! run by the vprocs themselves (multicore-ocaml-gc.txt §3.1, §3.2, §3.3).
+//!
+//! * **Darkening** an object turns its colour from unmarked to marked with
+//!   a compare-and-swap (§3.2: "the mark bit is set with an atomic
+//!   operation", so two vprocs never both scan it) and pushes it on the
+//!   darkening vproc's own mark stack.
+//! * **Roots** are darkened when a cycle begins, at the stop-the-world
+//!   barrier that ends the previous one, each vproc its own; the leader
+//!   the registered global roots. Roots are not marked incrementally (the
+//!   paper's §3.2.2 choice), so nothing a mutator does later to its roots
+//!   needs a barrier.
+//! * **The deletion barrier** (§3.2, snapshot at the beginning): before a
+//!   store into a major-heap object, the value it overwrites is darkened.
+//!   Objects allocated during a cycle are born marked, and the minor heaps
+//!   are empty when a cycle begins, so every object reachable at the
+//!   snapshot, or created since, ends the cycle marked.
+//! * **Slices**: after each minor collection and each stretch of major
+//!   allocation a vproc pays its *debt* of work, proportional to what it
+//!   promoted or allocated in the major heap: `(g + 1) / (g − 1)` words of
+//!   marking or sweeping per word allocated for a heap growth `g`, so that a
+//!   cycle (marking the live data, sweeping the heap) finishes while the
+//!   heap grows by `(g − 1) × live`, OCaml's pacing by `space_overhead`
+//!   with `g = 1 + o/100`. Idle vprocs work off the rest before sleeping.
+//! * **Termination** (§3.2.1): a vproc whose mark stack is empty and whose
+//!   pages are all swept counts itself off `to_finish` once per cycle; one
+//!   that darkens something afterwards (the barrier) counts itself back on.
+//!   When the counter reads zero, the next minor collection — every vproc
+//!   stopped — ends the cycle. Because the barrier may still have pushed
+//!   work between the last count and the stop, each vproc first drains its
+//!   own mark stack there: with the mutators stopped, the stacks only
+//!   shrink, so when all are empty marking is complete (`loom_models`
+//!   checks the counter and this final drain).
+//!
+//! A vproc in a blocking section has its proxy do its share at once, right
+//! after the barrier that begins the cycle, so that the cycle never waits
+//! for a thread that does not run.
+
+use super::pages::Page;
+use super::state::{Roles, SharedHeapGc};
+use crate::heap::global::GlobalHeap;
+use crate::heap::space::ChunkKind;
+use crate::object::descriptor::DescriptorTable;
+use crate::object::{for_each_value_field, is_pointer, Obj};
+use crate::vproc::Vproc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Where a value points, as the shared plan's collectors see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Not a pointer into the heap (an immediate, or outside the reservation).
+    Outside,
+    /// Into a vproc's minor heap.
+    Minor,
+    /// An object in a pool page.
+    Pool(Page),
+    /// A large object (the first chunk of its run).
+    Large(usize),
+    /// Somewhere else in the reservation (a bug if a value points there).
+    Elsewhere,
+}
+
+#[inline(always)]
+pub(crate) fn place(heap: &GlobalHeap, page_bytes: usize, w: u64) -> Place {
+    if !is_pointer(w) {
+        return Place::Outside;
+    }
+    let a = w as usize;
+    let Some(c) = heap.space.chunk_of(a) else {
+        return Place::Outside;
+    };
+    match heap.space.info(c).kind() {
+        ChunkKind::Local => Place::Minor,
+        ChunkKind::Pool => Place::Pool(Page::of(a, page_bytes)),
+        ChunkKind::LargeHead if heap.space.chunk_start(c) == a => Place::Large(c),
+        _ => Place::Elsewhere,
+    }
+}
+
+/// The colour cell of the major-heap object `w`, if it is one.
+#[inline(always)]
+pub(crate) fn colour_cell(heap: &GlobalHeap, page_bytes: usize, w: u64) -> Option<&AtomicU8> {
+    match place(heap, page_bytes, w) {
+        Place::Pool(p) => Some(p.colour_of(w as usize)),
+        Place::Large(c) => Some(&heap.space.info(c).age),
+        _ => None,
+    }
+}
+
+/// Darkens `w` if it is an unmarked major-heap object; `true` when this
+/// call marked it (and pushed it on `stack`).
+#[inline(always)]
+pub(crate) fn darken(
+    heap: &GlobalHeap,
+    page_bytes: usize,
+    roles: Roles,
+    stack: &mut Vec<usize>,
+    w: u64,
+) -> bool {
+    let Some(c) = colour_cell(heap, page_bytes, w) else {
+        return false;
+    };
+    if c.load(Ordering::Relaxed) == roles.unmarked
+        && c
+            .compare_exchange(roles.unmarked, roles.marked, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    {
+        stack.push(w as usize);
+        true
+    } else {
+        false
+    }
+}
+
+/// Scans grey objects of `stack` until about `budget` words were scanned;
+/// returns the words scanned.
+pub(crate) fn mark(
+    heap: &GlobalHeap,
+    gc: &SharedHeapGc,
+    descs: &DescriptorTable,
+    stack: &mut Vec<usize>,
+    budget: usize,
+) -> usize {
+    let roles = gc.colours.roles();
+    let pb = gc.page_bytes;
+    let mut done = 0;
+    while done < budget {
+        let Some(a) = stack.pop() else { break };
+        // SAFETY: only major-heap objects are pushed (by `darken`), and
+        // they do not move or die while reachable.
+        let o = unsafe { Obj::at(a) };
+        let h = o.header().expect("a major-heap object has a header");
+        // Fields are read atomically: mutators may store into mutable
+        // objects while they are scanned.
+        for_each_value_field(h, descs, |i| {
+            let w = o.field_cell(i).load(Ordering::Acquire);
+            darken(heap, pb, roles, stack, w);
+        });
+        done += h.len() + 1;
+    }
+    done
+}
+
+/// The deletion barrier: `old` is about to be overwritten in a major-heap
+/// object.
+#[inline]
+pub(crate) fn barrier(v: &mut Vproc, old: u64) {
+    if !is_pointer(old) {
+        return;
+    }
+    let shared = &*v.shared;
+    let gc = &shared.shared_heap;
+    let m = &mut v.shared_heap;
+    if darken(&shared.heap, gc.page_bytes, gc.colours.roles(), &mut m.mark_stack, old) && m.done
+    {
+        m.done = false;
+        gc.to_finish.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Words of slice work owed per byte promoted or allocated in the major
+/// heap, times 8: `(g + 1) / (g − 1)` per word (see the module doc).
+pub(crate) fn work_per_byte(heap_growth: f64) -> f64 {
+    let g = heap_growth.max(1.05);
+    ((g + 1.0) / (g - 1.0)).min(40.0) / 8.0
+}
+
+/// Adds work for `bytes` promoted or allocated in the major heap.
+pub(crate) fn owe(v: &mut Vproc, bytes: usize) {
+    let per = work_per_byte(v.shared.config.heap_growth);
+    v.shared_heap.debt += (bytes as f64 * per) as usize;
+}
+
+/// A slice: pays up to `budget` words of the debt by marking, then
+/// sweeping; counts the vproc off when it has nothing left to do.
+pub(crate) fn slice(v: &mut Vproc, budget: usize) {
+    let shared = v.shared.clone();
+    let gc = &shared.shared_heap;
+    let m = &mut v.shared_heap;
+    if m.done {
+        m.debt = 0;
+        return;
+    }
+    let t0 = std::time::Instant::now();
+    let mut done = mark(&shared.heap, gc, &shared.descs, &mut m.mark_stack, budget);
+    if done < budget {
+        let garbage = gc.colours.roles().garbage;
+        done += m.pools.sweep_some(garbage, budget - done, |_| {});
+    }
+    m.debt = m.debt.saturating_sub(done);
+    if m.mark_stack.is_empty() && m.pools.all_swept() {
+        m.done = true;
+        m.debt = 0;
+        gc.to_finish.fetch_sub(1, Ordering::AcqRel);
+    }
+    if done > 0 {
+        v.stats.bytes_marked += (done * 8) as u64;
+        v.record_pause(crate::trace::SpanKind::Major, t0);
+    }
+}
+
+/// Pays the debt (after a minor collection, or a stretch of major
+/// allocation).
+pub(crate) fn pay(v: &mut Vproc) {
+    let debt = v.shared_heap.debt;
+    if debt > 0 || v.shared_heap.major_allocated > 0 {
+        v.shared_heap.major_allocated = 0;
+        slice(v, debt.max(1024));
+    }
+}
+
+/// Marks and sweeps everything this vproc has (at the end of a cycle,
+/// everyone stopped, or for a proxy).
+pub(crate) fn finish_all(v: &mut Vproc) {
+    let shared = v.shared.clone();
+    let gc = &shared.shared_heap;
+    let m = &mut v.shared_heap;
+    mark(&shared.heap, gc, &shared.descs, &mut m.mark_stack, usize::MAX);
+    let garbage = gc.colours.roles().garbage;
+    m.pools.sweep_some(garbage, usize::MAX, |_| {});
+    debug_assert!(m.mark_stack.is_empty() && m.pools.all_swept());
+    if !m.done {
+        m.done = true;
+        gc.to_finish.fetch_sub(1, Ordering::AcqRel);
+    }
+    m.debt = 0;
+}

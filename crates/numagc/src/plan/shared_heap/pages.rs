@@ -1,0 +1,463 @@
+//! The major heap's pools (multicore-ocaml-gc.txt §3.3): pages of one size
+//! class each, owned by one vproc, non-moving.
+//!
+//! A page is a power-of-two run of bytes (`page_bytes`, at least 64 KiB and
+//! at most a chunk) inside a chunk of kind [`ChunkKind::Pool`], so the page
+//! of any object is its address with the low bits cleared. It starts with a
+//! header that is written once, when the page is taken for a class, and
+//! only read afterwards (by any vproc):
+//!
+//! ```text
+//! | slot bytes | slots | first slot | class | colour byte per slot ... | slot 0 | slot 1 | ...
+//! ```
+//!
+//! The colour bytes are the mark state of §3.2 (see `colours`): [`FREE`]
+//! for a slot that holds no object, else one of the three rotating colours.
+//! Markers on any vproc change a colour with a compare-and-swap; everything
+//! else of a page — which slots are free, and the free list threaded
+//! through them — belongs to the owning vproc alone ([`Pools`]), as in
+//! OCaml 5's `shared_heap.c`, where a domain allocates and sweeps its own
+//! pools without synchronisation.
+//!
+//! Invariants: a slot whose colour is not `FREE` holds an initialised
+//! object (its header is written before any pointer to it is published);
+//! only the owner changes a colour to or from `FREE`; a page is reused for
+//! another class only when all its slots are `FREE`.
+
+use crate::heap::global::{GlobalHeap, Refused};
+use crate::heap::space::ChunkKind;
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+
+/// The colour of a slot that holds no object.
+pub(crate) const FREE: u8 = 0;
+
+/// Bytes of a page's fixed header (four `u32`s).
+const HEADER_BYTES: usize = 16;
+
+/// A page: the address of its header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Page(usize);
+
+impl Page {
+    /// The page holding `addr`, which must be in a chunk of kind `Pool`.
+    #[inline(always)]
+    pub fn of(addr: usize, page_bytes: usize) -> Page {
+        Page(addr & !(page_bytes - 1))
+    }
+
+    pub fn base(self) -> usize {
+        self.0
+    }
+
+    #[inline(always)]
+    fn word(self, i: usize) -> &'static AtomicU32 {
+        debug_assert!(i < HEADER_BYTES / 4);
+        // SAFETY: `Page` values are made only for pages inside `Pool`
+        // chunks, which stay mapped for the runtime's life (the address
+        // space is released when the runtime is dropped, after every
+        // vproc stopped); the header is 16 aligned bytes at the page start.
+        unsafe { &*((self.0 + 4 * i) as *const AtomicU32) }
+    }
+
+    #[inline(always)]
+    pub fn slot_bytes(self) -> usize {
+        self.word(0).load(Ordering::Relaxed) as usize
+    }
+
+    #[inline(always)]
+    pub fn slots(self) -> usize {
+        self.word(1).load(Ordering::Relaxed) as usize
+    }
+
+    #[inline(always)]
+    fn first(self) -> usize {
+        self.0 + self.word(2).load(Ordering::Relaxed) as usize
+    }
+
+    pub fn class(self) -> usize {
+        self.word(3).load(Ordering::Relaxed) as usize
+    }
+
+    /// The colour byte of slot `i` (`i < slots`).
+    #[inline(always)]
+    pub fn colour(self, i: usize) -> &'static AtomicU8 {
+        debug_assert!(i < self.slots());
+        // SAFETY: the colour bytes follow the header, one per slot, inside
+        // the page (see `init`); mapped as in `word`.
+        unsafe { &*((self.0 + HEADER_BYTES + i) as *const AtomicU8) }
+    }
+
+    #[inline(always)]
+    pub fn slot(self, i: usize) -> usize {
+        self.first() + i * self.slot_bytes()
+    }
+
+    /// The index of the slot that starts at `addr`; `None` when `addr` is
+    /// not the start of a slot of this page.
+    #[inline(always)]
+    pub fn index_of(self, addr: usize) -> Option<usize> {
+        let (first, sb) = (self.first(), self.slot_bytes());
+        if addr < first || sb == 0 {
+            return None;
+        }
+        let off = addr - first;
+        let i = off / sb;
+        (off % sb == 0 && i < self.slots()).then_some(i)
+    }
+
+    /// The colour byte of the object at `addr` in this page, which the
+    /// caller knows to be the start of a slot (a pointer value).
+    #[inline(always)]
+    pub fn colour_of(self, addr: usize) -> &'static AtomicU8 {
+        self.colour((addr - self.first()) / self.slot_bytes())
+    }
+
+    /// Marks the page at `base` as holding no slots (a page of a fresh
+    /// chunk, before it is handed out).
+    fn init_unused(base: usize) {
+        let p = Page(base);
+        for i in 0..HEADER_BYTES / 4 {
+            p.word(i).store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Lays out a page of `page_bytes` at `base` for slots of `slot_bytes`,
+    /// every one `FREE`. Only the owner calls it, on a page no one else
+    /// can reach (fresh, or all its slots free).
+    fn init(base: usize, page_bytes: usize, class: usize, slot_bytes: usize) -> Page {
+        // n slots need HEADER + n colour bytes (rounded to 8) + n × slot.
+        let mut slots = (page_bytes - HEADER_BYTES) / (slot_bytes + 1);
+        while (HEADER_BYTES + slots).next_multiple_of(8) + slots * slot_bytes > page_bytes {
+            slots -= 1;
+        }
+        let first = (HEADER_BYTES + slots).next_multiple_of(8);
+        let p = Page(base);
+        p.word(0).store(slot_bytes as u32, Ordering::Relaxed);
+        p.word(1).store(slots as u32, Ordering::Relaxed);
+        p.word(2).store(first as u32, Ordering::Relaxed);
+        p.word(3).store(class as u32, Ordering::Relaxed);
+        for i in 0..slots {
+            p.colour(i).store(FREE, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+/// A page of a class as its owner sees it: the free list threaded through
+/// its free slots (each free slot's first word holds the next one's
+/// address, 0 at the end).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PageState {
+    pub page: Page,
+    free: usize,
+    nfree: u32,
+}
+
+impl PageState {
+    /// Pops a free slot.
+    #[inline(always)]
+    fn pop(&mut self) -> Option<usize> {
+        let a = self.free;
+        if a == 0 {
+            return None;
+        }
+        // SAFETY: `a` is a free slot of this page (it is on the free
+        // list); its first word holds the next free slot's address.
+        self.free = unsafe { *(a as *const usize) };
+        self.nfree -= 1;
+        Some(a)
+    }
+
+    fn push(&mut self, a: usize) {
+        // SAFETY: `a` is a slot of this page that holds no object any more
+        // (its colour is `FREE`): its first word is ours to link with.
+        unsafe { *(a as *mut usize) = self.free };
+        self.free = a;
+        self.nfree += 1;
+    }
+
+    /// Frees the slots coloured `garbage` and rebuilds the free list in
+    /// address order; returns the number of slots still holding objects.
+    fn sweep(&mut self, garbage: u8, mut on_free: impl FnMut(usize)) -> usize {
+        let p = self.page;
+        let n = p.slots();
+        self.free = 0;
+        self.nfree = 0;
+        let mut live = 0;
+        for i in (0..n).rev() {
+            let c = p.colour(i);
+            let colour = c.load(Ordering::Relaxed);
+            if colour == garbage {
+                on_free(p.slot(i));
+                c.store(FREE, Ordering::Relaxed);
+                self.push(p.slot(i));
+            } else if colour == FREE {
+                self.push(p.slot(i));
+            } else {
+                live += 1;
+            }
+        }
+        live
+    }
+}
+
+/// The pages of one class.
+#[derive(Default)]
+struct ClassPages {
+    /// Pages with free slots; allocation takes from the last.
+    avail: Vec<PageState>,
+    /// Swept pages without free slots.
+    full: Vec<PageState>,
+    /// Pages not swept since the colours last rotated.
+    unswept: Vec<PageState>,
+}
+
+/// What one vproc owns of the major heap's pools.
+pub(crate) struct Pools {
+    page_bytes: usize,
+    chunk_bytes: usize,
+    classes: Vec<ClassPages>,
+    /// Pages with no object, ready for any class.
+    empty: Vec<Page>,
+    /// Pages of the newest chunk not handed out yet: `[fresh, fresh_end)`.
+    fresh: usize,
+    fresh_end: usize,
+    /// The chunks these pages come from.
+    chunks: Vec<usize>,
+}
+
+impl Pools {
+    pub fn new(page_bytes: usize, chunk_bytes: usize, classes: usize) -> Pools {
+        Pools {
+            page_bytes,
+            chunk_bytes,
+            classes: (0..classes).map(|_| ClassPages::default()).collect(),
+            empty: Vec::new(),
+            fresh: 0,
+            fresh_end: 0,
+            chunks: Vec::new(),
+        }
+    }
+
+    /// A slot of class `class` (`slot_bytes` each) coloured `colour`:
+    /// from the current page, else by sweeping a page of the class not
+    /// swept yet (lazy sweeping, §3.3), else in a new page. `force`: a
+    /// collector's request, past the heap limit (see `GlobalHeap`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn alloc(
+        &mut self,
+        class: usize,
+        slot_bytes: usize,
+        colour: u8,
+        garbage: u8,
+        heap: &GlobalHeap,
+        owner: usize,
+        node: usize,
+        force: bool,
+    ) -> Result<usize, Refused> {
+        loop {
+            let cp = &mut self.classes[class];
+            if let Some(ps) = cp.avail.last_mut() {
+                if let Some(a) = ps.pop() {
+                    ps.page.colour_of(a).store(colour, Ordering::Relaxed);
+                    return Ok(a);
+                }
+                let ps = cp.avail.pop().expect("the last page");
+                cp.full.push(ps);
+                continue;
+            }
+            if let Some(mut ps) = cp.unswept.pop() {
+                let live = ps.sweep(garbage, |_| {});
+                self.file(ps, live);
+                continue;
+            }
+            let base = self.new_page(heap, owner, node, force)?;
+            let page = Page::init(base, self.page_bytes, class, slot_bytes);
+            let mut ps = PageState {
+                page,
+                free: 0,
+                nfree: 0,
+            };
+            for i in (0..page.slots()).rev() {
+                ps.push(page.slot(i));
+            }
+            self.classes[class].avail.push(ps);
+        }
+    }
+
+    /// Gives back the slot `a` just returned by [`Pools::alloc`] for
+    /// `class` (a copy that lost the race to publish, §4.4.2).
+    pub fn unalloc(&mut self, class: usize, a: usize) {
+        let ps = self.classes[class]
+            .avail
+            .last_mut()
+            .expect("the slot came from the current page");
+        debug_assert_eq!(Page::of(a, self.page_bytes), ps.page);
+        ps.page.colour_of(a).store(FREE, Ordering::Relaxed);
+        ps.push(a);
+    }
+
+    /// Files a page after a sweep left `live` objects in it.
+    fn file(&mut self, ps: PageState, live: usize) {
+        if live == 0 {
+            self.empty.push(ps.page);
+        } else if ps.nfree > 0 {
+            self.classes[ps.page.class()].avail.push(ps);
+        } else {
+            self.classes[ps.page.class()].full.push(ps);
+        }
+    }
+
+    fn new_page(
+        &mut self,
+        heap: &GlobalHeap,
+        owner: usize,
+        node: usize,
+        force: bool,
+    ) -> Result<usize, Refused> {
+        if let Some(p) = self.empty.pop() {
+            return Ok(p.base());
+        }
+        if self.fresh == self.fresh_end {
+            let id = heap.acquire_chunk(node, force)?;
+            let info = heap.space.info(id);
+            info.owner.store(owner as u32, Ordering::Relaxed);
+            info.set_kind(ChunkKind::Pool);
+            self.chunks.push(id);
+            self.fresh = heap.space.chunk_start(id);
+            self.fresh_end = self.fresh + self.chunk_bytes;
+            // Pages not handed out yet read as pages of no slots, so that
+            // heap walks (the verifier) may visit every page of the chunk.
+            for base in (self.fresh..self.fresh_end).step_by(self.page_bytes) {
+                Page::init_unused(base);
+            }
+        }
+        let p = self.fresh;
+        self.fresh += self.page_bytes;
+        Ok(p)
+    }
+
+    /// The colours rotated: every page must be swept again.
+    pub fn begin_sweep(&mut self) {
+        for cp in &mut self.classes {
+            let ClassPages {
+                avail,
+                full,
+                unswept,
+            } = cp;
+            debug_assert!(unswept.is_empty(), "sweeping finished before the rotation");
+            unswept.append(avail);
+            unswept.append(full);
+        }
+    }
+
+    /// Sweeps unswept pages until about `budget` slots were looked at;
+    /// returns the slots looked at. `on_free` sees each object freed.
+    pub fn sweep_some(&mut self, garbage: u8, budget: usize, mut on_free: impl FnMut(usize)) -> usize {
+        let mut done = 0;
+        for c in 0..self.classes.len() {
+            while done < budget {
+                let Some(mut ps) = self.classes[c].unswept.pop() else {
+                    break;
+                };
+                done += ps.page.slots();
+                let live = ps.sweep(garbage, &mut on_free);
+                self.file(ps, live);
+            }
+        }
+        done
+    }
+
+    pub fn all_swept(&self) -> bool {
+        self.classes.iter().all(|c| c.unswept.is_empty())
+    }
+
+    /// Returns to the heap every chunk all of whose pages are empty
+    /// (after a full collection, `Gc.compact`'s "memory given back" when
+    /// no object has to move).
+    pub fn release_empty_chunks(&mut self, heap: &GlobalHeap) -> usize {
+        let per_chunk = self.chunk_bytes / self.page_bytes;
+        let mut empty_in = std::collections::HashMap::<usize, usize>::new();
+        for p in &self.empty {
+            *empty_in.entry(heap.space.chunk_of(p.base()).expect("a pool page")).or_default() += 1;
+        }
+        let fresh_chunk = (self.fresh < self.fresh_end)
+            .then(|| heap.space.chunk_of(self.fresh).expect("a pool chunk"));
+        if let Some(c) = fresh_chunk {
+            *empty_in.entry(c).or_default() += (self.fresh_end - self.fresh) / self.page_bytes;
+        }
+        let gone: Vec<usize> = empty_in
+            .into_iter()
+            .filter(|&(_, n)| n == per_chunk)
+            .map(|(c, _)| c)
+            .collect();
+        if gone.is_empty() {
+            return 0;
+        }
+        self.empty
+            .retain(|p| !gone.contains(&heap.space.chunk_of(p.base()).expect("a pool page")));
+        self.chunks.retain(|c| !gone.contains(c));
+        if fresh_chunk.is_some_and(|c| gone.contains(&c)) {
+            self.fresh = 0;
+            self.fresh_end = 0;
+        }
+        for &c in &gone {
+            heap.release_chunk(c);
+        }
+        gone.len()
+    }
+
+    /// Calls `f` with every page holding or having held objects.
+    pub fn for_each_page(&self, mut f: impl FnMut(Page)) {
+        for cp in &self.classes {
+            for ps in cp.avail.iter().chain(&cp.full).chain(&cp.unswept) {
+                f(ps.page);
+            }
+        }
+    }
+
+    /// Bytes of pages in use (not empty, not fresh).
+    pub fn page_bytes_in_use(&self) -> usize {
+        let mut n = 0;
+        self.for_each_page(|_| n += 1);
+        n * self.page_bytes
+    }
+
+    /// Checks the owner's bookkeeping of one page against its colours:
+    /// the free list holds exactly the `FREE` slots (verifier).
+    pub fn check_free_lists(&self) -> Result<(), String> {
+        for cp in &self.classes {
+            for ps in cp.avail.iter().chain(&cp.full) {
+                let p = ps.page;
+                let mut n = 0;
+                let mut a = ps.free;
+                while a != 0 {
+                    let i = p
+                        .index_of(a)
+                        .ok_or_else(|| format!("free list of page {:#x} leaves it at {a:#x}", p.base()))?;
+                    if p.colour(i).load(Ordering::Relaxed) != FREE {
+                        return Err(format!("slot {a:#x} is on the free list but holds an object"));
+                    }
+                    n += 1;
+                    if n > p.slots() {
+                        return Err(format!("free list of page {:#x} has a cycle", p.base()));
+                    }
+                    // SAFETY: `a` is a free slot of `p` (checked above).
+                    a = unsafe { *(a as *const usize) };
+                }
+                let free_colours = (0..p.slots())
+                    .filter(|&i| p.colour(i).load(Ordering::Relaxed) == FREE)
+                    .count();
+                if n != ps.nfree as usize || n != free_colours {
+                    return Err(format!(
+                        "page {:#x}: {n} slots on the free list, {} counted, {free_colours} free",
+                        p.base(),
+                        ps.nfree
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

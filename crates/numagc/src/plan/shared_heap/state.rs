@@ -1,0 +1,203 @@
+//! The shared plan's plan-wide state ([`SharedHeapGc`], in
+//! `vproc::Shared`) and each vproc's part ([`Mutator`], in `Vproc`).
+//!
+//! ## Colours and their cycling (multicore-ocaml-gc.txt §3.2.2)
+//!
+//! A major-heap object has one of three colours besides `FREE`: *marked*,
+//! *unmarked* and *garbage* are not fixed byte values but roles that the
+//! values 1, 2, 3 take in turn. During a cycle, markers turn unmarked
+//! objects marked, new objects are born marked, and sweepers turn garbage
+//! into `FREE`. When marking and sweeping are both complete, no object is
+//! garbage and every unmarked object is unreachable; the stop-the-world
+//! barrier that ends the cycle then rotates the roles — unmarked becomes
+//! garbage, marked becomes unmarked, and the (unused) garbage value becomes
+//! marked — without touching a single object. The colours live in side
+//! bytes (`pages`), not in the header, so the 48-bit length of the C ABI
+//! keeps all its bits; a large object's colour is its chunk's `age` byte.
+
+use super::pages::Pools;
+use super::size_class::SizeClasses;
+use crate::sync::{lock, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// The current meaning of the three colour values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Roles {
+    pub marked: u8,
+    pub unmarked: u8,
+    pub garbage: u8,
+}
+
+/// The rotating roles, packed in one word so that a reader sees one
+/// consistent assignment (they change only while every vproc is stopped).
+pub(crate) struct Colours(AtomicU32);
+
+impl Colours {
+    fn new() -> Colours {
+        Colours(AtomicU32::new(Self::pack(Roles {
+            marked: 1,
+            unmarked: 2,
+            garbage: 3,
+        })))
+    }
+
+    fn pack(r: Roles) -> u32 {
+        r.marked as u32 | (r.unmarked as u32) << 8 | (r.garbage as u32) << 16
+    }
+
+    #[inline(always)]
+    pub fn roles(&self) -> Roles {
+        let w = self.0.load(Ordering::Relaxed);
+        Roles {
+            marked: w as u8,
+            unmarked: (w >> 8) as u8,
+            garbage: (w >> 16) as u8,
+        }
+    }
+
+    /// The cycle's end (§3.2.2): unmarked → garbage, marked → unmarked,
+    /// garbage → marked. Called only while every vproc is stopped.
+    pub fn rotate(&self) {
+        let r = self.roles();
+        self.0.store(
+            Self::pack(Roles {
+                marked: r.garbage,
+                unmarked: r.marked,
+                garbage: r.unmarked,
+            }),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// State of the shared plan that every vproc sees.
+pub(crate) struct SharedHeapGc {
+    pub colours: Colours,
+    pub classes: SizeClasses,
+    /// Bytes of a pool page (a power of two, at most a chunk).
+    pub page_bytes: usize,
+    /// Objects of at least this many bytes go to the large-object space.
+    pub large_bytes: usize,
+    /// Vprocs that have not yet finished this cycle's marking and sweeping
+    /// (§3.2.1's `gNumDomsToMark`, counting sweeping too): when it reaches
+    /// zero the next minor collection ends the cycle.
+    pub to_finish: AtomicUsize,
+    /// Cycles completed.
+    pub cycles: AtomicU64,
+    /// Cycles the next stop-the-world collection must complete whatever
+    /// the counter says (1: `collect_major`, 2: a full collection).
+    pub forced_cycles: AtomicU32,
+    /// Whether the collection under way ends cycles (decided by its leader).
+    pub ending: AtomicU32,
+    /// Every vproc's remembered set, handed in at a minor collection.
+    pub handed_in: Box<[Mutex<Vec<usize>>]>,
+    /// All of them, joined by the leader: each vproc forwards its share
+    /// (static work sharing, §4.4).
+    pub remembered: Mutex<Arc<Vec<usize>>>,
+    /// Per vproc: bytes its minor heap holds at a minor collection (the
+    /// leader sets to-space aside for all of them).
+    pub minor_used: Box<[AtomicUsize]>,
+}
+
+impl SharedHeapGc {
+    pub fn new(vprocs: usize, classes: SizeClasses, page_bytes: usize, large_bytes: usize) -> Self {
+        SharedHeapGc {
+            colours: Colours::new(),
+            classes,
+            page_bytes,
+            large_bytes,
+            to_finish: AtomicUsize::new(vprocs),
+            cycles: AtomicU64::new(0),
+            forced_cycles: AtomicU32::new(0),
+            ending: AtomicU32::new(0),
+            handed_in: (0..vprocs).map(|_| Mutex::new(Vec::new())).collect(),
+            remembered: Mutex::new(Arc::new(Vec::new())),
+            minor_used: (0..vprocs).map(|_| AtomicUsize::new(0)).collect(),
+        }
+    }
+
+    /// The state of a runtime on another plan.
+    pub fn unused(vprocs: usize) -> Self {
+        SharedHeapGc::new(vprocs, SizeClasses::new(1), 1 << 16, 0)
+    }
+
+    /// Asks the next stop-the-world collection to complete `n` cycles.
+    pub fn force_cycles(&self, n: u32) {
+        self.forced_cycles.fetch_max(n, Ordering::Relaxed);
+    }
+
+    /// Joins the handed-in remembered sets (leader, everyone stopped).
+    pub fn join_remembered(&self) {
+        let mut all = Vec::new();
+        for h in self.handed_in.iter() {
+            all.append(&mut lock(h));
+        }
+        *lock(&self.remembered) = Arc::new(all);
+    }
+}
+
+/// The shared plan's part of a vproc: its minor heap, its pools, its mark
+/// stack, its remembered set. Invariant: only the vproc (or its proxy,
+/// `gc::blocking`) touches it.
+pub(crate) struct Mutator {
+    /// The minor heap `[minor_start, minor_end)`, bump-allocated.
+    pub minor_start: usize,
+    pub minor_end: usize,
+    pub pools: Pools,
+    /// Grey objects: marked, fields not yet scanned (§3.2).
+    pub mark_stack: Vec<usize>,
+    /// Field slots of major-heap objects that may point into a minor heap
+    /// (§4.3.4): roots of the next minor collection.
+    pub remembered: Vec<usize>,
+    /// Counted off in `to_finish` this cycle.
+    pub done: bool,
+    /// Words of marking and sweeping owed (paid by slices).
+    pub debt: usize,
+    /// Bytes allocated in the major heap since the last slice.
+    pub major_allocated: usize,
+}
+
+impl Mutator {
+    pub fn new(minor_start: usize, minor_bytes: usize, pools: Pools) -> Mutator {
+        Mutator {
+            minor_start,
+            minor_end: minor_start + minor_bytes,
+            pools,
+            mark_stack: Vec::new(),
+            remembered: Vec::new(),
+            done: false,
+            debt: 0,
+            major_allocated: 0,
+        }
+    }
+
+    /// The part of a vproc of another plan: no minor heap, no pools.
+    pub fn unused() -> Mutator {
+        Mutator::new(0, 0, Pools::new(1 << 16, 1 << 16, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_cycles_each_value_through_the_three_roles() {
+        let c = Colours::new();
+        let r0 = c.roles();
+        c.rotate();
+        let r1 = c.roles();
+        assert_eq!(r1.garbage, r0.unmarked);
+        assert_eq!(r1.unmarked, r0.marked);
+        assert_eq!(r1.marked, r0.garbage);
+        c.rotate();
+        c.rotate();
+        assert_eq!(c.roles(), r0, "three rotations are the identity");
+        for r in [r0, r1] {
+            let mut v = [r.marked, r.unmarked, r.garbage];
+            v.sort();
+            assert_eq!(v, [1, 2, 3], "no role is FREE (0)");
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The shared plan's heap verifier (setting `verify`): run after every
+//! minor collection and at the end of every major cycle; a violation
+//! panics with what was found (inside a collection, that aborts the
+//! process: `gc::AbortOnUnwind`).
+//!
+//! * After a minor collection (every vproc stopped, nothing moved since):
+//!   every object in a pool page or the large-object space has a valid
+//!   header that fits its slot, and every value field is an immediate or
+//!   points to an object (a slot that is not `FREE`, or a large object);
+//!   no value anywhere — fields, root stacks, global roots — points into a
+//!   minor heap (they were all emptied). Each vproc checks its own roots
+//!   and its pages' free lists.
+//! * At the end of a cycle, when marking is complete: every object
+//!   reachable from the roots is marked (§3.2's invariant that the
+//!   snapshot is preserved), checked by a traversal of its own from each
+//!   vproc's roots and the global roots.
+
+use super::mark::{colour_cell, place, Place};
+use super::pages::{Page, FREE};
+use crate::heap::space::ChunkKind;
+use crate::object::for_each_value_field;
+use crate::object::header::Header;
+use crate::object::{is_pointer, Obj};
+use crate::vproc::{Shared, Vproc};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+fn fail(when: &str, what: String) -> ! {
+    panic!("heap verifier: after {when}: {what}")
+}
+
+/// Whether `w` is a value that may be stored anywhere after a minor
+/// collection: an immediate, a pointer outside the heap (none are made),
+/// or a pointer to a major-heap object.
+fn check_value(shared: &Shared, w: u64, when: &str, whose: &dyn Fn() -> String) {
+    let gc = &shared.shared_heap;
+    match place(&shared.heap, gc.page_bytes, w) {
+        Place::Outside | Place::Large(_) => {}
+        Place::Pool(p) => match p.index_of(w as usize) {
+            Some(i) if p.colour(i).load(Ordering::Relaxed) != FREE => {}
+            Some(_) => fail(when, format!("{} points to a free slot {w:#x}", whose())),
+            None => fail(when, format!("{} points inside a slot, {w:#x}", whose())),
+        },
+        Place::Minor => fail(when, format!("{} points into a minor heap, {w:#x}", whose())),
+        Place::Elsewhere => fail(when, format!("{} points outside every object, {w:#x}", whose())),
+    }
+}
+
+fn check_object(shared: &Shared, a: usize, room: usize, when: &str) {
+    // SAFETY: `a` is a slot that is not FREE, or a large object: it holds
+    // an initialised object (pages' invariant), and everyone is stopped.
+    let o = unsafe { Obj::at(a) };
+    let Some(h) = Header::decode(o.header_word()) else {
+        fail(when, format!("object {a:#x} has a forwarding pointer for a header"))
+    };
+    if h.size_bytes() > room {
+        fail(
+            when,
+            format!("object {a:#x} of {} bytes in a slot of {room}", h.size_bytes()),
+        );
+    }
+    for_each_value_field(h, &shared.descs, |i| {
+        let w = o.field_cell(i).load(Ordering::Relaxed);
+        check_value(shared, w, when, &|| format!("field {i} of {a:#x}"));
+    });
+}
+
+/// Every object of the major heap and the global roots (the leader, with
+/// everyone stopped after a minor collection).
+pub(crate) fn major_heap(shared: &Shared, when: &str) {
+    let heap = &shared.heap;
+    let gc = &shared.shared_heap;
+    let space = &heap.space;
+    // Garbage not swept yet may point to slots freed before it.
+    let garbage = gc.colours.roles().garbage;
+    for c in 0..space.num_chunks() {
+        if space.info(c).kind() != ChunkKind::Pool {
+            continue;
+        }
+        let start = space.chunk_start(c);
+        for base in (start..start + heap.chunk_size()).step_by(gc.page_bytes) {
+            let p = Page::of(base, gc.page_bytes);
+            for i in 0..p.slots() {
+                let c = p.colour(i).load(Ordering::Relaxed);
+                if c != FREE && c != garbage {
+                    check_object(shared, p.slot(i), p.slot_bytes(), when);
+                }
+            }
+        }
+    }
+    heap.for_each_large(|a| check_object(shared, a, usize::MAX, when));
+    shared
+        .global_roots
+        .for_each(|w| check_value(shared, w, when, &|| "a global root".into()));
+}
+
+/// This vproc's root stack (after a minor collection).
+pub(crate) fn roots(v: &Vproc, when: &str) {
+    // SAFETY: collectors run with `&mut Vproc`-equivalent ownership; no
+    // handle view is alive during a collection.
+    let roots = unsafe { &*v.roots.get() };
+    for (i, &w) in roots.iter().enumerate() {
+        check_value(&v.shared, w, when, &|| format!("root {i} of vproc {}", v.id));
+    }
+}
+
+/// Everything reachable from this vproc's roots (and, on vproc 0, the
+/// global roots) is marked (end of a cycle, everyone stopped).
+pub(crate) fn marked_from_roots(v: &Vproc, when: &str) {
+    let shared = &*v.shared;
+    let gc = &shared.shared_heap;
+    let marked = gc.colours.roles().marked;
+    // SAFETY: as in `roots`.
+    let mut todo: Vec<u64> = unsafe { &*v.roots.get() }.clone();
+    if v.id == 0 {
+        shared.global_roots.for_each(|w| todo.push(w));
+    }
+    let mut seen = HashSet::new();
+    while let Some(w) = todo.pop() {
+        if !is_pointer(w) || !seen.insert(w) {
+            continue;
+        }
+        let Some(cell) = colour_cell(&shared.heap, gc.page_bytes, w) else {
+            continue;
+        };
+        let c = cell.load(Ordering::Relaxed);
+        if c != marked {
+            fail(
+                when,
+                format!("object {w:#x}, reachable from vproc {}, is not marked (colour {c}, marked is {marked})", v.id),
+            );
+        }
+        // SAFETY: a reachable major-heap object.
+        let o = unsafe { Obj::at(w as usize) };
+        let h = o.header().expect("a major-heap object has a header");
+        for_each_value_field(h, &shared.descs, |i| {
+            todo.push(o.field_cell(i).load(Ordering::Relaxed))
+        });
+    }
+}
