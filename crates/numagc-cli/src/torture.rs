@@ -44,7 +44,7 @@ pub struct TortureArgs {
     /// Seed of the first round (the next rounds use seed+1, seed+2, ...); decimal or 0x hex. Default: from the clock, printed.
     #[arg(long, value_parser = parse_seed)]
     seed: Option<u64>,
-    /// Collector plan of the runtimes: split (or split-heap).
+    /// Collector plan of the runtimes: split (or split-heap), shared (or shared-heap).
     #[arg(long, default_value = "split")]
     plan: String,
     /// Force a collection after every N-th allocation (1: the harshest; 0: never). Default: drawn per round from 1, 3, 10, 50, 300, 2000 and never.

@@ -211,25 +211,24 @@ fn the_harness_records_the_plan_of_every_run() {
 /// one gives the setting's own message, before anything runs.
 #[test]
 fn the_harness_refuses_a_plan_with_the_settings_message() {
-    // Today the only plan is split; `shared` (issue 17) is not built yet.
-    let setting_message = "shared"
+    let setting_message = "hybrid"
         .parse::<numagc::PlanKind>()
-        .expect_err("the shared plan exists: pick a name that is no plan")
+        .expect_err("a plan named hybrid exists: pick a name that is no plan")
         .to_string();
-    assert!(setting_message.contains("split (or split-heap)"));
-    let (ok, out, err) = numagc(&["bench", "parfib", "--suite", "quick", "--plan", "shared"]);
+    assert!(setting_message.contains("split (or split-heap), shared (or shared-heap)"));
+    let (ok, out, err) = numagc(&["bench", "parfib", "--suite", "quick", "--plan", "hybrid"]);
     assert!(!ok, "{out}");
     assert!(
-        err.contains(&format!("--plan shared: {setting_message}")),
+        err.contains(&format!("--plan hybrid: {setting_message}")),
         "{err}"
     );
-    let (ok, out, err) = numagc(&["bench", "parfib", "--plan", "split,shared"]);
+    let (ok, out, err) = numagc(&["bench", "parfib", "--plan", "split,hybrid"]);
     assert!(!ok && !out.contains("benchmark"), "nothing runs: {out}");
     assert!(err.contains(&setting_message), "{err}");
     // The plan of the configuration (NUMAGC_PLAN) is the setting's too.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_numagc"))
         .args(["bench", "parfib", "--suite", "quick"])
-        .env("NUMAGC_PLAN", "shared")
+        .env("NUMAGC_PLAN", "hybrid")
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -270,6 +269,42 @@ fn the_harness_runs_a_plan_named_twice_once() {
     };
     assert_eq!(plans("runs"), ["split"]);
     assert_eq!(plans("summaries"), ["split"]);
+}
+
+/// `--plan split,shared` runs every benchmark on both plans, side by side,
+/// each checking its answer.
+#[test]
+fn the_harness_runs_each_plan_it_is_given() {
+    let json = std::env::temp_dir().join(format!("numagc-plans-{}.json", std::process::id()));
+    let (ok, out, err) = numagc(&[
+        "bench",
+        "parfib",
+        "binarytrees",
+        "--suite",
+        "quick",
+        "--vprocs",
+        "1,2",
+        "--plan",
+        "split,shared",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "stderr: {err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    let runs = v["runs"].as_array().unwrap();
+    for plan in ["split", "shared"] {
+        for bench in ["parfib", "binarytrees"] {
+            let n = runs
+                .iter()
+                .filter(|r| r["plan"] == plan && r["benchmark"] == bench)
+                .count();
+            assert_eq!(n, 2, "{bench} on {plan} at 1 and 2 vprocs: {out}");
+        }
+    }
+    assert!(out.lines().filter(|l| l.trim_end().ends_with(" ok")).count() >= 8, "{out}");
 }
 
 #[test]

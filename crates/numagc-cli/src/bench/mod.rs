@@ -40,7 +40,7 @@ pub struct BenchArgs {
     /// Vproc counts to run, comma-separated (default: the vprocs setting, NUMAGC_VPROCS or all CPUs).
     #[arg(long, value_delimiter = ',')]
     vprocs: Vec<usize>,
-    /// Collector plans to run, comma-separated: the plan setting's names, e.g. split (default: the plan setting, NUMAGC_PLAN).
+    /// Collector plans to run, comma-separated: the plan setting's names, e.g. split,shared (default: the plan setting, NUMAGC_PLAN).
     #[arg(long, value_delimiter = ',')]
     plan: Vec<String>,
     /// Placement policies to run, comma-separated: local, interleave, node0 (default: the numa-policy setting).
