@@ -235,7 +235,7 @@ fn enum_and_flag_outputs_are_written_whatever_the_variable_held() {
             check(numagc_is_local(s, v, null_mut()), NUMAGC_ERR_NULL_ARGUMENT);
         }
         assert_eq!((kind, desc), (numagc_kind::NUMAGC_KIND_VECTOR as c_int, 0));
-        assert_eq!(local, 1);
+        assert_eq!(local, crate::tests::split_plan() as u8);
         OK
     }));
 }
