@@ -244,8 +244,31 @@ impl Pools {
     /// swept yet (lazy sweeping, §3.3), else in a new page. `force`: a
     /// collector's request, past the heap limit (see `GlobalHeap`).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     pub fn alloc(
+        &mut self,
+        class: usize,
+        slot_bytes: usize,
+        colour: u8,
+        garbage: u8,
+        heap: &GlobalHeap,
+        owner: usize,
+        node: usize,
+        force: bool,
+    ) -> Result<usize, Refused> {
+        // The fast path: a pop from the current page's free list.
+        if let Some(ps) = self.classes[class].avail.last_mut() {
+            if let Some(a) = ps.pop() {
+                ps.page.colour_of(a).store(colour, Ordering::Relaxed);
+                return Ok(a);
+            }
+        }
+        self.alloc_slow(class, slot_bytes, colour, garbage, heap, owner, node, force)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn alloc_slow(
         &mut self,
         class: usize,
         slot_bytes: usize,
