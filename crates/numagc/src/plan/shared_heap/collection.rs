@@ -121,7 +121,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     coord.phase(v.id, || {
         *lock(&gc.remembered) = std::sync::Arc::new(Vec::new());
         let forced = gc.forced_cycles.swap(0, Ordering::Relaxed);
-        let ready = gc.to_finish.load(Ordering::Acquire) == 0;
+        let ready = gc.cycle_complete();
         let ending = forced.max(ready as u32);
         gc.ending.store(ending, Ordering::Relaxed);
         if shared.config.verify {
@@ -185,6 +185,7 @@ fn end_cycle(v: &mut Vproc, last: bool) {
         heap.sweep_large_if(|info| info.age.load(Ordering::Relaxed) == unmarked);
         gc.colours.rotate();
         gc.to_finish.store(coord.vprocs(), Ordering::Release);
+        gc.allocated_in_cycle.store(0, Ordering::Relaxed);
         gc.cycles.fetch_add(1, Ordering::Relaxed);
         let roles = gc.colours.roles();
         shared.global_roots.for_each(|w| {

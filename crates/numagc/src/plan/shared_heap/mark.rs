@@ -25,8 +25,10 @@
 //! * **Termination** (§3.2.1): a vproc whose mark stack is empty and whose
 //!   pages are all swept counts itself off `to_finish` once per cycle; one
 //!   that darkens something afterwards (the barrier) counts itself back on.
-//!   When the counter reads zero, the next minor collection — every vproc
-//!   stopped — ends the cycle. Because the barrier may still have pushed
+//!   When the counter reads zero (and the major heap got new data in the
+//!   cycle: a runtime that allocates nothing does not cycle for ever), the
+//!   vproc that counted last asks for a stop-the-world collection, which —
+//!   every vproc stopped — ends the cycle. Because the barrier may still have pushed
 //!   work between the last count and the stop, each vproc first drains its
 //!   own mark stack there: with the mutators stopped, the stacks only
 //!   shrink, so when all are empty marking is complete (`loom_models`
@@ -169,6 +171,21 @@ pub(crate) fn work_per_byte(heap_growth: f64) -> f64 {
 pub(crate) fn owe(v: &mut Vproc, bytes: usize) {
     let per = work_per_byte(v.shared.config.heap_growth);
     v.shared_heap.debt += (bytes as f64 * per) as usize;
+    let gc = &v.shared.shared_heap;
+    let before = gc.allocated_in_cycle.fetch_add(bytes, Ordering::Relaxed);
+    if before < gc.page_bytes {
+        end_cycle_if_complete(v);
+    }
+}
+
+/// Asks for the stop-the-world collection that ends the cycle when the
+/// cycle is complete (rather than wait for the next minor collection,
+/// which a program allocating only in the major heap may never need).
+fn end_cycle_if_complete(v: &Vproc) {
+    let shared = &*v.shared;
+    if shared.shared_heap.cycle_complete() && !shared.coord.pending() {
+        shared.coord.request(v.id);
+    }
 }
 
 /// A slice: pays up to `budget` words of the debt by marking, then
@@ -191,7 +208,9 @@ pub(crate) fn slice(v: &mut Vproc, budget: usize) {
     if m.mark_stack.is_empty() && m.pools.all_swept() {
         m.done = true;
         m.debt = 0;
-        gc.to_finish.fetch_sub(1, Ordering::AcqRel);
+        if gc.to_finish.fetch_sub(1, Ordering::AcqRel) == 1 {
+            end_cycle_if_complete(v);
+        }
     }
     if done > 0 {
         v.stats.bytes_marked += (done * 8) as u64;

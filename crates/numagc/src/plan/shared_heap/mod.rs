@@ -275,3 +275,6 @@ pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
 pub(crate) fn cycles(shared: &crate::vproc::Shared) -> u64 {
     shared.shared_heap.cycles.load(Ordering::Relaxed)
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -85,6 +85,10 @@ pub(crate) struct SharedHeapGc {
     pub to_finish: AtomicUsize,
     /// Cycles completed.
     pub cycles: AtomicU64,
+    /// Bytes promoted into or allocated in the major heap since the cycle
+    /// began: a cycle ends only once some were (see `mark`), so that a
+    /// runtime that allocates nothing does not cycle for ever.
+    pub allocated_in_cycle: AtomicUsize,
     /// Cycles the next stop-the-world collection must complete whatever
     /// the counter says (1: `collect_major`, 2: a full collection).
     pub forced_cycles: AtomicU32,
@@ -109,6 +113,7 @@ impl SharedHeapGc {
             large_bytes,
             to_finish: AtomicUsize::new(vprocs),
             cycles: AtomicU64::new(0),
+            allocated_in_cycle: AtomicUsize::new(0),
             forced_cycles: AtomicU32::new(0),
             ending: AtomicU32::new(0),
             handed_in: (0..vprocs).map(|_| Mutex::new(Vec::new())).collect(),
@@ -125,6 +130,13 @@ impl SharedHeapGc {
     /// Asks the next stop-the-world collection to complete `n` cycles.
     pub fn force_cycles(&self, n: u32) {
         self.forced_cycles.fetch_max(n, Ordering::Relaxed);
+    }
+
+    /// Whether the cycle may end: every vproc counted off, and the major
+    /// heap got at least a page of new data since it began.
+    pub fn cycle_complete(&self) -> bool {
+        self.to_finish.load(Ordering::Acquire) == 0
+            && self.allocated_in_cycle.load(Ordering::Relaxed) >= self.page_bytes
     }
 
     /// Joins the handed-in remembered sets (leader, everyone stopped).

@@ -1,0 +1,208 @@
+//! Tests of the shared plan's own mechanisms; the plan-neutral suite
+//! (`tests/`, `NUMAGC_TEST_PLAN=shared`) and the torture tester run
+//! everything else on it.
+
+use super::mark::colour_cell;
+use super::{collection, pages::FREE};
+use crate::config::PlanKind;
+use crate::runtime::small_test_runtime_on;
+use crate::{Handle, Runtime, Scope};
+use std::sync::atomic::Ordering;
+
+fn runtime(vprocs: usize) -> Runtime {
+    small_test_runtime_on(PlanKind::SharedHeap, vprocs, true, 1 << 20)
+}
+
+/// The colour of the major-heap object behind `h`.
+fn colour(s: &mut Scope<'_>, h: Handle<'_>) -> u8 {
+    let w = s.word(h);
+    let v = s.vproc_mut();
+    colour_cell(&v.shared.heap, v.shared.shared_heap.page_bytes, w)
+        .expect("a major-heap object")
+        .load(Ordering::Relaxed)
+}
+
+/// Ends the current cycle and begins the next (its roots grey), without
+/// the slice that `collect_major` runs after: nothing is marked yet beyond
+/// the roots.
+fn begin_cycle_without_slice(s: &mut Scope<'_>) {
+    let v = s.vproc_mut();
+    v.shared.shared_heap.force_cycles(1);
+    v.shared.coord.request(v.id);
+    let joined = collection::participate(v);
+    assert_eq!(joined, crate::gc::Joined::Collected);
+    v.install_limit();
+}
+
+#[test]
+fn the_deletion_barrier_keeps_what_a_mutator_moves_out_of_an_unscanned_object() {
+    let rt = runtime(1);
+    rt.run_on(0, |s| {
+        // The list's only path is the array's field (no handle roots it).
+        let arr = s
+            .scope_value(|s| {
+                let list = s.alloc_vector(&[Handle::int(7), Handle::int(8)])?;
+                s.alloc_array(1, list)
+            })
+            .unwrap();
+        s.collect_global().unwrap(); // everything in the major heap
+        // A new cycle: the array (a root) is grey, the list unmarked.
+        s.scope(|s| {
+            begin_cycle_without_slice(s);
+            let roles = s.vproc_mut().shared.shared_heap.colours.roles();
+            assert_eq!(colour(s, arr), roles.marked, "a root is darkened at once");
+            let moved = s.field(arr, 0).unwrap();
+            assert_eq!(colour(s, moved), roles.unmarked, "not scanned yet");
+            // The mutator takes the list out of the array: the snapshot's
+            // only path to it is cut, and only the barrier marks it.
+            s.set(arr, 0, Handle::NIL).unwrap();
+            assert_eq!(colour(s, moved), roles.marked, "the barrier darkened the old value");
+            // The cycle ends (the verifier checks everything reachable is
+            // marked), the next one sweeps; the list is intact.
+            s.collect_major().unwrap();
+            s.collect_major().unwrap();
+            let v = s.view(moved);
+            assert_eq!((v.field(0).as_int(), v.field(1).as_int()), (Some(7), Some(8)));
+        });
+    })
+    .unwrap();
+}
+
+#[test]
+fn unreachable_major_objects_are_swept_and_their_slots_reused() {
+    let rt = runtime(1);
+    rt.run_on(0, |s| {
+        let kept = s.alloc_array(4, Handle::int(1)).unwrap();
+        let dead = s.scope(|s| {
+            let d = s.alloc_array(4, Handle::int(2)).unwrap();
+            s.word(d)
+        });
+        s.collect_global().unwrap();
+        let v = s.vproc_mut();
+        let cell = colour_cell(&v.shared.heap, v.shared.shared_heap.page_bytes, dead).unwrap();
+        assert_eq!(cell.load(Ordering::Relaxed), FREE, "a full collection freed it");
+        // Its slot is the next one of its class handed out.
+        let again = s.alloc_array(4, Handle::int(3)).unwrap();
+        assert_eq!(s.word(again), dead, "the freed slot is reused");
+        assert_eq!(s.view(kept).field(3).as_int(), Some(1));
+    })
+    .unwrap();
+}
+
+#[test]
+fn cycles_run_by_themselves_and_memory_stays_bounded() {
+    let rt = runtime(2);
+    rt.run_each(|s| {
+        // 200 × 64 KiB of arrays, one live at a time: without cycles the
+        // major heap would grow by 12.5 MiB per vproc.
+        for i in 0..200 {
+            s.scope(|s| {
+                let a = s.alloc_array(8 << 10, Handle::int(i)).unwrap();
+                assert_eq!(s.view(a).field(100).as_int(), Some(i));
+            });
+            let l = s.alloc_vector(&[Handle::int(i); 16]).unwrap();
+            drop(l);
+        }
+    })
+    .unwrap();
+    let st = rt.stats();
+    assert!(rt.full_global_collections() > 0, "major cycles ran");
+    assert!(
+        st.heap.peak_global_bytes < 16 << 20,
+        "the heap peaked at {} bytes",
+        st.heap.peak_global_bytes
+    );
+}
+
+#[test]
+fn a_full_collection_gives_empty_chunks_back() {
+    let rt = runtime(1);
+    rt.run_on(0, |s| {
+        let before = s.vproc_mut().shared.heap.in_use();
+        s.scope(|s| {
+            let mut l = s.nil();
+            for i in 0..100_000 {
+                l = s.alloc_vector(&[Handle::int(i), l]).unwrap();
+            }
+            s.collect_minor(); // into the major heap
+            assert!(s.vproc_mut().shared.heap.in_use() > before + (2 << 20));
+        });
+        s.collect_global().unwrap();
+        let after = s.vproc_mut().shared.heap.in_use();
+        assert!(
+            after <= before + (1 << 20),
+            "{after} bytes in use after, {before} before"
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn the_heap_limit_is_an_error_and_the_runtime_carries_on() {
+    let cfg = crate::Config::builder()
+        .plan(PlanKind::SharedHeap)
+        .vprocs(2)
+        .pin(false)
+        .verify(true)
+        .local_heap_size(256 << 10)
+        .chunk_size(64 << 10)
+        .max_heap(8 << 20)
+        .build()
+        .unwrap();
+    let rt = Runtime::new(cfg).unwrap();
+    let r = rt
+        .run_on(0, |s| {
+            let mut kept = Vec::new();
+            loop {
+                match s.alloc_array(4 << 10, Handle::int(1)) {
+                    Ok(a) => kept.push(a),
+                    Err(e) => return (kept.len(), e),
+                }
+            }
+        })
+        .unwrap();
+    assert!(r.0 > 10, "{} arrays before the limit", r.0);
+    assert!(matches!(r.1, crate::Error::HeapLimit { .. }), "{:?}", r.1);
+    // The arrays died with the job: both vprocs allocate again.
+    let n = rt
+        .run_each(|s| {
+            for _ in 0..50 {
+                s.scope(|s| {
+                    s.alloc_array(4 << 10, Handle::int(2)).unwrap();
+                });
+            }
+            1
+        })
+        .unwrap();
+    assert_eq!(n, vec![1, 1]);
+}
+
+#[test]
+fn values_in_other_vprocs_minor_heaps_are_promoted_once() {
+    // Both vprocs hold the same minor-heap list (through a global root);
+    // a minor collection promotes it once, and both see the one copy.
+    let rt = runtime(2);
+    let root = rt
+        .run_on(0, |s| {
+            let mut l = s.nil();
+            for i in 0..1000 {
+                l = s.alloc_vector(&[Handle::int(i), l]).unwrap();
+            }
+            s.global_root(l).unwrap()
+        })
+        .unwrap();
+    let words = rt
+        .run_each(move |s| {
+            let l = s.get_global(&root).unwrap();
+            s.collect_minor();
+            let mut v = s.view(l);
+            for n in 0..1000 {
+                assert_eq!(v.field(0).as_int(), Some(999 - n));
+                v = v.field(1);
+            }
+            assert_eq!(v.as_int(), Some(0), "the list ends in nil");
+            s.word(l)
+        })
+        .unwrap();
+    assert_eq!(words[0], words[1], "one copy");
+}
