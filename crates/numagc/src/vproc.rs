@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub global_roots: GlobalRoots,
     /// The split plan's collection state (`plan::split::global`).
     pub split: crate::plan::split::global::GlobalGc,
+    /// Every vproc's ephemerons and finalisers (`crate::weak`).
+    pub weak: crate::weak::WeakRegistry,
     pub sched: Scheduler,
     /// Statistics each vproc publishes after every job and collection.
     pub stats: Box<[Mutex<VprocStats>]>,
@@ -99,6 +101,7 @@ impl Shared {
     /// ready thread's global roots form with this state — are cut.
     pub fn drop_threads(&self) {
         self.sched.clear_ready();
+        self.weak.clear();
         for c in crate::sync::lock(&self.channels).drain(..) {
             if let Some(c) = c.upgrade() {
                 c.clear();
