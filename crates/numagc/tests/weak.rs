@@ -9,7 +9,6 @@ mod common;
 
 use common::*;
 use numagc::{Error, GlobalRoot, Handle, Scope};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A fresh key: a vector `[id, id * 10]`.
@@ -245,4 +244,338 @@ fn ephemeron_chain_lives_through_rounds_and_dies_with_its_first_key() {
         })
         .unwrap();
     }
+}
+
+#[test]
+fn ephemerons_shared_between_vprocs_are_processed_in_rounds_across_their_lists() {
+    let rt = runtime(2);
+    // Vproc 0: e0 = (k0, k1) with k0 held by a global root; vproc 1:
+    // e1 = (k1, d), with k1 reachable only as e0's data. Both ephemerons
+    // are shared through global roots.
+    let k0 = Arc::new(Mutex::new(None::<GlobalRoot>));
+    let slot = k0.clone();
+    let (e0, k1) = rt
+        .run_on(0, move |s| {
+            let k0 = key(s, 10);
+            let k1 = key(s, 11);
+            let e0 = s.ephemeron(k0, k1).unwrap();
+            *slot.lock().unwrap() = Some(s.global_root(k0).unwrap());
+            (s.global_root(e0).unwrap(), s.global_root(k1).unwrap())
+        })
+        .unwrap();
+    let e1 = rt
+        .run_on(1, move |s| {
+            let k1 = s.get_global(&k1).unwrap();
+            let d = key(s, 12);
+            let e1 = s.ephemeron(k1, d).unwrap();
+            s.global_root(e1).unwrap()
+        })
+        .unwrap(); // `k1`'s root is dropped with the job
+    let e1 = Arc::new(e1);
+    let e0 = Arc::new(e0);
+    let check = move |expect: Option<(i64, i64, i64)>| {
+        let (e0, e1) = (e0.clone(), e1.clone());
+        rt.run_each(move |s| {
+            s.collect_global().unwrap();
+            let e0 = s.get_global(&e0).unwrap();
+            let e1 = s.get_global(&e1).unwrap();
+            let got = match (target(s, e0), target(s, e1), data_id(s, e1)) {
+                (Some(a), Some(b), Some(c)) => Some((a, b, c)),
+                (None, None, None) => None,
+                other => panic!("vproc {}: half-cleared {other:?}", s.vproc()),
+            };
+            assert_eq!(got, expect, "vproc {}", s.vproc());
+            assert_eq!(data_id(s, e0), expect.map(|e| e.1));
+        })
+        .unwrap();
+    };
+    check(Some((10, 11, 12)));
+    check(Some((10, 11, 12)));
+    *k0.lock().unwrap() = None;
+    check(None);
+}
+
+#[test]
+fn ephemeron_made_in_a_stolen_task_is_kept_by_its_key_on_the_joining_vproc() {
+    let rt = runtime(2);
+    let r = rt
+        .run_on(0, |s| {
+            let k = key(s, 7);
+            let (e, _) = s
+                .par2(
+                    &[k],
+                    |s, env| {
+                        let d = key(s, 8);
+                        s.ephemeron(env[0], d)
+                    },
+                    |s, env| {
+                        let d = key(s, 9);
+                        s.ephemeron(env[0], d)
+                    },
+                )
+                .unwrap();
+            let lost = s
+                .scope_value(|s| {
+                    let (a, b) = s.par2(
+                        &[],
+                        |s, _| {
+                            let k = key(s, 1);
+                            s.weak_ref(k)
+                        },
+                        |s, _| {
+                            let k = key(s, 2);
+                            s.weak_ref(k)
+                        },
+                    )?;
+                    s.alloc_vector(&[a, b])
+                })
+                .unwrap();
+            s.collect_global().unwrap();
+            s.collect_global().unwrap();
+            let a = s.field(lost, 0).unwrap();
+            let b = s.field(lost, 1).unwrap();
+            (target(s, e), data_id(s, e), target(s, a), target(s, b), key_id(s, k))
+        })
+        .unwrap();
+    assert_eq!(r, (Some(7), Some(8), None, None, 7));
+}
+
+/// Counts the calls of finalisers by id.
+#[derive(Clone, Default)]
+struct Calls(Arc<Mutex<Vec<i64>>>);
+
+impl Calls {
+    fn record(&self, id: i64) {
+        self.0.lock().unwrap().push(id);
+    }
+    fn sorted(&self) -> Vec<i64> {
+        let mut v = self.0.lock().unwrap().clone();
+        v.sort();
+        v
+    }
+}
+
+#[test]
+fn finalise_sees_its_value_and_may_resurrect_it() {
+    let rt = no_survivor_promotion();
+    let calls = Calls::default();
+    let kept = Arc::new(Mutex::new(None::<GlobalRoot>));
+    for (what, age, collect) in kinds() {
+        let (calls, kept2) = (calls.clone(), kept.clone());
+        rt.run_on(0, move |s| {
+            let kept = kept2;
+            calls.0.lock().unwrap().clear();
+            let w = s
+                .scope_value(|s| {
+                    let v = key(s, 40);
+                    let (calls, kept) = (calls.clone(), kept.clone());
+                    s.finalise(v, move |s, v| {
+                        calls.record(key_id(s, v));
+                        *kept.lock().unwrap() = Some(s.global_root(v)?);
+                        Ok(())
+                    })?;
+                    age(s, v);
+                    s.weak_ref(v)
+                })
+                .unwrap();
+            collect(s);
+            assert_eq!(s.pending_finalisers(), 1, "{what}");
+            assert_eq!(target(s, w), Some(40), "{what}: resurrected, so not cleared");
+            assert_eq!(s.run_finalisers(), 1);
+            assert_eq!(calls.sorted(), vec![40], "{what}");
+            // The resurrected value stays valid across every collection,
+            // and its finaliser never runs again.
+            for _ in 0..2 {
+                s.collect_minor();
+                s.collect_major().unwrap();
+                s.collect_global().unwrap();
+            }
+            let v = s.get_global(kept.lock().unwrap().as_ref().unwrap()).unwrap();
+            assert_eq!(key_id(s, v), 40, "{what}");
+            assert_eq!(s.run_finalisers(), 0);
+            assert_eq!(calls.sorted(), vec![40], "{what}: exactly once");
+        })
+        .unwrap();
+        *kept.lock().unwrap() = None;
+    }
+}
+
+#[test]
+fn finalise_last_does_not_see_its_value_and_runs_after_it_is_collected() {
+    let rt = no_survivor_promotion();
+    for (what, age, collect) in kinds() {
+        let calls = Calls::default();
+        let c = calls.clone();
+        rt.run_on(0, move |s| {
+            let w = s
+                .scope_value(|s| {
+                    let v = key(s, 50);
+                    let c = c.clone();
+                    s.finalise_last(v, move |_| {
+                        c.record(50);
+                        Ok(())
+                    })?;
+                    age(s, v);
+                    s.weak_ref(v)
+                })
+                .unwrap();
+            s.collect_minor(); // a first minor collection may not decide
+            collect(s);
+            assert_eq!(target(s, w), None, "{what}: collected");
+            assert_eq!(s.run_finalisers(), 1, "{what}");
+            assert_eq!(c.sorted(), vec![50]);
+        })
+        .unwrap();
+        // Nothing more runs later, at job ends or collections.
+        rt.run_on(0, |s| {
+            s.collect_global().unwrap();
+            s.collect_minor();
+        })
+        .unwrap();
+        assert_eq!(calls.sorted(), vec![50], "{what}: exactly once");
+    }
+}
+
+#[test]
+fn finalisers_may_allocate_and_run_at_the_end_of_the_job() {
+    let rt = runtime(1);
+    let sums = Arc::new(Mutex::new(Vec::new()));
+    let s2 = sums.clone();
+    rt.run_on(0, move |s| {
+        for n in [1000i64, 20_000] {
+            let sums = s2.clone();
+            s.scope(|s| {
+                let v = key(s, n);
+                s.finalise(v, move |s, v| {
+                    // Allocates enough to collect several times.
+                    let n = key_id(s, v);
+                    let mut list = s.nil();
+                    for i in 0..n {
+                        list = s.alloc_vector(&[Handle::int(i), list])?;
+                    }
+                    let mut sum = 0;
+                    let mut l = s.view(list);
+                    while l.is_object() {
+                        sum += l.field(0).as_int().unwrap();
+                        l = l.field(1);
+                    }
+                    sums.lock().unwrap().push(sum);
+                    Ok(())
+                })
+                .unwrap();
+            });
+        }
+        s.collect_minor();
+        assert_eq!(s.pending_finalisers(), 2);
+        // Not run yet: the job's end runs them.
+    })
+    .unwrap();
+    let mut got = sums.lock().unwrap().clone();
+    got.sort();
+    assert_eq!(got, vec![499_500, 199_990_000]);
+}
+
+#[test]
+fn finalisers_run_exactly_once_across_vprocs_and_collections() {
+    let rt = runtime(2);
+    let calls = Calls::default();
+    let c = calls.clone();
+    rt.run_each(move |s| {
+        let base = 1000 * s.vproc() as i64;
+        let keep = s.slot(Handle::NIL);
+        for i in 0..200 {
+            let c = c.clone();
+            s.scope(|s| {
+                let v = key(s, base + i);
+                let v = if i % 3 == 0 { s.promote(v).unwrap() } else { v };
+                if i % 2 == 0 {
+                    s.finalise(v, move |s, v| {
+                        c.record(key_id(s, v));
+                        Ok(())
+                    })
+                    .unwrap();
+                } else {
+                    s.finalise_last(v, move |_| {
+                        c.record(base + i);
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+                if i % 5 == 0 {
+                    // A few stay reachable until the end of the job.
+                    let l = s.alloc_vector(&[v, keep.get()]).unwrap();
+                    s.assign(keep, l);
+                }
+            });
+            match i % 7 {
+                0 => s.collect_minor(),
+                3 => s.collect_major().unwrap(),
+                5 => s.collect_global().unwrap(),
+                _ => {}
+            }
+        }
+    })
+    .unwrap();
+    // What was still held at the end of the jobs dies now.
+    rt.run_each(|s| {
+        s.collect_global().unwrap();
+        s.collect_global().unwrap();
+    })
+    .unwrap();
+    rt.run_each(|s| {
+        s.run_finalisers();
+    })
+    .unwrap();
+    let expected: Vec<i64> = [0i64, 1000]
+        .iter()
+        .flat_map(|b| (0..200).map(move |i| b + i))
+        .collect();
+    assert_eq!(calls.sorted(), expected);
+}
+
+#[test]
+fn immediates_and_non_ephemerons_are_refused() {
+    let rt = runtime(1);
+    rt.run_on(0, |s| {
+        let e = s.finalise(Handle::int(3), |_, _| Ok(())).unwrap_err();
+        assert!(matches!(e, Error::Misuse(ref m) if m.contains("immediate")), "{e}");
+        let e = s.finalise_last(Handle::NIL, |_| Ok(())).unwrap_err();
+        assert!(matches!(e, Error::Misuse(_)), "{e}");
+        let v = key(s, 1);
+        assert!(matches!(s.ephemeron_key(v), Err(Error::Misuse(_))));
+        assert!(matches!(s.weak_get(Handle::int(1)), Err(Error::Misuse(_))));
+        assert!(!s.is_ephemeron(v));
+        // An immediate key never dies.
+        let w = s.weak_ref(Handle::int(9)).unwrap();
+        assert!(s.is_ephemeron(w));
+        s.collect_global().unwrap();
+        assert_eq!(s.scope(|s| s.weak_get(w).unwrap().and_then(|k| s.as_int(k))), Some(9));
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_failing_finaliser_is_recorded_and_the_others_run() {
+    let rt = runtime(1);
+    let calls = Calls::default();
+    let c = calls.clone();
+    rt.run_on(0, move |s| {
+        s.scope(|s| {
+            let a = key(s, 1);
+            let b = key(s, 2);
+            let c2 = c.clone();
+            s.finalise_last(a, |_| Err(Error::Misuse("finaliser failed".into()))).unwrap();
+            s.finalise_last(b, move |_| {
+                c2.record(2);
+                Ok(())
+            })
+            .unwrap();
+        });
+        s.collect_minor();
+        assert_eq!(s.run_finalisers(), 2);
+    })
+    .unwrap();
+    assert_eq!(calls.sorted(), vec![2]);
+    let errors = rt.take_thread_errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
 }

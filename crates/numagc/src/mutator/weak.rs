@@ -137,7 +137,7 @@ impl<'s> Scope<'s> {
     pub fn finalise(
         &mut self,
         value: Handle<'_>,
-        f: impl for<'a, 'b> FnOnce(&mut Scope<'a>, Handle<'b>) -> Result<()> + Send + 'static,
+        f: impl for<'a> FnOnce(&mut Scope<'a>, Handle<'a>) -> Result<()> + Send + 'static,
     ) -> Result<()> {
         self.register_finaliser(value, FinaliserFn::First(Box::new(f)), "finalise")
     }

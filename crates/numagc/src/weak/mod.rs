@@ -100,7 +100,7 @@ pub(crate) fn ephemeron_descriptor() -> Descriptor {
 /// A finaliser's function: `First` gets the value (`finalise`), `Last`
 /// does not (`finalise_last`).
 pub(crate) enum FinaliserFn {
-    First(Box<dyn for<'s, 'h> FnOnce(&mut Scope<'s>, Handle<'h>) -> Result<()> + Send>),
+    First(Box<dyn for<'s> FnOnce(&mut Scope<'s>, Handle<'s>) -> Result<()> + Send>),
     Last(Box<dyn for<'s> FnOnce(&mut Scope<'s>) -> Result<()> + Send>),
 }
 
