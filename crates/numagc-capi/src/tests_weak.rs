@@ -64,12 +64,22 @@ fn weak_refs_and_ephemerons_are_cleared_when_their_key_dies() {
         assert_eq!((v, present), (NUMAGC_NIL, 0));
         // SAFETY: as above.
         ok(unsafe { numagc_ephemeron_data(s, kept, &mut v, &mut present) });
-        assert_eq!((v, present), (NUMAGC_NIL, 1), "a weak reference's data is NIL");
+        assert_eq!(
+            (v, present),
+            (NUMAGC_NIL, 1),
+            "a weak reference's data is NIL"
+        );
         // A non-ephemeron and a bad handle are refused.
         // SAFETY: as above.
-        check(unsafe { numagc_ephemeron_key(s, k, &mut v, &mut present) }, NUMAGC_ERR_MISUSE);
+        check(
+            unsafe { numagc_ephemeron_key(s, k, &mut v, &mut present) },
+            NUMAGC_ERR_MISUSE,
+        );
         // SAFETY: as above.
-        check(unsafe { numagc_ephemeron_key(s, 0, &mut v, &mut present) }, NUMAGC_ERR_BAD_VALUE);
+        check(
+            unsafe { numagc_ephemeron_key(s, 0, &mut v, &mut present) },
+            NUMAGC_ERR_BAD_VALUE,
+        );
         // SAFETY: NULL outputs are refused, not written.
         check(
             unsafe { numagc_ephemeron_key(s, kept, &mut v, std::ptr::null_mut()) },
@@ -113,9 +123,15 @@ fn finalisers_resurrect_or_not_and_run_once() {
         // SAFETY: as above.
         ok(unsafe { numagc_finalise_last(s, b, Some(count_last), std::ptr::null_mut()) });
         // SAFETY: as above; immediates and NULL functions are refused.
-        check(unsafe { numagc_finalise(s, numagc_int(3), Some(resurrect), gp) }, NUMAGC_ERR_MISUSE);
+        check(
+            unsafe { numagc_finalise(s, numagc_int(3), Some(resurrect), gp) },
+            NUMAGC_ERR_MISUSE,
+        );
         // SAFETY: as above.
-        check(unsafe { numagc_finalise_last(s, b, None, gp) }, NUMAGC_ERR_NULL_ARGUMENT);
+        check(
+            unsafe { numagc_finalise_last(s, b, None, gp) },
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
         ok(leave(s, f));
         // SAFETY: a live scope.
         ok(unsafe { numagc_collect_minor(s) });
@@ -134,7 +150,11 @@ fn finalisers_resurrect_or_not_and_run_once() {
         let mut v = 0;
         // SAFETY: a live scope, a live root, a valid output.
         ok(unsafe { numagc_global_get(s, global, &mut v) });
-        assert_eq!(get_int(field(s, v, 0).unwrap()), 7, "the resurrected value is intact");
+        assert_eq!(
+            get_int(field(s, v, 0).unwrap()),
+            7,
+            "the resurrected value is intact"
+        );
         let mut ran = 7;
         // SAFETY: a live scope and a valid output.
         ok(unsafe { numagc_run_finalisers(s, &mut ran) });
@@ -155,7 +175,9 @@ fn finalisers_resurrect_or_not_and_run_once() {
     // SAFETY: a live runtime and a valid output.
     ok(unsafe { numagc_take_thread_errors(rt.0, &mut json) });
     // SAFETY: a string returned by the library.
-    let text = unsafe { std::ffi::CStr::from_ptr(json) }.to_string_lossy().into_owned();
+    let text = unsafe { std::ffi::CStr::from_ptr(json) }
+        .to_string_lossy()
+        .into_owned();
     // SAFETY: returned by the library, freed once.
     unsafe { numagc_string_free(json) };
     assert!(text.contains("finaliser"), "{text}");
@@ -175,7 +197,10 @@ fn weak_calls_are_refused_inside_a_blocking_section() {
         // SAFETY: as above; refused while blocking.
         check(unsafe { numagc_weak_ref(s, k, &mut e) }, NUMAGC_ERR_MISUSE);
         // SAFETY: as above.
-        check(unsafe { numagc_finalise_last(s, k, Some(count_last), std::ptr::null_mut()) }, NUMAGC_ERR_MISUSE);
+        check(
+            unsafe { numagc_finalise_last(s, k, Some(count_last), std::ptr::null_mut()) },
+            NUMAGC_ERR_MISUSE,
+        );
         // SAFETY: a live scope in a section.
         ok(unsafe { numagc_leave_blocking(s) });
         OK

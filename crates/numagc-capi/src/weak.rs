@@ -15,10 +15,10 @@
 
 use crate::activation::with_state;
 use crate::body::{run_body, BodyArgs, UserData};
+use crate::numagc_value;
 use crate::runtime::RtShared;
 use crate::scope::numagc_scope;
 use crate::status::{guard, out, Fail};
-use crate::numagc_value;
 use numagc_rs::{Error, Handle, Scope};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -26,7 +26,11 @@ use std::sync::Arc;
 /// A finaliser of `numagc_finalise`: gets its scope, the value (a handle
 /// of that scope) and its `userdata`; returns 0 (`NUMAGC_OK`) or a status.
 pub type numagc_finaliser_fn = Option<
-    unsafe extern "C" fn(scope: *mut numagc_scope, value: numagc_value, userdata: *mut c_void) -> c_int,
+    unsafe extern "C" fn(
+        scope: *mut numagc_scope,
+        value: numagc_value,
+        userdata: *mut c_void,
+    ) -> c_int,
 >;
 
 /// A finaliser of `numagc_finalise_last`: gets its scope and `userdata`.
@@ -156,9 +160,13 @@ fn run_finaliser<'i>(
         received: None,
         thread: false,
     };
-    run_body(s, rt, args, |scope, env, _, _| call(scope, env), |_, ended| {
-        finaliser_failed(vproc, ended)
-    })
+    run_body(
+        s,
+        rt,
+        args,
+        |scope, env, _, _| call(scope, env),
+        |_, ended| finaliser_failed(vproc, ended),
+    )
 }
 
 /// Registers `f` to run once with `value` when a collection first finds

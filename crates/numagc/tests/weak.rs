@@ -89,7 +89,10 @@ fn weak_ref_across_major_collection() {
         assert_eq!(target(s, lost), Some(2));
         s.assign(held, Handle::NIL);
         s.collect_major().unwrap();
-        assert!(!s.is_local(k), "the major collection moved the key to the global heap");
+        assert!(
+            !s.is_local(k),
+            "the major collection moved the key to the global heap"
+        );
         assert_eq!(target(s, kept), Some(1));
         assert_eq!(target(s, lost), None, "the major collection cleared it");
     })
@@ -135,7 +138,11 @@ fn local_ephemeron_with_a_global_key_is_cleared_by_a_global_collection() {
             .unwrap();
         assert!(s.is_local(e));
         s.collect_minor();
-        assert_eq!(target(s, e), Some(5), "a local collection keeps global keys");
+        assert_eq!(
+            target(s, e),
+            Some(5),
+            "a local collection keeps global keys"
+        );
         s.collect_global().unwrap();
         assert_eq!(target(s, e), None);
     })
@@ -144,7 +151,11 @@ fn local_ephemeron_with_a_global_key_is_cleared_by_a_global_collection() {
 
 /// Each kind of collection: what makes the objects old enough for it
 /// (after they are made, before any is cut loose), and the collection.
-type Kind = (&'static str, fn(&mut Scope<'_>, Handle<'_>), fn(&mut Scope<'_>));
+type Kind = (
+    &'static str,
+    fn(&mut Scope<'_>, Handle<'_>),
+    fn(&mut Scope<'_>),
+);
 
 fn kinds() -> Vec<Kind> {
     vec![
@@ -186,7 +197,10 @@ fn data_referring_to_its_own_key_does_not_keep_the_key_alive() {
             age(s, e);
             collect(s);
             assert_eq!(target(s, e), None, "{what}");
-            assert!(s.scope(|s| s.ephemeron_data(e).unwrap().is_none()), "{what}");
+            assert!(
+                s.scope(|s| s.ephemeron_data(e).unwrap().is_none()),
+                "{what}"
+            );
         })
         .unwrap();
     }
@@ -334,7 +348,13 @@ fn ephemeron_made_in_a_stolen_task_is_kept_by_its_key_on_the_joining_vproc() {
             s.collect_global().unwrap();
             let a = s.field(lost, 0).unwrap();
             let b = s.field(lost, 1).unwrap();
-            (target(s, e), data_id(s, e), target(s, a), target(s, b), key_id(s, k))
+            (
+                target(s, e),
+                data_id(s, e),
+                target(s, a),
+                target(s, b),
+                key_id(s, k),
+            )
         })
         .unwrap();
     assert_eq!(r, (Some(7), Some(8), None, None, 7));
@@ -380,7 +400,11 @@ fn finalise_sees_its_value_and_may_resurrect_it() {
                 .unwrap();
             collect(s);
             assert_eq!(s.pending_finalisers(), 1, "{what}");
-            assert_eq!(target(s, w), Some(40), "{what}: resurrected, so not cleared");
+            assert_eq!(
+                target(s, w),
+                Some(40),
+                "{what}: resurrected, so not cleared"
+            );
             assert_eq!(s.run_finalisers(), 1);
             assert_eq!(calls.sorted(), vec![40], "{what}");
             // The resurrected value stays valid across every collection,
@@ -390,7 +414,9 @@ fn finalise_sees_its_value_and_may_resurrect_it() {
                 s.collect_major().unwrap();
                 s.collect_global().unwrap();
             }
-            let v = s.get_global(kept.lock().unwrap().as_ref().unwrap()).unwrap();
+            let v = s
+                .get_global(kept.lock().unwrap().as_ref().unwrap())
+                .unwrap();
             assert_eq!(key_id(s, v), 40, "{what}");
             assert_eq!(s.run_finalisers(), 0);
             assert_eq!(calls.sorted(), vec![40], "{what}: exactly once");
@@ -538,7 +564,10 @@ fn immediates_and_non_ephemerons_are_refused() {
     let rt = runtime(1);
     rt.run_on(0, |s| {
         let e = s.finalise(Handle::int(3), |_, _| Ok(())).unwrap_err();
-        assert!(matches!(e, Error::Misuse(ref m) if m.contains("immediate")), "{e}");
+        assert!(
+            matches!(e, Error::Misuse(ref m) if m.contains("immediate")),
+            "{e}"
+        );
         let e = s.finalise_last(Handle::NIL, |_| Ok(())).unwrap_err();
         assert!(matches!(e, Error::Misuse(_)), "{e}");
         let v = key(s, 1);
@@ -549,7 +578,10 @@ fn immediates_and_non_ephemerons_are_refused() {
         let w = s.weak_ref(Handle::int(9)).unwrap();
         assert!(s.is_ephemeron(w));
         s.collect_global().unwrap();
-        assert_eq!(s.scope(|s| s.weak_get(w).unwrap().and_then(|k| s.as_int(k))), Some(9));
+        assert_eq!(
+            s.scope(|s| s.weak_get(w).unwrap().and_then(|k| s.as_int(k))),
+            Some(9)
+        );
     })
     .unwrap();
 }
@@ -564,7 +596,8 @@ fn a_failing_finaliser_is_recorded_and_the_others_run() {
             let a = key(s, 1);
             let b = key(s, 2);
             let c2 = c.clone();
-            s.finalise_last(a, |_| Err(Error::Misuse("finaliser failed".into()))).unwrap();
+            s.finalise_last(a, |_| Err(Error::Misuse("finaliser failed".into())))
+                .unwrap();
             s.finalise_last(b, move |_| {
                 c2.record(2);
                 Ok(())

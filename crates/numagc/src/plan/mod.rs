@@ -25,6 +25,11 @@
 //! | [`collect_minor`], [`collect_major`], [`collect_global`], [`collect_global_young`] | explicit collections |
 //! | [`is_private`], [`private_bytes_in_use`], [`full_global_collections`] | queries of the API and the statistics |
 //!
+//! Weak references, ephemerons and finalisers: every collector of a plan
+//! runs `crate::weak::process` (plan-neutral: the lists, the rounds, the
+//! finaliser queues) through a `crate::weak::WeakTracer` of its own, when
+//! `Shared::weak` is not empty (`plan/split/weak.rs` for the split plan).
+//!
 //! Its state: the plan-wide part lives in [`crate::vproc::Shared`] (the
 //! split plan's `split: GlobalGc` beside the chunk heap), the per-vproc
 //! part in [`crate::vproc::Vproc`] (`split: split::Mutator`), both built by

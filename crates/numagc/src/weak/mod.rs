@@ -176,7 +176,9 @@ impl Drop for Locked<'_> {
 impl WeakRegistry {
     pub fn new(vprocs: usize) -> WeakRegistry {
         WeakRegistry {
-            vprocs: (0..vprocs).map(|_| Mutex::new(VprocWeak::default())).collect(),
+            vprocs: (0..vprocs)
+                .map(|_| Mutex::new(VprocWeak::default()))
+                .collect(),
             count: AtomicUsize::new(0),
         }
     }

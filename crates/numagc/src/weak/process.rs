@@ -90,7 +90,12 @@ pub(crate) fn process<T: WeakTracer>(
             .into_iter()
             .flatten()
         {
-            take_dead(list, |f| matches!(f.f, FinaliserFn::First(_)), t, &mut found);
+            take_dead(
+                list,
+                |f| matches!(f.f, FinaliserFn::First(_)),
+                t,
+                &mut found,
+            );
         }
         // OCaml calls the finalisers of one cycle in the reverse order of
         // their registration.

@@ -181,7 +181,11 @@ pub(crate) fn major(
     let mut w = shared.weak.lock(id);
     if private_work(&w) {
         let local = (c.local_lo, c.local_hi);
-        process(&mut [&mut *w], Lists::Private, &mut Major { c, young, delta });
+        process(
+            &mut [&mut *w],
+            Lists::Private,
+            &mut Major { c, young, delta },
+        );
         relist(&mut w, local);
     }
 }
@@ -245,9 +249,7 @@ impl WeakTracer for Global<'_, '_> {
                 let hw = header_word(a);
                 (hw & 1 == 0).then_some(hw)
             }
-            ChunkKind::LargeHead if self.e.full => {
-                info.mark.load(Ordering::Acquire).then_some(w)
-            }
+            ChunkKind::LargeHead if self.e.full => info.mark.load(Ordering::Acquire).then_some(w),
             // Local heaps survive global collections whole; tenured chunks
             // and large objects survive young ones; to-space holds copies.
             _ => Some(w),
