@@ -320,6 +320,17 @@ typedef struct numagc_case {
 } numagc_case;
 
 /**
+ * A finaliser of `numagc_finalise`: gets its scope, the value (a handle
+ * of that scope) and its `userdata`; returns 0 (`NUMAGC_OK`) or a status.
+ */
+typedef int (*numagc_finaliser_fn)(struct numagc_scope *scope, numagc_value value, void *userdata);
+
+/**
+ * A finaliser of `numagc_finalise_last`: gets its scope and `userdata`.
+ */
+typedef int (*numagc_finaliser_last_fn)(struct numagc_scope *scope, void *userdata);
+
+/**
  * The integer 0, the unit / empty value.
  */
 #define NUMAGC_NIL 1
@@ -896,6 +907,79 @@ int numagc_next_select(struct numagc_next *next,
  * `threads_failed` counts them all). Free `*out` with `numagc_string_free`.
  */
 int numagc_take_thread_errors(const struct numagc_runtime *rt, char **out_json);
+
+/**
+ * A new ephemeron with `key` and `data` (OCaml's `Ephemeron.K1.make`):
+ * `data` is kept alive while the ephemeron and `key` both are; once a
+ * collection finds `key` unreachable, both are cleared. An immediate key
+ * never dies. `*out` is a handle in the innermost frame. May collect.
+ * `NUMAGC_ERR_BAD_VALUE` for a handle that is not live.
+ */
+int numagc_ephemeron(struct numagc_scope *scope,
+                     numagc_value key,
+                     numagc_value data,
+                     numagc_value *out_value);
+
+/**
+ * A weak reference to `target`: an ephemeron whose data is `NUMAGC_NIL`.
+ */
+int numagc_weak_ref(struct numagc_scope *scope, numagc_value target, numagc_value *out_value);
+
+/**
+ * An ephemeron's key (a weak reference's target): `*out_present` is 1 and
+ * `*out` the key (a handle in the innermost frame, or an immediate), or
+ * `*out_present` is 0 and `*out` is `NUMAGC_NIL` once a collection cleared
+ * it. `NUMAGC_ERR_MISUSE` when `e` is not an ephemeron or weak reference.
+ */
+int numagc_ephemeron_key(struct numagc_scope *scope,
+                         numagc_value e,
+                         numagc_value *out_value,
+                         int *out_present);
+
+/**
+ * An ephemeron's data, like `numagc_ephemeron_key` (a weak reference's
+ * data is `NUMAGC_NIL` while its target lives).
+ */
+int numagc_ephemeron_data(struct numagc_scope *scope,
+                          numagc_value e,
+                          numagc_value *out_value,
+                          int *out_present);
+
+/**
+ * Registers `f` to run once with `value` when a collection first finds
+ * `value` unreachable (OCaml's `Gc.finalise`): the value is kept for `f`,
+ * which may make it reachable again (a global root). `f` runs later on
+ * this vproc, outside the collection, with a scope of its own; it may
+ * allocate. `userdata` is handed back untouched. `NUMAGC_ERR_MISUSE` for
+ * an immediate (it is never collected), `NUMAGC_ERR_NULL_ARGUMENT` for a
+ * NULL `f`, `NUMAGC_ERR_BAD_VALUE` for a handle that is not live.
+ */
+int numagc_finalise(struct numagc_scope *scope,
+                    numagc_value value,
+                    numagc_finaliser_fn f,
+                    void *userdata);
+
+/**
+ * Registers `f` to run once after `value` has been found unreachable and
+ * collected (OCaml's `Gc.finalise_last`): `f` does not get the value.
+ * Errors as `numagc_finalise`.
+ */
+int numagc_finalise_last(struct numagc_scope *scope,
+                         numagc_value value,
+                         numagc_finaliser_last_fn f,
+                         void *userdata);
+
+/**
+ * Runs this vproc's due finalisers now (each as a C body of its own);
+ * `*out_ran` (may be NULL) gets how many ran. Finalisers also run at the
+ * end of every callback.
+ */
+int numagc_run_finalisers(struct numagc_scope *scope, size_t *out_ran);
+
+/**
+ * Finalisers of this vproc that are due and have not run yet.
+ */
+int numagc_pending_finalisers(struct numagc_scope *scope, size_t *out_count);
 
 #ifdef __cplusplus
 }  // extern "C"

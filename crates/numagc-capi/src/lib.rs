@@ -152,7 +152,10 @@ mod tests_bad_input;
 mod tests_blocking;
 #[cfg(test)]
 mod tests_parallel;
+#[cfg(test)]
+mod tests_weak;
 mod thread;
+mod weak;
 
 pub use blocking::*;
 pub use channel::*;
@@ -162,6 +165,7 @@ pub use runtime::*;
 pub use scope::*;
 pub use status::*;
 pub use thread::*;
+pub use weak::*;
 
 /// A value held by C code: an immediate integer (bit 0 set) or a handle to
 /// a root slot of the current callback (bit 0 clear). Never a heap address.

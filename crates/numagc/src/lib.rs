@@ -19,6 +19,7 @@
 //! | §4.3 placement policies local / interleave / node0 | [`numa`], `heap::global` |
 //! | §3.4 extended: safepoint deadline, to-space set aside, refused memory | `gc::handshake`, `plan::split::{global, copy}`, `fault` |
 //! | §3.4 extended: blocking sections (a proxy collects for a blocked vproc) | `gc::blocking`, `sched::proxy`, [`Scope::blocking`] |
+//! | multicore-ocaml-gc.txt §5.1–5.2: ephemerons, weak references, finalisers | `weak`, `mutator::weak` ([`Scope::ephemeron`], [`Scope::finalise`]), `plan::split::weak` |
 //!
 //! ```
 //! use numagc::{Config, Descriptor, Handle, Runtime};
@@ -56,6 +57,7 @@ mod sync;
 pub mod topology;
 pub mod trace;
 mod vproc;
+mod weak;
 
 pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};
 pub use error::{ConfigError, DescriptorError, Error, Result};

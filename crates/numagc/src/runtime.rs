@@ -103,6 +103,7 @@ impl Runtime {
             global_roots: GlobalRoots::new(),
             split,
             shared_heap,
+            weak: crate::weak::WeakRegistry::new(n),
             stats: (0..n).map(|_| Mutex::new(VprocStats::default())).collect(),
             placements: placements.clone(),
             pins: Mutex::new(vec![PinOutcome::Disabled; n]),
@@ -402,7 +403,11 @@ where
         let t0 = vp.tracer.start();
         let r = catch_unwind(AssertUnwindSafe(|| {
             let mut s = Scope::root(vp);
-            f(&mut s)
+            let r = f(&mut s);
+            // Finalisers due run here, before the job's result is returned
+            // (`crate::weak`).
+            s.run_finalisers();
+            r
         }));
         vp.roots_mut().clear();
         vp.tracer.end(crate::trace::SpanKind::Job, t0);

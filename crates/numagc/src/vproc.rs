@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub split: crate::plan::split::global::GlobalGc,
     /// The shared plan's state (`plan::shared_heap`).
     pub shared_heap: crate::plan::shared_heap::SharedHeapGc,
+    /// Every vproc's ephemerons and finalisers (`crate::weak`).
+    pub weak: crate::weak::WeakRegistry,
     pub sched: Scheduler,
     /// Statistics each vproc publishes after every job and collection.
     pub stats: Box<[Mutex<VprocStats>]>,
@@ -101,6 +103,7 @@ impl Shared {
     /// ready thread's global roots form with this state — are cut.
     pub fn drop_threads(&self) {
         self.sched.clear_ready();
+        self.weak.clear();
         for c in crate::sync::lock(&self.channels).drain(..) {
             if let Some(c) = c.upgrade() {
                 c.clear();

@@ -43,6 +43,7 @@ pub(crate) mod roots;
 mod scope;
 mod tabulate;
 mod view;
+mod weak;
 
 pub use blocking::BlockingSection;
 pub(crate) use cml::Step;

@@ -11,12 +11,14 @@
 //! life of the table, so collectors read entries without locking. Entries
 //! are published with release stores and read with acquire loads.
 //!
-//! One ID is the runtime's own: [`ID_ROPE`], the last one, holds the rope
-//! node of parallel sequences (`crate::mutator::tabulate`). The table
-//! registers it on creation and never hands it to an embedder.
+//! Two IDs are the runtime's own: [`ID_ROPE`], the last one, holds the rope
+//! node of parallel sequences (`crate::mutator::tabulate`), and
+//! [`ID_EPHEMERON`], the one before, ephemerons and weak references
+//! (`crate::weak`). The table registers both on creation and never hands
+//! them to an embedder.
 
 use crate::error::DescriptorError;
-use crate::object::header::{FIRST_MIXED_ID, ID_LIMIT, ID_ROPE};
+use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_LIMIT, ID_ROPE};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -137,8 +139,8 @@ impl Descriptor {
 }
 
 /// Number of IDs available to embedder descriptors (all mixed IDs but the
-/// reserved [`ID_ROPE`]).
-pub const DESCRIPTOR_CAPACITY: usize = ID_ROPE as usize - FIRST_MIXED_ID as usize;
+/// reserved [`ID_EPHEMERON`] and [`ID_ROPE`]).
+pub const DESCRIPTOR_CAPACITY: usize = ID_EPHEMERON as usize - FIRST_MIXED_ID as usize;
 
 /// Field layout of a rope node ([`ID_ROPE`]): the number of elements below
 /// it (raw), its depth (raw; a node over two leaves has depth 1), and its two
@@ -244,6 +246,7 @@ impl DescriptorTable {
             next: Mutex::new(FIRST_MIXED_ID as u32),
         };
         table.publish(ID_ROPE, rope_descriptor());
+        table.publish(ID_EPHEMERON, crate::weak::ephemeron_descriptor());
         table
     }
 
@@ -251,7 +254,7 @@ impl DescriptorTable {
     /// embedders are exhausted.
     pub fn register(&self, d: Descriptor) -> Result<DescId, DescriptorError> {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-        if *next >= ID_ROPE as u32 {
+        if *next >= ID_EPHEMERON as u32 {
             return Err(DescriptorError::TableFull {
                 capacity: DESCRIPTOR_CAPACITY,
             });
@@ -422,6 +425,7 @@ mod tests {
         assert_eq!(t.get(FIRST_MIXED_ID).unwrap().name(), "cell");
         // The reserved rope ID kept its built-in descriptor.
         assert_eq!(t.get(ID_ROPE).unwrap().name(), "numagc.rope");
+        assert_eq!(t.get(ID_EPHEMERON).unwrap().name(), "numagc.ephemeron");
         assert_eq!(t.len(), DESCRIPTOR_CAPACITY);
     }
 }

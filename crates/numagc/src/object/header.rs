@@ -28,6 +28,12 @@ pub const ID_LIMIT: u32 = 1 << 15;
 /// it. Its descriptor is registered when the table is created, so the
 /// collectors and the verifier scan rope nodes like any mixed object.
 pub const ID_ROPE: u16 = (ID_LIMIT - 1) as u16;
+/// ID of the runtime's ephemerons and weak references (`crate::weak`): the
+/// second largest ID, reserved like [`ID_ROPE`]. Its descriptor declares no
+/// value field, so no collector traces an ephemeron's key and data as
+/// ordinary fields: the plan's weak processing (`crate::weak::process`)
+/// decides what they keep alive and clears them.
+pub const ID_EPHEMERON: u16 = (ID_LIMIT - 2) as u16;
 /// The largest length the 48-bit field can hold, in words.
 pub const MAX_LENGTH: u64 = (1 << 48) - 1;
 

@@ -22,11 +22,17 @@
 //! | [`promote_words`] | values are about to be shared with another vproc |
 //! | [`pre_store`] | the write barrier, before a store into a mutable object |
 //! | [`remember_store`] | the write barrier, after a store into a mutable object |
+//! | [`weak_read`] | a value was read out of an ephemeron (weak reference) |
 //! | [`init_global`] | an object allocated by `alloc_global` was initialised |
 //! | [`poll`], [`join_collection`] | a safepoint: join a pending collection, serve requests |
 //! | [`collect_minor`], [`collect_major`], [`collect_global`], [`collect_global_young`] | explicit collections |
 //! | [`idle_work`] | a vproc with nothing to run, before it sleeps |
 //! | [`is_private`], [`private_bytes_in_use`], [`full_global_collections`] | queries of the API and the statistics |
+//!
+//! Weak references, ephemerons and finalisers: every collector of a plan
+//! runs `crate::weak::process` (plan-neutral: the lists, the rounds, the
+//! finaliser queues) through a `crate::weak::WeakTracer` of its own, when
+//! `Shared::weak` is not empty (`plan/split/weak.rs` for the split plan).
 //!
 //! Its state: the plan-wide part lives in [`crate::vproc::Shared`] (the
 //! split plan's `split: GlobalGc`, the shared plan's `shared_heap:
@@ -153,6 +159,20 @@ pub(crate) fn pre_store(v: &mut Vproc, o: Obj, i: usize) {
     match v.plan {
         PlanKind::SplitHeap => {}
         PlanKind::SharedHeap => shared_heap::pre_store(v, o, i),
+    }
+}
+
+/// The mutator read `w` out of an ephemeron's key or data: it is now
+/// reachable strongly, whatever the collector found so far.
+#[inline]
+pub(crate) fn weak_read(v: &mut Vproc, w: u64) {
+    match v.plan {
+        // A local or global collection decides with every root in view.
+        PlanKind::SplitHeap => {}
+        // Marking is concurrent: a value taken out of a weak field during
+        // a cycle is darkened, or the cycle could end with it reachable
+        // and unmarked (the snapshot saw it only weakly).
+        PlanKind::SharedHeap => shared_heap::mark::barrier(v, w),
     }
 }
 

@@ -368,7 +368,10 @@ pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crat
         vp.tracer.end(SpanKind::Sleep, t0);
         match wake {
             Wake::Job(j) => run_job(vp, j),
-            Wake::Collect => crate::plan::join_collection(vp),
+            Wake::Collect => {
+                crate::plan::join_collection(vp);
+                crate::weak::run_pending(vp);
+            }
             Wake::Steal => {
                 if let Some(w) = find_work(vp) {
                     run_in_root_scope(vp, w);

@@ -85,40 +85,36 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     let remembered = lock(&gc.remembered).clone();
     let n = coord.vprocs();
     let roles = gc.colours.roles();
-    let copied = {
-        let mut p = Promoter {
-            heap,
-            gc,
-            descs: &shared.descs,
-            pools: &mut v.shared_heap.pools,
-            owner: v.id,
-            node: v.node,
-            alone: n == 1,
-            marked: roles.marked,
-            garbage: roles.garbage,
-            grey: Vec::new(),
-            copied_bytes: 0,
-        };
-        for r in v.roots.get_mut().iter_mut() {
-            *r = p.forward(*r);
-        }
-        let share = remembered.len().div_ceil(n);
-        for &slot in remembered.iter().skip(v.id * share).take(share) {
-            p.forward_slot(slot);
-        }
-        if is_leader {
-            shared.global_roots.update(|w| p.forward(w));
-        }
-        p.drain();
-        p.copied_bytes
+    let id = v.id;
+    let mut p = Promoter {
+        heap,
+        gc,
+        descs: &shared.descs,
+        pools: &mut v.shared_heap.pools,
+        owner: id,
+        node: v.node,
+        alone: n == 1,
+        marked: roles.marked,
+        garbage: roles.garbage,
+        grey: Vec::new(),
+        copied_bytes: 0,
     };
-    drop(remembered);
-    v.stats.bytes_copied_minor += copied as u64;
-    mark::owe(v, copied);
-    if shared.config.verify {
-        verify::roots(v, "a minor collection");
+    for r in v.roots.get_mut().iter_mut() {
+        *r = p.forward(*r);
     }
-    coord.phase(v.id, || {
+    let share = remembered.len().div_ceil(n);
+    for &slot in remembered.iter().skip(id * share).take(share) {
+        p.forward_slot(slot);
+    }
+    if is_leader {
+        shared.global_roots.update(|w| p.forward(w));
+    }
+    p.drain();
+    drop(remembered);
+    coord.phase(id, || {
+        // Everything reachable is promoted: ephemerons and finalisers of
+        // the minor heaps are decided with the leader's promoter.
+        super::weak::after_minor(&shared, &mut p);
         *lock(&gc.remembered) = std::sync::Arc::new(Vec::new());
         let forced = gc.forced_cycles.swap(0, Ordering::Relaxed);
         let ready = gc.cycle_complete();
@@ -131,6 +127,12 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
             coord.finish();
         }
     });
+    let copied = p.copied_bytes;
+    v.stats.bytes_copied_minor += copied as u64;
+    mark::owe(v, copied);
+    if shared.config.verify {
+        verify::roots(v, "a minor collection");
+    }
     let ending = gc.ending.load(Ordering::Relaxed);
     let t_cycle = Instant::now();
     for round in 0..ending {
@@ -180,7 +182,11 @@ fn end_cycle(v: &mut Vproc, last: bool) {
     // Global roots are darkened while everyone is stopped: once a vproc
     // resumes, it may take a value out of them into its root stack.
     let mut grey_globals = Vec::new();
+    let leader_stack = &mut v.shared_heap.mark_stack;
     coord.phase(v.id, || {
+        // Marking is complete but for ephemerons and finalisers (§5.1,
+        // §5.2): their rounds, with the leader's mark stack.
+        super::weak::at_cycle_end(&shared, leader_stack);
         let unmarked = gc.colours.roles().unmarked;
         heap.sweep_large_if(|info| info.age.load(Ordering::Relaxed) == unmarked);
         gc.colours.rotate();
@@ -191,6 +197,9 @@ fn end_cycle(v: &mut Vproc, last: bool) {
         shared.global_roots.for_each(|w| {
             darken(heap, gc.page_bytes, roles, &mut grey_globals, w);
         });
+        // So are the values of finalisers due: a finaliser may store its
+        // value anywhere once it runs.
+        super::weak::darken_pending(&shared, &mut grey_globals);
         if last {
             coord.finish();
         }

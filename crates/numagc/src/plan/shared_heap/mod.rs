@@ -10,6 +10,7 @@
 //! | `mark` | darkening, the deletion barrier, slices, termination | §3.1, §3.2, §3.2.1 |
 //! | `minor` | parallel promotion of every minor heap | §4.4, §4.4.2 |
 //! | `collection` | the stop-the-world handshake: minor collection, cycle end | §4.4.1, §3.2.2 |
+//! | `weak` | ephemerons and finalisers | §5.1, §5.2 |
 //! | `verify` | the heap verifier | |
 //!
 //! The design, against the split plan:
@@ -37,8 +38,10 @@
 //!   [`Error::HeapLimit`]; collectors' own copies may pass the limit. A
 //!   minor collection that leaves the heap over the limit makes the
 //!   allocation that ran it fail the same way after a full collection.
-//! * Not built yet (issue 17): compaction of sparse pools; ephemerons and
-//!   finalisers on this plan.
+//! * Ephemerons and finalisers (`weak`): decided by minor collections for
+//!   minor-heap objects and at the end of each cycle for the major heap.
+//! * Not built yet (issue 17): compaction of sparse pools (a full
+//!   collection gives back the chunks whose pages are all empty).
 
 mod collection;
 pub(crate) mod mark;
@@ -48,6 +51,7 @@ pub(crate) mod setup;
 pub(crate) mod size_class;
 pub(crate) mod state;
 mod verify;
+mod weak;
 
 pub(crate) use state::{Mutator, SharedHeapGc};
 

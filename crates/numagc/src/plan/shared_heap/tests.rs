@@ -206,3 +206,33 @@ fn values_in_other_vprocs_minor_heaps_are_promoted_once() {
         .unwrap();
     assert_eq!(words[0], words[1], "one copy");
 }
+
+#[test]
+fn a_value_read_out_of_a_weak_reference_during_marking_is_kept() {
+    let rt = runtime(1);
+    rt.run_on(0, |s| {
+        // Both in the major heap (the target held while they move there),
+        // then the target reachable only through the weak reference.
+        let w = s
+            .scope_value(|s| {
+                let t = s.alloc_vector(&[Handle::int(3), Handle::int(4)])?;
+                let w = s.weak_ref(t)?;
+                s.collect_minor();
+                Ok::<_, crate::Error>(w)
+            })
+            .unwrap();
+        s.scope(|s| {
+            begin_cycle_without_slice(s);
+            let roles = s.vproc_mut().shared.shared_heap.colours.roles();
+            let t = s.weak_get(w).unwrap().expect("not cleared yet");
+            assert_eq!(colour(s, t), roles.marked, "the read darkened it");
+            // Now strongly held: the end of the cycle must keep it.
+            s.collect_major().unwrap();
+            s.collect_global().unwrap();
+            let v = s.view(t);
+            assert_eq!((v.field(0).as_int(), v.field(1).as_int()), (Some(3), Some(4)));
+            assert_eq!(s.weak_get(w).unwrap().map(|h| s.word(h)), Some(s.word(t)));
+        });
+    })
+    .unwrap();
+}

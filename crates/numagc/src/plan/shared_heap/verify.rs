@@ -19,7 +19,8 @@ use super::mark::{colour_cell, place, Place};
 use super::pages::{Page, FREE};
 use crate::heap::space::ChunkKind;
 use crate::object::for_each_value_field;
-use crate::object::header::Header;
+use crate::object::header::{Header, ID_EPHEMERON};
+use crate::weak::{CLEARED, EPH_DATA, EPH_KEY};
 use crate::object::{is_pointer, Obj};
 use crate::vproc::{Shared, Vproc};
 use std::collections::HashSet;
@@ -63,6 +64,15 @@ fn check_object(shared: &Shared, a: usize, room: usize, when: &str) {
         let w = o.field_cell(i).load(Ordering::Relaxed);
         check_value(shared, w, when, &|| format!("field {i} of {a:#x}"));
     });
+    if h.id() == ID_EPHEMERON {
+        // Key and data are not traced, but hold values or are cleared.
+        for i in [EPH_KEY, EPH_DATA] {
+            let w = o.field(i);
+            if w != CLEARED {
+                check_value(shared, w, when, &|| format!("field {i} of ephemeron {a:#x}"));
+            }
+        }
+    }
 }
 
 /// Every object of the major heap and the global roots (the leader, with

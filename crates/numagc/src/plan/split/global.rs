@@ -17,6 +17,9 @@
 //!    objects goes on its node's [`ScanQueue`], and idle vprocs take work
 //!    from their node first, then from other nodes. Large objects are marked
 //!    in place and queued for scanning.
+//!    With ephemerons or finalisers anywhere, the leader then runs their
+//!    rounds serially over every vproc's lists, copying what they keep
+//!    (`plan::split::weak`), while the others wait.
 //! 4. *Phase B*: when no work is left anywhere, the leader returns from-space
 //!    chunks to their node's pool, frees unmarked large objects, retunes the
 //!    trigger, verifies the heap (if asked) and ends the collection.
@@ -150,8 +153,8 @@ impl GlobalGc {
 
 /// The parallel copier of one vproc: survivors of young chunks go through
 /// `survivor`, everything older through `tenured`.
-struct Evacuator<'a> {
-    heap: &'a GlobalHeap,
+pub(super) struct Evacuator<'a> {
+    pub(super) heap: &'a GlobalHeap,
     descs: &'a DescriptorTable,
     queue: &'a ScanQueue<ScanItem>,
     survivor: &'a mut ChunkCursor,
@@ -161,7 +164,7 @@ struct Evacuator<'a> {
     /// The only vproc of the runtime: forwarding needs no compare-and-swap.
     alone: bool,
     /// A full collection: large objects are marked and swept.
-    full: bool,
+    pub(super) full: bool,
     /// Young collections are on: tenured slots left pointing to survivors
     /// are remembered for the next collection.
     generational: bool,
@@ -171,7 +174,7 @@ struct Evacuator<'a> {
 
 impl Evacuator<'_> {
     #[inline]
-    fn forward(&mut self, w: u64) -> u64 {
+    pub(super) fn forward(&mut self, w: u64) -> u64 {
         if !is_pointer(w) {
             return w;
         }
@@ -340,8 +343,9 @@ impl Evacuator<'_> {
         false
     }
 
-    /// Scans until no vproc has work left.
-    fn drain(&mut self) {
+    /// Scans until no vproc has work left (or, once the parallel scan has
+    /// ended, until the work this vproc made since is done).
+    pub(super) fn drain(&mut self) {
         loop {
             while self.scan_own() {}
             match self.queue.pop(self.node) {
@@ -493,6 +497,9 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         };
     }
     let full = gc.full.load(Ordering::Relaxed);
+    // Every vproc reads the same answer: entries are added outside
+    // collections only, and removed by the weak phase below.
+    let weak = !shared.weak.is_empty();
 
     // 2. Roots: the root stack and the young local data; in a young
     //    collection also the remembered slots; the leader adds the global
@@ -548,8 +555,12 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         if is_leader {
             shared.global_roots.update(|w| e.forward(w));
         }
-        // 3. Parallel scan.
+        // 3. Parallel scan; then the leader processes every vproc's
+        //    ephemerons and finalisers (`plan::split::weak`).
         e.drain();
+        if weak {
+            coord.phase(v.id, || super::weak::global(&shared, &mut e));
+        }
         next_remembered = std::mem::take(&mut e.remember);
     }
     // Allocation starts in fresh chunks (of age 0).

@@ -11,6 +11,10 @@
 //! [`evacuate_all`] takes the nursery too, without a minor collection first:
 //! the split-heap plan's survivor promotion (see `plan::split`).
 //!
+//! Ephemerons and finalisers (`plan::split::weak`) are processed after the
+//! copy and before the slide, so the young ones are rebased like the
+//! pointers into the young data.
+//!
 //! Roots: the root stack and the young objects. Old objects cannot point to
 //! young ones (they are immutable and older), so after the copy only the
 //! roots and the young objects themselves can point into the young data, and
@@ -50,6 +54,7 @@ fn evacuate(v: &mut Vproc, from_hi: usize) -> usize {
     let t0 = Instant::now();
     let shared = v.shared.clone();
     let lh = v.split.local.clone();
+    let id = v.id;
     let copied = {
         let mut c = ToGlobal::new(
             &shared.heap,
@@ -84,6 +89,11 @@ fn evacuate(v: &mut Vproc, from_hi: usize) -> usize {
             s += h.size_bytes();
         }
         c.finish();
+        if !shared.weak.is_empty() {
+            // Before the slide: the weak processing reads the forwarding
+            // pointers left in the evacuated range.
+            super::weak::major(&shared, id, &mut c, (young_lo, young_hi), delta);
+        }
         c.copied
     };
     // Slide the young data (if kept) down to the base: its pointers were

@@ -7,30 +7,34 @@
 //! alone and no synchronisation is needed. The copies become the young data;
 //! the free space left is halved to make the new nursery.
 
+use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
 use crate::object::{is_pointer, update_value_fields, Obj};
 use crate::vproc::Vproc;
 use std::time::Instant;
 
-/// Runs a minor collection; returns the bytes copied.
-pub(crate) fn collect(v: &mut Vproc) -> usize {
-    let _guard = crate::gc::AbortOnUnwind("minor collection");
-    let t0 = Instant::now();
-    v.count_allocation();
-    let shared = v.shared.clone();
-    let descs = &shared.descs;
-    let lh = &mut v.split.local;
-    let (nursery_lo, nursery_hi) = (lh.nursery_start, v.alloc_ptr);
-    let (local_lo, local_hi) = (lh.base, lh.end);
-    lh.young_start = lh.old_top;
-    let mut top = lh.old_top;
+/// The copying state of one minor collection.
+pub(crate) struct Minor<'a> {
+    descs: &'a DescriptorTable,
+    /// The nursery's occupied part: what this collection evacuates.
+    pub nursery: (usize, usize),
+    /// The whole local heap.
+    pub local: (usize, usize),
+    /// Next free byte of the old-data area (copies go here).
+    top: usize,
+    /// Next copy to scan.
+    scan: usize,
+}
 
-    let forward = |w: u64, top: &mut usize| -> u64 {
+impl Minor<'_> {
+    /// Returns the new value of a field or root holding `w`.
+    #[inline(always)]
+    pub fn forward(&mut self, w: u64) -> u64 {
         if !is_pointer(w) {
             return w;
         }
         let a = w as usize;
-        if a < local_lo || a >= local_hi {
+        if a < self.local.0 || a >= self.local.1 {
             return w;
         }
         // SAFETY: a pointer value into this vproc's local heap targets an
@@ -40,31 +44,58 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
         if hw & 1 == 0 {
             return hw; // copied earlier in this pass, or promoted
         }
-        if a < nursery_lo || a >= nursery_hi {
+        if a < self.nursery.0 || a >= self.nursery.1 {
             return w; // old data stays
         }
         let h = Header::decode(hw).expect("header");
-        let dst = *top;
-        *top += h.size_bytes();
+        let dst = self.top;
+        self.top += h.size_bytes();
         o.copy_to(h, dst);
         o.forward_to(dst);
         dst as u64
-    };
+    }
 
+    /// Scans the copies until none is left unscanned (Cheney).
+    #[inline]
+    pub fn drain(&mut self) {
+        let descs = self.descs;
+        while self.scan < self.top {
+            // SAFETY: `[young_start, top)` holds the objects this pass
+            // copied, laid out one after another.
+            let o = unsafe { Obj::at(self.scan) };
+            let h = o.header().expect("copied object has a header");
+            self.scan += h.size_bytes();
+            update_value_fields(o, h, descs, |w| self.forward(w));
+        }
+    }
+}
+
+/// Runs a minor collection; returns the bytes copied.
+pub(crate) fn collect(v: &mut Vproc) -> usize {
+    let _guard = crate::gc::AbortOnUnwind("minor collection");
+    let t0 = Instant::now();
+    v.count_allocation();
+    let shared = v.shared.clone();
+    let lh = &mut v.split.local;
+    lh.young_start = lh.old_top;
+    let mut m = Minor {
+        descs: &shared.descs,
+        nursery: (lh.nursery_start, v.alloc_ptr),
+        local: (lh.base, lh.end),
+        top: lh.old_top,
+        scan: lh.old_top,
+    };
     for r in v.roots.get_mut().iter_mut() {
-        *r = forward(*r, &mut top);
+        *r = m.forward(*r);
     }
-    let mut scan = lh.young_start;
-    while scan < top {
-        // SAFETY: `[young_start, top)` holds the objects this pass copied,
-        // laid out one after another.
-        let o = unsafe { Obj::at(scan) };
-        let h = o.header().expect("copied object has a header");
-        scan += h.size_bytes();
-        update_value_fields(o, h, descs, |w| forward(w, &mut top));
+    m.drain();
+    if !shared.weak.is_empty() {
+        super::weak::minor(&shared, v.id, &mut m);
     }
+    let top = m.top;
+    let lh = &mut v.split.local;
     debug_assert!(
-        top <= nursery_lo,
+        top <= lh.nursery_start,
         "minor collection overflowed into the nursery"
     );
     let copied = top - lh.young_start;

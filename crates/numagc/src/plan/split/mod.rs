@@ -10,6 +10,7 @@
 //! | `minor`, `major`, `promote`, `copy` | the collections of one vproc and their copying engine (§3.3, §2.3) |
 //! | `global` | the parallel global collection (§3.4) and its young variant |
 //! | `verify` | the heap verifier |
+//! | `weak` | ephemerons and finalisers in each collector (multicore-ocaml-gc.txt §5.1–5.2, through `crate::weak`) |
 //!
 //! * Nursery exhausted: minor collection; a major one when the new nursery
 //!   is below its minimum (and, if the young data alone keeps it there, a
@@ -53,6 +54,7 @@ mod mutator;
 pub(crate) mod promote;
 pub(crate) mod setup;
 pub(crate) mod verify;
+pub(crate) mod weak;
 
 pub(crate) use mutator::Mutator;
 

@@ -30,6 +30,10 @@ pub(crate) fn promote(v: &mut Vproc, words: &mut [u64]) -> usize {
         *w = c.forward(*w);
     }
     c.finish();
+    if !shared.weak.is_empty() {
+        // Promotion treats ephemerons as strong: see `plan::split::weak`.
+        super::weak::promoted(&shared, v.id, &mut c, (lo, hi));
+    }
     let copied = c.copied;
     if copied > 0 {
         v.record_pause(crate::trace::SpanKind::Promotion, t0);

@@ -8,7 +8,11 @@
 //! * §2.3 invariant 2: global objects never point into a local heap;
 //! * no object points into a chunk that a global collection evacuated
 //!   (from-space chunks are free afterwards, so this is "no pointer into a
-//!   free chunk").
+//!   free chunk");
+//! * ephemerons (`crate::weak`): their key and data, which no collector
+//!   traces as fields, are cleared or valid values under the same rules;
+//!   every listed ephemeron is an ephemeron of the heap its list says, and
+//!   finalised and pending values are valid objects.
 //!
 //! Local heaps are checked by a walk from the roots (promoted objects leave
 //! forwarding headers behind, so a local heap cannot be walked linearly);
@@ -17,7 +21,7 @@
 
 use super::copy::header_size;
 use crate::heap::space::ChunkKind;
-use crate::object::header::{Header, FIRST_MIXED_ID, ID_ARRAY, ID_RAW, ID_VECTOR};
+use crate::object::header::{Header, FIRST_MIXED_ID, ID_ARRAY, ID_EPHEMERON, ID_RAW, ID_VECTOR};
 use crate::object::{for_each_value_field, is_pointer, Obj};
 use crate::vproc::{Shared, Vproc};
 use std::collections::{HashMap, HashSet};
@@ -88,6 +92,29 @@ fn check_global_target(
     }
 }
 
+/// The key and data of ephemeron `o` that are not cleared and not
+/// immediates: what they must point to is checked like a value field.
+fn ephemeron_fields(o: Obj) -> impl Iterator<Item = u64> {
+    use crate::weak::{CLEARED, EPH_DATA, EPH_KEY};
+    [o.field(EPH_KEY), o.field(EPH_DATA)]
+        .into_iter()
+        .filter(|&w| w != CLEARED && is_pointer(w))
+}
+
+/// Checks that `e`, listed as a shared ephemeron, is one in the global heap.
+fn check_ephemeron_start(
+    shared: &Shared,
+    e: u64,
+    starts: Option<&HashMap<usize, Vec<u64>>>,
+) -> Result<(), String> {
+    check_global_target(shared, e as usize, starts)?;
+    // SAFETY: `e` is an object start in the global heap (checked above).
+    match unsafe { Obj::at(e as usize) }.header() {
+        Some(h) if h.id() == ID_EPHEMERON => Ok(()),
+        _ => Err(format!("{e:#x} is not an ephemeron")),
+    }
+}
+
 /// A violation means the heap is corrupt: report and abort, since carrying
 /// on (or unwinding out of a collection other vprocs wait in) would hide it.
 fn fail(what: &str, errors: &[String]) -> ! {
@@ -116,6 +143,24 @@ pub(crate) fn check_local_heap(v: &mut Vproc) -> Result<usize, Vec<String>> {
     let mut errors = Vec::new();
     let mut seen = HashSet::new();
     let mut stack: Vec<u64> = v.roots.get_mut().clone();
+    if !shared.weak.is_empty() {
+        let w = shared.weak.lock(v.id);
+        for &e in &w.eph_private {
+            // SAFETY: a listed private ephemeron is in the local heap.
+            match (lh.contains(e as usize), unsafe { Obj::at(e as usize) }.header()) {
+                (true, Some(h)) if h.id() == ID_EPHEMERON => stack.push(e),
+                _ => errors.push(format!("vproc {}: listed private ephemeron {e:#x} is not an ephemeron of its local heap", v.id)),
+            }
+        }
+        for &e in &w.eph_shared {
+            if let Err(m) = check_ephemeron_start(&shared, e, None) {
+                errors.push(format!("vproc {}: listed shared ephemeron: {m}", v.id));
+            }
+        }
+        stack.extend(w.fin_private.iter().map(|f| f.value));
+        stack.extend(w.fin_shared.iter().map(|f| f.value));
+        stack.extend(w.pending.iter().map(|f| f.value));
+    }
     let live =
         |a: usize| (a >= lh.base && a < lh.old_top) || (a >= lh.nursery_start && a < alloc_ptr);
     while let Some(w) = stack.pop() {
@@ -159,7 +204,12 @@ pub(crate) fn check_local_heap(v: &mut Vproc) -> Result<usize, Vec<String>> {
             continue;
         }
         match check_header(&shared, hw) {
-            Ok(h) => for_each_value_field(h, &shared.descs, |i| stack.push(o.field(i))),
+            Ok(h) => {
+                for_each_value_field(h, &shared.descs, |i| stack.push(o.field(i)));
+                if h.id() == ID_EPHEMERON {
+                    stack.extend(ephemeron_fields(o));
+                }
+            }
             Err(e) => errors.push(format!("local object {a:#x}: {e}")),
         }
     }
@@ -239,6 +289,31 @@ pub(crate) fn check_global_heap(shared: &Shared, to_space: &[usize]) -> Result<u
                 }
             }
         });
+        if h.id() == ID_EPHEMERON {
+            for w in ephemeron_fields(o) {
+                if let Err(e) = check_global_target(shared, w as usize, Some(&starts)) {
+                    errors.push(format!("global ephemeron {a:#x}: {e}"));
+                }
+            }
+        }
+    }
+    if !shared.weak.is_empty() {
+        for (v, w) in shared.weak.lock_all().iter().enumerate() {
+            for &e in &w.eph_shared {
+                if let Err(m) = check_ephemeron_start(shared, e, Some(&starts)) {
+                    errors.push(format!("vproc {v}: listed shared ephemeron: {m}"));
+                }
+            }
+            let values = w.fin_shared.iter().chain(w.pending.iter()).map(|f| f.value);
+            for x in values.filter(|&x| is_pointer(x)) {
+                if space.kind_of(x as usize) == ChunkKind::Local {
+                    continue; // a local pending value: checked with its local heap
+                }
+                if let Err(m) = check_global_target(shared, x as usize, Some(&starts)) {
+                    errors.push(format!("vproc {v}: finalised value: {m}"));
+                }
+            }
+        }
     }
     shared.global_roots.for_each(|w| {
         if is_pointer(w) {
