@@ -5,7 +5,10 @@
    OCAML_RUNTIME_EVENTS_PRESERVE so that the last events are read after it
    exits), reads its per-domain ring buffers every 5 ms while it runs (a ring
    holds 2^16 words by default; reading often keeps it from wrapping, and
-   wraps are counted as lost events), and prints one line on standard error:
+   wraps are counted as lost events) and once more when it has exited (a
+   second domain waits for the exit and wakes the reader at once, so the
+   wrapper adds no poll interval to the run's wall time), and prints one
+   line on standard error:
      ocaml-pauses count=N total_ns=T p50_ns=.. p99_ns=.. p999_ns=.. max_ns=.. lost_events=L
    PROGRAM's standard output passes through; the exit status is PROGRAM's.
    A pause is a maximal span during which one domain is inside the runtime's
@@ -66,11 +69,17 @@ let () =
     | Some c -> ignore (Runtime_events.read_poll c callbacks None)
     | None -> if ready file then cursor := Some (Runtime_events.create_cursor (Some (dir, pid)))
   in
+  let exited, wake = Unix.pipe () in
+  let waiter = Domain.spawn (fun () ->
+    let _, status = Unix.waitpid [] pid in
+    Unix.close wake;
+    status)
+  in
   let rec wait () =
     poll ();
-    match Unix.waitpid [ Unix.WNOHANG ] pid with
-    | 0, _ -> Unix.sleepf 0.005; wait ()
-    | _, status -> status
+    match Unix.select [ exited ] [] [] 0.005 with
+    | [], _, _ -> wait ()
+    | _ -> Domain.join waiter
   in
   let status = wait () in
   (* After exit: create the cursor if the program ended before the first

@@ -34,8 +34,8 @@
 //!   peer's worker count), default GC settings, run under
 //!   `peers/build/ocaml5/gcpauses`, which turns OCaml's `Runtime_events` on
 //!   and reads the GC pauses from it while the peer runs (see `pauses`).
-//!   Its wall time and CPU time include that reader (a 5 ms poll) and the
-//!   runtime's event writing.
+//!   Its wall time and CPU time include that wrapper (its start, a 5 ms
+//!   poll) and the runtime's event writing.
 //! - Java: `-XX:+UseParallelGC` (the throughput collector, closest to a
 //!   parallel stop-the-world generational collector) and `-XX:+UseG1GC`
 //!   (the JVM default), K as the worker count of the program's
