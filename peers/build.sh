@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds every peer program into peers/build/{haskell,ocaml,java}.
+# Builds every peer program into peers/build/{haskell,ocaml,ocaml5,java}.
 # A language whose compiler is missing is reported and skipped (not a failure).
 # Usage: peers/build.sh            (run peers/install.sh first to get the compilers)
 set -euo pipefail
@@ -44,6 +44,31 @@ if command -v ocamlopt >/dev/null 2>&1; then
     done
 else
     echo "build.sh: ocamlopt not found; OCaml peers skipped" >&2
+fi
+
+# OCaml 5 (parallel, peers/ocaml5): the compiler install-ocaml5.sh builds
+# into build/ocaml-5.3.0 (or $OCAML5, a bin directory holding OCaml 5's
+# ocamlopt). Same flags rule as above. Each peer is linked with pool.ml, its
+# fork-join over domains; gcpauses, the reader of the peers' GC pauses, with
+# the unix and runtime_events libraries shipped with the compiler.
+ocaml5="${OCAML5:-$out/ocaml-5.3.0/bin}/ocamlopt"
+if [ -x "$ocaml5" ]; then
+    oflags=""
+    if "$ocaml5" -config | grep -q '^flambda: true'; then oflags="-O3"; fi
+    obj="$out/ocaml5/obj"
+    mkdir -p "$obj"
+    cp "$here"/ocaml5/*.ml "$obj/"
+    echo "ocamlopt $("$ocaml5" -version) $oflags: gcpauses"
+    (cd "$obj" && "$ocaml5" $oflags -I +unix -I +runtime_events unix.cmxa runtime_events.cmxa \
+        -o "$out/ocaml5/gcpauses" gcpauses.ml) || status=1
+    for src in "$here"/ocaml5/*.ml; do
+        name="$(basename "$src" .ml)"
+        case "$name" in pool|gcpauses) continue ;; esac
+        echo "ocamlopt $("$ocaml5" -version) $oflags: $name"
+        (cd "$obj" && "$ocaml5" $oflags -o "$out/ocaml5/$name" pool.ml "$name.ml") || status=1
+    done
+else
+    echo "build.sh: OCaml 5 not found ($ocaml5); OCaml 5 peers skipped (peers/install-ocaml5.sh builds it)" >&2
 fi
 
 # Java: plain javac (the JIT optimises at run time). The collector is chosen

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs the peer compilers from Debian packages, then builds the peers.
-# Idempotent: a compiler already on the PATH is not installed again.
-# Needs root (apt-get). Only Debian's own packages are used.
+# Installs the peer compilers from Debian packages, builds OCaml 5.3 from
+# source into peers/build/ocaml-5.3.0 (install-ocaml5.sh: ~8-15 minutes on
+# 2 cores the first time; skipped with --no-ocaml5), then builds the peers.
+# Idempotent: a compiler already on the PATH (or OCaml 5 already built) is
+# not installed again. Needs root (apt-get). Not run by CI.
+# Usage: peers/install.sh [--no-ocaml5]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 want=()
@@ -15,4 +18,5 @@ if [ ${#want[@]} -gt 0 ]; then
 else
     echo "install.sh: ghc, ocamlopt and javac already installed"
 fi
+if [ "${1:-}" != --no-ocaml5 ]; then "$here/install-ocaml5.sh"; fi
 exec "$here/build.sh"

@@ -39,6 +39,9 @@ for n in "${benches[@]}"; do
     }
     check haskell "$b/haskell/$(echo "$n")" $a +RTS -N$workers -RTS
     check ocaml "$b/ocaml/$n" $a
+    # OCaml 5 as numagc compare runs it: under gcpauses (runtime events on).
+    if [ -x "$b/ocaml5/gcpauses" ]; then check ocaml5 "$b/ocaml5/gcpauses" "$b/ocaml5/$n" $a $workers
+    else echo "$n ocaml5: not built"; fi
     if [ -f "$b/java/${java[$n]}.class" ]; then
         check java-parallelgc java -XX:+UseParallelGC -cp "$b/java" "${java[$n]}" $a $workers
         check java-g1 java -XX:+UseG1GC -cp "$b/java" "${java[$n]}" $a $workers

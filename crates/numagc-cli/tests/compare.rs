@@ -67,6 +67,9 @@ fn without_peers_numagc_runs_and_every_peer_is_listed_as_not_installed() {
     assert!(n[0]["wall_median_s"].as_f64().unwrap() > 0.0);
     assert!(n[0]["cpu_median_s"].as_f64().is_some());
     assert!(n[0]["max_rss_median_kib"].as_u64().unwrap() > 0);
+    // numagc's timed runs report their pauses.
+    assert!(n[0]["pause_max_ms"].as_f64().is_some(), "{}", n[0]);
+    assert!(n[0]["pause_p999_ms"].as_f64().unwrap() <= n[0]["pause_max_ms"].as_f64().unwrap());
     for peer in ["haskell", "ocaml", "java-parallelgc", "java-g1"] {
         let r = rows(&v, peer);
         assert_eq!(r.len(), 1, "{peer}");
@@ -75,6 +78,10 @@ fn without_peers_numagc_runs_and_every_peer_is_listed_as_not_installed() {
             "{peer}"
         );
     }
+    assert_eq!(
+        rows(&v, "ocaml5")[0]["status"],
+        "OCaml 5 not installed (run peers/install-ocaml5.sh, then peers/build.sh)"
+    );
     assert_eq!(v["runs"].as_array().unwrap().len(), 1, "only numagc ran");
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -148,6 +155,61 @@ fn a_fake_peer_printing_numagcs_output_is_ok_and_gets_the_positional_parameters(
     assert!(best
         .iter()
         .all(|b| b["best_peer"].is_string() && b["numagc_over_best"].as_f64().is_some()));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn ocaml5_runs_under_gcpauses_with_k_domains_and_its_pauses_are_read() {
+    let dir = temp("fake-ocaml5");
+    let (ok, want, err) = numagc(&["compare", "--print-output", "--suite", "quick", "parfib"]);
+    assert!(ok && !want.is_empty(), "{err}");
+    std::fs::write(dir.join("want.txt"), &want).unwrap();
+    let d = dir.display();
+    // A fake gcpauses: records its arguments, runs the peer, reports pauses
+    // whose size depends on the worker count (its last argument).
+    script(
+        &dir,
+        "peers/ocaml5/gcpauses",
+        &format!(
+            "echo \"$@\" >> {d}/args.txt\n\"$@\" || exit 1\nfor k; do :; done\n\
+             echo \"ocaml-pauses count=3 total_ns=9 p50_ns=1 p99_ns=2 p999_ns=${{k}}000000 max_ns=${{k}}500000 lost_events=$((k - 1))\" >&2"
+        ),
+    );
+    script(&dir, "peers/ocaml5/parfib", &format!("cat {d}/want.txt"));
+    let json = dir.join("out.json");
+    let (ok, out, err) = numagc(&[
+        "compare",
+        "parfib",
+        "--suite",
+        "quick",
+        "--vprocs",
+        "1,2",
+        "--repeat",
+        "1",
+        "--peers-dir",
+        dir.join("peers").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("args.txt")).unwrap(),
+        format!("{d}/peers/ocaml5/parfib 30 15 1\n{d}/peers/ocaml5/parfib 30 15 2\n")
+    );
+    let v = read_json(&json);
+    let o = rows(&v, "ocaml5");
+    assert_eq!(o.len(), 2);
+    assert!(o.iter().all(|r| r["answers_ok"] == true));
+    assert_eq!(o[0]["pause_p999_ms"], 1.0);
+    assert_eq!(o[1]["pause_max_ms"], 2.5);
+    assert_eq!(
+        (
+            o[0]["pauses_lost_events"].clone(),
+            o[1]["pauses_lost_events"].clone()
+        ),
+        (false.into(), true.into())
+    );
+    assert!(out.contains("2.000/2.500*"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -235,10 +297,13 @@ fn real_peers_when_present_give_numagcs_answer() {
     assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
     let v = read_json(&json);
     assert_eq!(rows(&v, "numagc")[0]["answers_ok"], true);
-    for peer in ["haskell", "ocaml", "java-parallelgc", "java-g1"] {
+    for peer in ["haskell", "ocaml", "ocaml5", "java-parallelgc", "java-g1"] {
         let r = rows(&v, peer)[0];
         assert!(
-            r["answers_ok"] == true || r["status"] == "not installed (run peers/install.sh)",
+            r["answers_ok"] == true
+                || r["status"] == "not installed (run peers/install.sh)"
+                || r["status"]
+                    == "OCaml 5 not installed (run peers/install-ocaml5.sh, then peers/build.sh)",
             "{peer}: {r}"
         );
     }

@@ -15,10 +15,15 @@
 //!   does not report its allocation volume in this log.
 //! - OCaml (`OCAMLRUNPARAM=v=0x400`): `allocated_words` at exit; it reports
 //!   no collection time.
+//! - OCaml 5: the same `allocated_words` (the peer's line, the first: the
+//!   `gcpauses` wrapper prints its own after the peer has exited), and as
+//!   collection time the sum of the domains' pauses that `gcpauses` reads
+//!   from `Runtime_events` (see `pauses`), a sum over domains like numagc's.
 //!
 //! **GC share** is the fraction of the run's worker time spent collecting:
-//! for numagc `gc / (wall × K)`, since its vprocs collect their local heaps
-//! independently (minor and major collections stop one vproc, not all);
+//! for numagc and OCaml 5 `gc / (wall × K)`, since their times are summed
+//! over the workers (numagc's vprocs collect their local heaps
+//! independently: minor and major collections stop one vproc, not all);
 //! for GHC and Java, whose collections stop every worker, the elapsed
 //! collection time over the wall time. The rest, `wall × (1 − share)`, is
 //! the mutator's (with start-up and exit), the part a runtime's collector
@@ -53,7 +58,7 @@ pub fn account(runtime: &str, cmd: &mut Command) {
         "haskell" => {
             cmd.args(["+RTS", "-s", "-RTS"]);
         }
-        "ocaml" => {
+        "ocaml" | "ocaml5" => {
             cmd.env("OCAMLRUNPARAM", "v=0x400");
         }
         _ => {}
@@ -142,16 +147,19 @@ pub fn parse(runtime: &str, stderr: &str, wall_s: f64, k: usize) -> Accounting {
                 allocated_bytes: None,
             }
         }
-        "ocaml" => {
+        "ocaml" | "ocaml5" => {
             let words = stderr.lines().find_map(|l| {
                 l.strip_prefix("allocated_words:")?
                     .trim()
                     .parse::<u64>()
                     .ok()
             });
+            let gc_s = super::pauses::parse(stderr)
+                .filter(|_| runtime == "ocaml5")
+                .map(|p| p.total_ns as f64 / 1e9);
             Accounting {
-                gc_s: None,
-                gc_share: None,
+                gc_s,
+                gc_share: gc_s.and_then(|g| share(g, k as f64)),
                 allocated_bytes: words.map(|w| w * 8),
             }
         }
@@ -214,5 +222,17 @@ mod tests {
         );
         assert_eq!(a.allocated_bytes, Some(485_714 * 8));
         assert_eq!(a.gc_s, None);
+    }
+
+    #[test]
+    fn ocaml5_gc_time_is_its_pauses_summed_over_domains() {
+        // The peer's statistics come first, gcpauses' own after it.
+        let err =
+            "allocated_words: 100\nocaml-pauses count=2 total_ns=500000000 p50_ns=1 p99_ns=1 \
+                   p999_ns=1 max_ns=1 lost_events=0\nallocated_words: 7\n";
+        let a = parse("ocaml5", err, 1.0, 2);
+        assert_eq!(a.gc_s, Some(0.5));
+        assert_eq!(a.gc_share, Some(0.25));
+        assert_eq!(a.allocated_bytes, Some(800));
     }
 }

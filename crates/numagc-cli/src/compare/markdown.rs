@@ -9,14 +9,14 @@ use std::fmt::Write;
 /// Results, best peers and (when there are accounted runs) the breakdown.
 pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) -> String {
     let mut t = String::new();
-    let _ = writeln!(t, "| benchmark | K | runtime | wall s, median [min, max] | CPU s | peak RSS MiB | answer | numagc / runtime |");
-    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(t, "| benchmark | K | runtime | wall s, median [min, max] | CPU s | peak RSS MiB | answer | numagc / runtime | pause ms, p99.9 / max |");
+    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|");
     for s in summaries {
         match (s.wall_median_s, s.wall_min_s, s.wall_max_s) {
             (Some(m), Some(lo), Some(hi)) => {
                 let _ = writeln!(
                     t,
-                    "| {} | {} | {} | {m:.3} [{lo:.3}, {hi:.3}] | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {m:.3} [{lo:.3}, {hi:.3}] | {} | {} | {} | {} | {} |",
                     s.benchmark,
                     s.vprocs,
                     s.runtime,
@@ -32,12 +32,13 @@ pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) 
                     } else {
                         opt(s.numagc_over_this, 2)
                     },
+                    super::pause_cell(s).replace('/', " / "),
                 );
             }
             _ => {
                 let _ = writeln!(
                     t,
-                    "| {} | {} | {} | {} | | | | |",
+                    "| {} | {} | {} | {} | | | | | |",
                     s.benchmark, s.vprocs, s.runtime, s.status
                 );
             }

@@ -30,15 +30,26 @@
 //!   parallel GHC programs collect far too often). No other RTS flag.
 //! - OCaml (4.x, one domain): sequential; run at K = 1 only, shown as
 //!   "sequential" at larger counts.
+//! - OCaml 5 (`ocaml5`, built by `peers/install-ocaml5.sh`): K domains (the
+//!   peer's worker count), default GC settings, run under
+//!   `peers/build/ocaml5/gcpauses`, which turns OCaml's `Runtime_events` on
+//!   and reads the GC pauses from it while the peer runs (see `pauses`).
+//!   Its wall time and CPU time include that wrapper (its start, a 5 ms
+//!   poll) and the runtime's event writing.
 //! - Java: `-XX:+UseParallelGC` (the throughput collector, closest to a
 //!   parallel stop-the-world generational collector) and `-XX:+UseG1GC`
 //!   (the JVM default), K as the worker count of the program's
 //!   `ForkJoinPool`; heap sizes left at the JVM's defaults.
 //! - numagc: its defaults (`NUMAGC_*` variables apply, as for `numagc bench`).
+//!
+//! **Pauses.** numagc and OCaml 5 report their GC pauses in every timed run
+//! (see `pauses`); the tables give, per runtime, the largest p99.9 and the
+//! largest maximum pause over its runs.
 
 use crate::bench::plot::{register_fonts, FONT};
 mod breakdown;
 mod markdown;
+mod pauses;
 
 use crate::bench::record::median;
 use crate::bench::write_json;
@@ -64,9 +75,18 @@ const PEERED: [(&str, &str); 8] = [
 ];
 
 /// The runtimes compared, in the order they run.
-const RUNTIMES: [&str; 5] = ["numagc", "haskell", "ocaml", "java-parallelgc", "java-g1"];
+const RUNTIMES: [&str; 6] = [
+    "numagc",
+    "haskell",
+    "ocaml",
+    "ocaml5",
+    "java-parallelgc",
+    "java-g1",
+];
 
 const NOT_INSTALLED: &str = "not installed (run peers/install.sh)";
+const NOT_INSTALLED_OCAML5: &str =
+    "OCaml 5 not installed (run peers/install-ocaml5.sh, then peers/build.sh)";
 const SEQUENTIAL: &str = "sequential (runs at vprocs 1 only)";
 
 #[derive(Args)]
@@ -82,7 +102,7 @@ pub struct CompareArgs {
     /// Runs of each runtime per benchmark and vproc count (alternated).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    /// Where the built peers are (haskell/, ocaml/, java/ below it).
+    /// Where the built peers are (haskell/, ocaml/, ocaml5/, java/ below it).
     #[arg(long = "peers-dir", default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers/build"))]
     peers_dir: PathBuf,
     /// Write every run and the summaries as JSON.
@@ -106,7 +126,7 @@ pub struct CompareArgs {
     #[arg(long, hide = true)]
     account: bool,
     /// After the timed runs, one more run of each runtime with its collector's own accounting on
-    /// (GHC +RTS -s, Java -Xlog:gc, OCaml v=0x400, numagc's statistics): collection time, its
+    /// (GHC +RTS -s, Java -Xlog:gc, OCaml v=0x400, OCaml 5 also its pauses, numagc's statistics): collection time, its
     /// share of the run, bytes allocated. Reported apart; not in the medians.
     #[arg(long)]
     breakdown: bool,
@@ -126,6 +146,8 @@ pub struct Run {
     /// exited successfully and printed numagc's output.
     pub ok: bool,
     pub error: Option<String>,
+    /// numagc and OCaml 5: the GC pauses the run reported.
+    pub pauses: Option<pauses::Pauses>,
 }
 
 /// The run of one runtime with its own accounting on (`--breakdown`).
@@ -202,7 +224,8 @@ fn render_breakdown(accounts: &[AccountedRun]) -> String {
     let _ = writeln!(
         t,
         "GC s: numagc's collection time summed over its vprocs; GHC's GC elapsed time (+RTS -s); Java's pauses summed\n\
-         (-Xlog:gc). GC %: numagc GC s / (wall × K), the others GC s / wall. mutator s: wall × (1 − GC %).\n\
+         (-Xlog:gc); OCaml 5's pauses summed over its domains (Runtime_events). GC %: numagc and OCaml 5 GC s / (wall × K),\n\
+         the others GC s / wall. mutator s: wall × (1 − GC %).\n\
          alloc MB: numagc's statistics, GHC's \"bytes allocated in the heap\", OCaml's allocated_words × 8."
     );
     t
@@ -225,6 +248,12 @@ pub struct Summary {
     pub answers_ok: Option<bool>,
     /// numagc's median wall time over this runtime's (below 1: numagc faster).
     pub numagc_over_this: Option<f64>,
+    /// The largest p99.9 pause over the runs (ms), where the runtime reports pauses.
+    pub pause_p999_ms: Option<f64>,
+    /// The largest pause over the runs (ms).
+    pub pause_max_ms: Option<f64>,
+    /// Some run lost runtime events (OCaml 5): its pause figures are incomplete.
+    pub pauses_lost_events: bool,
 }
 
 /// The fastest peer of one benchmark × vprocs.
@@ -281,6 +310,16 @@ fn launch(
             }
             None => Launch::Skip(NOT_INSTALLED),
         },
+        "ocaml5" => {
+            let (wrapper, peer) = (dir.join("ocaml5/gcpauses"), dir.join("ocaml5").join(bench));
+            if is_executable(&wrapper) && is_executable(&peer) {
+                let mut c = Command::new(wrapper);
+                c.arg(peer).args(args).arg(k.to_string());
+                Launch::Run(c)
+            } else {
+                Launch::Skip(NOT_INSTALLED_OCAML5)
+            }
+        }
         "ocaml" => match exe(dir.join("ocaml").join(bench)) {
             Some(_) if k != 1 => Launch::Skip(SEQUENTIAL),
             Some(p) => {
@@ -380,12 +419,16 @@ fn print_output(
             .map_err(|e| format!("{}: numagc's own answer is wrong: {e}", bench.name()))?;
     }
     print!("{}", outcome.output);
-    if account {
-        // A job on every vproc: one that joined the last collection while
-        // idle has published its statistics by the time it runs this.
+    if !check {
+        // The timed run: its pauses. A job on every vproc first: one that
+        // joined the last collection while idle has published its
+        // statistics by the time it runs this.
         rt.run_each(|_| ()).map_err(|e| e.to_string())?;
         let t = rt.stats().total;
-        eprintln!("{}", breakdown::numagc_line(t.gc_ns(), t.bytes_allocated));
+        eprintln!("{}", pauses::numagc_line(&t.pauses));
+        if account {
+            eprintln!("{}", breakdown::numagc_line(t.gc_ns(), t.bytes_allocated));
+        }
     }
     Ok(())
 }
@@ -477,11 +520,19 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                     if let Some(e) = &error {
                         wrong.push(format!("{name} x{k} {rt} #{rep}: {e}"));
                     }
+                    let p = pauses::parse(&m.stderr);
                     println!(
-                        "  x{k} {rt:<16} #{rep}: {:>8.3} s wall, {:>8.3} s CPU, {:>8} KiB peak RSS{}",
+                        "  x{k} {rt:<16} #{rep}: {:>8.3} s wall, {:>8.3} s CPU, {:>8} KiB peak RSS{}{}",
                         m.wall_s,
                         m.cpu_s,
                         m.max_rss_kib,
+                        p.map_or(String::new(), |p| format!(
+                            ", {} pauses, p99.9 {:.3} ms, max {:.3} ms{}",
+                            p.count,
+                            p.p999_ns as f64 / 1e6,
+                            p.max_ns as f64 / 1e6,
+                            if p.lost_events > 0 { " (events lost)" } else { "" }
+                        )),
                         if error.is_some() { "  WRONG/FAILED" } else { "" }
                     );
                     runs.push(Run {
@@ -494,6 +545,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                         max_rss_kib: m.max_rss_kib,
                         ok: error.is_none(),
                         error,
+                        pauses: p,
                     });
                 }
             }
@@ -555,6 +607,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             "tuning": {
                 "haskell": "+RTS -N{K} -A32m -RTS",
                 "ocaml": "sequential, vprocs 1 only",
+                "ocaml5": "OCaml 5.3, K domains, default GC settings, under gcpauses (Runtime_events on)",
                 "java-parallelgc": "-XX:+UseParallelGC, K workers, default heap",
                 "java-g1": "-XX:+UseG1GC, K workers, default heap",
             },
@@ -618,6 +671,9 @@ fn summarize(
                     max_rss_median_kib: None,
                     answers_ok: None,
                     numagc_over_this: None,
+                    pause_p999_ms: None,
+                    pause_max_ms: None,
+                    pauses_lost_events: false,
                 };
                 if let Some((.., why)) = skipped
                     .iter()
@@ -634,6 +690,11 @@ fn summarize(
                         &rs.iter().map(|r| r.max_rss_kib as f64).collect::<Vec<_>>(),
                     ) as u64);
                     s.answers_ok = Some(rs.iter().all(|r| r.ok));
+                    let ps: Vec<_> = rs.iter().map(|r| r.pauses).collect();
+                    if let Some((p999, max, lost)) = pauses::worst(&ps) {
+                        (s.pause_p999_ms, s.pause_max_ms) = (Some(p999), Some(max));
+                        s.pauses_lost_events = lost;
+                    }
                     if rt == "numagc" {
                         numagc_wall = s.wall_median_s;
                     }
@@ -667,7 +728,7 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{:<12} {:>2} {:<16} {:>28} {:>9} {:>10} {:>6} {:>8}",
+        "{:<12} {:>2} {:<16} {:>28} {:>9} {:>10} {:>6} {:>8} {:>17}",
         "benchmark",
         "K",
         "runtime",
@@ -675,7 +736,8 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
         "CPU s",
         "RSS MiB",
         "answer",
-        "numagc/"
+        "numagc/",
+        "pause ms p99.9/max"
     );
     for s in summaries {
         let head = format!("{:<12} {:>2} {:<16}", s.benchmark, s.vprocs, s.runtime);
@@ -683,7 +745,7 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
             (Some(m), Some(lo), Some(hi)) => {
                 let _ = writeln!(
                     t,
-                    "{head} {:>28} {:>9.3} {:>10.1} {:>6} {:>8}",
+                    "{head} {:>28} {:>9.3} {:>10.1} {:>6} {:>8} {:>17}",
                     format!("{m:.3} [{lo:.3}, {hi:.3}]"),
                     s.cpu_median_s.unwrap_or(0.0),
                     s.max_rss_median_kib.unwrap_or(0) as f64 / 1024.0,
@@ -696,7 +758,8 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
                         "-".to_string()
                     } else {
                         s.numagc_over_this.map_or("-".into(), |r| format!("{r:.2}"))
-                    }
+                    },
+                    pause_cell(s)
                 );
             }
             _ => {
@@ -733,9 +796,22 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
     let _ = writeln!(
         t,
         "\nnumagc/ = numagc's median wall time over the runtime's (below 1: numagc faster). Tuning: Haskell +RTS -N<K> -A32m\n\
-         (GHC's recommended nursery for parallel programs); Java K ForkJoin workers, default heap; OCaml sequential."
+         (GHC's recommended nursery for parallel programs); Java K ForkJoin workers, default heap; OCaml 4 sequential;\n\
+         OCaml 5 K domains, default GC settings. Pauses (numagc, OCaml 5 from Runtime_events): the largest p99.9 and the\n\
+         largest maximum over the runs; \"*\": some run lost events, so its figures miss pauses."
     );
     t
+}
+
+/// "p99.9/max" pause in ms, "*" when some run lost events; "-" without pauses.
+fn pause_cell(s: &Summary) -> String {
+    match (s.pause_p999_ms, s.pause_max_ms) {
+        (Some(p), Some(m)) => format!(
+            "{p:.3}/{m:.3}{}",
+            if s.pauses_lost_events { "*" } else { "" }
+        ),
+        _ => "-".into(),
+    }
 }
 
 /// One grouped bar chart: numagc/peer wall-time ratio per benchmark × vprocs, a bar per peer.
@@ -792,9 +868,10 @@ fn plot(dir: &Path, summaries: &[Summary]) -> Result<Vec<PathBuf>, String> {
 /// The numagc/peer ratio of a (benchmark, vprocs) group and a peer.
 type RatioOf<'a> = dyn Fn(&(String, usize), &str) -> Option<f64> + 'a;
 
-const COLORS: [RGBColor; 4] = [
+const COLORS: [RGBColor; 5] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
 ];
