@@ -29,6 +29,7 @@
 //! | a vproc blocked in a job's send/recv during a collection | `sched/mod.rs`: `wait_until` (replayed); `Coordinator` | [`channels::blocked_vproc_joins_a_collection_then_completes`] |
 //! | blocking sections: a proxy takes part for a blocked vproc (issue 16) | `gc/blocking.rs`: `enter_blocking`, `leave_blocking`, `proxy_wait`, `proxy_done`; `request`, `signal` | [`blocking::a_blocked_vproc_takes_part_through_its_proxy`], [`blocking::leaving_races_with_a_collection`], [`blocking::a_request_to_a_blocked_vproc_is_served_by_its_proxy`] |
 //! | the safepoint deadline: a global collection all vprocs take part in, or abandoned before anything moves (issue 5) | `gc/handshake.rs`: `enter`, `gather`, `expire`, `request`, `finish` | [`safepoint::late_vproc_either_takes_part_or_finds_nothing`], [`safepoint::late_leader_finds_its_collection_abandoned`], [`safepoint::refused_serial_step_abandons_for_everyone_and_the_next_collection_works`] |
+//! | termination of a major cycle's marking and sweeping, shared plan (§3.2.1) | `plan/shared_heap/termination.rs`: `Termination` (the heap a replica) | [`termination::marking_ends_only_when_every_vproc_is_done_and_the_barrier_counts_back_on`] |
 //! | a stolen task whose environment cannot be promoted (issue 5) | `sched/task.rs`: `Handoff` (`env_failed`), `Mailbox` | [`tasks::stolen_task_whose_environment_cannot_be_promoted`] |
 //!
 //! Each model lives in the file its link names (`handshake::…` in
@@ -191,6 +192,7 @@ mod heap;
 mod safepoint;
 mod scan_queue;
 mod tasks;
+mod termination;
 mod waking;
 
 use crate::gc::handshake::{Coordinator, Wake};

@@ -12,7 +12,7 @@
 //! 2. *Promote*: each vproc forwards its roots and its share of the
 //!    remembered slots, the leader the global roots, then scans its
 //!    copies. Phase barrier; the leader decides whether cycles end
-//!    (`to_finish` is zero, or one was forced) and, if not, ends the
+//!    (every vproc counted off, or one was forced) and, if not, ends the
 //!    collection (verifying the heap first when asked).
 //! 3. *End of cycle*, as many times as cycles are to end: each vproc
 //!    finishes its marking and sweeping (mutators are stopped, so mark
@@ -190,7 +190,7 @@ fn end_cycle(v: &mut Vproc, last: bool) {
         let unmarked = gc.colours.roles().unmarked;
         heap.sweep_large_if(|info| info.age.load(Ordering::Relaxed) == unmarked);
         gc.colours.rotate();
-        gc.to_finish.store(coord.vprocs(), Ordering::Release);
+        gc.termination.reset(coord.vprocs());
         gc.allocated_in_cycle.store(0, Ordering::Relaxed);
         gc.cycles.fetch_add(1, Ordering::Relaxed);
         let roles = gc.colours.roles();

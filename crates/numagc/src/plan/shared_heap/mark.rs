@@ -22,8 +22,8 @@
 //!   cycle (marking the live data, sweeping the heap) finishes while the
 //!   heap grows by `(g − 1) × live`, OCaml's pacing by `space_overhead`
 //!   with `g = 1 + o/100`. Idle vprocs work off the rest before sleeping.
-//! * **Termination** (§3.2.1): a vproc whose mark stack is empty and whose
-//!   pages are all swept counts itself off `to_finish` once per cycle; one
+//! * **Termination** (§3.2.1, `termination`): a vproc whose mark stack is
+//!   empty and whose pages are all swept counts itself off once per cycle; one
 //!   that darkens something afterwards (the barrier) counts itself back on.
 //!   When the counter reads zero (and the major heap got new data in the
 //!   cycle: a runtime that allocates nothing does not cycle for ever), the
@@ -153,10 +153,8 @@ pub(crate) fn barrier(v: &mut Vproc, old: u64) {
     let shared = &*v.shared;
     let gc = &shared.shared_heap;
     let m = &mut v.shared_heap;
-    if darken(&shared.heap, gc.page_bytes, gc.colours.roles(), &mut m.mark_stack, old) && m.done
-    {
-        m.done = false;
-        gc.to_finish.fetch_add(1, Ordering::AcqRel);
+    if darken(&shared.heap, gc.page_bytes, gc.colours.roles(), &mut m.mark_stack, old) {
+        gc.termination.count_on(&mut m.done);
     }
 }
 
@@ -206,9 +204,8 @@ pub(crate) fn slice(v: &mut Vproc, budget: usize) {
     }
     m.debt = m.debt.saturating_sub(done);
     if m.mark_stack.is_empty() && m.pools.all_swept() {
-        m.done = true;
         m.debt = 0;
-        if gc.to_finish.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if gc.termination.count_off(&mut m.done) {
             end_cycle_if_complete(v);
         }
     }
@@ -238,9 +235,6 @@ pub(crate) fn finish_all(v: &mut Vproc) {
     let garbage = gc.colours.roles().garbage;
     m.pools.sweep_some(garbage, usize::MAX, |_| {});
     debug_assert!(m.mark_stack.is_empty() && m.pools.all_swept());
-    if !m.done {
-        m.done = true;
-        gc.to_finish.fetch_sub(1, Ordering::AcqRel);
-    }
+    gc.termination.count_off(&mut m.done);
     m.debt = 0;
 }

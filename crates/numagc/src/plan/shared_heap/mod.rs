@@ -7,7 +7,8 @@
 //! | `setup` | the reservation, a minor heap per vproc, page size, classes | §4 |
 //! | `state` | plan-wide state, colours and their cycling; a vproc's part | §3.2.2 |
 //! | `size_class`, `pages` | size-segmented pools, lazy sweeping by the owner | §3.3 |
-//! | `mark` | darkening, the deletion barrier, slices, termination | §3.1, §3.2, §3.2.1 |
+//! | `mark` | darkening, the deletion barrier, slices | §3.1, §3.2 |
+//! | `termination` | the count of vprocs with work left in a cycle | §3.2.1 |
 //! | `minor` | parallel promotion of every minor heap | §4.4, §4.4.2 |
 //! | `collection` | the stop-the-world handshake: minor collection, cycle end | §4.4.1, §3.2.2 |
 //! | `weak` | ephemerons and finalisers | §5.1, §5.2 |
@@ -50,6 +51,7 @@ pub(crate) mod pages;
 pub(crate) mod setup;
 pub(crate) mod size_class;
 pub(crate) mod state;
+pub(crate) mod termination;
 mod verify;
 mod weak;
 

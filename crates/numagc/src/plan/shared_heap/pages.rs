@@ -431,22 +431,6 @@ impl Pools {
         gone.len()
     }
 
-    /// Calls `f` with every page holding or having held objects.
-    pub fn for_each_page(&self, mut f: impl FnMut(Page)) {
-        for cp in &self.classes {
-            for ps in cp.avail.iter().chain(&cp.full).chain(&cp.unswept) {
-                f(ps.page);
-            }
-        }
-    }
-
-    /// Bytes of pages in use (not empty, not fresh).
-    pub fn page_bytes_in_use(&self) -> usize {
-        let mut n = 0;
-        self.for_each_page(|_| n += 1);
-        n * self.page_bytes
-    }
-
     /// Checks the owner's bookkeeping of one page against its colours:
     /// the free list holds exactly the `FREE` slots (verifier).
     pub fn check_free_lists(&self) -> Result<(), String> {

@@ -59,6 +59,7 @@ impl SizeClasses {
     }
 
     /// The largest object the classes hold, in words.
+    #[cfg(test)]
     pub fn max_words(&self) -> usize {
         *self.sizes.last().expect("at least one class") as usize
     }

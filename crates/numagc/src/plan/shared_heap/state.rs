@@ -17,6 +17,7 @@
 
 use super::pages::Pools;
 use super::size_class::SizeClasses;
+use super::termination::Termination;
 use crate::sync::{lock, Mutex};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -80,9 +81,8 @@ pub(crate) struct SharedHeapGc {
     /// Objects of at least this many bytes go to the large-object space.
     pub large_bytes: usize,
     /// Vprocs that have not yet finished this cycle's marking and sweeping
-    /// (§3.2.1's `gNumDomsToMark`, counting sweeping too): when it reaches
-    /// zero the next minor collection ends the cycle.
-    pub to_finish: AtomicUsize,
+    /// (§3.2.1, `termination`).
+    pub termination: Termination,
     /// Cycles completed.
     pub cycles: AtomicU64,
     /// Bytes promoted into or allocated in the major heap since the cycle
@@ -111,7 +111,7 @@ impl SharedHeapGc {
             classes,
             page_bytes,
             large_bytes,
-            to_finish: AtomicUsize::new(vprocs),
+            termination: Termination::new(vprocs),
             cycles: AtomicU64::new(0),
             allocated_in_cycle: AtomicUsize::new(0),
             forced_cycles: AtomicU32::new(0),
@@ -135,7 +135,7 @@ impl SharedHeapGc {
     /// Whether the cycle may end: every vproc counted off, and the major
     /// heap got at least a page of new data since it began.
     pub fn cycle_complete(&self) -> bool {
-        self.to_finish.load(Ordering::Acquire) == 0
+        self.termination.all_done()
             && self.allocated_in_cycle.load(Ordering::Relaxed) >= self.page_bytes
     }
 
@@ -162,7 +162,7 @@ pub(crate) struct Mutator {
     /// Field slots of major-heap objects that may point into a minor heap
     /// (§4.3.4): roots of the next minor collection.
     pub remembered: Vec<usize>,
-    /// Counted off in `to_finish` this cycle.
+    /// Counted off this cycle (`termination`).
     pub done: bool,
     /// Words of marking and sweeping owed (paid by slices).
     pub debt: usize,
