@@ -120,6 +120,7 @@ fn run_one(
     rep: usize,
 ) -> (RunRecord, RunTimeline, (String, String)) {
     let vprocs = config.vprocs;
+    let private_heaps = (config.vprocs * config.local_heap_size) as u64;
     let mut record = RunRecord {
         benchmark: bench.name().into(),
         size: size.name().into(),
@@ -134,6 +135,8 @@ fn run_one(
         pause_count: 0,
         pause_p99_ms: 0.0,
         pause_max_ms: 0.0,
+        pause_p999_ms: 0.0,
+        peak_heap_bytes: 0,
         pauses: Vec::new(),
         minor_collections: 0,
         major_collections: 0,
@@ -200,6 +203,9 @@ fn run_one(
     record.pause_count = t.pauses.count();
     record.pause_p99_ms = t.pauses.percentile_ns(99.0) as f64 / 1e6;
     record.pause_max_ms = t.pauses.max_ns() as f64 / 1e6;
+    record.pause_p999_ms = t.pauses.percentile_ns(99.9) as f64 / 1e6;
+    record.peak_heap_bytes =
+        stats.heap.peak_global_bytes + private_heaps;
     record.pauses = t.pauses.recorded();
     record.minor_collections = t.minor.count;
     record.major_collections = t.major.count;

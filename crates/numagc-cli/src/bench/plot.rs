@@ -1214,6 +1214,8 @@ mod tests {
             pause_count: pauses.iter().map(|p| p.1).sum(),
             pause_p99_ms: 1.0,
             pause_max_ms: 5.0,
+            pause_p999_ms: 0.0,
+            peak_heap_bytes: 0,
             pauses,
             minor_collections: 10,
             major_collections: 2,

@@ -35,6 +35,13 @@ pub struct RunRecord {
     pub pause_count: u64,
     pub pause_p99_ms: f64,
     pub pause_max_ms: f64,
+    /// The 99.9th percentile pause.
+    #[serde(default)]
+    pub pause_p999_ms: f64,
+    /// Peak heap: the shared (global or major) heap's peak plus every
+    /// vproc's private (local or minor) heap.
+    #[serde(default)]
+    pub peak_heap_bytes: u64,
     /// Distinct pause durations (ns) and their counts, for the histogram.
     pub pauses: Vec<(u64, u64)>,
     pub minor_collections: u64,
@@ -74,6 +81,12 @@ pub struct Summary {
     /// The largest p99 pause of the repetitions.
     pub pause_p99_ms: f64,
     pub pause_max_ms: f64,
+    /// The largest p99.9 pause of the repetitions.
+    #[serde(default)]
+    pub pause_p999_ms: f64,
+    /// The median peak heap of the repetitions (see `RunRecord`).
+    #[serde(default)]
+    pub peak_heap_median_bytes: f64,
     pub bytes_allocated_median: f64,
     pub bytes_promoted_median: f64,
     pub numa_locality_median: Option<f64>,
@@ -163,6 +176,8 @@ pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
                 gc_share_median: f(|r| r.gc_share),
                 pause_p99_ms: ok.iter().map(|r| r.pause_p99_ms).fold(0.0, f64::max),
                 pause_max_ms: ok.iter().map(|r| r.pause_max_ms).fold(0.0, f64::max),
+                pause_p999_ms: ok.iter().map(|r| r.pause_p999_ms).fold(0.0, f64::max),
+                peak_heap_median_bytes: f(|r| r.peak_heap_bytes as f64),
                 bytes_allocated_median: f(|r| r.bytes_allocated as f64),
                 bytes_promoted_median: f(|r| r.bytes_promoted as f64),
                 numa_locality_median: (!localities.is_empty()).then(|| median(&localities)),
@@ -216,6 +231,8 @@ mod tests {
             pause_count: 1,
             pause_p99_ms: wall,
             pause_max_ms: wall * 2.0,
+            pause_p999_ms: 0.0,
+            peak_heap_bytes: 0,
             pauses: vec![],
             minor_collections: 0,
             major_collections: 0,

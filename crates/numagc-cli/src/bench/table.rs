@@ -109,6 +109,8 @@ mod tests {
             gc_share_median: 0.125,
             pause_p99_ms: 0.5,
             pause_max_ms: 1.0,
+            pause_p999_ms: 0.0,
+            peak_heap_median_bytes: 0.0,
             bytes_allocated_median: 1e9,
             bytes_promoted_median: 2e6,
             numa_locality_median: None,

@@ -68,6 +68,10 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
                     errno: m.errno,
                 })?;
             gc.join_remembered();
+            if shared.config.verify {
+                let all = lock(&gc.remembered).clone();
+                verify::remembered_sets_complete(&shared, &all, "the start of a minor collection");
+            }
             Ok(())
         },
         || {},

@@ -10,6 +10,8 @@
 //!   no value anywhere — fields, root stacks, global roots — points into a
 //!   minor heap (they were all emptied). Each vproc checks its own roots
 //!   and its pages' free lists.
+//! * Before a minor collection: every major-heap field pointing into a
+//!   minor heap is in a remembered set (the barrier missed nothing).
 //! * At the end of a cycle, when marking is complete: every object
 //!   reachable from the roots is marked (§3.2's invariant that the
 //!   snapshot is preserved), checked by a traversal of its own from each
@@ -80,9 +82,53 @@ fn check_object(shared: &Shared, a: usize, room: usize, when: &str) {
 pub(crate) fn major_heap(shared: &Shared, when: &str) {
     let heap = &shared.heap;
     let gc = &shared.shared_heap;
-    let space = &heap.space;
     // Garbage not swept yet may point to slots freed before it.
     let garbage = gc.colours.roles().garbage;
+    let pb = gc.page_bytes;
+    for_each_major_object(shared, |a, room| {
+        if Page::of(a, pb).colour_of(a).load(Ordering::Relaxed) != garbage {
+            check_object(shared, a, room, when);
+        }
+    });
+    heap.for_each_large(|a| check_object(shared, a, usize::MAX, when));
+    shared
+        .global_roots
+        .for_each(|w| check_value(shared, w, when, &|| "a global root".into()));
+}
+
+/// Before a minor collection (the leader, everyone stopped, nothing moved
+/// yet, the remembered sets joined): every field of the major heap that
+/// points into a minor heap is in a remembered set — the write barrier
+/// and `init_global` missed nothing (§4.3.4).
+pub(crate) fn remembered_sets_complete(shared: &Shared, remembered: &[usize], when: &str) {
+    let gc = &shared.shared_heap;
+    let set: HashSet<usize> = remembered.iter().copied().collect();
+    let check = |a: usize| {
+        // SAFETY: a slot that is not FREE, or a large object (as in
+        // `check_object`); everyone is stopped.
+        let o = unsafe { Obj::at(a) };
+        let Some(h) = o.header() else { return };
+        for_each_value_field(h, &shared.descs, |i| {
+            let w = o.field_cell(i).load(Ordering::Relaxed);
+            if place(&shared.heap, gc.page_bytes, w) == Place::Minor
+                && !set.contains(&(o.field_ptr(i) as usize))
+            {
+                fail(
+                    when,
+                    format!("field {i} of {a:#x} points into a minor heap ({w:#x}) and is not remembered"),
+                );
+            }
+        });
+    };
+    for_each_major_object(shared, |a, _| check(a));
+    shared.heap.for_each_large(check);
+}
+
+/// Calls `f(address, slot bytes)` for every object in a pool page.
+fn for_each_major_object(shared: &Shared, mut f: impl FnMut(usize, usize)) {
+    let heap = &shared.heap;
+    let gc = &shared.shared_heap;
+    let space = &heap.space;
     for c in 0..space.num_chunks() {
         if space.info(c).kind() != ChunkKind::Pool {
             continue;
@@ -91,17 +137,12 @@ pub(crate) fn major_heap(shared: &Shared, when: &str) {
         for base in (start..start + heap.chunk_size()).step_by(gc.page_bytes) {
             let p = Page::of(base, gc.page_bytes);
             for i in 0..p.slots() {
-                let c = p.colour(i).load(Ordering::Relaxed);
-                if c != FREE && c != garbage {
-                    check_object(shared, p.slot(i), p.slot_bytes(), when);
+                if p.colour(i).load(Ordering::Relaxed) != FREE {
+                    f(p.slot(i), p.slot_bytes());
                 }
             }
         }
     }
-    heap.for_each_large(|a| check_object(shared, a, usize::MAX, when));
-    shared
-        .global_roots
-        .for_each(|w| check_value(shared, w, when, &|| "a global root".into()));
 }
 
 /// This vproc's root stack (after a minor collection).
