@@ -181,8 +181,16 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
             Ok(p) => {
                 v.stats.bytes_allocated += bytes as u64;
                 v.stats.bytes_allocated_global += bytes as u64;
-                v.shared_heap.major_allocated += bytes;
-                mark::owe(v, bytes);
+                // The heap grows by what was charged: a large object takes
+                // a run of whole chunks, and the cycle's pacing must see
+                // that, or large objects pile up between cycles.
+                let charged = if large {
+                    bytes.next_multiple_of(shared.heap.chunk_size())
+                } else {
+                    bytes
+                };
+                v.shared_heap.major_allocated += charged;
+                mark::owe(v, charged);
                 return Ok(p);
             }
             Err(_) if attempt == 0 => collect_full(v)?,
