@@ -331,10 +331,13 @@ impl<J> Coordinator<J> {
             // abandon, this collection before its leader and the start of
             // its deadline are recorded (`pending` only changes under it).
             let mut s = lock(&self.state);
-            if self
-                .pending
-                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-                .is_err()
+            // After shutdown a vproc may have exited already: no one could
+            // take part (an idle vproc's concurrent work may still ask).
+            if s.shutdown
+                || self
+                    .pending
+                    .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_err()
             {
                 return false;
             }
