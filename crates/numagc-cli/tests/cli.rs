@@ -304,7 +304,13 @@ fn the_harness_runs_each_plan_it_is_given() {
             assert_eq!(n, 2, "{bench} on {plan} at 1 and 2 vprocs: {out}");
         }
     }
-    assert!(out.lines().filter(|l| l.trim_end().ends_with(" ok")).count() >= 8, "{out}");
+    assert!(
+        out.lines()
+            .filter(|l| l.trim_end().ends_with(" ok"))
+            .count()
+            >= 8,
+        "{out}"
+    );
 }
 
 #[test]

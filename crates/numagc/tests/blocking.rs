@@ -89,9 +89,8 @@ fn a_blocked_vproc_does_not_stall_the_collections_of_the_others() {
                         // collection. (On the shared plan allocation itself
                         // needs every vproc: its minor collections stop
                         // them all, so outside a section it fails too.)
-                        let lists = build_list(s, cons, 10 + round, 1_000).and_then(|keep| {
-                            build_list(s, cons, 20 + round, 1_000).map(|_| keep)
-                        });
+                        let lists = build_list(s, cons, 10 + round, 1_000)
+                            .and_then(|keep| build_list(s, cons, 20 + round, 1_000).map(|_| keep));
                         let keep = match lists {
                             Ok(keep) => keep,
                             Err(e) => return outcomes.push(Err(e.to_string())),

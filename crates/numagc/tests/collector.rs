@@ -561,7 +561,12 @@ fn stats_report_all_collection_kinds() {
     let t = &st.total;
     assert!(t.minor.count > 0, "minor {:?}", t.minor);
     assert!(t.major.count > 0, "major {:?}", t.major);
-    assert_eq!(t.promotion.count > 0, split_plan(), "promotion {:?}", t.promotion);
+    assert_eq!(
+        t.promotion.count > 0,
+        split_plan(),
+        "promotion {:?}",
+        t.promotion
+    );
     assert!(t.global.count > 0, "global {:?}", t.global);
     assert!(
         t.bytes_allocated > 20_000 * 32,
@@ -583,7 +588,8 @@ fn stats_report_all_collection_kinds() {
     let json = st.to_json();
     for key in ["minor", "major", "promotion", "global"] {
         assert!(
-            json["total"][key]["count"].as_u64().unwrap() > 0 || (key == "promotion" && !split_plan()),
+            json["total"][key]["count"].as_u64().unwrap() > 0
+                || (key == "promotion" && !split_plan()),
             "json total.{key}.count: {}",
             json["total"][key]
         );

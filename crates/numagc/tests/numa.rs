@@ -87,7 +87,8 @@ fn chunk_reuse_keeps_node_affinity() {
         let bound = if split_plan() {
             global_chunk_records(&log).iter().any(|r| r.node == node)
         } else {
-            log.iter().any(|r| r.node == node && r.chunks != LOCAL_CHUNKS)
+            log.iter()
+                .any(|r| r.node == node && r.chunks != LOCAL_CHUNKS)
         };
         assert!(bound, "no global chunk bound on node {node}: {log:?}");
     }

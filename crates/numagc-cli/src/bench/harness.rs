@@ -204,8 +204,7 @@ fn run_one(
     record.pause_p99_ms = t.pauses.percentile_ns(99.0) as f64 / 1e6;
     record.pause_max_ms = t.pauses.max_ns() as f64 / 1e6;
     record.pause_p999_ms = t.pauses.percentile_ns(99.9) as f64 / 1e6;
-    record.peak_heap_bytes =
-        stats.heap.peak_global_bytes + private_heaps;
+    record.peak_heap_bytes = stats.heap.peak_global_bytes + private_heaps;
     record.pauses = t.pauses.recorded();
     record.minor_collections = t.minor.count;
     record.major_collections = t.major.count;

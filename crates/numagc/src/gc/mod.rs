@@ -36,6 +36,20 @@ pub(crate) enum Joined {
     },
 }
 
+/// Vproc `v` enters the pending stop-the-world collection: `Err` with what
+/// its part came to when there is none to take part in (see
+/// [`handshake::Coordinator::enter`]).
+pub(crate) fn enter<J>(coord: &handshake::Coordinator<J>, v: usize) -> Result<(), Joined> {
+    match coord.enter(v) {
+        handshake::Entry::Entered => Ok(()),
+        handshake::Entry::NotPending => Err(Joined::NotPending),
+        handshake::Entry::Abandoned(reason) => Err(Joined::Abandoned {
+            reason,
+            requested: false,
+        }),
+    }
+}
+
 pub(crate) mod blocking;
 pub(crate) mod handshake;
 pub(crate) mod work_queue;

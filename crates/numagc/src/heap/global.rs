@@ -125,6 +125,30 @@ impl GlobalHeap {
         }
     }
 
+    /// Reserves `reserve` bytes of address space (nothing committed) for a
+    /// heap of `config` whose mutator requests stop at `limit` bytes, and
+    /// builds it: what every plan's setup starts with. Fails with
+    /// `Error::MapFailed` when the system refuses the reservation.
+    pub fn reserve(
+        config: &crate::config::Config,
+        topology: &Topology,
+        vprocs: usize,
+        limit: usize,
+        reserve: usize,
+        faults: crate::fault::Hook,
+    ) -> crate::error::Result<GlobalHeap> {
+        let space = AddressSpace::reserve(reserve, config.chunk_size, faults)
+            .map_err(|m| m.error("the heap's address-space reservation"))?;
+        Ok(GlobalHeap::new(
+            space,
+            topology.clone(),
+            config.numa_policy,
+            limit,
+            vprocs.saturating_mul(config.global_gc_threshold),
+            config.heap_growth,
+        ))
+    }
+
     #[inline(always)]
     pub fn chunk_size(&self) -> usize {
         self.space.chunk_size()

@@ -62,8 +62,8 @@ pub(crate) mod split;
 use crate::config::{Config, PlanKind};
 use crate::error::Result;
 use crate::heap::global::GlobalHeap;
-use crate::topology::{Topology, VprocPlacement};
 use crate::object::Obj;
+use crate::topology::{Topology, VprocPlacement};
 use crate::vproc::Vproc;
 
 /// A vproc's part of its plan, as `setup` makes it.

@@ -357,7 +357,8 @@ pub(crate) fn idle_loop(vp: &mut Vproc, mut run_job: impl FnMut(&mut Vproc, crat
         }
         // Idle time goes to the plan's concurrent work (the shared plan's
         // marking and sweeping) before the vproc sleeps.
-        if !shared.coord.pending() && !shared.coord.interrupted(vp.id) && crate::plan::idle_work(vp) {
+        if !shared.coord.pending() && !shared.coord.interrupted(vp.id) && crate::plan::idle_work(vp)
+        {
             vp.publish_stats();
             continue;
         }

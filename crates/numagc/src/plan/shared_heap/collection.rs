@@ -28,7 +28,6 @@
 use super::mark::{self, darken};
 use super::minor::Promoter;
 use super::verify;
-use crate::gc::handshake::Entry;
 use crate::gc::Joined;
 use crate::sync::lock;
 use crate::vproc::Vproc;
@@ -39,15 +38,8 @@ use std::time::Instant;
 pub(crate) fn participate(v: &mut Vproc) -> Joined {
     let shared = v.shared.clone();
     let (heap, gc, coord) = (&shared.heap, &shared.shared_heap, &shared.coord);
-    match coord.enter(v.id) {
-        Entry::Entered => {}
-        Entry::NotPending => return Joined::NotPending,
-        Entry::Abandoned(reason) => {
-            return Joined::Abandoned {
-                reason,
-                requested: false,
-            }
-        }
+    if let Err(j) = crate::gc::enter(coord, v.id) {
+        return j;
     }
     let requested = coord.leader() == Some(v.id);
     let _guard = crate::gc::AbortOnUnwind("stop-the-world collection of the shared plan");
@@ -78,7 +70,9 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     );
     if let Err(reason) = gathered {
         // Called off: the remembered set goes back where it was.
-        v.shared_heap.remembered.append(&mut lock(&gc.handed_in[v.id]));
+        v.shared_heap
+            .remembered
+            .append(&mut lock(&gc.handed_in[v.id]));
         v.record_pause(crate::trace::SpanKind::Minor, t0);
         v.publish_stats();
         return Joined::Abandoned { reason, requested };
@@ -196,6 +190,11 @@ fn end_cycle(v: &mut Vproc, last: bool) {
         gc.colours.rotate();
         gc.termination.reset(coord.vprocs());
         gc.allocated_in_cycle.store(0, Ordering::Relaxed);
+        let growth = (shared.config.heap_growth - 1.0).max(0.05);
+        let traced = gc.traced_in_cycle.swap(0, Ordering::Relaxed);
+        let late = (traced as f64 * 2.0 * growth) as usize;
+        gc.late_after
+            .store(late.max(heap.base_trigger()), Ordering::Relaxed);
         gc.cycles.fetch_add(1, Ordering::Relaxed);
         let roles = gc.colours.roles();
         shared.global_roots.for_each(|w| {

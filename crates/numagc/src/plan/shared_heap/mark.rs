@@ -22,6 +22,10 @@
 //!   cycle (marking the live data, sweeping the heap) finishes while the
 //!   heap grows by `(g − 1) × live`, OCaml's pacing by `space_overhead`
 //!   with `g = 1 + o/100`. Idle vprocs work off the rest before sleeping.
+//!   A cycle still running when the major heap has received 2 × (g − 1)
+//!   times the bytes the previous cycle traced (at least the heap's base
+//!   trigger) is late, and the next stop-the-world collection finishes it:
+//!   the heap stays bounded even when a vproc gets no CPU.
 //! * **Termination** (§3.2.1, `termination`): a vproc whose mark stack is
 //!   empty and whose pages are all swept counts itself off once per cycle; one
 //!   that darkens something afterwards (the barrier) counts itself back on.
@@ -103,9 +107,13 @@ pub(crate) fn darken(
         return false;
     };
     if c.load(Ordering::Relaxed) == roles.unmarked
-        && c
-            .compare_exchange(roles.unmarked, roles.marked, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
+        && c.compare_exchange(
+            roles.unmarked,
+            roles.marked,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_ok()
     {
         stack.push(w as usize);
         true
@@ -140,6 +148,9 @@ pub(crate) fn mark(
         });
         done += h.len() + 1;
     }
+    if done > 0 {
+        gc.traced_in_cycle.fetch_add(done * 8, Ordering::Relaxed);
+    }
     done
 }
 
@@ -153,7 +164,13 @@ pub(crate) fn barrier(v: &mut Vproc, old: u64) {
     let shared = &*v.shared;
     let gc = &shared.shared_heap;
     let m = &mut v.shared_heap;
-    if darken(&shared.heap, gc.page_bytes, gc.colours.roles(), &mut m.mark_stack, old) {
+    if darken(
+        &shared.heap,
+        gc.page_bytes,
+        gc.colours.roles(),
+        &mut m.mark_stack,
+        old,
+    ) {
         gc.termination.count_on(&mut m.done);
     }
 }
@@ -169,10 +186,20 @@ pub(crate) fn work_per_byte(heap_growth: f64) -> f64 {
 pub(crate) fn owe(v: &mut Vproc, bytes: usize) {
     let per = work_per_byte(v.shared.config.heap_growth);
     v.shared_heap.debt += (bytes as f64 * per) as usize;
-    let gc = &v.shared.shared_heap;
+    let shared = &*v.shared;
+    let gc = &shared.shared_heap;
     let before = gc.allocated_in_cycle.fetch_add(bytes, Ordering::Relaxed);
     if before < gc.page_bytes {
         end_cycle_if_complete(v);
+    }
+    let late = gc.late_after.load(Ordering::Relaxed);
+    if before < late && before + bytes >= late && !shared.coord.pending() {
+        // The heap grew by twice its headroom while the cycle ran:
+        // its work cannot keep up (a vproc gets no CPU, or all of them
+        // allocate faster than they mark). Finish it with everyone
+        // stopped, so that the heap stays bounded whatever the scheduler.
+        gc.force_cycles(1);
+        shared.coord.request(v.id);
     }
 }
 
@@ -231,7 +258,13 @@ pub(crate) fn finish_all(v: &mut Vproc) {
     let shared = v.shared.clone();
     let gc = &shared.shared_heap;
     let m = &mut v.shared_heap;
-    mark(&shared.heap, gc, &shared.descs, &mut m.mark_stack, usize::MAX);
+    mark(
+        &shared.heap,
+        gc,
+        &shared.descs,
+        &mut m.mark_stack,
+        usize::MAX,
+    );
     let garbage = gc.colours.roles().garbage;
     m.pools.sweep_some(garbage, usize::MAX, |_| {});
     debug_assert!(m.mark_stack.is_empty() && m.pools.all_swept());

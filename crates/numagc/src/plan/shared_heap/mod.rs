@@ -161,7 +161,12 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
         let got = if large {
             shared.heap.alloc_large(bytes, v.node, false).inspect(|&a| {
                 let c = shared.heap.space.chunk_of(a).expect("a large object");
-                shared.heap.space.info(c).age.store(roles.marked, Ordering::Relaxed);
+                shared
+                    .heap
+                    .space
+                    .info(c)
+                    .age
+                    .store(roles.marked, Ordering::Relaxed);
             })
         } else {
             let class = gc.classes.class_of(bytes / 8);

@@ -256,57 +256,58 @@ impl Pools {
         node: usize,
         force: bool,
     ) -> Result<usize, Refused> {
-        // The fast path: a pop from the current page's free list.
-        if let Some(ps) = self.classes[class].avail.last_mut() {
-            if let Some(a) = ps.pop() {
-                ps.page.colour_of(a).store(colour, Ordering::Relaxed);
-                return Ok(a);
+        loop {
+            // The fast path: a pop from the current page's free list.
+            if let Some(ps) = self.classes[class].avail.last_mut() {
+                if let Some(a) = ps.pop() {
+                    ps.page.colour_of(a).store(colour, Ordering::Relaxed);
+                    return Ok(a);
+                }
             }
+            self.refill(class, slot_bytes, garbage, heap, owner, node, force)?;
         }
-        self.alloc_slow(class, slot_bytes, colour, garbage, heap, owner, node, force)
     }
 
+    /// Gives class `class` a current page with a free slot, or takes a
+    /// step towards one: retires the exhausted current page, sweeps an
+    /// unswept page of the class, or lays out a new page.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn alloc_slow(
+    fn refill(
         &mut self,
         class: usize,
         slot_bytes: usize,
-        colour: u8,
         garbage: u8,
         heap: &GlobalHeap,
         owner: usize,
         node: usize,
         force: bool,
-    ) -> Result<usize, Refused> {
-        loop {
-            let cp = &mut self.classes[class];
-            if let Some(ps) = cp.avail.last_mut() {
-                if let Some(a) = ps.pop() {
-                    ps.page.colour_of(a).store(colour, Ordering::Relaxed);
-                    return Ok(a);
-                }
-                let ps = cp.avail.pop().expect("the last page");
-                cp.full.push(ps);
-                continue;
-            }
-            if let Some(mut ps) = cp.unswept.pop() {
-                let live = ps.sweep(garbage, |_| {});
-                self.file(ps, live);
-                continue;
-            }
-            let base = self.new_page(heap, owner, node, force)?;
-            let page = Page::init(base, self.page_bytes, class, slot_bytes);
-            let mut ps = PageState {
-                page,
-                free: 0,
-                nfree: 0,
-            };
-            for i in (0..page.slots()).rev() {
-                ps.push(page.slot(i));
-            }
-            self.classes[class].avail.push(ps);
+    ) -> Result<(), Refused> {
+        let cp = &mut self.classes[class];
+        if let Some(ps) = cp.avail.pop_if(|ps| ps.nfree == 0) {
+            cp.full.push(ps);
+            return Ok(());
         }
+        if !cp.avail.is_empty() {
+            return Ok(());
+        }
+        if let Some(mut ps) = cp.unswept.pop() {
+            let live = ps.sweep(garbage, |_| {});
+            self.file(ps, live);
+            return Ok(());
+        }
+        let base = self.new_page(heap, owner, node, force)?;
+        let page = Page::init(base, self.page_bytes, class, slot_bytes);
+        let mut ps = PageState {
+            page,
+            free: 0,
+            nfree: 0,
+        };
+        for i in (0..page.slots()).rev() {
+            ps.push(page.slot(i));
+        }
+        self.classes[class].avail.push(ps);
+        Ok(())
     }
 
     /// Gives back the slot `a` just returned by [`Pools::alloc`] for
@@ -377,7 +378,12 @@ impl Pools {
 
     /// Sweeps unswept pages until about `budget` slots were looked at;
     /// returns the slots looked at. `on_free` sees each object freed.
-    pub fn sweep_some(&mut self, garbage: u8, budget: usize, mut on_free: impl FnMut(usize)) -> usize {
+    pub fn sweep_some(
+        &mut self,
+        garbage: u8,
+        budget: usize,
+        mut on_free: impl FnMut(usize),
+    ) -> usize {
         let mut done = 0;
         for c in 0..self.classes.len() {
             while done < budget {
@@ -403,7 +409,9 @@ impl Pools {
         let per_chunk = self.chunk_bytes / self.page_bytes;
         let mut empty_in = std::collections::HashMap::<usize, usize>::new();
         for p in &self.empty {
-            *empty_in.entry(heap.space.chunk_of(p.base()).expect("a pool page")).or_default() += 1;
+            *empty_in
+                .entry(heap.space.chunk_of(p.base()).expect("a pool page"))
+                .or_default() += 1;
         }
         let fresh_chunk = (self.fresh < self.fresh_end)
             .then(|| heap.space.chunk_of(self.fresh).expect("a pool chunk"));
@@ -440,11 +448,13 @@ impl Pools {
                 let mut n = 0;
                 let mut a = ps.free;
                 while a != 0 {
-                    let i = p
-                        .index_of(a)
-                        .ok_or_else(|| format!("free list of page {:#x} leaves it at {a:#x}", p.base()))?;
+                    let i = p.index_of(a).ok_or_else(|| {
+                        format!("free list of page {:#x} leaves it at {a:#x}", p.base())
+                    })?;
                     if p.colour(i).load(Ordering::Relaxed) != FREE {
-                        return Err(format!("slot {a:#x} is on the free list but holds an object"));
+                        return Err(format!(
+                            "slot {a:#x} is on the free list but holds an object"
+                        ));
                     }
                     n += 1;
                     if n > p.slots() {

@@ -15,7 +15,6 @@ use super::state::{Mutator, SharedHeapGc};
 use crate::config::Config;
 use crate::error::Result;
 use crate::heap::global::GlobalHeap;
-use crate::heap::space::AddressSpace;
 use crate::topology::{Topology, VprocPlacement};
 use crate::vproc::Shared;
 use std::sync::atomic::Ordering;
@@ -61,16 +60,7 @@ pub(crate) fn create(
     // vproc; address space is only reserved, so be generous.
     let spare = n * (classes.count() + 2) * page;
     let reserve = 2 * limit + 3 * minors + 2 * spare + 64 * cs;
-    let space = AddressSpace::reserve(reserve, cs, faults)
-        .map_err(|m| m.error("the heap's address-space reservation"))?;
-    let heap = GlobalHeap::new(
-        space,
-        topology.clone(),
-        config.numa_policy,
-        limit,
-        n.saturating_mul(config.global_gc_threshold),
-        config.heap_growth,
-    );
+    let heap = GlobalHeap::reserve(config, topology, n, limit, reserve, faults)?;
     let mut mutators = Vec::with_capacity(n);
     for p in placements {
         let base = heap
@@ -82,12 +72,8 @@ pub(crate) fn create(
             Pools::new(page, cs, classes.count()),
         ));
     }
-    let gc = SharedHeapGc::new(n, classes, page, (max_words + 1) * 8);
-    Ok(Parts {
-        heap,
-        gc,
-        mutators,
-    })
+    let gc = SharedHeapGc::new(n, classes, page, (max_words + 1) * 8, heap.base_trigger());
+    Ok(Parts { heap, gc, mutators })
 }
 
 /// Free chunks each node's pool must hold before a minor collection moves

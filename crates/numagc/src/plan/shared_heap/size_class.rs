@@ -78,7 +78,10 @@ mod tests {
                 let c = sc.class_of(w);
                 let slot = sc.slot_words(c);
                 assert!(slot >= w, "{w} words in a slot of {slot}");
-                assert!(c == 0 || sc.slot_words(c - 1) < w, "a smaller class holds {w}");
+                assert!(
+                    c == 0 || sc.slot_words(c - 1) < w,
+                    "a smaller class holds {w}"
+                );
                 assert!(
                     w <= 8 || slot * 4 <= w * 5 || c == sc.count() - 1,
                     "{w} words waste more than a fifth of a {slot}-word slot"

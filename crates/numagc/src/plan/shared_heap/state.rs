@@ -89,6 +89,13 @@ pub(crate) struct SharedHeapGc {
     /// began: a cycle ends only once some were (see `mark`), so that a
     /// runtime that allocates nothing does not cycle for ever.
     pub allocated_in_cycle: AtomicUsize,
+    /// When `allocated_in_cycle` passes this, the cycle is late (a vproc
+    /// that got no CPU has not done its share): the next stop-the-world
+    /// collection finishes it (see `mark::owe`). Set when a cycle begins.
+    pub late_after: AtomicUsize,
+    /// Bytes of objects traced by marking in this cycle: the live data the
+    /// next cycle's lateness is measured against.
+    pub traced_in_cycle: AtomicUsize,
     /// Cycles the next stop-the-world collection must complete whatever
     /// the counter says (1: `collect_major`, 2: a full collection).
     pub forced_cycles: AtomicU32,
@@ -105,7 +112,13 @@ pub(crate) struct SharedHeapGc {
 }
 
 impl SharedHeapGc {
-    pub fn new(vprocs: usize, classes: SizeClasses, page_bytes: usize, large_bytes: usize) -> Self {
+    pub fn new(
+        vprocs: usize,
+        classes: SizeClasses,
+        page_bytes: usize,
+        large_bytes: usize,
+        first_late_after: usize,
+    ) -> Self {
         SharedHeapGc {
             colours: Colours::new(),
             classes,
@@ -114,6 +127,8 @@ impl SharedHeapGc {
             termination: Termination::new(vprocs),
             cycles: AtomicU64::new(0),
             allocated_in_cycle: AtomicUsize::new(0),
+            late_after: AtomicUsize::new(first_late_after),
+            traced_in_cycle: AtomicUsize::new(0),
             forced_cycles: AtomicU32::new(0),
             ending: AtomicU32::new(0),
             handed_in: (0..vprocs).map(|_| Mutex::new(Vec::new())).collect(),
@@ -124,7 +139,7 @@ impl SharedHeapGc {
 
     /// The state of a runtime on another plan.
     pub fn unused(vprocs: usize) -> Self {
-        SharedHeapGc::new(vprocs, SizeClasses::new(1), 1 << 16, 0)
+        SharedHeapGc::new(vprocs, SizeClasses::new(1), 1 << 16, 0, usize::MAX)
     }
 
     /// Asks the next stop-the-world collection to complete `n` cycles.

@@ -46,7 +46,7 @@ fn the_deletion_barrier_keeps_what_a_mutator_moves_out_of_an_unscanned_object() 
             })
             .unwrap();
         s.collect_global().unwrap(); // everything in the major heap
-        // A new cycle: the array (a root) is grey, the list unmarked.
+                                     // A new cycle: the array (a root) is grey, the list unmarked.
         s.scope(|s| {
             begin_cycle_without_slice(s);
             let roles = s.vproc_mut().shared.shared_heap.colours.roles();
@@ -56,13 +56,20 @@ fn the_deletion_barrier_keeps_what_a_mutator_moves_out_of_an_unscanned_object() 
             // The mutator takes the list out of the array: the snapshot's
             // only path to it is cut, and only the barrier marks it.
             s.set(arr, 0, Handle::NIL).unwrap();
-            assert_eq!(colour(s, moved), roles.marked, "the barrier darkened the old value");
+            assert_eq!(
+                colour(s, moved),
+                roles.marked,
+                "the barrier darkened the old value"
+            );
             // The cycle ends (the verifier checks everything reachable is
             // marked), the next one sweeps; the list is intact.
             s.collect_major().unwrap();
             s.collect_major().unwrap();
             let v = s.view(moved);
-            assert_eq!((v.field(0).as_int(), v.field(1).as_int()), (Some(7), Some(8)));
+            assert_eq!(
+                (v.field(0).as_int(), v.field(1).as_int()),
+                (Some(7), Some(8))
+            );
         });
     })
     .unwrap();
@@ -80,7 +87,11 @@ fn unreachable_major_objects_are_swept_and_their_slots_reused() {
         s.collect_global().unwrap();
         let v = s.vproc_mut();
         let cell = colour_cell(&v.shared.heap, v.shared.shared_heap.page_bytes, dead).unwrap();
-        assert_eq!(cell.load(Ordering::Relaxed), FREE, "a full collection freed it");
+        assert_eq!(
+            cell.load(Ordering::Relaxed),
+            FREE,
+            "a full collection freed it"
+        );
         // Its slot is the next one of its class handed out.
         let again = s.alloc_array(4, Handle::int(3)).unwrap();
         assert_eq!(s.word(again), dead, "the freed slot is reused");
@@ -101,8 +112,9 @@ fn cycles_run_by_themselves_and_memory_stays_bounded() {
                 let a = s.alloc_array(8 << 10, Handle::int(i)).unwrap();
                 assert_eq!(s.view(a).field(100).as_int(), Some(i));
             });
-            let l = s.alloc_vector(&[Handle::int(i); 16]).unwrap();
-            drop(l);
+            s.scope(|s| {
+                s.alloc_vector(&[Handle::int(i); 16]).unwrap();
+            });
         }
     })
     .unwrap();
@@ -231,7 +243,10 @@ fn a_value_read_out_of_a_weak_reference_during_marking_is_kept() {
             s.collect_major().unwrap();
             s.collect_global().unwrap();
             let v = s.view(t);
-            assert_eq!((v.field(0).as_int(), v.field(1).as_int()), (Some(3), Some(4)));
+            assert_eq!(
+                (v.field(0).as_int(), v.field(1).as_int()),
+                (Some(3), Some(4))
+            );
             assert_eq!(s.weak_get(w).unwrap().map(|h| s.word(h)), Some(s.word(t)));
         });
     })

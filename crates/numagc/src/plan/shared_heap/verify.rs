@@ -22,9 +22,9 @@ use super::pages::{Page, FREE};
 use crate::heap::space::ChunkKind;
 use crate::object::for_each_value_field;
 use crate::object::header::{Header, ID_EPHEMERON};
-use crate::weak::{CLEARED, EPH_DATA, EPH_KEY};
 use crate::object::{is_pointer, Obj};
 use crate::vproc::{Shared, Vproc};
+use crate::weak::{CLEARED, EPH_DATA, EPH_KEY};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
@@ -44,8 +44,14 @@ fn check_value(shared: &Shared, w: u64, when: &str, whose: &dyn Fn() -> String) 
             Some(_) => fail(when, format!("{} points to a free slot {w:#x}", whose())),
             None => fail(when, format!("{} points inside a slot, {w:#x}", whose())),
         },
-        Place::Minor => fail(when, format!("{} points into a minor heap, {w:#x}", whose())),
-        Place::Elsewhere => fail(when, format!("{} points outside every object, {w:#x}", whose())),
+        Place::Minor => fail(
+            when,
+            format!("{} points into a minor heap, {w:#x}", whose()),
+        ),
+        Place::Elsewhere => fail(
+            when,
+            format!("{} points outside every object, {w:#x}", whose()),
+        ),
     }
 }
 
@@ -54,12 +60,18 @@ fn check_object(shared: &Shared, a: usize, room: usize, when: &str) {
     // an initialised object (pages' invariant), and everyone is stopped.
     let o = unsafe { Obj::at(a) };
     let Some(h) = Header::decode(o.header_word()) else {
-        fail(when, format!("object {a:#x} has a forwarding pointer for a header"))
+        fail(
+            when,
+            format!("object {a:#x} has a forwarding pointer for a header"),
+        )
     };
     if h.size_bytes() > room {
         fail(
             when,
-            format!("object {a:#x} of {} bytes in a slot of {room}", h.size_bytes()),
+            format!(
+                "object {a:#x} of {} bytes in a slot of {room}",
+                h.size_bytes()
+            ),
         );
     }
     for_each_value_field(h, &shared.descs, |i| {
@@ -71,7 +83,9 @@ fn check_object(shared: &Shared, a: usize, room: usize, when: &str) {
         for i in [EPH_KEY, EPH_DATA] {
             let w = o.field(i);
             if w != CLEARED {
-                check_value(shared, w, when, &|| format!("field {i} of ephemeron {a:#x}"));
+                check_value(shared, w, when, &|| {
+                    format!("field {i} of ephemeron {a:#x}")
+                });
             }
         }
     }
@@ -151,7 +165,9 @@ pub(crate) fn roots(v: &Vproc, when: &str) {
     // handle view is alive during a collection.
     let roots = unsafe { &*v.roots.get() };
     for (i, &w) in roots.iter().enumerate() {
-        check_value(&v.shared, w, when, &|| format!("root {i} of vproc {}", v.id));
+        check_value(&v.shared, w, when, &|| {
+            format!("root {i} of vproc {}", v.id)
+        });
     }
 }
 

@@ -99,7 +99,13 @@ impl WeakTracer for Marker<'_> {
 
     fn keep(&mut self, w: u64) -> u64 {
         let gc = &self.shared.shared_heap;
-        darken(&self.shared.heap, gc.page_bytes, gc.colours.roles(), self.stack, w);
+        darken(
+            &self.shared.heap,
+            gc.page_bytes,
+            gc.colours.roles(),
+            self.stack,
+            w,
+        );
         w
     }
 

@@ -81,7 +81,7 @@
 
 use super::copy::Scan;
 use super::{major, minor, verify};
-use crate::gc::handshake::{Abandoned, Entry};
+use crate::gc::handshake::Abandoned;
 use crate::gc::work_queue::ScanQueue;
 use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
@@ -403,15 +403,8 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     let heap = &shared.heap;
     let gc = &shared.split;
     let coord = &shared.coord;
-    match coord.enter(v.id) {
-        Entry::Entered => {}
-        Entry::NotPending => return Joined::NotPending,
-        Entry::Abandoned(reason) => {
-            return Joined::Abandoned {
-                reason,
-                requested: false,
-            }
-        }
+    if let Err(j) = crate::gc::enter(coord, v.id) {
+        return j;
     }
     // The leader is recorded by `request`, before the leader itself enters.
     let requested = coord.leader() == Some(v.id);

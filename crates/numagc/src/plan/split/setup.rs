@@ -8,7 +8,6 @@ use super::mutator::{copy_reserve_chunks, Mutator};
 use crate::config::Config;
 use crate::error::Result;
 use crate::heap::global::GlobalHeap;
-use crate::heap::space::AddressSpace;
 use crate::topology::{Topology, VprocPlacement};
 
 /// What a runtime on the split plan starts with.
@@ -43,16 +42,7 @@ pub(crate) fn create(
     // be generous.
     let spare = copy_reserve_chunks(config.local_heap_size, cs);
     let reserve = 3 * limit + 3 * locals + (n * (spare + 4) + 64) * cs;
-    let space = AddressSpace::reserve(reserve, cs, faults)
-        .map_err(|m| m.error("the heap's address-space reservation"))?;
-    let heap = GlobalHeap::new(
-        space,
-        topology.clone(),
-        config.numa_policy,
-        limit,
-        n.saturating_mul(config.global_gc_threshold),
-        config.heap_growth,
-    );
+    let heap = GlobalHeap::reserve(config, topology, n, limit, reserve, faults)?;
     let mut mutators = Vec::with_capacity(n);
     for p in placements {
         let base = heap
