@@ -11,14 +11,18 @@
 //!    calls the collection off; nothing has moved).
 //! 2. *Promote*: each vproc forwards its roots and its share of the
 //!    remembered slots, the leader the global roots, then scans its
-//!    copies. Phase barrier; the leader decides whether cycles end
-//!    (every vproc counted off, or one was forced) and, if not, ends the
-//!    collection (verifying the heap first when asked).
+//!    copies. Phase barrier; the leader decides the minor heaps'
+//!    ephemerons and finalisers with its promoter (`weak`), then whether
+//!    cycles end (every vproc counted off and new data arrived, or one was
+//!    forced) and, if not, ends the collection (verifying the heap first
+//!    when asked).
 //! 3. *End of cycle*, as many times as cycles are to end: each vproc
 //!    finishes its marking and sweeping (mutators are stopped, so mark
 //!    stacks only shrink); a barrier; the verifier checks that everything
-//!    reachable is marked; a barrier whose serial step frees unmarked large
-//!    objects, rotates the colours and resets the counter; then each vproc
+//!    reachable is marked; a barrier whose serial step runs the major
+//!    heap's ephemeron rounds and finalisers (`weak`), frees unmarked large
+//!    objects, rotates the colours, resets the counter and the pacing, and
+//!    darkens the global roots and due finalisers' values; then each vproc
 //!    darkens its roots (the leader the global roots) and puts its pages up
 //!    for sweeping: the next cycle has begun.
 //!
