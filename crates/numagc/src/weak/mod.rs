@@ -97,11 +97,16 @@ pub(crate) fn ephemeron_descriptor() -> Descriptor {
     Descriptor::mixed("numagc.ephemeron", 2, &[]).expect("the ephemeron layout is valid")
 }
 
+/// The function of a `finalise` finaliser: gets the value.
+pub(crate) type FirstFn = Box<dyn for<'s> FnOnce(&mut Scope<'s>, Handle<'s>) -> Result<()> + Send>;
+/// The function of a `finalise_last` finaliser: gets no value.
+pub(crate) type LastFn = Box<dyn for<'s> FnOnce(&mut Scope<'s>) -> Result<()> + Send>;
+
 /// A finaliser's function: `First` gets the value (`finalise`), `Last`
 /// does not (`finalise_last`).
 pub(crate) enum FinaliserFn {
-    First(Box<dyn for<'s> FnOnce(&mut Scope<'s>, Handle<'s>) -> Result<()> + Send>),
-    Last(Box<dyn for<'s> FnOnce(&mut Scope<'s>) -> Result<()> + Send>),
+    First(FirstFn),
+    Last(LastFn),
 }
 
 /// A registered finaliser, or a queued one (then `value` is the

@@ -102,7 +102,7 @@ impl Page {
         }
         let off = addr - first;
         let i = off / sb;
-        (off % sb == 0 && i < self.slots()).then_some(i)
+        (off.is_multiple_of(sb) && i < self.slots()).then_some(i)
     }
 
     /// The colour byte of the object at `addr` in this page, which the

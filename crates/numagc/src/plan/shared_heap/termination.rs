@@ -59,7 +59,7 @@ impl Termination {
     }
 
     /// Vprocs that have not counted themselves off.
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub fn remaining(&self) -> usize {
         self.to_finish.load(Ordering::Acquire)
     }
