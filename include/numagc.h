@@ -613,6 +613,13 @@ int numagc_collect_major(struct numagc_scope *scope);
 int numagc_collect_global(struct numagc_scope *scope);
 
 /**
+ * A full collection that leaves the heap compact and gives the memory it
+ * freed back to the system (OCaml's `Gc.compact`); every vproc takes part.
+ * Errors as `numagc_collect_global`.
+ */
+int numagc_compact(struct numagc_scope *scope);
+
+/**
  * A safepoint for long loops that do not allocate: joins a pending global
  * collection.
  */

@@ -646,6 +646,14 @@ pub unsafe extern "C" fn numagc_collect_global(scope: *mut numagc_scope) -> c_in
     on_scope(scope, |s| s.collect_global())
 }
 
+/// A full collection that leaves the heap compact and gives the memory it
+/// freed back to the system (OCaml's `Gc.compact`); every vproc takes part.
+/// Errors as `numagc_collect_global`.
+#[no_mangle]
+pub unsafe extern "C" fn numagc_compact(scope: *mut numagc_scope) -> c_int {
+    on_scope(scope, |s| s.compact())
+}
+
 /// A safepoint for long loops that do not allocate: joins a pending global
 /// collection.
 #[no_mangle]

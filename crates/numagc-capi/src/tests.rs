@@ -1017,3 +1017,34 @@ fn stats_are_json_and_names_are_known() {
         assert_eq!(name(-3), "unknown status");
     }
 }
+
+#[test]
+fn compaction_keeps_the_values_of_global_roots() {
+    let rt = Rt::new(2, &[]);
+    let cons = rt.register("cons", 2, &[1], false);
+    let mut g = 0;
+    ok(rt.run(0, |s| {
+        let l = build_list(s, cons, 2000);
+        // SAFETY: a valid output pointer.
+        ok(unsafe { numagc_global_new(s, l, &mut g) });
+        build_list(s, cons, 20_000); // garbage
+        OK
+    }));
+    ok(rt.run(1, |s| {
+        let mut v = 0;
+        // SAFETY: a live scope and a valid output pointer.
+        unsafe {
+            ok(numagc_compact(s));
+            ok(numagc_global_get(s, g, &mut v));
+        }
+        assert_eq!(sum_list(s, v), (1999 * 2000 / 2, 2000));
+        OK
+    }));
+    // A NULL scope is refused, not trusted.
+    // SAFETY: a null scope is checked by the call.
+    check(
+        unsafe { numagc_compact(std::ptr::null_mut()) },
+        NUMAGC_ERR_NULL_ARGUMENT,
+    );
+    ok(numagc_global_free(g));
+}

@@ -158,7 +158,7 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
     Ok(())
 }
 
-const FIELDS: [&str; 18] = [
+const FIELDS: [&str; 19] = [
     "ops",
     "checks",
     "objects",
@@ -167,6 +167,7 @@ const FIELDS: [&str; 18] = [
     "fmajor",
     "fglobal",
     "fyoung",
+    "fcompact",
     "promotions",
     "minor",
     "major",
@@ -189,6 +190,7 @@ fn encode(r: &Report, c: &RuntimeCounts) -> String {
         r.forced_major,
         r.forced_global,
         r.forced_young,
+        r.forced_compact,
         r.promotions,
         c.minor,
         c.major,
@@ -223,6 +225,7 @@ fn decode(s: &str, r: &mut Report, c: &mut RuntimeCounts) {
     r.forced_major += g("fmajor");
     r.forced_global += g("fglobal");
     r.forced_young += g("fyoung");
+    r.forced_compact += g("fcompact");
     r.promotions += g("promotions");
     c.add(&RuntimeCounts {
         minor: g("minor"),
@@ -385,8 +388,8 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         counts.minor, counts.major, counts.promotion, counts.global, counts.full_global
     );
     println!(
-        "forced by the programs: minor {}, major {}, young global {}, full global {}; promotions {}",
-        report.forced_minor, report.forced_major, report.forced_young, report.forced_global, report.promotions
+        "forced by the programs: minor {}, major {}, young global {}, full global {}, compactions {}; promotions {}",
+        report.forced_minor, report.forced_major, report.forced_young, report.forced_global, report.forced_compact, report.promotions
     );
     println!(
         "sharing: {} tasks stolen, {} threads stolen, {} rendezvous, {:.1} MiB promoted",

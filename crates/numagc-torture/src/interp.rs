@@ -148,6 +148,7 @@ pub struct Report {
     pub forced_major: u64,
     pub forced_global: u64,
     pub forced_young: u64,
+    pub forced_compact: u64,
     pub promotions: u64,
 }
 
@@ -157,8 +158,8 @@ struct Tally {
     checks: AtomicU64,
     objects: AtomicU64,
     bytes: AtomicU64,
-    /// Minor, major, full global, young global; promotions.
-    forced: [AtomicU64; 5],
+    /// Minor, major, full global, young global, compaction; promotions.
+    forced: [AtomicU64; 6],
     /// A violation found where only a runtime error can be returned (a
     /// `par2` branch, a thread, an element function).
     failure: Mutex<Option<String>>,
@@ -182,7 +183,8 @@ impl Tally {
             forced_major: f(1),
             forced_global: f(2),
             forced_young: f(3),
-            promotions: f(4),
+            forced_compact: f(4),
+            promotions: f(5),
         }
     }
 
@@ -241,11 +243,12 @@ impl Ticker {
         if !c.is_multiple_of(self.every) {
             return None;
         }
-        Some(match mix(self.seed ^ c) % 10 {
-            0..=4 => Collect::Minor,
-            5..=7 => Collect::Major,
-            8 => Collect::Young,
-            _ => Collect::Global,
+        Some(match mix(self.seed ^ c) % 20 {
+            0..=9 => Collect::Minor,
+            10..=15 => Collect::Major,
+            16..=17 => Collect::Young,
+            18 => Collect::Global,
+            _ => Collect::Compact,
         })
     }
 }
@@ -265,6 +268,7 @@ fn collect(s: &mut Scope<'_>, kind: Collect) {
         Collect::Major => drop(s.collect_major()),
         Collect::Global => drop(s.collect_global()),
         Collect::Young => drop(s.collect_global_young()),
+        Collect::Compact => drop(s.compact()),
     }
 }
 
@@ -716,7 +720,7 @@ impl<'s> Machine<'s> {
             Op::Promote { reg } => {
                 let g = s.promote(self.reg(*reg)).unwrap();
                 s.assign(self.regs[r(*reg)], g);
-                self.cx.tally.forced[4].fetch_add(1, Ordering::Relaxed);
+                self.cx.tally.forced[5].fetch_add(1, Ordering::Relaxed);
                 self.check_regs(s, &[*reg])
             }
             Op::GlobalAdd { src } => {

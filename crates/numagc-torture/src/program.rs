@@ -86,6 +86,8 @@ pub enum Collect {
     /// A global collection of the kind a trigger starts: young when the
     /// runtime has young global collections (`Scope::collect_global_young`).
     Young,
+    /// A full collection that compacts the heap (`Scope::compact`).
+    Compact,
 }
 
 /// One operation of a program. Register and index operands are taken
@@ -404,7 +406,8 @@ pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
                 Collect::Major,
                 Collect::Young,
                 Collect::Global,
-            ][c.weighted(&[3, 2, 1, 1])],
+                Collect::Compact,
+            ][c.weighted(&[3, 2, 1, 1, 1])],
         ),
         18 => Op::Check,
         _ => Op::Blocking {

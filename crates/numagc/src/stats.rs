@@ -199,6 +199,11 @@ pub struct VprocStats {
     /// Shared plan: bytes of objects scanned by marking and of slots swept
     /// (the work of its major slices).
     pub bytes_marked: u64,
+    /// Shared plan: compactions of the major heap this vproc led (so the
+    /// total counts each once), and the bytes of objects it moved in all
+    /// compactions.
+    pub compactions: u64,
+    pub bytes_compacted: u64,
     pub pauses: PauseHistogram,
 }
 
@@ -229,6 +234,8 @@ impl VprocStats {
             (&mut self.copied_local_node, o.copied_local_node),
             (&mut self.copied_remote_node, o.copied_remote_node),
             (&mut self.bytes_marked, o.bytes_marked),
+            (&mut self.compactions, o.compactions),
+            (&mut self.bytes_compacted, o.bytes_compacted),
         ] {
             *mine = mine.saturating_add(theirs);
         }

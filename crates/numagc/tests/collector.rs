@@ -807,3 +807,66 @@ fn survivor_promotion_copies_large_structures_once() {
         off.bytes_copied_minor
     );
 }
+
+/// `Scope::compact` on every plan: after the live data shrank, a
+/// compaction keeps every value and leaves no more bytes in use than the
+/// full collection alone did.
+#[test]
+fn compaction_keeps_every_value_and_gives_memory_back() {
+    let rt = numagc::Runtime::new(test_config(2).compact_overhead(0).build().unwrap()).unwrap();
+    let n = 20_000i64;
+    // Each kept cell is allocated between 15 that die with the job.
+    let root = rt
+        .run_on(0, move |s| {
+            let mut kept = s.nil();
+            let mut junk = s.nil();
+            for i in 0..n {
+                kept = s.alloc_vector(&[Handle::int(i), kept]).unwrap();
+                for _ in 0..15 {
+                    junk = s.alloc_vector(&[Handle::int(-i), junk]).unwrap();
+                }
+            }
+            s.collect_global().unwrap(); // all of it in the global heap
+            s.global_root(kept).unwrap()
+        })
+        .unwrap();
+    let heap_bytes =
+        |rt: &numagc::Runtime| rt.stats().heap.global_bytes_per_node.iter().sum::<u64>();
+    let check = move |s: &mut numagc::Scope<'_>, kept: Handle<'_>| {
+        let mut v = s.view(kept);
+        for i in (0..n).rev() {
+            assert_eq!(v.field(0).as_int(), Some(i));
+            v = v.field(1);
+        }
+        assert!(v.as_int().is_some(), "the list ends in nil");
+    };
+    rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
+    let before = heap_bytes(&rt);
+    let root = std::sync::Arc::new(root);
+    let r = root.clone();
+    rt.run_on(1, move |s| {
+        let kept = s.get_global(&r).unwrap();
+        s.compact().unwrap();
+        check(s, kept);
+    })
+    .unwrap();
+    let after = heap_bytes(&rt);
+    assert!(
+        after <= before,
+        "{after} bytes in use after, {before} before"
+    );
+    rt.run_on(0, move |s| {
+        // Allocation and collections go on.
+        let kept = s.get_global(&root).unwrap();
+        s.scope(|s| {
+            let mut l = s.nil();
+            for i in 0..10_000 {
+                l = s.alloc_vector(&[Handle::int(i), l]).unwrap();
+            }
+            s.collect_global().unwrap();
+            assert_eq!(s.view(l).field(0).as_int(), Some(9_999));
+        });
+        check(s, kept);
+    })
+    .unwrap();
+}

@@ -4,6 +4,7 @@
 
 pub mod alloc;
 pub mod blocking;
+pub mod compact;
 pub mod pingpong;
 
 use crate::runtime_args::RuntimeArgs;
@@ -32,6 +33,22 @@ pub enum Micro {
         #[arg(long, default_value_t = 200_000)]
         rounds: u64,
         /// Write the results and statistics as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
+    /// Memory given back when live data shrinks: resident memory and heap
+    /// bytes after a full collection, after `compact`, and after new
+    /// short-lived data.
+    Compact {
+        /// Objects built (2 to 6 fields each).
+        #[arg(long, default_value_t = 4_000_000)]
+        objects: i64,
+        /// Every `keep`-th object stays live.
+        #[arg(long, default_value_t = 16)]
+        keep: i64,
+        /// Write the results as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
         #[command(flatten)]
@@ -70,6 +87,12 @@ pub fn run(m: Micro) -> Result<(), String> {
             json,
             runtime,
         } => pingpong::run(rounds, json, &runtime),
+        Micro::Compact {
+            objects,
+            keep,
+            json,
+            runtime,
+        } => compact::run(objects, keep, json, &runtime),
         Micro::Blocking {
             sections,
             block_ms,

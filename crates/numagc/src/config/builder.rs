@@ -32,7 +32,7 @@ pub struct SettingInfo {
 }
 
 const SETTINGS: &[SettingInfo] = &[
-    SettingInfo { name: "plan", env: "NUMAGC_PLAN", help: "collector plan: split (per-vproc local heaps + chunked global heap)", flag: false },
+    SettingInfo { name: "plan", env: "NUMAGC_PLAN", help: "collector plan: split (per-vproc local heaps + chunked global heap, the default) or shared (minor heaps + one mark-and-sweep major heap, OCaml 5's)", flag: false },
     SettingInfo { name: "vprocs", env: "NUMAGC_VPROCS", help: "number of vprocs, 1 ..= 1024; default: CPUs this process may run on", flag: false },
     SettingInfo { name: "topology", env: "NUMAGC_TOPOLOGY", help: "synthetic NUMA topology NxM (N nodes of M CPUs), or \"detect\" to read /sys (default)", flag: false },
     SettingInfo { name: "numa-policy", env: "NUMAGC_NUMA_POLICY", help: "global-heap page placement: local (default), interleave, node0", flag: false },
@@ -46,6 +46,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "safepoint-timeout", env: "NUMAGC_SAFEPOINT_TIMEOUT", help: "a global collection is called off (nothing moved, the requester gets an error) when a vproc has not reached a safepoint this long after the request, 1ms ..= 3600s, or 0 to wait for ever; default 10s", flag: false },
     SettingInfo { name: "young-global-gc", env: "NUMAGC_YOUNG_GLOBAL_GC", help: "young global collections leave data that survived two of them in place until a full one (true/false); default true", flag: true },
     SettingInfo { name: "survivor-promotion", env: "NUMAGC_SURVIVOR_PROMOTION", help: "after a minor collection whose survivors fill this percentage of the nursery, the next local collection evacuates the local heap to the global heap, 0 (never) ..= 100; default 90", flag: false },
+    SettingInfo { name: "compact-overhead", env: "NUMAGC_COMPACT_OVERHEAD", help: "shared plan: compact the major heap at the end of a cycle when it holds more than this percentage of free space over the live data, 0 (never) ..= 1000000; default 500", flag: false },
     SettingInfo { name: "task-promotion", env: "NUMAGC_TASK_PROMOTION", help: "when a forked task's environment is promoted: lazy (when stolen, default) or eager (at the fork)", flag: false },
     SettingInfo { name: "vproc-stack", env: "NUMAGC_VPROC_STACK", help: "stack size of each vproc thread (address space, committed as touched), 1 MiB ..= 1 GiB, vprocs x vproc-stack at most 256 GiB; default 256 MiB", flag: false },
     SettingInfo { name: "verify", env: "NUMAGC_VERIFY", help: "verify the heap after every collection (true/false); default false", flag: true },
@@ -75,6 +76,7 @@ pub struct ConfigBuilder {
     safepoint_timeout_ms: u64,
     young_global_gc: bool,
     survivor_promotion: u32,
+    compact_overhead: u32,
     task_promotion: TaskPromotion,
     vproc_stack: usize,
     verify: bool,
@@ -108,6 +110,7 @@ impl ConfigBuilder {
             safepoint_timeout_ms: DEFAULT_SAFEPOINT_TIMEOUT_MS,
             young_global_gc: true,
             survivor_promotion: DEFAULT_SURVIVOR_PROMOTION,
+            compact_overhead: DEFAULT_COMPACT_OVERHEAD,
             task_promotion: TaskPromotion::Lazy,
             vproc_stack: DEFAULT_VPROC_STACK,
             verify: false,
@@ -213,6 +216,13 @@ impl ConfigBuilder {
                     .parse()
                     .map_err(|_| refused(setting, value, SURVIVOR_PROMOTION_ALLOWED))?
             }
+            "compact-overhead" => {
+                next.compact_overhead = value
+                    .trim()
+                    .trim_end_matches('%')
+                    .parse()
+                    .map_err(|_| refused(setting, value, COMPACT_OVERHEAD_ALLOWED))?
+            }
             "vproc-stack" => next.vproc_stack = size(VPROC_STACK_ALLOWED)?,
             "verify" => next.verify = boolean()?,
             "trace" => next.trace = boolean()?,
@@ -299,6 +309,12 @@ impl ConfigBuilder {
                 let p = self.survivor_promotion;
                 self.check(setting, p, p <= 100, || owned(SURVIVOR_PROMOTION_ALLOWED))
             }
+            "compact-overhead" => {
+                let p = self.compact_overhead;
+                self.check(setting, p, p <= MAX_COMPACT_OVERHEAD, || {
+                    owned(COMPACT_OVERHEAD_ALLOWED)
+                })
+            }
             "safepoint-timeout" => {
                 let ms = self.safepoint_timeout_ms;
                 self.check(
@@ -363,6 +379,11 @@ impl ConfigBuilder {
     }
     pub fn survivor_promotion(self, percent: u32) -> Self {
         self.typed("survivor-promotion", |b| b.survivor_promotion = percent)
+    }
+    /// Percent of free space over live data past which the shared plan
+    /// compacts its major heap at the end of a cycle; 0: never.
+    pub fn compact_overhead(self, percent: u32) -> Self {
+        self.typed("compact-overhead", |b| b.compact_overhead = percent)
     }
     pub fn task_promotion(self, when: TaskPromotion) -> Self {
         self.typed("task-promotion", |b| b.task_promotion = when)
@@ -527,6 +548,7 @@ impl ConfigBuilder {
             safepoint_timeout_ms: self.safepoint_timeout_ms,
             young_global_gc: self.young_global_gc,
             survivor_promotion: self.survivor_promotion,
+            compact_overhead: self.compact_overhead,
             task_promotion: self.task_promotion,
             vproc_stack: stack,
             verify: self.verify,

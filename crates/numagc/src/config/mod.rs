@@ -88,6 +88,10 @@ pub const DEFAULT_HEAP_GROWTH: f64 = 2.0;
 /// Default of `survivor-promotion`, in percent (measured on binary-trees:
 /// docs/results/binarytrees.md).
 pub const DEFAULT_SURVIVOR_PROMOTION: u32 = 90;
+/// Default of `compact-overhead`, in percent: OCaml 4's `max_overhead`
+/// (OCaml 5 compacts only when asked; see `plan::shared_heap::compact`).
+pub const DEFAULT_COMPACT_OVERHEAD: u32 = 500;
+const MAX_COMPACT_OVERHEAD: u32 = 1_000_000;
 /// Largest default large-object threshold; smaller when the chunk or local heap is small.
 pub const DEFAULT_LARGE_OBJECT_CAP: usize = 16 * KIB;
 /// Most vprocs a runtime may have.
@@ -137,6 +141,7 @@ const GLOBAL_GC_ALLOWED: &str = "a size from chunk-size (at least 64 KiB) to 1 T
 const HEAP_GROWTH_ALLOWED: &str = "a finite number from 1.0 to 100.0";
 const TASK_PROMOTION_ALLOWED: &str = "lazy or eager";
 const SURVIVOR_PROMOTION_ALLOWED: &str = "a percentage from 0 (never) to 100";
+const COMPACT_OVERHEAD_ALLOWED: &str = "a percentage from 0 (never) to 1000000";
 const MAX_HEAP_ALLOWED: &str =
     "a size from vprocs x (local-heap + 2 x chunk-size) (at least 192 KiB) to 16 TiB";
 const VPROC_STACK_ALLOWED: &str = "a size from 1 MiB to 1 GiB";
@@ -173,6 +178,10 @@ pub struct Config {
     /// local heap to the global heap in one pass (0 = never; a numagc
     /// extension of §3.3, see `plan::split`).
     pub survivor_promotion: u32,
+    /// Percent: the shared plan compacts its major heap at the end of a
+    /// cycle when the bytes it holds beyond the live data exceed this share
+    /// of the live data (0 = never; `plan::shared_heap::compact`).
+    pub compact_overhead: u32,
     /// When a forked task's environment is promoted.
     pub task_promotion: TaskPromotion,
     /// Bytes: the heap limit.
@@ -252,6 +261,10 @@ impl Config {
             },
             "young-global-gc" => self.young_global_gc.to_string(),
             "survivor-promotion" => match self.survivor_promotion {
+                0 => "0 (never)".to_string(),
+                p => format!("{p}%"),
+            },
+            "compact-overhead" => match self.compact_overhead {
                 0 => "0 (never)".to_string(),
                 p => format!("{p}%"),
             },

@@ -70,6 +70,9 @@ fn every_bad_value_names_its_setting_and_value() {
         ("young-global-gc", "sometimes"),
         ("survivor-promotion", "101"),
         ("survivor-promotion", "half"),
+        ("compact-overhead", "1000001"),
+        ("compact-overhead", "-1"),
+        ("compact-overhead", "lots"),
         ("task-promotion", "sometimes"),
         ("pin", "2"),
         ("safepoint-timeout", "soon"),
@@ -549,7 +552,7 @@ fn enumerated_settings_are_case_insensitive() {
 
 #[test]
 fn settings_table_is_complete_and_consistent() {
-    assert_eq!(settings().len(), 19);
+    assert_eq!(settings().len(), 20);
     let mut b = ConfigBuilder::new();
     for s in settings() {
         assert_eq!(

@@ -334,6 +334,21 @@ impl GlobalHeap {
         self.pool.put(node, id as u32);
     }
 
+    /// Gives every chunk in the chunk pools back to the system (a
+    /// compaction: memory freed is returned, not kept for reuse). Call only
+    /// while no one else takes chunks (all vprocs stopped). Returns the
+    /// chunks given back.
+    pub fn trim_pools(&self) -> usize {
+        let mut n = 0;
+        for node in 0..self.topology.num_nodes() {
+            while let Some(id) = self.pool.take(node) {
+                self.space.release(id as usize, 1);
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Carves the chunks of a vproc's local heap, bound by the policy.
     pub fn carve_local(
         &self,

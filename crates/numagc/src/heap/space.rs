@@ -310,6 +310,21 @@ impl AddressSpace {
         Ok(start)
     }
 
+    /// Gives the memory of `[addr, addr + len)` back to the system; it
+    /// reads as zero afterwards. `addr` and `len` are multiples of the
+    /// system page size inside the mapping, and the caller owns the range
+    /// exclusively (no object in it is reachable).
+    pub fn discard(&self, addr: usize, len: usize) {
+        debug_assert!(addr.is_multiple_of(4096) && len.is_multiple_of(4096));
+        debug_assert!(self.chunk_of(addr).is_some() && self.chunk_of(addr + len - 1).is_some());
+        // SAFETY: the range lies inside our private anonymous mapping and
+        // nothing reachable lives in it (caller); MADV_DONTNEED only drops
+        // its pages, which read as zero when touched again.
+        unsafe {
+            libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED);
+        }
+    }
+
     /// Gives `n` chunks starting at `start` back: their pages are released
     /// to the system and the run joins the free runs.
     pub fn release(&self, start: usize, n: usize) {
@@ -448,5 +463,17 @@ mod tests {
                 b - a
             );
         }
+    }
+}
+
+/// Asks the C allocator to give the free memory it holds back to the
+/// system (a compaction: the collectors' stacks, freed, may be held in a
+/// thread's arena otherwise). glibc only; elsewhere a no-op.
+pub(crate) fn trim_malloc() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory of the allocator's
+    // arenas; it takes the arenas' locks itself and touches no live block.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

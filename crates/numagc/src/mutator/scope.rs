@@ -702,6 +702,17 @@ impl<'s> Scope<'s> {
         plan::collect_global(self.vp)
     }
 
+    /// A full collection that leaves the heap compact and gives the
+    /// memory it freed back to the system (OCaml's `Gc.compact`). On the
+    /// shared plan, objects of sparsely used pages move into denser ones
+    /// (`compact-overhead` also has the runtime do this by itself); on the
+    /// split plan, the full global collection compacts by copying, and the
+    /// free chunks it leaves are returned. Errors as
+    /// [`Scope::collect_global`].
+    pub fn compact(&mut self) -> Result<()> {
+        plan::compact(self.vp)
+    }
+
     /// Forces a global collection of the kind a trigger starts: with
     /// `young-global-gc` on, a young one (tenured data stays in place, the
     /// remembered stores are its roots) unless tenured data has outgrown its

@@ -25,7 +25,7 @@
 //! | [`weak_read`] | a value was read out of an ephemeron (weak reference) |
 //! | [`init_global`] | an object allocated by `alloc_global` was initialised |
 //! | [`poll`], [`join_collection`] | a safepoint: join a pending collection, serve requests |
-//! | [`collect_minor`], [`collect_major`], [`collect_global`], [`collect_global_young`] | explicit collections |
+//! | [`collect_minor`], [`collect_major`], [`collect_global`], [`collect_global_young`], [`compact`] | explicit collections |
 //! | [`idle_work`] | a vproc with nothing to run, before it sleeps |
 //! | [`is_private`], [`private_bytes_in_use`], [`full_global_collections`] | queries of the API and the statistics |
 //!
@@ -221,6 +221,15 @@ pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
     match v.plan {
         PlanKind::SplitHeap => split::collect_global_full(v),
         PlanKind::SharedHeap => shared_heap::collect_global(v),
+    }
+}
+
+/// A full collection that leaves the heap compact and gives the memory
+/// freed back to the system (OCaml's `Gc.compact`).
+pub(crate) fn compact(v: &mut Vproc) -> Result<()> {
+    match v.plan {
+        PlanKind::SplitHeap => split::compact(v),
+        PlanKind::SharedHeap => shared_heap::compact(v),
     }
 }
 

@@ -26,9 +26,14 @@
 //!    darkens its roots (the leader the global roots) and puts its pages up
 //!    for sweeping: the next cycle has begun.
 //!
+//! 4. *Compaction* (`compact`), when the last cycle's end decided on it:
+//!    each vproc sweeps all its pages, then the three phases of `compact`;
+//!    the leader ends the collection in the last.
+//!
 //! Each vproc then empties its minor heap, and pays its share of the
 //! cycle's work in a slice after leaving (`mark::pay`).
 
+use super::compact;
 use super::mark::{self, darken};
 use super::minor::Promoter;
 use super::verify;
@@ -140,11 +145,17 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     for round in 0..ending {
         end_cycle(v, round + 1 == ending);
     }
-    if ending >= 2 {
-        // A full collection: what the first cycle's end left unreachable
-        // is freed now, and chunks left empty go back to the heap.
+    let compacting = ending > 0 && gc.compacting.load(Ordering::Relaxed);
+    if ending >= 2 || compacting {
+        // A full collection, or a compaction: what the last cycle's end
+        // left unreachable is freed now.
         let garbage = gc.colours.roles().garbage;
         v.shared_heap.pools.sweep_some(garbage, usize::MAX, |_| {});
+    }
+    if compacting {
+        super::compact::run(v);
+    } else if ending >= 2 {
+        // Chunks left empty go back to the heap.
         v.shared_heap.pools.release_empty_chunks(heap);
     }
     if ending > 0 && coord.blocking().is_proxied(v.id) {
@@ -208,7 +219,12 @@ fn end_cycle(v: &mut Vproc, last: bool) {
         // value anywhere once it runs.
         super::weak::darken_pending(&shared, &mut grey_globals);
         if last {
-            coord.finish();
+            let compact = gc.compact_requested.swap(false, Ordering::Relaxed)
+                || compact::due(&shared, traced);
+            gc.compacting.store(compact, Ordering::Relaxed);
+            if !compact {
+                coord.finish();
+            }
         }
     });
     // The next cycle: this vproc's pages are to be swept, its roots are grey.

@@ -11,6 +11,7 @@
 //! | `termination` | the count of vprocs with work left in a cycle | §3.2.1 |
 //! | `minor` | parallel promotion of every minor heap | §4.4, §4.4.2 |
 //! | `collection` | the stop-the-world handshake: minor collection, cycle end | §4.4.1, §3.2.2 |
+//! | `compact` | compaction of the pools, memory given back (OCaml 5.2's) | |
 //! | `weak` | ephemerons and finalisers | §5.1, §5.2 |
 //! | `verify` | the heap verifier | |
 //!
@@ -41,10 +42,13 @@
 //!   allocation that ran it fail the same way after a full collection.
 //! * Ephemerons and finalisers (`weak`): decided by minor collections for
 //!   minor-heap objects and at the end of each cycle for the major heap.
-//! * Not built yet (issue 17): compaction of sparse pools (a full
-//!   collection gives back the chunks whose pages are all empty).
+//! * Compaction (`compact`): on request, and at the end of a cycle when
+//!   the heap holds more than `compact-overhead` % of free space over the
+//!   live data, the objects of sparse pages move into dense ones and the
+//!   memory freed goes back to the system.
 
 mod collection;
+mod compact;
 pub(crate) mod mark;
 mod minor;
 pub(crate) mod pages;
@@ -288,6 +292,26 @@ pub(crate) fn collect_major(v: &mut Vproc) -> Result<()> {
 pub(crate) fn collect_global(v: &mut Vproc) -> Result<()> {
     poll(v);
     collect_full(v)
+}
+
+/// A full collection, then a compaction of the major heap (OCaml's
+/// `Gc.compact`). A compaction happens at the end of the first collection
+/// that ends a cycle after the request; when another vproc's collection
+/// ended before this one's request was seen, a second is run.
+pub(crate) fn compact(v: &mut Vproc) -> Result<()> {
+    poll(v);
+    let before = v.shared.shared_heap.compactions.load(Ordering::Relaxed);
+    for _ in 0..2 {
+        v.shared
+            .shared_heap
+            .compact_requested
+            .store(true, Ordering::Relaxed);
+        collect_full(v)?;
+        if v.shared.shared_heap.compactions.load(Ordering::Relaxed) != before {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Major cycles completed.

@@ -150,13 +150,13 @@ impl Page {
 pub(crate) struct PageState {
     pub page: Page,
     free: usize,
-    nfree: u32,
+    pub(super) nfree: u32,
 }
 
 impl PageState {
     /// Pops a free slot.
     #[inline(always)]
-    fn pop(&mut self) -> Option<usize> {
+    pub(super) fn pop(&mut self) -> Option<usize> {
         let a = self.free;
         if a == 0 {
             return None;
@@ -203,22 +203,25 @@ impl PageState {
 
 /// The pages of one class.
 #[derive(Default)]
-struct ClassPages {
+pub(super) struct ClassPages {
     /// Pages with free slots; allocation takes from the last.
-    avail: Vec<PageState>,
+    pub avail: Vec<PageState>,
     /// Swept pages without free slots.
-    full: Vec<PageState>,
+    pub full: Vec<PageState>,
     /// Pages not swept since the colours last rotated.
-    unswept: Vec<PageState>,
+    pub unswept: Vec<PageState>,
 }
 
 /// What one vproc owns of the major heap's pools.
 pub(crate) struct Pools {
-    page_bytes: usize,
+    pub(super) page_bytes: usize,
     chunk_bytes: usize,
-    classes: Vec<ClassPages>,
+    pub(super) classes: Vec<ClassPages>,
     /// Pages with no object, ready for any class.
-    empty: Vec<Page>,
+    pub(super) empty: Vec<Page>,
+    /// Pages whose objects a compaction moved out, holding forwarding
+    /// addresses until it has updated every pointer (`compact`).
+    pub(super) evacuated: Vec<Page>,
     /// Pages of the newest chunk not handed out yet: `[fresh, fresh_end)`.
     fresh: usize,
     fresh_end: usize,
@@ -233,6 +236,7 @@ impl Pools {
             chunk_bytes,
             classes: (0..classes).map(|_| ClassPages::default()).collect(),
             empty: Vec::new(),
+            evacuated: Vec::new(),
             fresh: 0,
             fresh_end: 0,
             chunks: Vec::new(),
@@ -323,7 +327,7 @@ impl Pools {
     }
 
     /// Files a page after a sweep left `live` objects in it.
-    fn file(&mut self, ps: PageState, live: usize) {
+    pub(super) fn file(&mut self, ps: PageState, live: usize) {
         if live == 0 {
             self.empty.push(ps.page);
         } else if ps.nfree > 0 {
@@ -437,6 +441,26 @@ impl Pools {
             heap.release_chunk(c);
         }
         gone.len()
+    }
+
+    /// Empties the pages a compaction evacuated (every slot `FREE`), once
+    /// no pointer to them is left.
+    pub(super) fn free_evacuated(&mut self) {
+        for p in std::mem::take(&mut self.evacuated) {
+            for i in 0..p.slots() {
+                p.colour(i).store(FREE, Ordering::Relaxed);
+            }
+            self.empty.push(p);
+        }
+    }
+
+    /// Gives the memory of every empty page back to the system (after a
+    /// compaction): the page reads as zero, a page of no slots, until
+    /// [`Pools::new_page`] lays it out again.
+    pub(super) fn discard_empty_pages(&self, heap: &GlobalHeap) {
+        for p in &self.empty {
+            heap.space.discard(p.base(), self.page_bytes);
+        }
     }
 
     /// Checks the owner's bookkeeping of one page against its colours:

@@ -94,7 +94,9 @@ mod tests {
                     "a smaller class holds {w}"
                 );
                 assert!(
-                    w <= 8 || (slot - if slot > 64 { 8 } else { 0 }) * 4 <= w * 5 || c == sc.count() - 1,
+                    w <= 8
+                        || (slot - if slot > 64 { 8 } else { 0 }) * 4 <= w * 5
+                        || c == sc.count() - 1,
                     "{w} words waste more than a fifth of a {slot}-word slot"
                 );
             }

@@ -19,7 +19,7 @@ use super::pages::Pools;
 use super::size_class::SizeClasses;
 use super::termination::Termination;
 use crate::sync::{lock, Mutex};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The current meaning of the three colour values.
@@ -101,6 +101,16 @@ pub(crate) struct SharedHeapGc {
     pub forced_cycles: AtomicU32,
     /// Whether the collection under way ends cycles (decided by its leader).
     pub ending: AtomicU32,
+    /// A compaction was asked for (`Scope::compact`): the next collection
+    /// that ends a cycle compacts.
+    pub compact_requested: AtomicBool,
+    /// Whether the collection under way compacts (decided by its leader
+    /// when its last cycle ends; `compact`).
+    pub compacting: AtomicBool,
+    /// Bytes in use after the last compaction (`compact::due`).
+    pub in_use_after_compaction: AtomicUsize,
+    /// Compactions completed.
+    pub compactions: AtomicU64,
     /// Every vproc's remembered set, handed in at a minor collection.
     pub handed_in: Box<[Mutex<Vec<usize>>]>,
     /// All of them, joined by the leader: each vproc forwards its share
@@ -131,6 +141,10 @@ impl SharedHeapGc {
             traced_in_cycle: AtomicUsize::new(0),
             forced_cycles: AtomicU32::new(0),
             ending: AtomicU32::new(0),
+            compact_requested: AtomicBool::new(false),
+            compacting: AtomicBool::new(false),
+            in_use_after_compaction: AtomicUsize::new(0),
+            compactions: AtomicU64::new(0),
             handed_in: (0..vprocs).map(|_| Mutex::new(Vec::new())).collect(),
             remembered: Mutex::new(Arc::new(Vec::new())),
             minor_used: (0..vprocs).map(|_| AtomicUsize::new(0)).collect(),

@@ -252,3 +252,169 @@ fn a_value_read_out_of_a_weak_reference_during_marking_is_kept() {
     })
     .unwrap();
 }
+
+/// Builds, in vproc `s`'s pools, `n` objects of several size classes of
+/// which every `keep`-th is kept (in the list returned); the rest become
+/// garbage, leaving sparse pages behind once a full collection ran. Each
+/// kept object `i` is a vector `[i, i * 3, ...]` of `2 + i % 5` fields.
+fn sparse_pages<'s>(s: &mut Scope<'s>, n: i64, keep: i64) -> Handle<'s> {
+    s.scope_value(|s| {
+        let mut kept = s.nil();
+        for i in 0..n {
+            let fields: Vec<Handle<'_>> = (0..2 + i % 5)
+                .map(|k| Handle::int(i * (1 + 2 * k)))
+                .collect();
+            let o = s.alloc_vector(&fields)?;
+            if i % keep == 0 {
+                kept = s.alloc_vector(&[o, kept])?;
+            }
+            if i % 4096 == 0 {
+                s.collect_minor(); // everything so far into the pools
+            }
+        }
+        s.collect_minor();
+        Ok::<_, crate::Error>(kept)
+    })
+    .unwrap()
+}
+
+/// Checks a list made by [`sparse_pages`].
+fn check_sparse(s: &mut Scope<'_>, kept: Handle<'_>, n: i64, keep: i64) {
+    let mut v = s.view(kept);
+    let mut i = (n - 1) / keep * keep;
+    while i >= 0 {
+        let o = v.field(0);
+        for k in 0..2 + i % 5 {
+            assert_eq!(
+                o.field(k as usize).as_int(),
+                Some(i * (1 + 2 * k)),
+                "object {i} field {k}"
+            );
+        }
+        v = v.field(1);
+        i -= keep;
+    }
+    assert!(v.as_int().is_some(), "the list ends in nil");
+}
+
+#[test]
+fn compaction_moves_objects_out_of_sparse_pages_and_gives_memory_back() {
+    // Only the compaction asked for (none by `compact-overhead`).
+    let cfg = crate::Config::builder()
+        .plan(PlanKind::SharedHeap)
+        .vprocs(2)
+        .pin(false)
+        .verify(true)
+        .local_heap_size(256 << 10)
+        .chunk_size(64 << 10)
+        .global_gc_threshold(1 << 20)
+        .compact_overhead(0)
+        .build()
+        .unwrap();
+    let rt = Runtime::new(cfg).unwrap();
+    let (n, keep) = (60_000, 16);
+    // Each vproc fragments its own pools; vproc 1's list is a global root.
+    let other = rt
+        .run_on(1, move |s| {
+            let l = sparse_pages(s, n, keep);
+            s.global_root(l).unwrap()
+        })
+        .unwrap();
+    rt.run_on(0, move |s| {
+        let kept = sparse_pages(s, n, keep);
+        // A mutable array in the major heap points at a kept object; an
+        // ephemeron has a kept key and data; a finaliser watches one.
+        let first = s.field(kept, 0).unwrap();
+        let arr = s.alloc_array(3, first).unwrap();
+        let eph = s.ephemeron(first, kept).unwrap();
+        s.finalise(first, |_, _| panic!("a live value is not finalised"))
+            .unwrap();
+        s.collect_global().unwrap(); // the garbage is freed: pages are sparse
+        let heap_before = s.vproc_mut().shared.heap.in_use();
+        let addr_before = s.word(first);
+        let v = s.vproc_mut();
+        let (done_before, led_before) = (
+            v.shared.shared_heap.compactions.load(Ordering::Relaxed),
+            v.stats.compactions,
+        );
+        s.compact().unwrap();
+        let v = s.vproc_mut();
+        let heap_after = v.shared.heap.in_use();
+        let done = v.shared.shared_heap.compactions.load(Ordering::Relaxed);
+        assert_eq!(done, done_before + 1, "one compaction");
+        assert_eq!(
+            v.shared.heap.pooled_chunks(0),
+            0,
+            "free chunks went back to the system"
+        );
+        assert!(
+            heap_after * 3 < heap_before,
+            "{heap_after} bytes in use after the compaction, {heap_before} before"
+        );
+        let st = v.stats.clone();
+        assert!(
+            st.bytes_compacted > 0 && st.compactions == led_before + 1,
+            "{st:?}"
+        );
+        // Everything reads back, through moved objects and updated fields.
+        check_sparse(s, kept, n, keep);
+        let other = s.get_global(&other).unwrap();
+        check_sparse(s, other, n, keep);
+        let first = s.field(kept, 0).unwrap();
+        assert_ne!(s.word(first), addr_before, "a sparse page's object moved");
+        for i in 0..3 {
+            let f = s.field(arr, i).unwrap();
+            assert_eq!(s.word(f), s.word(first), "the array's field {i} follows it");
+        }
+        let k = s.ephemeron_key(eph).unwrap().expect("the key lives");
+        assert_eq!(s.word(k), s.word(first), "the ephemeron's key follows it");
+        let d = s.ephemeron_data(eph).unwrap().expect("the data lives");
+        assert_eq!(s.word(d), s.word(kept));
+        // The heap works on: allocate into the compacted pools, collect.
+        let again = sparse_pages(s, 20_000, 4);
+        s.collect_global().unwrap();
+        check_sparse(s, again, 20_000, 4);
+        check_sparse(s, kept, n, keep);
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_heap_whose_live_data_shrank_is_compacted_by_itself() {
+    let cfg = crate::Config::builder()
+        .plan(PlanKind::SharedHeap)
+        .vprocs(1)
+        .pin(false)
+        .verify(true)
+        .local_heap_size(256 << 10)
+        .chunk_size(64 << 10)
+        .global_gc_threshold(1 << 20)
+        .compact_overhead(300)
+        .build()
+        .unwrap();
+    let rt = Runtime::new(cfg).unwrap();
+    rt.run_on(0, |s| {
+        let kept = sparse_pages(s, 100_000, 64);
+        let peak = s.vproc_mut().shared.heap.in_use();
+        // The program goes on with short-lived data only: cycles end, and
+        // one of them finds the heap mostly free space and compacts it.
+        for _ in 0..200 {
+            s.scope(|s| {
+                let mut l = s.nil();
+                for i in 0..2000 {
+                    l = s.alloc_vector(&[Handle::int(i), l]).unwrap();
+                }
+            });
+            s.collect_major().unwrap();
+            if s.vproc_mut().stats.compactions > 0 {
+                break;
+            }
+        }
+        let v = s.vproc_mut();
+        assert!(v.stats.compactions > 0, "no compaction in 200 cycles");
+        let now = v.shared.heap.in_use();
+        assert!(now * 2 < peak, "{now} bytes in use, {peak} at the peak");
+        check_sparse(s, kept, 100_000, 64);
+    })
+    .unwrap();
+}

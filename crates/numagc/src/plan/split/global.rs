@@ -122,6 +122,9 @@ pub(crate) struct GlobalGc {
     /// Whether the collection under way is full (set in phase A).
     full: AtomicBool,
     full_collections: AtomicU64,
+    /// The chunk pools' free chunks go back to the system at the end of
+    /// the next full collection (`split::compact`).
+    pub trim_pools: AtomicBool,
     queue: ScanQueue<ScanItem>,
 }
 
@@ -136,6 +139,7 @@ impl GlobalGc {
             force_full: AtomicBool::new(false),
             full: AtomicBool::new(true),
             full_collections: AtomicU64::new(0),
+            trim_pools: AtomicBool::new(false),
             queue: ScanQueue::new(nodes),
         }
     }
@@ -571,6 +575,9 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         }
         if full {
             heap.sweep_large();
+            if gc.trim_pools.swap(false, Ordering::Relaxed) {
+                heap.trim_pools();
+            }
         }
         let survivors = lock(&gc.survivors);
         let tenured = lock(&gc.tenured);

@@ -81,6 +81,20 @@ pub(crate) fn collect_global_full(v: &mut Vproc) -> Result<()> {
     collect_global(v)
 }
 
+/// A full global collection (it evacuates every chunk, so the global heap
+/// is compact), then every free chunk goes back to the system. Local heaps
+/// are not given back: each vproc keeps its own for its whole life.
+pub(crate) fn compact(v: &mut Vproc) -> Result<()> {
+    // Chunks released by a collection wait in the chunk pools for reuse;
+    // this one returns them, at its end, everyone stopped (the next
+    // collection carves its to-space again when it starts).
+    v.shared
+        .split
+        .trim_pools
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    collect_global_full(v)
+}
+
 /// Joins the pending collection at a safepoint. Called off, it is an error
 /// only if this vproc asked for it (`promote_words` asks for the next
 /// safepoint); a vproc that was only stopped goes back to work.
