@@ -163,7 +163,7 @@ pub fn run(data: &[u8]) {
 fn typed(inp: &mut Input, b: &mut ConfigBuilder, key: &str) {
     let c = b.clone();
     *b = match key {
-        "plan" => c.plan(PlanKind::SplitHeap),
+        "plan" => c.plan(inp.pick(&[PlanKind::SplitHeap, PlanKind::SharedHeap])),
         "vprocs" => c.vprocs(inp.size()),
         "topology" => c.topology(inp.bool().then(|| value(inp))),
         "numa-policy" => c.numa_policy(inp.pick(&NumaPolicy::ALL)),
@@ -176,6 +176,7 @@ fn typed(inp: &mut Input, b: &mut ConfigBuilder, key: &str) {
         "max-heap" => c.max_heap(inp.size()),
         "young-global-gc" => c.young_global_gc(inp.bool()),
         "survivor-promotion" => c.survivor_promotion(if inp.bool() { inp.u32() } else { inp.below(120) as u32 }),
+        "compact-overhead" => c.compact_overhead(if inp.bool() { inp.u32() } else { inp.below(2000) as u32 }),
         "task-promotion" => c.task_promotion(inp.pick(&[TaskPromotion::Lazy, TaskPromotion::Eager])),
         "vproc-stack" => c.vproc_stack(inp.size()),
         "verify" => c.verify(inp.bool()),
@@ -200,6 +201,7 @@ fn build(b: &ConfigBuilder, given: &BTreeMap<String, String>) {
             assert!((cs..=TIB).contains(&c.global_gc_threshold), "{c:?}");
             assert!(c.heap_growth.is_finite() && (1.0..=100.0).contains(&c.heap_growth), "{c:?}");
             assert!(c.survivor_promotion <= 100, "{c:?}");
+            assert!(c.compact_overhead <= 1_000_000, "{c:?}");
             assert!((64 * KIB..=GIB).contains(&c.vproc_stack), "{c:?}");
             assert!(c.vprocs * c.vproc_stack <= 256 * GIB, "{c:?}");
             assert!((c.vprocs * (lh + 2 * cs)..=16 * TIB).contains(&c.max_heap), "{c:?}");

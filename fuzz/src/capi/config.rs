@@ -30,6 +30,7 @@ const SETTING_VALUES: &[(&str, &[&str])] = &[
     ("heap-growth", &["1.0", "1.5", "2", "100", "0.5"]),
     ("young-global-gc", &["true", "false"]),
     ("survivor-promotion", &["0", "50", "90", "100", "101"]),
+    ("compact-overhead", &["0", "500", "1000000", "1000001", "-1"]),
     ("task-promotion", &["lazy", "eager", "sometimes"]),
     ("verify", &["true", "false", "maybe"]),
     ("trace", &["true", "false"]),
@@ -38,7 +39,7 @@ const SETTING_VALUES: &[(&str, &[&str])] = &[
         "topology",
         &["1x1", "2x1", "1x2", "2x2", "detect", "4x", ""],
     ),
-    ("plan", &["split", "split-heap", "other"]),
+    ("plan", &["split", "split-heap", "shared", "other"]),
     ("pin", &["true", "false"]),
     ("vproc-stack", &["1M", "8M", "256M", "64K", "2G", "EAGER"]),
 ];

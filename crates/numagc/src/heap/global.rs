@@ -349,6 +349,30 @@ impl GlobalHeap {
         n
     }
 
+    /// Carves the local heaps of `vprocs` (each `(vproc, node)`), `bytes`
+    /// each, as one run in that order, each bound by the policy like
+    /// [`GlobalHeap::carve_local`]; returns the run's start. One run, so
+    /// that a plan can tell a local-heap address by one range check.
+    pub fn carve_locals(
+        &self,
+        bytes: usize,
+        vprocs: &[(usize, usize)],
+    ) -> Result<usize, MapFailure> {
+        let n = bytes.div_ceil(self.chunk_size());
+        let start = self.space.carve(n * vprocs.len())?;
+        for (i, &(vproc, node)) in vprocs.iter().enumerate() {
+            let first = start + i * n;
+            self.bind(first, n, self.home_node(node));
+            for id in first..first + n {
+                let info = self.space.info(id);
+                info.owner.store(vproc as u32, Ordering::Relaxed);
+                info.node.store(node as u32, Ordering::Relaxed);
+                info.set_kind(ChunkKind::Local);
+            }
+        }
+        Ok(self.space.chunk_start(start))
+    }
+
     /// Carves the chunks of a vproc's local heap, bound by the policy.
     pub fn carve_local(
         &self,

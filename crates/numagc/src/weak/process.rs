@@ -77,34 +77,7 @@ pub(crate) fn process<T: WeakTracer>(
     t.drain();
 
     // 2. `finalise`: resurrect and queue.
-    let mut queued = 0;
-    for w in vprocs.iter_mut() {
-        let VprocWeak {
-            fin_private,
-            fin_shared,
-            pending,
-            ..
-        } = &mut **w;
-        let mut found = Vec::new();
-        for list in [Some(fin_private), all.then_some(fin_shared)]
-            .into_iter()
-            .flatten()
-        {
-            take_dead(
-                list,
-                |f| matches!(f.f, FinaliserFn::First(_)),
-                t,
-                &mut found,
-            );
-        }
-        // OCaml calls the finalisers of one cycle in the reverse order of
-        // their registration.
-        for mut f in found.into_iter().rev() {
-            f.value = t.keep(f.value);
-            pending.push_back(f);
-            queued += 1;
-        }
-    }
+    let mut queued = queue_dead(vprocs, all, t, |f| matches!(f, FinaliserFn::First(_)));
     t.drain();
 
     // 3. Ephemeron rounds.
@@ -136,26 +109,7 @@ pub(crate) fn process<T: WeakTracer>(
     }
 
     // 4. `finalise_last`: queue without the value.
-    for w in vprocs.iter_mut() {
-        let VprocWeak {
-            fin_private,
-            fin_shared,
-            pending,
-            ..
-        } = &mut **w;
-        let mut found = Vec::new();
-        for list in [Some(fin_private), all.then_some(fin_shared)]
-            .into_iter()
-            .flatten()
-        {
-            take_dead(list, |f| matches!(f.f, FinaliserFn::Last(_)), t, &mut found);
-        }
-        for mut f in found.into_iter().rev() {
-            f.value = NIL;
-            pending.push_back(f);
-            queued += 1;
-        }
-    }
+    queued += queue_dead(vprocs, all, t, |f| matches!(f, FinaliserFn::Last(_)));
 
     // 5. Sweep: ephemerons, and the new places of registered values.
     for w in vprocs.iter_mut() {
@@ -172,6 +126,44 @@ pub(crate) fn process<T: WeakTracer>(
                     .live(f.value)
                     .expect("a value whose finaliser was not queued is alive");
             }
+        }
+    }
+    queued
+}
+
+/// Queues the finalisers of kind `kind` whose value is dead, on every
+/// vproc's pending queue, in the reverse order of their registration (as
+/// OCaml calls the finalisers of one cycle). A `First` finaliser keeps
+/// its value (resurrected: the caller drains the tracer); a `Last` one
+/// gets `NIL`. Returns how many were queued.
+fn queue_dead<T: WeakTracer>(
+    vprocs: &mut [&mut VprocWeak],
+    all: bool,
+    t: &mut T,
+    kind: impl Fn(&FinaliserFn) -> bool,
+) -> usize {
+    let mut queued = 0;
+    for w in vprocs.iter_mut() {
+        let VprocWeak {
+            fin_private,
+            fin_shared,
+            pending,
+            ..
+        } = &mut **w;
+        let mut found = Vec::new();
+        for list in [Some(fin_private), all.then_some(fin_shared)]
+            .into_iter()
+            .flatten()
+        {
+            take_dead(list, |f| kind(&f.f), t, &mut found);
+        }
+        for mut f in found.into_iter().rev() {
+            f.value = match f.f {
+                FinaliserFn::First(_) => t.keep(f.value),
+                FinaliserFn::Last(_) => NIL,
+            };
+            pending.push_back(f);
+            queued += 1;
         }
     }
     queued

@@ -22,7 +22,6 @@
 //! worst class mix could need (`setup::to_space_chunks`), or calls the
 //! collection off.
 
-use super::mark::{place, Place};
 use super::pages::Pools;
 use super::state::SharedHeapGc;
 use crate::heap::global::GlobalHeap;
@@ -52,7 +51,7 @@ impl Promoter<'_> {
     /// The value `w` with a minor-heap object replaced by its major copy.
     #[inline]
     pub fn forward(&mut self, w: u64) -> u64 {
-        if place(self.heap, self.gc.page_bytes, w) != Place::Minor {
+        if !self.gc.is_minor(w) {
             return w;
         }
         // SAFETY: a pointer value into a minor heap targets an object

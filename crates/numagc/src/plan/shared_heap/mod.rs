@@ -65,7 +65,6 @@ use crate::error::{Error, Result};
 use crate::gc::Joined;
 use crate::object::{for_each_value_field, Obj};
 use crate::vproc::Vproc;
-use mark::{place, Place};
 use std::sync::atomic::Ordering;
 
 /// Joins the pending collection at a safepoint; an error only when this
@@ -221,7 +220,7 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
 /// Whether `w` points into a minor heap.
 #[inline(always)]
 fn is_minor(v: &Vproc, w: u64) -> bool {
-    place(&v.shared.heap, v.shared.shared_heap.page_bytes, w) == Place::Minor
+    v.shared.shared_heap.is_minor(w)
 }
 
 /// The deletion barrier, before a store into field `i` of the mutable

@@ -8,7 +8,7 @@
 //! only read afterwards (by any vproc):
 //!
 //! ```text
-//! | slot bytes | slots | first slot | class | colour byte per slot ... | slot 0 | slot 1 | ...
+//! | slot bytes | slots | first slot | class | reciprocal | - | colour byte per slot ... | slot 0 | slot 1 | ...
 //! ```
 //!
 //! The colour bytes are the mark state of §3.2 (see `colours`): [`FREE`]
@@ -31,8 +31,9 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 /// The colour of a slot that holds no object.
 pub(crate) const FREE: u8 = 0;
 
-/// Bytes of a page's fixed header (four `u32`s).
-const HEADER_BYTES: usize = 16;
+/// Bytes of a page's fixed header (six `u32`s: slot bytes, slots, first
+/// slot, class, the slot bytes' reciprocal, unused).
+const HEADER_BYTES: usize = 24;
 
 /// A page: the address of its header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +56,7 @@ impl Page {
         // SAFETY: `Page` values are made only for pages inside `Pool`
         // chunks, which stay mapped for the runtime's life (the address
         // space is released when the runtime is dropped, after every
-        // vproc stopped); the header is 16 aligned bytes at the page start.
+        // vproc stopped); the header is 24 aligned bytes at the page start.
         unsafe { &*((self.0 + 4 * i) as *const AtomicU32) }
     }
 
@@ -76,6 +77,14 @@ impl Page {
 
     pub fn class(self) -> usize {
         self.word(3).load(Ordering::Relaxed) as usize
+    }
+
+    /// `ceil(2^32 / slot bytes)`: `(offset × it) >> 32` is the index of the
+    /// slot starting at `offset` without a division (exact for offsets of
+    /// slot starts below 2^32, which pages are).
+    #[inline(always)]
+    fn reciprocal(self) -> u64 {
+        self.word(4).load(Ordering::Relaxed) as u64
     }
 
     /// The colour byte of slot `i` (`i < slots`).
@@ -109,7 +118,10 @@ impl Page {
     /// caller knows to be the start of a slot (a pointer value).
     #[inline(always)]
     pub fn colour_of(self, addr: usize) -> &'static AtomicU8 {
-        self.colour((addr - self.first()) / self.slot_bytes())
+        let off = (addr - self.first()) as u64;
+        let i = ((off * self.reciprocal()) >> 32) as usize;
+        debug_assert_eq!(Some(i), self.index_of(addr), "{addr:#x} starts a slot");
+        self.colour(i)
     }
 
     /// Marks the page at `base` as holding no slots (a page of a fresh
@@ -136,6 +148,8 @@ impl Page {
         p.word(1).store(slots as u32, Ordering::Relaxed);
         p.word(2).store(first as u32, Ordering::Relaxed);
         p.word(3).store(class as u32, Ordering::Relaxed);
+        let reciprocal = (1u64 << 32).div_ceil(slot_bytes as u64);
+        p.word(4).store(reciprocal as u32, Ordering::Relaxed);
         for i in 0..slots {
             p.colour(i).store(FREE, Ordering::Relaxed);
         }

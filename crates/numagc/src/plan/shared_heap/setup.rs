@@ -61,18 +61,23 @@ pub(crate) fn create(
     let spare = n * (classes.count() + 2) * page;
     let reserve = 2 * limit + 3 * minors + 2 * spare + 64 * cs;
     let heap = GlobalHeap::reserve(config, topology, n, limit, reserve, faults)?;
-    let mut mutators = Vec::with_capacity(n);
-    for p in placements {
-        let base = heap
-            .carve_local(config.local_heap_size, p.vproc, p.node)
-            .map_err(|m| m.error("a minor heap"))?;
-        mutators.push(Mutator::new(
-            base,
-            config.local_heap_size,
-            Pools::new(page, cs, classes.count()),
-        ));
-    }
-    let gc = SharedHeapGc::new(n, classes, page, (max_words + 1) * 8, heap.base_trigger());
+    // The minor heaps are one run, in placement order: "is this value in
+    // a minor heap" is then one range check (`SharedHeapGc::is_minor`).
+    let owners: Vec<(usize, usize)> = placements.iter().map(|p| (p.vproc, p.node)).collect();
+    let start = heap
+        .carve_locals(config.local_heap_size, &owners)
+        .map_err(|m| m.error("the minor heaps"))?;
+    let mutators = (0..n)
+        .map(|i| {
+            Mutator::new(
+                start + i * minor_rounded,
+                config.local_heap_size,
+                Pools::new(page, cs, classes.count()),
+            )
+        })
+        .collect();
+    let mut gc = SharedHeapGc::new(n, classes, page, (max_words + 1) * 8, heap.base_trigger());
+    gc.minor_heaps = start..start + minors;
     Ok(Parts { heap, gc, mutators })
 }
 

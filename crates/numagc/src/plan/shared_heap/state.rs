@@ -119,6 +119,8 @@ pub(crate) struct SharedHeapGc {
     /// Per vproc: bytes its minor heap holds at a minor collection (the
     /// leader sets to-space aside for all of them).
     pub minor_used: Box<[AtomicUsize]>,
+    /// Every vproc's minor heap, one run of address space (`setup`).
+    pub minor_heaps: std::ops::Range<usize>,
 }
 
 impl SharedHeapGc {
@@ -148,7 +150,16 @@ impl SharedHeapGc {
             handed_in: (0..vprocs).map(|_| Mutex::new(Vec::new())).collect(),
             remembered: Mutex::new(Arc::new(Vec::new())),
             minor_used: (0..vprocs).map(|_| AtomicUsize::new(0)).collect(),
+            minor_heaps: 0..0,
         }
+    }
+
+    /// Whether the value `w` points into a minor heap: one range check
+    /// (values are immediates, odd, or object addresses, even).
+    #[inline(always)]
+    pub fn is_minor(&self, w: u64) -> bool {
+        let a = w as usize;
+        a & 1 == 0 && a.wrapping_sub(self.minor_heaps.start) < self.minor_heaps.len()
     }
 
     /// The state of a runtime on another plan.

@@ -37,7 +37,17 @@ fn fail(when: &str, what: String) -> ! {
 /// or a pointer to a major-heap object.
 fn check_value(shared: &Shared, w: u64, when: &str, whose: &dyn Fn() -> String) {
     let gc = &shared.shared_heap;
-    match place(&shared.heap, gc.page_bytes, w) {
+    let at = place(&shared.heap, gc.page_bytes, w);
+    if gc.is_minor(w) != (at == Place::Minor) {
+        fail(
+            when,
+            format!(
+                "{}: the minor heaps' range and the chunk table disagree on {w:#x}",
+                whose()
+            ),
+        );
+    }
+    match at {
         Place::Outside | Place::Large(_) => {}
         Place::Pool(p) => match p.index_of(w as usize) {
             Some(i) if p.colour(i).load(Ordering::Relaxed) != FREE => {}

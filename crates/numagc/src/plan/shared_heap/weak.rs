@@ -25,7 +25,7 @@
 //! keeps a separate list of minor ephemerons); with no entry anywhere,
 //! nothing runs (one load).
 
-use super::mark::{self, colour_cell, darken, place, Place};
+use super::mark::{self, colour_cell, darken};
 use super::minor::Promoter;
 use crate::object::{is_pointer, Obj};
 use crate::vproc::Shared;
@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering;
 
 impl WeakTracer for Promoter<'_> {
     fn live(&self, w: u64) -> Option<u64> {
-        if place(self.heap, self.gc.page_bytes, w) != Place::Minor {
+        if !self.gc.is_minor(w) {
             return Some(w); // not collected by a minor collection
         }
         // SAFETY: a pointer value into a minor heap targets an object

@@ -1,0 +1,188 @@
+//! Tests of the split plan's global collection (`global`): tenuring of
+//! young global collections, remembered stores, large objects, full
+//! collections.
+
+use super::*;
+use crate::plan::split;
+use crate::{Handle, Runtime};
+
+fn runtime(vprocs: usize) -> Runtime {
+    crate::runtime::small_test_runtime_on(crate::PlanKind::SplitHeap, vprocs, true, 8 << 20)
+}
+
+fn age(s: &mut crate::Scope<'_>, h: Handle<'_>) -> u8 {
+    let w = s.word(h);
+    age_of(s.vproc_mut(), w)
+}
+
+fn age_of(v: &Vproc, w: u64) -> u8 {
+    let space = &v.shared.heap.space;
+    space
+        .info(space.chunk_of(w as usize).unwrap())
+        .age
+        .load(Ordering::Relaxed)
+}
+
+/// A young collection, as the heap's trigger would start it.
+fn young(s: &mut crate::Scope<'_>) {
+    let v = s.vproc_mut();
+    let full = v.shared.split.full_collections();
+    split::collect_global(v).expect("the collection completes");
+    assert_eq!(
+        v.shared.split.full_collections(),
+        full,
+        "the collection was young"
+    );
+}
+
+#[test]
+fn data_is_tenured_after_two_collections_and_then_stays_in_place() {
+    let rt = runtime(1);
+    rt.run_on(0, |s| {
+        let v = s.alloc_vector(&[Handle::int(1), Handle::int(2)]).unwrap();
+        let g = s.promote(v).unwrap();
+        assert_eq!(age(s, g), 0);
+        young(s);
+        assert_eq!(age(s, g), 1, "a survivor");
+        young(s);
+        let tenured_at = s.word(g);
+        assert_eq!(age_of(s.vproc_mut(), tenured_at), TENURED);
+        young(s);
+        young(s);
+        assert_eq!(
+            s.word(g),
+            tenured_at,
+            "young collections leave tenured data in place"
+        );
+        let v = s.view(g);
+        assert_eq!(
+            (v.field(0).as_int(), v.field(1).as_int()),
+            (Some(1), Some(2))
+        );
+        s.collect_global().unwrap(); // full: everything moves
+        assert_ne!(s.word(g), tenured_at);
+    })
+    .unwrap();
+    assert!(rt.full_global_collections() >= 1);
+}
+
+#[test]
+fn a_store_into_tenured_data_is_a_root_of_young_collections() {
+    let rt = runtime(2);
+    rt.run_on(0, |s| {
+        let arr = s.alloc_array(4, Handle::NIL).unwrap();
+        young(s);
+        young(s);
+        assert_eq!(age(s, arr), TENURED);
+        // A young value stored into the tenured array: the barrier
+        // promotes it (age 0) and remembers the slot.
+        let v = s.alloc_vector(&[Handle::int(7), Handle::int(8)]).unwrap();
+        s.set(arr, 2, v).unwrap();
+        assert_eq!(s.vproc_mut().split.remembered.len(), 1);
+        // Without the remembered slot the array would now point into
+        // evacuated from-space, and the verifier would abort.
+        young(s);
+        young(s);
+        let e = s.field(arr, 2).unwrap();
+        let w = s.word(e);
+        assert_eq!(
+            age_of(s.vproc_mut(), w),
+            TENURED,
+            "followed the array into tenure"
+        );
+        let ev = s.view(e);
+        assert_eq!(
+            (ev.field(0).as_int(), ev.field(1).as_int()),
+            (Some(7), Some(8))
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_mutated_survivor_is_tenured_with_its_young_pointer_remembered() {
+    let rt = runtime(1);
+    rt.run_on(0, |s| {
+        let arr = s.alloc_array(2, Handle::NIL).unwrap();
+        young(s);
+        assert_eq!(age(s, arr), 1, "the array is a survivor");
+        // A store into a survivor is not remembered: the next young
+        // collection scans all survivors anyway...
+        let v = s.alloc_vector(&[Handle::int(5)]).unwrap();
+        s.set(arr, 0, v).unwrap();
+        assert!(s.vproc_mut().split.remembered.is_empty());
+        // ...which tenures the array while its element becomes a
+        // survivor: that tenured slot must be remembered.
+        young(s);
+        assert_eq!(age(s, arr), TENURED);
+        let e = s.field(arr, 0).unwrap();
+        assert_eq!(age(s, e), 1);
+        assert_eq!(s.vproc_mut().split.remembered.len(), 1);
+        young(s);
+        let e = s.field(arr, 0).unwrap();
+        assert_eq!(age(s, e), TENURED);
+        assert_eq!(s.view(e).field(0).as_int(), Some(5));
+        assert!(
+            s.vproc_mut().split.remembered.is_empty(),
+            "nothing young is left to remember"
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn large_objects_are_roots_of_young_collections_and_swept_by_full_ones() {
+    let rt = runtime(1);
+    rt.run_on(0, |s| {
+        let elems: Vec<Handle<'_>> = (0..5000)
+            .map(|i| s.alloc_vector(&[Handle::int(i)]).unwrap())
+            .collect();
+        let big = s.alloc_vector(&elems).unwrap(); // large: its elements are promoted (age 0)
+        young(s);
+        young(s);
+        let b = s.view(big);
+        assert_eq!(b.field(4999).field(0).as_int(), Some(4999));
+        let large = s.vproc_mut().shared.heap.large_bytes();
+        assert!(large > 0);
+        drop(elems);
+    })
+    .unwrap();
+    // The job's handles are gone: a full collection frees the large object.
+    rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
+    assert_eq!(rt.stats().heap.large_object_bytes, 0);
+}
+
+#[test]
+fn tenured_garbage_is_reclaimed_by_a_full_collection() {
+    let rt = runtime(1);
+    let before = rt.run_on(0, |s| {
+        s.collect_global().unwrap();
+        s.vproc_mut().shared.heap.in_use()
+    });
+    let tenured = rt
+        .run_on(0, |s| {
+            let mut list = s.nil();
+            for i in 0..20_000 {
+                list = s.alloc_vector(&[Handle::int(i), list]).unwrap();
+            }
+            let _g = s.promote(list).unwrap();
+            young(s);
+            young(s);
+            s.vproc_mut().shared.heap.in_use()
+        })
+        .unwrap();
+    let after = rt
+        .run_on(0, |s| {
+            s.collect_global().unwrap();
+            s.vproc_mut().shared.heap.in_use()
+        })
+        .unwrap();
+    assert!(
+        tenured > before.unwrap() + (200 << 10),
+        "the list was tenured: {tenured}"
+    );
+    assert!(
+        after < tenured / 2,
+        "a full collection reclaimed the tenured garbage: {after} of {tenured}"
+    );
+}
