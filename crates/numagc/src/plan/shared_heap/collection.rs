@@ -204,7 +204,9 @@ fn end_cycle(v: &mut Vproc, last: bool) {
         heap.sweep_large_if(|info| info.age.load(Ordering::Relaxed) == unmarked);
         gc.colours.rotate();
         gc.termination.reset(coord.vprocs());
-        gc.allocated_in_cycle.store(0, Ordering::Relaxed);
+        // Objects promoted or allocated in the cycle were born marked, not
+        // traced: the live data is what was traced plus them.
+        let born_marked = gc.allocated_in_cycle.swap(0, Ordering::Relaxed);
         let growth = (shared.config.heap_growth - 1.0).max(0.05);
         let traced = gc.traced_in_cycle.swap(0, Ordering::Relaxed);
         let late = (traced as f64 * 2.0 * growth) as usize;
@@ -220,7 +222,7 @@ fn end_cycle(v: &mut Vproc, last: bool) {
         super::weak::darken_pending(&shared, &mut grey_globals);
         if last {
             let compact = gc.compact_requested.swap(false, Ordering::Relaxed)
-                || compact::due(&shared, traced);
+                || compact::due(&shared, traced + born_marked);
             gc.compacting.store(compact, Ordering::Relaxed);
             if !compact {
                 coord.finish();

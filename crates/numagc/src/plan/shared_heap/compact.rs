@@ -17,12 +17,15 @@
 //!   full collection (two cycles ended, so everything unreachable at the
 //!   call is freed) and compacts at its end.
 //! * Automatically ([`due`]), at the end of a cycle: the bytes in use
-//!   (pool and large-object chunks) exceed the bytes the cycle traced by
-//!   more than `compact-overhead` % of them, the heap is past its base
-//!   trigger (a small heap is not worth it), and it has at least doubled
-//!   since the last compaction (so that a heap that compaction cannot
-//!   shrink, such as one of half-full pages of many classes, is not
-//!   compacted at every cycle: the work is at most once per doubling).
+//!   (pool and large-object chunks) exceed what pacing lets the heap hold
+//!   (the live data — the bytes the cycle traced and those born marked in
+//!   it — plus a cycle's growth, `heap-growth`, or the cycle's floor of
+//!   `global-gc-threshold` per vproc if larger) by more than
+//!   `compact-overhead` % of the live data, and the heap
+//!   has at least doubled since the last compaction (so that a heap that
+//!   compaction cannot shrink, such as one of half-full pages of many
+//!   classes, is not compacted at every cycle: the work is at most once
+//!   per doubling).
 //!
 //! ## How
 //!
@@ -122,23 +125,24 @@ pub(super) fn run(v: &mut Vproc) {
     }
 }
 
-/// Whether the end of the cycle that traced `traced` bytes should compact
-/// (see the module doc); called by the leader, everyone stopped.
-pub(super) fn due(shared: &Shared, traced: usize) -> bool {
-    let overhead = shared.config.compact_overhead as usize;
+/// Whether the end of the cycle that found `live` bytes of objects (traced,
+/// or born marked) should compact (see the module doc); called by the
+/// leader, everyone stopped.
+pub(super) fn due(shared: &Shared, live: usize) -> bool {
+    let overhead = shared.config.compact_overhead as u128;
     if overhead == 0 {
         return false;
     }
     let heap = &shared.heap;
-    let in_use = heap.in_use();
-    let free = in_use.saturating_sub(traced);
-    let last = shared
-        .shared_heap
-        .in_use_after_compaction
-        .load(Ordering::Relaxed);
-    in_use > heap.base_trigger()
-        && free as u128 * 100 > overhead as u128 * traced as u128
-        && in_use > 2 * last
+    let gc = &shared.shared_heap;
+    let in_use = heap.in_use() as u128;
+    let growth = ((shared.config.heap_growth - 1.0).max(0.0) * live as f64) as u128;
+    let live = live as u128;
+    // What pacing lets the heap hold: the live data, the growth of a
+    // cycle (`heap-growth`), at least the cycle's floor.
+    let paced = live + growth.max(gc.min_cycle_bytes as u128);
+    let last = gc.in_use_after_compaction.load(Ordering::Relaxed) as u128;
+    in_use * 100 > paced * 100 + overhead * live && in_use > 2 * last
 }
 
 /// `w`, or the new address of the object it points to if that moved.

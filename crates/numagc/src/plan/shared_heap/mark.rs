@@ -29,8 +29,12 @@
 //! * **Termination** (§3.2.1, `termination`): a vproc whose mark stack is
 //!   empty and whose pages are all swept counts itself off once per cycle; one
 //!   that darkens something afterwards (the barrier) counts itself back on.
-//!   When the counter reads zero (and the major heap got new data in the
-//!   cycle: a runtime that allocates nothing does not cycle for ever), the
+//!   When the counter reads zero and the major heap has received at least
+//!   `global-gc-threshold` bytes per vproc since the cycle began (a
+//!   runtime that allocates nothing does not cycle for ever, and one whose
+//!   live data is small does not end a cycle, sweeping every page, after
+//!   every few hundred KiB promoted; the split plan's global collections
+//!   keep the same floor), the
 //!   vproc that counted last asks for a stop-the-world collection, which —
 //!   every vproc stopped — ends the cycle. Because the barrier may still have pushed
 //!   work between the last count and the stop, each vproc first drains its
@@ -189,7 +193,7 @@ pub(crate) fn owe(v: &mut Vproc, bytes: usize) {
     let shared = &*v.shared;
     let gc = &shared.shared_heap;
     let before = gc.allocated_in_cycle.fetch_add(bytes, Ordering::Relaxed);
-    if before < gc.page_bytes {
+    if before < gc.min_cycle_bytes {
         end_cycle_if_complete(v);
     }
     let late = gc.late_after.load(Ordering::Relaxed);

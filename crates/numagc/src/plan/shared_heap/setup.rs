@@ -78,6 +78,7 @@ pub(crate) fn create(
         .collect();
     let mut gc = SharedHeapGc::new(n, classes, page, (max_words + 1) * 8, heap.base_trigger());
     gc.minor_heaps = start..start + minors;
+    gc.min_cycle_bytes = heap.base_trigger().max(page);
     Ok(Parts { heap, gc, mutators })
 }
 

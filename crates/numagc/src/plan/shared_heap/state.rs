@@ -86,8 +86,9 @@ pub(crate) struct SharedHeapGc {
     /// Cycles completed.
     pub cycles: AtomicU64,
     /// Bytes promoted into or allocated in the major heap since the cycle
-    /// began: a cycle ends only once some were (see `mark`), so that a
-    /// runtime that allocates nothing does not cycle for ever.
+    /// began: a cycle ends only once `min_cycle_bytes` were (see `mark`),
+    /// so that a runtime that allocates nothing does not cycle for ever,
+    /// and one with little live data does not cycle at every slice.
     pub allocated_in_cycle: AtomicUsize,
     /// When `allocated_in_cycle` passes this, the cycle is late (a vproc
     /// that got no CPU has not done its share): the next stop-the-world
@@ -121,6 +122,10 @@ pub(crate) struct SharedHeapGc {
     pub minor_used: Box<[AtomicUsize]>,
     /// Every vproc's minor heap, one run of address space (`setup`).
     pub minor_heaps: std::ops::Range<usize>,
+    /// A cycle ends no sooner than when the major heap has received this
+    /// many bytes since it began (`global-gc-threshold` per vproc, at
+    /// least a page; see `mark`).
+    pub min_cycle_bytes: usize,
 }
 
 impl SharedHeapGc {
@@ -151,6 +156,7 @@ impl SharedHeapGc {
             remembered: Mutex::new(Arc::new(Vec::new())),
             minor_used: (0..vprocs).map(|_| AtomicUsize::new(0)).collect(),
             minor_heaps: 0..0,
+            min_cycle_bytes: page_bytes,
         }
     }
 
@@ -173,10 +179,10 @@ impl SharedHeapGc {
     }
 
     /// Whether the cycle may end: every vproc counted off, and the major
-    /// heap got at least a page of new data since it began.
+    /// heap got at least `min_cycle_bytes` of new data since it began.
     pub fn cycle_complete(&self) -> bool {
         self.termination.all_done()
-            && self.allocated_in_cycle.load(Ordering::Relaxed) >= self.page_bytes
+            && self.allocated_in_cycle.load(Ordering::Relaxed) >= self.min_cycle_bytes
     }
 
     /// Joins the handed-in remembered sets (leader, everyone stopped).

@@ -254,26 +254,32 @@ fn a_value_read_out_of_a_weak_reference_during_marking_is_kept() {
 }
 
 /// Builds, in vproc `s`'s pools, `n` objects of several size classes of
-/// which every `keep`-th is kept (in the list returned); the rest become
-/// garbage, leaving sparse pages behind once a full collection ran. Each
-/// kept object `i` is a vector `[i, i * 3, ...]` of `2 + i % 5` fields.
+/// which every `keep`-th is kept (in the list returned); all of them are
+/// reachable (through a second list) until minor collections have
+/// promoted them, and the rest become garbage when this returns, leaving
+/// sparse pages behind once a full collection ran. Each kept object `i` is
+/// a vector `[i, i * 3, ...]` of `2 + i % 5` fields.
 fn sparse_pages<'s>(s: &mut Scope<'s>, n: i64, keep: i64) -> Handle<'s> {
     s.scope_value(|s| {
-        let mut kept = s.nil();
+        let nil = s.nil();
+        let (kept, all) = (s.slot(nil), s.slot(nil));
         for i in 0..n {
-            let fields: Vec<Handle<'_>> = (0..2 + i % 5)
-                .map(|k| Handle::int(i * (1 + 2 * k)))
-                .collect();
-            let o = s.alloc_vector(&fields)?;
-            if i % keep == 0 {
-                kept = s.alloc_vector(&[o, kept])?;
-            }
-            if i % 4096 == 0 {
-                s.collect_minor(); // everything so far into the pools
-            }
+            s.scope(|s| -> crate::Result<()> {
+                let fields: Vec<Handle<'_>> = (0..2 + i % 5)
+                    .map(|k| Handle::int(i * (1 + 2 * k)))
+                    .collect();
+                let o = s.alloc_vector(&fields)?;
+                let a = s.alloc_vector(&[o, all.get()])?;
+                s.assign(all, a);
+                if i % keep == 0 {
+                    let k = s.alloc_vector(&[o, kept.get()])?;
+                    s.assign(kept, k);
+                }
+                Ok(())
+            })?;
         }
-        s.collect_minor();
-        Ok::<_, crate::Error>(kept)
+        s.collect_minor(); // everything into the pools
+        Ok::<_, crate::Error>(kept.get())
     })
     .unwrap()
 }
@@ -395,9 +401,9 @@ fn a_heap_whose_live_data_shrank_is_compacted_by_itself() {
     let rt = Runtime::new(cfg).unwrap();
     rt.run_on(0, |s| {
         let kept = sparse_pages(s, 100_000, 64);
-        let peak = s.vproc_mut().shared.heap.in_use();
         // The program goes on with short-lived data only: cycles end, and
-        // one of them finds the heap mostly free space and compacts it.
+        // one of them (or one while the data was dropped) finds the heap
+        // mostly free space and compacts it.
         for _ in 0..200 {
             s.scope(|s| {
                 let mut l = s.nil();
@@ -412,7 +418,7 @@ fn a_heap_whose_live_data_shrank_is_compacted_by_itself() {
         }
         let v = s.vproc_mut();
         assert!(v.stats.compactions > 0, "no compaction in 200 cycles");
-        let now = v.shared.heap.in_use();
+        let (now, peak) = (v.shared.heap.in_use(), v.shared.heap.peak());
         assert!(now * 2 < peak, "{now} bytes in use, {peak} at the peak");
         check_sparse(s, kept, 100_000, 64);
     })
