@@ -30,6 +30,8 @@
 //! | blocking sections: a proxy takes part for a blocked vproc (issue 16) | `gc/blocking.rs`: `enter_blocking`, `leave_blocking`, `proxy_wait`, `proxy_done`; `request`, `signal` | [`blocking::a_blocked_vproc_takes_part_through_its_proxy`], [`blocking::leaving_races_with_a_collection`], [`blocking::a_request_to_a_blocked_vproc_is_served_by_its_proxy`] |
 //! | the safepoint deadline: a global collection all vprocs take part in, or abandoned before anything moves (issue 5) | `gc/handshake.rs`: `enter`, `gather`, `expire`, `request`, `finish` | [`safepoint::late_vproc_either_takes_part_or_finds_nothing`], [`safepoint::late_leader_finds_its_collection_abandoned`], [`safepoint::refused_serial_step_abandons_for_everyone_and_the_next_collection_works`] |
 //! | termination of a major cycle's marking and sweeping, shared plan (§3.2.1) | `plan/shared_heap/termination.rs`: `Termination` (the heap a replica) | [`termination::marking_ends_only_when_every_vproc_is_done_and_the_barrier_counts_back_on`] |
+//! | colour cycling at the barrier that ends a major cycle, shared plan (§3.2.2) | `gc/handshake.rs`: `phase`, `finish`; `plan/shared_heap/state.rs`: `Colours` | [`shared_heap::colour_rotation_at_the_cycle_barrier_is_seen_by_every_vproc`] |
+//! | two vprocs promoting one object, shared plan (§4.4.2) | `plan/shared_heap/minor.rs`: `Promoter::forward` (the heap a replica, the orderings of `Obj`) | [`shared_heap::promotion_cas_publishes_one_complete_copy`] (control: [`shared_heap::promotion_cas_with_relaxed_orderings_is_caught`]) |
 //! | a stolen task whose environment cannot be promoted (issue 5) | `sched/task.rs`: `Handoff` (`env_failed`), `Mailbox` | [`tasks::stolen_task_whose_environment_cannot_be_promoted`] |
 //!
 //! Each model lives in the file its link names (`handshake::…` in
@@ -55,6 +57,11 @@
 //!   errors (`vproc.rs`), a task's closure (`sched/mod.rs`); the global
 //!   heap's per-node byte counters and trigger (`heap/global.rs`, `std`
 //!   atomics: statistics and a heuristic, no protocol);
+//! * the shared plan's ephemeron rounds and compaction
+//!   (`plan/shared_heap/weak.rs`, `compact.rs`): they run while every vproc
+//!   is stopped, the rounds serially on the leader and the compaction's
+//!   phases each on its own vproc's data, so their only synchronisation is
+//!   the phase barrier, which the `handshake` models explore;
 //! * job results (`runtime.rs`): `std::sync::mpsc`;
 //! * `Coordinator::interrupted`, a relaxed hint that brings a busy idle
 //!   loop to `wait_idle` sooner (`wait_idle` itself is modelled).
@@ -191,6 +198,7 @@ mod handshake;
 mod heap;
 mod safepoint;
 mod scan_queue;
+mod shared_heap;
 mod tasks;
 mod termination;
 mod waking;

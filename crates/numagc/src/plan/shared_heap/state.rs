@@ -31,12 +31,14 @@ pub(crate) struct Roles {
 }
 
 /// The rotating roles, packed in one word so that a reader sees one
-/// consistent assignment (they change only while every vproc is stopped).
-pub(crate) struct Colours(AtomicU32);
+/// consistent assignment (they change only while every vproc is stopped,
+/// in the serial step of a `Coordinator::phase`, whose barrier orders the
+/// change before every later relaxed read: `loom_models::shared_heap`).
+pub(crate) struct Colours(crate::sync::AtomicU32);
 
 impl Colours {
-    fn new() -> Colours {
-        Colours(AtomicU32::new(Self::pack(Roles {
+    pub(crate) fn new() -> Colours {
+        Colours(crate::sync::AtomicU32::new(Self::pack(Roles {
             marked: 1,
             unmarked: 2,
             garbage: 3,
@@ -49,7 +51,7 @@ impl Colours {
 
     #[inline(always)]
     pub fn roles(&self) -> Roles {
-        let w = self.0.load(Ordering::Relaxed);
+        let w = self.0.load(crate::sync::Ordering::Relaxed);
         Roles {
             marked: w as u8,
             unmarked: (w >> 8) as u8,
@@ -67,7 +69,7 @@ impl Colours {
                 unmarked: r.marked,
                 garbage: r.unmarked,
             }),
-            Ordering::Relaxed,
+            crate::sync::Ordering::Relaxed,
         );
     }
 }
