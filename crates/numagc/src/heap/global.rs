@@ -380,16 +380,7 @@ impl GlobalHeap {
         vproc: usize,
         node: usize,
     ) -> Result<usize, MapFailure> {
-        let n = bytes.div_ceil(self.chunk_size());
-        let start = self.space.carve(n)?;
-        self.bind(start, n, self.home_node(node));
-        for id in start..start + n {
-            let info = self.space.info(id);
-            info.owner.store(vproc as u32, Ordering::Relaxed);
-            info.node.store(node as u32, Ordering::Relaxed);
-            info.set_kind(ChunkKind::Local);
-        }
-        Ok(self.space.chunk_start(start))
+        self.carve_locals(bytes, &[(vproc, node)])
     }
 
     /// Allocates a run of chunks for one large object of `bytes` bytes and

@@ -253,6 +253,23 @@ fn a_value_read_out_of_a_weak_reference_during_marking_is_kept() {
     .unwrap();
 }
 
+/// The small verified runtime of these tests, compacting by itself past
+/// `overhead` % (0: only when asked).
+fn runtime_compacting_past(vprocs: usize, overhead: u32) -> Runtime {
+    let cfg = crate::Config::builder()
+        .plan(PlanKind::SharedHeap)
+        .vprocs(vprocs)
+        .pin(false)
+        .verify(true)
+        .local_heap_size(256 << 10)
+        .chunk_size(64 << 10)
+        .global_gc_threshold(1 << 20)
+        .compact_overhead(overhead)
+        .build()
+        .unwrap();
+    Runtime::new(cfg).unwrap()
+}
+
 /// Builds, in vproc `s`'s pools, `n` objects of several size classes of
 /// which every `keep`-th is kept (in the list returned); all of them are
 /// reachable (through a second list) until minor collections have
@@ -306,18 +323,7 @@ fn check_sparse(s: &mut Scope<'_>, kept: Handle<'_>, n: i64, keep: i64) {
 #[test]
 fn compaction_moves_objects_out_of_sparse_pages_and_gives_memory_back() {
     // Only the compaction asked for (none by `compact-overhead`).
-    let cfg = crate::Config::builder()
-        .plan(PlanKind::SharedHeap)
-        .vprocs(2)
-        .pin(false)
-        .verify(true)
-        .local_heap_size(256 << 10)
-        .chunk_size(64 << 10)
-        .global_gc_threshold(1 << 20)
-        .compact_overhead(0)
-        .build()
-        .unwrap();
-    let rt = Runtime::new(cfg).unwrap();
+    let rt = runtime_compacting_past(2, 0);
     let (n, keep) = (60_000, 16);
     // Each vproc fragments its own pools; vproc 1's list is a global root.
     let other = rt
@@ -387,18 +393,7 @@ fn compaction_moves_objects_out_of_sparse_pages_and_gives_memory_back() {
 
 #[test]
 fn a_heap_whose_live_data_shrank_is_compacted_by_itself() {
-    let cfg = crate::Config::builder()
-        .plan(PlanKind::SharedHeap)
-        .vprocs(1)
-        .pin(false)
-        .verify(true)
-        .local_heap_size(256 << 10)
-        .chunk_size(64 << 10)
-        .global_gc_threshold(1 << 20)
-        .compact_overhead(300)
-        .build()
-        .unwrap();
-    let rt = Runtime::new(cfg).unwrap();
+    let rt = runtime_compacting_past(1, 300);
     rt.run_on(0, |s| {
         let kept = sparse_pages(s, 100_000, 64);
         // The program goes on with short-lived data only: cycles end, and
