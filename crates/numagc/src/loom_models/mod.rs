@@ -31,6 +31,7 @@
 //! | the safepoint deadline: a global collection all vprocs take part in, or abandoned before anything moves (issue 5) | `gc/handshake.rs`: `enter`, `gather`, `expire`, `request`, `finish` | [`safepoint::late_vproc_either_takes_part_or_finds_nothing`], [`safepoint::late_leader_finds_its_collection_abandoned`], [`safepoint::refused_serial_step_abandons_for_everyone_and_the_next_collection_works`] |
 //! | termination of a major cycle's marking and sweeping, shared plan (§3.2.1) | `plan/shared_heap/termination.rs`: `Termination` (the heap a replica) | [`termination::marking_ends_only_when_every_vproc_is_done_and_the_barrier_counts_back_on`] |
 //! | colour cycling at the barrier that ends a major cycle, shared plan (§3.2.2) | `gc/handshake.rs`: `phase`, `finish`; `plan/shared_heap/state.rs`: `Colours` | [`shared_heap::colour_rotation_at_the_cycle_barrier_is_seen_by_every_vproc`] |
+//! | ephemeron rounds at the barrier that ends a cycle (§5.1.2–5.1.3): every vproc's registrations seen | `weak/mod.rs`: `WeakRegistry`; `weak/process.rs`: `process`; `Coordinator::phase` | [`shared_heap::ephemeron_rounds_at_the_barrier_see_every_vprocs_registrations`] |
 //! | two vprocs promoting one object, shared plan (§4.4.2) | `plan/shared_heap/minor.rs`: `Promoter::forward` (the heap a replica, the orderings of `Obj`) | [`shared_heap::promotion_cas_publishes_one_complete_copy`] (control: [`shared_heap::promotion_cas_with_relaxed_orderings_is_caught`]) |
 //! | a stolen task whose environment cannot be promoted (issue 5) | `sched/task.rs`: `Handoff` (`env_failed`), `Mailbox` | [`tasks::stolen_task_whose_environment_cannot_be_promoted`] |
 //!
@@ -57,11 +58,10 @@
 //!   errors (`vproc.rs`), a task's closure (`sched/mod.rs`); the global
 //!   heap's per-node byte counters and trigger (`heap/global.rs`, `std`
 //!   atomics: statistics and a heuristic, no protocol);
-//! * the shared plan's ephemeron rounds and compaction
-//!   (`plan/shared_heap/weak.rs`, `compact.rs`): they run while every vproc
-//!   is stopped, the rounds serially on the leader and the compaction's
-//!   phases each on its own vproc's data, so their only synchronisation is
-//!   the phase barrier, which the `handshake` models explore;
+//! * the shared plan's compaction (`plan/shared_heap/compact.rs`): its
+//!   phases run while every vproc is stopped, each on its own vproc's data
+//!   (the leader alone on the shared roots), so its only synchronisation
+//!   is the phase barrier, which the `handshake` models explore;
 //! * job results (`runtime.rs`): `std::sync::mpsc`;
 //! * `Coordinator::interrupted`, a relaxed hint that brings a busy idle
 //!   loop to `wait_idle` sooner (`wait_idle` itself is modelled).

@@ -10,6 +10,16 @@
 //!   barrier orders it), the marked object must read as unmarked in the
 //!   new cycle without having been touched, and a darkening with the new
 //!   roles must mark it again.
+//! * [`ephemeron_rounds_at_the_barrier_see_every_vprocs_registrations`]:
+//!   the production `WeakRegistry` (its relaxed count and per-vproc locks),
+//!   `Coordinator` and `weak::process`, on ephemerons in plain memory and
+//!   a replica tracer. Each vproc registers ephemerons before the
+//!   collection; the leader runs the rounds in the serial step of the
+//!   barrier, as the end of a cycle does. It must see every registration
+//!   (§5.1.3's termination reduces to "a round kept nothing" with everyone
+//!   stopped), find a key reachable only through another vproc's
+//!   ephemeron's data in a second round, and clear the ephemeron whose key
+//!   is dead.
 //! * [`promotion_cas_publishes_one_complete_copy`]: the protocol of
 //!   `minor::Promoter::forward` on a replica of the heap (loom cannot
 //!   stand in for atomics on raw heap memory; the orderings are the
@@ -199,4 +209,97 @@ fn promotion_cas_publishes_one_complete_copy() {
 #[should_panic(expected = "a half-made copy")]
 fn promotion_cas_with_relaxed_orderings_is_caught() {
     promote_twice(Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// The replica heap of the ephemeron model: which values are alive.
+struct Liveness {
+    live: std::collections::HashSet<u64>,
+}
+
+impl crate::weak::WeakTracer for Liveness {
+    fn live(&self, w: u64) -> Option<u64> {
+        // Immediates (odd) and the ephemerons themselves (boxed, see the
+        // model) are alive; the replica's values are small even numbers.
+        (w & 1 == 1 || w > 1 << 20 || self.live.contains(&w)).then_some(w)
+    }
+
+    fn keep(&mut self, w: u64) -> u64 {
+        self.live.insert(w);
+        w
+    }
+
+    fn drain(&mut self) {}
+}
+
+/// An ephemeron object in plain memory: header, key, data.
+fn ephemeron(key: u64, data: u64) -> Box<[u64; 3]> {
+    let h = crate::object::header::Header::new(crate::object::header::ID_EPHEMERON, 2);
+    Box::new([h.bits(), key, data])
+}
+
+#[test]
+fn ephemeron_rounds_at_the_barrier_see_every_vprocs_registrations() {
+    // Values: K1 = 2 (a root), K2 = 4 (reached only as e1's data), D2 = 6
+    // (e2's data, alive only if e2's round finds K2 alive), K3 = 8 (dead).
+    bounded(3).check(|| {
+        use crate::weak::{process, Lists, VprocWeak, WeakRegistry, CLEARED};
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let reg = Arc::new(WeakRegistry::new(2));
+        let e1 = ephemeron(2, 4);
+        let e2 = ephemeron(4, 6);
+        let e3 = ephemeron(8, 6);
+        let addr = |e: &[u64; 3]| e.as_ptr() as u64;
+        let (a1, a2, a3) = (addr(&e1), addr(&e2), addr(&e3));
+
+        // vproc 1 registers e1 and e3, then is stopped by the collection.
+        let (c1, r1) = (c.clone(), reg.clone());
+        let t1 = thread::spawn(move || {
+            r1.lock(1).eph_shared.extend([a1, a3]);
+            let w = c1.wait_idle(1, || false);
+            assert!(matches!(w, Wake::Collect), "vproc 1 not stopped");
+            c1.phase(1, || {});
+        });
+        // vproc 0 registers e2 and leads: the rounds run in the serial
+        // step, every vproc stopped, as `weak::at_cycle_end` runs them.
+        // e2 comes first in the lists, so only a second round finds its
+        // key alive.
+        let (c0, r0) = (c.clone(), reg.clone());
+        let t0 = thread::spawn(move || {
+            r0.lock(0).eph_shared.push(a2);
+            assert!(c0.request(0));
+            let mut kept = Vec::new();
+            c0.phase(0, || {
+                assert!(!r0.is_empty(), "the leader sees the registrations");
+                let mut t = Liveness {
+                    live: [2].into_iter().collect(),
+                };
+                let mut locked = r0.lock_all();
+                let mut lists: Vec<&mut VprocWeak> = locked.iter_mut().map(|l| &mut **l).collect();
+                process(&mut lists, Lists::All, &mut t);
+                kept = t.live.into_iter().collect();
+                c0.finish();
+            });
+            kept
+        });
+        t1.join().unwrap();
+        let mut kept = t0.join().unwrap();
+        kept.sort();
+        assert_eq!(
+            kept,
+            vec![2, 4, 6],
+            "the chain e1 -> e2 kept K2 and D2, not K3"
+        );
+        assert_eq!(e1[1..], [2, 4]);
+        assert_eq!(e2[1..], [4, 6]);
+        assert_eq!(
+            e3[1..],
+            [CLEARED, CLEARED],
+            "a dead key clears its ephemeron"
+        );
+        assert_eq!(
+            reg.lock(1).eph_shared.len(),
+            2,
+            "live ephemerons stay listed"
+        );
+    });
 }
