@@ -125,7 +125,7 @@ fn safepoint(c: &Coordinator<u32>, k: &Steps, v: usize) -> Seen {
 /// step, the vprocs that took part told which vproc was late, and that
 /// vproc took no part. Either way nothing is pending afterwards.
 fn check_outcome(c: &Coordinator<u32>, k: &Steps, seen: [Seen; 2]) {
-    if seen.iter().any(|s| *s == Seen::TookPart(Ok(()))) {
+    if seen.contains(&Seen::TookPart(Ok(()))) {
         assert_eq!(
             seen,
             [Seen::TookPart(Ok(())); 2],

@@ -1,7 +1,7 @@
 //! Models of the shared plan's stop-the-world steps
 //! (multicore-ocaml-gc.txt §3.2.2 and §4.4.2).
 //!
-//! * [`colour_rotation_at_the_cycle_barrier_is_seen_by_every_vproc`]: the
+//! * [`colour_rotation_at_the_cycle_barrier_is_seen_by_every_vproc`] checks the
 //!   production `Coordinator::phase` and `Colours`. A vproc marks an
 //!   object with the cycle's roles, then both vprocs meet at the phase
 //!   barrier whose serial step (the leader's) rotates the roles and ends
@@ -10,7 +10,7 @@
 //!   barrier orders it), the marked object must read as unmarked in the
 //!   new cycle without having been touched, and a darkening with the new
 //!   roles must mark it again.
-//! * [`ephemeron_rounds_at_the_barrier_see_every_vprocs_registrations`]:
+//! * [`ephemeron_rounds_at_the_barrier_see_every_vprocs_registrations`] checks
 //!   the production `WeakRegistry` (its relaxed count and per-vproc locks),
 //!   `Coordinator` and `weak::process`, on ephemerons in plain memory and
 //!   a replica tracer. Each vproc registers ephemerons before the
@@ -20,7 +20,7 @@
 //!   stopped), find a key reachable only through another vproc's
 //!   ephemeron's data in a second round, and clear the ephemeron whose key
 //!   is dead.
-//! * [`promotion_cas_publishes_one_complete_copy`]: the protocol of
+//! * [`promotion_cas_publishes_one_complete_copy`] checks the protocol of
 //!   `minor::Promoter::forward` on a replica of the heap (loom cannot
 //!   stand in for atomics on raw heap memory; the orderings are the
 //!   production ones of `Obj::header_word`, `Obj::cas_header`): two vprocs
