@@ -1,4 +1,4 @@
-{-# LANGUAGE BangPatterns #-}
+{-# LANGUAGE BangPatterns, FlexibleContexts #-}
 -- quicksort peer (numagc's crates/numagc-bench/src/benchmarks/quicksort.rs;
 -- the NESL/Manticore quicksort over ropes).
 -- Usage: peers/build/haskell/quicksort N RANGE GRAIN SEED +RTS -N<workers>
@@ -10,13 +10,19 @@
 -- Parallelism (par/pseq): the three filters are sparked, each filter sparks
 -- at rope nodes above 8192 keys, the input is built in parallel above 8192
 -- keys, and the two recursive sorts are sparked; sequences of at most GRAIN
--- keys are copied out and sorted sequentially (Data.List.sort, a merge sort;
--- numagc sorts a leaf in place).
+-- keys are copied into an unboxed mutable array (STUArray) and sorted in
+-- place (a median-of-three quicksort with insertion sort below 16 keys), as
+-- numagc sorts a new leaf in place, Java with Arrays.sort and OCaml with
+-- Array.sort; the sorted array is the new leaf.
+import Control.Monad (when)
+import Control.Monad.ST (ST)
+import Data.Array.Base (unsafeRead, unsafeWrite)
+import Data.Array.ST (STUArray, newListArray, runSTUArray)
 import GHC.Conc (par, pseq)
 import System.Environment (getArgs)
 import Data.Array.Unboxed (UArray, listArray, elems, bounds, (!))
 import Data.Bits (xor, shiftR)
-import Data.List (foldl', sort)
+import Data.List (foldl')
 import Data.Word (Word64)
 
 data Seq = Empty | Leaf !(UArray Int Int) | Cat !Int !Seq !Seq
@@ -95,9 +101,71 @@ filterSeq keep s = case s of
         k = length kept
     in if k == 0 then Empty else fromWords k kept
 
+-- The n keys xs, sorted in place in an unboxed array.
+sortedArray :: Int -> [Int] -> UArray Int Int
+sortedArray n xs = runSTUArray $ do
+  a <- newListArray (0, n - 1) xs
+  sortRange a 0 (n - 1)
+  return a
+
+sortRange :: STUArray s Int Int -> Int -> Int -> ST s ()
+sortRange a lo hi
+  | hi - lo < 16 = insertion a lo hi
+  | otherwise = do
+      let mid = lo + (hi - lo) `div` 2
+      order a lo mid
+      order a mid hi
+      order a lo mid
+      p <- unsafeRead a mid
+      j <- partition a p lo hi
+      sortRange a lo j
+      sortRange a (j + 1) hi
+
+-- Swaps a[i] and a[j] when they are out of order.
+order :: STUArray s Int Int -> Int -> Int -> ST s ()
+order a i j = do
+  x <- unsafeRead a i
+  y <- unsafeRead a j
+  when (y < x) $ unsafeWrite a i y >> unsafeWrite a j x
+
+-- Hoare's partition around the value p: returns j with a[lo..j] <= p <= a[j+1..hi].
+partition :: STUArray s Int Int -> Int -> Int -> Int -> ST s Int
+partition a p = go
+  where
+    go i0 j0 = do
+      i <- up i0
+      j <- down j0
+      if i >= j
+        then return j
+        else do
+          x <- unsafeRead a i
+          y <- unsafeRead a j
+          unsafeWrite a i y
+          unsafeWrite a j x
+          go (i + 1) (j - 1)
+    up i = do
+      x <- unsafeRead a i
+      if x < p then up (i + 1) else return i
+    down j = do
+      y <- unsafeRead a j
+      if y > p then down (j - 1) else return j
+
+insertion :: STUArray s Int Int -> Int -> Int -> ST s ()
+insertion a lo hi = mapM_ insert [lo + 1 .. hi]
+  where
+    insert i = unsafeRead a i >>= shift i
+    shift j x
+      | j > lo = do
+          y <- unsafeRead a (j - 1)
+          if y > x then unsafeWrite a j y >> shift (j - 1) x else unsafeWrite a j x
+      | otherwise = unsafeWrite a j x
+
 quicksort :: Int -> Seq -> Seq
 quicksort grain s
-  | n <= max grain 1 = let ks = sort (elements s) in if n == 0 then Empty else fromWords n ks
+  | n == 0 = Empty
+  | n <= max grain 1 =
+      let sorted = sortedArray n (elements s)
+      in if n <= leafMax then Leaf sorted else fromWords n (elems sorted)
   | otherwise =
       let p = nth s (n `div` 2)
           lt = filterSeq (< p) s
