@@ -8,16 +8,17 @@
 -- most 1024 keys in all are copied into one leaf; a filter reads a subtree of
 -- at most 4096 keys in one go and cuts what it keeps into new leaves.
 -- Parallelism (par/pseq): the three filters are sparked, each filter sparks
--- at rope nodes above 8192 keys, the input is built in parallel above 8192
+-- at rope nodes above 8192 keys (a subtree of at most 4096 keys is filtered
+-- into an unboxed array and cut into leaves, no lists), the input is built in parallel above 8192
 -- keys, and the two recursive sorts are sparked; sequences of at most GRAIN
 -- keys are copied into an unboxed mutable array (STUArray) and sorted in
 -- place (a median-of-three quicksort with insertion sort below 16 keys), as
 -- numagc sorts a new leaf in place, Java with Arrays.sort and OCaml with
 -- Array.sort; the sorted array is the new leaf.
 import Control.Monad (when)
-import Control.Monad.ST (ST)
-import Data.Array.Base (unsafeRead, unsafeWrite)
-import Data.Array.ST (STUArray, newListArray, runSTUArray)
+import Control.Monad.ST (ST, runST)
+import Data.Array.Base (unsafeAt, unsafeFreeze, unsafeRead, unsafeWrite)
+import Data.Array.ST (STUArray, newArray, newListArray, runSTUArray)
 import GHC.Conc (par, pseq)
 import System.Environment (getArgs)
 import Data.Array.Unboxed (UArray, listArray, elems, bounds, (!))
@@ -96,10 +97,42 @@ filterSeq keep s = case s of
     let a = filterSeq keep l
         b = filterSeq keep r
     in if n > filterGrain then a `par` (b `pseq` cat a b) else a `pseq` cat a b
-  _ ->
-    let kept = filter keep (elements s)
-        k = length kept
-    in if k == 0 then Empty else fromWords k kept
+  _ -> filterChunk keep s
+
+-- A subtree of at most `chunk` keys filtered in one go: the keys kept are
+-- written into an unboxed array, then cut into new leaves.
+filterChunk :: (Int -> Bool) -> Seq -> Seq
+filterChunk keep s = runST $ do
+  out <- newArray (0, max 0 (len s - 1)) 0 :: ST t (STUArray t Int Int)
+  k <- fill out 0 s
+  frozen <- unsafeFreeze out
+  return (if k == 0 then Empty else fromArray frozen 0 k)
+  where
+    fill _ !i Empty = return i
+    fill out !i (Cat _ l r) = fill out i l >>= \j -> fill out j r
+    fill out !i0 (Leaf w) = go i0 0
+      where
+        m = snd (bounds w) + 1
+        go !i !j
+          | j >= m = return i
+          | otherwise = do
+              let x = unsafeAt w j
+              if keep x then unsafeWrite out i x >> go (i + 1) (j + 1) else go i (j + 1)
+
+-- The rope of a[lo .. hi-1], in leaves of at most leafMax keys.
+fromArray :: UArray Int Int -> Int -> Int -> Seq
+fromArray a lo hi
+  | n <= leafMax = Leaf (runSTUArray (do
+      l <- newArray (0, n - 1) 0
+      mapM_ (\j -> unsafeWrite l j (unsafeAt a (lo + j))) [0 .. n - 1]
+      return l))
+  | otherwise =
+      let h = lo + n `div` 2
+          l = fromArray a lo h
+          r = fromArray a h hi
+      in l `pseq` r `pseq` Cat n l r
+  where
+    n = hi - lo
 
 -- The n keys xs, sorted in place in an unboxed array.
 sortedArray :: Int -> [Int] -> UArray Int Int
@@ -165,7 +198,7 @@ quicksort grain s
   | n == 0 = Empty
   | n <= max grain 1 =
       let sorted = sortedArray n (elements s)
-      in if n <= leafMax then Leaf sorted else fromWords n (elems sorted)
+      in if n <= leafMax then Leaf sorted else fromArray sorted 0 n
   | otherwise =
       let p = nth s (n `div` 2)
           lt = filterSeq (< p) s
