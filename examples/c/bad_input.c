@@ -125,7 +125,7 @@ static int callback(numagc_scope *s, void *ud) {
 }
 
 int main(void) {
-    numagc_config *cfg = numagc_config_new();
+    numagc_config *cfg = example_config();
     CHECK(numagc_config_set(cfg, "vprocs", "1"));
     CHECK(numagc_config_set(cfg, "local-heap", "256K"));
     CHECK(numagc_config_set(cfg, "max-heap", "64M"));

@@ -130,7 +130,7 @@ static int body(numagc_scope *s, void *data) {
 int main(int argc, char **argv) {
     if (argc > 1) block_ms = atol(argv[1]);
     if (block_ms < 400) block_ms = 400; /* longer than the timeout */
-    numagc_config *cfg = numagc_config_new();
+    numagc_config *cfg = example_config();
     CHECK(numagc_config_set(cfg, "vprocs", "2"));
     CHECK(numagc_config_set(cfg, "safepoint-timeout", "300ms"));
     CHECK(numagc_config_set(cfg, "local-heap", "256K"));

@@ -378,7 +378,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: channels [n], 0 <= n <= 40\n");
         return 2;
     }
-    numagc_config *cfg = numagc_config_new();
+    numagc_config *cfg = example_config();
     CHECK(numagc_config_set(cfg, "vprocs", "2"));
     CHECK(numagc_config_set(cfg, "local-heap", "1M"));
     CHECK(numagc_config_set(cfg, "pin", "false"));

@@ -55,4 +55,14 @@
         }                                                                         \
     } while (0)
 
+/* The examples' configuration: the defaults, on the plan NUMAGC_PLAN
+ * names when it is set (`NUMAGC_PLAN=shared ./trees` runs on the shared
+ * plan); each example then sets what it needs. */
+static numagc_config *example_config(void) {
+    numagc_config *cfg = numagc_config_new();
+    const char *plan = getenv("NUMAGC_PLAN");
+    if (cfg != NULL && plan != NULL) CHECK(numagc_config_set(cfg, "plan", plan));
+    return cfg;
+}
+
 #endif

@@ -276,7 +276,7 @@ static int fill_heap(numagc_scope *s, void *data) {
 
 static void misuse(numagc_runtime *rt) {
     numagc_runtime *none = NULL;
-    numagc_config *cfg = numagc_config_new();
+    numagc_config *cfg = example_config();
 
     /* Configuration: a bad value, an unknown name, settings that do not fit. */
     EXPECT(numagc_config_set(cfg, "local-heap", "12 parsecs"), NUMAGC_ERR_INVALID_CONFIG);
@@ -341,7 +341,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s [depth 4..24]\n", argv[0]);
         return 2;
     }
-    numagc_config *cfg = numagc_config_new();
+    numagc_config *cfg = example_config();
     CHECK(numagc_config_set(cfg, "vprocs", "2"));
     CHECK(numagc_config_set(cfg, "pin", "false"));
     CHECK(numagc_config_set(cfg, "local-heap", "256K"));
