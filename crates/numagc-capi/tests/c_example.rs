@@ -338,12 +338,20 @@ fn c_examples_run_and_are_memcheck_clean() {
 
     // The same programs on the shared plan (`example_config` reads
     // NUMAGC_PLAN).
-    let on_shared = |exe: &Path| Command::new(exe).env("NUMAGC_PLAN", "shared").output().unwrap();
+    let on_shared = |exe: &Path| {
+        Command::new(exe)
+            .env("NUMAGC_PLAN", "shared")
+            .output()
+            .unwrap()
+    };
     check_run(&on_shared(&trees), "trees (static, shared plan)");
     check_channels_run(&on_shared(&channels), "channels (static, shared plan)");
     check_bad_input_run(&on_shared(&bad_input), "bad_input (static, shared plan)");
     // The variable is read: a plan that does not exist is refused by name.
-    let o = Command::new(&trees).env("NUMAGC_PLAN", "bogus").output().unwrap();
+    let o = Command::new(&trees)
+        .env("NUMAGC_PLAN", "bogus")
+        .output()
+        .unwrap();
     assert!(
         !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("bogus"),
         "trees with NUMAGC_PLAN=bogus:\n{}",

@@ -82,7 +82,12 @@ pub fn run(
     let config = args.config()?;
     let plan = config.plan;
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;
-    let heap = |rt: &Runtime| rt.stats().heap.global_bytes_per_node.iter().sum::<u64>();
+    // Resident memory and heap bytes in use, now.
+    let measure = |step, rt: &Runtime| Point {
+        step,
+        rss_bytes: rss(),
+        heap_bytes: rt.stats().heap.global_bytes_per_node.iter().sum::<u64>(),
+    };
     let mut points = Vec::new();
     let root = rt
         .run_on(0, move |s| -> Result<numagc::GlobalRoot, String> {
@@ -113,11 +118,7 @@ pub fn run(
         })
         .map_err(|e| e.to_string())??;
     // Nothing has collected the dropped objects yet: the peak.
-    points.push(Point {
-        step: "built",
-        rss_bytes: rss(),
-        heap_bytes: heap(&rt),
-    });
+    points.push(measure("built", &rt));
     let root = std::sync::Arc::new(root);
     let r = root.clone();
     rt.run_on(0, move |s| -> Result<(), String> {
@@ -126,11 +127,7 @@ pub fn run(
         check(s, kept, objects, keep)
     })
     .map_err(|e| e.to_string())??;
-    points.push(Point {
-        step: "full collection",
-        rss_bytes: rss(),
-        heap_bytes: heap(&rt),
-    });
+    points.push(measure("full collection", &rt));
     let r = root.clone();
     let compact_ms = rt
         .run_on(0, move |s| -> Result<f64, String> {
@@ -142,11 +139,7 @@ pub fn run(
             Ok(ms)
         })
         .map_err(|e| e.to_string())??;
-    points.push(Point {
-        step: "compact",
-        rss_bytes: rss(),
-        heap_bytes: heap(&rt),
-    });
+    points.push(measure("compact", &rt));
     let r = root.clone();
     rt.run_on(0, move |s| -> Result<(), String> {
         for i in 0..objects {
@@ -157,11 +150,7 @@ pub fn run(
         check(s, kept, objects, keep)
     })
     .map_err(|e| e.to_string())??;
-    points.push(Point {
-        step: "short-lived data",
-        rss_bytes: rss(),
-        heap_bytes: heap(&rt),
-    });
+    points.push(measure("short-lived data", &rt));
     let st = rt.stats();
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     println!(

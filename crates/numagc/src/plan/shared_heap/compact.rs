@@ -217,10 +217,9 @@ pub(super) fn evacuate(pools: &mut Pools, heap: &GlobalHeap) -> usize {
             }
             pools.evacuated.push(p);
         }
-        let kept: Vec<PageState> = kept.to_vec();
-        for ps in kept {
-            let live = live(&ps);
-            pools.file(ps, live);
+        pages.truncate(keep);
+        for ps in pages {
+            pools.file(ps, live(&ps));
         }
     }
     moved
