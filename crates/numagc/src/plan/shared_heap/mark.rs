@@ -193,10 +193,11 @@ pub(crate) fn owe(v: &mut Vproc, bytes: usize) {
     let shared = &*v.shared;
     let gc = &shared.shared_heap;
     let before = gc.allocated_in_cycle.fetch_add(bytes, Ordering::Relaxed);
-    // Only the allocation that reaches the cycle's floor asks: a cycle
-    // whose work is done later is ended by the vproc that counts off last
-    // (`slice`), and one that is neither is decided by the next collection.
-    if before < gc.min_cycle_bytes && before + bytes >= gc.min_cycle_bytes {
+    // Asked again at every payment below the floor, not only by the one
+    // that reaches it: that one may be a collection's own promotion, when
+    // a request cannot be made (one is pending), and the collection has
+    // decided already.
+    if before < gc.min_cycle_bytes {
         end_cycle_if_complete(v);
     }
     let late = gc.late_after.load(Ordering::Relaxed);
