@@ -233,6 +233,11 @@ fn end_cycle(v: &mut Vproc, last: bool) {
     let roles = gc.colours.roles();
     let m = &mut v.shared_heap;
     m.done = false;
+    // The new cycle's work starts with the slice paid after this
+    // collection, not only once promotion or allocation owes some: a vproc
+    // that allocates little would otherwise leave its grey roots for the
+    // next stop-the-world collection.
+    m.debt = m.debt.max(1024);
     m.pools.begin_sweep();
     m.mark_stack.append(&mut grey_globals);
     let stack = &mut m.mark_stack;
