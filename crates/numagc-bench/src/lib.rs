@@ -17,6 +17,10 @@
 //! named integer parameters ([`Param`]) that the harness may override one
 //! by one (`numagc bench binarytrees --depth 21`).
 //!
+//! Some benchmarks are also written on the compiled-code interface
+//! ([`compiled`], `--api compiled`): the same work as a compiler would emit
+//! it against numagc, for the comparison with the safe API and the peers.
+//!
 //! A run ([`Benchmark::run`]) computes on a runtime the harness made and
 //! returns the program's output and a check; the harness times the run and
 //! calls the check afterwards, outside the timed region, so that the
@@ -27,6 +31,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub mod benchmarks;
+pub mod compiled;
 
 /// The two sizes of the suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -192,6 +197,50 @@ pub trait Benchmark: Sync {
     /// registered by the run). Errors of the runtime (heap limit, misuse)
     /// are returned as text.
     fn run(&self, rt: &Runtime, params: &Params) -> Result<Outcome, String>;
+    /// Whether the program is also written on the compiled-code interface
+    /// (`--api compiled`, [`compiled`]).
+    fn has_compiled(&self) -> bool {
+        false
+    }
+    /// The program on the compiled-code interface: the same work, output
+    /// and check as [`Benchmark::run`], written as a compiler would emit it.
+    fn run_compiled(&self, _rt: &Runtime, _params: &Params) -> Result<Outcome, String> {
+        Err(format!("{} has no compiled version", self.name()))
+    }
+    /// Runs the program through `api`.
+    fn run_api(&self, rt: &Runtime, params: &Params, api: Api) -> Result<Outcome, String> {
+        match api {
+            Api::Safe => self.run(rt, params),
+            Api::Compiled => self.run_compiled(rt, params),
+        }
+    }
+}
+
+/// Which interface of numagc a benchmark program is written on (`--api`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Api {
+    /// The safe API: handles, scopes, views (`numagc::Scope`).
+    Safe,
+    /// The compiled-code interface: inline allocation, frames, raw reads
+    /// (`numagc::compiled`).
+    Compiled,
+}
+
+impl Api {
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Safe => "safe",
+            Api::Compiled => "compiled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Api, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "safe" => Ok(Api::Safe),
+            "compiled" => Ok(Api::Compiled),
+            other => Err(format!("unknown API {other:?}: expected safe or compiled")),
+        }
+    }
 }
 
 /// Every benchmark of the suite, in the order of the table above.

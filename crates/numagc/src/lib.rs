@@ -35,6 +35,7 @@
 //! # Ok::<(), numagc::Error>(())
 //! ```
 
+pub mod compiled;
 pub mod config;
 pub mod error;
 #[cfg(feature = "fault-injection")]

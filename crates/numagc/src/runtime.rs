@@ -114,9 +114,15 @@ impl Runtime {
             running: std::sync::atomic::AtomicUsize::new(n),
             config,
         });
+        let mut stacks = Vec::with_capacity(n);
+        for _ in 0..n {
+            stacks.push(crate::compiled::record::RootStack::reserve(
+                crate::compiled::record::ROOT_STACK_SLOTS,
+            )?);
+        }
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::with_capacity(n);
-        for ((p, part), worker) in placements.iter().zip(parts).zip(workers) {
+        for (((p, part), worker), roots) in placements.iter().zip(parts).zip(workers).zip(stacks) {
             let vshared = shared.clone();
             let ready = ready_tx.clone();
             let (id, node, cpu) = (p.vproc, p.node, p.cpu);
@@ -131,7 +137,7 @@ impl Runtime {
                         PinOutcome::Disabled
                     };
                     lock(&vshared.pins)[id] = pin;
-                    let mut vp = Vproc::new(vshared, id, node, part, worker);
+                    let mut vp = Vproc::new(vshared, id, node, part, worker, roots);
                     vp.publish_stats();
                     let _ = ready.send(());
                     drop(ready);
@@ -409,7 +415,7 @@ where
             s.run_finalisers();
             r
         }));
-        vp.roots_mut().clear();
+        vp.roots.clear();
         vp.tracer.end(crate::trace::SpanKind::Job, t0);
         vp.publish_stats();
         let _ = tx.send(r.map_err(|p| Error::TaskPanicked {

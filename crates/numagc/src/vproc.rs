@@ -11,6 +11,7 @@
 //! one exception is the vproc's proxy, which owns it while the owner is in
 //! a blocking section and the coordinator says so (`gc::blocking`).
 
+use crate::compiled::record::{MutatorRecord, RootStack};
 use crate::config::{Config, PlanKind};
 use crate::error::Error;
 use crate::gc::handshake::Coordinator;
@@ -22,10 +23,8 @@ use crate::sched::thread::ChanCore;
 use crate::sched::{Scheduler, Task};
 use crate::stats::{PhaseStats, VprocStats};
 use crate::sync::Mutex;
-use crate::sync::{AtomicUsize, Ordering};
 use crate::topology::{PinOutcome, VprocPlacement};
 use crate::trace::{Span, SpanKind, Tracer};
-use std::cell::UnsafeCell;
 use std::sync::{Arc, Weak};
 
 /// A job run on a vproc thread.
@@ -117,8 +116,6 @@ pub(crate) struct Vproc {
     pub node: usize,
     /// The heap design this vproc runs (see `crate::plan`).
     pub plan: PlanKind,
-    /// Next free byte of the nursery.
-    pub alloc_ptr: usize,
     /// Nursery bytes below this were counted in `stats.bytes_allocated`
     /// (counted per collection, not per allocation, to keep the fast path
     /// short).
@@ -126,10 +123,14 @@ pub(crate) struct Vproc {
     /// The end of the bump region: the allocation limit installed when no
     /// request waits (set by the plan when it resets the nursery).
     pub alloc_end: usize,
-    /// The allocation limit; the leader of a global collection zeroes it.
-    limit: *const AtomicUsize,
-    /// Root stack: values the mutator holds through handles.
-    pub roots: UnsafeCell<Vec<u64>>,
+    /// This vproc's mutator record (`crate::compiled::record`): the
+    /// nursery's bump pointer, the allocation limit (the leader of a
+    /// global collection zeroes it), the root stack's top. It lives in
+    /// `shared.coord`.
+    pub rec: *const MutatorRecord,
+    /// Root stack: values the mutator holds through handles, and compiled
+    /// code's frames.
+    pub roots: RootStack,
     /// The descriptor table's packed layouts (kept alive by `shared`).
     pub layouts: FastLayouts,
     /// Objects of at least this many bytes go to the large-object space
@@ -166,19 +167,30 @@ impl Vproc {
         node: usize,
         part: crate::plan::VprocPart,
         worker: Worker<Arc<Task>>,
+        mut roots: RootStack,
     ) -> Vproc {
+        let cfg = &shared.config;
+        let rec = shared.coord.record(id);
         let (split, shared_heap, start, end) = match part {
             crate::plan::VprocPart::Split(m) => {
                 let (s, e) = (m.local.nursery_start, m.local.end);
+                // Stores of local values promote them first (§2.3); with
+                // young global collections every store may need
+                // remembering, which the slow path decides.
+                let barrier = (m.local.base, m.local.end - m.local.base);
+                rec.set_plan(0, barrier, cfg.young_global_gc);
                 (m, crate::plan::shared_heap::Mutator::unused(), s, e)
             }
             crate::plan::VprocPart::SharedHeap(m) => {
                 let (s, e) = (m.minor_start, m.minor_end);
+                let r = shared.shared_heap.minor_heaps.clone();
+                rec.set_plan(1, (r.start, r.len()), false);
                 (crate::plan::split::Mutator::unused(), m, s, e)
             }
         };
-        let cfg = &shared.config;
-        let limit: *const AtomicUsize = shared.coord.limit_cell(id);
+        rec.set_alloc_ptr(start);
+        roots.attach(rec);
+        let rec: *const MutatorRecord = rec;
         let stats = VprocStats {
             vproc: id,
             node,
@@ -188,11 +200,10 @@ impl Vproc {
             id,
             node,
             plan: cfg.plan,
-            alloc_ptr: start,
             counted_ptr: start,
             alloc_end: end,
-            limit,
-            roots: UnsafeCell::new(Vec::with_capacity(1024)),
+            rec,
+            roots,
             large_object_size: cfg.large_object_size,
             layouts: shared.descs.fast_layouts(),
             split,
@@ -210,16 +221,34 @@ impl Vproc {
         v
     }
 
+    /// This vproc's mutator record.
+    #[inline(always)]
+    pub fn rec(&self) -> &MutatorRecord {
+        // SAFETY: `rec` points into `self.shared.coord`, which the Arc in
+        // `self.shared` keeps alive for as long as this Vproc exists.
+        unsafe { &*self.rec }
+    }
+
+    /// Next free byte of the nursery.
+    #[inline(always)]
+    pub fn alloc_ptr(&self) -> usize {
+        self.rec().alloc_ptr()
+    }
+
+    /// Moves the nursery's bump pointer (the plans, after a collection).
+    #[inline(always)]
+    pub fn set_alloc_ptr(&mut self, p: usize) {
+        self.rec().set_alloc_ptr(p)
+    }
+
     /// Bump-allocates `bytes` in the nursery: the inlined fast path.
     #[inline(always)]
     pub fn bump(&mut self, bytes: usize) -> Option<usize> {
-        let p = self.alloc_ptr;
+        let rec = self.rec();
+        let p = rec.alloc_ptr();
         let next = p + bytes;
-        // SAFETY: `limit` points into `self.shared.coord`, which the Arc in
-        // `self.shared` keeps alive for as long as this Vproc exists.
-        let limit = unsafe { &*self.limit }.load(Ordering::Relaxed);
-        if next <= limit {
-            self.alloc_ptr = next;
+        if next <= rec.limit() {
+            rec.set_alloc_ptr(next);
             Some(p)
         } else {
             None
@@ -232,17 +261,12 @@ impl Vproc {
         self.shared.coord.set_limit(self.id, self.alloc_end)
     }
 
-    /// The root stack, for collectors (`&mut self` proves no handle view is
-    /// alive).
-    pub fn roots_mut(&mut self) -> &mut Vec<u64> {
-        self.roots.get_mut()
-    }
-
     /// Adds the nursery bytes allocated since the last count to the
     /// statistics; collections call it before resetting the nursery.
     pub fn count_allocation(&mut self) {
-        self.stats.bytes_allocated += (self.alloc_ptr - self.counted_ptr) as u64;
-        self.counted_ptr = self.alloc_ptr;
+        let p = self.alloc_ptr();
+        self.stats.bytes_allocated += (p - self.counted_ptr) as u64;
+        self.counted_ptr = p;
     }
 
     /// Records a collection pause (`kind` is one of the collector's span

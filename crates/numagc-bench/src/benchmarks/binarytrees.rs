@@ -14,7 +14,7 @@ use crate::{rt_err, Benchmark, Outcome, Param, Params};
 use numagc::{DescId, Descriptor, Handle, Runtime, Scope, View};
 use std::fmt::Write;
 
-const MIN_DEPTH: u32 = 4;
+pub(crate) const MIN_DEPTH: u32 = 4;
 
 pub struct BinaryTrees;
 
@@ -32,7 +32,7 @@ fn make<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<Handl
 /// Levels at the top of the stretch and long-lived trees built in parallel
 /// (2^PAR_LEVELS subtrees): those two trees are built by one job, and
 /// without this the other vprocs would idle while it runs.
-const PAR_LEVELS: u32 = 3;
+pub(crate) const PAR_LEVELS: u32 = 3;
 
 /// `make` with its top `levels` levels forked with `par2`.
 fn make_par<'s>(
@@ -62,7 +62,7 @@ fn check(t: View<'_>) -> u64 {
 }
 
 /// Nodes of a complete tree of `depth` (the independent answer).
-fn nodes(depth: u32) -> u64 {
+pub(crate) fn nodes(depth: u32) -> u64 {
     (1u64 << (depth + 1)) - 1
 }
 
@@ -92,8 +92,6 @@ impl Benchmark for BinaryTrees {
         let node = rt
             .register(Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?)
             .map_err(rt_err)?;
-        let mut out = String::new();
-
         let stretch = rt
             .run_on(0, move |s| -> numagc::Result<u64> {
                 let t = make_par(s, node, max_depth + 1, PAR_LEVELS)?;
@@ -101,14 +99,6 @@ impl Benchmark for BinaryTrees {
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        writeln!(
-            out,
-            "stretch tree of depth {}\t check: {}",
-            max_depth + 1,
-            stretch
-        )
-        .unwrap();
-
         let long_lived = rt
             .run_on(0, move |s| -> numagc::Result<numagc::GlobalRoot> {
                 let t = make_par(s, node, max_depth, PAR_LEVELS)?;
@@ -117,7 +107,6 @@ impl Benchmark for BinaryTrees {
             .map_err(rt_err)?
             .map_err(rt_err)?;
 
-        let depths: Vec<u32> = (MIN_DEPTH..=max_depth).step_by(2).collect();
         let per_vproc = rt
             .run_each(move |s| -> numagc::Result<Vec<u64>> {
                 let (me, n) = (s.vproc() as u64, s.vprocs() as u64);
@@ -133,15 +122,11 @@ impl Benchmark for BinaryTrees {
                 Ok(sums)
             })
             .map_err(rt_err)?;
-        let mut totals = vec![0u64; depths.len()];
+        let mut totals = vec![0u64; (MIN_DEPTH..=max_depth).step_by(2).count()];
         for r in per_vproc {
             for (t, x) in totals.iter_mut().zip(r.map_err(rt_err)?) {
                 *t += x;
             }
-        }
-        for (&d, &sum) in depths.iter().zip(&totals) {
-            let iterations = 1u64 << (max_depth - d + MIN_DEPTH);
-            writeln!(out, "{iterations}\t trees of depth {d}\t check: {sum}").unwrap();
         }
 
         let ll = rt
@@ -150,30 +135,69 @@ impl Benchmark for BinaryTrees {
                 check(s.view(t))
             })
             .map_err(rt_err)?;
-        writeln!(out, "long lived tree of depth {max_depth}\t check: {ll}").unwrap();
-
+        let out = output(max_depth, stretch, &totals, ll);
         Ok(Outcome::new(out, move || {
-            let mut failures = Vec::new();
-            if stretch != nodes(max_depth + 1) {
-                failures.push(format!(
-                    "stretch tree: {stretch} != {}",
-                    nodes(max_depth + 1)
-                ));
-            }
-            for (&d, &sum) in depths.iter().zip(&totals) {
-                let want = (1u64 << (max_depth - d + MIN_DEPTH)) * nodes(d);
-                if sum != want {
-                    failures.push(format!("depth {d}: {sum} != {want}"));
-                }
-            }
-            if ll != nodes(max_depth) {
-                failures.push(format!("long-lived tree: {ll} != {}", nodes(max_depth)));
-            }
-            if failures.is_empty() {
-                Ok(())
-            } else {
-                Err(failures.join("; "))
-            }
+            check_output(max_depth, stretch, &totals, ll)
         }))
+    }
+
+    fn has_compiled(&self) -> bool {
+        true
+    }
+
+    fn run_compiled(&self, rt: &Runtime, p: &Params) -> Result<Outcome, String> {
+        crate::compiled::binarytrees::run(rt, p)
+    }
+}
+
+/// The standard program's output lines.
+pub(crate) fn output(max_depth: u32, stretch: u64, totals: &[u64], long_lived: u64) -> String {
+    let mut out = String::new();
+    writeln!(
+        out,
+        "stretch tree of depth {}\t check: {}",
+        max_depth + 1,
+        stretch
+    )
+    .unwrap();
+    for (d, &sum) in (MIN_DEPTH..=max_depth).step_by(2).zip(totals) {
+        let iterations = 1u64 << (max_depth - d + MIN_DEPTH);
+        writeln!(out, "{iterations}\t trees of depth {d}\t check: {sum}").unwrap();
+    }
+    writeln!(
+        out,
+        "long lived tree of depth {max_depth}\t check: {long_lived}"
+    )
+    .unwrap();
+    out
+}
+
+/// Compares every check value with the node counts computed independently.
+pub(crate) fn check_output(
+    max_depth: u32,
+    stretch: u64,
+    totals: &[u64],
+    ll: u64,
+) -> Result<(), String> {
+    let mut failures = Vec::new();
+    if stretch != nodes(max_depth + 1) {
+        failures.push(format!(
+            "stretch tree: {stretch} != {}",
+            nodes(max_depth + 1)
+        ));
+    }
+    for (d, &sum) in (MIN_DEPTH..=max_depth).step_by(2).zip(totals) {
+        let want = (1u64 << (max_depth - d + MIN_DEPTH)) * nodes(d);
+        if sum != want {
+            failures.push(format!("depth {d}: {sum} != {want}"));
+        }
+    }
+    if ll != nodes(max_depth) {
+        failures.push(format!("long-lived tree: {ll} != {}", nodes(max_depth)));
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
     }
 }

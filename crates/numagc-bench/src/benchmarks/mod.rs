@@ -2,9 +2,9 @@
 //! table (crate docs).
 
 mod barnes_hut;
-mod binarytrees;
+pub(crate) mod binarytrees;
 mod blackscholes;
-mod coins;
+pub(crate) mod coins;
 mod dmm;
 mod floyd_warshall;
 mod game_of_life;
@@ -15,7 +15,7 @@ mod mandelbrot6;
 mod matrix_multiplication;
 mod maze;
 mod nbody;
-mod parfib;
+pub(crate) mod parfib;
 mod quicksort;
 mod raytracer;
 mod row_tree;

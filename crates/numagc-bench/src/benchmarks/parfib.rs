@@ -48,7 +48,7 @@ fn pfib<'s>(s: &mut Scope<'s>, cell: DescId, n: i64, threshold: i64) -> Result<H
 }
 
 /// Iterative Fibonacci (the independent answer).
-fn fib(n: i64) -> i64 {
+pub(crate) fn fib(n: i64) -> i64 {
     let (mut a, mut b) = (0i64, 1i64);
     for _ in 0..n {
         (a, b) = (b, a + b);
@@ -107,5 +107,13 @@ impl Benchmark for Parfib {
                 }
             },
         ))
+    }
+
+    fn has_compiled(&self) -> bool {
+        true
+    }
+
+    fn run_compiled(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+        crate::compiled::parfib::run(rt, p)
     }
 }

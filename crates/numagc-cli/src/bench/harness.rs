@@ -1,4 +1,4 @@
-//! The experiment loop: every configuration (benchmark × collector plan ×
+//! The experiment loop: every configuration (benchmark × API × collector plan ×
 //! placement policy × vproc count) run `repeat` times, each on a fresh
 //! runtime.
 //!
@@ -8,17 +8,19 @@
 //! — the side-by-side rule for comparing timings. A failed run (runtime
 //! error, wrong answer) is recorded with its error and the others go on.
 
-use super::record::{run_label, RunRecord};
+use super::record::{bench_label, run_label, RunRecord};
 use super::timeline::RunTimeline;
 use indicatif::{ProgressBar, ProgressStyle};
 use numagc::{ConfigBuilder, NumaPolicy, PlanKind, Runtime};
-use numagc_bench::{Benchmark, Params, Size};
+use numagc_bench::{Api, Benchmark, Params, Size};
 use std::time::Instant;
 
 /// What to run: every benchmark on every plan, policy and vproc count.
 pub struct Experiment<'a> {
     pub benchmarks: Vec<(&'static dyn Benchmark, Params)>,
     pub size: Size,
+    /// The interfaces the programs are written on (`--api`).
+    pub apis: Vec<Api>,
     pub plans: Vec<PlanKind>,
     pub policies: Vec<NumaPolicy>,
     pub vprocs: Vec<usize>,
@@ -37,6 +39,7 @@ impl Experiment<'_> {
     pub fn run_count(&self) -> usize {
         self.repeat
             * self.benchmarks.len()
+            * self.apis.len()
             * self.plans.len()
             * self.policies.len()
             * self.vprocs.len()
@@ -63,45 +66,52 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
     let mut echoed = std::collections::HashSet::new();
     for rep in 1..=experiment.repeat {
         for (bench, params) in &experiment.benchmarks {
-            for &plan in &experiment.plans {
-                for &policy in &experiment.policies {
-                    for &vprocs in &experiment.vprocs {
-                        let label =
-                            run_label(bench.name(), plan.name(), policy.name(), vprocs, rep);
-                        bar.set_message(label.clone());
-                        let mut builder = (experiment.base)()?
-                            .vprocs(vprocs)
-                            .plan(plan)
-                            .numa_policy(policy);
-                        if experiment.trace {
-                            builder = builder.trace(true);
+            for &api in &experiment.apis {
+                for &plan in &experiment.plans {
+                    for &policy in &experiment.policies {
+                        for &vprocs in &experiment.vprocs {
+                            let label = run_label(
+                                &bench_label(bench.name(), api.name()),
+                                plan.name(),
+                                policy.name(),
+                                vprocs,
+                                rep,
+                            );
+                            bar.set_message(label.clone());
+                            let mut builder = (experiment.base)()?
+                                .vprocs(vprocs)
+                                .plan(plan)
+                                .numa_policy(policy);
+                            if experiment.trace {
+                                builder = builder.trace(true);
+                            }
+                            let config = builder.build().map_err(|e| e.to_string())?;
+                            let (record, timeline, output) =
+                                run_one(*bench, api, params, experiment.size, config, rep);
+                            if experiment.echo_output && echoed.insert(bench.name()) {
+                                bar.suspend(|| print!("{}", output.0));
+                            }
+                            if experiment.stats {
+                                bar.suspend(|| {
+                                    println!(
+                                        "{label}: wall {:.3} s, {} tasks stolen",
+                                        record.wall_s, record.tasks_stolen
+                                    );
+                                    print!("{}", output.1);
+                                });
+                            }
+                            if let Some(e) = &record.error {
+                                bar.suspend(|| eprintln!("numagc: {label}: {e}"));
+                            }
+                            results.runs.push(record);
+                            if experiment.trace {
+                                results.timelines.push(RunTimeline {
+                                    name: label,
+                                    ..timeline
+                                });
+                            }
+                            bar.inc(1);
                         }
-                        let config = builder.build().map_err(|e| e.to_string())?;
-                        let (record, timeline, output) =
-                            run_one(*bench, params, experiment.size, config, rep);
-                        if experiment.echo_output && echoed.insert(bench.name()) {
-                            bar.suspend(|| print!("{}", output.0));
-                        }
-                        if experiment.stats {
-                            bar.suspend(|| {
-                                println!(
-                                    "{label}: wall {:.3} s, {} tasks stolen",
-                                    record.wall_s, record.tasks_stolen
-                                );
-                                print!("{}", output.1);
-                            });
-                        }
-                        if let Some(e) = &record.error {
-                            bar.suspend(|| eprintln!("numagc: {label}: {e}"));
-                        }
-                        results.runs.push(record);
-                        if experiment.trace {
-                            results.timelines.push(RunTimeline {
-                                name: label,
-                                ..timeline
-                            });
-                        }
-                        bar.inc(1);
                     }
                 }
             }
@@ -114,6 +124,7 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
 /// One run: (record, timeline, (program output, statistics table)).
 fn run_one(
     bench: &dyn Benchmark,
+    api: Api,
     params: &Params,
     size: Size,
     config: numagc::Config,
@@ -123,6 +134,7 @@ fn run_one(
     let private_heaps = (config.vprocs * config.local_heap_size) as u64;
     let mut record = RunRecord {
         benchmark: bench.name().into(),
+        api: api.name().into(),
         size: size.name().into(),
         params: params.iter().map(|(k, v)| (k.to_string(), v)).collect(),
         vprocs,
@@ -165,7 +177,7 @@ fn run_one(
         }
     };
     let t0 = Instant::now();
-    let outcome = bench.run(&rt, params);
+    let outcome = bench.run_api(&rt, params, api);
     record.wall_s = t0.elapsed().as_secs_f64();
     let output = match outcome {
         Ok(o) => {

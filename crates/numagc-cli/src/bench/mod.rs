@@ -22,7 +22,7 @@ pub mod timeline;
 use crate::runtime_args::HarnessRuntimeArgs;
 use clap::Args;
 use numagc::{NumaPolicy, PlanKind};
-use numagc_bench::{Params, Size};
+use numagc_bench::{Api, Params, Size};
 use params::ParamArgs;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -43,6 +43,9 @@ pub struct BenchArgs {
     /// Collector plans to run, comma-separated: the plan setting's names, e.g. split,shared (default: the plan setting, NUMAGC_PLAN).
     #[arg(long, value_delimiter = ',')]
     plan: Vec<String>,
+    /// Interfaces the benchmark programs are written on, comma-separated: safe (handles and scopes) and compiled (the compiled-code interface: inline allocation, frames, raw reads; the benchmarks that have such a version). Default: safe.
+    #[arg(long, value_delimiter = ',')]
+    api: Vec<String>,
     /// Placement policies to run, comma-separated: local, interleave, node0 (default: the numa-policy setting).
     #[arg(long = "numa-policy", value_delimiter = ',')]
     numa_policy: Vec<String>,
@@ -136,6 +139,26 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     } else {
         parse_list::<PlanKind>("--plan", &a.plan)?
     };
+    let apis = parse_apis(&a.api)?;
+    if apis.contains(&Api::Compiled) {
+        let missing: Vec<&str> = benchmarks
+            .iter()
+            .filter(|(b, _)| !b.has_compiled())
+            .map(|(b, _)| b.name())
+            .collect();
+        if !missing.is_empty() {
+            let have: Vec<&str> = numagc_bench::all()
+                .into_iter()
+                .filter(|b| b.has_compiled())
+                .map(|b| b.name())
+                .collect();
+            return Err(format!(
+                "--api compiled: no compiled version of {}; those with one: {}",
+                missing.join(", "),
+                have.join(", ")
+            ));
+        }
+    }
     let policies = if a.numa_policy.is_empty() {
         vec![defaults.numa_policy]
     } else {
@@ -158,6 +181,7 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     let mut experiment = harness::Experiment {
         benchmarks,
         size,
+        apis,
         plans,
         policies,
         vprocs,
@@ -213,6 +237,21 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             failed.join("\n  ")
         ))
     }
+}
+
+/// The `--api` list (default: safe), each name once, in the order given.
+pub fn parse_apis(values: &[String]) -> Result<Vec<Api>, String> {
+    let mut out = Vec::new();
+    for v in values {
+        let api = Api::parse(v).map_err(|e| format!("--api {v}: {e}"))?;
+        if !out.contains(&api) {
+            out.push(api);
+        }
+    }
+    if out.is_empty() {
+        out.push(Api::Safe);
+    }
+    Ok(out)
 }
 
 /// The values of a list flag (`--plan`, `--numa-policy`), each parsed by

@@ -1202,6 +1202,7 @@ mod tests {
             .collect();
         RunRecord {
             benchmark: bench.into(),
+            api: "safe".into(),
             size: "quick".into(),
             params: BTreeMap::new(),
             vprocs,

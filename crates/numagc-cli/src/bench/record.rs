@@ -19,6 +19,9 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     pub benchmark: String,
+    /// The interface the program is written on (`safe`, `compiled`).
+    #[serde(default = "safe_api")]
+    pub api: String,
     pub size: String,
     pub params: BTreeMap<String, i64>,
     pub vprocs: usize,
@@ -64,6 +67,9 @@ pub struct RunRecord {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub benchmark: String,
+    /// See [`RunRecord::api`].
+    #[serde(default = "safe_api")]
+    pub api: String,
     pub size: String,
     pub vprocs: usize,
     /// The collector plan (`PlanKind::name`).
@@ -93,6 +99,21 @@ pub struct Summary {
     pub all_correct: bool,
 }
 
+fn safe_api() -> String {
+    "safe".into()
+}
+
+/// A benchmark's name in the table and labels: `binarytrees`, or
+/// `binarytrees (compiled)` for a program on another interface than the
+/// safe one.
+pub fn bench_label(benchmark: &str, api: &str) -> String {
+    if api == "safe" {
+        benchmark.into()
+    } else {
+        format!("{benchmark} ({api})")
+    }
+}
+
 /// The name of one run, in the progress line, its messages and the
 /// trace: "binarytrees split local x2 #1".
 pub fn run_label(
@@ -109,7 +130,7 @@ impl RunRecord {
     /// See [`run_label`].
     pub fn label(&self) -> String {
         run_label(
-            &self.benchmark,
+            &bench_label(&self.benchmark, &self.api),
             &self.plan,
             &self.numa_policy,
             self.vprocs,
@@ -137,8 +158,8 @@ pub fn median(xs: &[f64]) -> f64 {
 /// appear in `runs`. Failed runs count in `runs` and `all_correct` but not
 /// in the times.
 pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
-    // (benchmark, plan, policy, vprocs)
-    type Configuration = (String, String, String, usize);
+    // (benchmark, plan, policy, vprocs, api)
+    type Configuration = (String, String, String, usize, String);
     let mut order: Vec<Configuration> = Vec::new();
     let mut groups: BTreeMap<Configuration, Vec<&RunRecord>> = BTreeMap::new();
     for r in runs {
@@ -147,6 +168,7 @@ pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
             r.plan.clone(),
             r.numa_policy.clone(),
             r.vprocs,
+            r.api.clone(),
         );
         if !groups.contains_key(&key) {
             order.push(key.clone());
@@ -163,6 +185,7 @@ pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
             let localities: Vec<f64> = ok.iter().filter_map(|r| r.numa_locality).collect();
             Summary {
                 benchmark: key.0.clone(),
+                api: key.4.clone(),
                 size: rs[0].size.clone(),
                 vprocs: key.3,
                 plan: key.1.clone(),
@@ -193,6 +216,7 @@ pub fn summarize(runs: &[RunRecord]) -> Vec<Summary> {
             out.iter()
                 .filter(|o| {
                     o.benchmark == s.benchmark
+                        && o.api == s.api
                         && o.plan == s.plan
                         && o.numa_policy == s.numa_policy
                         && o.wall_median_s > 0.0
@@ -219,6 +243,7 @@ mod tests {
     fn run(bench: &str, vprocs: usize, wall: f64, ok: bool) -> RunRecord {
         RunRecord {
             benchmark: bench.into(),
+            api: "safe".into(),
             size: "quick".into(),
             params: BTreeMap::new(),
             vprocs,

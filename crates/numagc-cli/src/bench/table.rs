@@ -35,7 +35,7 @@ const HEADER: [&str; COLUMNS] = [
 
 fn row(s: &Summary) -> [String; COLUMNS] {
     [
-        s.benchmark.clone(),
+        super::record::bench_label(&s.benchmark, &s.api),
         s.plan.clone(),
         s.numa_policy.clone(),
         s.vprocs.to_string(),
@@ -96,6 +96,7 @@ mod tests {
     fn summary(plan: &str, vprocs: usize) -> Summary {
         Summary {
             benchmark: "binarytrees".into(),
+            api: "safe".into(),
             size: "quick".into(),
             vprocs,
             plan: plan.into(),

@@ -75,6 +75,7 @@
 //! [`phase`]: Coordinator::phase
 //! [`set_limit`]: Coordinator::set_limit
 
+use crate::compiled::record::MutatorRecord;
 use crate::gc::blocking::BlockingStates;
 use crate::sched::doorbell::Doorbell;
 use crate::sync::{
@@ -154,7 +155,9 @@ struct State<J> {
 
 pub(crate) struct Coordinator<J> {
     pending: AtomicBool,
-    limits: Box<[crossbeam_utils::CachePadded<AtomicUsize>]>,
+    /// Per vproc: its mutator record, whose allocation limit the leader
+    /// zeroes (`crate::compiled::record`).
+    records: Box<[crossbeam_utils::CachePadded<MutatorRecord>]>,
     /// Per vproc: a request addressed to it is waiting (see [`Coordinator::signal`]).
     signals: Box<[crossbeam_utils::CachePadded<AtomicBool>]>,
     /// Per vproc: wakes it where it waits inside a computation.
@@ -194,8 +197,8 @@ impl<J> Coordinator<J> {
     pub fn with_safepoint_timeout(n: usize, timeout: Option<Duration>) -> Self {
         Coordinator {
             pending: AtomicBool::new(false),
-            limits: (0..n)
-                .map(|_| crossbeam_utils::CachePadded::new(AtomicUsize::new(0)))
+            records: (0..n)
+                .map(|_| crossbeam_utils::CachePadded::new(MutatorRecord::new()))
                 .collect(),
             signals: (0..n)
                 .map(|_| crossbeam_utils::CachePadded::new(AtomicBool::new(false)))
@@ -234,16 +237,27 @@ impl<J> Coordinator<J> {
         self.n
     }
 
-    /// The allocation-limit cell of vproc `v`, read by its allocation fast path.
+    fn limits_of(&self, v: usize) -> &AtomicUsize {
+        &self.records[v].alloc_limit
+    }
+
+    /// The allocation-limit cell of vproc `v`, read by its allocation fast
+    /// path (the loom models read it directly).
+    #[cfg(loom)]
     pub fn limit_cell(&self, v: usize) -> &AtomicUsize {
-        &self.limits[v]
+        &self.records[v].alloc_limit
+    }
+
+    /// Vproc `v`'s mutator record (`crate::compiled::record`).
+    pub fn record(&self, v: usize) -> &MutatorRecord {
+        &self.records[v]
     }
 
     /// Installs vproc `v`'s allocation limit. Returns `true` when a global
     /// collection is pending or a request for `v` is waiting: the caller
     /// must attend to it instead of allocating.
     pub fn set_limit(&self, v: usize, limit: usize) -> bool {
-        self.limits[v].store(limit, Ordering::SeqCst);
+        self.limits_of(v).store(limit, Ordering::SeqCst);
         // The fences make the store/load pair a Dekker handshake with
         // `request` and `signal` under any memory model, loom's included.
         fence(Ordering::SeqCst);
@@ -256,7 +270,7 @@ impl<J> Coordinator<J> {
     pub fn signal(&self, v: usize) {
         self.signals[v].store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        self.limits[v].store(0, Ordering::SeqCst);
+        self.limits_of(v).store(0, Ordering::SeqCst);
         self.bells[v].ring();
         // A vproc in a blocking section is served by its proxy.
         self.blocking.ring_if_blocked(v);
@@ -348,8 +362,8 @@ impl<J> Coordinator<J> {
             }
         }
         fence(Ordering::SeqCst);
-        for l in self.limits.iter() {
-            l.store(0, Ordering::SeqCst);
+        for r in self.records.iter() {
+            r.alloc_limit.store(0, Ordering::SeqCst);
         }
         self.cv.notify_all();
         for b in self.bells.iter() {

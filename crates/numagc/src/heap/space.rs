@@ -138,7 +138,7 @@ unsafe impl Sync for ChunkTable {}
 /// Maps `bytes` of zero-filled, readable and writable anonymous memory,
 /// reserved but not committed (`MAP_NORESERVE`: pages take memory when first
 /// touched); returns its address.
-fn map_reserved(bytes: usize) -> Result<usize, MapFailure> {
+pub(crate) fn map_reserved(bytes: usize) -> Result<usize, MapFailure> {
     // SAFETY: an anonymous private mapping at an address of the kernel's
     // choosing aliases nothing; the result is checked below.
     let p = unsafe {

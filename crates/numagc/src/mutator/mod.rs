@@ -51,4 +51,5 @@ pub use cml::{Case, Channel, Next, Sel};
 pub use roots::GlobalRoot;
 pub use scope::{Handle, Scope, Slot};
 pub use tabulate::ROPE_LEAF_MAX;
+pub(crate) use view::resolve;
 pub use view::{ObjectKind, View};

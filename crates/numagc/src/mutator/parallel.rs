@@ -76,7 +76,7 @@ impl<'s> Scope<'s> {
             func: Mutex::new(Some(Box::new(b) as TaskFn)),
         });
         if n > 0 && self.vp.shared.config.task_promotion == TaskPromotion::Eager {
-            let mut words = self.roots()[base..base + n].to_vec();
+            let mut words = self.roots().copy_range(base, base + n);
             // Nothing is forked yet if this fails.
             let slots = sched::park_env(self.vp, &mut words)?;
             task.handoff.env_ready(slots);

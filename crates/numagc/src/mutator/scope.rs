@@ -74,7 +74,7 @@ pub struct Scope<'s> {
 impl<'s> Scope<'s> {
     /// The outermost scope of a job (root stack empty).
     pub(crate) fn root(vp: &'s mut Vproc) -> Scope<'s> {
-        let base = vp.roots.get_mut().len();
+        let base = vp.roots.len();
         Scope {
             layouts: vp.layouts,
             vp,
@@ -85,13 +85,13 @@ impl<'s> Scope<'s> {
 
     // ---- root stack -------------------------------------------------------
 
+    /// The vproc's root stack. It is mutated through `&self` (pushes)
+    /// and by collectors, which need `&mut Vproc` and so cannot run while
+    /// `&self` is borrowed; `Scope` is neither Send nor Sync, so there is
+    /// one thread.
     #[inline(always)]
-    pub(super) fn roots(&self) -> &Vec<u64> {
-        // SAFETY: the root stack is only mutated through `push_root` (which
-        // holds no reference across the push) and by collectors, which need
-        // `&mut Vproc` and so cannot run while `&self` is borrowed; `Scope`
-        // is neither Send nor Sync, so there is one thread.
-        unsafe { &*self.vp.roots.get() }
+    pub(super) fn roots(&self) -> &crate::compiled::record::RootStack {
+        &self.vp.roots
     }
 
     /// Roots `w` in this scope (immediates need no slot).
@@ -104,9 +104,7 @@ impl<'s> Scope<'s> {
                 _not_send: PhantomData,
             };
         }
-        // SAFETY: see `roots`; no other reference into the Vec is alive
-        // during this call.
-        let roots = unsafe { &mut *self.vp.roots.get() };
+        let roots = self.roots();
         let slot = roots.len();
         roots.push(w);
         Handle {
@@ -118,8 +116,7 @@ impl<'s> Scope<'s> {
 
     /// Pushes `w` (immediate or not) into a new slot of this scope.
     pub(super) fn push_slot_word(&self, w: u64) {
-        // SAFETY: see `roots`; no other reference into the Vec is alive.
-        unsafe { &mut *self.vp.roots.get() }.push(w);
+        self.roots().push(w);
     }
 
     /// Promotes `h`'s value and returns the global word.
@@ -140,15 +137,32 @@ impl<'s> Scope<'s> {
         if h.bits & 1 == 1 {
             h.bits
         } else {
-            self.roots()[(h.bits >> 1) as usize]
+            self.roots().get((h.bits >> 1) as usize)
         }
+    }
+
+    /// The value word behind a handle (for code on the compiled-code
+    /// interface, `crate::compiled`): valid until the next call that may
+    /// collect.
+    #[inline(always)]
+    pub fn raw_word(&self, h: Handle<'_>) -> u64 {
+        self.word(h)
+    }
+
+    /// Roots a value word from compiled code in this scope.
+    ///
+    /// # Safety
+    /// `w` is an immediate or a live value of this runtime, read since the
+    /// last call that may collect.
+    #[inline(always)]
+    pub unsafe fn root_word(&self, w: u64) -> Handle<'s> {
+        self.push_root(w)
     }
 
     /// A new slot of this scope holding `h`'s value.
     pub fn slot(&self, h: Handle<'_>) -> Slot<'s> {
         let w = self.word(h);
-        // SAFETY: see `roots`; no other reference into the Vec is alive.
-        let roots = unsafe { &mut *self.vp.roots.get() };
+        let roots = self.roots();
         roots.push(w);
         Slot {
             index: (roots.len() - 1) as u32,
@@ -166,9 +180,7 @@ impl<'s> Scope<'s> {
 
     #[inline(always)]
     fn write_slot(&self, slot: Slot<'_>, w: u64) {
-        // SAFETY: see `roots`; no other reference into the Vec is alive.
-        let roots = unsafe { &mut *self.vp.roots.get() };
-        roots[slot.index as usize] = w;
+        self.roots().set(slot.index as usize, w);
     }
 
     /// The vproc under this scope (the scheduler's waiting duties, tests
@@ -195,7 +207,7 @@ impl<'s> Scope<'s> {
             };
             f(&mut inner)
         };
-        self.vp.roots.get_mut().truncate(base);
+        self.vp.roots.truncate(base);
         r
     }
 
@@ -217,7 +229,7 @@ impl<'s> Scope<'s> {
             let h = f(&mut inner);
             h.map(|h| inner.word(h))
         };
-        self.vp.roots.get_mut().truncate(base);
+        self.vp.roots.truncate(base);
         w.map(|w| self.push_root(w))
     }
 
@@ -739,6 +751,6 @@ impl<'s> Scope<'s> {
 
 impl Drop for Scope<'_> {
     fn drop(&mut self) {
-        self.vp.roots.get_mut().truncate(self.base);
+        self.vp.roots.truncate(self.base);
     }
 }

@@ -264,9 +264,9 @@ pub(crate) fn private_bytes_in_use(v: &Vproc) -> usize {
     match v.plan {
         PlanKind::SplitHeap => {
             (v.split.local.old_top - v.split.local.base)
-                + (v.alloc_ptr - v.split.local.nursery_start)
+                + (v.alloc_ptr() - v.split.local.nursery_start)
         }
-        PlanKind::SharedHeap => v.alloc_ptr - v.shared_heap.minor_start,
+        PlanKind::SharedHeap => v.alloc_ptr() - v.shared_heap.minor_start,
     }
 }
 

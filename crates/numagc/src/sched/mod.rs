@@ -206,7 +206,7 @@ pub(crate) fn serve_mail(vp: &mut Vproc) {
         me,
         |t| &t.handoff,
         |t| {
-            let mut words: Vec<u64> = vp.roots_mut()[t.env_base..t.env_base + t.env_len].to_vec();
+            let mut words: Vec<u64> = vp.roots.copy_range(t.env_base, t.env_base + t.env_len);
             park_env(vp, &mut words)
         },
     );
@@ -388,6 +388,6 @@ fn run_in_root_scope(vp: &mut Vproc, w: Work) {
         let mut s = Scope::root(vp);
         run_work(&mut s, w);
     }
-    vp.roots_mut().clear();
+    vp.roots.clear();
     vp.publish_stats();
 }

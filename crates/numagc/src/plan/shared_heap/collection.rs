@@ -56,7 +56,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     v.count_allocation();
 
     // 1. Gather.
-    let used = v.alloc_ptr - v.shared_heap.minor_start;
+    let used = v.alloc_ptr() - v.shared_heap.minor_start;
     gc.minor_used[v.id].store(used, Ordering::Relaxed);
     lock(&gc.handed_in[v.id]).append(&mut v.shared_heap.remembered);
     let gathered = coord.gather(
@@ -106,7 +106,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         grey: Vec::new(),
         copied_bytes: 0,
     };
-    for r in v.roots.get_mut().iter_mut() {
+    for r in v.roots.as_mut_slice().iter_mut() {
         *r = p.forward(*r);
     }
     let share = remembered.len().div_ceil(n);
@@ -166,9 +166,15 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     if ending > 0 {
         v.record_pause_from(crate::trace::SpanKind::Global, t0, t_cycle);
     }
-    // Every minor heap is empty now.
-    v.alloc_ptr = v.shared_heap.minor_start;
-    v.counted_ptr = v.alloc_ptr;
+    // Every minor heap is empty now. A value held across this collection
+    // without a root is caught at its next use (`compiled`'s debug checks,
+    // the verifier): every vproc has passed the phase above, so no one
+    // reads this minor heap's forwarding headers any more.
+    let start = v.shared_heap.minor_start;
+    #[cfg(debug_assertions)]
+    crate::compiled::poison(start, v.alloc_ptr());
+    v.set_alloc_ptr(start);
+    v.counted_ptr = start;
     if shared.config.verify {
         v.shared_heap
             .pools
@@ -241,7 +247,7 @@ fn end_cycle(v: &mut Vproc, last: bool) {
     m.pools.begin_sweep();
     m.mark_stack.append(&mut grey_globals);
     let stack = &mut m.mark_stack;
-    for &r in v.roots.get_mut().iter() {
+    for &r in v.roots.as_mut_slice().iter() {
         darken(heap, gc.page_bytes, roles, stack, r);
     }
 }

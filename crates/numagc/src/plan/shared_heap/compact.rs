@@ -106,8 +106,7 @@ pub(super) fn run(v: &mut Vproc) {
     let m = &mut v.shared_heap;
     m.mark_stack.shrink_to(m.mark_stack.len().max(1024));
     m.remembered.shrink_to(1024);
-    let roots = v.roots.get_mut();
-    roots.shrink_to(roots.len().max(1024));
+    v.roots.shrink();
     coord.phase(v.id, || {
         heap.trim_pools();
         crate::heap::space::trim_malloc();
@@ -269,7 +268,7 @@ pub(super) fn update_own(v: &mut Vproc) {
             }
         }
     }
-    for r in v.roots.get_mut().iter_mut() {
+    for r in v.roots.as_mut_slice().iter_mut() {
         *r = fwd(*r);
     }
     for g in v.shared_heap.mark_stack.iter_mut() {

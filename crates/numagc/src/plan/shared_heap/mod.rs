@@ -124,7 +124,7 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
         crate::sched::serve_mail(v);
         if v.shared.coord.pending() {
             join(v)?;
-        } else if v.alloc_ptr + bytes > v.shared_heap.minor_end {
+        } else if v.alloc_ptr() + bytes > v.shared_heap.minor_end {
             collect(v, 0)?;
         }
         let heap = &v.shared.heap;

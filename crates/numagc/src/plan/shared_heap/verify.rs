@@ -171,9 +171,7 @@ fn for_each_major_object(shared: &Shared, mut f: impl FnMut(usize, usize)) {
 
 /// This vproc's root stack (after a minor collection).
 pub(crate) fn roots(v: &Vproc, when: &str) {
-    // SAFETY: collectors run with `&mut Vproc`-equivalent ownership; no
-    // handle view is alive during a collection.
-    let roots = unsafe { &*v.roots.get() };
+    let roots = v.roots.copy_range(0, v.roots.len());
     for (i, &w) in roots.iter().enumerate() {
         check_value(&v.shared, w, when, &|| {
             format!("root {i} of vproc {}", v.id)
@@ -188,7 +186,7 @@ pub(crate) fn marked_from_roots(v: &Vproc, when: &str) {
     let gc = &shared.shared_heap;
     let marked = gc.colours.roles().marked;
     // SAFETY: as in `roots`.
-    let mut todo: Vec<u64> = unsafe { &*v.roots.get() }.clone();
+    let mut todo: Vec<u64> = v.roots.copy_range(0, v.roots.len());
     if v.id == 0 {
         shared.global_roots.for_each(|w| todo.push(w));
     }

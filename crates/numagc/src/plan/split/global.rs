@@ -510,7 +510,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     v.split.cursor.age = 1;
     let next_remembered;
     {
-        let roots = v.roots.get_mut();
+        let roots = v.roots.as_mut_slice();
         let mut e = Evacuator {
             heap,
             descs: &shared.descs,

@@ -77,7 +77,7 @@ fn evacuate(v: &mut Vproc, from_hi: usize) -> usize {
                 w
             }
         };
-        for r in v.roots.get_mut().iter_mut() {
+        for r in v.roots.as_mut_slice().iter_mut() {
             *r = rebase(c.forward(*r));
         }
         let mut s = from_hi;

@@ -76,16 +76,17 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
     let t0 = Instant::now();
     v.count_allocation();
     let shared = v.shared.clone();
+    let alloc_ptr = v.alloc_ptr();
     let lh = &mut v.split.local;
     lh.young_start = lh.old_top;
     let mut m = Minor {
         descs: &shared.descs,
-        nursery: (lh.nursery_start, v.alloc_ptr),
+        nursery: (lh.nursery_start, alloc_ptr),
         local: (lh.base, lh.end),
         top: lh.old_top,
         scan: lh.old_top,
     };
-    for r in v.roots.get_mut().iter_mut() {
+    for r in v.roots.as_mut_slice().iter_mut() {
         *r = m.forward(*r);
     }
     m.drain();
@@ -100,6 +101,10 @@ pub(crate) fn collect(v: &mut Vproc) -> usize {
     );
     let copied = top - lh.young_start;
     lh.old_top = top;
+    // A value held across this collection without a root is caught at its
+    // next use (`compiled`'s debug checks, the verifier).
+    #[cfg(debug_assertions)]
+    crate::compiled::poison(lh.nursery_start, alloc_ptr);
     v.reset_nursery();
     v.record_pause(crate::trace::SpanKind::Minor, t0);
     v.stats.bytes_copied_minor += copied as u64;

@@ -126,12 +126,12 @@ fn local_collections(v: &mut Vproc) -> Result<()> {
         |copied: usize, used: usize| threshold > 0 && copied * 100 >= used.max(1) * threshold;
     let mut r = Ok(());
     if v.split.local.evacuate_next && v.ensure_copy_reserve().is_ok() {
-        let used = (v.alloc_ptr - v.split.local.nursery_start)
+        let used = (v.alloc_ptr() - v.split.local.nursery_start)
             + (v.split.local.old_top - v.split.local.base);
         let copied = major::evacuate_all(v);
         v.split.local.evacuate_next = survived(copied, used);
     } else {
-        let used = v.alloc_ptr - v.split.local.nursery_start;
+        let used = v.alloc_ptr() - v.split.local.nursery_start;
         let copied = minor::collect(v);
         v.split.local.evacuate_next = survived(copied, used);
         if v.split.local.needs_major() {
@@ -179,7 +179,7 @@ pub(crate) fn alloc_slow(v: &mut Vproc, bytes: usize) -> Result<Option<usize>> {
             }
             global_done = true;
         } else {
-            if v.alloc_ptr + bytes > v.split.local.end {
+            if v.alloc_ptr() + bytes > v.split.local.end {
                 if let Err(e) = local_collections(v) {
                     v.install_limit();
                     return Err(e);

@@ -85,8 +85,9 @@ impl Vproc {
     /// allocates from its start (after a minor or major collection).
     pub fn reset_nursery(&mut self) {
         self.split.local.reset_nursery();
-        self.alloc_ptr = self.split.local.nursery_start;
-        self.counted_ptr = self.alloc_ptr;
+        let start = self.split.local.nursery_start;
+        self.set_alloc_ptr(start);
+        self.counted_ptr = start;
         self.alloc_end = self.split.local.end;
     }
 }

@@ -139,10 +139,10 @@ pub(crate) fn local_heap(v: &mut Vproc, what: &str) {
 pub(crate) fn check_local_heap(v: &mut Vproc) -> Result<usize, Vec<String>> {
     let shared = v.shared.clone();
     let lh = v.split.local.clone();
-    let alloc_ptr = v.alloc_ptr;
+    let alloc_ptr = v.alloc_ptr();
     let mut errors = Vec::new();
     let mut seen = HashSet::new();
-    let mut stack: Vec<u64> = v.roots.get_mut().clone();
+    let mut stack: Vec<u64> = v.roots.as_mut_slice().to_vec();
     if !shared.weak.is_empty() {
         let w = shared.weak.lock(v.id);
         for &e in &w.eph_private {

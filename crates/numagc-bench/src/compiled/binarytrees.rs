@@ -1,0 +1,155 @@
+//! binarytrees on the compiled-code interface: the program of
+//! `benchmarks/binarytrees.rs` (same trees, same forks of the two big
+//! trees' top levels, same static split of the iterations, same output and
+//! check), with `make` emitting an inline allocation per node and keeping
+//! both subtrees in frame slots across the calls that may collect, as a
+//! compiler's frame for `Node (make (d-1), make (d-1))` would.
+
+use crate::benchmarks::binarytrees::{check_output, output, MIN_DEPTH, PAR_LEVELS};
+use crate::{rt_err, Outcome, Params};
+use numagc::compiled::{header, Mutator};
+use numagc::object::{is_pointer, NIL};
+use numagc::{Descriptor, Result, Runtime};
+
+/// A complete tree of `depth`.
+fn make(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+    if depth == 0 {
+        let t = m.alloc(node, 2)?;
+        // SAFETY: `t` is fresh from `alloc`, with two value fields.
+        unsafe {
+            m.init(t, 0, NIL);
+            m.init(t, 1, NIL);
+        }
+        return Ok(t);
+    }
+    let f = m.push_frame(2);
+    let r = node_of(m, node, depth, f);
+    m.pop_frame(f);
+    r
+}
+
+/// The body of `make` for an inner node, with its frame `f`.
+#[inline(always)]
+fn node_of(m: &mut Mutator<'_>, node: u64, depth: u32, f: numagc::compiled::Frame) -> Result<u64> {
+    let l = make(m, node, depth - 1)?;
+    f.set(0, l);
+    let r = make(m, node, depth - 1)?;
+    f.set(1, r);
+    let t = m.alloc(node, 2)?;
+    // SAFETY: `t` is fresh; both subtrees are reloaded from their slots
+    // after the calls that may collect.
+    unsafe {
+        m.init(t, 0, f.get(0));
+        m.init(t, 1, f.get(1));
+    }
+    Ok(t)
+}
+
+/// `make` with its top `levels` levels forked.
+fn make_par(m: &mut Mutator<'_>, node: u64, depth: u32, levels: u32) -> Result<u64> {
+    if levels == 0 || depth == 0 {
+        return make(m, node, depth);
+    }
+    let (l, r) = m.par2(
+        &[],
+        move |m, _| make_par(m, node, depth - 1, levels - 1),
+        move |m, _| make_par(m, node, depth - 1, levels - 1),
+    )?;
+    // `par2` returned both results; keep them while the node is allocated.
+    let f = m.push_frame(2);
+    f.set(0, l);
+    f.set(1, r);
+    let t = m.alloc(node, 2);
+    let t = t.inspect(|&t| {
+        // SAFETY: `t` is fresh; the subtrees are in the slots.
+        unsafe {
+            m.init(t, 0, f.get(0));
+            m.init(t, 1, f.get(1));
+        }
+    });
+    m.pop_frame(f);
+    t
+}
+
+/// Nodes of the tree `t` (nothing collects during the walk).
+fn check(m: &Mutator<'_>, t: u64) -> u64 {
+    // SAFETY: `t` is a node of a live tree.
+    let l = unsafe { m.field(t, 0) };
+    if !is_pointer(l) {
+        1
+    } else {
+        // SAFETY: as above.
+        1 + check(m, l) + check(m, unsafe { m.field(t, 1) })
+    }
+}
+
+pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+    let max_depth = p.get("depth") as u32;
+    let desc = rt
+        .register(Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?)
+        .map_err(rt_err)?;
+    let node = header(desc, 2);
+
+    let stretch = rt
+        .run_on(0, move |s| -> Result<u64> {
+            // SAFETY: this module keeps the interface's contract.
+            let mut m = unsafe { s.compiled() };
+            let t = make_par(&mut m, node, max_depth + 1, PAR_LEVELS)?;
+            Ok(check(&m, t))
+        })
+        .map_err(rt_err)?
+        .map_err(rt_err)?;
+
+    let long_lived = rt
+        .run_on(0, move |s| -> Result<numagc::GlobalRoot> {
+            let t = {
+                // SAFETY: as above.
+                let mut m = unsafe { s.compiled() };
+                make_par(&mut m, node, max_depth, PAR_LEVELS)?
+            };
+            // SAFETY: `t` was returned just now; nothing collected since.
+            let h = unsafe { s.root_word(t) };
+            s.global_root(h)
+        })
+        .map_err(rt_err)?
+        .map_err(rt_err)?;
+
+    let per_vproc = rt
+        .run_each(move |s| -> Result<Vec<u64>> {
+            // SAFETY: as above.
+            let mut m = unsafe { s.compiled() };
+            let (me, n) = (m.vproc() as u64, m.vprocs() as u64);
+            let mut sums = Vec::new();
+            for d in (MIN_DEPTH..=max_depth).step_by(2) {
+                let iterations = 1u64 << (max_depth - d + MIN_DEPTH);
+                let mut sum = 0;
+                for _ in (me..iterations).step_by(n as usize) {
+                    let t = make(&mut m, node, d)?;
+                    sum += check(&m, t);
+                }
+                sums.push(sum);
+            }
+            Ok(sums)
+        })
+        .map_err(rt_err)?;
+
+    let ll = rt
+        .run_on(0, move |s| {
+            let t = s.get_global(&long_lived).unwrap();
+            let w = s.raw_word(t);
+            // SAFETY: reads only.
+            let m = unsafe { s.compiled() };
+            check(&m, w)
+        })
+        .map_err(rt_err)?;
+    let mut totals = vec![0u64; (MIN_DEPTH..=max_depth).step_by(2).count()];
+    for r in per_vproc {
+        for (t, x) in totals.iter_mut().zip(r.map_err(rt_err)?) {
+            *t += x;
+        }
+    }
+    let out = output(max_depth, stretch, &totals, ll);
+    Ok(Outcome::new(out, move || {
+        check_output(max_depth, stretch, &totals, ll)
+    }))
+}

@@ -1,0 +1,37 @@
+//! The benchmarks written as a compiler would emit them, on numagc's
+//! compiled-code interface (`numagc::compiled`, issue 18): allocation by
+//! an inline bump against the limit, values live across a call that may
+//! collect kept in frame slots of the shadow stack, fields read by one
+//! load. Each does the same work as its safe version
+//! (`crate::benchmarks`), prints the same output and is checked by the
+//! same independent computation; `numagc bench --api safe,compiled` runs
+//! both side by side.
+//!
+//! Each function here keeps the interface's contract (the module doc of
+//! `numagc::compiled`): the comments at the `unsafe` blocks say which value
+//! is fresh or reloaded from a slot.
+
+pub mod binarytrees;
+pub mod parfib;
+
+use numagc::compiled::Mutator;
+use numagc::Result;
+
+/// A boxed integer's value (field 0 of a one-field object).
+///
+/// # Safety
+/// `b` is a live object whose field 0 is an immediate.
+#[inline(always)]
+pub(crate) unsafe fn unbox(m: &Mutator<'_>, b: u64) -> i64 {
+    // SAFETY: the caller's contract.
+    numagc::object::value_int(unsafe { m.field(b, 0) })
+}
+
+/// A new one-field object holding the immediate `x`.
+#[inline(always)]
+pub(crate) fn boxed(m: &mut Mutator<'_>, header: u64, x: i64) -> Result<u64> {
+    let b = m.alloc(header, 1)?;
+    // SAFETY: `b` is fresh from `alloc`, with one field.
+    unsafe { m.init(b, 0, numagc::object::int_value(x)) };
+    Ok(b)
+}

@@ -1,0 +1,454 @@
+//! The compiled-code interface (issue 18): what a compiler emits against
+//! numagc, in place of the safe [`crate::Scope`] API.
+//!
+//! A language implementation does not call a collector through handles
+//! and `Result`s for every cons cell: its compiler emits the allocation
+//! inline against a limit, tells the collector where its roots are, and
+//! reads known layouts directly. This module is that interface, the same
+//! for every plan, in the manner of OCaml's young pointer and limit, MMTk
+//! bindings' inlined bump allocator and Whippet's `gc-inline.h`:
+//!
+//! - **The mutator record** ([`MutatorRecord`], `record.rs`): one
+//!   `#[repr(C)]` record per vproc whose layout is part of the ABI
+//!   (`include/numagc_inline.h` mirrors it; a test compares the offsets).
+//! - **Allocation** ([`Mutator::alloc`]): a bump of `alloc_ptr` and one
+//!   compare with `alloc_limit`; past the limit, [`Mutator::alloc`] calls
+//!   the plan's slow path out of line (it joins a pending collection,
+//!   collects, refills the nursery).
+//! - **Safepoints** ([`Mutator::poll`]): one load and one compare. The
+//!   leader of a collection and a vproc asking for a task's environment
+//!   zero the limit (§3.4's limit trick), so the poll and the allocation
+//!   test are the same test.
+//! - **Roots** ([`Frame`]): a shadow stack of frames of N slots, which is
+//!   the vproc's root stack itself: the collectors scan and update it. A
+//!   compiler keeps every value that is live across a call that may
+//!   collect (an allocation, a poll, a store's slow path, a fork) in a
+//!   frame slot, and reloads it afterwards. Stack maps (Cranelift's user
+//!   stack maps, LLVM statepoints) would be a second root source beside
+//!   the root stack, enumerated where the plans enumerate it today.
+//! - **The store barrier** ([`Mutator::store`]): per plan, an inline test
+//!   and an out-of-line slow path. Split plan: a value in the vproc's local
+//!   heap is promoted before it is stored into a global object (§2.3),
+//!   and with `young-global-gc` every store goes to the slow path to be
+//!   remembered. Shared plan: the deletion barrier when the overwritten
+//!   value is in the major heap, and the remembered set when the stored
+//!   value is in a minor heap.
+//! - **Reads** ([`Mutator::field`]): field `i` is the word at
+//!   `obj + 8 + 8 i`, read without a check in release builds.
+//!
+//! ## The contract (why [`crate::Scope::compiled`] is `unsafe`)
+//!
+//! 1. A value word held in a local variable is valid only until the next
+//!    call that may collect: [`Mutator::alloc`], [`Mutator::alloc_shared`],
+//!    [`Mutator::poll`], [`Mutator::store`], [`Mutator::par2`]. Values
+//!    live across such a call are kept in frame slots.
+//! 2. Every value field of an object from [`Mutator::alloc`] is written
+//!    (with [`Mutator::init`]) before the next such call. `alloc` returns
+//!    an object in the nursery, so the initialising stores need no
+//!    barrier; stores into objects that may be shared (mutable ones, from
+//!    [`Mutator::alloc_shared`]) go through [`Mutator::store`].
+//! 3. Reads name live objects and fields within their length; stores go
+//!    to fields of the right kind (values into value fields).
+//! 4. Frames are popped in the reverse order of their pushes; a frame's
+//!    slots are used only while it is pushed.
+//!
+//! Reads of immutable objects need no forwarding resolution, on either
+//! plan: the split plan's promotion replaces only the *header* of the
+//! local copy with the forwarding address and leaves its fields, which
+//! hold the same values as the global copy's (its children, promoted too,
+//! keep theirs) until the next local collection redirects every root; the
+//! shared plan moves objects only inside collections, which update every
+//! root. What a compiled read can see is therefore the same value, though
+//! possibly at two addresses for a while (the physical identity of a
+//! promoted immutable value is not kept, as in OCaml where `==` on
+//! immutable values is unspecified). [`Mutator::header`] resolves the
+//! forwarding, since a promoted object's header word is the forwarding
+//! address.
+//!
+//! In debug builds the reads, the initialising stores and the frame
+//! accessors check their arguments (the object's header, the field's
+//! bound, the frame's size), and a minor collection fills the nursery it
+//! emptied with a poison header, so a value held across a collection
+//! without a frame slot is caught at its next use (`tests` in this
+//! module, and the torture tester's compiled programs) — as long as the
+//! nursery memory has not been allocated again since; after that, the
+//! verifier may still find the value where it was stored.
+
+pub(crate) mod record;
+mod slow;
+#[cfg(test)]
+mod tests;
+
+pub use record::{MutatorRecord, RecordOffsets};
+#[cfg(debug_assertions)]
+pub(crate) use slow::poison;
+
+use crate::error::{Error, Result};
+use crate::mutator::Scope;
+use crate::object::descriptor::DescId;
+use crate::object::header::Header;
+use crate::object::{is_pointer, Obj, NIL};
+use crate::vproc::Vproc;
+use std::marker::PhantomData;
+
+/// The largest object [`Mutator::alloc`] takes, in fields: every smaller
+/// object is below the smallest allowed `large-object` size (256 bytes),
+/// so it always belongs in the nursery. Larger ones, and mutable ones, are
+/// allocated by [`Mutator::alloc_shared`].
+pub const MAX_SMALL_FIELDS: usize = 30;
+
+/// The header word of an object of descriptor `d` with `fields` fields
+/// (mixed objects: the descriptor's size; vectors and raw data: any
+/// length). Compilers compute it once per allocation site.
+#[inline(always)]
+pub const fn header(d: DescId, fields: usize) -> u64 {
+    Header::new(d.0, fields as u64).bits()
+}
+
+/// The descriptor id of the built-in immutable vector (fields are values).
+pub const VECTOR: DescId = DescId(crate::object::header::ID_VECTOR);
+/// The descriptor id of raw data (fields are not values).
+pub const RAW: DescId = DescId(crate::object::header::ID_RAW);
+
+/// A frame of the shadow stack: `len` root slots, valid while pushed.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame {
+    base: *mut u64,
+    len: usize,
+}
+
+impl Frame {
+    /// The value in slot `i`.
+    #[inline(always)]
+    pub fn get(self, i: usize) -> u64 {
+        debug_assert!(i < self.len, "frame slot {i} of a frame of {}", self.len);
+        // SAFETY: the frame is pushed (contract 4) and `i` within it.
+        unsafe { self.base.add(i).read() }
+    }
+
+    /// Stores `w` into slot `i`.
+    #[inline(always)]
+    pub fn set(self, i: usize, w: u64) {
+        debug_assert!(i < self.len, "frame slot {i} of a frame of {}", self.len);
+        // SAFETY: as in `get`.
+        unsafe { self.base.add(i).write(w) }
+    }
+
+    pub fn len(self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The compiled-code view of a vproc, from [`crate::Scope::compiled`].
+/// Frames still pushed when it is dropped are popped.
+pub struct Mutator<'a> {
+    rec: *const MutatorRecord,
+    vp: *mut Vproc,
+    /// The root stack's length when this mutator was made.
+    base: usize,
+    _scope: PhantomData<&'a mut ()>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<'s> Scope<'s> {
+    /// The compiled-code interface of this scope's vproc (module
+    /// [`crate::compiled`]). Handles of this scope stay valid; frames the
+    /// mutator leaves pushed are popped when it is dropped.
+    ///
+    /// # Safety
+    /// The caller keeps the contract of [`crate::compiled`]: values in
+    /// locals only up to the next call that may collect, objects
+    /// initialised before it, reads and stores of live objects within
+    /// their layouts, frames popped in order.
+    pub unsafe fn compiled(&mut self) -> Mutator<'_> {
+        let vp: *mut Vproc = self.vproc_mut();
+        // SAFETY: `vp` is this scope's vproc, borrowed for `'_`.
+        let v = unsafe { &*vp };
+        Mutator {
+            rec: v.rec,
+            vp,
+            base: v.roots.len(),
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl<'a> Mutator<'a> {
+    #[inline(always)]
+    fn rec(&self) -> &MutatorRecord {
+        // SAFETY: the record lives in the coordinator, which outlives the
+        // vproc this mutator borrows.
+        unsafe { &*self.rec }
+    }
+
+    #[inline(always)]
+    fn vp(&mut self) -> &mut Vproc {
+        // SAFETY: the mutator holds the scope's `&mut` borrow of the vproc.
+        unsafe { &mut *self.vp }
+    }
+
+    /// The mutator record (its address is what compiled code keeps in a
+    /// register).
+    pub fn record(&self) -> &MutatorRecord {
+        self.rec()
+    }
+
+    /// Which vproc this is.
+    pub fn vproc(&self) -> usize {
+        // SAFETY: as in `vp`.
+        unsafe { (*self.vp).id }
+    }
+
+    /// Number of vprocs of the runtime.
+    pub fn vprocs(&self) -> usize {
+        // SAFETY: as in `vp`.
+        unsafe { (&(*self.vp).shared).coord.vprocs() }
+    }
+
+    // ---- allocation -----------------------------------------------------
+
+    /// Allocates an object of `fields` fields (at most
+    /// [`MAX_SMALL_FIELDS`]) with header word `header` in the nursery and
+    /// returns it; its fields are written with [`Mutator::init`] before
+    /// the next call that may collect. Errors (heap limit, a collection
+    /// called off) come from the slow path.
+    #[inline(always)]
+    pub fn alloc(&mut self, header: u64, fields: usize) -> Result<u64> {
+        debug_assert!(fields <= MAX_SMALL_FIELDS, "alloc of {fields} fields");
+        #[cfg(debug_assertions)]
+        slow::check_alloc(self.vp(), header, fields);
+        let bytes = (fields + 1) * 8;
+        let rec = self.rec();
+        let p = rec.alloc_ptr();
+        let next = p + bytes;
+        if next > rec.limit() {
+            return self.alloc_slow(header, bytes);
+        }
+        rec.set_alloc_ptr(next);
+        // SAFETY: `[p, next)` is a fresh nursery reservation.
+        unsafe { (p as *mut u64).write(header) };
+        Ok(p as u64)
+    }
+
+    #[inline(never)]
+    #[cold]
+    fn alloc_slow(&mut self, header: u64, bytes: usize) -> Result<u64> {
+        slow::alloc(self.vp(), header, bytes)
+    }
+
+    /// Allocates an object that must be shareable or is large: a mutable
+    /// mixed object or array, or an object of more than
+    /// [`MAX_SMALL_FIELDS`] fields. Its value fields start as NIL (raw
+    /// fields as 0) and are written with [`Mutator::store`] (mutable) or
+    /// [`Mutator::init_shared`] (immutable, before the next call that may
+    /// collect). Out of line; checks the header like the safe API.
+    pub fn alloc_shared(&mut self, header: u64) -> Result<u64> {
+        slow::alloc_shared(self.vp(), header)
+    }
+
+    /// Writes field `i` of an object just returned by [`Mutator::alloc`].
+    ///
+    /// # Safety
+    /// `obj` came from `alloc` since the last call that may collect, and
+    /// `i` is within its length.
+    #[inline(always)]
+    pub unsafe fn init(&mut self, obj: u64, i: usize, w: u64) {
+        #[cfg(debug_assertions)]
+        slow::check_field(self.vp(), obj, i, "init");
+        // SAFETY: the caller's contract.
+        unsafe { Obj::at(obj as usize).set_field(i, w) }
+    }
+
+    /// Writes field `i` of an immutable object from
+    /// [`Mutator::alloc_shared`] (a large vector, say): the value is made
+    /// shareable first (the split plan promotes a local one), and the
+    /// plans' remembered sets learn of it. Out of line.
+    ///
+    /// # Safety
+    /// `obj` came from `alloc_shared` since the last call that may
+    /// collect, and `i` is a value field within its length.
+    pub unsafe fn init_shared(&mut self, obj: u64, i: usize, w: u64) -> Result<()> {
+        slow::store(self.vp(), obj, i, w, false)
+    }
+
+    // ---- safepoints ---------------------------------------------------------
+
+    /// A safepoint: one load and one compare; out of line when a collection
+    /// or a request waits.
+    #[inline(always)]
+    pub fn poll(&mut self) {
+        if self.rec().limit() == 0 {
+            self.poll_slow();
+        }
+    }
+
+    #[inline(never)]
+    #[cold]
+    fn poll_slow(&mut self) {
+        slow::poll(self.vp());
+    }
+
+    /// Forces a minor collection (out of line; OCaml's
+    /// `caml_minor_collection`).
+    pub fn collect_minor(&mut self) {
+        crate::plan::collect_minor(self.vp());
+    }
+
+    // ---- frames ---------------------------------------------------------------
+
+    /// Pushes a frame of `len` slots, each NIL.
+    ///
+    /// Panics when the root stack is full (like a stack overflow).
+    #[inline(always)]
+    pub fn push_frame(&mut self, len: usize) -> Frame {
+        let rec = self.rec();
+        let base = rec.roots_top();
+        if (rec.roots_limit() as usize - base as usize) / 8 < len {
+            slow::frame_overflow(len);
+        }
+        // SAFETY: `[base, base + len)` is inside the root stack (checked).
+        unsafe {
+            for i in 0..len {
+                base.add(i).write(NIL);
+            }
+            rec.set_roots_top(base.add(len));
+        }
+        Frame { base, len }
+    }
+
+    /// Pops `frame` and every frame pushed after it.
+    #[inline(always)]
+    pub fn pop_frame(&mut self, frame: Frame) {
+        let rec = self.rec();
+        assert!(
+            frame.base >= rec.roots_base() && frame.base <= rec.roots_top(),
+            "pop of a frame that is not pushed"
+        );
+        rec.set_roots_top(frame.base);
+    }
+
+    // ---- reads ------------------------------------------------------------------
+
+    /// Field `i` of `obj`: one load.
+    ///
+    /// # Safety
+    /// `obj` is a live object (a value from a frame slot, or read since the
+    /// last call that may collect) and `i` within its length.
+    #[inline(always)]
+    pub unsafe fn field(&self, obj: u64, i: usize) -> u64 {
+        #[cfg(debug_assertions)]
+        slow::check_field(
+            // SAFETY: as in `vp`; the check only reads.
+            unsafe { &*self.vp },
+            obj,
+            i,
+            "field",
+        );
+        // SAFETY: the caller's contract.
+        unsafe { Obj::at(obj as usize).field(i) }
+    }
+
+    /// Field `i` of a mutable object, which other vprocs may write.
+    ///
+    /// # Safety
+    /// As [`Mutator::field`].
+    #[inline(always)]
+    pub unsafe fn field_shared(&self, obj: u64, i: usize) -> u64 {
+        // SAFETY: the caller's contract.
+        unsafe { Obj::at(obj as usize) }
+            .field_cell(i)
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The header of `obj` (its descriptor and length), through the
+    /// forwarding address of a promoted or moved object.
+    ///
+    /// # Safety
+    /// `obj` is a live object.
+    #[inline(always)]
+    pub unsafe fn header(&self, obj: u64) -> Header {
+        let w = crate::mutator::resolve(obj);
+        // SAFETY: the caller's contract; `resolve` follows forwarding.
+        match unsafe { Obj::at(w as usize) }.header() {
+            Some(h) => h,
+            None => slow::bad_header(obj),
+        }
+    }
+
+    // ---- stores ---------------------------------------------------------------------
+
+    /// Stores value `w` into value field `i` of the mutable object `obj`,
+    /// through the plan's barrier: inline tests, the slow path out of line.
+    ///
+    /// # Safety
+    /// `obj` is a live mutable object and `i` a value field within it.
+    #[inline(always)]
+    pub unsafe fn store(&mut self, obj: u64, i: usize, w: u64) -> Result<()> {
+        let rec = self.rec();
+        let (lo, len) = rec.barrier();
+        // SAFETY: the caller's contract.
+        let cell = unsafe { Obj::at(obj as usize) }.field_cell(i);
+        let slow = if rec.plan() == 0 {
+            // Split: a local value is promoted first; with young global
+            // collections the slow path remembers the store.
+            w.wrapping_sub(lo as u64) < len as u64 || rec.remember_all()
+        } else {
+            // Shared: the deletion barrier for an overwritten major value,
+            // the remembered set for a stored minor one.
+            let old = cell.load(std::sync::atomic::Ordering::Relaxed);
+            (is_pointer(old) && old.wrapping_sub(lo as u64) >= len as u64)
+                || w.wrapping_sub(lo as u64) < len as u64
+        };
+        if slow {
+            return slow::store(self.vp(), obj, i, w, true);
+        }
+        cell.store(w, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Stores raw word `w` into raw field `i` of a mutable object (no
+    /// barrier: raw words are not values).
+    ///
+    /// # Safety
+    /// `obj` is a live mutable object and `i` a raw field within it.
+    #[inline(always)]
+    pub unsafe fn store_raw(&mut self, obj: u64, i: usize, w: u64) {
+        // SAFETY: the caller's contract.
+        unsafe { Obj::at(obj as usize) }
+            .field_cell(i)
+            .store(w, std::sync::atomic::Ordering::Release);
+    }
+
+    // ---- fork-join --------------------------------------------------------------------
+
+    /// Forks: runs `left` and `right` in parallel (another vproc may steal
+    /// one), each with its own mutator and the values of `env` (copies of
+    /// the given words, made shareable when stolen), and returns their
+    /// results. The words of `env` are read from the caller's frames
+    /// before the fork, like any call that may collect.
+    pub fn par2<L, R>(&mut self, env: &[u64], left: L, right: R) -> Result<(u64, u64)>
+    where
+        L: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
+        R: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
+    {
+        slow::par2(self.vp(), env, left, right)
+    }
+
+    /// The error of a call the compiled code refuses itself (an answer
+    /// that does not fit, say), as the safe API words it.
+    pub fn misuse(&self, what: impl Into<String>) -> Error {
+        Error::Misuse(what.into())
+    }
+}
+
+impl Drop for Mutator<'_> {
+    fn drop(&mut self) {
+        let base = self.base;
+        self.vp().roots.truncate(base);
+    }
+}

@@ -1,0 +1,239 @@
+//! The out-of-line halves of the compiled-code interface: what runs when an
+//! inline test fails (the nursery is exhausted, a collection or request
+//! waits, a store needs the plan's barrier), the allocations that are never
+//! inline (shared and large objects), and the debug-build checks.
+
+use crate::error::{Error, Result};
+use crate::mutator::{Handle, Scope};
+#[cfg(debug_assertions)]
+use crate::object::header::ID_LIMIT;
+use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR, MAX_LENGTH};
+#[cfg(debug_assertions)]
+use crate::object::is_pointer;
+use crate::object::{Obj, NIL};
+use crate::plan;
+use crate::vproc::Vproc;
+
+use super::Mutator;
+
+/// The header word a debug build writes over a nursery a collection has
+/// emptied: an id no descriptor has and the largest length, so a value
+/// held across the collection without a frame slot is caught at its next
+/// use (by [`check_field`], and by the verifier if it was stored).
+#[cfg(debug_assertions)]
+pub(crate) const POISON: u64 = Header::new((ID_LIMIT - 3) as u16, MAX_LENGTH).bits();
+
+/// Fills `[from, to)` with [`POISON`] (debug builds, after a minor
+/// collection has evacuated a nursery).
+#[cfg(debug_assertions)]
+pub(crate) fn poison(from: usize, to: usize) {
+    let mut p = from;
+    while p < to {
+        // SAFETY: the caller passes an emptied nursery range of its own
+        // heap: mapped, 8-aligned, and read by no one.
+        unsafe { (p as *mut u64).write(POISON) };
+        p += 8;
+    }
+}
+
+/// `alloc`'s slow path: the plan collects and refills the nursery.
+pub(super) fn alloc(v: &mut Vproc, header: u64, bytes: usize) -> Result<u64> {
+    match plan::alloc_slow(v, bytes)? {
+        Some(p) => {
+            // SAFETY: `p` is a fresh nursery reservation of `bytes`.
+            unsafe { (p as *mut u64).write(header) };
+            Ok(p as u64)
+        }
+        None => Err(Error::Misuse(format!(
+            "an object of {bytes} bytes does not fit the nursery; allocate it with alloc_shared"
+        ))),
+    }
+}
+
+/// Checks a header word from compiled code and gives its length and
+/// whether each field is a value (`None`: all are) and whether the object
+/// is mutable.
+fn decode(v: &Vproc, header: u64) -> Result<(Header, Option<Vec<bool>>)> {
+    let h = Header::decode(header)
+        .ok_or_else(|| Error::Misuse(format!("{header:#x} is not a header word (bit 0 clear)")))?;
+    match h.id() {
+        // Raw data has no value fields (the caller tests for it).
+        ID_RAW => Ok((h, Some(Vec::new()))),
+        ID_VECTOR | ID_ARRAY => Ok((h, None)),
+        id => {
+            let d = v.shared.descs.get(id).ok_or(Error::UnknownDescriptor(id))?;
+            if d.size() != h.len() {
+                return Err(Error::Misuse(format!(
+                    "descriptor `{}` has {} fields; the header says {}",
+                    d.name(),
+                    d.size(),
+                    h.len()
+                )));
+            }
+            Ok((
+                h,
+                Some((0..d.size()).map(|i| d.is_pointer_field(i)).collect()),
+            ))
+        }
+    }
+}
+
+/// `alloc_shared`: an object in the shared part of the heap, its value
+/// fields NIL and raw fields 0.
+pub(super) fn alloc_shared(v: &mut Vproc, header: u64) -> Result<u64> {
+    let (h, kinds) = decode(v, header)?;
+    if h.len() as u64 > MAX_LENGTH || h.len() > (isize::MAX as usize) / 8 - 1 {
+        return Err(Error::Misuse(format!(
+            "object length {} is too large",
+            h.len()
+        )));
+    }
+    let raw = h.id() == ID_RAW;
+    let addr = plan::alloc_global(v, h.size_bytes())?;
+    // SAFETY: `addr` was just reserved for this object.
+    let o = unsafe { Obj::at(addr) };
+    for i in 0..h.len() {
+        let value = !raw && kinds.as_ref().is_none_or(|k| k[i]);
+        o.set_field(i, if value { NIL } else { 0 });
+    }
+    o.init_header(h);
+    plan::init_global(v, o);
+    Ok(addr as u64)
+}
+
+/// A store that the inline barrier sent here: the plan's whole barrier.
+pub(super) fn store(v: &mut Vproc, obj: u64, i: usize, w: u64, _mutable: bool) -> Result<()> {
+    #[cfg(debug_assertions)]
+    check_field(v, obj, i, "store");
+    // SAFETY: the caller's contract (a live object, `i` in range).
+    let o = unsafe { Obj::at(obj as usize) };
+    let mut ws = [w];
+    plan::promote_words(v, &mut ws)?;
+    plan::pre_store(v, o, i);
+    o.field_cell(i)
+        .store(ws[0], std::sync::atomic::Ordering::Release);
+    plan::remember_store(v, o, i);
+    Ok(())
+}
+
+/// `poll`'s slow path: join the collection, serve the requests, and put
+/// the limit back if nothing else will.
+pub(super) fn poll(v: &mut Vproc) {
+    plan::poll(v);
+    if v.rec().limit() == 0 && v.install_limit() {
+        plan::poll(v);
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn frame_overflow(len: usize) -> ! {
+    panic!(
+        "root stack overflow: no room for a frame of {len} slots (the limit is {} slots per vproc)",
+        super::record::ROOT_STACK_SLOTS
+    )
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn bad_header(obj: u64) -> ! {
+    panic!("compiled code: {obj:#x} does not point to an object (its header is not a header)")
+}
+
+/// Debug builds: `obj` is an object, not a stale value into an emptied
+/// nursery, and `i` is within it.
+#[cfg(debug_assertions)]
+pub(super) fn check_field(_v: &Vproc, obj: u64, i: usize, what: &str) {
+    assert!(
+        is_pointer(obj) && obj != 0,
+        "compiled {what}: {obj:#x} is not an object pointer"
+    );
+    let w = crate::mutator::resolve(obj);
+    // SAFETY: debug check of a pointer the caller says is live; a stale
+    // one still points into the heap's mapped ranges.
+    let hw = unsafe { Obj::at(w as usize) }.header_word();
+    assert!(
+        hw != POISON,
+        "compiled {what}: {obj:#x} is a stale value (its object was in a nursery a collection emptied): a value held across a call that may collect must be kept in a frame slot"
+    );
+    let h = Header::decode(hw)
+        .unwrap_or_else(|| panic!("compiled {what}: {obj:#x} has no header ({hw:#x})"));
+    assert!(
+        i < h.len(),
+        "compiled {what}: field {i} of an object of {} fields",
+        h.len()
+    );
+}
+
+/// `par2` for compiled code: the safe fork-join (`Scope::par2`) with the
+/// environment's words rooted by the scope and each side given a mutator.
+pub(super) fn par2<L, R>(v: &mut Vproc, env: &[u64], left: L, right: R) -> Result<(u64, u64)>
+where
+    L: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
+    R: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
+{
+    let mut s = Scope::root(v);
+    let handles: Vec<Handle<'_>> = env.iter().map(|&w| s.push_root(w)).collect();
+    // `Scope::par2` wants a `'static` right side (it may run on another
+    // vproc after this frame returns... it does not: `par2` joins it
+    // before returning). The closure is boxed to erase its lifetime.
+    let right: Box<dyn for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send + '_> =
+        Box::new(right);
+    // SAFETY: `Scope::par2` joins the right side before it returns (it runs
+    // here or on a thief, and `join` waits for the thief's result), so the
+    // borrowed data `right` captures outlives every use of it; `'static`
+    // is only what the task queue's type asks for.
+    let right: Box<dyn for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send + 'static> =
+        unsafe { std::mem::transmute(right) };
+    let (a, b) = s.par2(
+        &handles,
+        move |s, env| side(s, env, left),
+        move |s, env| side(s, env, right),
+    )?;
+    Ok((s.word(a), s.word(b)))
+}
+
+/// One side of a fork: the environment's words, a mutator, the result
+/// rooted in the side's scope.
+fn side<'i>(
+    s: &mut Scope<'i>,
+    env: &[Handle<'i>],
+    f: impl for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
+) -> Result<Handle<'i>> {
+    let mut words = [0u64; 8];
+    let heap_words;
+    let env_words: &[u64] = if env.len() <= words.len() {
+        for (w, &h) in words.iter_mut().zip(env) {
+            *w = s.word(h);
+        }
+        &words[..env.len()]
+    } else {
+        heap_words = env.iter().map(|&h| s.word(h)).collect::<Vec<u64>>();
+        &heap_words
+    };
+    let w = {
+        // SAFETY: the compiled side keeps the interface's contract (it is
+        // the caller's code, under the same contract as its own mutator).
+        let mut m = unsafe { s.compiled() };
+        f(&mut m, env_words)?
+    };
+    Ok(s.push_root(w))
+}
+
+/// Debug builds: what `alloc` is given is an immutable object's header of
+/// `fields` fields (mutable objects are born shared: `alloc_shared`).
+#[cfg(debug_assertions)]
+pub(super) fn check_alloc(v: &Vproc, header: u64, fields: usize) {
+    let (h, _) = decode(v, header).unwrap_or_else(|e| panic!("compiled alloc: {e}"));
+    assert_eq!(
+        h.len(),
+        fields,
+        "compiled alloc: the header says {} fields",
+        h.len()
+    );
+    assert!(
+        !crate::object::is_mutable(h, &v.shared.descs),
+        "compiled alloc of a mutable object (id {}): use alloc_shared",
+        h.id()
+    );
+}
