@@ -55,6 +55,12 @@
 #define NUMAGC_ABI_VERSION 1
 
 /**
+ * The largest object `numagc_inline_alloc` takes, in fields (larger ones:
+ * `numagc_alloc_shared`).
+ */
+#define NUMAGC_MAX_SMALL_FIELDS 30
+
+/**
  * What a value is.
  */
 typedef enum numagc_kind {
@@ -249,6 +255,30 @@ typedef struct numagc_sel {
 } numagc_sel;
 
 /**
+ * The per-vproc mutator record of the compiled-code interface. Compiled
+ * code bumps `alloc_ptr` up to `alloc_limit` (0 when a collection or a
+ * request waits: then the allocation and the poll take their slow path),
+ * pushes frames of root slots at `roots_top` (up to `roots_limit`),
+ * and tests stored values against `[barrier_lo, barrier_lo +
+ * barrier_len)` (`plan`: 0 split, 1 shared; `remember_all`: 1 when every
+ * store takes the slow path). Obtained with `numagc_mutator_get`; the
+ * inline functions of `numagc_inline.h` use it; only those should write
+ * it. The layout is numagc's `MutatorRecord` (a test compares the
+ * offsets).
+ */
+typedef struct numagc_mutator {
+  size_t alloc_ptr;
+  size_t alloc_limit;
+  uint64_t *roots_top;
+  uint64_t *roots_limit;
+  uint64_t *roots_base;
+  size_t barrier_lo;
+  size_t barrier_len;
+  uint32_t plan;
+  uint32_t remember_all;
+} numagc_mutator;
+
+/**
  * The id of a registered mixed-object descriptor.
  */
 typedef uint32_t numagc_desc;
@@ -408,6 +438,65 @@ int numagc_select(struct numagc_scope *scope,
                   size_t n,
                   size_t *out_index,
                   numagc_value *out_value);
+
+/**
+ * The mutator record of the vproc running `scope`'s callback, for the
+ * inline functions of `numagc_inline.h`. Valid until the callback
+ * returns, on its thread only.
+ */
+int numagc_mutator_get(struct numagc_scope *scope, struct numagc_mutator **out_mutator);
+
+/**
+ * The slow path of `numagc_inline_alloc`: the nursery is exhausted or a
+ * collection waits. Collects as needed and allocates an object of
+ * `fields` fields (at most `NUMAGC_MAX_SMALL_FIELDS`) with header word
+ * `header`, its fields to be written before the next call that may
+ * collect. `NUMAGC_ERR_HEAP_LIMIT` at the heap limit.
+ */
+int numagc_alloc_slow(struct numagc_mutator *m, uint64_t header, size_t fields, uint64_t *out_obj);
+
+/**
+ * An object that must be shareable or is large (a mutable object or
+ * array, or more than `NUMAGC_MAX_SMALL_FIELDS` fields), value fields
+ * NIL and raw fields 0; its header word is checked (a registered
+ * descriptor of that size, or a vector, array or raw object). Stores into
+ * it go through `numagc_inline_store`. Never inline.
+ */
+int numagc_alloc_shared(struct numagc_mutator *m, uint64_t header, uint64_t *out_obj);
+
+/**
+ * The slow path of `numagc_inline_poll`: joins the pending collection and
+ * serves the requests waiting for this vproc.
+ */
+int numagc_poll_slow(struct numagc_mutator *m);
+
+/**
+ * The slow path of `numagc_inline_store`: the plan's whole write barrier, after
+ * checking that `obj` is a mutable object of this heap and `i` a value
+ * field within it.
+ */
+int numagc_store_slow(struct numagc_mutator *m, uint64_t obj, size_t i, uint64_t value);
+
+/**
+ * What `numagc_inline_frame_push` calls when the root stack has no room for `n`
+ * more slots: always `NUMAGC_ERR_INVALID_ARGUMENT`, with a message
+ * naming the sizes (the push then returns NULL).
+ */
+int numagc_frame_overflow(struct numagc_mutator *m, size_t n);
+
+/**
+ * The raw word of a value (an immediate, or the address of the object a
+ * handle holds) for compiled code; valid until the next call that may
+ * collect.
+ */
+int numagc_value_word(struct numagc_scope *scope, numagc_value value, uint64_t *out_word);
+
+/**
+ * A new handle (in the current frame) holding a raw word from compiled
+ * code: an immediate, or a pointer to an object of this heap (checked:
+ * 8-aligned, inside a chunk in use, with an object header there).
+ */
+int numagc_word_value(struct numagc_scope *scope, uint64_t word, numagc_value *out_value);
 
 /**
  * The immediate integer `i` as a value. Immediates need no scope, are not

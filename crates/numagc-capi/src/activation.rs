@@ -49,6 +49,21 @@ pub(crate) fn with_state<R>(
     })
 }
 
+/// Lends the state of the C body running on this thread, whichever it is
+/// (the compiled-code slow paths, which are given the mutator record and
+/// not a scope: the record must then be that body's vproc's, which the
+/// caller checks). `NUMAGC_ERR_NOT_ON_VPROC` when no body runs here;
+/// `NUMAGC_ERR_MISUSE` in a blocking section.
+pub(crate) fn with_active_state<R>(f: impl FnOnce(&mut CallState) -> Res<R>) -> Res<R> {
+    match ACTIVE.with(|a| a.get()) {
+        Some((token, _)) => with_state(token as *mut numagc_scope, f),
+        None => Err(Fail::new(
+            NUMAGC_ERR_NOT_ON_VPROC,
+            "a compiled-code slow path was called on a thread that runs no numagc callback",
+        )),
+    }
+}
+
 /// [`with_state`] whether or not the body is in a blocking section (for
 /// `numagc_leave_blocking`, which touches nothing but the section).
 pub(crate) fn with_any_state<R>(

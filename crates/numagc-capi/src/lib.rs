@@ -138,6 +138,7 @@ mod activation;
 mod blocking;
 mod body;
 mod channel;
+mod compiled;
 mod ops;
 mod parallel;
 mod registry;
@@ -159,6 +160,7 @@ mod weak;
 
 pub use blocking::*;
 pub use channel::*;
+pub use compiled::*;
 pub use ops::*;
 pub use parallel::*;
 pub use runtime::*;

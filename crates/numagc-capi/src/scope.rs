@@ -115,6 +115,12 @@ impl CallState {
         self.frames.len()
     }
 
+    /// Root-stack slots the handle table needs in use: one past its
+    /// highest slot (compiled frames must not be popped below it).
+    pub fn roots_needed(&self) -> usize {
+        self.slots.last().map_or(0, |s| s.index() + 1)
+    }
+
     fn next_tag(&mut self) -> u32 {
         self.next_tag = self.next_tag.wrapping_add(1);
         if self.next_tag == 0 {

@@ -191,6 +191,77 @@ fn check_blocking_run(o: &Output, what: &str) {
     );
 }
 
+fn check_compiled_run(o: &Output, what: &str) {
+    check_example_run(
+        o,
+        what,
+        "compiled",
+        &[
+            "NUMAGC_ERR_MISUSE",
+            "NUMAGC_ERR_NULL_ARGUMENT",
+            "NUMAGC_ERR_UNKNOWN_DESCRIPTOR",
+            "NUMAGC_ERR_BAD_VALUE",
+        ],
+        &[
+            "is not the record of the vproc",
+            "is not an object of this runtime's heap",
+            "store into an immutable object",
+            "alloc_ptr 0x8 is outside the nursery",
+            "compiled: all checks passed",
+        ],
+    );
+}
+
+/// The compiled-code example (`examples/c/compiled.c`): `numagc_inline.h`'s
+/// fast paths on both plans, its misuse cases, and the record's C layout
+/// against the Rust one (a drift between the two fails here).
+fn run_compiled_example(static_dir: &Path, dir: &Path) {
+    let exe = dir.join("compiled");
+    compile("compiled", static_dir, &exe, &[]);
+    let o = Command::new(&exe).arg("--layout").output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let c: std::collections::BTreeMap<String, usize> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect();
+    let r = numagc_rs::compiled::MutatorRecord::OFFSETS;
+    let rust = [
+        ("alloc_ptr", r.alloc_ptr),
+        ("alloc_limit", r.alloc_limit),
+        ("roots_top", r.roots_top),
+        ("roots_limit", r.roots_limit),
+        ("roots_base", r.roots_base),
+        ("barrier_lo", r.barrier_lo),
+        ("barrier_len", r.barrier_len),
+        ("plan", r.plan),
+        ("remember_all", r.remember_all),
+        ("size", r.size),
+    ];
+    for (field, off) in rust {
+        assert_eq!(
+            c.get(field),
+            Some(&off),
+            "numagc_mutator.{field}: C offset {:?}, Rust {off}",
+            c.get(field)
+        );
+    }
+    println!(
+        "numagc_inline.h: the record's C layout matches the Rust one ({} fields)",
+        rust.len() - 1
+    );
+    for plan in ["split", "shared"] {
+        let o = Command::new(&exe)
+            .arg("12")
+            .env("NUMAGC_PLAN", plan)
+            .output()
+            .unwrap();
+        check_compiled_run(&o, &format!("compiled on the {plan} plan"));
+    }
+}
+
 fn check_bad_input_run(o: &Output, what: &str) {
     let codes = [
         "NUMAGC_ERR_INVALID_ARGUMENT",
@@ -425,6 +496,8 @@ fn c_examples_run_and_are_memcheck_clean() {
     // Rust library is not instrumented, but every access C makes to memory
     // the library hands it, and every C-side overflow, is checked). Small
     // runs: seconds in all.
+    run_compiled_example(&static_dir, &dir);
+
     match sanitizers_available(&dir) {
         Err(why) => println!(
             "skipped: AddressSanitizer/UndefinedBehaviorSanitizer runs ({why}); scripts/install-deps.sh installs gcc's runtimes"
@@ -435,6 +508,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                 ("channels", &["16"][..]),
                 ("bad_input", &[][..]),
                 ("blocking", &["600"][..]),
+                ("compiled", &["8"][..]),
             ] {
                 let exe = dir.join(format!("{example}-sanitized"));
                 compile(example, &static_dir, &exe, SANITIZE);
@@ -444,6 +518,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     "trees" => check_run(&o, &what),
                     "channels" => check_channels_run(&o, &what),
                     "blocking" => check_blocking_run(&o, &what),
+                    "compiled" => check_compiled_run(&o, &what),
                     _ => check_bad_input_run(&o, &what),
                 }
                 let stderr = String::from_utf8_lossy(&o.stderr);
@@ -453,7 +528,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     show(&o)
                 );
             }
-            println!("sanitizers: no reports (trees, channels, bad_input, blocking)");
+            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled)");
         }
     }
 
@@ -500,5 +575,20 @@ fn c_examples_run_and_are_memcheck_clean() {
         .output()
         .unwrap();
     check_bad_input_run(&o, "bad_input under valgrind");
-    println!("valgrind memcheck: no errors, no definite leaks (trees, channels, bad_input)");
+    let o = Command::new("valgrind")
+        .args([
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+            "--show-leak-kinds=definite",
+            "--quiet",
+        ])
+        .arg(dir.join("compiled"))
+        .arg("8")
+        .output()
+        .unwrap();
+    check_compiled_run(&o, "compiled under valgrind");
+    println!(
+        "valgrind memcheck: no errors, no definite leaks (trees, channels, bad_input, compiled)"
+    );
 }

@@ -178,6 +178,18 @@ impl<'s> Scope<'s> {
     }
 }
 
+impl Scope<'_> {
+    /// Checks a word from code that is not trusted before it is rooted
+    /// (the C ABI's `numagc_word_value`): an immediate, or an object of
+    /// this runtime's heap (8-aligned, in a chunk in use, with a header).
+    pub fn check_word(&mut self, w: u64) -> std::result::Result<(), String> {
+        if !is_pointer(w) {
+            return Ok(());
+        }
+        slow::check_object(self.vproc_mut(), w).map(|_| ())
+    }
+}
+
 impl<'a> Mutator<'a> {
     #[inline(always)]
     fn rec(&self) -> &MutatorRecord {
@@ -196,6 +208,67 @@ impl<'a> Mutator<'a> {
     /// register).
     pub fn record(&self) -> &MutatorRecord {
         self.rec()
+    }
+
+    /// Checks the fields compiled code writes, before anything trusts
+    /// them (the C ABI calls this on every slow path): the bump pointer
+    /// inside the vproc's nursery and 8-aligned, the root stack's top
+    /// inside its reservation and 8-aligned, and at least `min_roots`
+    /// slots in use. Nothing is repaired; the message says what is wrong.
+    pub fn check_record(&self, min_roots: usize) -> std::result::Result<(), String> {
+        // SAFETY: as in `vp`; the check only reads.
+        let v = unsafe { &*self.vp };
+        let rec = self.rec();
+        let p = rec.alloc_ptr();
+        if p % 8 != 0 || p < v.counted_ptr || p > v.alloc_end {
+            return Err(format!(
+                "alloc_ptr {p:#x} is outside the nursery [{:#x}, {:#x}] or unaligned",
+                v.counted_ptr, v.alloc_end
+            ));
+        }
+        let (top, base, limit) = (
+            rec.roots_top() as usize,
+            rec.roots_base() as usize,
+            rec.roots_limit() as usize,
+        );
+        if top % 8 != 0 || top < base || top > limit {
+            return Err(format!(
+                "roots_top {top:#x} is outside the root stack [{base:#x}, {limit:#x}] or unaligned"
+            ));
+        }
+        if (top - base) / 8 < min_roots {
+            return Err(format!(
+                "roots_top was popped below live handles ({} slots in use, handles need {min_roots}): a compiled frame was popped after handles were made above it",
+                (top - base) / 8
+            ));
+        }
+        Ok(())
+    }
+
+    /// The allocation slow path on its own (the C ABI's
+    /// `numagc_alloc_slow`): what `alloc` calls past the limit.
+    pub fn alloc_out_of_line(&mut self, header: u64, fields: usize) -> Result<u64> {
+        if fields > MAX_SMALL_FIELDS {
+            return Err(Error::Misuse(format!(
+                "alloc of {fields} fields: at most {MAX_SMALL_FIELDS} (larger objects: alloc_shared)"
+            )));
+        }
+        self.alloc_slow(header, (fields + 1) * 8)
+    }
+
+    /// The safepoint's slow path on its own (the C ABI's `numagc_poll_slow`).
+    pub fn poll_out_of_line(&mut self) {
+        self.poll_slow()
+    }
+
+    /// The store barrier's slow path for code that is not trusted (the C
+    /// ABI's `numagc_store_slow`): the target is checked first (a mutable
+    /// object of this heap, `i` a value field within it), then the plan's
+    /// whole barrier runs. `w` must be a value of this runtime.
+    pub fn store_checked(&mut self, obj: u64, i: usize, w: u64) -> Result<()> {
+        slow::check_store(self.vp(), obj, i, true)?;
+        // `obj` is a mutable object of this heap and `i` a value field.
+        slow::store(self.vp(), crate::mutator::resolve(obj), i, w, true)
     }
 
     /// Which vproc this is.

@@ -12,9 +12,8 @@
 //! | 48 | `barrier_len` | the plan at set-up |
 //! | 56 | `plan` | the runtime (0 split, 1 shared) |
 //! | 60 | `remember_all` | the plan: 1 when every store into a mutable object takes the slow path |
-//! | 64 | `embedder` | the C ABI (the scope token of the body that borrowed the record) |
 //!
-//! The record is one cache line and a word; it lives in the coordinator
+//! The record is one cache line (64 bytes); it lives in the coordinator
 //! (`gc::handshake`), cache-padded per vproc, so the leader of a collection
 //! can zero a vproc's limit without touching anything else of it.
 //!
@@ -46,7 +45,6 @@ pub struct MutatorRecord {
     barrier_len: UnsafeCell<usize>,
     plan: UnsafeCell<u32>,
     remember_all: UnsafeCell<u32>,
-    embedder: UnsafeCell<usize>,
 }
 
 // SAFETY: `alloc_limit` is atomic; every other field is touched by one
@@ -68,7 +66,6 @@ pub struct RecordOffsets {
     pub barrier_len: usize,
     pub plan: usize,
     pub remember_all: usize,
-    pub embedder: usize,
     pub size: usize,
 }
 
@@ -85,7 +82,6 @@ impl MutatorRecord {
         barrier_len: std::mem::offset_of!(MutatorRecord, barrier_len),
         plan: std::mem::offset_of!(MutatorRecord, plan),
         remember_all: std::mem::offset_of!(MutatorRecord, remember_all),
-        embedder: std::mem::offset_of!(MutatorRecord, embedder),
         size: std::mem::size_of::<MutatorRecord>(),
     };
 
@@ -100,7 +96,6 @@ impl MutatorRecord {
             barrier_len: UnsafeCell::new(0),
             plan: UnsafeCell::new(0),
             remember_all: UnsafeCell::new(0),
-            embedder: UnsafeCell::new(0),
         }
     }
 
@@ -158,15 +153,6 @@ impl MutatorRecord {
         // SAFETY: see above.
         unsafe { *self.remember_all.get() != 0 }
     }
-    pub(crate) fn embedder(&self) -> usize {
-        // SAFETY: see above.
-        unsafe { *self.embedder.get() }
-    }
-    pub(crate) fn set_embedder(&self, e: usize) {
-        // SAFETY: see above.
-        unsafe { *self.embedder.get() = e }
-    }
-
     /// Sets the fields the plan decides (at vproc start).
     pub(crate) fn set_plan(&self, plan: u32, barrier: (usize, usize), remember_all: bool) {
         // SAFETY: see above.

@@ -237,3 +237,59 @@ pub(super) fn check_alloc(v: &Vproc, header: u64, fields: usize) {
         h.id()
     );
 }
+
+/// Checks a mutable object's field from code that is not trusted (the C
+/// ABI's store slow path): `obj` is 8-aligned and inside a chunk of the
+/// heap that is in use, its header decodes, the object is mutable, `i` is
+/// within it and of the kind `value` says. Reads nothing outside the heap.
+pub(crate) fn check_store(v: &Vproc, obj: u64, i: usize, value: bool) -> Result<()> {
+    let h = check_object(v, obj).map_err(|e| Error::Misuse(format!("store: {e}")))?;
+    let descs = &v.shared.descs;
+    if !crate::object::is_mutable(h, descs) {
+        return Err(Error::Misuse(format!(
+            "store into an immutable object (id {})",
+            h.id()
+        )));
+    }
+    if i >= h.len() {
+        return Err(Error::Misuse(format!(
+            "field {i} out of range for an object of {} fields",
+            h.len()
+        )));
+    }
+    let is_value = h.id() == ID_ARRAY || descs.get(h.id()).is_some_and(|d| d.is_pointer_field(i));
+    if is_value != value {
+        return Err(Error::Misuse(format!(
+            "field {i} is a {} field",
+            if is_value { "value" } else { "raw" }
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that `obj` is an object of this runtime's heap without reading
+/// outside it: 8-aligned, inside a chunk in use, with a header (through
+/// its forwarding address); returns the header.
+pub(crate) fn check_object(v: &Vproc, obj: u64) -> std::result::Result<Header, String> {
+    use crate::heap::space::ChunkKind;
+    let a = obj as usize;
+    let space = &v.shared.heap.space;
+    let in_heap = |a: usize| {
+        a != 0
+            && a.is_multiple_of(8)
+            && space
+                .chunk_of(a)
+                .is_some_and(|c| space.info(c).kind() != ChunkKind::Free)
+    };
+    if !in_heap(a) {
+        return Err(format!("{obj:#x} is not an object of this runtime's heap"));
+    }
+    let w = crate::mutator::resolve(obj);
+    if !in_heap(w as usize) {
+        return Err(format!("{obj:#x} forwards to {w:#x}, outside the heap"));
+    }
+    // SAFETY: `w` is 8-aligned inside a chunk in use (mapped).
+    unsafe { Obj::at(w as usize) }
+        .header()
+        .ok_or_else(|| format!("{obj:#x}: no object header there"))
+}

@@ -71,16 +71,10 @@ fn record_layout_is_the_documented_one() {
         [0, 8, 16, 24, 32]
     );
     assert_eq!(
-        [
-            o.barrier_lo,
-            o.barrier_len,
-            o.plan,
-            o.remember_all,
-            o.embedder
-        ],
-        [40, 48, 56, 60, 64]
+        [o.barrier_lo, o.barrier_len, o.plan, o.remember_all,],
+        [40, 48, 56, 60]
     );
-    assert_eq!(o.size, 72);
+    assert_eq!(o.size, 64);
 }
 
 #[test]

@@ -46,6 +46,11 @@ pub struct Slot<'s> {
 }
 
 impl<'s> Slot<'s> {
+    /// The slot's position in the vproc's root stack.
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+
     /// A handle reading this slot.
     #[inline(always)]
     pub fn get(self) -> Handle<'s> {

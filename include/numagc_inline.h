@@ -1,0 +1,154 @@
+/*
+ * numagc_inline.h: the compiled-code interface of numagc in C — the fast
+ * paths a compiler emits inline (allocation, safepoint poll, frames of
+ * root slots, the store barrier, reads of known layouts), over the
+ * per-vproc mutator record `numagc_mutator` of numagc.h. The slow paths
+ * are the library's `numagc_*_slow` functions. docs/c-api.md, "Compiled
+ * code", shows how to emit code against it; the Rust side is the module
+ * `numagc::compiled`, whose doc is the contract:
+ *
+ *  1. A value word (uint64_t: an immediate with bit 0 set, or an object's
+ *     address) held in a C local is valid only until the next call that
+ *     may collect: numagc_inline_alloc, numagc_alloc_shared,
+ *     numagc_inline_poll, numagc_inline_store, and every numagc.h function
+ *     taking a scope. Values
+ *     live across such a call are kept in frame slots and reloaded.
+ *  2. Every value field of an object from numagc_inline_alloc is written
+ *     with numagc_inline_init before the next such call.
+ *  3. Reads name live objects and fields within their length.
+ *  4. Frames are popped in reverse order of their pushes. Handles
+ *     (numagc_value) made while a compiled frame is pushed must not be
+ *     popped under: make them before pushing or after popping (a slow path
+ *     that finds the frames popped below live handles refuses with
+ *     NUMAGC_ERR_MISUSE).
+ *
+ * The record's layout is checked against the library's (the C ABI test
+ * compiles a program that prints offsetof of every field).
+ */
+#ifndef NUMAGC_INLINE_H
+#define NUMAGC_INLINE_H
+
+#include "numagc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Header word of an object of descriptor `desc` (a numagc_desc id, or
+ * NUMAGC_VECTOR_ID / NUMAGC_RAW_ID / NUMAGC_ARRAY_ID) with `fields` fields. */
+#define NUMAGC_VECTOR_ID 1u
+#define NUMAGC_RAW_ID 0u
+#define NUMAGC_ARRAY_ID 2u
+static inline uint64_t numagc_inline_header(uint32_t desc, uint64_t fields) {
+    return (fields << 16) | ((uint64_t)(desc & 0x7fffu) << 1) | 1u;
+}
+
+/* Immediates: a 63-bit integer shifted left by one, bit 0 set. */
+static inline uint64_t numagc_inline_word_int(int64_t i) { return ((uint64_t)i << 1) | 1u; }
+static inline int64_t numagc_inline_word_to_int(uint64_t w) { return (int64_t)w >> 1; }
+static inline bool numagc_inline_word_is_ptr(uint64_t w) { return (w & 1u) == 0; }
+
+/* The allocation limit: written by other threads (zeroed to call this
+ * vproc to a collection), so it is read atomically (a plain load). */
+static inline size_t numagc_inline_limit(const numagc_mutator *m) {
+    return __atomic_load_n(&m->alloc_limit, __ATOMIC_RELAXED);
+}
+
+/* Allocates an object of `fields` fields (at most NUMAGC_MAX_SMALL_FIELDS)
+ * with header word `header` in the nursery: a bump and one compare; the
+ * slow path collects. Returns NUMAGC_OK and the object in *out, or the
+ * slow path's status (NUMAGC_ERR_HEAP_LIMIT, ...). Its fields are written
+ * with numagc_init before the next call that may collect. */
+static inline int numagc_inline_alloc(numagc_mutator *m, uint64_t header, size_t fields,
+                               uint64_t *out) {
+    size_t p = m->alloc_ptr;
+    size_t next = p + (fields + 1) * 8;
+    if (__builtin_expect(next > numagc_inline_limit(m), 0))
+        return numagc_alloc_slow(m, header, fields, out);
+    m->alloc_ptr = next;
+    *(uint64_t *)p = header;
+    *out = (uint64_t)p;
+    return NUMAGC_OK;
+}
+
+/* Writes field i of an object just returned by numagc_inline_alloc (no barrier:
+ * the object is in the nursery). */
+static inline void numagc_inline_init(uint64_t obj, size_t i, uint64_t w) {
+    ((uint64_t *)obj)[1 + i] = w;
+}
+
+/* A safepoint: one load and one compare. */
+static inline int numagc_inline_poll(numagc_mutator *m) {
+    if (__builtin_expect(numagc_inline_limit(m) == 0, 0))
+        return numagc_poll_slow(m);
+    return NUMAGC_OK;
+}
+
+/* Pushes a frame of n root slots, each NUMAGC_NIL; the collectors scan and
+ * update them. NULL (with numagc_last_error set) when the root stack is
+ * full. */
+static inline uint64_t *numagc_inline_frame_push(numagc_mutator *m, size_t n) {
+    uint64_t *base = m->roots_top;
+    if (__builtin_expect((size_t)(m->roots_limit - base) < n, 0)) {
+        numagc_frame_overflow(m, n);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        base[i] = NUMAGC_NIL;
+    m->roots_top = base + n;
+    return base;
+}
+
+/* Pops the frame at `frame` and every frame pushed after it. */
+static inline void numagc_inline_frame_pop(numagc_mutator *m, uint64_t *frame) {
+    m->roots_top = frame;
+}
+
+/* Field i of obj: one load. */
+static inline uint64_t numagc_inline_field(uint64_t obj, size_t i) {
+    return ((const uint64_t *)obj)[1 + i];
+}
+
+/* Field i of a mutable object, which other vprocs may write. */
+static inline uint64_t numagc_inline_field_shared(uint64_t obj, size_t i) {
+    return __atomic_load_n(&((uint64_t *)obj)[1 + i], __ATOMIC_ACQUIRE);
+}
+
+/* The header word of obj, through the forwarding address of a promoted
+ * object (a header has bit 0 set; a forwarding address does not). */
+static inline uint64_t numagc_inline_header_of(uint64_t obj) {
+    uint64_t h = __atomic_load_n((uint64_t *)obj, __ATOMIC_ACQUIRE);
+    if ((h & 1u) == 0)
+        h = __atomic_load_n((uint64_t *)h, __ATOMIC_ACQUIRE);
+    return h;
+}
+static inline uint32_t numagc_inline_header_desc(uint64_t h) { return (uint32_t)((h >> 1) & 0x7fffu); }
+static inline uint64_t numagc_inline_header_fields(uint64_t h) { return h >> 16; }
+
+/* Stores value w into value field i of the mutable object obj, through the
+ * plan's barrier: inline tests, the slow path out of line.
+ *   split (plan 0): a value in this vproc's local heap is promoted first,
+ *     and with young global collections every store is remembered;
+ *   shared (plan 1): the deletion barrier for an overwritten major-heap
+ *     value, the remembered set for a stored minor-heap value. */
+static inline int numagc_inline_store(numagc_mutator *m, uint64_t obj, size_t i, uint64_t w) {
+    uint64_t *cell = &((uint64_t *)obj)[1 + i];
+    uint64_t lo = m->barrier_lo, len = m->barrier_len;
+    int slow;
+    if (m->plan == 0) {
+        slow = (w - lo) < len || m->remember_all;
+    } else {
+        uint64_t old = __atomic_load_n(cell, __ATOMIC_RELAXED);
+        slow = ((old & 1u) == 0 && (old - lo) >= len) || (w - lo) < len;
+    }
+    if (__builtin_expect(slow, 0))
+        return numagc_store_slow(m, obj, i, w);
+    __atomic_store_n(cell, w, __ATOMIC_RELEASE);
+    return NUMAGC_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NUMAGC_INLINE_H */
