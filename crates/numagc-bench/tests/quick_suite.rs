@@ -89,3 +89,45 @@ fn an_override_out_of_range_is_an_error_naming_it() {
     let e = Params::new(b, Size::Quick, &[("depth".into(), 99)]).unwrap_err();
     assert!(e.contains("--depth 99"), "{e}");
 }
+
+/// The programs written on the compiled-code interface (`--api
+/// compiled`), at the quick size, on both plans and 1 and 2 vprocs, with
+/// the verifier on: the same answers as the safe versions. In debug builds
+/// the interface's checks (a value held across a collection without a
+/// frame slot reads a poisoned header) run too.
+#[test]
+fn compiled_versions_on_every_plan() {
+    let compiled: Vec<_> = selected()
+        .into_iter()
+        .filter(|b| b.has_compiled())
+        .collect();
+    if std::env::var("NUMAGC_BENCH_ONLY").is_err() {
+        let names: Vec<&str> = compiled.iter().map(|b| b.name()).collect();
+        assert!(
+            ["binarytrees", "parfib", "coins"]
+                .iter()
+                .all(|n| names.contains(n)),
+            "{names:?}"
+        );
+    }
+    for b in compiled {
+        for plan in [numagc::PlanKind::SplitHeap, numagc::PlanKind::SharedHeap] {
+            for vprocs in [1, 2] {
+                let params = Params::new(b, Size::Quick, &[]).unwrap();
+                let config = Config::builder()
+                    .plan(plan)
+                    .vprocs(vprocs)
+                    .verify(true)
+                    .build()
+                    .unwrap();
+                let rt = Runtime::new(config).unwrap();
+                let what = format!("{} (compiled) on {plan:?} x{vprocs}", b.name());
+                let outcome = b
+                    .run_api(&rt, &params, numagc_bench::Api::Compiled)
+                    .unwrap_or_else(|e| panic!("{what} failed: {e}"));
+                (outcome.check)().unwrap_or_else(|e| panic!("{what}: wrong answer: {e}"));
+                assert!(rt.take_thread_errors().is_empty(), "{what}: thread errors");
+            }
+        }
+    }
+}

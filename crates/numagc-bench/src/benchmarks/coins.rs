@@ -35,7 +35,8 @@ use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
 
 /// Coin values, largest first, and how many coins of each there are
 /// (the original's "large setup").
-const COINS: [(i64, i64); 6] = [(250, 55), (100, 88), (25, 88), (10, 99), (5, 122), (1, 177)];
+pub(crate) const COINS: [(i64, i64); 6] =
+    [(250, 55), (100, 88), (25, 88), (10, 99), (5, 122), (1, 177)];
 
 pub struct Coins;
 
@@ -161,7 +162,7 @@ fn coin_list<'s>(s: &mut Scope<'s>, l: Layout) -> Result<Handle<'s>> {
 
 /// Ways to pay `val` with at most `q` coins of each value `c` (the
 /// independent answer): bounded-knapsack counting over a Rust array.
-fn ways_dp(val: usize) -> u64 {
+pub(crate) fn ways_dp(val: usize) -> u64 {
     let mut ways = vec![0u64; val + 1];
     ways[0] = 1;
     for &(c, q) in &COINS {
@@ -235,5 +236,13 @@ impl Benchmark for Coins {
                 Err(format!("{got} ways to pay {val}, expected {want}"))
             }
         }))
+    }
+
+    fn has_compiled(&self) -> bool {
+        true
+    }
+
+    fn run_compiled(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+        crate::compiled::coins::run(rt, p)
     }
 }

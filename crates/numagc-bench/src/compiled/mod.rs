@@ -12,6 +12,7 @@
 //! is fresh or reloaded from a slot.
 
 pub mod binarytrees;
+pub mod coins;
 pub mod parfib;
 
 use numagc::compiled::Mutator;

@@ -7,7 +7,13 @@ use crate::bench::table::opt;
 use std::fmt::Write;
 
 /// Results, best peers and (when there are accounted runs) the breakdown.
-pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) -> String {
+/// `primary` is the runtime the ratio column divides by (numagc's first program).
+pub fn render(
+    summaries: &[Summary],
+    bests: &[Best],
+    accounts: &[AccountedRun],
+    primary: &str,
+) -> String {
     let mut t = String::new();
     let _ = writeln!(t, "| benchmark | K | runtime | wall s, median [min, max] | CPU s | peak RSS MiB | answer | numagc / runtime | pause ms, p99.9 / max |");
     let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|");
@@ -27,7 +33,7 @@ pub fn render(summaries: &[Summary], bests: &[Best], accounts: &[AccountedRun]) 
                     } else {
                         "**wrong**"
                     },
-                    if s.runtime == "numagc" {
+                    if s.runtime == primary {
                         "-".into()
                     } else {
                         opt(s.numagc_over_this, 2)

@@ -56,7 +56,7 @@ use crate::bench::write_json;
 use crate::process::{measure, Measured};
 use clap::Args;
 use numagc::{ConfigBuilder, Runtime};
-use numagc_bench::{Benchmark, Params, Size};
+use numagc_bench::{Api, Benchmark, Params, Size};
 use plotters::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -74,15 +74,31 @@ const PEERED: [(&str, &str); 8] = [
     ("quicksort", "Quicksort"),
 ];
 
-/// The runtimes compared, in the order they run.
-const RUNTIMES: [&str; 6] = [
-    "numagc",
-    "haskell",
-    "ocaml",
-    "ocaml5",
-    "java-parallelgc",
-    "java-g1",
-];
+/// The peers compared, in the order they run (after numagc's programs).
+const PEERS: [&str; 5] = ["haskell", "ocaml", "ocaml5", "java-parallelgc", "java-g1"];
+
+/// The name of numagc's runtime for the programs on `api` (`numagc` for the
+/// safe API, `numagc-compiled` for the compiled-code interface).
+fn numagc_runtime(api: Api) -> &'static str {
+    match api {
+        Api::Safe => "numagc",
+        Api::Compiled => "numagc-compiled",
+    }
+}
+
+/// Whether `runtime` is one of numagc's.
+fn is_numagc(runtime: &str) -> bool {
+    runtime == "numagc" || runtime == "numagc-compiled"
+}
+
+/// numagc's runtimes for `apis` (the first is the one the ratio column
+/// divides by), then the peers.
+fn runtimes(apis: &[Api]) -> Vec<&'static str> {
+    apis.iter()
+        .map(|&a| numagc_runtime(a))
+        .chain(PEERS)
+        .collect()
+}
 
 const NOT_INSTALLED: &str = "not installed (run peers/install.sh)";
 const NOT_INSTALLED_OCAML5: &str =
@@ -99,6 +115,9 @@ pub struct CompareArgs {
     /// Vproc (worker) counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     vprocs: Vec<usize>,
+    /// numagc's programs to run, comma-separated: safe (the handle API) and compiled (the compiled-code interface, runtime `numagc-compiled`); the first is the one the numagc/ ratios divide by. Default: safe.
+    #[arg(long, value_delimiter = ',')]
+    api: Vec<String>,
     /// Runs of each runtime per benchmark and vproc count (alternated).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
@@ -286,7 +305,7 @@ fn launch(
 ) -> Result<Launch, String> {
     let exe = |p: PathBuf| is_executable(&p).then_some(p);
     let mut launch = match runtime {
-        "numagc" => {
+        "numagc" | "numagc-compiled" => {
             let me = std::env::current_exe()
                 .map_err(|e| format!("finding the numagc executable: {e}"))?;
             let mut c = Command::new(me);
@@ -297,6 +316,12 @@ fn launch(
                 size.name(),
                 "--vprocs",
                 &k.to_string(),
+                "--api",
+                if runtime == "numagc" {
+                    "safe"
+                } else {
+                    "compiled"
+                },
                 bench,
             ]);
             Launch::Run(c)
@@ -401,6 +426,7 @@ fn expected_output(bench: &dyn Benchmark, size: Size) -> Result<String, String> 
 /// is compared with the checked one instead, as the peers' is.
 fn print_output(
     bench: &dyn Benchmark,
+    api: Api,
     params: &Params,
     vprocs: usize,
     check: bool,
@@ -413,7 +439,7 @@ fn print_output(
         .map_err(|e| e.to_string())?;
     crate::runtime_args::warn(&config);
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;
-    let outcome = bench.run(&rt, params)?;
+    let outcome = bench.run_api(&rt, params, api)?;
     if check {
         (outcome.check)()
             .map_err(|e| format!("{}: numagc's own answer is wrong: {e}", bench.name()))?;
@@ -441,6 +467,8 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     if a.vprocs.is_empty() || a.vprocs.contains(&0) {
         return Err("--vprocs: counts of at least 1".into());
     }
+    let apis = crate::bench::parse_apis(&a.api)?;
+    let runtimes = runtimes(&apis);
     let names: Vec<String> = if a.names.is_empty() {
         PEERED.iter().map(|(n, _)| n.to_string()).collect()
     } else {
@@ -461,6 +489,12 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                     with.join(", ")
                 )
             })?;
+        if apis.contains(&Api::Compiled) && !b.has_compiled() {
+            return Err(format!(
+                "--api compiled: {} has no compiled version (see numagc bench --api)",
+                b.name()
+            ));
+        }
         let params = Params::new(b, size, &[])?;
         let args: Vec<String> = b
             .params()
@@ -476,7 +510,9 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             (true, _) => return Err("--run-output: exactly one vproc count".into()),
         };
         return match &benches[..] {
-            [(b, _, params, _)] => print_output(*b, params, vprocs, a.print_output, a.account),
+            [(b, _, params, _)] => {
+                print_output(*b, apis[0], params, vprocs, a.print_output, a.account)
+            }
             _ => Err("--print-output, --run-output: exactly one benchmark".into()),
         };
     }
@@ -508,7 +544,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                 };
             // Which runtimes run here.
             let mut active = Vec::new();
-            for rt in RUNTIMES {
+            for &rt in &runtimes {
                 match launch(rt, name, class, args, k, size, &a.peers_dir, false)? {
                     Launch::Run(_) => active.push(rt),
                     Launch::Skip(why) => skipped.push((name.to_string(), k, rt.to_string(), why)),
@@ -579,6 +615,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     let (summaries, bests) = summarize(
         &benches.iter().map(|(b, ..)| b.name()).collect::<Vec<_>>(),
         &a.vprocs,
+        &runtimes,
         &runs,
         &skipped,
     );
@@ -588,7 +625,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut me) };
     let self_rss_kib = me.ru_maxrss.max(0) as u64;
     println!();
-    print!("{}", render(&summaries, &bests));
+    print!("{}", render(&summaries, &bests, runtimes[0]));
     if a.breakdown {
         println!();
         print!("{}", render_breakdown(&accounts));
@@ -621,8 +658,11 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
         println!("wrote {}", path.display());
     }
     if let Some(path) = &a.markdown {
-        std::fs::write(path, markdown::render(&summaries, &bests, &accounts))
-            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        std::fs::write(
+            path,
+            markdown::render(&summaries, &bests, &accounts, runtimes[0]),
+        )
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     if let Some(dir) = &a.plot {
@@ -641,9 +681,13 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
     }
 }
 
+/// Per benchmark and vproc count: each runtime's summary, its ratio
+/// `primary / it` where `primary` is `runtimes[0]` (numagc's first
+/// program), and the best peer.
 fn summarize(
     names: &[&str],
     vprocs: &[usize],
+    runtimes: &[&str],
     runs: &[Run],
     skipped: &[(String, usize, String, &'static str)],
 ) -> (Vec<Summary>, Vec<Best>) {
@@ -653,7 +697,7 @@ fn summarize(
         for &k in vprocs {
             let mut numagc_wall = None;
             let mut group = Vec::new();
-            for rt in RUNTIMES {
+            for &rt in runtimes {
                 let rs: Vec<&Run> = runs
                     .iter()
                     .filter(|r| r.benchmark == name && r.vprocs == k && r.runtime == rt)
@@ -695,7 +739,7 @@ fn summarize(
                         (s.pause_p999_ms, s.pause_max_ms) = (Some(p999), Some(max));
                         s.pauses_lost_events = lost;
                     }
-                    if rt == "numagc" {
+                    if rt == runtimes[0] {
                         numagc_wall = s.wall_median_s;
                     }
                 }
@@ -708,7 +752,7 @@ fn summarize(
             }
             let best = group
                 .iter()
-                .filter(|s| s.runtime != "numagc" && s.answers_ok == Some(true))
+                .filter(|s| !is_numagc(&s.runtime) && s.answers_ok == Some(true))
                 .filter_map(|s| s.wall_median_s.map(|w| (s, w)))
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             bests.push(Best {
@@ -723,7 +767,7 @@ fn summarize(
     (out, bests)
 }
 
-fn render(summaries: &[Summary], bests: &[Best]) -> String {
+fn render(summaries: &[Summary], bests: &[Best], primary: &str) -> String {
     use std::fmt::Write;
     let mut t = String::new();
     let _ = writeln!(
@@ -754,7 +798,7 @@ fn render(summaries: &[Summary], bests: &[Best]) -> String {
                     } else {
                         "WRONG"
                     },
-                    if s.runtime == "numagc" {
+                    if s.runtime == primary {
                         "-".to_string()
                     } else {
                         s.numagc_over_this.map_or("-".into(), |r| format!("{r:.2}"))
@@ -828,7 +872,7 @@ fn plot(dir: &Path, summaries: &[Summary]) -> Result<Vec<PathBuf>, String> {
             groups.push((s.benchmark.clone(), s.vprocs));
         }
     }
-    let peers: Vec<&str> = RUNTIMES[1..].to_vec();
+    let peers: Vec<&str> = PEERS.to_vec();
     let ratio = |g: &(String, usize), p: &str| {
         summaries
             .iter()

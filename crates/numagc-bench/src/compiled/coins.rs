@@ -1,0 +1,196 @@
+//! coins on the compiled-code interface: the program of
+//! `benchmarks/coins.rs` (version 7 of nofib's `coins`: a heap list of
+//! `(value, quantity)` pairs, a new pair and cons cell for every coin
+//! paid, the right branch forked while the depth is above 0), emitted
+//! against the inline allocator. The coin list is kept in a frame slot
+//! across the left branch's call, as a compiler keeps `coins` live for the
+//! right branch.
+
+use crate::benchmarks::coins::{ways_dp, COINS};
+use crate::{rt_err, Outcome, Params};
+use numagc::compiled::{header, Mutator};
+use numagc::object::{int_value, is_pointer, value_int, NIL};
+use numagc::{Descriptor, Result, Runtime};
+
+/// The header words of a `(value, quantity)` pair and of a cons cell.
+#[derive(Clone, Copy)]
+struct Layout {
+    pair: u64,
+    cons: u64,
+}
+
+/// A two-field object holding `a` and `b`.
+#[inline(always)]
+fn alloc2(m: &mut Mutator<'_>, h: u64, a: u64, b: u64) -> Result<u64> {
+    let o = m.alloc(h, 2)?;
+    // SAFETY: `o` is fresh from `alloc`, with two value fields; `a` and
+    // `b` are immediates or were read after the last call that may collect
+    // (the callers below pass such words only when `alloc` cannot move
+    // them: see `pay_one`).
+    unsafe {
+        m.init(o, 0, a);
+        m.init(o, 1, b);
+    }
+    Ok(o)
+}
+
+/// The first coin of the list `coins` (not empty).
+///
+/// # Safety
+/// `coins` is a live cons cell.
+#[inline(always)]
+unsafe fn head(m: &Mutator<'_>, coins: u64) -> (i64, i64) {
+    // SAFETY: the caller's contract; the head is a pair of immediates.
+    unsafe {
+        let pair = m.field(coins, 0);
+        (value_int(m.field(pair, 0)), value_int(m.field(pair, 1)))
+    }
+}
+
+/// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
+/// last coin of value `c` was used. `coins` is in slot 0 of `f`.
+fn pay_one(
+    m: &mut Mutator<'_>,
+    l: Layout,
+    f: numagc::compiled::Frame,
+    c: i64,
+    q: i64,
+) -> Result<u64> {
+    // SAFETY: the list is live in its slot.
+    let rest = unsafe { m.field(f.get(0), 1) };
+    if q == 1 {
+        return Ok(rest);
+    }
+    let pair = alloc2(m, l.pair, int_value(c), int_value(q - 1))?;
+    // The allocation of `pair` may have collected: `rest` is read again.
+    let f1 = m.push_frame(1);
+    f1.set(0, pair);
+    let cell = m.alloc(l.cons, 2);
+    let r = cell.map(|cell| {
+        // SAFETY: `cell` is fresh; the pair and the list are reloaded.
+        unsafe {
+            m.init(cell, 0, f1.get(0));
+            m.init(cell, 1, m.field(f.get(0), 1));
+        }
+        cell
+    });
+    m.pop_frame(f1);
+    r
+}
+
+/// `payN`: the sequential count.
+fn pay_n(m: &mut Mutator<'_>, l: Layout, val: i64, coins: u64) -> Result<u64> {
+    if val == 0 {
+        return Ok(1);
+    }
+    if !is_pointer(coins) {
+        return Ok(0);
+    }
+    // SAFETY: `coins` is a live cons cell (just checked not NIL).
+    let (c, q) = unsafe { head(m, coins) };
+    if c > val {
+        // SAFETY: as above.
+        return pay_n(m, l, val, unsafe { m.field(coins, 1) });
+    }
+    let f = m.push_frame(1);
+    f.set(0, coins);
+    let r = (|| {
+        let left_coins = pay_one(m, l, f, c, q)?;
+        let left = pay_n(m, l, val - c, left_coins)?;
+        // SAFETY: the list is reloaded from its slot.
+        let rest = unsafe { m.field(f.get(0), 1) };
+        Ok(left + pay_n(m, l, val, rest)?)
+    })();
+    m.pop_frame(f);
+    r
+}
+
+/// `payN_par`: forks the right branch while `depth > 0`.
+fn pay_n_par(m: &mut Mutator<'_>, l: Layout, depth: i64, val: i64, coins: u64) -> Result<u64> {
+    if depth == 0 {
+        return pay_n(m, l, val, coins);
+    }
+    if val == 0 {
+        return Ok(1);
+    }
+    if !is_pointer(coins) {
+        return Ok(0);
+    }
+    // SAFETY: `coins` is a live cons cell.
+    let (c, q) = unsafe { head(m, coins) };
+    if c > val {
+        // SAFETY: as above.
+        return pay_n_par(m, l, depth, val, unsafe { m.field(coins, 1) });
+    }
+    let left_depth = if q == 1 { depth - 1 } else { depth };
+    let (left, right) = m.par2(
+        &[coins],
+        move |m, env| {
+            let f = m.push_frame(1);
+            f.set(0, env[0]);
+            let r = pay_one(m, l, f, c, q).and_then(|lc| pay_n_par(m, l, left_depth, val - c, lc));
+            m.pop_frame(f);
+            r.map(|n| int_value(n as i64))
+        },
+        move |m, env| {
+            // SAFETY: `env[0]` is the live list.
+            let rest = unsafe { m.field(env[0], 1) };
+            pay_n_par(m, l, depth - 1, val, rest).map(|n| int_value(n as i64))
+        },
+    )?;
+    Ok((value_int(left) + value_int(right)) as u64)
+}
+
+/// The coin list on the heap, in `COINS` order.
+fn coin_list(m: &mut Mutator<'_>, l: Layout) -> Result<u64> {
+    let f = m.push_frame(1);
+    f.set(0, NIL);
+    for &(c, q) in COINS.iter().rev() {
+        let pair = alloc2(m, l.pair, int_value(c), int_value(q))?;
+        let g = m.push_frame(1);
+        g.set(0, pair);
+        let cell = m.alloc(l.cons, 2)?;
+        // SAFETY: `cell` is fresh; the pair and the list are in slots.
+        unsafe {
+            m.init(cell, 0, g.get(0));
+            m.init(cell, 1, f.get(0));
+        }
+        m.pop_frame(g);
+        f.set(0, cell);
+    }
+    let list = f.get(0);
+    m.pop_frame(f);
+    Ok(list)
+}
+
+pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+    let (val, depth) = (p.get("value"), p.get("depth"));
+    let pair = rt
+        .register(Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?)
+        .map_err(rt_err)?;
+    let cons = rt
+        .register(Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?)
+        .map_err(rt_err)?;
+    let l = Layout {
+        pair: header(pair, 2),
+        cons: header(cons, 2),
+    };
+    let got = rt
+        .run_on(0, move |s| -> Result<i64> {
+            // SAFETY: this module keeps the interface's contract.
+            let mut m = unsafe { s.compiled() };
+            let coins = coin_list(&mut m, l)?;
+            Ok(pay_n_par(&mut m, l, depth, val, coins)? as i64)
+        })
+        .map_err(rt_err)?
+        .map_err(rt_err)?;
+    let out = format!("coins: ways to pay {val} (depth {depth}) = {got}\n");
+    Ok(Outcome::new(out, move || {
+        let want = ways_dp(val as usize);
+        if got as u64 == want {
+            Ok(())
+        } else {
+            Err(format!("{got} ways to pay {val}, expected {want}"))
+        }
+    }))
+}
