@@ -104,7 +104,7 @@ fn compiled_versions_on_every_plan() {
     if std::env::var("NUMAGC_BENCH_ONLY").is_err() {
         let names: Vec<&str> = compiled.iter().map(|b| b.name()).collect();
         assert!(
-            ["binarytrees", "parfib", "coins"]
+            ["binarytrees", "parfib", "coins", "gcbench"]
                 .iter()
                 .all(|n| names.contains(n)),
             "{names:?}"

@@ -41,15 +41,15 @@ use std::fmt::Write;
 
 pub struct GcBench;
 
-const MIN_TREE_DEPTH: u32 = 4;
+pub(crate) const MIN_TREE_DEPTH: u32 = 4;
 
 /// Nodes of a complete tree of `depth`: GCBench's `TreeSize`.
-fn tree_size(depth: u32) -> u64 {
+pub(crate) fn tree_size(depth: u32) -> u64 {
     (1u64 << (depth + 1)) - 1
 }
 
 /// Trees built per phase at `depth`: GCBench's `NumIters`.
-fn num_iters(stretch_depth: u32, depth: u32) -> u64 {
+pub(crate) fn num_iters(stretch_depth: u32, depth: u32) -> u64 {
     2 * tree_size(stretch_depth) / tree_size(depth)
 }
 
@@ -66,7 +66,7 @@ fn make_tree<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<
 }
 
 /// Depth of the subtrees below which [`make_big_tree`] builds sequentially.
-const FORK_DEPTH: u32 = 12;
+pub(crate) const FORK_DEPTH: u32 = 12;
 
 /// `make_tree` for the one-off big trees (stretch, long-lived): the two
 /// subtrees of a node deeper than [`FORK_DEPTH`] are built in parallel.
@@ -94,11 +94,11 @@ fn count_nodes(t: View<'_>) -> u64 {
 /// The trees of one phase and depth: how many were built and their node
 /// counts (total, smallest, largest).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct PhaseCount {
-    trees: u64,
-    nodes: u64,
-    min_nodes: u64,
-    max_nodes: u64,
+pub(crate) struct PhaseCount {
+    pub trees: u64,
+    pub nodes: u64,
+    pub min_nodes: u64,
+    pub max_nodes: u64,
 }
 
 impl PhaseCount {
@@ -113,7 +113,7 @@ impl PhaseCount {
             max_nodes: v.raw(3),
         }
     }
-    fn join(self, o: PhaseCount) -> PhaseCount {
+    pub(crate) fn join(self, o: PhaseCount) -> PhaseCount {
         PhaseCount {
             trees: self.trees + o.trees,
             nodes: self.nodes + o.nodes,
@@ -178,11 +178,11 @@ fn array_value(i: usize, size: usize) -> f64 {
 }
 
 /// What a run measured, for the check.
-struct Report {
-    stretch_nodes: u64,
-    phases: Vec<(u32, PhaseCount, PhaseCount)>,
-    long_lived_nodes: u64,
-    array: Vec<f64>,
+pub(crate) struct Report {
+    pub stretch_nodes: u64,
+    pub phases: Vec<(u32, PhaseCount, PhaseCount)>,
+    pub long_lived_nodes: u64,
+    pub array: Vec<f64>,
 }
 
 impl Benchmark for GcBench {
@@ -290,97 +290,122 @@ impl Benchmark for GcBench {
             .map_err(rt_err)?
             .map_err(rt_err)?;
 
-        let mut out = String::new();
-        writeln!(out, "Garbage Collector Test").unwrap();
-        writeln!(
-            out,
-            " Stretching memory with a binary tree of depth {stretch}: {} nodes",
-            report.stretch_nodes
-        )
-        .unwrap();
-        writeln!(
-            out,
-            " Creating a long-lived binary tree of depth {long_lived_depth}"
-        )
-        .unwrap();
-        writeln!(out, " Creating a long-lived array of {array_size} doubles").unwrap();
-        for (depth, top_down, bottom_up) in &report.phases {
-            writeln!(
-                out,
-                "Creating {} trees of depth {depth}: top down {} nodes, bottom up {} nodes",
-                top_down.trees, top_down.nodes, bottom_up.nodes
-            )
-            .unwrap();
-        }
-        let intact = report.array.get(1000) == Some(&(1.0 / 1000.0));
-        writeln!(
-            out,
-            "Long-lived tree: {} nodes; array[1000] == 1/1000: {intact}",
-            report.long_lived_nodes
-        )
-        .unwrap();
+        Ok(outcome(
+            report,
+            stretch,
+            long_lived_depth,
+            max_depth,
+            array_size,
+        ))
+    }
 
-        Ok(Outcome::new(out, move || {
-            let mut failures = Vec::new();
-            if report.stretch_nodes != tree_size(stretch) {
-                failures.push(format!(
-                    "stretch tree: {} nodes, expected {}",
-                    report.stretch_nodes,
-                    tree_size(stretch)
-                ));
-            }
-            let depths: Vec<u32> = report.phases.iter().map(|p| p.0).collect();
-            let want_depths: Vec<u32> = (MIN_TREE_DEPTH..=max_depth).step_by(2).collect();
-            if depths != want_depths {
-                failures.push(format!("depths {depths:?}, expected {want_depths:?}"));
-            }
-            for (depth, top_down, bottom_up) in &report.phases {
-                // NumIters as GCBench writes it, in plain integer arithmetic.
-                let trees = 2 * ((1u64 << (stretch + 1)) - 1) / ((1u64 << (depth + 1)) - 1);
-                let nodes = (1u64 << (depth + 1)) - 1;
-                let want = PhaseCount {
-                    trees,
-                    nodes: trees * nodes,
-                    min_nodes: nodes,
-                    max_nodes: nodes,
-                };
-                for (phase, got) in [("top down", top_down), ("bottom up", bottom_up)] {
-                    if *got != want {
-                        failures.push(format!(
-                            "{phase}, depth {depth}: {got:?}, expected {want:?}"
-                        ));
-                    }
+    fn has_compiled(&self) -> bool {
+        true
+    }
+
+    fn run_compiled(&self, rt: &Runtime, p: &Params) -> Result<Outcome, String> {
+        crate::compiled::gcbench::run(rt, p)
+    }
+}
+
+/// The output lines and the check of a run's [`Report`].
+pub(crate) fn outcome(
+    report: Report,
+    stretch: u32,
+    long_lived_depth: u32,
+    max_depth: u32,
+    array_size: usize,
+) -> Outcome {
+    let mut out = String::new();
+    writeln!(out, "Garbage Collector Test").unwrap();
+    writeln!(
+        out,
+        " Stretching memory with a binary tree of depth {stretch}: {} nodes",
+        report.stretch_nodes
+    )
+    .unwrap();
+    writeln!(
+        out,
+        " Creating a long-lived binary tree of depth {long_lived_depth}"
+    )
+    .unwrap();
+    writeln!(out, " Creating a long-lived array of {array_size} doubles").unwrap();
+    for (depth, top_down, bottom_up) in &report.phases {
+        writeln!(
+            out,
+            "Creating {} trees of depth {depth}: top down {} nodes, bottom up {} nodes",
+            top_down.trees, top_down.nodes, bottom_up.nodes
+        )
+        .unwrap();
+    }
+    let intact = report.array.get(1000) == Some(&(1.0 / 1000.0));
+    writeln!(
+        out,
+        "Long-lived tree: {} nodes; array[1000] == 1/1000: {intact}",
+        report.long_lived_nodes
+    )
+    .unwrap();
+
+    Outcome::new(out, move || {
+        let mut failures = Vec::new();
+        if report.stretch_nodes != tree_size(stretch) {
+            failures.push(format!(
+                "stretch tree: {} nodes, expected {}",
+                report.stretch_nodes,
+                tree_size(stretch)
+            ));
+        }
+        let depths: Vec<u32> = report.phases.iter().map(|p| p.0).collect();
+        let want_depths: Vec<u32> = (MIN_TREE_DEPTH..=max_depth).step_by(2).collect();
+        if depths != want_depths {
+            failures.push(format!("depths {depths:?}, expected {want_depths:?}"));
+        }
+        for (depth, top_down, bottom_up) in &report.phases {
+            // NumIters as GCBench writes it, in plain integer arithmetic.
+            let trees = 2 * ((1u64 << (stretch + 1)) - 1) / ((1u64 << (depth + 1)) - 1);
+            let nodes = (1u64 << (depth + 1)) - 1;
+            let want = PhaseCount {
+                trees,
+                nodes: trees * nodes,
+                min_nodes: nodes,
+                max_nodes: nodes,
+            };
+            for (phase, got) in [("top down", top_down), ("bottom up", bottom_up)] {
+                if *got != want {
+                    failures.push(format!(
+                        "{phase}, depth {depth}: {got:?}, expected {want:?}"
+                    ));
                 }
             }
-            if report.long_lived_nodes != tree_size(long_lived_depth) {
-                failures.push(format!(
-                    "long-lived tree: {} nodes, expected {}",
-                    report.long_lived_nodes,
-                    tree_size(long_lived_depth)
-                ));
-            }
-            if report.array.len() != array_size {
-                failures.push(format!(
-                    "array of {} doubles, expected {array_size}",
-                    report.array.len()
-                ));
-            } else if let Some(i) = (0..array_size)
-                .find(|&i| report.array[i].to_bits() != array_value(i, array_size).to_bits())
-            {
-                failures.push(format!(
-                    "array[{i}] = {}, expected {}",
-                    report.array[i],
-                    array_value(i, array_size)
-                ));
-            }
-            if report.array.get(1000) != Some(&0.001) {
-                failures.push("array[1000] != 1/1000 (GCBench's final test)".to_string());
-            }
-            if failures.is_empty() {
-                Ok(())
-            } else {
-                Err(failures.join("; "))
-            }
-        }))
-    }
+        }
+        if report.long_lived_nodes != tree_size(long_lived_depth) {
+            failures.push(format!(
+                "long-lived tree: {} nodes, expected {}",
+                report.long_lived_nodes,
+                tree_size(long_lived_depth)
+            ));
+        }
+        if report.array.len() != array_size {
+            failures.push(format!(
+                "array of {} doubles, expected {array_size}",
+                report.array.len()
+            ));
+        } else if let Some(i) = (0..array_size)
+            .find(|&i| report.array[i].to_bits() != array_value(i, array_size).to_bits())
+        {
+            failures.push(format!(
+                "array[{i}] = {}, expected {}",
+                report.array[i],
+                array_value(i, array_size)
+            ));
+        }
+        if report.array.get(1000) != Some(&0.001) {
+            failures.push("array[1000] != 1/1000 (GCBench's final test)".to_string());
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
+    })
 }

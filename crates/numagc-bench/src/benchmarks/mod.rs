@@ -8,7 +8,7 @@ pub(crate) mod coins;
 mod dmm;
 mod floyd_warshall;
 mod game_of_life;
-mod gcbench;
+pub(crate) mod gcbench;
 mod lu_decomposition;
 mod mandelbrot;
 mod mandelbrot6;

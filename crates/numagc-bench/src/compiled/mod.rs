@@ -13,6 +13,7 @@
 
 pub mod binarytrees;
 pub mod coins;
+pub mod gcbench;
 pub mod parfib;
 
 use numagc::compiled::Mutator;

@@ -1,0 +1,231 @@
+//! GCBench on the compiled-code interface: the program of
+//! `benchmarks/gcbench.rs` (the stretch tree, the long-lived tree and
+//! array, `NumIters(d)` trees per phase and depth spread over the vprocs by
+//! a fork-join reduction whose leaves build about `grain` nodes' worth of
+//! trees one after the other; the big trees' top levels forked), emitted
+//! against the inline allocator, with the subtrees in frame slots and the
+//! long-lived data in the outermost frame.
+
+use crate::benchmarks::gcbench::{
+    num_iters, outcome, tree_size, PhaseCount, Report, FORK_DEPTH, MIN_TREE_DEPTH,
+};
+use crate::{rt_err, Outcome, Params};
+use numagc::compiled::{header, Frame, Mutator, RAW};
+use numagc::object::{is_pointer, NIL};
+use numagc::{Descriptor, Result, Runtime};
+
+/// A complete tree of `depth` (`MakeTree`); `i` and `j` stay 0.
+fn make_tree(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+    if depth == 0 {
+        return new_node(m, node, None);
+    }
+    let f = m.push_frame(2);
+    let r = (|| {
+        let l = make_tree(m, node, depth - 1)?;
+        f.set(0, l);
+        let r = make_tree(m, node, depth - 1)?;
+        f.set(1, r);
+        new_node(m, node, Some(f))
+    })();
+    m.pop_frame(f);
+    r
+}
+
+/// A node whose children are in slots 0 and 1 of `kids` (leaves: NIL).
+#[inline(always)]
+fn new_node(m: &mut Mutator<'_>, node: u64, kids: Option<Frame>) -> Result<u64> {
+    let t = m.alloc(node, 4)?;
+    let (l, r) = kids.map_or((NIL, NIL), |f| (f.get(0), f.get(1)));
+    // SAFETY: `t` is fresh from `alloc` (4 fields: two values, two raw);
+    // the children are read from their slots after the allocation.
+    unsafe {
+        m.init(t, 0, l);
+        m.init(t, 1, r);
+        m.init(t, 2, 0);
+        m.init(t, 3, 0);
+    }
+    Ok(t)
+}
+
+/// `make_tree` with the subtrees of nodes deeper than `FORK_DEPTH` built
+/// in parallel.
+fn make_big_tree(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+    if depth <= FORK_DEPTH {
+        return make_tree(m, node, depth);
+    }
+    let (l, r) = m.par2(
+        &[],
+        move |m, _| make_big_tree(m, node, depth - 1),
+        move |m, _| make_big_tree(m, node, depth - 1),
+    )?;
+    let f = m.push_frame(2);
+    f.set(0, l);
+    f.set(1, r);
+    let t = new_node(m, node, Some(f));
+    m.pop_frame(f);
+    t
+}
+
+fn count_nodes(m: &Mutator<'_>, t: u64) -> u64 {
+    // SAFETY: `t` is a node of a live tree; nothing collects in the walk.
+    let l = unsafe { m.field(t, 0) };
+    if !is_pointer(l) {
+        1
+    } else {
+        1 + count_nodes(m, l) + count_nodes(m, unsafe { m.field(t, 1) })
+    }
+}
+
+/// A `tree-counts` object holding `c` (four raw fields).
+fn counts(m: &mut Mutator<'_>, count: u64, c: PhaseCount) -> Result<u64> {
+    let o = m.alloc(count, 4)?;
+    // SAFETY: `o` is fresh, with four raw fields.
+    unsafe {
+        m.init(o, 0, c.trees);
+        m.init(o, 1, c.nodes);
+        m.init(o, 2, c.min_nodes);
+        m.init(o, 3, c.max_nodes);
+    }
+    Ok(o)
+}
+
+/// The counts in a `tree-counts` object.
+///
+/// # Safety
+/// `o` is a live `tree-counts` object.
+unsafe fn read_counts(m: &Mutator<'_>, o: u64) -> PhaseCount {
+    // SAFETY: the caller's contract.
+    unsafe {
+        PhaseCount {
+            trees: m.field(o, 0),
+            nodes: m.field(o, 1),
+            min_nodes: m.field(o, 2),
+            max_nodes: m.field(o, 3),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Phase {
+    node: u64,
+    count: u64,
+    depth: u32,
+    per_task: usize,
+}
+
+/// The trees `lo..hi` of a phase, halves forked: a `tree-counts` object.
+fn reduce(m: &mut Mutator<'_>, p: Phase, lo: usize, hi: usize) -> Result<u64> {
+    if hi - lo <= p.per_task {
+        let mut c = PhaseCount {
+            trees: 0,
+            nodes: 0,
+            min_nodes: u64::MAX,
+            max_nodes: 0,
+        };
+        for _ in lo..hi {
+            let t = make_tree(m, p.node, p.depth)?;
+            let nodes = count_nodes(m, t);
+            c = c.join(PhaseCount {
+                trees: 1,
+                nodes,
+                min_nodes: nodes,
+                max_nodes: nodes,
+            });
+        }
+        return counts(m, p.count, c);
+    }
+    let mid = lo + (hi - lo) / 2;
+    let (x, y) = m.par2(
+        &[],
+        move |m, _| reduce(m, p, lo, mid),
+        move |m, _| reduce(m, p, mid, hi),
+    )?;
+    // SAFETY: both results were just returned by `par2`.
+    let c = unsafe { read_counts(m, x).join(read_counts(m, y)) };
+    counts(m, p.count, c)
+}
+
+/// `TimeConstruction`'s loop for one phase and depth.
+fn construct_trees(
+    m: &mut Mutator<'_>,
+    node: u64,
+    count: u64,
+    stretch: u32,
+    depth: u32,
+    grain: usize,
+) -> Result<PhaseCount> {
+    let iters = num_iters(stretch, depth) as usize;
+    let per_task = (grain / tree_size(depth) as usize).max(1);
+    let p = Phase {
+        node,
+        count,
+        depth,
+        per_task,
+    };
+    let total = reduce(m, p, 0, iters)?;
+    // SAFETY: `total` was just returned.
+    Ok(unsafe { read_counts(m, total) })
+}
+
+pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+    let stretch = p.get("stretch-depth") as u32;
+    let long_lived_depth = p.get("long-lived-depth") as u32;
+    let max_depth = p.get("max-depth") as u32;
+    if max_depth > stretch {
+        return Err(format!("gcbench: --max-depth {max_depth} exceeds --stretch-depth {stretch} (no tree would be built)"));
+    }
+    let array_size = p.usize("array-size");
+    let grain = p.usize("grain");
+    let node = rt
+        .register(Descriptor::mixed("gcbench-node", 4, &[0, 1]).map_err(rt_err)?)
+        .map_err(rt_err)?;
+    let count = rt
+        .register(Descriptor::mixed("tree-counts", 4, &[]).map_err(rt_err)?)
+        .map_err(rt_err)?;
+    let (node, count) = (header(node, 4), header(count, 4));
+    let report = rt
+        .run_on(0, move |s| -> Result<Report> {
+            // SAFETY: this module keeps the interface's contract.
+            let mut m = unsafe { s.compiled() };
+            // Stretch the memory space quickly.
+            let t = make_big_tree(&mut m, node, stretch)?;
+            let stretch_nodes = count_nodes(&m, t);
+            let keep = m.push_frame(2);
+            let long_lived = make_big_tree(&mut m, node, long_lived_depth)?;
+            keep.set(0, long_lived);
+            let array = m.alloc_shared(header(RAW, array_size))?;
+            keep.set(1, array);
+            for i in 0..array_size / 2 {
+                // SAFETY: a fresh raw object of `array_size` fields, in a slot.
+                unsafe { m.store_raw(array, i, (1.0 / i as f64).to_bits()) };
+            }
+            let mut phases = Vec::new();
+            for depth in (MIN_TREE_DEPTH..=max_depth).step_by(2) {
+                let top_down = construct_trees(&mut m, node, count, stretch, depth, grain)?;
+                let bottom_up = construct_trees(&mut m, node, count, stretch, depth, grain)?;
+                phases.push((depth, top_down, bottom_up));
+            }
+            let long_lived_nodes = count_nodes(&m, keep.get(0));
+            let array = keep.get(1);
+            let array = (0..array_size)
+                // SAFETY: the array is live in its slot; nothing collects.
+                .map(|i| f64::from_bits(unsafe { m.field(array, i) }))
+                .collect();
+            m.pop_frame(keep);
+            Ok(Report {
+                stretch_nodes,
+                phases,
+                long_lived_nodes,
+                array,
+            })
+        })
+        .map_err(rt_err)?
+        .map_err(rt_err)?;
+    Ok(outcome(
+        report,
+        stretch,
+        long_lived_depth,
+        max_depth,
+        array_size,
+    ))
+}
