@@ -2,7 +2,10 @@
 //! check, header and fields written, result stored in a root slot) against a
 //! plain bump-pointer loop writing the same objects into a buffer the size
 //! of the nursery, measured alternately in one run (medians reported).
-//! Both build 3-word objects (header + two fields) that die at once.
+//! Both build 3-word objects (header + two fields) that die at once. A
+//! third series is the compiled-code interface's inline path
+//! (`numagc::compiled::Mutator::alloc`: bump, one compare, header and
+//! fields, the result in a frame slot), alternated with the other two.
 
 use crate::bench::record::median;
 use crate::runtime_args::RuntimeArgs;
@@ -53,7 +56,8 @@ pub fn run(
         .map_err(|e| e.to_string())?;
     let mut buf = vec![0u64; nursery / 8];
     let objects = bytes / OBJECT_BYTES;
-    let (mut base, mut ours) = (Vec::new(), Vec::new());
+    let (mut base, mut ours, mut inline) = (Vec::new(), Vec::new(), Vec::new());
+    let pair_header = numagc::compiled::header(pair, 2);
     for _ in 0..repeat.max(1) {
         let (t, _) = bump_loop(&mut buf, bytes);
         base.push(bytes as f64 / t / 1e9);
@@ -70,16 +74,40 @@ pub fn run(
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
         ours.push(bytes as f64 / t / 1e9);
+        let t = rt
+            .run_on(0, move |s| -> numagc::Result<f64> {
+                // SAFETY: the object is initialised before the next
+                // allocation and kept in a frame slot, read back only
+                // after the loop (the interface's contract).
+                let mut m = unsafe { s.compiled() };
+                let f = m.push_frame(1);
+                let t = Instant::now();
+                for i in 0..objects {
+                    let o = m.alloc(pair_header, 2)?;
+                    // SAFETY: `o` is fresh, with two value fields.
+                    unsafe {
+                        m.init(o, 0, ((i << 1) | 1) as u64);
+                        m.init(o, 1, 1);
+                    }
+                    f.set(0, o);
+                }
+                // SAFETY: the last object is live in the slot.
+                black_box(unsafe { m.field(f.get(0), 0) });
+                Ok(t.elapsed().as_secs_f64())
+            })
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        inline.push(bytes as f64 / t / 1e9);
     }
     let stats = rt.stats();
-    if stats.total.bytes_allocated < objects * OBJECT_BYTES * repeat.max(1) as u64 {
+    if stats.total.bytes_allocated < 2 * objects * OBJECT_BYTES * repeat.max(1) as u64 {
         return Err(format!(
             "allocated {} bytes, expected {}",
             stats.total.bytes_allocated,
             objects * OBJECT_BYTES
         ));
     }
-    let (mb, mo) = (median(&base), median(&ours));
+    let (mb, mo, mi) = (median(&base), median(&ours), median(&inline));
     println!(
         "allocation rate, {} MB of 24-byte objects per run, {} runs each, alternating:",
         bytes / 1_000_000,
@@ -97,7 +125,13 @@ pub fn run(
         ours.iter().cloned().fold(f64::MAX, f64::min),
         ours.iter().cloned().fold(0.0, f64::max)
     );
+    println!(
+        "  numagc inline path (compiled interface):   median {mi:.2} GB/s  (min {:.2}, max {:.2})",
+        inline.iter().cloned().fold(f64::MAX, f64::min),
+        inline.iter().cloned().fold(0.0, f64::max)
+    );
     println!("  ratio numagc / bump loop: {:.0} %", 100.0 * mo / mb);
+    println!("  ratio inline path / bump loop: {:.0} %", 100.0 * mi / mb);
     println!(
         "  minor collections: {}, bytes copied by them: {}",
         stats.total.minor.count, stats.total.bytes_copied_minor
@@ -108,6 +142,7 @@ pub fn run(
             "local_heap": rt.config().local_heap_size,
             "bump_gb_s": base, "numagc_gb_s": ours,
             "bump_median": mb, "numagc_median": mo, "ratio": mo / mb,
+            "inline_gb_s": inline, "inline_median": mi, "inline_ratio": mi / mb,
         });
         crate::bench::write_json(&path, &v)?;
     }

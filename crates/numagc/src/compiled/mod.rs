@@ -394,11 +394,12 @@ impl<'a> Mutator<'a> {
         Frame { base, len }
     }
 
-    /// Pops `frame` and every frame pushed after it.
+    /// Pops `frame` and every frame pushed after it (contract 4; checked
+    /// in debug builds).
     #[inline(always)]
     pub fn pop_frame(&mut self, frame: Frame) {
         let rec = self.rec();
-        assert!(
+        debug_assert!(
             frame.base >= rec.roots_base() && frame.base <= rec.roots_top(),
             "pop of a frame that is not pushed"
         );
