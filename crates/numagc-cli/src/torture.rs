@@ -8,7 +8,9 @@
 //! forced collection checked against the shadow. It prints collections by
 //! kind (the runtime's statistics), what the programs forced, the sharing
 //! the rounds exercised (stolen tasks and threads, rendezvous, promotion),
-//! the objects and bytes checked, and the violations. It exits non-zero at
+//! what the compiled sections ran (operations on the compiled-code
+//! interface, `numagc::compiled`), the objects and bytes checked, and the
+//! violations. It exits non-zero at
 //! the first violation and prints the round's seed, the operation, and the
 //! command that replays the round.
 //!
@@ -62,7 +64,7 @@ pub struct TortureArgs {
     /// Run the rounds in this process and report them on standard output (used by the parent).
     #[arg(long, hide = true)]
     worker: bool,
-    /// Inject a fault into the first round, KIND[@OP] (heap-store, shadow-raw, duplicate, abort, hang): for the tests.
+    /// Inject a fault into the first round, KIND[@OP] (heap-store, shadow-raw, duplicate, abort, hang, compiled-store): for the tests.
     #[arg(long, hide = true)]
     fault: Option<String>,
 }
@@ -127,7 +129,16 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
         );
         if args.show_program {
             for (i, op) in plan.program.iter().enumerate() {
-                println!("op {i}: {op:?}");
+                match op {
+                    // A compiled section: an operation per line.
+                    numagc_torture::Op::Compiled(cops) => {
+                        println!("op {i}: Compiled ({} operations)", cops.len());
+                        for (k, c) in cops.iter().enumerate() {
+                            println!("    compiled op {k}: {c:?}");
+                        }
+                    }
+                    _ => println!("op {i}: {op:?}"),
+                }
             }
         }
         let progress: Arc<dyn Fn(usize) + Send + Sync> = Arc::new(|i| println!("@op {i}"));
@@ -158,7 +169,7 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
     Ok(())
 }
 
-const FIELDS: [&str; 19] = [
+const FIELDS: [&str; 27] = [
     "ops",
     "checks",
     "objects",
@@ -178,6 +189,14 @@ const FIELDS: [&str; 19] = [
     "tstolen",
     "rendezvous",
     "promoted",
+    "csections",
+    "cops",
+    "callocs",
+    "cshared",
+    "cstores",
+    "creads",
+    "cforks",
+    "cpolls",
 ];
 
 fn encode(r: &Report, c: &RuntimeCounts) -> String {
@@ -201,6 +220,14 @@ fn encode(r: &Report, c: &RuntimeCounts) -> String {
         c.threads_stolen,
         c.rendezvous,
         c.bytes_promoted,
+        r.compiled_sections,
+        r.compiled_ops,
+        r.compiled_allocs,
+        r.compiled_shared_allocs,
+        r.compiled_stores,
+        r.compiled_reads,
+        r.compiled_forks,
+        r.compiled_polls,
     ];
     FIELDS
         .iter()
@@ -227,6 +254,14 @@ fn decode(s: &str, r: &mut Report, c: &mut RuntimeCounts) {
     r.forced_young += g("fyoung");
     r.forced_compact += g("fcompact");
     r.promotions += g("promotions");
+    r.compiled_sections += g("csections");
+    r.compiled_ops += g("cops");
+    r.compiled_allocs += g("callocs");
+    r.compiled_shared_allocs += g("cshared");
+    r.compiled_stores += g("cstores");
+    r.compiled_reads += g("creads");
+    r.compiled_forks += g("cforks");
+    r.compiled_polls += g("cpolls");
     c.add(&RuntimeCounts {
         minor: g("minor"),
         major: g("major"),
@@ -397,6 +432,17 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         counts.threads_stolen,
         counts.rendezvous,
         mib(counts.bytes_promoted)
+    );
+    println!(
+        "compiled ops: {} in {} sections; {} inline allocations, {} shared, {} barrier stores, {} reads, {} par2 forks, {} polls",
+        report.compiled_ops,
+        report.compiled_sections,
+        report.compiled_allocs,
+        report.compiled_shared_allocs,
+        report.compiled_stores,
+        report.compiled_reads,
+        report.compiled_forks,
+        report.compiled_polls
     );
     println!(
         "checked: {} objects, {:.1} MiB, in {} digests",

@@ -23,6 +23,10 @@
 //! differs, [`explain`] walks the heap and the shadow side by side and names
 //! the first difference by its path from a root.
 //!
+//! Compiled sections (`crate::compiled`) read the heap as compiled code
+//! does, through the `Mutator`'s raw reads ([`MutGraph`]); the same
+//! digest and the same comparison apply.
+//!
 //! The heap invariants of manticore-numa-gc.md §2.3 (no pointer from one
 //! local heap into another, none from the global heap into a local heap)
 //! are checked by the runtime's own verifier (`--verify`), which the torture
@@ -31,6 +35,9 @@
 use crate::layout::{oid_of, wide_is_value, Descs, Kind, CELL_VALUE, REC_VALUES};
 use crate::rng::mix;
 use crate::shadow::{Field, SVal, Shadow};
+use numagc::compiled::Mutator;
+use numagc::object::header::{Header, ID_ARRAY, ID_LIMIT, ID_RAW, ID_ROPE, ID_VECTOR, MAX_LENGTH};
+use numagc::object::{is_pointer, value_int};
 use numagc::{Handle, ObjectKind, Scope, View};
 use std::collections::HashMap;
 
@@ -366,7 +373,7 @@ fn is_value_field(kind: Kind, i: usize) -> bool {
     match kind {
         Kind::Pair => i > 0,
         Kind::Rec => REC_VALUES.contains(&i),
-        Kind::Wide => wide_is_value(i),
+        Kind::Wide | Kind::Mid => wide_is_value(i),
         Kind::Cell => i == CELL_VALUE,
         Kind::Vector | Kind::Array | Kind::Seq => true,
         Kind::Raw => false,
@@ -468,6 +475,196 @@ impl<'a, 's> Graph for HeapGraph<'a, 's> {
     }
 }
 
+/// The heap as compiled code reads it: value words through
+/// `numagc::compiled::Mutator`'s `header`, `field` and `field_shared` (the
+/// latter for mutable objects), a sequence's rope nodes and leaves walked
+/// as `Scope::seq_for_each` walks them. A node is a value word; its
+/// identity is the word resolved through a forwarding header (a promoted
+/// object's local copy and its global copy are one object).
+pub struct MutGraph<'a, 'm> {
+    pub m: &'a Mutator<'m>,
+    pub descs: Descs,
+}
+
+impl MutGraph<'_, '_> {
+    pub fn item(w: u64) -> Item<u64> {
+        if is_pointer(w) {
+            Item::Obj(w)
+        } else {
+            Item::Int(value_int(w))
+        }
+    }
+
+    /// The object `w` stands for: a promoted object's header word is its
+    /// forwarding address (what `Mutator::header` follows too).
+    pub fn resolve(w: u64) -> u64 {
+        if !is_pointer(w) {
+            return w;
+        }
+        // SAFETY: `w` is a live value of a frame slot or read from one
+        // since the last call that may collect (the walk runs between
+        // such calls), so its header word is readable.
+        let hw = unsafe { (w as *const u64).read() };
+        if hw & 1 == 0 {
+            hw
+        } else {
+            w
+        }
+    }
+
+    /// The header of the object `w` (through a forwarding address), or
+    /// what is wrong with `w`.
+    pub fn header(&self, w: u64) -> Result<Header, String> {
+        if !is_pointer(w) || w == 0 || !w.is_multiple_of(8) {
+            return Err(format!("{w:#x} is not an object pointer"));
+        }
+        // SAFETY: as in `resolve`.
+        let h = unsafe { self.m.header(w) };
+        // What debug builds write over a nursery a minor collection
+        // emptied: an id no descriptor has, the largest length.
+        if u32::from(h.id()) == ID_LIMIT - 3 && h.len() as u64 == MAX_LENGTH {
+            return Err(format!(
+                "{w:#x} is a stale value: its object was in a nursery a collection emptied (poisoned); a value held across a call that may collect must be in a frame slot"
+            ));
+        }
+        Ok(h)
+    }
+
+    fn word(&self, w: u64, i: usize, shared: bool) -> u64 {
+        // SAFETY: `w` is live (as in `resolve`) and `i` below its header's
+        // length (the callers check).
+        unsafe {
+            if shared {
+                self.m.field_shared(w, i)
+            } else {
+                self.m.field(w, i)
+            }
+        }
+    }
+
+    fn seq(&self, w: u64, fields: &mut Vec<Item<u64>>) -> Result<Head, String> {
+        let mut pending = vec![w];
+        while let Some(x) = pending.pop() {
+            let h = self.header(x)?;
+            match h.id() {
+                ID_VECTOR => {
+                    fields.extend((0..h.len()).map(|i| Self::item(self.word(x, i, false))))
+                }
+                ID_ROPE if h.len() == 4 => {
+                    pending.push(self.word(x, 3, false));
+                    pending.push(self.word(x, 2, false));
+                }
+                id => {
+                    return Err(format!(
+                        "{x:#x} (header id {id}, {} fields) is not a sequence node",
+                        h.len()
+                    ))
+                }
+            }
+        }
+        Ok(Head {
+            kind: Kind::Seq,
+            id: None,
+            len: fields.len(),
+        })
+    }
+}
+
+impl Graph for MutGraph<'_, '_> {
+    type N = u64;
+
+    fn open(&self, w: u64, fields: &mut Vec<Item<u64>>) -> Result<Head, String> {
+        let h = self.header(w)?;
+        let len = h.len();
+        let id_in = |word: u64, what: &str| {
+            oid_of(word)
+                .map(|_| word)
+                .ok_or_else(|| format!("{what} {w:#x} without an id: word 0 = {word:#x}"))
+        };
+        let int_id = |word: u64| (!is_pointer(word)).then(|| value_int(word) as u64);
+        match h.id() {
+            ID_RAW => {
+                let words: Vec<u64> = (0..len).map(|i| self.word(w, i, false)).collect();
+                let id = id_in(words.first().copied().unwrap_or(0), "raw object")?;
+                fields.extend(words.into_iter().map(Item::Raw));
+                Ok(Head {
+                    kind: Kind::Raw,
+                    id: Some(id),
+                    len,
+                })
+            }
+            ID_VECTOR => {
+                let first = (len > 0).then(|| self.word(w, 0, false)).and_then(int_id);
+                match first.filter(|&i| oid_of(i).is_some()) {
+                    Some(id) => {
+                        fields.extend((0..len).map(|i| Self::item(self.word(w, i, false))));
+                        Ok(Head {
+                            kind: Kind::Vector,
+                            id: Some(id),
+                            len,
+                        })
+                    }
+                    None => self.seq(w, fields),
+                }
+            }
+            ID_ARRAY => {
+                let first = (len > 0).then(|| self.word(w, 0, true)).and_then(int_id);
+                let id = id_in(first.unwrap_or(0), "array")?;
+                fields.extend((0..len).map(|i| Self::item(self.word(w, i, true))));
+                Ok(Head {
+                    kind: Kind::Array,
+                    id: Some(id),
+                    len,
+                })
+            }
+            ID_ROPE => self.seq(w, fields),
+            d => {
+                let kind = self.descs.kind_of_id(d).ok_or_else(|| {
+                    format!("{w:#x}: header id {d} is no descriptor of the program")
+                })?;
+                let shared = kind == Kind::Cell;
+                if len == 0 {
+                    return Err(format!("{kind:?} object {w:#x} of no fields"));
+                }
+                let id = id_in(self.word(w, 0, shared), &format!("{kind:?} object"))?;
+                fields.extend((0..len).map(|i| {
+                    let x = self.word(w, i, shared);
+                    if is_value_field(kind, i) {
+                        Self::item(x)
+                    } else {
+                        Item::Raw(x)
+                    }
+                }));
+                Ok(Head {
+                    kind,
+                    id: Some(id),
+                    len,
+                })
+            }
+        }
+    }
+
+    fn same(&self, a: u64, b: u64) -> bool {
+        Self::resolve(a) == Self::resolve(b)
+    }
+
+    fn identity(&self, n: u64) -> u64 {
+        Self::resolve(n)
+    }
+
+    fn describe(&self, n: u64) -> String {
+        match self.header(n) {
+            Ok(h) => format!(
+                "{n:#x} (resolved {:#x}, header id {}, {} fields)",
+                Self::resolve(n),
+                h.id(),
+                h.len()
+            ),
+            Err(e) => e,
+        }
+    }
+}
+
 /// The heap digest of `roots`, read in a nested scope of `s`.
 pub fn heap_digest(
     s: &mut Scope<'_>,
@@ -498,21 +695,35 @@ pub fn compare(
     roots: &[Handle<'_>],
     expected: &[SVal],
 ) -> Result<Digest, String> {
+    s.scope(|s| {
+        let g = HeapGraph { s, descs };
+        let items: Vec<_> = roots.iter().map(|&h| HeapGraph::item(s.view(h))).collect();
+        compare_graph(&g, sh, names, &items, expected)
+    })
+}
+
+/// [`compare`] for any graph of the heap (the compiled code's,
+/// [`MutGraph`]): `Ok(digest)` when the graph reachable from `roots`
+/// equals the shadow's `expected` values, else the first difference.
+pub fn compare_graph<G: Graph>(
+    g: &G,
+    sh: &Shadow,
+    names: &[String],
+    roots: &[Item<G::N>],
+    expected: &[SVal],
+) -> Result<Digest, String> {
     let want = shadow_digest(sh, expected);
-    let got = heap_digest(s, descs, roots);
+    let got = digest(g, roots);
     if got.as_ref().ok() == Some(&want) {
         return Ok(want);
     }
-    let detail = s.scope(|s| {
-        let g = HeapGraph { s, descs };
-        let pairs: Vec<_> = names
-            .iter()
-            .zip(roots)
-            .zip(expected)
-            .map(|((n, &h), &e)| (n.clone(), HeapGraph::item(s.view(h)), ShadowGraph::item(e)))
-            .collect();
-        explain(&g, &ShadowGraph(sh), &pairs)
-    });
+    let pairs: Vec<Paired<G, ShadowGraph<'_>>> = names
+        .iter()
+        .zip(roots)
+        .zip(expected)
+        .map(|((n, &h), &e)| (n.clone(), h, ShadowGraph::item(e)))
+        .collect();
+    let detail = explain(g, &ShadowGraph(sh), &pairs);
     Err(match (got, detail) {
         (Err(e), _) => format!("the heap cannot be read as the program's: {e}"),
         (Ok(g), Some(d)) => format!("the heap differs from the shadow at {d} (heap digest {:#x}, shadow {:#x})", g.checksum, want.checksum),

@@ -24,6 +24,10 @@
 //! — is compared with the shadow before and after. A program ends with a
 //! full check, a global collection, and a full check.
 //!
+//! `Op::Compiled` runs a section of compiled code (`crate::compiled`): the
+//! registers go through one `numagc::compiled::Mutator`'s frames, and the
+//! same shadow predicts what it reads and builds.
+//!
 //! A [`Fault`] makes a run go wrong on purpose — a store behind the
 //! shadow's back, a corrupted shadow, a duplicated object, an abort, a hang —
 //! so the tests can show that the checker and the CLI report it.
@@ -31,9 +35,9 @@
 use crate::check::{compare, heap_digest, shadow_digest, Digest};
 use crate::layout::{
     array_store_index, dag_plan, elem_plan, fresh_count, id_word, oid_of, payload, wide_is_value,
-    Descs, Kind, Pick, CELL_RAW, CELL_VALUE, WIDE_SIZE,
+    Descs, Kind, Pick, CELL_RAW, CELL_VALUE, MID_SIZE, WIDE_SIZE,
 };
-use crate::program::{Build, Collect, Op, Src, REGS};
+use crate::program::{Build, COp, Collect, Op, Src, REGS};
 use crate::rng::mix;
 use crate::shadow::{src_val, Field, SVal, Shadow};
 use numagc::{GlobalRoot, Handle, Next, Runtime, Scope, Slot};
@@ -45,7 +49,7 @@ use std::time::{Duration, Instant};
 /// How long `par2`'s first branch waits for another vproc to steal the
 /// second (when there is another vproc) before it returns and the second
 /// runs here.
-const STEAL_WAIT: Duration = Duration::from_millis(20);
+pub(crate) const STEAL_WAIT: Duration = Duration::from_millis(20);
 
 /// Global roots a program keeps at most (the oldest is dropped beyond).
 pub const MAX_GLOBALS: usize = 16;
@@ -64,15 +68,19 @@ pub enum FaultKind {
     Abort,
     /// The job stops making progress.
     Hang,
+    /// A store into a new array by compiled code, behind the shadow's
+    /// back; a compiled section's check must find it.
+    CompiledStore,
 }
 
 impl FaultKind {
-    pub const ALL: [(&'static str, FaultKind); 5] = [
+    pub const ALL: [(&'static str, FaultKind); 6] = [
         ("heap-store", FaultKind::HeapStore),
         ("shadow-raw", FaultKind::ShadowRaw),
         ("duplicate", FaultKind::Duplicate),
         ("abort", FaultKind::Abort),
         ("hang", FaultKind::Hang),
+        ("compiled-store", FaultKind::CompiledStore),
     ];
 
     pub fn parse(s: &str) -> Option<FaultKind> {
@@ -150,23 +158,50 @@ pub struct Report {
     pub forced_young: u64,
     pub forced_compact: u64,
     pub promotions: u64,
+    /// Compiled sections run (`Op::Compiled`) and their operations; what
+    /// the compiled code did: inline allocations (`alloc`), `alloc_shared`,
+    /// barrier stores (`store`, `init_shared`, `store_raw`), reads the
+    /// shadow predicted (`field`, `field_shared`, `header`), `par2` forks,
+    /// polls. (Its forced minor collections count in `forced_minor`.)
+    pub compiled_sections: u64,
+    pub compiled_ops: u64,
+    pub compiled_allocs: u64,
+    pub compiled_shared_allocs: u64,
+    pub compiled_stores: u64,
+    pub compiled_reads: u64,
+    pub compiled_forks: u64,
+    pub compiled_polls: u64,
+}
+
+/// Indices of [`Tally::compiled`], in [`Report`]'s order.
+pub(crate) mod ctr {
+    pub const SECTIONS: usize = 0;
+    pub const OPS: usize = 1;
+    pub const ALLOCS: usize = 2;
+    pub const SHARED: usize = 3;
+    pub const STORES: usize = 4;
+    pub const READS: usize = 5;
+    pub const FORKS: usize = 6;
+    pub const POLLS: usize = 7;
 }
 
 /// Counters shared by every vproc a program runs on.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     checks: AtomicU64,
     objects: AtomicU64,
     bytes: AtomicU64,
     /// Minor, major, full global, young global, compaction; promotions.
-    forced: [AtomicU64; 6],
+    pub(crate) forced: [AtomicU64; 6],
+    /// What compiled code did ([`ctr`]).
+    pub(crate) compiled: [AtomicU64; 8],
     /// A violation found where only a runtime error can be returned (a
     /// `par2` branch, a thread, an element function).
     failure: Mutex<Option<String>>,
 }
 
 impl Tally {
-    fn digest(&self, d: &Digest) {
+    pub(crate) fn digest(&self, d: &Digest) {
         self.checks.fetch_add(1, Ordering::Relaxed);
         self.objects.fetch_add(d.objects, Ordering::Relaxed);
         self.bytes.fetch_add(d.bytes, Ordering::Relaxed);
@@ -174,6 +209,7 @@ impl Tally {
 
     fn report(&self, ops: u64) -> Report {
         let f = |i: usize| self.forced[i].load(Ordering::Relaxed);
+        let c = |i: usize| self.compiled[i].load(Ordering::Relaxed);
         Report {
             ops,
             checks: self.checks.load(Ordering::Relaxed),
@@ -185,12 +221,24 @@ impl Tally {
             forced_young: f(3),
             forced_compact: f(4),
             promotions: f(5),
+            compiled_sections: c(ctr::SECTIONS),
+            compiled_ops: c(ctr::OPS),
+            compiled_allocs: c(ctr::ALLOCS),
+            compiled_shared_allocs: c(ctr::SHARED),
+            compiled_stores: c(ctr::STORES),
+            compiled_reads: c(ctr::READS),
+            compiled_forks: c(ctr::FORKS),
+            compiled_polls: c(ctr::POLLS),
         }
+    }
+
+    pub(crate) fn count(&self, i: usize) {
+        self.compiled[i].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Keeps the first violation and turns it into a runtime error that a
     /// closure of the runtime may return.
-    fn stash(&self, f: Fail) -> numagc::Error {
+    pub(crate) fn stash(&self, f: Fail) -> numagc::Error {
         match f {
             Fail::Runtime(e) => e,
             Fail::Violation(msg) => {
@@ -213,7 +261,7 @@ impl Tally {
 
 /// A failure inside an operation.
 #[derive(Debug)]
-enum Fail {
+pub(crate) enum Fail {
     Violation(String),
     Runtime(numagc::Error),
 }
@@ -224,18 +272,18 @@ impl From<numagc::Error> for Fail {
     }
 }
 
-type R<T> = Result<T, Fail>;
+pub(crate) type R<T> = Result<T, Fail>;
 
 /// Decides which allocations are followed by a forced collection, and of
 /// which kind: one counter for the whole program, on every vproc.
-struct Ticker {
+pub(crate) struct Ticker {
     every: u64,
     count: AtomicU64,
     seed: u64,
 }
 
 impl Ticker {
-    fn due(&self) -> Option<Collect> {
+    pub(crate) fn due(&self) -> Option<Collect> {
         if self.every == 0 {
             return None;
         }
@@ -255,11 +303,11 @@ impl Ticker {
 
 /// What every builder needs; cheap to clone into another vproc's work.
 #[derive(Clone)]
-struct Cx {
-    descs: Descs,
-    large_words: usize,
-    ticker: Arc<Ticker>,
-    tally: Arc<Tally>,
+pub(crate) struct Cx {
+    pub(crate) descs: Descs,
+    pub(crate) large_words: usize,
+    pub(crate) ticker: Arc<Ticker>,
+    pub(crate) tally: Arc<Tally>,
 }
 
 fn collect(s: &mut Scope<'_>, kind: Collect) {
@@ -314,10 +362,10 @@ impl Cx {
 }
 
 /// Hands out the oids of a build, from a base the shadow chose.
-struct Ids(u32);
+pub(crate) struct Ids(pub(crate) u32);
 
 impl Ids {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         let id = id_word(self.0);
         self.0 += 1;
         id
@@ -411,19 +459,11 @@ fn build<'s>(
         }
         Build::Wide { seed, srcs } => {
             let sv = [hsrc(srcs[0], env, 0), hsrc(srcs[1], env, 0)];
-            let plan = elem_plan(seed, WIDE_SIZE, false);
-            let id = ids.next();
-            let values: Vec<Handle<'_>> = (1..WIDE_SIZE)
-                .filter(|&i| wide_is_value(i))
-                .map(|i| hpick(plan[i - 1], &sv, &[], &[]))
-                .collect();
-            let raws: Vec<u64> = (0..WIDE_SIZE)
-                .filter(|&i| !wide_is_value(i))
-                .map(|i| if i == 0 { id } else { payload(id, i) })
-                .collect();
-            let h = s.alloc_mixed(cx.descs.wide, &values, &raws)?;
-            cx.tick(s, env, &[h])?;
-            Ok(h)
+            wide(s, cx, ids, cx.descs.wide, WIDE_SIZE, seed, sv, env)
+        }
+        Build::Mid { seed, srcs } => {
+            let sv = [hsrc(srcs[0], env, 0), hsrc(srcs[1], env, 0)];
+            wide(s, cx, ids, cx.descs.mid, MID_SIZE, seed, sv, env)
         }
         Build::Large {
             raw: true, extra, ..
@@ -449,6 +489,33 @@ fn build<'s>(
             Ok(h)
         }
     }
+}
+
+/// A mixed object of `size` fields in the `wide` layout (`Shadow::wide`).
+#[allow(clippy::too_many_arguments)]
+fn wide<'s>(
+    s: &mut Scope<'s>,
+    cx: &Cx,
+    ids: &mut Ids,
+    desc: numagc::DescId,
+    size: usize,
+    seed: u64,
+    sv: [Handle<'_>; 2],
+    env: &[Handle<'_>],
+) -> R<Handle<'s>> {
+    let plan = elem_plan(seed, size, false);
+    let id = ids.next();
+    let values: Vec<Handle<'_>> = (1..size)
+        .filter(|&i| wide_is_value(i))
+        .map(|i| hpick(plan[i - 1], &sv, &[], &[]))
+        .collect();
+    let raws: Vec<u64> = (0..size)
+        .filter(|&i| !wide_is_value(i))
+        .map(|i| if i == 0 { id } else { payload(id, i) })
+        .collect();
+    let h = s.alloc_mixed(desc, &values, &raws)?;
+    cx.tick(s, env, &[h])?;
+    Ok(h)
 }
 
 fn tree<'s>(
@@ -533,22 +600,22 @@ fn oid_or_int(v: numagc::View<'_>) -> numagc::Result<i64> {
         .ok_or_else(|| numagc::Error::Misuse(format!("element without an id: {v:?}")))
 }
 
-type Received = Arc<Mutex<Option<Result<Digest, String>>>>;
+pub(crate) type Received = Arc<Mutex<Option<Result<Digest, String>>>>;
 
-fn received() -> Received {
+pub(crate) fn received() -> Received {
     Arc::new(Mutex::new(None))
 }
 
 /// The program's state: registers and global roots, in the heap and in the shadow.
-struct Machine<'s> {
-    regs: Vec<Slot<'s>>,
-    sregs: [SVal; REGS],
+pub(crate) struct Machine<'s> {
+    pub(crate) regs: Vec<Slot<'s>>,
+    pub(crate) sregs: [SVal; REGS],
     globals: Vec<(Arc<GlobalRoot>, SVal)>,
-    sh: Shadow,
-    cx: Cx,
+    pub(crate) sh: Shadow,
+    pub(crate) cx: Cx,
 }
 
-fn r(i: u8) -> usize {
+pub(crate) fn r(i: u8) -> usize {
     i as usize % REGS
 }
 
@@ -567,7 +634,7 @@ impl<'s> Machine<'s> {
     }
 
     /// Compares registers `which` with the shadow.
-    fn check_regs(&self, s: &mut Scope<'_>, which: &[u8]) -> R<()> {
+    pub(crate) fn check_regs(&self, s: &mut Scope<'_>, which: &[u8]) -> R<()> {
         let names: Vec<String> = which.iter().map(|&i| format!("r{}", r(i))).collect();
         let roots: Vec<Handle<'_>> = which.iter().map(|&i| self.reg(i)).collect();
         let want: Vec<SVal> = which.iter().map(|&i| self.sregs[r(i)]).collect();
@@ -605,7 +672,7 @@ impl<'s> Machine<'s> {
         })
     }
 
-    fn violation_from(&self, e: numagc::Error) -> Fail {
+    pub(crate) fn violation_from(&self, e: numagc::Error) -> Fail {
         match self.cx.tally.take_failure() {
             Some(msg) => Fail::Violation(msg),
             None => Fail::Runtime(e),
@@ -614,7 +681,7 @@ impl<'s> Machine<'s> {
 
     /// Checks what a branch or thread reported it received against the
     /// shadow's digest of the values sent.
-    fn check_received(&self, got: &Received, want: Digest, what: &str) -> R<()> {
+    pub(crate) fn check_received(&self, got: &Received, want: Digest, what: &str) -> R<()> {
         if let Some(msg) = self.cx.tally.take_failure() {
             return Err(Fail::Violation(msg));
         }
@@ -875,6 +942,7 @@ impl<'s> Machine<'s> {
             }),
             Op::Collect(kind) => self.full_check(s, Some(*kind)),
             Op::Check => self.full_check(s, None),
+            Op::Compiled(cops) => self.compiled(s, cops),
             Op::Blocking { spins, sleep } => {
                 let (spins, sleep) = (*spins, *sleep);
                 s.blocking(move || {
@@ -1065,6 +1133,28 @@ impl<'s> Machine<'s> {
                 let h2 = build(s, &self.cx, &b, &env, base)?;
                 self.put(s, 0, h1, v);
                 self.put(s, 1, h2, v);
+            }
+            FaultKind::CompiledStore => {
+                let array = Build::Array {
+                    len: 2,
+                    init: Src::Int(5),
+                };
+                self.step(
+                    s,
+                    &Op::Compiled(vec![COp::Build {
+                        dst: 0,
+                        build: array,
+                    }]),
+                )?;
+                let w = s.raw_word(self.reg(0));
+                {
+                    // SAFETY: `w` is the array in register 0, read just now;
+                    // field 1 is a value field; nothing collects before.
+                    let mut m = unsafe { s.compiled() };
+                    unsafe { m.store(w, 1, numagc::object::int_value(424_242)) }?;
+                }
+                // Behind the shadow's back: a compiled check finds it.
+                self.step(s, &Op::Compiled(vec![COp::Check]))?;
             }
             FaultKind::Abort => std::process::abort(),
             FaultKind::Hang => loop {

@@ -52,6 +52,11 @@ pub fn wide_is_value(i: usize) -> bool {
     i % 3 == 1
 }
 
+/// Fields of the `mid` descriptor: the largest object the compiled-code
+/// interface allocates inline (`numagc::compiled::MAX_SMALL_FIELDS`), with
+/// the `wide` layout (values where [`wide_is_value`]).
+pub const MID_SIZE: usize = numagc::compiled::MAX_SMALL_FIELDS;
+
 /// Field layout of a `rec`: raw id, value, raw, value, raw.
 pub const REC_VALUES: [usize; 2] = [1, 3];
 
@@ -64,6 +69,8 @@ pub enum Kind {
     Rec,
     /// Immutable mixed of [`WIDE_SIZE`] fields.
     Wide,
+    /// Immutable mixed of [`MID_SIZE`] fields, the `wide` layout.
+    Mid,
     /// Mutable mixed `[raw id, value, raw]` (allocated in the global heap).
     Cell,
     /// Immutable vector, element 0 the id.
@@ -82,16 +89,19 @@ pub struct Descs {
     pub pair: DescId,
     pub rec: DescId,
     pub wide: DescId,
+    pub mid: DescId,
     pub cell: DescId,
 }
 
 impl Descs {
     pub fn register(rt: &Runtime) -> numagc::Result<Descs> {
         let wide_values: Vec<usize> = (0..WIDE_SIZE).filter(|&i| wide_is_value(i)).collect();
+        let mid_values: Vec<usize> = (0..MID_SIZE).filter(|&i| wide_is_value(i)).collect();
         Ok(Descs {
             pair: rt.register(Descriptor::mixed("torture.pair", 3, &[1, 2])?)?,
             rec: rt.register(Descriptor::mixed("torture.rec", 5, &REC_VALUES)?)?,
             wide: rt.register(Descriptor::mixed("torture.wide", WIDE_SIZE, &wide_values)?)?,
+            mid: rt.register(Descriptor::mixed("torture.mid", MID_SIZE, &mid_values)?)?,
             cell: rt.register(Descriptor::mixed("torture.cell", 3, &[1])?.mutable())?,
         })
     }
@@ -99,15 +109,38 @@ impl Descs {
     /// The kind of a mixed object of descriptor `d`, `None` for a
     /// descriptor that is not one of these (a rope node).
     pub fn kind_of(&self, d: DescId) -> Option<Kind> {
+        self.kind_of_id(d.id())
+    }
+
+    /// [`Descs::kind_of`] by the header's raw id (compiled code reads
+    /// headers, not descriptors).
+    pub fn kind_of_id(&self, id: u16) -> Option<Kind> {
         [
             (self.pair, Kind::Pair),
             (self.rec, Kind::Rec),
             (self.wide, Kind::Wide),
+            (self.mid, Kind::Mid),
             (self.cell, Kind::Cell),
         ]
         .into_iter()
-        .find(|&(x, _)| x == d)
+        .find(|&(x, _)| x.id() == id)
         .map(|(_, k)| k)
+    }
+
+    /// The header id of the objects of `kind` (`None` for sequences).
+    pub fn header_id(&self, kind: Kind) -> Option<u16> {
+        use numagc::object::header::{ID_ARRAY, ID_RAW, ID_VECTOR};
+        Some(match kind {
+            Kind::Pair => self.pair.id(),
+            Kind::Rec => self.rec.id(),
+            Kind::Wide => self.wide.id(),
+            Kind::Mid => self.mid.id(),
+            Kind::Cell => self.cell.id(),
+            Kind::Vector => ID_VECTOR,
+            Kind::Array => ID_ARRAY,
+            Kind::Raw => ID_RAW,
+            Kind::Seq => return None,
+        })
     }
 }
 

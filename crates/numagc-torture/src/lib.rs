@@ -9,6 +9,10 @@
 //! Objects carry unique ids ([`layout`]), so a shared object that a
 //! collection duplicated, or an update lost on one copy, is found.
 //!
+//! Programs also run sections of compiled code ([`compiled`]): the same
+//! shadow and checks, on the compiled-code interface of `numagc::compiled`
+//! (frames, inline allocation and barriers, raw reads, `par2`).
+//!
 //! Two drivers use the same generator and interpreter: `numagc torture`
 //! (the CLI, seeded rounds with random runtime settings, [`round`]) and the
 //! proptest suite (`tests/`), whose failures shrink to a minimal program
@@ -23,6 +27,7 @@
 //! operation, and proptest runs each case in a forked process.
 
 pub mod check;
+pub mod compiled;
 pub mod interp;
 pub mod layout;
 pub mod program;
@@ -31,5 +36,5 @@ pub mod round;
 pub mod shadow;
 
 pub use interp::{Failure, FailureKind, Fault, FaultKind, Options, Report};
-pub use program::{Build, Collect, Op, Sizes, Src};
+pub use program::{Build, COp, Collect, Op, Sizes, Src};
 pub use round::{RoundPlan, RoundResult, RuntimeCounts};

@@ -10,6 +10,9 @@
 //! stored value is local), add, read, replace and drop global roots, share
 //! data across vprocs through `par2` (work stealing), `tabulate`, `par_map`,
 //! `seq_reduce` and channels between threads, and force collections.
+//! [`Op::Compiled`] runs a section of [`COp`]s on the compiled-code interface
+//! (`numagc::compiled`): frames, inline allocation, the inline store barrier,
+//! polls, direct reads, minor collections and `par2` forks.
 //!
 //! Generation: each operation is drawn by [`generate_op`] from its own
 //! [`CHOICES_PER_OP`] choices (`crate::rng`). The CLI takes the choices from
@@ -24,8 +27,16 @@ use proptest::prelude::*;
 
 /// Registers of a program.
 pub const REGS: usize = 8;
-/// Choices each operation draws from.
-pub const CHOICES_PER_OP: usize = 32;
+/// Choices each operation draws from (a compiled section, [`Op::Compiled`],
+/// draws up to [`MAX_COPS`] operations from them; the other operations use
+/// at most the first 20).
+pub const CHOICES_PER_OP: usize = 128;
+/// Operations of a compiled section at most.
+pub const MAX_COPS: u64 = 20;
+/// Frames a compiled section keeps pushed at most (the registers' frame
+/// included), and the largest frame it pushes.
+pub const MAX_FRAMES: usize = 8;
+pub const MAX_FRAME_LEN: u64 = 12;
 /// Choices are below this bound (16 bits: enough for every decision, and a
 /// choice shrinks to 0 in at most 16 steps).
 pub const CHOICE_BOUND: u64 = 1 << 16;
@@ -62,6 +73,9 @@ pub enum Build {
     Rec { a: Src, b: Src },
     /// A mixed object of `layout::WIDE_SIZE` fields.
     Wide { seed: u64, srcs: [Src; 2] },
+    /// A mixed object of `layout::MID_SIZE` fields (the largest the
+    /// compiled interface allocates inline), laid out like `Wide`.
+    Mid { seed: u64, srcs: [Src; 2] },
     /// A raw object or a vector of the large-object size plus `extra` words
     /// (allocated directly in the large-object space).
     Large {
@@ -88,6 +102,88 @@ pub enum Collect {
     Young,
     /// A full collection that compacts the heap (`Scope::compact`).
     Compact,
+}
+
+/// One operation of a compiled section ([`Op::Compiled`]), run on
+/// `numagc::compiled::Mutator` (the crate's `compiled` module). Slot
+/// operands name the section's frame slots, counted from the bottom (the
+/// registers' frame: slot `i` < [`REGS`] holds register `i`) across every
+/// frame pushed, modulo their number; a build's `Src::Reg(k)` names slot
+/// `k` the same way (in a `par2` side, one of its two values). Operations
+/// that do not apply do nothing, as in [`Op`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum COp {
+    /// `poll` (a safepoint), `times` times.
+    Poll {
+        times: u8,
+    },
+    /// Pushes a frame of `len` slots (NIL).
+    Push {
+        len: u8,
+    },
+    /// Pops the top `1 + frames % (pushed)` frames (never the registers'),
+    /// with one `pop_frame` of the lowest of them.
+    Pop {
+        frames: u8,
+    },
+    Move {
+        dst: u8,
+        src: u8,
+    },
+    Clear {
+        dst: u8,
+    },
+    /// Builds through the inline path (`alloc` + `init`; objects above
+    /// `MAX_SMALL_FIELDS` fields and mutable ones through `alloc_shared`,
+    /// filled with `init_shared` or `store`), forcing minor collections
+    /// after allocations when due; the result goes to slot `dst`.
+    Build {
+        dst: u8,
+        build: Build,
+    },
+    /// Checks the header of the object in `src` and reads one of its value
+    /// fields (`field`, or `field_shared` for a mutable object) into `dst`:
+    /// the shadow predicts what is read.
+    Read {
+        dst: u8,
+        src: u8,
+        field: u32,
+    },
+    /// Reads a raw field of the object in `src`.
+    ReadRaw {
+        src: u8,
+        field: u32,
+    },
+    /// Stores `value` (or a fresh inline-allocated pair holding it) into
+    /// the array or cell in `obj` through the inline barrier (`store`).
+    Store {
+        obj: u8,
+        index: u32,
+        value: Src,
+        fresh: bool,
+    },
+    /// `store_raw` into the raw field of the cell in `obj`.
+    StoreRaw {
+        obj: u8,
+        value: u64,
+    },
+    /// `par2` with the values of slots `env`: each side builds through its
+    /// own mutator (`b` first digests what it received); results to `dst`.
+    Par {
+        dst: [u8; 2],
+        env: [u8; 2],
+        a: Build,
+        b: Build,
+    },
+    /// Allocates `objects` inline objects that die soon.
+    Garbage {
+        objects: u32,
+    },
+    /// `collect_minor`, with every slot compared with the shadow before
+    /// and after.
+    Collect,
+    /// Compares every slot with the shadow.
+    Check,
 }
 
 /// One operation of a program. Register and index operands are taken
@@ -192,6 +288,9 @@ pub enum Op {
         spins: u32,
         sleep: bool,
     },
+    /// A section of compiled code: one `Scope::compiled` mutator, the
+    /// registers copied into its first frame and back at the end.
+    Compiled(Vec<COp>),
 }
 
 /// Size bounds of generated structures.
@@ -284,7 +383,7 @@ fn upto(c: &mut impl Choices, max: u32) -> u32 {
 
 /// Draws a structure to build.
 pub fn generate_build(c: &mut impl Choices, s: &Sizes) -> Build {
-    match c.weighted(&[6, 4, 3, 4, 3, 2, 2, 2, 3, 2]) {
+    match c.weighted(&[6, 4, 3, 4, 3, 2, 2, 2, 3, 2, 2]) {
         0 => Build::List {
             len: upto(c, s.list),
             elem: src(c),
@@ -324,13 +423,146 @@ pub fn generate_build(c: &mut impl Choices, s: &Sizes) -> Build {
             len: 1 + upto(c, s.array),
             init: src(c),
         },
-        _ => Build::Cell { init: src(c) },
+        9 => Build::Cell { init: src(c) },
+        _ => Build::Mid {
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+    }
+}
+
+/// A slot operand of a compiled section (taken modulo the slots there are).
+fn slot(c: &mut impl Choices) -> u8 {
+    c.choose(256) as u8
+}
+
+/// A source of a compiled build: an integer, or any slot.
+fn csrc(c: &mut impl Choices) -> Src {
+    match src(c) {
+        Src::Int(i) => Src::Int(i),
+        Src::Reg(_) => Src::Reg(slot(c)),
+    }
+}
+
+/// Draws a structure to build on the compiled interface: what it can
+/// allocate (no raw object or mixed descriptor above `MAX_SMALL_FIELDS`
+/// fields; vectors of any length, the long ones through `alloc_shared`).
+pub fn generate_cbuild(c: &mut impl Choices, s: &Sizes) -> Build {
+    let max_small = numagc::compiled::MAX_SMALL_FIELDS as u64;
+    let srcs = |c: &mut _| [csrc(c), csrc(c)];
+    match c.weighted(&[6, 4, 3, 6, 3, 2, 3, 2, 3, 2]) {
+        0 => Build::List {
+            len: upto(c, s.list),
+            elem: csrc(c),
+        },
+        1 => Build::Tree {
+            depth: c.range(0, s.depth as u64) as u8,
+            leaf: csrc(c),
+        },
+        2 => Build::Dag {
+            nodes: 1 + upto(c, s.dag),
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+        // Mostly inline (1 to MAX_SMALL_FIELDS, the bound included),
+        // sometimes longer (alloc_shared + init_shared).
+        3 => Build::Vector {
+            len: match c.weighted(&[6, 2, 3]) {
+                0 => 1 + c.choose(max_small) as u32,
+                1 => max_small as u32,
+                _ => 1 + upto(c, s.vector),
+            },
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+        4 => Build::Raw {
+            len: if c.chance(20) {
+                max_small as u32
+            } else {
+                1 + c.choose(max_small) as u32
+            },
+        },
+        5 => Build::Rec {
+            a: csrc(c),
+            b: csrc(c),
+        },
+        6 => Build::Mid {
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+        7 => Build::Large {
+            raw: false,
+            extra: upto(c, s.large_extra),
+            seed: c.choose(CHOICE_BOUND),
+            srcs: srcs(c),
+        },
+        8 => Build::Array {
+            len: 1 + upto(c, s.array),
+            init: csrc(c),
+        },
+        _ => Build::Cell { init: csrc(c) },
+    }
+}
+
+/// Draws one operation of a compiled section.
+pub fn generate_cop(c: &mut impl Choices, s: &Sizes) -> COp {
+    match c.weighted(&[3, 4, 3, 2, 1, 12, 6, 3, 5, 2, 2, 2, 2, 1]) {
+        0 => COp::Poll {
+            times: 1 + c.choose(3) as u8,
+        },
+        1 => COp::Push {
+            len: c.choose(MAX_FRAME_LEN + 1) as u8,
+        },
+        2 => COp::Pop {
+            frames: c.choose(MAX_FRAMES as u64) as u8,
+        },
+        3 => COp::Move {
+            dst: slot(c),
+            src: slot(c),
+        },
+        4 => COp::Clear { dst: slot(c) },
+        5 => COp::Build {
+            dst: slot(c),
+            build: generate_cbuild(c, s),
+        },
+        6 => COp::Read {
+            dst: slot(c),
+            src: slot(c),
+            field: c.choose(1 << 16) as u32,
+        },
+        7 => COp::ReadRaw {
+            src: slot(c),
+            field: c.choose(1 << 16) as u32,
+        },
+        8 => COp::Store {
+            obj: slot(c),
+            index: c.choose(1 << 16) as u32,
+            value: csrc(c),
+            fresh: c.chance(50),
+        },
+        9 => COp::StoreRaw {
+            obj: slot(c),
+            value: c.choose(CHOICE_BOUND),
+        },
+        10 => COp::Par {
+            dst: [slot(c), slot(c)],
+            env: [slot(c), slot(c)],
+            a: generate_cbuild(c, s),
+            b: generate_cbuild(c, s),
+        },
+        11 => COp::Garbage {
+            objects: upto(c, s.garbage),
+        },
+        12 => COp::Collect,
+        _ => COp::Check,
     }
 }
 
 /// Draws one operation.
 pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
-    let weights = [30, 4, 5, 2, 8, 2, 3, 3, 2, 2, 2, 8, 4, 3, 2, 6, 3, 4, 1, 2];
+    let weights = [
+        30, 4, 5, 2, 8, 2, 3, 3, 2, 2, 2, 8, 4, 3, 2, 6, 3, 4, 1, 2, 12,
+    ];
     match c.weighted(&weights) {
         0 => Op::Build {
             dst: reg(c),
@@ -410,10 +642,14 @@ pub fn generate_op(c: &mut impl Choices, s: &Sizes) -> Op {
             ][c.weighted(&[3, 2, 1, 1, 1])],
         ),
         18 => Op::Check,
-        _ => Op::Blocking {
+        19 => Op::Blocking {
             spins: c.choose(20_000) as u32,
             sleep: c.chance(20),
         },
+        _ => {
+            let n = c.range(1, MAX_COPS);
+            Op::Compiled((0..n).map(|_| generate_cop(c, s)).collect())
+        }
     }
 }
 
@@ -439,6 +675,32 @@ pub fn from_choices(choices: &[Vec<u64>], s: &Sizes) -> Vec<Op> {
 /// A program of `ops` operations drawn from `rng` (the CLI's generator).
 pub fn generate(rng: &mut Rng, ops: usize, s: &Sizes) -> Vec<Op> {
     from_choices(&choices(rng, ops), s)
+}
+
+/// The program that recorded choices describe, every other operation (by
+/// its first choice, odd) a compiled section.
+pub fn from_choices_compiled(choices: &[Vec<u64>], s: &Sizes) -> Vec<Op> {
+    choices
+        .iter()
+        .map(|c| {
+            let mut r = Replay::new(c);
+            if r.chance(50) {
+                generate_op(&mut r, s)
+            } else {
+                let n = r.range(1, MAX_COPS);
+                Op::Compiled((0..n).map(|_| generate_cop(&mut r, s)).collect())
+            }
+        })
+        .collect()
+}
+
+/// [`strategy`] with half the operations compiled sections.
+pub fn strategy_compiled(max_ops: usize, s: Sizes) -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(
+        prop::collection::vec(0..CHOICE_BOUND, CHOICES_PER_OP),
+        1..=max_ops.max(1),
+    )
+    .prop_map(move |choices| from_choices_compiled(&choices, &s))
 }
 
 /// Programs of 1 to `max_ops` operations, for proptest; shrinking drops
@@ -481,11 +743,71 @@ mod tests {
                 .to_string()
         };
         let kinds: std::collections::BTreeSet<String> = p.iter().map(name).collect();
-        assert_eq!(kinds.len(), 20, "{kinds:?}");
+        assert_eq!(kinds.len(), 21, "{kinds:?}");
         assert_eq!(
             p,
             generate(&mut Rng::new(5), 3000, &Sizes::MEDIUM),
             "deterministic"
+        );
+    }
+
+    #[test]
+    fn compiled_sections_draw_every_compiled_operation() {
+        let p = generate(&mut Rng::new(7), 3000, &Sizes::MEDIUM);
+        let cops: Vec<&COp> = p
+            .iter()
+            .filter_map(|o| match o {
+                Op::Compiled(c) => Some(c),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let name = |o: &&COp| {
+            format!("{o:?}")
+                .split([' ', '('])
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        let kinds: std::collections::BTreeSet<String> = cops.iter().map(name).collect();
+        assert_eq!(kinds.len(), 14, "{kinds:?}");
+        // The sections' choices last: few sections end in a run of the
+        // zero choice's operation (a single poll) because they ran out.
+        let builds: std::collections::BTreeSet<String> = cops
+            .iter()
+            .filter_map(|o| match o {
+                COp::Build { build, .. } => Some(format!("{build:?}")),
+                _ => None,
+            })
+            .map(|b| b.split([' ', '{']).next().unwrap().to_string())
+            .collect();
+        assert_eq!(builds.len(), 10, "{builds:?}");
+        assert!(!builds.contains("Wide"), "{builds:?}");
+    }
+
+    #[test]
+    fn a_compiled_section_has_choices_for_all_its_operations() {
+        // A section whose choices ran out would end in zero choices: a
+        // `Poll { times: 1 }` drawn from nothing. Count sections whose
+        // last three operations are that.
+        let p = generate(&mut Rng::new(9), 4000, &Sizes::LARGE);
+        let sections: Vec<&Vec<COp>> = p
+            .iter()
+            .filter_map(|o| match o {
+                Op::Compiled(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        let zero = COp::Poll { times: 1 };
+        let starved = sections
+            .iter()
+            .filter(|c| c.len() >= 3 && c[c.len() - 3..].iter().all(|o| *o == zero))
+            .count();
+        assert!(sections.len() > 100, "{}", sections.len());
+        assert!(
+            starved * 20 < sections.len(),
+            "{starved} of {}",
+            sections.len()
         );
     }
 }

@@ -13,7 +13,8 @@
 //! random parts, both sides follow the same plan (`crate::layout`).
 
 use crate::layout::{
-    dag_plan, elem_plan, fresh_count, id_word, payload, wide_is_value, Kind, Pick, WIDE_SIZE,
+    dag_plan, elem_plan, fresh_count, id_word, payload, wide_is_value, Kind, Pick, MID_SIZE,
+    WIDE_SIZE,
 };
 use crate::program::{Build, Src};
 
@@ -121,6 +122,21 @@ impl Shadow {
         })
     }
 
+    /// A mixed object of `size` fields in the `wide` layout: the id, the
+    /// values of `elem_plan(seed, size, false)`, raw payloads.
+    fn wide(&mut self, kind: Kind, size: usize, seed: u64, s: [SVal; 2]) -> SVal {
+        let plan = elem_plan(seed, size, false);
+        self.alloc(kind, |id| {
+            (0..size)
+                .map(|i| match i {
+                    0 => Field::Raw(id),
+                    i if wide_is_value(i) => Field::Val(pick(plan[i - 1], &s, &[], &[])),
+                    i => Field::Raw(payload(id, i)),
+                })
+                .collect()
+        })
+    }
+
     fn tree(&mut self, depth: u8, leaf: SVal) -> SVal {
         if depth == 0 {
             return self.pair(leaf, SVal::Int(0));
@@ -173,17 +189,10 @@ impl Shadow {
                 })
             }
             Build::Wide { seed, srcs } => {
-                let s = [sv(srcs[0]), sv(srcs[1])];
-                let plan = elem_plan(seed, WIDE_SIZE, false);
-                self.alloc(Kind::Wide, |id| {
-                    (0..WIDE_SIZE)
-                        .map(|i| match i {
-                            0 => Field::Raw(id),
-                            i if wide_is_value(i) => Field::Val(pick(plan[i - 1], &s, &[], &[])),
-                            i => Field::Raw(payload(id, i)),
-                        })
-                        .collect()
-                })
+                self.wide(Kind::Wide, WIDE_SIZE, seed, [sv(srcs[0]), sv(srcs[1])])
+            }
+            Build::Mid { seed, srcs } => {
+                self.wide(Kind::Mid, MID_SIZE, seed, [sv(srcs[0]), sv(srcs[1])])
             }
             Build::Large {
                 raw,

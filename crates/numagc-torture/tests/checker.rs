@@ -97,3 +97,17 @@ fn a_wrong_shadow_is_a_violation() {
 fn a_duplicated_shared_object_is_a_violation() {
     expect_violation(FaultKind::Duplicate, "duplicated");
 }
+
+#[test]
+fn a_compiled_store_behind_the_shadows_back_is_found_by_compiled_code() {
+    expect_violation(FaultKind::CompiledStore, "Int(424242)");
+    let f = run_with(
+        Some(Fault {
+            kind: FaultKind::CompiledStore,
+            at: 1,
+        }),
+        5,
+    )
+    .unwrap_err();
+    assert!(f.what.starts_with("compiled op 0 (Check)"), "{f}");
+}
