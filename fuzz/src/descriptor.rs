@@ -19,7 +19,7 @@
 
 use crate::Input;
 use numagc::object::descriptor::MAX_MIXED_SIZE;
-use numagc::{Config, DescId, Descriptor, DescriptorError, Error, Handle, ObjectKind, Runtime, Scope};
+use numagc::{Config, DescId, Descriptor, DescriptorError, Error, ErrorKind, Handle, ObjectKind, Runtime, Scope};
 
 const MAX_DESCRIPTORS: usize = 12;
 const MAX_JOB_OPS: usize = 40;
@@ -145,7 +145,7 @@ fn check_object(s: &Scope<'_>, h: Handle<'_>, m: &Model, descs: &[(DescId, Descr
 /// A heap-limit error is an allowed outcome of any allocation; anything
 /// else that fails must be an expected misuse.
 fn allowed(e: &Error) -> bool {
-    matches!(e, Error::HeapLimit { .. })
+    matches!(e.kind(), ErrorKind::HeapLimit { .. })
 }
 
 /// One job: allocations, reads, stores and collections on vproc 0.
@@ -194,7 +194,7 @@ fn job(s: &mut Scope<'_>, ops: &[u8], descs: &[(DescId, Descriptor)]) {
                         handles.push(h);
                         objs.push(Model { desc: di, values, raws });
                     }
-                    Err(e) if (nv, nraw) != (np, nr) => assert!(matches!(e, Error::Misuse(_)), "wrong counts gave {e}"),
+                    Err(e) if (nv, nraw) != (np, nr) => assert!(matches!(e.kind(), ErrorKind::Misuse(_)), "wrong counts gave {e}"),
                     Err(e) => assert!(allowed(&e), "allocating `{}`: {e}", d.name()),
                 }
             }
@@ -230,7 +230,7 @@ fn job(s: &mut Scope<'_>, ops: &[u8], descs: &[(DescId, Descriptor)]) {
                     }
                     Err(e) => {
                         assert!(!ok, "store into field {i} of mutable `{}` refused: {e}", d.name());
-                        assert!(matches!(e, Error::Misuse(_)), "{e}");
+                        assert!(matches!(e.kind(), ErrorKind::Misuse(_)), "{e}");
                     }
                 }
             }

@@ -103,7 +103,7 @@ fn run_task<'i>(
         Err(f) => {
             let message = f.message.clone();
             *lock(failed) = Some(f);
-            Err(Error::Misuse(message))
+            Err(Error::misuse(message))
         }
     }
 }

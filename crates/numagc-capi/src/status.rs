@@ -143,9 +143,9 @@ impl Fail {
 
 impl From<numagc_rs::Error> for Fail {
     fn from(e: numagc_rs::Error) -> Fail {
-        use numagc_rs::Error as E;
+        use numagc_rs::ErrorKind as E;
         #[allow(unreachable_patterns)] // kept for variants added later
-        let code = match &e {
+        let code = match e.kind() {
             E::Config(_) => NUMAGC_ERR_INVALID_CONFIG,
             E::Descriptor(_) => NUMAGC_ERR_INVALID_DESCRIPTOR,
             E::HeapLimit { .. } => NUMAGC_ERR_HEAP_LIMIT,

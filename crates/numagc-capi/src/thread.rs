@@ -148,7 +148,7 @@ fn step<'i>(
             )
         })
     })
-    .map_err(|f| Error::Misuse(f.message))?;
+    .map_err(|f| Error::misuse(f.message))?;
     Ok(match spec {
         NextSpec::Exit => Next::exit(),
         NextSpec::Yield { env, k, data } => {

@@ -143,7 +143,7 @@ pub unsafe extern "C" fn numagc_ephemeron_data(
 fn finaliser_failed(vproc: usize, ended: crate::body::Ended) -> numagc_rs::Result<()> {
     match ended.failure(&format!("a finaliser on vproc {vproc}")) {
         None => Ok(()),
-        Some(f) => Err(Error::Misuse(f.message)),
+        Some(f) => Err(Error::misuse(f.message)),
     }
 }
 

@@ -246,7 +246,7 @@ impl Tally {
                 if slot.is_none() {
                     *slot = Some(msg);
                 }
-                numagc::Error::Misuse("torture: a violation was found (see the report)".into())
+                numagc::Error::misuse("torture: a violation was found (see the report)")
             }
         }
     }
@@ -597,7 +597,7 @@ fn oid_or_int(v: numagc::View<'_>) -> numagc::Result<i64> {
     let w = v.try_raw(0)?;
     oid_of(w)
         .map(|o| o as i64)
-        .ok_or_else(|| numagc::Error::Misuse(format!("element without an id: {v:?}")))
+        .ok_or_else(|| numagc::Error::misuse(format!("element without an id: {v:?}")))
 }
 
 pub(crate) type Received = Arc<Mutex<Option<Result<Digest, String>>>>;

@@ -5,6 +5,11 @@
 //! the system refuses, a vproc that stops answering) is a value of [`Error`];
 //! none of them aborts the process. Each message names what was wrong and,
 //! where it applies, the range that would have been accepted.
+//!
+//! An [`Error`] is one pointer to its [`ErrorKind`], so that
+//! `Result<Handle>`, `Result<u64>` and `Result<()>` fit in two registers
+//! and every fallible call returns without going through memory; match on
+//! [`Error::kind`] (or take the data with [`Error::into_kind`]).
 
 use std::fmt;
 
@@ -50,9 +55,10 @@ pub enum DescriptorError {
     TableFull { capacity: usize },
 }
 
-/// The error type of the runtime.
+/// What went wrong: the variants of an [`Error`], reached with
+/// [`Error::kind`] or [`Error::into_kind`].
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub enum ErrorKind {
     #[error(transparent)]
     Config(Box<ConfigError>),
     #[error(transparent)]
@@ -72,7 +78,7 @@ pub enum Error {
     #[error("invalid use of the API: {0}")]
     Misuse(String),
     /// The operating system refused a request other than memory (starting a
-    /// thread); refused memory is [`Error::MapFailed`].
+    /// thread); refused memory is [`ErrorKind::MapFailed`].
     #[error("operating system: {what}: {source}")]
     Os {
         what: &'static str,
@@ -117,18 +123,170 @@ fn os_reason(errno: i32) -> String {
     std::io::Error::from_raw_os_error(errno).to_string()
 }
 
-// Boxed so that `Result<Handle, Error>`, returned by every allocation, stays
-// small.
+/// The error type of the runtime: one pointer to an [`ErrorKind`], so that
+/// `Result<Handle>` and `Result<u64>` are two words and return in
+/// registers (and `Result<()>` one). The variants are matched through
+/// [`Error::kind`]:
+///
+/// ```
+/// use numagc::{Error, ErrorKind};
+///
+/// let e = Error::misuse("field 3 of a record of 2 fields");
+/// assert!(matches!(e.kind(), ErrorKind::Misuse(m) if m.contains("field 3")));
+/// assert_eq!(e.to_string(), "invalid use of the API: field 3 of a record of 2 fields");
+/// ```
+pub struct Error(Box<ErrorKind>);
+
+impl Error {
+    /// What went wrong.
+    #[inline]
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+
+    /// What went wrong, by value (to move the data out of the error).
+    #[inline]
+    pub fn into_kind(self) -> ErrorKind {
+        *self.0
+    }
+
+    /// An [`ErrorKind::Misuse`] error with `message`.
+    #[cold]
+    #[inline(never)]
+    pub fn misuse(message: impl Into<String>) -> Error {
+        Error(Box::new(ErrorKind::Misuse(message.into())))
+    }
+}
+
+// Errors are built off the fast paths: cold, and never inlined into them.
+impl From<ErrorKind> for Error {
+    #[cold]
+    #[inline(never)]
+    fn from(kind: ErrorKind) -> Error {
+        Error(Box::new(kind))
+    }
+}
+
 impl From<ConfigError> for Error {
+    #[cold]
+    #[inline(never)]
     fn from(e: ConfigError) -> Error {
-        Error::Config(Box::new(e))
+        ErrorKind::Config(Box::new(e)).into()
     }
 }
 
 impl From<DescriptorError> for Error {
+    #[cold]
+    #[inline(never)]
     fn from(e: DescriptorError) -> Error {
-        Error::Descriptor(Box::new(e))
+        ErrorKind::Descriptor(Box::new(e)).into()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+    use std::mem::size_of;
+
+    #[test]
+    fn an_error_is_one_pointer_and_results_fit_in_registers() {
+        assert_eq!(size_of::<Error>(), size_of::<usize>());
+        assert_eq!(size_of::<Error>(), 8);
+        assert_eq!(size_of::<Option<Error>>(), 8);
+        assert_eq!(size_of::<Result<u64>>(), 16);
+        assert_eq!(size_of::<Result<usize>>(), 16);
+        assert_eq!(size_of::<Result<crate::Handle>>(), 16);
+        assert!(size_of::<Result<()>>() <= 16);
+    }
+
+    #[test]
+    fn messages_are_those_of_the_kind() {
+        let e: Error = ErrorKind::HeapLimit {
+            requested: 48,
+            in_use: 1000,
+            limit: 1024,
+        }
+        .into();
+        assert_eq!(
+            e.to_string(),
+            "heap limit reached: 48 bytes requested with 1000 of 1024 bytes in use after a global collection"
+        );
+        assert!(matches!(
+            e.kind(),
+            ErrorKind::HeapLimit { requested: 48, .. }
+        ));
+        assert_eq!(format!("{e:?}"), format!("{:?}", e.kind()));
+
+        let e = Error::misuse(format!("field {} of a vector is a value", 2));
+        assert_eq!(
+            e.to_string(),
+            "invalid use of the API: field 2 of a vector is a value"
+        );
+        assert!(
+            matches!(e.into_kind(), ErrorKind::Misuse(m) if m == "field 2 of a vector is a value")
+        );
+
+        let e: Error = ErrorKind::UnknownDescriptor(7).into();
+        assert_eq!(e.to_string(), "unknown object descriptor id 7");
+
+        let e: Error = ConfigError {
+            setting: "local-heap",
+            value: "3".into(),
+            allowed: "64 KiB ..= 1 GiB".into(),
+        }
+        .into();
+        assert_eq!(
+            e.to_string(),
+            "invalid value \"3\" for setting `local-heap`: allowed 64 KiB ..= 1 GiB"
+        );
+        assert!(matches!(e.kind(), ErrorKind::Config(c) if c.setting == "local-heap"));
+
+        let e: Error = DescriptorError::TableFull { capacity: 32768 }.into();
+        assert_eq!(
+            e.to_string(),
+            "descriptor table is full: the 15-bit ID space holds 32768 descriptors"
+        );
+        assert!(
+            matches!(e.kind(), ErrorKind::Descriptor(d) if **d == DescriptorError::TableFull { capacity: 32768 })
+        );
+    }
+
+    #[test]
+    fn the_os_error_is_the_source() {
+        let e: Error = ErrorKind::Os {
+            what: "starting a thread",
+            source: std::io::Error::from_raw_os_error(libc::EAGAIN),
+        }
+        .into();
+        let source = e.source().expect("an Os error has its io::Error as source");
+        assert_eq!(
+            source.to_string(),
+            std::io::Error::from_raw_os_error(libc::EAGAIN).to_string()
+        );
+        assert!(e
+            .to_string()
+            .starts_with("operating system: starting a thread: "));
+        assert!(Error::misuse("x").source().is_none());
+    }
+}

@@ -5,7 +5,7 @@
 //!
 //! * [`Point::Reserve`]: the one `mmap` of the heap's address-space
 //!   reservation, when a runtime starts. A failure makes
-//!   [`Runtime::new`](crate::Runtime::new) return [`Error::MapFailed`](crate::Error::MapFailed).
+//!   [`Runtime::new`](crate::Runtime::new) return [`ErrorKind::MapFailed`](crate::ErrorKind::MapFailed).
 //! * [`Point::MapChunks`]: every run of chunks handed out from the
 //!   reservation (a global chunk, a large object, a local heap, a vproc's
 //!   copy reserve, to-space set aside for a global collection). The

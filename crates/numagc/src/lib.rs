@@ -61,7 +61,7 @@ mod vproc;
 mod weak;
 
 pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};
-pub use error::{ConfigError, DescriptorError, Error, Result};
+pub use error::{ConfigError, DescriptorError, Error, ErrorKind, Result};
 pub use heap::global::BindRecord;
 pub use mutator::{
     BlockingSection, Case, Channel, GlobalRoot, Handle, Next, ObjectKind, Scope, Sel, Slot, View,

@@ -8,7 +8,7 @@
 //! global collection wakes it to take part, so idle vprocs never stall one.
 
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::gc::handshake::Coordinator;
 use crate::heap::global::BindRecord;
 use crate::mutator::roots::GlobalRoots;
@@ -53,7 +53,7 @@ std::thread_local! {
 
 fn not_from_a_vproc(what: &str) -> Result<()> {
     if ON_VPROC.with(|c| c.get()) {
-        return Err(Error::Misuse(format!(
+        return Err(Error::misuse(format!(
             "{what} called from a vproc thread: a job cannot wait for other jobs (it would deadlock)"
         )));
     }
@@ -68,8 +68,8 @@ pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 impl Runtime {
-    /// Starts a runtime with `config`. Fails with [`Error::MapFailed`] when
-    /// the system refuses the heap's memory, [`Error::Os`] when a vproc
+    /// Starts a runtime with `config`. Fails with [`ErrorKind::MapFailed`] when
+    /// the system refuses the heap's memory, [`ErrorKind::Os`] when a vproc
     /// thread cannot be started; nothing is left behind either way.
     pub fn new(config: Config) -> Result<Runtime> {
         Self::start(config, crate::fault::Hook::default())
@@ -145,9 +145,11 @@ impl Runtime {
                     crate::sched::proxy::stop(&mut vp);
                     vp.shared.vproc_exited();
                 })
-                .map_err(|e| Error::Os {
-                    what: "starting a vproc thread",
-                    source: e,
+                .map_err(|e| {
+                    Error::from(ErrorKind::Os {
+                        what: "starting a vproc thread",
+                        source: e,
+                    })
                 });
             match t {
                 Ok(t) => threads.push(t),
@@ -185,7 +187,7 @@ impl Runtime {
     }
 
     /// Runs `f` on vproc `vproc` and waits for its result. A panic in `f`
-    /// is returned as [`Error::TaskPanicked`]; the vproc carries on.
+    /// is returned as [`ErrorKind::TaskPanicked`]; the vproc carries on.
     pub fn run_on<R, F>(&self, vproc: usize, f: F) -> Result<R>
     where
         R: Send + 'static,
@@ -193,7 +195,7 @@ impl Runtime {
     {
         not_from_a_vproc("Runtime::run_on")?;
         if vproc >= self.vprocs() {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "vproc {vproc} does not exist (the runtime has {})",
                 self.vprocs()
             )));
@@ -201,10 +203,10 @@ impl Runtime {
         let (tx, rx) = mpsc::channel();
         self.shared.coord.submit(vproc, job(f, tx));
         rx.recv().unwrap_or_else(|_| {
-            Err(Error::TaskPanicked {
+            Err(Error::from(ErrorKind::TaskPanicked {
                 vproc,
                 message: "vproc thread exited".into(),
-            })
+            }))
         })
     }
 
@@ -232,10 +234,10 @@ impl Runtime {
             .enumerate()
             .map(|(v, rx)| {
                 rx.recv().unwrap_or_else(|_| {
-                    Err(Error::TaskPanicked {
+                    Err(Error::from(ErrorKind::TaskPanicked {
                         vproc: v,
                         message: "vproc thread exited".into(),
-                    })
+                    }))
                 })
             })
             .collect();
@@ -418,9 +420,11 @@ where
         vp.roots.clear();
         vp.tracer.end(crate::trace::SpanKind::Job, t0);
         vp.publish_stats();
-        let _ = tx.send(r.map_err(|p| Error::TaskPanicked {
-            vproc: id,
-            message: panic_message(p),
+        let _ = tx.send(r.map_err(|p| {
+            Error::from(ErrorKind::TaskPanicked {
+                vproc: id,
+                message: panic_message(p),
+            })
         }));
     })
 }

@@ -1,5 +1,5 @@
 //! The bounds of a vproc thread's stack, so that deep nesting of forks is
-//! an error ([`crate::Error::StackExhausted`]) instead of a crash.
+//! an error ([`crate::ErrorKind::StackExhausted`]) instead of a crash.
 //!
 //! Functional code recurses, and a fork nests a frame of the runtime in the
 //! mutator's recursion, so vproc threads get a large stack (setting

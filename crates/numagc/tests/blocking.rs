@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use numagc::{Error, Runtime};
+use numagc::{ErrorKind, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -156,7 +156,10 @@ fn a_panic_inside_a_blocking_section_leaves_it() {
             s.blocking(|| panic!("uncaught"))
         })
         .unwrap_err();
-    assert!(matches!(e, Error::TaskPanicked { vproc: 1, .. }), "{e}");
+    assert!(
+        matches!(e.kind(), ErrorKind::TaskPanicked { vproc: 1, .. }),
+        "{e}"
+    );
     rt.run_each(|s| s.collect_global().unwrap()).unwrap();
 }
 

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use numagc::{Case, Channel, Error, Handle, Next, Result, Scope, Sel};
+use numagc::{Case, Channel, Error, ErrorKind, Handle, Next, Result, Scope, Sel};
 use std::time::{Duration, Instant};
 
 /// Waits until `cond` holds (threads run on vproc threads); fails after 20 s.
@@ -506,7 +506,7 @@ fn misuse_is_an_error_and_failing_threads_do_not_stop_others() {
         (&errs.2, "does not exist"),
     ] {
         assert!(
-            matches!(e, Error::Misuse(m) if m.contains(what)),
+            matches!(e.kind(), ErrorKind::Misuse(m) if m.contains(what)),
             "{e:?} should mention {what}"
         );
     }
@@ -517,12 +517,12 @@ fn misuse_is_an_error_and_failing_threads_do_not_stop_others() {
     let failures = rt.take_thread_errors();
     assert_eq!(failures.len(), 2);
     assert!(
-        failures
-            .iter()
-            .any(|e| matches!(e, Error::Misuse(m) if m.contains("inside a spawned thread"))),
+        failures.iter().any(
+            |e| matches!(e.kind(), ErrorKind::Misuse(m) if m.contains("inside a spawned thread"))
+        ),
         "{failures:?}"
     );
-    assert!(failures.iter().any(|e| matches!(e, Error::TaskPanicked { message, .. } if message.contains("thread body panicked"))));
+    assert!(failures.iter().any(|e| matches!(e.kind(), ErrorKind::TaskPanicked { message, .. } if message.contains("thread body panicked"))));
     assert!(rt.take_thread_errors().is_empty(), "taken once");
     drop(foreign);
 }

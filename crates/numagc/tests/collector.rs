@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use numagc::{Descriptor, Error, Handle, ObjectKind, Scope, View};
+use numagc::{Descriptor, Error, ErrorKind, Handle, ObjectKind, Scope, View};
 
 #[test]
 fn survives_many_collections() {
@@ -323,43 +323,65 @@ fn write_barrier_promotes() {
             .alloc_mixed(cons, &[Handle::NIL, Handle::NIL], &[1])
             .unwrap();
         assert!(
-            matches!(s.set(imm, 0, Handle::int(1)), Err(Error::Misuse(_))),
+            matches!(
+                s.set(imm, 0, Handle::int(1)).map_err(Error::into_kind),
+                Err(ErrorKind::Misuse(_))
+            ),
             "store into an immutable cons"
         );
         assert!(
-            matches!(s.set(v, 0, Handle::int(1)), Err(Error::Misuse(_))),
+            matches!(
+                s.set(v, 0, Handle::int(1)).map_err(Error::into_kind),
+                Err(ErrorKind::Misuse(_))
+            ),
             "store into an immutable vector"
         );
         let raw = s.alloc_raw(&[1, 2]).unwrap();
         assert!(
-            matches!(s.set_raw(raw, 0, 5), Err(Error::Misuse(_))),
+            matches!(
+                s.set_raw(raw, 0, 5).map_err(Error::into_kind),
+                Err(ErrorKind::Misuse(_))
+            ),
             "raw store into an immutable raw object"
         );
         assert!(
-            matches!(s.set(r, 1, Handle::int(1)), Err(Error::Misuse(_))),
+            matches!(
+                s.set(r, 1, Handle::int(1)).map_err(Error::into_kind),
+                Err(ErrorKind::Misuse(_))
+            ),
             "value store into a raw field"
         );
         assert!(
-            matches!(s.set_raw(r, 0, 1), Err(Error::Misuse(_))),
+            matches!(
+                s.set_raw(r, 0, 1).map_err(Error::into_kind),
+                Err(ErrorKind::Misuse(_))
+            ),
             "raw store into a value field"
         );
         assert!(
-            matches!(s.set_raw(arr, 0, 1), Err(Error::Misuse(_))),
+            matches!(
+                s.set_raw(arr, 0, 1).map_err(Error::into_kind),
+                Err(ErrorKind::Misuse(_))
+            ),
             "raw store into an array"
         );
         let e = s.set(arr, 4, Handle::int(1)).unwrap_err();
         assert!(
-            matches!(e, Error::Misuse(_)) && e.to_string().contains('4'),
+            matches!(e.kind(), ErrorKind::Misuse(_)) && e.to_string().contains('4'),
             "{e}"
         );
         assert!(
-            matches!(s.set(r, 2, Handle::int(1)), Err(Error::Misuse(_))),
+            matches!(
+                s.set(r, 2, Handle::int(1)).map_err(Error::into_kind),
+                Err(ErrorKind::Misuse(_))
+            ),
             "out of range in a mutable mixed object"
         );
         assert!(
             matches!(
-                s.set(Handle::int(3), 0, Handle::int(1)),
-                Err(Error::Misuse(_))
+                s.set(Handle::int(3), 0, Handle::int(1))
+                    .map_err(Error::into_kind),
+                Err(ErrorKind::Misuse(_))
             ),
             "store into an immediate"
         );

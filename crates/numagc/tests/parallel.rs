@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use numagc::{Error, Handle, Result, Scope, TaskPromotion, View};
+use numagc::{Error, ErrorKind, Handle, Result, Scope, TaskPromotion, View};
 
 /// A boxed integer: field 0 = the value (immediate), so results live in the heap.
 fn boxed<'s>(s: &mut Scope<'s>, cell: numagc::DescId, x: i64) -> Result<Handle<'s>> {
@@ -316,18 +316,21 @@ fn errors_and_panics_in_tasks_are_reported_and_the_runtime_carries_on() {
     let cell = register_cell(&rt);
     for _ in 0..20 {
         let r = fork_failing(&rt, cell, |_, _| {
-            Err(Error::Misuse("task failed on purpose".into()))
+            Err(Error::misuse("task failed on purpose"))
         })
         .unwrap();
         assert!(
-            matches!(r, Err(Error::Misuse(ref m)) if m.contains("on purpose")),
+            matches!(&r, Err(e) if matches!(e.kind(), ErrorKind::Misuse(m) if m.contains("on purpose"))),
             "{r:?}"
         );
         let r = fork_failing(&rt, cell, |_, _| panic!("task panicked on purpose"));
         // Stolen: an error result; run inline: the job's panic.
-        match r {
-            Ok(Err(Error::TaskPanicked { message, .. }))
-            | Err(Error::TaskPanicked { message, .. }) => {
+        match r
+            .map(|r| r.map_err(Error::into_kind))
+            .map_err(Error::into_kind)
+        {
+            Ok(Err(ErrorKind::TaskPanicked { message, .. }))
+            | Err(ErrorKind::TaskPanicked { message, .. }) => {
                 assert!(message.contains("on purpose"), "{message}")
             }
             other => panic!("unexpected {other:?}"),
@@ -393,11 +396,11 @@ fn par2_restores_the_root_stack_on_panics_and_errors() {
             let e = s
                 .par2(
                     &[x, y],
-                    |_s, _env| Err(Error::Misuse("a fails".into())),
+                    |_s, _env| Err(Error::misuse("a fails")),
                     |_s, env| Ok(env[0]),
                 )
                 .unwrap_err();
-            assert!(matches!(e, Error::Misuse(_)));
+            assert!(matches!(e.kind(), ErrorKind::Misuse(_)));
             assert_eq!(s.roots_in_use(), before, "round {round}: after an error");
         }
         // The values are intact and par2 still works.
@@ -434,8 +437,8 @@ fn forks_nested_past_the_stack_are_an_error_not_a_crash() {
         .run_on(0, |s| nest(s, 100_000_000).map(|_| ()))
         .unwrap()
         .unwrap_err();
-    match e {
-        Error::StackExhausted {
+    match e.into_kind() {
+        ErrorKind::StackExhausted {
             vproc: 0,
             left,
             size,

@@ -10,7 +10,7 @@
 mod common;
 
 use common::*;
-use numagc::{Error, Handle, Next, Runtime};
+use numagc::{Error, ErrorKind, Handle, Next, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -158,8 +158,8 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
             alloc_timeout,
             elapsed,
         } => {
-            match timeout {
-                Error::SafepointTimeout { vproc, waited_ms } => {
+            match timeout.kind() {
+                ErrorKind::SafepointTimeout { vproc, waited_ms } => {
                     assert_eq!(*vproc, 1, "{timeout}");
                     assert!(*waited_ms >= TIMEOUT_MS, "{timeout}");
                 }
@@ -179,7 +179,7 @@ fn a_vproc_that_never_reaches_a_safepoint_gets_the_collection_called_off() {
                 .as_ref()
                 .expect("an allocation needing a collection was refused");
             assert!(
-                matches!(e, Error::SafepointTimeout { vproc: 1, .. }),
+                matches!(e.kind(), ErrorKind::SafepointTimeout { vproc: 1, .. }),
                 "{e:?}"
             );
         }
@@ -297,7 +297,7 @@ fn the_heap_limit_reached_inside_a_global_collection_is_reported_after_it() {
                                 total += n;
                                 break;
                             }
-                            Err(Error::HeapLimit { .. }) => {
+                            Err(e) if matches!(e.kind(), ErrorKind::HeapLimit { .. }) => {
                                 s.poll();
                                 std::thread::yield_now();
                             }
@@ -350,7 +350,7 @@ fn the_heap_limit_reached_inside_a_global_collection_is_reported_after_it() {
         })
         .unwrap();
     let (error, cells) = out[0].as_ref().expect_err("vproc 0 hit the limit");
-    let Error::HeapLimit { limit, .. } = error else {
+    let ErrorKind::HeapLimit { limit, .. } = error.kind() else {
         panic!("expected HeapLimit, got {error:?}")
     };
     assert!(*cells > 1_000, "the limit came after {cells} cells");
@@ -420,8 +420,8 @@ fn a_panic_in_a_stolen_task_is_an_error_and_the_runtime_stays_usable() {
             1,
             "the branch ran on the thief"
         );
-        match result {
-            Err(Error::TaskPanicked { vproc: 1, message }) => {
+        match result.map_err(Error::into_kind) {
+            Err(ErrorKind::TaskPanicked { vproc: 1, message }) => {
                 assert!(message.contains("on purpose"), "{message}")
             }
             other => panic!("expected TaskPanicked on vproc 1, got {other:?}"),
@@ -460,9 +460,12 @@ fn panics_in_tabulate_elements_and_threads_are_reported() {
             .map(|_| ())
         });
         // A piece run here unwinds the job; a stolen piece is an error value.
-        match r {
-            Err(Error::TaskPanicked { message, .. })
-            | Ok(Err(Error::TaskPanicked { message, .. })) => {
+        match r
+            .map(|r| r.map_err(Error::into_kind))
+            .map_err(Error::into_kind)
+        {
+            Err(ErrorKind::TaskPanicked { message, .. })
+            | Ok(Err(ErrorKind::TaskPanicked { message, .. })) => {
                 assert!(
                     message.contains(&format!("element {bad} panicked")),
                     "{message}"
@@ -492,7 +495,7 @@ fn panics_in_tabulate_elements_and_threads_are_reported() {
         std::thread::sleep(Duration::from_millis(5));
     };
     assert!(
-        matches!(&errors[0], Error::TaskPanicked { message, .. } if message.contains("thread body panicked")),
+        matches!(errors[0].kind(), ErrorKind::TaskPanicked { message, .. } if message.contains("thread body panicked")),
         "{errors:?}"
     );
     let lens = rt

@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 use numagc::object::header::ID_ROPE;
-use numagc::{Error, Handle, ObjectKind, Result, Runtime, Scope, View, ROPE_LEAF_MAX};
+use numagc::{Error, ErrorKind, Handle, ObjectKind, Result, Runtime, Scope, View, ROPE_LEAF_MAX};
 
 const VPROCS: [usize; 2] = [1, 2];
 
@@ -465,8 +465,8 @@ fn collections_during_the_build_keep_every_element() {
 }
 
 fn misuse(r: Result<impl std::fmt::Debug>) -> String {
-    match r {
-        Err(Error::Misuse(m)) => m,
+    match r.map_err(Error::into_kind) {
+        Err(ErrorKind::Misuse(m)) => m,
         other => panic!("expected a misuse error, got {other:?}"),
     }
 }
@@ -528,7 +528,7 @@ fn misuse_is_an_error_that_names_the_problem() {
             // An error of the element function comes back, from any piece.
             let r = s.tabulate(&[], 0, 2_000, 16, |s, _, i| {
                 if i == 1_234 {
-                    return Err(Error::Misuse("element 1234 refused".into()));
+                    return Err(Error::misuse("element 1234 refused"));
                 }
                 pair_elem(s, i)
             });
@@ -536,7 +536,7 @@ fn misuse_is_an_error_that_names_the_problem() {
             let r = s.par_map(&[], seq, 8, |s, _, x| {
                 let (a, _) = read_pair(s.view(x));
                 if a == 999 {
-                    return Err(Error::Misuse("element 999 refused".into()));
+                    return Err(Error::misuse("element 999 refused"));
                 }
                 Ok(x)
             });
@@ -604,8 +604,8 @@ fn a_rope_deeper_than_the_stack_is_an_error_not_a_crash() {
         })
         .unwrap();
     for r in [out.0.map(|_| None), out.1] {
-        match r {
-            Err(Error::StackExhausted { vproc: 0, .. }) => {}
+        match r.map_err(Error::into_kind) {
+            Err(ErrorKind::StackExhausted { vproc: 0, .. }) => {}
             other => panic!("expected StackExhausted, got {other:?}"),
         }
     }

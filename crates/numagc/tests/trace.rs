@@ -14,7 +14,7 @@ fn work<'s>(s: &mut Scope<'s>, cons: numagc::DescId, depth: u32) -> Result<Handl
     if depth == 0 {
         let l = build_list(s, cons, depth as i64, 2_000)?;
         let n = read_list(s.view(l), cons)
-            .map_err(numagc::Error::Misuse)?
+            .map_err(numagc::Error::misuse)?
             .len();
         return Ok(Handle::int(n as i64));
     }

@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use numagc::{Error, GlobalRoot, Handle, Scope};
+use numagc::{Error, ErrorKind, GlobalRoot, Handle, Scope};
 use std::sync::{Arc, Mutex};
 
 /// A fresh key: a vector `[id, id * 10]`.
@@ -591,14 +591,20 @@ fn immediates_and_non_ephemerons_are_refused() {
     rt.run_on(0, |s| {
         let e = s.finalise(Handle::int(3), |_, _| Ok(())).unwrap_err();
         assert!(
-            matches!(e, Error::Misuse(ref m) if m.contains("immediate")),
+            matches!(e.kind(), ErrorKind::Misuse(ref m) if m.contains("immediate")),
             "{e}"
         );
         let e = s.finalise_last(Handle::NIL, |_| Ok(())).unwrap_err();
-        assert!(matches!(e, Error::Misuse(_)), "{e}");
+        assert!(matches!(e.kind(), ErrorKind::Misuse(_)), "{e}");
         let v = key(s, 1);
-        assert!(matches!(s.ephemeron_key(v), Err(Error::Misuse(_))));
-        assert!(matches!(s.weak_get(Handle::int(1)), Err(Error::Misuse(_))));
+        assert!(matches!(
+            s.ephemeron_key(v).map_err(Error::into_kind),
+            Err(ErrorKind::Misuse(_))
+        ));
+        assert!(matches!(
+            s.weak_get(Handle::int(1)).map_err(Error::into_kind),
+            Err(ErrorKind::Misuse(_))
+        ));
         assert!(!s.is_ephemeron(v));
         // An immediate key never dies.
         let w = s.weak_ref(Handle::int(9)).unwrap();
@@ -622,7 +628,7 @@ fn a_failing_finaliser_is_recorded_and_the_others_run() {
             let a = key(s, 1);
             let b = key(s, 2);
             let c2 = c.clone();
-            s.finalise_last(a, |_| Err(Error::Misuse("finaliser failed".into())))
+            s.finalise_last(a, |_| Err(Error::misuse("finaliser failed")))
                 .unwrap();
             s.finalise_last(b, move |_| {
                 c2.record(2);

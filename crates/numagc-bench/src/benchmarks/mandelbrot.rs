@@ -65,7 +65,7 @@ fn picture<'s>(s: &mut Scope<'s>, size: usize, limit: u32) -> Result<Handle<'s>>
 
 fn int(s: &Scope<'_>, h: Handle<'_>) -> Result<i64> {
     s.as_int(h)
-        .ok_or_else(|| numagc::Error::Misuse("expected an integer".into()))
+        .ok_or_else(|| numagc::Error::misuse("expected an integer"))
 }
 
 impl Benchmark for Mandelbrot {

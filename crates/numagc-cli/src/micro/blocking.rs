@@ -55,7 +55,7 @@ pub fn run(
                 }
                 sec.push(t0.elapsed().as_nanos() as f64 / sections as f64);
                 if sum != sections.wrapping_mul(sections.wrapping_sub(1)) / 2 {
-                    return Err(numagc::Error::Misuse("a section lost its result".into()));
+                    return Err(numagc::Error::misuse("a section lost its result"));
                 }
                 let t0 = Instant::now();
                 for _ in 0..sections {
@@ -101,16 +101,14 @@ pub fn run(
                             while v.is_object() {
                                 i -= 1;
                                 if v.raw(0) != i {
-                                    return Err(numagc::Error::Misuse(format!(
+                                    return Err(numagc::Error::misuse(format!(
                                         "vproc 1's list is damaged at element {i}"
                                     )));
                                 }
                                 v = v.field(1);
                             }
                             if i != 0 {
-                                return Err(numagc::Error::Misuse(
-                                    "vproc 1's list is short".into(),
-                                ));
+                                return Err(numagc::Error::misuse("vproc 1's list is short"));
                             }
                             Ok(Vec::new())
                         }

@@ -37,7 +37,7 @@ fn player<'i>(
         let v = s.view(m);
         let count = v.field(0).as_int().expect("a counter");
         if v.raw(1) != payload(count) {
-            return Err(numagc::Error::Misuse(format!(
+            return Err(numagc::Error::misuse(format!(
                 "message {count} arrived damaged"
             )));
         }

@@ -249,7 +249,7 @@ impl<'a> Mutator<'a> {
     /// `numagc_alloc_slow`): what `alloc` calls past the limit.
     pub fn alloc_out_of_line(&mut self, header: u64, fields: usize) -> Result<u64> {
         if fields > MAX_SMALL_FIELDS {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "alloc of {fields} fields: at most {MAX_SMALL_FIELDS} (larger objects: alloc_shared)"
             )));
         }
@@ -516,7 +516,7 @@ impl<'a> Mutator<'a> {
     /// The error of a call the compiled code refuses itself (an answer
     /// that does not fit, say), as the safe API words it.
     pub fn misuse(&self, what: impl Into<String>) -> Error {
-        Error::Misuse(what.into())
+        Error::misuse(what.into())
     }
 }
 

@@ -44,7 +44,7 @@ pub(super) fn alloc(v: &mut Vproc, header: u64, bytes: usize) -> Result<u64> {
             unsafe { (p as *mut u64).write(header) };
             Ok(p as u64)
         }
-        None => Err(Error::Misuse(format!(
+        None => Err(Error::misuse(format!(
             "an object of {bytes} bytes does not fit the nursery; allocate it with alloc_shared"
         ))),
     }
@@ -55,15 +55,19 @@ pub(super) fn alloc(v: &mut Vproc, header: u64, bytes: usize) -> Result<u64> {
 /// is mutable.
 fn decode(v: &Vproc, header: u64) -> Result<(Header, Option<Vec<bool>>)> {
     let h = Header::decode(header)
-        .ok_or_else(|| Error::Misuse(format!("{header:#x} is not a header word (bit 0 clear)")))?;
+        .ok_or_else(|| Error::misuse(format!("{header:#x} is not a header word (bit 0 clear)")))?;
     match h.id() {
         // Raw data has no value fields (the caller tests for it).
         ID_RAW => Ok((h, Some(Vec::new()))),
         ID_VECTOR | ID_ARRAY => Ok((h, None)),
         id => {
-            let d = v.shared.descs.get(id).ok_or(Error::UnknownDescriptor(id))?;
+            let d = v
+                .shared
+                .descs
+                .get(id)
+                .ok_or_else(|| Error::from(crate::error::ErrorKind::UnknownDescriptor(id)))?;
             if d.size() != h.len() {
-                return Err(Error::Misuse(format!(
+                return Err(Error::misuse(format!(
                     "descriptor `{}` has {} fields; the header says {}",
                     d.name(),
                     d.size(),
@@ -83,7 +87,7 @@ fn decode(v: &Vproc, header: u64) -> Result<(Header, Option<Vec<bool>>)> {
 pub(super) fn alloc_shared(v: &mut Vproc, header: u64) -> Result<u64> {
     let (h, kinds) = decode(v, header)?;
     if h.len() as u64 > MAX_LENGTH || h.len() > (isize::MAX as usize) / 8 - 1 {
-        return Err(Error::Misuse(format!(
+        return Err(Error::misuse(format!(
             "object length {} is too large",
             h.len()
         )));
@@ -243,23 +247,23 @@ pub(super) fn check_alloc(v: &Vproc, header: u64, fields: usize) {
 /// heap that is in use, its header decodes, the object is mutable, `i` is
 /// within it and of the kind `value` says. Reads nothing outside the heap.
 pub(crate) fn check_store(v: &Vproc, obj: u64, i: usize, value: bool) -> Result<()> {
-    let h = check_object(v, obj).map_err(|e| Error::Misuse(format!("store: {e}")))?;
+    let h = check_object(v, obj).map_err(|e| Error::misuse(format!("store: {e}")))?;
     let descs = &v.shared.descs;
     if !crate::object::is_mutable(h, descs) {
-        return Err(Error::Misuse(format!(
+        return Err(Error::misuse(format!(
             "store into an immutable object (id {})",
             h.id()
         )));
     }
     if i >= h.len() {
-        return Err(Error::Misuse(format!(
+        return Err(Error::misuse(format!(
             "field {i} out of range for an object of {} fields",
             h.len()
         )));
     }
     let is_value = h.id() == ID_ARRAY || descs.get(h.id()).is_some_and(|d| d.is_pointer_field(i));
     if is_value != value {
-        return Err(Error::Misuse(format!(
+        return Err(Error::misuse(format!(
             "field {i} is a {} field",
             if is_value { "value" } else { "raw" }
         )));

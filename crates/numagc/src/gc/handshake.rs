@@ -108,13 +108,15 @@ impl Abandoned {
     pub fn error(self) -> crate::Error {
         match self {
             Abandoned::Late { vproc, waited_ms } => {
-                crate::Error::SafepointTimeout { vproc, waited_ms }
+                crate::Error::from(crate::ErrorKind::SafepointTimeout { vproc, waited_ms })
             }
-            Abandoned::NoToSpace { bytes, errno } => crate::Error::MapFailed {
-                bytes,
-                what: "the to-space of a global collection",
-                errno,
-            },
+            Abandoned::NoToSpace { bytes, errno } => {
+                crate::Error::from(crate::ErrorKind::MapFailed {
+                    bytes,
+                    what: "the to-space of a global collection",
+                    errno,
+                })
+            }
         }
     }
 }

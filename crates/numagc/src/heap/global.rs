@@ -74,11 +74,11 @@ impl Refused {
     /// The error for the mutator that asked for `requested` bytes of `what`.
     pub fn error(self, requested: usize, what: &'static str) -> crate::Error {
         match self {
-            Refused::OverLimit(o) => crate::Error::HeapLimit {
+            Refused::OverLimit(o) => crate::Error::from(crate::ErrorKind::HeapLimit {
                 requested,
                 in_use: o.in_use,
                 limit: o.limit,
-            },
+            }),
             Refused::Map(m) => m.error(what),
         }
     }
@@ -128,7 +128,7 @@ impl GlobalHeap {
     /// Reserves `reserve` bytes of address space (nothing committed) for a
     /// heap of `config` whose mutator requests stop at `limit` bytes, and
     /// builds it: what every plan's setup starts with. Fails with
-    /// `Error::MapFailed` when the system refuses the reservation.
+    /// `ErrorKind::MapFailed` when the system refuses the reservation.
     pub fn reserve(
         config: &crate::config::Config,
         topology: &Topology,

@@ -16,7 +16,7 @@
 //! places where the system can refuse memory (a run fails when the
 //! reservation is exhausted). Both are [`crate::fault`] injection points, and
 //! both return a [`MapFailure`] naming the bytes and the errno, which the
-//! callers turn into [`crate::Error::MapFailed`] for whoever asked.
+//! callers turn into [`crate::ErrorKind::MapFailed`] for whoever asked.
 //!
 //! Invariant: a chunk's `kind` changes only while its owner holds it
 //! exclusively (allocation, release) or inside a global collection when all
@@ -102,11 +102,11 @@ pub(crate) struct MapFailure {
 impl MapFailure {
     /// The error for the mutator, naming what the memory was for.
     pub fn error(self, what: &'static str) -> crate::Error {
-        crate::Error::MapFailed {
+        crate::Error::from(crate::ErrorKind::MapFailed {
             bytes: self.bytes,
             what,
             errno: self.errno,
-        }
+        })
     }
 }
 

@@ -10,7 +10,7 @@ use loom::thread;
 
 use crate::sched::deque::{Steal, Worker};
 use crate::sched::task::{Handoff, Mailbox, DONE, READY};
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 // ---------------------------------------------------------------------------
 // §2.2–2.3 work stealing with lazy promotion
@@ -212,11 +212,11 @@ fn promotion_requests_of_two_thieves_are_served() {
 // makes loom report the deadlock.
 
 fn refused() -> Error {
-    Error::MapFailed {
+    Error::from(ErrorKind::MapFailed {
         bytes: 4096,
         what: "the copy reserve of a major collection or promotion",
         errno: 12,
-    }
+    })
 }
 
 #[test]
@@ -281,7 +281,7 @@ fn stolen_task_whose_environment_cannot_be_promoted() {
                 }
                 let r = task.take_result();
                 assert!(
-                    matches!(r, Some(Err(Error::MapFailed { .. }))),
+                    matches!(&r, Some(Err(e)) if matches!(e.kind(), ErrorKind::MapFailed { .. })),
                     "the owner's join got {r:?}"
                 );
                 true

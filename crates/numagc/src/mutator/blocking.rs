@@ -55,7 +55,7 @@ impl<'s> Scope<'s> {
     /// handles stay valid and read the values' new places afterwards. A
     /// panic in `f` leaves the section and propagates.
     ///
-    /// Errors: [`crate::Error::Os`] when the proxy thread (started by the
+    /// Errors: [`crate::ErrorKind::Os`] when the proxy thread (started by the
     /// vproc's first section) cannot be started; `f` did not run then.
     pub fn blocking<R>(&mut self, f: impl FnOnce() -> R) -> Result<R> {
         // SAFETY: the scope is borrowed mutably for the whole section, so

@@ -94,9 +94,7 @@ impl Channel {
         if std::ptr::eq(self.runtime.as_ptr(), Arc::as_ptr(shared)) {
             Ok(())
         } else {
-            Err(Error::Misuse(
-                "a channel of another runtime was used".into(),
-            ))
+            Err(Error::misuse("a channel of another runtime was used"))
         }
     }
 }
@@ -250,7 +248,7 @@ impl<'s> Scope<'s> {
         F: for<'j> FnOnce(&mut Scope<'j>, &[Handle<'j>]) -> Result<Next<'j>> + Send + 'static,
     {
         if vproc >= self.vprocs() {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "spawn_on: vproc {vproc} does not exist (the runtime has {})",
                 self.vprocs()
             )));
@@ -284,18 +282,15 @@ impl<'s> Scope<'s> {
     /// Returns its index and, for a receive, the value (NIL for a send).
     ///
     /// Errors: inside a thread (return a [`Next`] instead), no cases, or a
-    /// channel of another runtime: [`Error::Misuse`].
+    /// channel of another runtime: [`ErrorKind::Misuse`](crate::ErrorKind::Misuse).
     pub fn select(&mut self, cases: &[Sel<'_, '_>]) -> Result<(usize, Handle<'s>)> {
         if self.vp.in_thread > 0 {
-            return Err(Error::Misuse(
-                "send/recv/select called inside a spawned thread: it would hold the vproc while it waits; return Next::send/recv/select instead"
-                    .into(),
+            return Err(Error::misuse(
+                "send/recv/select called inside a spawned thread: it would hold the vproc while it waits; return Next::send/recv/select instead",
             ));
         }
         if cases.is_empty() {
-            return Err(Error::Misuse(
-                "select over no cases would wait for ever".into(),
-            ));
+            return Err(Error::misuse("select over no cases would wait for ever"));
         }
         let shared = self.shared();
         let mut sent = Vec::new();

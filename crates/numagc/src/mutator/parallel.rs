@@ -3,7 +3,7 @@
 //! `crate::sched`; this file is the API side.
 
 use crate::config::TaskPromotion;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::scope::{Handle, Scope};
 use crate::sched::task::{Handoff, DONE};
 use crate::sched::{self, Task, TaskFn};
@@ -25,8 +25,8 @@ impl<'s> Scope<'s> {
     /// this vproc can read it. Nested calls are fine.
     ///
     /// Errors: the first of `a`'s and `b`'s errors; a panic in `b` on another
-    /// vproc is [`Error::TaskPanicked`], a panic in `a` (or in `b` run here)
-    /// propagates after `b` has been joined. [`Error::StackExhausted`] when
+    /// vproc is [`ErrorKind::TaskPanicked`], a panic in `a` (or in `b` run here)
+    /// propagates after `b` has been joined. [`ErrorKind::StackExhausted`] when
     /// forks nest so deep that the vproc's stack is nearly used up (see
     /// `crate::stack`); nothing is forked then.
     pub fn par2<A, B>(&mut self, env: &[Handle<'_>], a: A, b: B) -> Result<(Handle<'s>, Handle<'s>)>
@@ -57,11 +57,11 @@ impl<'s> Scope<'s> {
     {
         let stack = self.vp.stack;
         if stack.exhausted() {
-            return Err(Error::StackExhausted {
+            return Err(Error::from(ErrorKind::StackExhausted {
                 vproc: self.vp.id,
                 left: stack.left(),
                 size: stack.size,
-            });
+            }));
         }
         let base = self.roots().len();
         let n = env.len();
@@ -145,10 +145,10 @@ impl<'s> Scope<'s> {
             + 'static,
     {
         if grain == 0 {
-            return Err(Error::Misuse("par_reduce: grain must be at least 1".into()));
+            return Err(Error::misuse("par_reduce: grain must be at least 1"));
         }
         if lo > hi {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "par_reduce: empty range {lo}..{hi} reversed"
             )));
         }

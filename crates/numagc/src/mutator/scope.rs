@@ -1,6 +1,6 @@
 //! Handle scopes and allocation.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::roots::GlobalRoot;
 use crate::mutator::view::{resolve, View};
 use crate::object::descriptor::{DescId, Descriptor, DescriptorTable, FastLayout, FastLayouts};
@@ -339,7 +339,7 @@ impl<'s> Scope<'s> {
 
     fn check_len(len: usize) -> Result<()> {
         if len as u64 > MAX_LENGTH {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "object length {len} exceeds the 48-bit length field"
             )));
         }
@@ -445,7 +445,7 @@ impl<'s> Scope<'s> {
         // registered descriptors are never changed or freed before it.
         let desc = unsafe { &*descs }
             .get(d.0)
-            .ok_or(Error::UnknownDescriptor(d.0))?;
+            .ok_or_else(|| Error::from(ErrorKind::UnknownDescriptor(d.0)))?;
         if values.len() != desc.pointer_offsets().len() || raw.len() != desc.raw_offsets().len() {
             return Err(Self::field_count_error(desc, values.len(), raw.len()));
         }
@@ -477,7 +477,7 @@ impl<'s> Scope<'s> {
 
     #[cold]
     fn field_count_error(desc: &Descriptor, values: usize, raw: usize) -> Error {
-        Error::Misuse(format!(
+        Error::misuse(format!(
             "descriptor `{}` has {} value and {} raw fields; got {values} and {raw}",
             desc.name(),
             desc.pointer_offsets().len(),
@@ -592,22 +592,20 @@ impl<'s> Scope<'s> {
     fn mutable_target(&self, obj: Handle<'_>, i: usize, value_field: bool) -> Result<Obj> {
         let w = resolve(self.word(obj));
         if !is_pointer(w) {
-            return Err(Error::Misuse(
-                "store into an immediate, not an object".into(),
-            ));
+            return Err(Error::misuse("store into an immediate, not an object"));
         }
         // SAFETY: a handle's pointer value targets a live object.
         let o = unsafe { Obj::at(w as usize) };
         let h = o.header().expect("resolved object has a header");
         let descs = &self.vp.shared.descs;
         if !is_mutable(h, descs) {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "store into an immutable object (id {})",
                 h.id()
             )));
         }
         if i >= h.len() {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "field {i} out of range for an object of {} fields",
                 h.len()
             )));
@@ -615,7 +613,7 @@ impl<'s> Scope<'s> {
         let is_value =
             h.id() == ID_ARRAY || descs.get(h.id()).is_some_and(|d| d.is_pointer_field(i));
         if is_value != value_field {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "field {i} is a {} field",
                 if is_value { "value" } else { "raw" }
             )));
@@ -628,7 +626,7 @@ impl<'s> Scope<'s> {
     /// Promotes a value (and everything it reaches) to the global heap, so it
     /// may be shared with other vprocs. Returns the handle of the global copy.
     ///
-    /// Errors: [`Error::MapFailed`] when the system refuses the memory for
+    /// Errors: [`ErrorKind::MapFailed`] when the system refuses the memory for
     /// the copies (nothing is promoted then).
     pub fn promote(&mut self, h: Handle<'_>) -> Result<Handle<'s>> {
         let w = self.promote_word(h)?;
@@ -637,7 +635,7 @@ impl<'s> Scope<'s> {
 
     /// Registers a global root holding `h`'s value (promoted).
     ///
-    /// Errors: [`Error::MapFailed`] like [`Scope::promote`] (no root is
+    /// Errors: [`ErrorKind::MapFailed`] like [`Scope::promote`] (no root is
     /// registered then).
     pub fn global_root(&mut self, h: Handle<'_>) -> Result<GlobalRoot> {
         let w = self.promote_word(h)?;
@@ -655,7 +653,7 @@ impl<'s> Scope<'s> {
         if std::sync::Arc::ptr_eq(&r.shared, &self.vp.shared) {
             Ok(())
         } else {
-            Err(Error::Misuse(format!(
+            Err(Error::misuse(format!(
                 "{what}: global root {} belongs to another runtime",
                 r.slot
             )))
@@ -664,7 +662,7 @@ impl<'s> Scope<'s> {
 
     /// Reads a global root.
     ///
-    /// Errors: [`Error::Misuse`] when `r` belongs to another runtime.
+    /// Errors: [`ErrorKind::Misuse`] when `r` belongs to another runtime.
     pub fn get_global(&self, r: &GlobalRoot) -> Result<Handle<'s>> {
         self.own_root(r, "get_global")?;
         Ok(self.push_root(self.vp.shared.global_roots.get(r.slot)))
@@ -672,8 +670,8 @@ impl<'s> Scope<'s> {
 
     /// Replaces a global root's value (promoted).
     ///
-    /// Errors: [`Error::Misuse`] when `r` belongs to another runtime;
-    /// [`Error::MapFailed`] like [`Scope::promote`]. The root keeps its
+    /// Errors: [`ErrorKind::Misuse`] when `r` belongs to another runtime;
+    /// [`ErrorKind::MapFailed`] like [`Scope::promote`]. The root keeps its
     /// value either way.
     pub fn set_global(&mut self, r: &GlobalRoot, h: Handle<'_>) -> Result<()> {
         self.own_root(r, "set_global")?;
@@ -701,7 +699,7 @@ impl<'s> Scope<'s> {
 
     /// Forces a minor and a major collection of this vproc's local heap.
     ///
-    /// Errors: [`Error::MapFailed`] when the system refuses the major
+    /// Errors: [`ErrorKind::MapFailed`] when the system refuses the major
     /// collection's copy reserve (the minor collection ran, the major one
     /// did not start; the heap is intact).
     pub fn collect_major(&mut self) -> Result<()> {
@@ -712,8 +710,8 @@ impl<'s> Scope<'s> {
     /// one: every global chunk is evacuated.
     ///
     /// Errors, for a collection called off before anything moved (the heap
-    /// is intact): [`Error::SafepointTimeout`] when a vproc did not reach a
-    /// safepoint within `safepoint-timeout`, [`Error::MapFailed`] when the
+    /// is intact): [`ErrorKind::SafepointTimeout`] when a vproc did not reach a
+    /// safepoint within `safepoint-timeout`, [`ErrorKind::MapFailed`] when the
     /// system refused its to-space.
     pub fn collect_global(&mut self) -> Result<()> {
         plan::collect_global(self.vp)

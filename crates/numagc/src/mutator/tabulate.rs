@@ -39,7 +39,7 @@
 //! leaves are the pieces the range was split into, each of at most
 //! `min(grain, ROPE_LEAF_MAX)` elements; ranges are split in halves, so the
 //! rope is balanced (depth ⌈log₂(n / piece)⌉); `par_map` keeps its input's
-//! shape exactly. Every operation returns [`Error::Misuse`] for a zero
+//! shape exactly. Every operation returns [`ErrorKind::Misuse`] for a zero
 //! grain, a reversed range, an index out of range or a value that is not a
 //! sequence, and never panics on them.
 //!
@@ -54,7 +54,7 @@
 //! of a range, ⌈log₂ n⌉ levels); the ropes built here are balanced, but an
 //! embedder's own nodes can make a rope as deep as it is long. Every fork
 //! checks the vproc's stack (`crate::stack`), so such a rope gets
-//! [`Error::StackExhausted`] where the stack runs short, never an overflow.
+//! [`ErrorKind::StackExhausted`] where the stack runs short, never an overflow.
 
 use crate::error::{Error, Result};
 use crate::mutator::scope::{Handle, Scope};
@@ -90,10 +90,10 @@ fn level<'a>(v: View<'a>, op: &str) -> Result<Level<'a>> {
             left: v.try_field(ROPE_LEFT)?,
             right: v.try_field(ROPE_RIGHT)?,
         }),
-        Some(k) => Err(Error::Misuse(format!(
+        Some(k) => Err(Error::misuse(format!(
             "{op}: the value is not a sequence (a vector or a rope) but a {k:?} object"
         ))),
-        None => Err(Error::Misuse(format!(
+        None => Err(Error::misuse(format!(
             "{op}: the value is not a sequence (a vector or a rope) but an immediate"
         ))),
     }
@@ -114,12 +114,12 @@ fn level_depth(l: Level<'_>) -> u64 {
 }
 
 fn malformed(op: &str, what: String) -> Error {
-    Error::Misuse(format!("{op}: malformed rope: {what}"))
+    Error::misuse(format!("{op}: malformed rope: {what}"))
 }
 
 fn check_grain(op: &str, grain: usize) -> Result<()> {
     if grain == 0 {
-        return Err(Error::Misuse(format!("{op}: grain must be at least 1")));
+        return Err(Error::misuse(format!("{op}: grain must be at least 1")));
     }
     Ok(())
 }
@@ -134,7 +134,7 @@ impl<'s> Scope<'s> {
     /// rope whose leaves are the pieces. `f` receives `env` as handles of
     /// its own scope and may fork (nested parallelism).
     ///
-    /// Errors: [`Error::Misuse`] for a zero grain or `lo > hi`; the first
+    /// Errors: [`ErrorKind::Misuse`](crate::ErrorKind::Misuse) for a zero grain or `lo > hi`; the first
     /// error of `f`.
     pub fn tabulate<F>(
         &mut self,
@@ -152,7 +152,7 @@ impl<'s> Scope<'s> {
     {
         check_grain("tabulate", grain)?;
         if lo > hi {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "tabulate: range {lo}..{hi} is reversed"
             )));
         }
@@ -175,7 +175,7 @@ impl<'s> Scope<'s> {
     /// into index ranges of at most `grain`, whose results are copied into
     /// one vector of the leaf's length.
     ///
-    /// Errors: [`Error::Misuse`] for a zero grain or when `seq` is not a
+    /// Errors: [`ErrorKind::Misuse`](crate::ErrorKind::Misuse) for a zero grain or when `seq` is not a
     /// sequence; the first error of `f`.
     pub fn par_map<F>(
         &mut self,
@@ -207,7 +207,7 @@ impl<'s> Scope<'s> {
     /// commutative). An empty sequence gives `unit`; `unit` is not combined
     /// with anything otherwise.
     ///
-    /// Errors: [`Error::Misuse`] for a zero grain or when `seq` is not a
+    /// Errors: [`ErrorKind::Misuse`](crate::ErrorKind::Misuse) for a zero grain or when `seq` is not a
     /// sequence; the first error of `combine`.
     pub fn seq_reduce<C>(
         &mut self,
@@ -251,7 +251,7 @@ impl<'s> Scope<'s> {
         let mut l = level(self.view(seq), "seq_get")?;
         let len = level_len(l);
         if i >= len {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "seq_get: index {i} out of range for a sequence of length {len}"
             )));
         }

@@ -1,6 +1,6 @@
 //! Read-only views of values.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::object::descriptor::{DescId, DescriptorTable};
 use crate::object::header::{Header, FIRST_MIXED_ID, ID_ARRAY, ID_RAW, ID_VECTOR};
 use crate::object::{is_pointer, value_int, Obj};
@@ -141,9 +141,9 @@ impl<'a> View<'a> {
     pub fn try_field(self, i: usize) -> Result<View<'a>> {
         let (o, h) = self
             .obj()
-            .ok_or_else(|| Error::Misuse("field of an immediate".into()))?;
+            .ok_or_else(|| Error::misuse("field of an immediate"))?;
         if i >= h.len() {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "field {i} out of range for an object of {} fields",
                 h.len()
             )));
@@ -152,14 +152,17 @@ impl<'a> View<'a> {
             ID_VECTOR => o.field(i),
             ID_ARRAY => o.field_cell(i).load(Ordering::Acquire),
             ID_RAW => {
-                return Err(Error::Misuse(format!(
+                return Err(Error::misuse(format!(
                     "field {i} of a raw object is not a value"
                 )))
             }
             id => {
-                let d = self.descs.get(id).ok_or(Error::UnknownDescriptor(id))?;
+                let d = self
+                    .descs
+                    .get(id)
+                    .ok_or_else(|| Error::from(ErrorKind::UnknownDescriptor(id)))?;
                 if !d.is_pointer_field(i) {
-                    return Err(Error::Misuse(format!(
+                    return Err(Error::misuse(format!(
                         "field {i} of `{}` is a raw field",
                         d.name()
                     )));
@@ -205,20 +208,23 @@ impl<'a> View<'a> {
     pub fn try_raw(self, i: usize) -> Result<u64> {
         let (o, h) = self
             .obj()
-            .ok_or_else(|| Error::Misuse("raw field of an immediate".into()))?;
+            .ok_or_else(|| Error::misuse("raw field of an immediate"))?;
         if i >= h.len() {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "field {i} out of range for an object of {} fields",
                 h.len()
             )));
         }
         match h.id() {
             ID_RAW => Ok(o.field(i)),
-            ID_VECTOR | ID_ARRAY => Err(Error::Misuse(format!("field {i} of a vector is a value"))),
+            ID_VECTOR | ID_ARRAY => Err(Error::misuse(format!("field {i} of a vector is a value"))),
             id => {
-                let d = self.descs.get(id).ok_or(Error::UnknownDescriptor(id))?;
+                let d = self
+                    .descs
+                    .get(id)
+                    .ok_or_else(|| Error::from(ErrorKind::UnknownDescriptor(id)))?;
                 if d.is_pointer_field(i) {
-                    return Err(Error::Misuse(format!(
+                    return Err(Error::misuse(format!(
                         "field {i} of `{}` is a value field",
                         d.name()
                     )));

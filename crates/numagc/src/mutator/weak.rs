@@ -21,7 +21,7 @@
 //! # Ok::<(), numagc::Error>(())
 //! ```
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::view::resolve;
 use crate::mutator::{Handle, Scope};
 use crate::object::descriptor::DescId;
@@ -82,7 +82,7 @@ impl<'s> Scope<'s> {
     /// An ephemeron's key, `None` once cleared. The handle returned holds
     /// the key strongly, like any handle.
     ///
-    /// Errors: [`Error::Misuse`] when `e` is not an ephemeron.
+    /// Errors: [`ErrorKind::Misuse`] when `e` is not an ephemeron.
     pub fn ephemeron_key(&mut self, e: Handle<'_>) -> Result<Option<Handle<'s>>> {
         self.ephemeron_field(e, EPH_KEY)
     }
@@ -90,7 +90,7 @@ impl<'s> Scope<'s> {
     /// An ephemeron's data, `None` once cleared (`Some(NIL)` for a weak
     /// reference whose target lives).
     ///
-    /// Errors: [`Error::Misuse`] when `e` is not an ephemeron.
+    /// Errors: [`ErrorKind::Misuse`] when `e` is not an ephemeron.
     pub fn ephemeron_data(&mut self, e: Handle<'_>) -> Result<Option<Handle<'s>>> {
         self.ephemeron_field(e, EPH_DATA)
     }
@@ -103,15 +103,15 @@ impl<'s> Scope<'s> {
     fn ephemeron_obj(&self, e: Handle<'_>) -> Result<Obj> {
         let w = resolve(self.word(e));
         if !is_pointer(w) {
-            return Err(Error::Misuse(
-                "an immediate is not an ephemeron or a weak reference".into(),
+            return Err(Error::misuse(
+                "an immediate is not an ephemeron or a weak reference",
             ));
         }
         // SAFETY: a handle's pointer value targets a live object.
         let o = unsafe { Obj::at(w as usize) };
         match o.header() {
             Some(h) if h.id() == ID_EPHEMERON => Ok(o),
-            Some(h) => Err(Error::Misuse(format!(
+            Some(h) => Err(Error::misuse(format!(
                 "an object of id {} is not an ephemeron or a weak reference",
                 h.id()
             ))),
@@ -138,7 +138,7 @@ impl<'s> Scope<'s> {
     /// and may allocate. Values registered several times get one call per
     /// registration.
     ///
-    /// Errors: [`Error::Misuse`] when `value` is an immediate (OCaml raises
+    /// Errors: [`ErrorKind::Misuse`] when `value` is an immediate (OCaml raises
     /// `Invalid_argument`).
     pub fn finalise(
         &mut self,
@@ -152,7 +152,7 @@ impl<'s> Scope<'s> {
     /// and collected (OCaml's `Gc.finalise_last`): `f` does not get the
     /// value. Runs like [`Scope::finalise`]'s functions.
     ///
-    /// Errors: [`Error::Misuse`] when `value` is an immediate.
+    /// Errors: [`ErrorKind::Misuse`] when `value` is an immediate.
     pub fn finalise_last(
         &mut self,
         value: Handle<'_>,
@@ -164,7 +164,7 @@ impl<'s> Scope<'s> {
     fn register_finaliser(&mut self, value: Handle<'_>, f: FinaliserFn, what: &str) -> Result<()> {
         let w = resolve(self.word(value));
         if !is_pointer(w) {
-            return Err(Error::Misuse(format!(
+            return Err(Error::misuse(format!(
                 "{what}: an immediate cannot be finalised (it is never collected)"
             )));
         }
@@ -212,10 +212,10 @@ impl<'s> Scope<'s> {
             let failed = match r {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e),
-                Err(p) => Some(Error::TaskPanicked {
+                Err(p) => Some(Error::from(ErrorKind::TaskPanicked {
                     vproc,
                     message: format!("a finaliser: {}", crate::runtime::panic_message(p)),
-                }),
+                })),
             };
             if let Some(e) = failed {
                 self.vp.shared.record_thread_error(e);

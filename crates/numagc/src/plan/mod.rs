@@ -81,7 +81,7 @@ pub(crate) struct Parts {
     pub vprocs: Vec<VprocPart>,
 }
 
-/// Builds the configured plan. Fails with `Error::MapFailed` when the
+/// Builds the configured plan. Fails with `ErrorKind::MapFailed` when the
 /// system refuses the heap's memory; nothing is left behind.
 pub(crate) fn setup(
     config: &Config,

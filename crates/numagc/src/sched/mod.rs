@@ -31,7 +31,7 @@ pub(crate) mod proxy;
 pub(crate) mod task;
 pub(crate) mod thread;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::{Handle, Scope};
 use crate::sync::{lock, Mutex};
 use crate::trace::SpanKind;
@@ -253,10 +253,10 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s, &env))) {
             Ok(Ok(h)) => s.promote_word(h).map(|w| s.shared().global_roots.add(w)),
             Ok(Err(e)) => Err(e),
-            Err(p) => Err(Error::TaskPanicked {
+            Err(p) => Err(Error::from(ErrorKind::TaskPanicked {
                 vproc: me,
                 message: crate::runtime::panic_message(p),
-            }),
+            })),
         }
     });
     // Publish before finishing: once the owner sees the result, the

@@ -12,7 +12,7 @@
 //! `BLOCKED → PROXIED` and `proxy_done`; the owner publishes the pointer
 //! before each section and touches the state only outside sections.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::gc::blocking::ProxyWake;
 use crate::vproc::{Shared, Vproc};
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -42,9 +42,11 @@ impl Proxy {
             .name(format!("numagc-proxy-{id}"))
             .stack_size(PROXY_STACK)
             .spawn(move || serve(&shared, id, cell))
-            .map_err(|e| Error::Os {
-                what: "starting the proxy thread of a vproc in a blocking section",
-                source: e,
+            .map_err(|e| {
+                Error::from(ErrorKind::Os {
+                    what: "starting the proxy thread of a vproc in a blocking section",
+                    source: e,
+                })
             })?;
         Ok(Proxy { handle, state })
     }

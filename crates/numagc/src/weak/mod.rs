@@ -60,7 +60,7 @@
 //! [`crate::Runtime::take_thread_errors`]; the vproc carries on. Pending
 //! finalisers left when the runtime stops are dropped without running
 //! (OCaml does not run finalisers at exit either). Immediates cannot be
-//! finalised ([`crate::Error::Misuse`], OCaml's `Invalid_argument`).
+//! finalised ([`crate::ErrorKind::Misuse`], OCaml's `Invalid_argument`).
 
 mod process;
 

@@ -37,7 +37,7 @@
 //! * Heap limit: a mutator's request that the major heap cannot hold
 //!   within `max-heap` runs a full collection (two cycles ended, pages
 //!   swept, empty chunks given back) and, if still refused, fails with
-//!   [`Error::HeapLimit`]; collectors' own copies may pass the limit. A
+//!   [`ErrorKind::HeapLimit`]; collectors' own copies may pass the limit. A
 //!   minor collection that leaves the heap over the limit makes the
 //!   allocation that ran it fail the same way after a full collection.
 //! * Ephemerons and finalisers (`weak`): decided by minor collections for
@@ -61,7 +61,7 @@ mod weak;
 
 pub(crate) use state::{Mutator, SharedHeapGc};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::gc::Joined;
 use crate::object::{for_each_value_field, Obj};
 use crate::vproc::Vproc;
@@ -106,11 +106,11 @@ fn collect_full(v: &mut Vproc) -> Result<()> {
 
 fn over_limit(v: &Vproc, requested: usize) -> Error {
     let heap = &v.shared.heap;
-    Error::HeapLimit {
+    Error::from(ErrorKind::HeapLimit {
         requested,
         in_use: heap.in_use(),
         limit: heap.limit(),
-    }
+    })
 }
 
 /// The minor heap cannot hold `bytes` more: collect. `Ok(None)`: the

@@ -175,7 +175,11 @@ fn the_heap_limit_is_an_error_and_the_runtime_carries_on() {
         })
         .unwrap();
     assert!(r.0 > 10, "{} arrays before the limit", r.0);
-    assert!(matches!(r.1, crate::Error::HeapLimit { .. }), "{:?}", r.1);
+    assert!(
+        matches!(r.1.kind(), crate::ErrorKind::HeapLimit { .. }),
+        "{:?}",
+        r.1
+    );
     // The arrays died with the job: both vprocs allocate again.
     let n = rt
         .run_each(|s| {

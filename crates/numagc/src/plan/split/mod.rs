@@ -20,7 +20,7 @@
 //!   heap, are allocated in the global heap: their initial values are
 //!   promoted first, so the heap invariants of §2.3 hold.
 //! * Heap limit: when the global heap is over `max_heap` after a full global
-//!   collection, the allocation that asked fails with [`Error::HeapLimit`]
+//!   collection, the allocation that asked fails with [`ErrorKind::HeapLimit`]
 //!   and nothing else changes. The limit is the whole heap's: while one vproc
 //!   holds it full, another vproc whose collections need global space may be
 //!   refused as well; its state is intact and a retry succeeds once memory
@@ -29,7 +29,7 @@
 //!   `max_heap` (a copy cannot stop half-way), and the limit is checked
 //!   again when it is over.
 //! * Memory the system refuses: a request of the mutator (a global chunk, a
-//!   large object) fails with [`Error::MapFailed`]. Copies never meet the
+//!   large object) fails with [`ErrorKind::MapFailed`]. Copies never meet the
 //!   refusal half-way: a local copy (major collection, promotion) first
 //!   tops up the vproc's copy reserve (`Vproc::ensure_copy_reserve`) and
 //!   does not start if it cannot, which is the error of the operation that
@@ -58,7 +58,7 @@ pub(crate) mod weak;
 
 pub(crate) use mutator::Mutator;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::heap::space::ChunkKind;
 use crate::vproc::Vproc;
 use global::{Joined, TENURED};
@@ -155,11 +155,11 @@ fn local_collections(v: &mut Vproc) -> Result<()> {
 
 fn over_limit(v: &Vproc, requested: usize) -> Error {
     let heap = &v.shared.heap;
-    Error::HeapLimit {
+    Error::from(ErrorKind::HeapLimit {
         requested,
         in_use: heap.in_use(),
         limit: heap.limit(),
-    }
+    })
 }
 
 /// The nursery cannot hold `bytes` more: collect. Returns the address of

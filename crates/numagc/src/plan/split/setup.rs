@@ -18,7 +18,7 @@ pub(crate) struct Parts {
     pub mutators: Vec<Mutator>,
 }
 
-/// Reserves and carves the heap. Fails with `Error::MapFailed` when the
+/// Reserves and carves the heap. Fails with `ErrorKind::MapFailed` when the
 /// system refuses the memory; nothing is left behind (the reservation is
 /// released when `AddressSpace` is dropped).
 pub(crate) fn create(
