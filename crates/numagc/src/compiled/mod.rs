@@ -40,8 +40,12 @@
 //!
 //! 1. A value word held in a local variable is valid only until the next
 //!    call that may collect: [`Mutator::alloc`], [`Mutator::alloc_shared`],
-//!    [`Mutator::poll`], [`Mutator::store`], [`Mutator::par2`]. Values
-//!    live across such a call are kept in frame slots.
+//!    [`Mutator::init_shared`], [`Mutator::poll`], [`Mutator::store`],
+//!    [`Mutator::par2`], [`Mutator::collect_minor`] (and the `_out_of_line`
+//!    and `_checked` forms of the C ABI). Values live across such a call
+//!    are kept in frame slots. The words a [`Mutator::par2`] side receives
+//!    follow the same rule: they are valid until that side's first such
+//!    call, so a side keeps what it needs after one in a frame of its own.
 //! 2. Every value field of an object from [`Mutator::alloc`] is written
 //!    (with [`Mutator::init`]) before the next such call. `alloc` returns
 //!    an object in the nursery, so the initialising stores need no
@@ -109,9 +113,12 @@ pub const fn header(d: DescId, fields: usize) -> u64 {
 pub const VECTOR: DescId = DescId(crate::object::header::ID_VECTOR);
 /// The descriptor id of raw data (fields are not values).
 pub const RAW: DescId = DescId(crate::object::header::ID_RAW);
+/// The descriptor id of the built-in mutable array (fields are values;
+/// allocated with [`Mutator::alloc_shared`]).
+pub const ARRAY: DescId = DescId(crate::object::header::ID_ARRAY);
 
 /// A frame of the shadow stack: `len` root slots, valid while pushed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
     base: *mut u64,
     len: usize,
@@ -439,6 +446,18 @@ impl<'a> Mutator<'a> {
             .load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// Whether two values are the same (the same immediate, or the same
+    /// object through the forwarding address of a promoted copy: compiled
+    /// reads may see a promoted immutable object at either address until
+    /// the next local collection).
+    ///
+    /// # Safety
+    /// Both are immediates or live objects.
+    #[inline]
+    pub unsafe fn same(&self, a: u64, b: u64) -> bool {
+        a == b || crate::mutator::resolve(a) == crate::mutator::resolve(b)
+    }
+
     /// The header of `obj` (its descriptor and length), through the
     /// forwarding address of a promoted or moved object.
     ///
@@ -485,11 +504,14 @@ impl<'a> Mutator<'a> {
         Ok(())
     }
 
-    /// Stores raw word `w` into raw field `i` of a mutable object (no
-    /// barrier: raw words are not values).
+    /// Stores raw word `w` into raw field `i` of a mutable object, or of
+    /// an object from [`Mutator::alloc_shared`] being initialised (raw data
+    /// over [`MAX_SMALL_FIELDS`] words, say). No barrier: raw words are not
+    /// values.
     ///
     /// # Safety
-    /// `obj` is a live mutable object and `i` a raw field within it.
+    /// `obj` is a live object of one of those two kinds and `i` a raw
+    /// field within it.
     #[inline(always)]
     pub unsafe fn store_raw(&mut self, obj: u64, i: usize, w: u64) {
         // SAFETY: the caller's contract.
