@@ -236,56 +236,26 @@ impl RootStack {
         unsafe { &*self.rec }
     }
 
+    /// The root-stack operations on this stack's record.
+    #[inline(always)]
+    pub(crate) fn ops(&self) -> Roots<'_> {
+        Roots(self.rec())
+    }
+
     /// Slots in use.
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
-        let r = self.rec();
-        (r.roots_top() as usize - r.roots_base() as usize) / 8
-    }
-
-    /// Pushes `w` into a new slot.
-    #[inline(always)]
-    pub(crate) fn push(&self, w: u64) {
-        let r = self.rec();
-        let top = r.roots_top();
-        if top == r.roots_limit() {
-            overflow(self.len());
-        }
-        // SAFETY: `top` is below the limit, inside the mapping.
-        unsafe {
-            top.write(w);
-            r.set_roots_top(top.add(1));
-        }
+        self.ops().len()
     }
 
     /// Pops every slot from `n` up (no-op when fewer are in use).
     #[inline(always)]
     pub(crate) fn truncate(&self, n: usize) {
-        if n < self.len() {
-            let r = self.rec();
-            // SAFETY: `n` is below the current length, inside the stack.
-            r.set_roots_top(unsafe { r.roots_base().add(n) });
-        }
+        self.ops().truncate(n)
     }
 
     pub(crate) fn clear(&self) {
         self.truncate(0)
-    }
-
-    /// Slot `i`'s value.
-    #[inline(always)]
-    pub(crate) fn get(&self, i: usize) -> u64 {
-        assert!(i < self.len(), "root slot {i} is not in use");
-        // SAFETY: `i` is below the top (checked), so inside the mapping.
-        unsafe { self.rec().roots_base().add(i).read() }
-    }
-
-    /// Stores `w` into slot `i`.
-    #[inline(always)]
-    pub(crate) fn set(&self, i: usize, w: u64) {
-        assert!(i < self.len(), "root slot {i} is not in use");
-        // SAFETY: as in `get`.
-        unsafe { self.rec().roots_base().add(i).write(w) }
     }
 
     /// The slots in use, for collectors and the verifier (`&mut self`: no
@@ -300,7 +270,7 @@ impl RootStack {
 
     /// A copy of slots `[from, to)`.
     pub(crate) fn copy_range(&self, from: usize, to: usize) -> Vec<u64> {
-        (from..to).map(|i| self.get(i)).collect()
+        self.ops().copy_range(from, to)
     }
 
     /// Gives back the memory of the slots above the top (the mapping stays).
@@ -316,6 +286,68 @@ impl RootStack {
                 libc::madvise(top as *mut libc::c_void, end - top, libc::MADV_DONTNEED);
             }
         }
+    }
+}
+
+/// The root-stack operations, on the fields of a record (what handles and
+/// frames use: [`RootStack`] for the vproc, and the safe API's scopes,
+/// which keep the record's address so that a handle is one dependent load
+/// away, as it was when the root stack was a `Vec` in the vproc).
+#[derive(Clone, Copy)]
+pub(crate) struct Roots<'a>(pub(crate) &'a MutatorRecord);
+
+impl Roots<'_> {
+    /// Slots in use.
+    #[inline(always)]
+    pub(crate) fn len(self) -> usize {
+        let r = self.0;
+        (r.roots_top() as usize - r.roots_base() as usize) / 8
+    }
+
+    /// Pushes `w` into a new slot.
+    #[inline(always)]
+    pub(crate) fn push(self, w: u64) {
+        let r = self.0;
+        let top = r.roots_top();
+        if top == r.roots_limit() {
+            overflow(self.len());
+        }
+        // SAFETY: `top` is below the limit, inside the mapping.
+        unsafe {
+            top.write(w);
+            r.set_roots_top(top.add(1));
+        }
+    }
+
+    /// Pops every slot from `n` up (no-op when fewer are in use).
+    #[inline(always)]
+    pub(crate) fn truncate(self, n: usize) {
+        if n < self.len() {
+            let r = self.0;
+            // SAFETY: `n` is below the current length, inside the stack.
+            r.set_roots_top(unsafe { r.roots_base().add(n) });
+        }
+    }
+
+    /// Slot `i`'s value.
+    #[inline(always)]
+    pub(crate) fn get(self, i: usize) -> u64 {
+        assert!(i < self.len(), "root slot {i} is not in use");
+        // SAFETY: `i` is below the top (checked), so inside the mapping.
+        unsafe { self.0.roots_base().add(i).read() }
+    }
+
+    /// Stores `w` into slot `i`.
+    #[inline(always)]
+    pub(crate) fn set(self, i: usize, w: u64) {
+        assert!(i < self.len(), "root slot {i} is not in use");
+        // SAFETY: as in `get`.
+        unsafe { self.0.roots_base().add(i).write(w) }
+    }
+
+    /// A copy of slots `[from, to)`.
+    pub(crate) fn copy_range(self, from: usize, to: usize) -> Vec<u64> {
+        (from..to).map(|i| self.get(i)).collect()
     }
 }
 

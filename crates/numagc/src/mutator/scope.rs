@@ -72,6 +72,9 @@ pub struct Scope<'s> {
     /// The descriptor table's packed layouts, kept here so the allocation
     /// fast path reaches them with one load less.
     pub(super) layouts: FastLayouts,
+    /// The vproc's mutator record, kept here so that a handle's root slot
+    /// is one dependent load away (the record holds the root stack's top).
+    pub(super) rec: *const crate::compiled::MutatorRecord,
     pub(super) base: usize,
     _not_send: PhantomData<*const ()>,
 }
@@ -82,6 +85,7 @@ impl<'s> Scope<'s> {
         let base = vp.roots.len();
         Scope {
             layouts: vp.layouts,
+            rec: vp.rec,
             vp,
             base,
             _not_send: PhantomData,
@@ -95,8 +99,10 @@ impl<'s> Scope<'s> {
     /// `&self` is borrowed; `Scope` is neither Send nor Sync, so there is
     /// one thread.
     #[inline(always)]
-    pub(super) fn roots(&self) -> &crate::compiled::record::RootStack {
-        &self.vp.roots
+    pub(super) fn roots(&self) -> crate::compiled::record::Roots<'_> {
+        // SAFETY: `rec` is the vproc's record, in the coordinator that the
+        // vproc's `Arc<Shared>` keeps alive for longer than this scope.
+        crate::compiled::record::Roots(unsafe { &*self.rec })
     }
 
     /// Roots `w` in this scope (immediates need no slot).
@@ -207,6 +213,7 @@ impl<'s> Scope<'s> {
             let mut inner = Scope {
                 vp: &mut *self.vp,
                 layouts: self.layouts,
+                rec: self.rec,
                 base,
                 _not_send: PhantomData,
             };
@@ -228,6 +235,7 @@ impl<'s> Scope<'s> {
             let mut inner = Scope {
                 vp: &mut *self.vp,
                 layouts: self.layouts,
+                rec: self.rec,
                 base,
                 _not_send: PhantomData,
             };
