@@ -53,7 +53,7 @@
 //! | plan | paper | status |
 //! |---|---|---|
 //! | `split` (`plan/split/`) | manticore-numa-gc.md §3: local heaps + chunked NUMA global heap | implemented |
-//! | `shared` (`plan/shared_heap/`) | multicore-ocaml-gc.txt: minor heaps + shared mark-sweep major heap | implemented; compaction, ephemerons and finalisers not yet (issue 17) |
+//! | `shared` (`plan/shared_heap/`) | multicore-ocaml-gc.txt: minor heaps + shared mark-sweep major heap | implemented (issue 17), with compaction, ephemerons and finalisers |
 //! | hybrid | gumsmp-shared-distributed-heaps.txt | not yet implemented (issue 19) |
 
 pub(crate) mod shared_heap;
