@@ -80,7 +80,7 @@
 
 pub(crate) mod record;
 mod slow;
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;
 
 pub use record::{MutatorRecord, RecordOffsets};
