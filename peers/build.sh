@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds every peer program into peers/build/{haskell,ocaml,ocaml5,java}.
+# Builds every peer program into peers/build/{haskell,ocaml,ocaml5,c,java}.
 # A language whose compiler is missing is reported and skipped (not a failure).
 # Usage: peers/build.sh            (run peers/install.sh first to get the compilers)
 set -euo pipefail
@@ -69,6 +69,21 @@ if [ -x "$ocaml5" ]; then
     done
 else
     echo "build.sh: OCaml 5 not found ($ocaml5); OCaml 5 peers skipped (peers/install-ocaml5.sh builds it)" >&2
+fi
+
+# C (peers/c: the bump-arena binarytrees of issue 18, the Benchmarks Game's
+# C programs' design). -O3 and -pthread only (no -march=native, so the
+# binary runs on any x86-64); $CC overrides gcc.
+cc="${CC:-gcc}"
+if command -v "$cc" >/dev/null 2>&1; then
+    mkdir -p "$out/c"
+    for src in "$here"/c/*.c; do
+        name="$(basename "$src" .c)"
+        echo "$cc -O3 -pthread: $name"
+        "$cc" -O3 -pthread -o "$out/c/$name" "$src" || status=1
+    done
+else
+    echo "build.sh: $cc not found; C peers skipped" >&2
 fi
 
 # Java: plain javac (the JIT optimises at run time). The collector is chosen

@@ -23,11 +23,17 @@ declare -A java=([binarytrees]=BinaryTrees [parfib]=Parfib [gcbench]=GCBench [co
     [sumeuler]=SumEuler [mandelbrot]=Mandelbrot [nbody]=NBody [quicksort]=Quicksort)
 benches=("$@")
 [ ${#benches[@]} -eq 0 ] && benches=(binarytrees parfib gcbench coins sumeuler mandelbrot nbody quicksort)
-(cd "$root" && cargo build --release -q -p numagc-bench --example run) || exit 1
+# NUMAGC_RUN: a built numagc-bench `run` example to use instead of building
+# one with cargo (e.g. while another build holds the target directory).
+if [ -n "${NUMAGC_RUN:-}" ]; then run=("$NUMAGC_RUN")
+else
+    (cd "$root" && cargo build --release -q -p numagc-bench --example run) || exit 1
+    run=(cargo run --release -q -p numagc-bench --example run --)
+fi
 fail=0
 for n in "${benches[@]}"; do
     want="$(mktemp)"
-    (cd "$root" && cargo run --release -q -p numagc-bench --example run -- "$n" quick 1 1) |
+    (cd "$root" && "${run[@]}" "$n" quick 1 1) |
         sed -n '2,$p' | grep -v '^  vprocs ' > "$want"
     [ -s "$want" ] || { echo "$n: numagc printed nothing"; fail=1; continue; }
     a="${args[$n]}"
@@ -42,6 +48,8 @@ for n in "${benches[@]}"; do
     # OCaml 5 as numagc compare runs it: under gcpauses (runtime events on).
     if [ -x "$b/ocaml5/gcpauses" ]; then check ocaml5 "$b/ocaml5/gcpauses" "$b/ocaml5/$n" $a $workers
     else echo "$n ocaml5: not built"; fi
+    # C (only binarytrees has one): THREADS = workers.
+    if [ -f "$root/peers/c/$n.c" ]; then check c "$b/c/$n" $a $workers; fi
     if [ -f "$b/java/${java[$n]}.class" ]; then
         check java-parallelgc java -XX:+UseParallelGC -cp "$b/java" "${java[$n]}" $a $workers
         check java-g1 java -XX:+UseG1GC -cp "$b/java" "${java[$n]}" $a $workers

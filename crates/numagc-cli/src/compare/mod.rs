@@ -41,6 +41,9 @@
 //!   (the JVM default), K as the worker count of the program's
 //!   `ForkJoinPool`; heap sizes left at the JVM's defaults.
 //! - numagc: its defaults (`NUMAGC_*` variables apply, as for `numagc bench`).
+//! - C (`c-arena`, binarytrees only): `peers/c/binarytrees.c`, bump arenas
+//!   reset after each tree, K threads; a reference point of what allocation
+//!   can cost, never counted as the best peer.
 //!
 //! **Pauses.** numagc and OCaml 5 report their GC pauses in every timed run
 //! (see `pauses`); the tables give, per runtime, the largest p99.9 and the
@@ -75,7 +78,21 @@ const PEERED: [(&str, &str); 8] = [
 ];
 
 /// The peers compared, in the order they run (after numagc's programs).
-const PEERS: [&str; 5] = ["haskell", "ocaml", "ocaml5", "java-parallelgc", "java-g1"];
+const PEERS: [&str; 6] = [
+    "haskell",
+    "ocaml",
+    "ocaml5",
+    "java-parallelgc",
+    "java-g1",
+    "c-arena",
+];
+
+/// Runtimes that are reference points, not peers: never the "best peer".
+/// `c-arena` is binarytrees in C with bump arenas reset after each tree
+/// (`peers/c/`), the lower bound of what allocation can cost (issue 18).
+const REFERENCES: [&str; 1] = ["c-arena"];
+
+const NO_C_PROGRAM: &str = "no C program for this benchmark (peers/c/ has binarytrees only)";
 
 /// The name of numagc's runtime for the programs on `api` (`numagc` for the
 /// safe API, `numagc-compiled` for the compiled-code interface).
@@ -377,6 +394,15 @@ fn launch(
                 Launch::Run(c)
             }
         }
+        "c-arena" => match exe(dir.join("c").join(bench)) {
+            Some(p) => {
+                let mut c = Command::new(p);
+                c.args(args).arg(k.to_string());
+                Launch::Run(c)
+            }
+            None if bench == "binarytrees" => Launch::Skip(NOT_INSTALLED),
+            None => Launch::Skip(NO_C_PROGRAM),
+        },
         _ => unreachable!("runtime {runtime}"),
     };
     if let (true, Launch::Run(c)) = (accounted, &mut launch) {
@@ -647,6 +673,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                 "ocaml5": "OCaml 5.3, K domains, default GC settings, under gcpauses (Runtime_events on)",
                 "java-parallelgc": "-XX:+UseParallelGC, K workers, default heap",
                 "java-g1": "-XX:+UseG1GC, K workers, default heap",
+                "c-arena": "peers/c/binarytrees.c, bump arenas, K threads (a reference point, not a peer)",
             },
             "compare_process_max_rss_kib": self_rss_kib,
             "runs": runs,
@@ -752,7 +779,11 @@ fn summarize(
             }
             let best = group
                 .iter()
-                .filter(|s| !is_numagc(&s.runtime) && s.answers_ok == Some(true))
+                .filter(|s| {
+                    !is_numagc(&s.runtime)
+                        && !REFERENCES.contains(&s.runtime.as_str())
+                        && s.answers_ok == Some(true)
+                })
                 .filter_map(|s| s.wall_median_s.map(|w| (s, w)))
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             bests.push(Best {
