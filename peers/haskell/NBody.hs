@@ -1,3 +1,12 @@
+{-# OPTIONS_GHC -feager-blackholing #-}
+-- ^ Eager blackholing (GHC user's guide, "Using SMP parallelism": it "avoids
+-- repeating a computation in a parallel program"): a thunk is marked as
+-- under evaluation when its evaluation starts, not at the next context
+-- switch. Each sparked task here is a long computation that allocates little
+-- (so it reaches no context switch), and the main thread demands the sparks
+-- in the order the other capability steals them: with lazy blackholing both
+-- capabilities evaluated the same thunks
+-- (until 2026-11-26; see docs/results/peers.md for the figures).
 {-# OPTIONS_GHC -fcse #-}
 -- ^ GHC 9.0.2 (Debian bookworm) panics (Core Lint: "Float inwards" in `energy`)
 -- when this file is built with both -fno-full-laziness and -fno-cse, so CSE is
@@ -9,11 +18,15 @@
 -- same floating-point operations in the same order, so the printed energies
 -- are identical. The state is an immutable unboxed array of the packed bodies
 -- (7 doubles each); each step builds a new one from chunks of 16 bodies, every
--- chunk sparked (par/pseq). The energy is numagc's par_reduce: halves down to
+-- chunk sparked (par/pseq), each chunk an unboxed array written in place
+-- (runSTUArray) and the chunks copied into the new state. (Until 2026-11-26
+-- the chunks and the state were built from lists of boxed Doubles, 13 x
+-- numagc's allocation.) The energy is numagc's par_reduce: halves down to
 -- at most 16 bodies, one half sparked, summed in the same order.
 import GHC.Conc (par, pseq)
 import System.Environment (getArgs)
-import Data.Array.Unboxed (UArray, listArray, elems, (!))
+import Data.Array.ST (newArray, writeArray, runSTUArray)
+import Data.Array.Unboxed (UArray, listArray, bounds, (!))
 import Data.Bits (xor, shiftR, shiftL)
 import Data.List (foldl')
 import Data.Word (Word64)
@@ -78,10 +91,9 @@ energy p n lo hi
       | i >= hi = e
       | otherwise = leaf (i + 1) (e + energyOf p n i)
 
--- Body i after one step (kick from the old state, then drift).
-stepBody :: Bodies -> Int -> Int -> [Double]
-stepBody p n i = case go 0 (p ! (o + 3)) (p ! (o + 4)) (p ! (o + 5)) of
-  V3 vx vy vz -> [bx + dt * vx, by + dt * vy, bz + dt * vz, vx, vy, vz, p ! (o + 6)]
+-- Body i's velocity after the kick from the old state.
+kick :: Bodies -> Int -> Int -> V3
+kick p n i = go 0 (p ! (o + 3)) (p ! (o + 4)) (p ! (o + 5))
   where
     o = i * f
     bx = p ! o; by = p ! (o + 1); bz = p ! (o + 2)
@@ -96,11 +108,43 @@ stepBody p n i = case go 0 (p ! (o + 3)) (p ! (o + 4)) (p ! (o + 5)) of
               mag = dt / (dist2 * sqrt dist2)
           in go (j + 1) (ax - dx * m * mag) (ay - dy * m * mag) (az - dz * m * mag)
 
+-- Bodies lo..hi-1 after one step (kick, then drift), packed into a new
+-- unboxed array written in place.
+stepChunk :: Bodies -> Int -> Int -> Int -> Bodies
+stepChunk p n lo hi = runSTUArray $ do
+  a <- newArray (0, (hi - lo) * f - 1) 0
+  let body !i
+        | i >= hi = return a
+        | otherwise = do
+            let o = i * f
+                t = (i - lo) * f
+            case kick p n i of
+              V3 vx vy vz -> do
+                writeArray a t (p ! o + dt * vx)
+                writeArray a (t + 1) (p ! (o + 1) + dt * vy)
+                writeArray a (t + 2) (p ! (o + 2) + dt * vz)
+                writeArray a (t + 3) vx
+                writeArray a (t + 4) vy
+                writeArray a (t + 5) vz
+                writeArray a (t + 6) (p ! (o + 6))
+            body (i + 1)
+  body lo
+
+-- The next state: chunks of 16 bodies, every chunk sparked, copied into one
+-- new packed array (numagc packs its new body sequence before each step).
 advance :: Int -> Bodies -> Bodies
-advance n p = foldr par () chunks `pseq` listArray (0, n * f - 1) (concatMap elems chunks)
+advance n p = foldr par () chunks `pseq` runSTUArray (do
+    a <- newArray (0, n * f - 1) 0
+    let copy _ [] = return a
+        copy !lo (c : cs) = do
+          let m = snd (bounds c)
+              go !k | k > m = return ()
+                    | otherwise = writeArray a (lo * f + k) (c ! k) >> go (k + 1)
+          go 0
+          copy (lo + grain) cs
+    copy 0 chunks)
   where
-    chunks = [ listArray (0, (hi - lo) * f - 1) (concatMap (stepBody p n) [lo .. hi - 1]) :: Bodies
-             | lo <- [0, grain .. n - 1], let hi = min n (lo + grain) ]
+    chunks = [stepChunk p n lo (min n (lo + grain)) | lo <- [0, grain .. n - 1]]
 
 -- Exact decimal with 9 places (as Rust's {:.9}): round the exact rational value.
 fmt9 :: Double -> String

@@ -14,7 +14,7 @@
 -- keys are copied into an unboxed mutable array (STUArray) and sorted in
 -- place (a median-of-three quicksort with insertion sort below 16 keys), as
 -- numagc sorts a new leaf in place, Java with Arrays.sort and OCaml with
--- Array.sort; the sorted array is the new leaf.
+-- Array.fast_sort; the sorted array is the new leaf.
 import Control.Monad (when)
 import Control.Monad.ST (ST, runST)
 import Data.Array.Base (unsafeAt, unsafeFreeze, unsafeRead, unsafeWrite)

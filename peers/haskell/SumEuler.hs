@@ -1,3 +1,13 @@
+{-# OPTIONS_GHC -feager-blackholing #-}
+-- ^ Eager blackholing (GHC user's guide, "Using SMP parallelism": it "avoids
+-- repeating a computation in a parallel program"): a thunk is marked as
+-- under evaluation when its evaluation starts, not at the next context
+-- switch. Each sparked task here is a long computation that allocates little
+-- (so it reaches no context switch), and the main thread demands the sparks
+-- in the order the other capability steals them: with lazy blackholing both
+-- capabilities evaluated the same thunks
+-- (until 2026-11-26: at the paper size -N2 took 6.33 s, as long as -N1, with
+-- twice its CPU time; now 3.17 s).
 -- sumEuler peer (numagc's crates/numagc-bench/src/benchmarks/sumeuler.rs;
 -- nofib parallel/sumeuler, sumEulerJFP_Final). Usage: peers/build/haskell/sumeuler N CHUNK +RTS -N<workers>
 -- Parallelism: par/pseq; the interval [n, n-1 .. 0] is cut into chunks of

@@ -7,7 +7,8 @@
    4096 keys in one go. In parallel, as numagc's: the input is built with
    halves above 8192 keys forked, each filter forks at nodes above 8192 keys,
    the three filters of a step run in parallel and so do the two recursive
-   sorts; sequences of at most GRAIN keys are sorted with Array.sort. *)
+   sorts; sequences of at most GRAIN keys are sorted with Array.fast_sort (the
+   standard library's merge sort; Array.sort is a heap sort). *)
 type seq = Empty | Leaf of int array | Cat of int * seq * seq
 
 let leaf_max = 1024
@@ -79,7 +80,7 @@ let rec filter s keep =
 let sort_small s =
   let keys = elements s in
   if Array.length keys = 0 then Empty
-  else (Array.sort (fun (a : int) b -> compare a b) keys; from_words keys 0 (Array.length keys))
+  else (Array.fast_sort (fun (a : int) b -> compare a b) keys; from_words keys 0 (Array.length keys))
 
 let rec quicksort s grain =
   let n = len s in
