@@ -32,6 +32,15 @@
 //!   relaxed stores before the CAS, as `Obj::copy_to` does).
 //!   [`promotion_cas_with_relaxed_orderings_is_caught`] is its control:
 //!   with relaxed orderings the model finds a half-made copy.
+//! * [`compaction_moves_objects_only_after_every_root_is_darkened`] checks
+//!   the start of `compact::run` on the production `Coordinator`: vproc 0
+//!   darkens its root, an object in vproc 1's pages, for the cycle that
+//!   has begun (the end of `collection::end_cycle`), while vproc 1
+//!   evacuates that object (its colour copied to the new slot, the old
+//!   slot coloured `MOVED`). The root, forwarded, must end marked.
+//!   [`compaction_without_the_barrier_is_caught`] is its control: without
+//!   the phase barrier between the two the model finds the mark lost on
+//!   the old slot, the race the torture tester found in CI.
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
@@ -302,4 +311,71 @@ fn ephemeron_rounds_at_the_barrier_see_every_vprocs_registrations() {
             "live ephemerons stay listed"
         );
     });
+}
+
+/// The colour the compaction gives a slot whose object moved.
+const MOVED: usize = crate::plan::shared_heap::compact::MOVED as usize;
+
+/// vproc 0 darkens its root while vproc 1 compacts the page the root
+/// points into; `barrier`: the phase at the start of `compact::run`.
+fn darken_then_compact(barrier: bool) {
+    bounded(3).check(move || {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let roles = Colours::new().roles();
+        // The object's slot before and after the compaction.
+        let old = Arc::new(AtomicUsize::new(roles.unmarked as usize));
+        let new = Arc::new(AtomicUsize::new(0));
+
+        let (c1, o1, n1) = (c.clone(), old.clone(), new.clone());
+        let t1 = thread::spawn(move || {
+            let w = c1.wait_idle(1, || false);
+            assert!(matches!(w, Wake::Collect), "vproc 1 not stopped");
+            // Its own roots darkened (none), then the compaction.
+            if barrier {
+                c1.phase(1, || {});
+            }
+            // `evacuate`: the colour goes with the copy.
+            n1.store(o1.load(Ordering::Relaxed), Ordering::Relaxed);
+            o1.store(MOVED, Ordering::Relaxed);
+            c1.phase(1, || {});
+            c1.phase(1, || {});
+        });
+        let (c0, o0, n0) = (c.clone(), old.clone(), new.clone());
+        let t0 = thread::spawn(move || {
+            assert!(c0.request(0));
+            // `darken` of the root, as `end_cycle` leaves it.
+            let _ = o0.compare_exchange(
+                roles.unmarked as usize,
+                roles.marked as usize,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+            if barrier {
+                c0.phase(0, || {});
+            }
+            c0.phase(0, || {});
+            // `update_own`: the root follows a moved object.
+            let slot = if o0.load(Ordering::Relaxed) == MOVED { &n0 } else { &o0 };
+            let colour = slot.load(Ordering::Relaxed);
+            c0.phase(0, || c0.finish());
+            colour
+        });
+        t1.join().unwrap();
+        let colour = t0.join().unwrap();
+        assert_eq!(colour, roles.marked as usize, "the root's mark was lost");
+        assert!(!c.pending());
+    });
+}
+
+#[test]
+fn compaction_moves_objects_only_after_every_root_is_darkened() {
+    darken_then_compact(true);
+}
+
+/// The control: without the barrier a mark lands on the old slot after
+/// its copy was made.
+#[test]
+#[should_panic(expected = "the root's mark was lost")]
+fn compaction_without_the_barrier_is_caught() {
+    darken_then_compact(false);
 }

@@ -32,7 +32,10 @@
 //! It runs at the end of the stop-the-world collection that ended the
 //! cycle (`collection`), every vproc stopped, after each vproc has swept
 //! all its pages: every slot that is not `FREE` then holds an object that
-//! was reachable when the cycle ended. Three phases, a barrier after each:
+//! was reachable when the cycle ended. A barrier first, so that no vproc
+//! still darkens its roots for the new cycle while another moves objects
+//! (a mark could land on an old slot after its copy was made). Then three
+//! phases, a barrier after each:
 //!
 //! 1. **Evacuate** ([`evacuate`], each vproc its own pools, which only it
 //!    may change): per class, the pages are ranked densest first, by the
@@ -90,6 +93,12 @@ pub(crate) const MOVED: u8 = 4;
 pub(super) fn run(v: &mut Vproc) {
     let shared = v.shared.clone();
     let (heap, gc, coord) = (&shared.heap, &shared.shared_heap, &shared.coord);
+    // Every vproc has darkened its roots for the cycle that has begun
+    // before any object moves. Without this barrier a vproc still
+    // darkening could mark an object's old slot while its owner copies it
+    // (the copy keeps the unmarked colour, the old slot becomes MOVED),
+    // and the cycle would end with a root unmarked (torture, shared plan).
+    coord.phase(v.id, || {});
     let moved = evacuate(&mut v.shared_heap.pools, heap);
     v.stats.bytes_compacted += moved as u64;
     coord.phase(v.id, || {});

@@ -48,7 +48,7 @@
 //!   memory freed goes back to the system.
 
 mod collection;
-mod compact;
+pub(crate) mod compact;
 pub(crate) mod mark;
 mod minor;
 pub(crate) mod pages;
