@@ -20,7 +20,7 @@ use crate::mutator::roots::GlobalRoots;
 use crate::object::descriptor::{DescriptorTable, FastLayouts};
 use crate::sched::deque::Worker;
 use crate::sched::thread::ChanCore;
-use crate::sched::{Scheduler, Task};
+use crate::sched::{Scheduler, TaskRef};
 use crate::stats::{PhaseStats, VprocStats};
 use crate::sync::Mutex;
 use crate::topology::{PinOutcome, VprocPlacement};
@@ -144,7 +144,7 @@ pub(crate) struct Vproc {
     pub shared_heap: crate::plan::shared_heap::Mutator,
     pub stats: VprocStats,
     /// This vproc's work-stealing deque (`crate::sched`).
-    pub worker: Worker<Arc<Task>>,
+    pub worker: Worker<TaskRef>,
     /// Depth of thread continuations running on this vproc (nested runs
     /// happen while a vproc waits); direct-style channel calls refuse to
     /// block inside one.
@@ -166,7 +166,7 @@ impl Vproc {
         id: usize,
         node: usize,
         part: crate::plan::VprocPart,
-        worker: Worker<Arc<Task>>,
+        worker: Worker<TaskRef>,
         mut roots: RootStack,
     ) -> Vproc {
         let cfg = &shared.config;

@@ -79,6 +79,7 @@
 //! verifier may still find the value where it was stored.
 
 pub(crate) mod record;
+mod fork;
 mod slow;
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -206,6 +207,17 @@ impl<'a> Mutator<'a> {
     }
 
     #[inline(always)]
+    /// A mutator of `v` whose frames are those pushed from now on.
+    pub(super) fn on(v: &mut Vproc) -> Mutator<'_> {
+        Mutator {
+            rec: v.rec,
+            base: v.roots.len(),
+            vp: v,
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
+
     fn vp(&mut self) -> &mut Vproc {
         // SAFETY: the mutator holds the scope's `&mut` borrow of the vproc.
         unsafe { &mut *self.vp }
@@ -532,7 +544,7 @@ impl<'a> Mutator<'a> {
         L: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
         R: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
     {
-        slow::par2(self.vp(), env, left, right)
+        fork::par2(self, env, left, right)
     }
 
     /// The error of a call the compiled code refuses itself (an answer

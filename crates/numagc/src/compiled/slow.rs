@@ -4,7 +4,6 @@
 //! inline (shared and large objects), and the debug-build checks.
 
 use crate::error::{Error, Result};
-use crate::mutator::{Handle, Scope};
 #[cfg(debug_assertions)]
 use crate::object::header::ID_LIMIT;
 use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR, MAX_LENGTH};
@@ -14,7 +13,6 @@ use crate::object::{Obj, NIL};
 use crate::plan;
 use crate::vproc::Vproc;
 
-use super::Mutator;
 
 /// The header word a debug build writes over a nursery a collection has
 /// emptied: an id no descriptor has and the largest length, so a value
@@ -167,61 +165,6 @@ pub(super) fn check_field(_v: &Vproc, obj: u64, i: usize, what: &str) {
         "compiled {what}: field {i} of an object of {} fields",
         h.len()
     );
-}
-
-/// `par2` for compiled code: the safe fork-join (`Scope::par2`) with the
-/// environment's words rooted by the scope and each side given a mutator.
-pub(super) fn par2<L, R>(v: &mut Vproc, env: &[u64], left: L, right: R) -> Result<(u64, u64)>
-where
-    L: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
-    R: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
-{
-    let mut s = Scope::root(v);
-    let handles: Vec<Handle<'_>> = env.iter().map(|&w| s.push_root(w)).collect();
-    // `Scope::par2` wants a `'static` right side (it may run on another
-    // vproc after this frame returns... it does not: `par2` joins it
-    // before returning). The closure is boxed to erase its lifetime.
-    let right: Box<dyn for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send + '_> =
-        Box::new(right);
-    // SAFETY: `Scope::par2` joins the right side before it returns (it runs
-    // here or on a thief, and `join` waits for the thief's result), so the
-    // borrowed data `right` captures outlives every use of it; `'static`
-    // is only what the task queue's type asks for.
-    let right: Box<dyn for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send + 'static> =
-        unsafe { std::mem::transmute(right) };
-    let (a, b) = s.par2(
-        &handles,
-        move |s, env| side(s, env, left),
-        move |s, env| side(s, env, right),
-    )?;
-    Ok((s.word(a), s.word(b)))
-}
-
-/// One side of a fork: the environment's words, a mutator, the result
-/// rooted in the side's scope.
-fn side<'i>(
-    s: &mut Scope<'i>,
-    env: &[Handle<'i>],
-    f: impl for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
-) -> Result<Handle<'i>> {
-    let mut words = [0u64; 8];
-    let heap_words;
-    let env_words: &[u64] = if env.len() <= words.len() {
-        for (w, &h) in words.iter_mut().zip(env) {
-            *w = s.word(h);
-        }
-        &words[..env.len()]
-    } else {
-        heap_words = env.iter().map(|&h| s.word(h)).collect::<Vec<u64>>();
-        &heap_words
-    };
-    let w = {
-        // SAFETY: the compiled side keeps the interface's contract (it is
-        // the caller's code, under the same contract as its own mutator).
-        let mut m = unsafe { s.compiled() };
-        f(&mut m, env_words)?
-    };
-    Ok(s.push_root(w))
 }
 
 /// Debug builds: what `alloc` is given is an immutable object's header of

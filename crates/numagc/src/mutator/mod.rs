@@ -38,7 +38,7 @@
 
 mod blocking;
 mod cml;
-mod parallel;
+pub(crate) mod parallel;
 pub(crate) mod roots;
 mod scope;
 mod tabulate;

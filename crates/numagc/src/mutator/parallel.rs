@@ -6,8 +6,7 @@ use crate::config::TaskPromotion;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::scope::{Handle, Scope};
 use crate::sched::task::{Handoff, DONE};
-use crate::sched::{self, Task, TaskFn};
-use crate::sync::{lock, Mutex};
+use crate::sched::{self, FrameTask};
 use crate::vproc::Shared;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -19,7 +18,10 @@ impl<'s> Scope<'s> {
     /// `b` is pushed on this vproc's deque, where an idle vproc may steal it;
     /// `a` runs here at once. Each receives `env` as handles of its own
     /// scope: `b` cannot capture handles, because it may run on another
-    /// thread. If `b` is not stolen it runs here after `a` and nothing is
+    /// thread; it may borrow from the caller's frame (as `rayon::join`'s
+    /// closures may), since `par2` joins it before returning, on every
+    /// path. Forking allocates nothing (the task lives in this frame,
+    /// `sched::frame_task`) for environments of up to 8 values. If `b` is not stolen it runs here after `a` and nothing is
     /// promoted; if it is, its environment is promoted only then (lazy
     /// promotion, `--task-promotion`), and its result is promoted so that
     /// this vproc can read it. Nested calls are fine.
@@ -32,7 +34,7 @@ impl<'s> Scope<'s> {
     pub fn par2<A, B>(&mut self, env: &[Handle<'_>], a: A, b: B) -> Result<(Handle<'s>, Handle<'s>)>
     where
         A: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>>,
-        B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send + 'static,
+        B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send,
     {
         // Every fork is a safepoint: a thief waiting for this vproc to
         // promote an environment is served here even when the tasks compute
@@ -49,11 +51,13 @@ impl<'s> Scope<'s> {
 
     /// `par2` in its own scope: forks `b`, runs `a`, joins `b`, and
     /// returns both results' words (rooted by the caller before its next
-    /// safepoint).
+    /// safepoint). The task lives in this frame (`sched::frame_task`): it
+    /// is joined on every path out of this function, a panic of `a`
+    /// included, before the frame goes.
     fn fork_join<A, B>(&mut self, env: &[Handle<'_>], a: A, b: B) -> Result<(u64, u64)>
     where
         A: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>>,
-        B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send + 'static,
+        B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send,
     {
         let stack = self.vp.stack;
         if stack.exhausted() {
@@ -69,55 +73,57 @@ impl<'s> Scope<'s> {
             let w = self.word(h);
             self.push_slot_word(w);
         }
-        let task = Arc::new(Task {
-            handoff: Handoff::new(self.vp.id, n > 0),
-            env_base: base,
-            env_len: n,
-            func: Mutex::new(Some(Box::new(b) as TaskFn)),
-        });
+        let task = FrameTask::new(Handoff::new(self.vp.id, n > 0), base, n, b);
         if n > 0 && self.vp.shared.config.task_promotion == TaskPromotion::Eager {
             let mut words = self.roots().copy_range(base, base + n);
             // Nothing is forked yet if this fails.
             let slots = sched::park_env(self.vp, &mut words)?;
-            task.handoff.env_ready(slots);
+            task.task().handoff.env_ready(slots);
         }
-        sched::push(self.vp, task.clone());
+        let tref = task.task_ref();
+        sched::push(self.vp, tref);
+        // From here until the join, a thief may hold `task`: nothing may
+        // unwind out of this frame meanwhile (`Unjoined`), so `a` and the
+        // poll after it run under `catch_unwind`.
+        let unjoined = Unjoined;
         let ra = catch_unwind(AssertUnwindSafe(|| {
-            self.scope_value(|s| {
-                let env = s.slot_handles(base, n);
-                a(s, &env)
-            })
+            let r = self.scope_value(|s| {
+                let env = SlotHandles::new(base, n);
+                a(s, env.as_slice())
+            });
+            // Joining is a safepoint too (see above).
+            self.poll();
+            r
         }));
-        // Joining is a safepoint too (see above).
-        self.poll();
         // `b` is joined whatever became of `a`: a thief may still need the
-        // environment, which lives in this frame of the root stack.
-        let rb = self.join(&task, base, n);
+        // environment, which lives in this frame of the root stack, and
+        // the task, which lives in this frame of the Rust stack.
+        let rb = if sched::pop_if(self.vp, &tref) {
+            // No one else was handed the task: a panic of `b` run here may
+            // unwind.
+            std::mem::forget(unjoined);
+            let shared: Arc<Shared> = self.vp.shared.clone();
+            for slot in tref.handoff.take_env() {
+                shared.global_roots.remove(slot);
+            }
+            self.vp.stats.tasks_inline += 1;
+            self.scope_value(|s| {
+                let env = SlotHandles::new(base, n);
+                // SAFETY: popped back off this vproc's deque: no one else
+                // was handed the task.
+                unsafe { tref.run(s, env.as_slice()) }
+            })
+        } else {
+            sched::wait_until(self, || tref.handoff.state() == DONE);
+            std::mem::forget(unjoined);
+            sched::take_result(self, &tref)
+        };
         let ra = match ra {
             Ok(r) => r,
             Err(p) => resume_unwind(p),
         };
         let (ha, hb) = (ra?, rb?);
         Ok((self.word(ha), self.word(hb)))
-    }
-
-    /// Joins the task forked by `par2`: runs it here if it is still on this
-    /// vproc's deque, else waits for the thief's result.
-    fn join(&mut self, task: &Arc<Task>, base: usize, n: usize) -> Result<Handle<'s>> {
-        if sched::pop_if(self.vp, task) {
-            let shared: Arc<Shared> = self.vp.shared.clone();
-            for slot in task.handoff.take_env() {
-                shared.global_roots.remove(slot);
-            }
-            let f = lock(&task.func).take().expect("a task runs once");
-            self.vp.stats.tasks_inline += 1;
-            return self.scope_value(|s| {
-                let env = s.slot_handles(base, n);
-                f(s, &env)
-            });
-        }
-        sched::wait_until(self, || task.handoff.state() == DONE);
-        sched::take_result(self, task)
     }
 
     /// Parallel reduction over `lo..hi`: `leaf(s, env, i, j)` computes the
@@ -157,17 +163,6 @@ impl<'s> Scope<'s> {
             let env = s.slot_handles_of(env);
             reduce(s, &env, lo, hi, grain, &ops)
         })
-    }
-
-    /// Handles for root-stack slots `base .. base + n`.
-    pub(super) fn slot_handles(&self, base: usize, n: usize) -> Vec<Handle<'s>> {
-        (base..base + n)
-            .map(|i| Handle {
-                bits: (i as u64) << 1,
-                _scope: PhantomData,
-                _not_send: PhantomData,
-            })
-            .collect()
     }
 
     /// The same values as `hs`, as handles of this scope.
@@ -211,4 +206,53 @@ where
         move |s, env| reduce(s, env, mid, hi, grain, &ops_b),
     )?;
     (ops.1)(s, env, x, y)
+}
+
+/// Handles for root-stack slots `base .. base + n`, without an allocation
+/// when there are at most 8 (a fork's environment, nearly always).
+pub(crate) enum SlotHandles<'s> {
+    Inline([Handle<'s>; 8], usize),
+    Heap(Vec<Handle<'s>>),
+}
+
+impl<'s> SlotHandles<'s> {
+    pub(crate) fn new(base: usize, n: usize) -> SlotHandles<'s> {
+        let slot = |i: usize| Handle {
+            bits: (i as u64) << 1,
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        };
+        if n <= 8 {
+            let mut hs = [slot(0); 8];
+            for (k, h) in hs.iter_mut().take(n).enumerate() {
+                *h = slot(base + k);
+            }
+            SlotHandles::Inline(hs, n)
+        } else {
+            SlotHandles::Heap((base..base + n).map(slot).collect())
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[Handle<'s>] {
+        match self {
+            SlotHandles::Inline(hs, n) => &hs[..*n],
+            SlotHandles::Heap(hs) => hs,
+        }
+    }
+}
+
+/// Armed while a forked task may be held by a thief: a panic that would
+/// unwind out of the forking frame then (none is expected: the task's
+/// own code and the fork's other side run under `catch_unwind`) aborts
+/// instead, because the thief would go on using the task, and the
+/// environment, in the frame that unwinding frees.
+pub(crate) struct Unjoined;
+
+impl Drop for Unjoined {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("numagc: a panic in par2 while its forked task may run on another vproc cannot be recovered from; aborting");
+            std::process::abort();
+        }
+    }
 }

@@ -99,7 +99,7 @@ impl<'s> Scope<'s> {
     /// `&self` is borrowed; `Scope` is neither Send nor Sync, so there is
     /// one thread.
     #[inline(always)]
-    pub(super) fn roots(&self) -> crate::compiled::record::Roots<'_> {
+    pub(crate) fn roots(&self) -> crate::compiled::record::Roots<'_> {
         // SAFETY: `rec` is the vproc's record, in the coordinator that the
         // vproc's `Arc<Shared>` keeps alive for longer than this scope.
         crate::compiled::record::Roots(unsafe { &*self.rec })
@@ -126,7 +126,7 @@ impl<'s> Scope<'s> {
     }
 
     /// Pushes `w` (immediate or not) into a new slot of this scope.
-    pub(super) fn push_slot_word(&self, w: u64) {
+    pub(crate) fn push_slot_word(&self, w: u64) {
         self.roots().push(w);
     }
 

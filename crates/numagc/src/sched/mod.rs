@@ -14,6 +14,11 @@
 //!   promote it. The result of a stolen task is promoted by the thief so
 //!   that the owner can read it. `--task-promotion eager` promotes every
 //!   environment at the fork instead, for comparison.
+//! * A forked task lives in the frame of the fork that made it
+//!   ([`frame_task`]); the deque, the mailboxes and a thief hold its
+//!   address, which the fork keeps valid by joining before it returns. A
+//!   fork allocates nothing; a push wakes thieves only when one sleeps
+//!   (`Coordinator::notify_work`).
 //! * A vproc that waits (to join a stolen task, or for the environment of a
 //!   task it stole) keeps answering: it joins pending global collections,
 //!   promotes environments that thieves asked it for, and steals other work;
@@ -27,38 +32,27 @@
 pub(crate) mod channel;
 pub(crate) mod deque;
 pub(crate) mod doorbell;
+pub(crate) mod frame_task;
 pub(crate) mod proxy;
 pub(crate) mod task;
 pub(crate) mod thread;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::{Handle, Scope};
-use crate::sync::{lock, Mutex};
 use crate::trace::SpanKind;
 use crate::vproc::{Shared, Vproc};
 use deque::{Injector, Steal, Stealer, Worker};
 use std::sync::Arc;
-use task::{Handoff, Mailbox, DONE, READY};
+use task::{Mailbox, DONE, READY};
 use thread::Runnable;
 
-/// The body of a forked task: runs in a scope of whichever vproc runs it,
-/// with its environment as handles of that scope.
-pub(crate) type TaskFn =
-    Box<dyn for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send>;
-
-pub(crate) struct Task {
-    pub handoff: Handoff,
-    /// The environment: root-stack slots `env_base ..` of the owner.
-    pub env_base: usize,
-    pub env_len: usize,
-    pub func: Mutex<Option<TaskFn>>,
-}
+pub(crate) use frame_task::{FrameTask, Task, TaskRef};
 
 /// The scheduler state every vproc sees.
 pub(crate) struct Scheduler {
-    stealers: Vec<Stealer<Arc<Task>>>,
+    stealers: Vec<Stealer<TaskRef>>,
     /// Per vproc: tasks whose environment a thief asked for.
-    mailboxes: Box<[Mailbox<Arc<Task>>]>,
+    mailboxes: Box<[Mailbox<TaskRef>]>,
     /// Per vproc: the order in which it tries victims (own node first).
     victims: Vec<Vec<usize>>,
     /// Per vproc: threads ready to run (`thread`).
@@ -67,14 +61,14 @@ pub(crate) struct Scheduler {
 
 /// Something an idle or waiting vproc can run.
 pub(crate) enum Work {
-    Task(Arc<Task>),
+    Task(TaskRef),
     Thread(Runnable),
 }
 
 impl Scheduler {
     /// One deque per vproc; `nodes[v]` is vproc `v`'s topology node.
-    pub fn new(nodes: &[usize]) -> (Scheduler, Vec<Worker<Arc<Task>>>) {
-        let workers: Vec<Worker<Arc<Task>>> = nodes.iter().map(|_| Worker::new_lifo()).collect();
+    pub fn new(nodes: &[usize]) -> (Scheduler, Vec<Worker<TaskRef>>) {
+        let workers: Vec<Worker<TaskRef>> = nodes.iter().map(|_| Worker::new_lifo()).collect();
         let n = nodes.len();
         let num_nodes = nodes.iter().max().map_or(1, |m| m + 1);
         let victims = (0..n)
@@ -161,7 +155,7 @@ pub(crate) fn run_work(s: &mut Scope<'_>, w: Work) {
 }
 
 /// Steals one task for vproc `vp`, nearest victims first.
-pub(crate) fn steal(vp: &mut Vproc) -> Option<Arc<Task>> {
+pub(crate) fn steal(vp: &mut Vproc) -> Option<TaskRef> {
     let sched = &vp.shared.sched;
     for &u in sched.victims(vp.id) {
         if let Some(t) = take(|| sched.stealers[u].steal()) {
@@ -173,7 +167,7 @@ pub(crate) fn steal(vp: &mut Vproc) -> Option<Arc<Task>> {
 }
 
 /// Pushes a forked task on `vp`'s deque and wakes sleeping thieves.
-pub(crate) fn push(vp: &mut Vproc, t: Arc<Task>) {
+pub(crate) fn push(vp: &mut Vproc, t: TaskRef) {
     vp.worker.push(t);
     vp.stats.tasks_forked += 1;
     vp.shared.coord.notify_work();
@@ -181,9 +175,9 @@ pub(crate) fn push(vp: &mut Vproc, t: Arc<Task>) {
 
 /// Pops `vp`'s newest task if it is `t`. Fork-join nesting means that when
 /// `t` is not on top, it was stolen and the deque is empty.
-pub(crate) fn pop_if(vp: &mut Vproc, t: &Arc<Task>) -> bool {
+pub(crate) fn pop_if(vp: &mut Vproc, t: &TaskRef) -> bool {
     match vp.worker.pop() {
-        Some(top) if Arc::ptr_eq(&top, t) => true,
+        Some(top) if top == *t => true,
         Some(other) => {
             // Not reachable with well-nested forks; keep the task queued.
             vp.worker.push(other);
@@ -222,13 +216,13 @@ pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Result<Vec<usize>> 
 }
 
 /// Runs a task taken from another vproc's deque on `s`'s vproc.
-pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
+pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &TaskRef) {
     let me = s.vproc();
     let owner = t.handoff.owner;
     let t0 = s.vproc_mut().tracer.start();
     if t.handoff.want(me) {
         let shared = s.shared();
-        shared.sched.mailboxes[owner].post(t.clone());
+        shared.sched.mailboxes[owner].post(*t);
         shared.coord.signal(owner);
     }
     // Waiting for the owner to promote the environment, this vproc does
@@ -240,7 +234,8 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
     let result = s.scope(|s| {
         let shared = s.shared();
         if let Some(e) = t.handoff.take_env_error() {
-            drop(lock(&t.func).take());
+            // SAFETY: the deque handed the task to this vproc.
+            unsafe { t.discard() };
             return Err(e);
         }
         let env: Vec<Handle<'_>> = t
@@ -249,8 +244,9 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &Arc<Task>) {
             .into_iter()
             .map(|slot| s.push_root(shared.global_roots.take(slot)))
             .collect();
-        let f = lock(&t.func).take().expect("a task runs once");
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s, &env))) {
+        // SAFETY: the deque handed the task to this vproc.
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { t.run(s, &env) }));
+        match run {
             Ok(Ok(h)) => s.promote_word(h).map(|w| s.shared().global_roots.add(w)),
             Ok(Err(e)) => Err(e),
             Err(p) => Err(Error::from(ErrorKind::TaskPanicked {

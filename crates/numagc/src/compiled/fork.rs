@@ -1,0 +1,191 @@
+//! `Mutator::par2`: fork-join for compiled code on the scheduler's own
+//! protocol (`crate::sched`: the deque, lazy promotion, the hand-off),
+//! without the safe API's scopes and handles on the path that runs both
+//! sides here.
+//!
+//! The steps are those of `Scope::par2` (`mutator/parallel.rs`), whose
+//! invariants hold here too:
+//!
+//! 1. The stack check; the environment's words go into root slots
+//!    `base .. base + n` of this vproc (lazy promotion reads them there if
+//!    the task is stolen), *before* the safepoint, which may collect.
+//! 2. A safepoint (a thief waiting for an environment is served); the
+//!    right side becomes a [`FrameTask`] in this frame, pushed on the
+//!    deque. No allocation for up to 8 environment words.
+//! 3. The left side runs here on a mutator of its own (frames it leaves
+//!    are popped), under `catch_unwind`; its result is rooted in slot
+//!    `base + n` while the right side runs, since that may collect.
+//! 4. The join: the task popped back is run here (its environment re-read
+//!    from the slots, which collections update); a stolen one is waited
+//!    for, serving collections and requests, and its result taken from
+//!    its global root. Until then nothing unwinds out of this frame
+//!    (`Unjoined`): a thief may hold the task.
+//! 5. The root slots are popped; both results are returned as words, valid
+//!    until the caller's next call that may collect (the contract).
+
+use super::Mutator;
+use crate::config::TaskPromotion;
+use crate::error::{Error, ErrorKind, Result};
+use crate::mutator::parallel::{SlotHandles, Unjoined};
+use crate::mutator::{Handle, Scope};
+use crate::sched::task::{Handoff, DONE};
+use crate::sched::{self, FrameTask};
+use crate::vproc::Vproc;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// Up to this many environment words are copied on the stack.
+const INLINE_ENV: usize = 8;
+
+/// `Mutator::poll` on the vproc itself.
+#[inline(always)]
+fn poll(v: &mut Vproc) {
+    if v.rec().limit() == 0 {
+        super::slow::poll(v);
+    }
+}
+
+/// The environment's words, copied from root slots `base ..` (on the
+/// stack for up to [`INLINE_ENV`]).
+enum EnvWords {
+    Inline([u64; INLINE_ENV], usize),
+    Heap(Vec<u64>),
+}
+
+impl EnvWords {
+    fn read(v: &Vproc, base: usize, n: usize) -> EnvWords {
+        let roots = v.roots.ops();
+        if n <= INLINE_ENV {
+            let mut words = [0u64; INLINE_ENV];
+            for (k, w) in words.iter_mut().take(n).enumerate() {
+                *w = roots.get(base + k);
+            }
+            EnvWords::Inline(words, n)
+        } else {
+            EnvWords::Heap(roots.copy_range(base, base + n))
+        }
+    }
+
+    fn as_slice(&self) -> &[u64] {
+        match self {
+            EnvWords::Inline(w, n) => &w[..*n],
+            EnvWords::Heap(w) => w,
+        }
+    }
+}
+
+pub(super) fn par2<L, R>(m: &mut Mutator<'_>, env: &[u64], left: L, right: R) -> Result<(u64, u64)>
+where
+    L: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
+    R: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
+{
+    let v = m.vp();
+    let stack = v.stack;
+    if stack.exhausted() {
+        return Err(Error::from(ErrorKind::StackExhausted {
+            vproc: v.id,
+            left: stack.left(),
+            size: stack.size,
+        }));
+    }
+    // The environment is rooted before the safepoint: its words are only
+    // valid until the next call that may collect, and the poll may.
+    let base = v.roots.len();
+    let n = env.len();
+    for &w in env {
+        v.roots.ops().push(w);
+    }
+    poll(v);
+    let roots = v.roots.ops();
+    let task = FrameTask::new(
+        Handoff::new(v.id, n > 0),
+        base,
+        n,
+        move |s: &mut Scope<'_>, env: &[Handle<'_>]| side(s, env, right),
+    );
+    if n > 0 && v.shared.config.task_promotion == TaskPromotion::Eager {
+        let mut words = roots.copy_range(base, base + n);
+        match sched::park_env(v, &mut words) {
+            Ok(slots) => task.task().handoff.env_ready(slots),
+            Err(e) => {
+                // Nothing is forked yet.
+                v.roots.truncate(base);
+                return Err(e);
+            }
+        }
+    }
+    let tref = task.task_ref();
+    sched::push(v, tref);
+    let unjoined = Unjoined;
+    let vp: *mut Vproc = v;
+    let ra = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `vp` is `m`'s vproc, borrowed mutably through `m` for
+        // this whole function; `v` above is not used while this lives,
+        // and the left side's mutator is dropped inside it.
+        let v = unsafe { &mut *vp };
+        let words = EnvWords::read(v, base, n);
+        let r = left(&mut Mutator::on(v), words.as_slice());
+        // The left result is a root while the right side runs.
+        let r = r.map(|w| v.roots.ops().push(w));
+        poll(v);
+        r
+    }));
+    // SAFETY: as above; the left side's mutator is gone.
+    let v = unsafe { &mut *vp };
+    let rb = if sched::pop_if(v, &tref) {
+        // No one else was handed the task: the right side may unwind.
+        std::mem::forget(unjoined);
+        for slot in tref.handoff.take_env() {
+            v.shared.global_roots.remove(slot);
+        }
+        v.stats.tasks_inline += 1;
+        let mut s = Scope::root(v);
+        let env = SlotHandles::new(base, n);
+        // SAFETY: popped back off this vproc's deque: no one else was
+        // handed the task.
+        unsafe { tref.run(&mut s, env.as_slice()) }.map(|h| s.word(h))
+    } else {
+        let mut s = Scope::root(v);
+        sched::wait_until(&mut s, || tref.handoff.state() == DONE);
+        std::mem::forget(unjoined);
+        sched::take_result(&s, &tref).map(|h| s.word(h))
+    };
+    let ra = match ra {
+        Ok(r) => r,
+        Err(p) => {
+            v.roots.truncate(base);
+            resume_unwind(p)
+        }
+    };
+    // The left result, where collections during the right side left it.
+    let ra = ra.map(|()| v.roots.ops().get(base + n));
+    v.roots.truncate(base);
+    Ok((ra?, rb?))
+}
+
+/// The right side, run by whoever the deque handed the task to: the
+/// environment's words from its handles, a mutator, the result rooted in
+/// the side's scope.
+fn side<'i>(
+    s: &mut Scope<'i>,
+    env: &[Handle<'i>],
+    f: impl for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
+) -> Result<Handle<'i>> {
+    let mut words = [0u64; INLINE_ENV];
+    let heap_words;
+    let env_words: &[u64] = if env.len() <= INLINE_ENV {
+        for (w, &h) in words.iter_mut().zip(env) {
+            *w = s.word(h);
+        }
+        &words[..env.len()]
+    } else {
+        heap_words = env.iter().map(|&h| s.word(h)).collect::<Vec<u64>>();
+        &heap_words
+    };
+    let w = {
+        // SAFETY: the compiled side keeps the interface's contract (it is
+        // the caller's code, under the same contract as its own mutator).
+        let mut m = unsafe { s.compiled() };
+        f(&mut m, env_words)?
+    };
+    Ok(s.push_root(w))
+}
