@@ -66,13 +66,12 @@ fn pay_one(
     let f1 = m.push_frame(1);
     f1.set(0, pair);
     let cell = m.alloc(l.cons, 2);
-    let r = cell.map(|cell| {
+    let r = cell.inspect(|&cell| {
         // SAFETY: `cell` is fresh; the pair and the list are reloaded.
         unsafe {
             m.init(cell, 0, f1.get(0));
             m.init(cell, 1, m.field(f.get(0), 1));
         }
-        cell
     });
     m.pop_frame(f1);
     r

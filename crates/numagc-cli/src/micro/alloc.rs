@@ -86,7 +86,7 @@ pub fn run(
                     let o = m.alloc(pair_header, 2)?;
                     // SAFETY: `o` is fresh, with two value fields.
                     unsafe {
-                        m.init(o, 0, ((i << 1) | 1) as u64);
+                        m.init(o, 0, (i << 1) | 1);
                         m.init(o, 1, 1);
                     }
                     f.set(0, o);

@@ -239,7 +239,7 @@ impl<'a> Mutator<'a> {
         let v = unsafe { &*self.vp };
         let rec = self.rec();
         let p = rec.alloc_ptr();
-        if p % 8 != 0 || p < v.counted_ptr || p > v.alloc_end {
+        if !p.is_multiple_of(8) || p < v.counted_ptr || p > v.alloc_end {
             return Err(format!(
                 "alloc_ptr {p:#x} is outside the nursery [{:#x}, {:#x}] or unaligned",
                 v.counted_ptr, v.alloc_end
@@ -298,8 +298,9 @@ impl<'a> Mutator<'a> {
 
     /// Number of vprocs of the runtime.
     pub fn vprocs(&self) -> usize {
-        // SAFETY: as in `vp`.
-        unsafe { (&(*self.vp).shared).coord.vprocs() }
+        // SAFETY: as in `vp`; the check only reads.
+        let v: &Vproc = unsafe { &*self.vp };
+        v.shared.coord.vprocs()
     }
 
     // ---- allocation -----------------------------------------------------

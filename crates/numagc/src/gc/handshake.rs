@@ -245,7 +245,7 @@ impl<J> Coordinator<J> {
 
     /// The allocation-limit cell of vproc `v`, read by its allocation fast
     /// path (the loom models read it directly).
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub fn limit_cell(&self, v: usize) -> &AtomicUsize {
         &self.records[v].alloc_limit
     }

@@ -37,11 +37,15 @@ pub(crate) struct Task {
     pub env_len: usize,
     /// Runs the closure of the [`FrameTask`] this task heads (`Some`), or
     /// drops it unrun (`None`: its environment could not be promoted).
-    run: for<'a, 'i> unsafe fn(
-        *const Task,
-        Option<(&'a mut Scope<'i>, &'a [Handle<'i>])>,
-    ) -> Option<Result<Handle<'i>>>,
+    run: RunFn,
 }
+
+/// The type-erased runner of a [`FrameTask`]'s closure: runs it in the
+/// scope with the environment given, or drops it (`None`).
+type RunFn = for<'a, 'i> unsafe fn(
+    *const Task,
+    Option<(&'a mut Scope<'i>, &'a [Handle<'i>])>,
+) -> Option<Result<Handle<'i>>>;
 
 /// A task and its closure, in the forking frame. `repr(C)`: the task is at
 /// offset 0, so a `*const Task` is the `FrameTask`'s address.
