@@ -91,6 +91,22 @@ fn with_mutator<R>(m: *mut numagc_mutator, f: impl FnOnce(&mut Mutator<'_>) -> R
     })
 }
 
+/// An entry point that answers one word through `out_ptr` (zeroed first,
+/// so a failure leaves 0 there): `f` on the checked mutator.
+fn word_out(
+    m: *mut numagc_mutator,
+    out_ptr: *mut u64,
+    name: &'static str,
+    f: impl FnOnce(&mut Mutator<'_>) -> Res<u64>,
+) -> c_int {
+    guard(|| {
+        let o = out(out_ptr, name)?;
+        *o = 0;
+        *o = with_mutator(m, f)?;
+        Ok(())
+    })
+}
+
 /// The mutator record of the vproc running `scope`'s callback, for the
 /// inline functions of `numagc_inline.h`. Valid until the callback
 /// returns, on its thread only.
@@ -123,14 +139,7 @@ pub unsafe extern "C" fn numagc_alloc_slow(
     fields: usize,
     out_obj: *mut u64,
 ) -> c_int {
-    guard(|| {
-        let o = out(out_obj, "out_obj")?;
-        *o = 0;
-        with_mutator(m, |mu| {
-            *o = mu.alloc_out_of_line(header, fields)?;
-            Ok(())
-        })
-    })
+    word_out(m, out_obj, "out_obj", |mu| Ok(mu.alloc_out_of_line(header, fields)?))
 }
 
 /// An object that must be shareable or is large (a mutable object or
@@ -144,14 +153,7 @@ pub unsafe extern "C" fn numagc_alloc_shared(
     header: u64,
     out_obj: *mut u64,
 ) -> c_int {
-    guard(|| {
-        let o = out(out_obj, "out_obj")?;
-        *o = 0;
-        with_mutator(m, |mu| {
-            *o = mu.alloc_shared(header)?;
-            Ok(())
-        })
-    })
+    word_out(m, out_obj, "out_obj", |mu| Ok(mu.alloc_shared(header)?))
 }
 
 /// The slow path of `numagc_inline_poll`: joins the pending collection and

@@ -704,15 +704,7 @@ impl<'s> Machine<'s> {
                 let w = get(locs[from]);
                 let what = format!("the object in slot {from}");
                 self.check_header(cm, w, o, &what)?;
-                let values: Vec<(usize, SVal)> = o
-                    .fields
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, f)| match f {
-                        Field::Val(v) => Some((i, *v)),
-                        Field::Raw(_) => None,
-                    })
-                    .collect();
+                let values = o.values();
                 if values.is_empty() {
                     return Ok(());
                 }
@@ -741,15 +733,7 @@ impl<'s> Machine<'s> {
                 let Some(o) = self.sh.obj(cs.slots[from]) else {
                     return Ok(());
                 };
-                let raws: Vec<(usize, u64)> = o
-                    .fields
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, f)| match f {
-                        Field::Raw(w) => Some((i, *w)),
-                        Field::Val(_) => None,
-                    })
-                    .collect();
+                let raws = o.raws();
                 if raws.is_empty() {
                     return Ok(());
                 }

@@ -720,15 +720,7 @@ impl<'s> Machine<'s> {
                 let Some(o) = self.sh.obj(from) else {
                     return Ok(());
                 };
-                let values: Vec<(usize, SVal)> = o
-                    .fields
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, f)| match f {
-                        Field::Val(v) => Some((i, *v)),
-                        Field::Raw(_) => None,
-                    })
-                    .collect();
+                let values = o.values();
                 if values.is_empty() {
                     return Ok(());
                 }

@@ -703,6 +703,19 @@ pub fn strategy_compiled(max_ops: usize, s: Sizes) -> impl Strategy<Value = Vec<
     .prop_map(move |choices| from_choices_compiled(&choices, &s))
 }
 
+/// The proptest settings of the torture's property tests: 256 programs,
+/// each in a forked process (a verifier abort fails the case, not the
+/// test binary), two minutes each, a bounded shrink.
+pub fn proptest_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 256,
+        fork: true,
+        timeout: 120_000,
+        max_shrink_iters: 400,
+        ..ProptestConfig::default()
+    }
+}
+
 /// Programs of 1 to `max_ops` operations, for proptest; shrinking drops
 /// operations and simplifies the remaining ones.
 pub fn strategy(max_ops: usize, s: Sizes) -> impl Strategy<Value = Vec<Op>> {

@@ -40,6 +40,32 @@ pub struct SObj {
     pub fields: Vec<Field>,
 }
 
+impl SObj {
+    /// The value fields, with their positions.
+    pub fn values(&self) -> Vec<(usize, SVal)> {
+        self.fields
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| match f {
+                Field::Val(v) => Some((i, *v)),
+                Field::Raw(_) => None,
+            })
+            .collect()
+    }
+
+    /// The raw fields, with their positions.
+    pub fn raws(&self) -> Vec<(usize, u64)> {
+        self.fields
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| match f {
+                Field::Raw(w) => Some((i, *w)),
+                Field::Val(_) => None,
+            })
+            .collect()
+    }
+}
+
 /// Every object built, indexed by oid.
 #[derive(Clone, Debug, Default)]
 pub struct Shadow {
@@ -227,15 +253,7 @@ impl Shadow {
     /// The value fields of `v`'s object, in order (a sequence's elements).
     pub fn value_fields(&self, v: SVal) -> Vec<SVal> {
         self.obj(v)
-            .map(|o| {
-                o.fields
-                    .iter()
-                    .filter_map(|f| match f {
-                        Field::Val(x) => Some(*x),
-                        Field::Raw(_) => None,
-                    })
-                    .collect()
-            })
+            .map(|o| o.values().into_iter().map(|(_, x)| x).collect())
             .unwrap_or_default()
     }
 }

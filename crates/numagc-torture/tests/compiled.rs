@@ -5,7 +5,9 @@
 
 use numagc::Runtime;
 use numagc_torture::interp::{self, Options};
-use numagc_torture::program::{choices, from_choices_compiled, strategy_compiled, Sizes};
+use numagc_torture::program::{
+    choices, from_choices_compiled, proptest_config, strategy_compiled, Sizes,
+};
 use numagc_torture::rng::Rng;
 use numagc_torture::round::{self, RoundPlan};
 use numagc_torture::{Build, COp, Op, Src};
@@ -191,13 +193,7 @@ fn a_hand_written_section_passes_on_every_plan() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 256,
-        fork: true,
-        timeout: 120_000,
-        max_shrink_iters: 400,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(proptest_config())]
 
     #[test]
     fn compiled_sections_stay_equal_to_the_shadow(

@@ -11,7 +11,7 @@
 
 use numagc::Runtime;
 use numagc_torture::interp::{self, Options};
-use numagc_torture::program::{strategy, Sizes};
+use numagc_torture::program::{proptest_config, strategy, Sizes};
 use numagc_torture::round::RoundPlan;
 use numagc_torture::{Build, Fault, FaultKind, Op, Src};
 use proptest::prelude::*;
@@ -46,13 +46,7 @@ fn run(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 256,
-        fork: true,
-        timeout: 120_000,
-        max_shrink_iters: 400,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(proptest_config())]
 
     #[test]
     fn the_heap_stays_equal_to_the_shadow(

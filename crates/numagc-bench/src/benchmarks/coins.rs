@@ -227,15 +227,7 @@ impl Benchmark for Coins {
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let out = format!("coins: ways to pay {val} (depth {depth}) = {got}\n");
-        Ok(Outcome::new(out, move || {
-            let want = ways_dp(val as usize);
-            if got as u64 == want {
-                Ok(())
-            } else {
-                Err(format!("{got} ways to pay {val}, expected {want}"))
-            }
-        }))
+        Ok(outcome(val, depth, got))
     }
 
     fn has_compiled(&self) -> bool {
@@ -245,4 +237,18 @@ impl Benchmark for Coins {
     fn run_compiled(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         crate::compiled::coins::run(rt, p)
     }
+}
+
+/// The printed answer and its check against the dynamic-programming count
+/// (`ways_dp`), shared by the safe and the compiled versions.
+pub(crate) fn outcome(val: i64, depth: i64, got: i64) -> Outcome {
+    let out = format!("coins: ways to pay {val} (depth {depth}) = {got}\n");
+    Outcome::new(out, move || {
+        let want = ways_dp(val as usize);
+        if got as u64 == want {
+            Ok(())
+        } else {
+            Err(format!("{got} ways to pay {val}, expected {want}"))
+        }
+    })
 }

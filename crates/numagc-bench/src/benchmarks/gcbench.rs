@@ -185,6 +185,53 @@ pub(crate) struct Report {
     pub array: Vec<f64>,
 }
 
+/// What both versions (safe and compiled) start from: the parameters,
+/// checked, and the two descriptors registered.
+#[derive(Clone, Copy)]
+pub(crate) struct Setup {
+    pub stretch: u32,
+    pub long_lived_depth: u32,
+    pub max_depth: u32,
+    pub array_size: usize,
+    pub grain: usize,
+    pub node: DescId,
+    pub count: DescId,
+}
+
+impl Setup {
+    pub(crate) fn read(rt: &Runtime, p: &Params) -> Result<Setup, String> {
+        let stretch = p.get("stretch-depth") as u32;
+        let max_depth = p.get("max-depth") as u32;
+        if max_depth > stretch {
+            return Err(format!("gcbench: --max-depth {max_depth} exceeds --stretch-depth {stretch} (no tree would be built)"));
+        }
+        Ok(Setup {
+            stretch,
+            long_lived_depth: p.get("long-lived-depth") as u32,
+            max_depth,
+            array_size: p.usize("array-size"),
+            grain: p.usize("grain"),
+            node: rt
+                .register(Descriptor::mixed("gcbench-node", 4, &[0, 1]).map_err(rt_err)?)
+                .map_err(rt_err)?,
+            count: rt
+                .register(Descriptor::mixed("tree-counts", 4, &[]).map_err(rt_err)?)
+                .map_err(rt_err)?,
+        })
+    }
+
+    /// The run's printed report and its checks.
+    pub(crate) fn outcome(self, report: Report) -> Outcome {
+        outcome(
+            report,
+            self.stretch,
+            self.long_lived_depth,
+            self.max_depth,
+            self.array_size,
+        )
+    }
+}
+
 impl Benchmark for GcBench {
     fn name(&self) -> &'static str {
         "gcbench"
@@ -241,20 +288,16 @@ impl Benchmark for GcBench {
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> Result<Outcome, String> {
-        let stretch = p.get("stretch-depth") as u32;
-        let long_lived_depth = p.get("long-lived-depth") as u32;
-        let max_depth = p.get("max-depth") as u32;
-        if max_depth > stretch {
-            return Err(format!("gcbench: --max-depth {max_depth} exceeds --stretch-depth {stretch} (no tree would be built)"));
-        }
-        let array_size = p.usize("array-size");
-        let grain = p.usize("grain");
-        let node = rt
-            .register(Descriptor::mixed("gcbench-node", 4, &[0, 1]).map_err(rt_err)?)
-            .map_err(rt_err)?;
-        let count = rt
-            .register(Descriptor::mixed("tree-counts", 4, &[]).map_err(rt_err)?)
-            .map_err(rt_err)?;
+        let setup = Setup::read(rt, p)?;
+        let Setup {
+            stretch,
+            long_lived_depth,
+            max_depth,
+            array_size,
+            grain,
+            node,
+            count,
+        } = setup;
         let report = rt
             .run_on(0, move |s| -> numagc::Result<Report> {
                 // Stretch the memory space quickly.
@@ -289,14 +332,7 @@ impl Benchmark for GcBench {
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-
-        Ok(outcome(
-            report,
-            stretch,
-            long_lived_depth,
-            max_depth,
-            array_size,
-        ))
+        Ok(setup.outcome(report))
     }
 
     fn has_compiled(&self) -> bool {

@@ -96,17 +96,7 @@ impl Benchmark for Parfib {
             .run_on(0, move |s| pfib(s, cell, n, threshold).map(|h| unbox(s, h)))
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        Ok(Outcome::new(
-            format!("parfib {n} (threshold {threshold}) = {got}\n"),
-            move || {
-                let want = fib(n);
-                if got == want {
-                    Ok(())
-                } else {
-                    Err(format!("parfib {n} = {got}, expected {want}"))
-                }
-            },
-        ))
+        Ok(outcome(n, threshold, got))
     }
 
     fn has_compiled(&self) -> bool {
@@ -116,4 +106,20 @@ impl Benchmark for Parfib {
     fn run_compiled(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         crate::compiled::parfib::run(rt, p)
     }
+}
+
+/// The printed answer and its check against `fib`, shared by the safe and
+/// the compiled versions.
+pub(crate) fn outcome(n: i64, threshold: i64, got: i64) -> Outcome {
+    Outcome::new(
+        format!("parfib {n} (threshold {threshold}) = {got}\n"),
+        move || {
+            let want = fib(n);
+            if got == want {
+                Ok(())
+            } else {
+                Err(format!("parfib {n} = {got}, expected {want}"))
+            }
+        },
+    )
 }

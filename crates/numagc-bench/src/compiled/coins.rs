@@ -6,7 +6,7 @@
 //! across the left branch's call, as a compiler keeps `coins` live for the
 //! right branch.
 
-use crate::benchmarks::coins::{ways_dp, COINS};
+use crate::benchmarks::coins::{outcome, COINS};
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Mutator};
 use numagc::object::{int_value, is_pointer, value_int, NIL};
@@ -183,13 +183,5 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         })
         .map_err(rt_err)?
         .map_err(rt_err)?;
-    let out = format!("coins: ways to pay {val} (depth {depth}) = {got}\n");
-    Ok(Outcome::new(out, move || {
-        let want = ways_dp(val as usize);
-        if got as u64 == want {
-            Ok(())
-        } else {
-            Err(format!("{got} ways to pay {val}, expected {want}"))
-        }
-    }))
+    Ok(outcome(val, depth, got))
 }

@@ -7,12 +7,12 @@
 //! long-lived data in the outermost frame.
 
 use crate::benchmarks::gcbench::{
-    num_iters, outcome, tree_size, PhaseCount, Report, FORK_DEPTH, MIN_TREE_DEPTH,
+    num_iters, tree_size, PhaseCount, Report, Setup, FORK_DEPTH, MIN_TREE_DEPTH,
 };
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Frame, Mutator, RAW};
 use numagc::object::{is_pointer, NIL};
-use numagc::{Descriptor, Result, Runtime};
+use numagc::{Result, Runtime};
 
 /// A complete tree of `depth` (`MakeTree`); `i` and `j` stay 0.
 fn make_tree(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
@@ -168,20 +168,16 @@ fn construct_trees(
 }
 
 pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-    let stretch = p.get("stretch-depth") as u32;
-    let long_lived_depth = p.get("long-lived-depth") as u32;
-    let max_depth = p.get("max-depth") as u32;
-    if max_depth > stretch {
-        return Err(format!("gcbench: --max-depth {max_depth} exceeds --stretch-depth {stretch} (no tree would be built)"));
-    }
-    let array_size = p.usize("array-size");
-    let grain = p.usize("grain");
-    let node = rt
-        .register(Descriptor::mixed("gcbench-node", 4, &[0, 1]).map_err(rt_err)?)
-        .map_err(rt_err)?;
-    let count = rt
-        .register(Descriptor::mixed("tree-counts", 4, &[]).map_err(rt_err)?)
-        .map_err(rt_err)?;
+    let setup = Setup::read(rt, p)?;
+    let Setup {
+        stretch,
+        long_lived_depth,
+        max_depth,
+        array_size,
+        grain,
+        node,
+        count,
+    } = setup;
     let (node, count) = (header(node, 4), header(count, 4));
     let report = rt
         .run_on(0, move |s| -> Result<Report> {
@@ -221,11 +217,5 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         })
         .map_err(rt_err)?
         .map_err(rt_err)?;
-    Ok(outcome(
-        report,
-        stretch,
-        long_lived_depth,
-        max_depth,
-        array_size,
-    ))
+    Ok(setup.outcome(report))
 }

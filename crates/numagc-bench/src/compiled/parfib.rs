@@ -6,7 +6,7 @@
 //! second call.
 
 use super::{boxed, unbox};
-use crate::benchmarks::parfib::fib;
+use crate::benchmarks::parfib::outcome;
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Mutator};
 use numagc::{Descriptor, Result, Runtime};
@@ -56,15 +56,5 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         })
         .map_err(rt_err)?
         .map_err(rt_err)?;
-    Ok(Outcome::new(
-        format!("parfib {n} (threshold {threshold}) = {got}\n"),
-        move || {
-            let want = fib(n);
-            if got == want {
-                Ok(())
-            } else {
-                Err(format!("parfib {n} = {got}, expected {want}"))
-            }
-        },
-    ))
+    Ok(outcome(n, threshold, got))
 }
