@@ -307,6 +307,14 @@ impl Roots<'_> {
     /// Pushes `w` into a new slot.
     #[inline(always)]
     pub(crate) fn push(self, w: u64) {
+        self.push_slot(w);
+    }
+
+    /// Pushes `w` into a new slot and returns the slot's index (the top
+    /// is loaded once for both: a handle's push is on every allocation of
+    /// the safe API).
+    #[inline(always)]
+    pub(crate) fn push_slot(self, w: u64) -> usize {
         let r = self.0;
         let top = r.roots_top();
         if top == r.roots_limit() {
@@ -317,32 +325,46 @@ impl Roots<'_> {
             top.write(w);
             r.set_roots_top(top.add(1));
         }
+        (top as usize - r.roots_base() as usize) / 8
     }
 
     /// Pops every slot from `n` up (no-op when fewer are in use).
     #[inline(always)]
     pub(crate) fn truncate(self, n: usize) {
-        if n < self.len() {
-            let r = self.0;
-            // SAFETY: `n` is below the current length, inside the stack.
-            r.set_roots_top(unsafe { r.roots_base().add(n) });
+        let r = self.0;
+        // Compared as addresses (no length computed); `wrapping_add` so
+        // that an `n` past the mapping is just "not below the top".
+        let p = r.roots_base().wrapping_add(n);
+        if p < r.roots_top() {
+            r.set_roots_top(p);
         }
+    }
+
+    /// The address of slot `i`, checked to be below the top.
+    #[inline(always)]
+    fn slot(self, i: usize) -> *mut u64 {
+        let r = self.0;
+        let base = r.roots_base();
+        let p = base.wrapping_add(i);
+        // Both bounds: an `i` so large that the address wraps would
+        // otherwise pass as below the top.
+        assert!(p >= base && p < r.roots_top(), "root slot {i} is not in use");
+        p
     }
 
     /// Slot `i`'s value.
     #[inline(always)]
     pub(crate) fn get(self, i: usize) -> u64 {
-        assert!(i < self.len(), "root slot {i} is not in use");
-        // SAFETY: `i` is below the top (checked), so inside the mapping.
-        unsafe { self.0.roots_base().add(i).read() }
+        // SAFETY: `slot` checked the address is in `[base, top)`, inside
+        // the mapping.
+        unsafe { self.slot(i).read() }
     }
 
     /// Stores `w` into slot `i`.
     #[inline(always)]
     pub(crate) fn set(self, i: usize, w: u64) {
-        assert!(i < self.len(), "root slot {i} is not in use");
         // SAFETY: as in `get`.
-        unsafe { self.0.roots_base().add(i).write(w) }
+        unsafe { self.slot(i).write(w) }
     }
 
     /// A copy of slots `[from, to)`.

@@ -115,9 +115,7 @@ impl<'s> Scope<'s> {
                 _not_send: PhantomData,
             };
         }
-        let roots = self.roots();
-        let slot = roots.len();
-        roots.push(w);
+        let slot = self.roots().push_slot(w);
         Handle {
             bits: (slot as u64) << 1,
             _scope: PhantomData,
@@ -173,10 +171,9 @@ impl<'s> Scope<'s> {
     /// A new slot of this scope holding `h`'s value.
     pub fn slot(&self, h: Handle<'_>) -> Slot<'s> {
         let w = self.word(h);
-        let roots = self.roots();
-        roots.push(w);
+        let index = self.roots().push_slot(w);
         Slot {
-            index: (roots.len() - 1) as u32,
+            index: index as u32,
             _scope: PhantomData,
             _not_send: PhantomData,
         }
