@@ -134,9 +134,7 @@ where
     let rb = if sched::pop_if(v, &tref) {
         // No one else was handed the task: the right side may unwind.
         std::mem::forget(unjoined);
-        for slot in tref.handoff.take_env() {
-            v.shared.global_roots.remove(slot);
-        }
+        sched::unpark_env(v, &tref);
         v.stats.tasks_inline += 1;
         let mut s = Scope::root(v);
         let env = SlotHandles::new(base, n);

@@ -7,7 +7,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::scope::{Handle, Scope};
 use crate::sched::task::{Handoff, DONE};
 use crate::sched::{self, FrameTask};
-use crate::vproc::Shared;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -102,10 +101,7 @@ impl<'s> Scope<'s> {
             // No one else was handed the task: a panic of `b` run here may
             // unwind.
             std::mem::forget(unjoined);
-            let shared: Arc<Shared> = self.vp.shared.clone();
-            for slot in tref.handoff.take_env() {
-                shared.global_roots.remove(slot);
-            }
+            sched::unpark_env(self.vp, &tref);
             self.vp.stats.tasks_inline += 1;
             self.scope_value(|s| {
                 let env = SlotHandles::new(base, n);

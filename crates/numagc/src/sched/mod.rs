@@ -215,6 +215,18 @@ pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Result<Vec<usize>> 
         .collect())
 }
 
+/// The owner popped task `t` back: frees the global roots its environment
+/// was parked in. Only an eager fork parks an environment before a thief
+/// asks (a lazy one is parked for the thief that stole the task, which is
+/// then never popped back), so a lazy runtime skips the lock.
+pub(crate) fn unpark_env(vp: &Vproc, t: &Task) {
+    if t.env_len > 0 && vp.shared.config.task_promotion == crate::config::TaskPromotion::Eager {
+        for slot in t.handoff.take_env() {
+            vp.shared.global_roots.remove(slot);
+        }
+    }
+}
+
 /// Runs a task taken from another vproc's deque on `s`'s vproc.
 pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &TaskRef) {
     let me = s.vproc();
