@@ -24,12 +24,10 @@
 //!    until the caller's next call that may collect (the contract).
 
 use super::Mutator;
-use crate::config::TaskPromotion;
-use crate::error::{Error, ErrorKind, Result};
-use crate::mutator::parallel::{SlotHandles, Unjoined};
+use crate::error::Result;
+use crate::mutator::parallel::{check_stack, new_task, Unjoined};
 use crate::mutator::{Handle, Scope};
-use crate::sched::task::{Handoff, DONE};
-use crate::sched::{self, FrameTask};
+use crate::sched;
 use crate::vproc::Vproc;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -44,24 +42,24 @@ fn poll(v: &mut Vproc) {
     }
 }
 
-/// The environment's words, copied from root slots `base ..` (on the
-/// stack for up to [`INLINE_ENV`]).
+/// The environment's words, copied (on the stack for up to
+/// [`INLINE_ENV`]).
 enum EnvWords {
     Inline([u64; INLINE_ENV], usize),
     Heap(Vec<u64>),
 }
 
 impl EnvWords {
-    fn read(v: &Vproc, base: usize, n: usize) -> EnvWords {
-        let roots = v.roots.ops();
+    /// Words `word(0) .. word(n - 1)`.
+    fn collect(n: usize, word: impl Fn(usize) -> u64) -> EnvWords {
         if n <= INLINE_ENV {
             let mut words = [0u64; INLINE_ENV];
             for (k, w) in words.iter_mut().take(n).enumerate() {
-                *w = roots.get(base + k);
+                *w = word(k);
             }
             EnvWords::Inline(words, n)
         } else {
-            EnvWords::Heap(roots.copy_range(base, base + n))
+            EnvWords::Heap((0..n).map(word).collect())
         }
     }
 
@@ -79,14 +77,7 @@ where
     R: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
 {
     let v = m.vp();
-    let stack = v.stack;
-    if stack.exhausted() {
-        return Err(Error::from(ErrorKind::StackExhausted {
-            vproc: v.id,
-            left: stack.left(),
-            size: stack.size,
-        }));
-    }
+    check_stack(v)?;
     // The environment is rooted before the safepoint: its words are only
     // valid until the next call that may collect, and the poll may.
     let base = v.roots.len();
@@ -95,24 +86,15 @@ where
         v.roots.ops().push(w);
     }
     poll(v);
-    let roots = v.roots.ops();
-    let task = FrameTask::new(
-        Handoff::new(v.id, n > 0),
-        base,
-        n,
-        move |s: &mut Scope<'_>, env: &[Handle<'_>]| side(s, env, right),
-    );
-    if n > 0 && v.shared.config.task_promotion == TaskPromotion::Eager {
-        let mut words = roots.copy_range(base, base + n);
-        match sched::park_env(v, &mut words) {
-            Ok(slots) => task.task().handoff.env_ready(slots),
-            Err(e) => {
-                // Nothing is forked yet.
-                v.roots.truncate(base);
-                return Err(e);
-            }
+    let task = match new_task(v, base, n, move |s: &mut Scope<'_>, env: &[Handle<'_>]| {
+        side(s, env, right)
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            v.roots.truncate(base);
+            return Err(e);
         }
-    }
+    };
     let tref = task.task_ref();
     sched::push(v, tref);
     let unjoined = Unjoined;
@@ -122,7 +104,7 @@ where
         // this whole function; `v` above is not used while this lives,
         // and the left side's mutator is dropped inside it.
         let v = unsafe { &mut *vp };
-        let words = EnvWords::read(v, base, n);
+        let words = EnvWords::collect(n, |k| v.roots.ops().get(base + k));
         let r = left(&mut Mutator::on(v), words.as_slice());
         // The left result is a root while the right side runs.
         let r = r.map(|w| v.roots.ops().push(w));
@@ -131,22 +113,7 @@ where
     }));
     // SAFETY: as above; the left side's mutator is gone.
     let v = unsafe { &mut *vp };
-    let rb = if sched::pop_if(v, &tref) {
-        // No one else was handed the task: the right side may unwind.
-        std::mem::forget(unjoined);
-        sched::unpark_env(v, &tref);
-        v.stats.tasks_inline += 1;
-        let mut s = Scope::root(v);
-        let env = SlotHandles::new(base, n);
-        // SAFETY: popped back off this vproc's deque: no one else was
-        // handed the task.
-        unsafe { tref.run(&mut s, env.as_slice()) }.map(|h| s.word(h))
-    } else {
-        let mut s = Scope::root(v);
-        sched::wait_until(&mut s, || tref.handoff.state() == DONE);
-        std::mem::forget(unjoined);
-        sched::take_result(&s, &tref).map(|h| s.word(h))
-    };
+    let rb = Scope::root(v).join(tref, base, n, unjoined);
     let ra = match ra {
         Ok(r) => r,
         Err(p) => {
@@ -168,22 +135,12 @@ fn side<'i>(
     env: &[Handle<'i>],
     f: impl for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
 ) -> Result<Handle<'i>> {
-    let mut words = [0u64; INLINE_ENV];
-    let heap_words;
-    let env_words: &[u64] = if env.len() <= INLINE_ENV {
-        for (w, &h) in words.iter_mut().zip(env) {
-            *w = s.word(h);
-        }
-        &words[..env.len()]
-    } else {
-        heap_words = env.iter().map(|&h| s.word(h)).collect::<Vec<u64>>();
-        &heap_words
-    };
+    let words = EnvWords::collect(env.len(), |k| s.word(env[k]));
     let w = {
         // SAFETY: the compiled side keeps the interface's contract (it is
         // the caller's code, under the same contract as its own mutator).
         let mut m = unsafe { s.compiled() };
-        f(&mut m, env_words)?
+        f(&mut m, words.as_slice())?
     };
     Ok(s.push_root(w))
 }

@@ -6,7 +6,8 @@ use crate::config::TaskPromotion;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::scope::{Handle, Scope};
 use crate::sched::task::{Handoff, DONE};
-use crate::sched::{self, FrameTask};
+use crate::sched::{self, FrameTask, TaskRef};
+use crate::vproc::Vproc;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -20,8 +21,8 @@ impl<'s> Scope<'s> {
     /// thread; it may borrow from the caller's frame (as `rayon::join`'s
     /// closures may), since `par2` joins it before returning, on every
     /// path. Forking allocates nothing (the task lives in this frame,
-    /// `sched::frame_task`) for environments of up to 8 values. If `b` is not stolen it runs here after `a` and nothing is
-    /// promoted; if it is, its environment is promoted only then (lazy
+    /// `sched::frame_task`) for environments of up to 8 values. If `b` is
+    /// not stolen it runs here after `a` and nothing is promoted; if it is, its environment is promoted only then (lazy
     /// promotion, `--task-promotion`), and its result is promoted so that
     /// this vproc can read it. Nested calls are fine.
     ///
@@ -58,27 +59,14 @@ impl<'s> Scope<'s> {
         A: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>>,
         B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send,
     {
-        let stack = self.vp.stack;
-        if stack.exhausted() {
-            return Err(Error::from(ErrorKind::StackExhausted {
-                vproc: self.vp.id,
-                left: stack.left(),
-                size: stack.size,
-            }));
-        }
+        check_stack(self.vp)?;
         let base = self.roots().len();
         let n = env.len();
         for &h in env {
             let w = self.word(h);
             self.push_slot_word(w);
         }
-        let task = FrameTask::new(Handoff::new(self.vp.id, n > 0), base, n, b);
-        if n > 0 && self.vp.shared.config.task_promotion == TaskPromotion::Eager {
-            let mut words = self.roots().copy_range(base, base + n);
-            // Nothing is forked yet if this fails.
-            let slots = sched::park_env(self.vp, &mut words)?;
-            task.task().handoff.env_ready(slots);
-        }
+        let task = new_task(self.vp, base, n, b)?;
         let tref = task.task_ref();
         sched::push(self.vp, tref);
         // From here until the join, a thief may hold `task`: nothing may
@@ -97,29 +85,43 @@ impl<'s> Scope<'s> {
         // `b` is joined whatever became of `a`: a thief may still need the
         // environment, which lives in this frame of the root stack, and
         // the task, which lives in this frame of the Rust stack.
-        let rb = if sched::pop_if(self.vp, &tref) {
-            // No one else was handed the task: a panic of `b` run here may
-            // unwind.
-            std::mem::forget(unjoined);
-            sched::unpark_env(self.vp, &tref);
-            self.vp.stats.tasks_inline += 1;
-            self.scope_value(|s| {
-                let env = SlotHandles::new(base, n);
-                // SAFETY: popped back off this vproc's deque: no one else
-                // was handed the task.
-                unsafe { tref.run(s, env.as_slice()) }
-            })
-        } else {
-            sched::wait_until(self, || tref.handoff.state() == DONE);
-            std::mem::forget(unjoined);
-            sched::take_result(self, &tref)
-        };
+        let rb = self.join(tref, base, n, unjoined);
         let ra = match ra {
             Ok(r) => r,
             Err(p) => resume_unwind(p),
         };
-        let (ha, hb) = (ra?, rb?);
-        Ok((self.word(ha), self.word(hb)))
+        let ha = ra?;
+        Ok((self.word(ha), rb?))
+    }
+
+    /// Joins the task `par2` forked (this scope's vproc's; environment in
+    /// root slots `base .. base + n`): runs it here if it is still on the
+    /// deque, else waits for the thief's result. Disarms `unjoined` once no
+    /// other vproc can hold the task. The result's word is rooted by the
+    /// caller before its next safepoint.
+    pub(crate) fn join(
+        &mut self,
+        tref: TaskRef,
+        base: usize,
+        n: usize,
+        unjoined: Unjoined,
+    ) -> Result<u64> {
+        if sched::pop_if(self.vp, &tref) {
+            // No one else was handed the task: a panic of it run here may
+            // unwind.
+            std::mem::forget(unjoined);
+            sched::unpark_env(self.vp, &tref);
+            self.vp.stats.tasks_inline += 1;
+            return self.scope(|s| {
+                let env = SlotHandles::new(base, n);
+                // SAFETY: popped back off this vproc's deque: no one else
+                // was handed the task.
+                unsafe { tref.run(s, env.as_slice()) }.map(|h| s.word(h))
+            });
+        }
+        sched::wait_until(self, || tref.handoff.state() == DONE);
+        std::mem::forget(unjoined);
+        sched::take_result(self.vp, &tref)
     }
 
     /// Parallel reduction over `lo..hi`: `leaf(s, env, i, j)` computes the
@@ -202,6 +204,35 @@ where
         move |s, env| reduce(s, env, mid, hi, grain, &ops_b),
     )?;
     (ops.1)(s, env, x, y)
+}
+
+/// Refuses a fork when `vp`'s stack is nearly used up (`crate::stack`).
+pub(crate) fn check_stack(vp: &Vproc) -> Result<()> {
+    let stack = vp.stack;
+    if stack.exhausted() {
+        return Err(Error::from(ErrorKind::StackExhausted {
+            vproc: vp.id,
+            left: stack.left(),
+            size: stack.size,
+        }));
+    }
+    Ok(())
+}
+
+/// The task of a fork whose environment is in root slots `base .. base +
+/// n`, its environment parked already when promotion is eager. Nothing is
+/// forked yet if this fails.
+pub(crate) fn new_task<B>(vp: &mut Vproc, base: usize, n: usize, b: B) -> Result<FrameTask<B>>
+where
+    B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send,
+{
+    let task = FrameTask::new(Handoff::new(vp.id, n > 0), base, n, b);
+    if n > 0 && vp.shared.config.task_promotion == TaskPromotion::Eager {
+        let mut words = vp.roots.copy_range(base, base + n);
+        let slots = sched::park_env(vp, &mut words)?;
+        task.task().handoff.env_ready(slots);
+    }
+    Ok(task)
 }
 
 /// Handles for root-stack slots `base .. base + n`, without an allocation

@@ -327,14 +327,15 @@ fn wait_for(s: &mut Scope<'_>, done: impl Fn() -> bool, steal: bool) {
     s.vproc_mut().tracer.end(SpanKind::Wait, t0);
 }
 
-/// Reads the result of a task that was stolen, once `DONE`: a handle in `s`.
-pub(crate) fn take_result<'s>(s: &Scope<'s>, t: &Task) -> Result<Handle<'s>> {
+/// Reads the result of a task that was stolen, once `DONE`: its word, to
+/// be rooted before the next safepoint.
+pub(crate) fn take_result(vp: &Vproc, t: &Task) -> Result<u64> {
     debug_assert_eq!(t.handoff.state(), DONE);
     let slot = t
         .handoff
         .take_result()
         .expect("a finished task has a result")?;
-    Ok(s.push_root(s.shared().global_roots.take(slot)))
+    Ok(vp.shared.global_roots.take(slot))
 }
 
 /// The idle loop of a vproc thread: jobs, collections, stealing, sleep.
