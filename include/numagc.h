@@ -61,6 +61,12 @@
 #define NUMAGC_MAX_SMALL_FIELDS 30
 
 /**
+ * The most words `numagc_inline_alloc_block` reserves at once, headers
+ * included.
+ */
+#define NUMAGC_MAX_BLOCK_WORDS 256
+
+/**
  * What a value is.
  */
 typedef enum numagc_kind {
@@ -454,6 +460,19 @@ int numagc_mutator_get(struct numagc_scope *scope, struct numagc_mutator **out_m
  * collect. `NUMAGC_ERR_HEAP_LIMIT` at the heap limit.
  */
 int numagc_alloc_slow(struct numagc_mutator *m, uint64_t header, size_t fields, uint64_t *out_obj);
+
+/**
+ * The slow path of `numagc_inline_alloc_block`: a fresh nursery block of
+ * `words` words (2 ..= `NUMAGC_MAX_BLOCK_WORDS`) in `*out_obj`, its first
+ * word `first_header`; the caller writes the other objects' headers
+ * (`numagc_inline_place`) and every field before the next call that may
+ * collect. `NUMAGC_ERR_HEAP_LIMIT` at the heap limit, `NUMAGC_ERR_MISUSE`
+ * for a size out of range.
+ */
+int numagc_alloc_block_slow(struct numagc_mutator *m,
+                            uint64_t first_header,
+                            size_t words,
+                            uint64_t *out_obj);
 
 /**
  * An object that must be shareable or is large (a mutable object or

@@ -9,12 +9,13 @@
  *
  *  1. A value word (uint64_t: an immediate with bit 0 set, or an object's
  *     address) held in a C local is valid only until the next call that
- *     may collect: numagc_inline_alloc, numagc_alloc_shared,
- *     numagc_inline_poll, numagc_inline_store, and every numagc.h function
- *     taking a scope. Values
- *     live across such a call are kept in frame slots and reloaded.
- *  2. Every value field of an object from numagc_inline_alloc is written
- *     with numagc_inline_init before the next such call.
+ *     may collect: numagc_inline_alloc, numagc_inline_alloc_block,
+ *     numagc_alloc_shared, numagc_inline_poll, numagc_inline_store, and
+ *     every numagc.h function taking a scope. Values live across such a
+ *     call are kept in frame slots and reloaded.
+ *  2. Every value field of an object from numagc_inline_alloc (and every
+ *     header and field of a block from numagc_inline_alloc_block) is
+ *     written with numagc_inline_init before the next such call.
  *  3. Reads name live objects and fields within their length.
  *  4. Frames are popped in reverse order of their pushes. Handles
  *     (numagc_value) made while a compiled frame is pushed must not be
@@ -69,6 +70,33 @@ static inline int numagc_inline_alloc(numagc_mutator *m, uint64_t header, size_t
     *(uint64_t *)p = header;
     *out = (uint64_t)p;
     return NUMAGC_OK;
+}
+
+/* Allocates several objects at once, with one bump and one compare (a
+ * compiler's combined allocation: all the objects of a basic block): a
+ * block of `words` words (each object's fields plus its header word; 2 to
+ * NUMAGC_MAX_BLOCK_WORDS in all). *out is the first object, its header
+ * `first_header` written; the others lie after it, placed with
+ * numagc_inline_place. Every object's header and fields are written before
+ * the next call that may collect, and the objects cover the block. */
+static inline int numagc_inline_alloc_block(numagc_mutator *m, uint64_t first_header,
+                                            size_t words, uint64_t *out) {
+    size_t p = m->alloc_ptr;
+    size_t next = p + words * 8;
+    if (__builtin_expect(next > numagc_inline_limit(m), 0))
+        return numagc_alloc_block_slow(m, first_header, words, out);
+    m->alloc_ptr = next;
+    *(uint64_t *)p = first_header;
+    *out = (uint64_t)p;
+    return NUMAGC_OK;
+}
+
+/* The object `offset` words into a block from numagc_inline_alloc_block,
+ * its header word written. */
+static inline uint64_t numagc_inline_place(uint64_t block, size_t offset, uint64_t header) {
+    uint64_t *o = (uint64_t *)block + offset;
+    *o = header;
+    return (uint64_t)o;
 }
 
 /* Writes field i of an object just returned by numagc_inline_alloc (no barrier:

@@ -1,8 +1,9 @@
 /*
  * compiled.c: numagc's compiled-code interface from C (numagc_inline.h):
- * the code a compiler would emit for binary trees, a mutable array written
- * through the inline store barrier, polls, and the misuses the slow paths
- * detect.
+ * the code a compiler would emit for binary trees, lists whose pairs and
+ * cons cells are allocated together (numagc_inline_alloc_block), a
+ * mutable array written through the inline store barrier, polls, and the
+ * misuses the slow paths detect.
  *
  *   cargo build --release -p numagc-capi
  *   cc -std=c11 -O2 -Wall -Wextra -Iinclude examples/c/compiled.c \
@@ -29,6 +30,7 @@
 static int failures = 0;
 static int DEPTH = 16;
 static uint64_t NODE; /* header word of a tree node: two value fields */
+static uint64_t PAIR, CONS; /* a pair of immediates, a cons cell */
 static numagc_desc CELL_DESC; /* a mutable cell: one value field */
 
 /* make(d): a complete tree, as a compiler emits `Node(make(d-1), make(d-1))`:
@@ -98,6 +100,46 @@ static int trees(numagc_scope *s, void *ud) {
     return NUMAGC_OK;
 }
 
+/* A list of (i, i*i) pairs built as a compiler emits `(i, i*i) :: rest`:
+ * the pair and its cons cell in one block (one bump, one compare), the
+ * list in a frame slot across every block; enough of them to collect many
+ * times on the way. Then the list is walked and summed. */
+static int pair_lists(numagc_scope *s, void *ud) {
+    (void)ud;
+    numagc_mutator *m;
+    TRY(numagc_mutator_get(s, &m));
+    uint64_t *f = numagc_inline_frame_push(m, 1);
+    if (f == NULL) return NUMAGC_ERR_INVALID_ARGUMENT;
+    const int64_t n = 200000;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t pair;
+        TRY(numagc_inline_alloc_block(m, PAIR, 6, &pair));
+        uint64_t cons = numagc_inline_place(pair, 3, CONS);
+        numagc_inline_init(pair, 0, numagc_inline_word_int(i));
+        numagc_inline_init(pair, 1, numagc_inline_word_int(i * i));
+        numagc_inline_init(cons, 0, pair);
+        numagc_inline_init(cons, 1, f[0]);
+        /* The list is cut at i = 100000, so that blocks die too. */
+        f[0] = i == 100000 ? NUMAGC_NIL : cons;
+    }
+    int64_t count = 0, sum = 0;
+    for (uint64_t l = f[0]; numagc_inline_word_is_ptr(l); l = numagc_inline_field(l, 1)) {
+        uint64_t p = numagc_inline_field(l, 0);
+        ASSERT(numagc_inline_header_fields(numagc_inline_header_of(p)) == 2);
+        int64_t a = numagc_inline_word_to_int(numagc_inline_field(p, 0));
+        int64_t b = numagc_inline_word_to_int(numagc_inline_field(p, 1));
+        ASSERT(b == a * a);
+        count++;
+        sum += a;
+    }
+    /* The list holds i = 100001 .. n-1, newest first. */
+    int64_t lo = 100001;
+    ASSERT(count == n - lo);
+    ASSERT(sum == (n - 1) * n / 2 - (lo - 1) * lo / 2);
+    numagc_inline_frame_pop(m, f);
+    return NUMAGC_OK;
+}
+
 /* The slow paths refuse what the inline paths cannot check. */
 static int misuse(numagc_scope *s, void *ud) {
     (void)ud;
@@ -111,6 +153,9 @@ static int misuse(numagc_scope *s, void *ud) {
     EXPECT(numagc_alloc_slow(NULL, NODE, 2, &o), NUMAGC_ERR_NULL_ARGUMENT);
     /* Objects too large for the inline path, unknown descriptors, non-headers. */
     EXPECT(numagc_alloc_slow(m, numagc_inline_header(NUMAGC_VECTOR_ID, 31), 31, &o), NUMAGC_ERR_MISUSE);
+    EXPECT(numagc_alloc_block_slow(m, NODE, 1, &o), NUMAGC_ERR_MISUSE);
+    EXPECT(numagc_alloc_block_slow(m, NODE, NUMAGC_MAX_BLOCK_WORDS + 1, &o), NUMAGC_ERR_MISUSE);
+    EXPECT(numagc_alloc_block_slow(&fake, NODE, 6, &o), NUMAGC_ERR_MISUSE);
     EXPECT(numagc_alloc_shared(m, numagc_inline_header(999, 2), &o), NUMAGC_ERR_UNKNOWN_DESCRIPTOR);
     EXPECT(numagc_alloc_shared(m, 42, &o), NUMAGC_ERR_MISUSE);
     /* Stores: into an immutable tree, out of range, into a non-object. */
@@ -171,7 +216,12 @@ int main(int argc, char **argv) {
     NODE = numagc_inline_header(node, 2);
     size_t first[1] = {0};
     CHECK(numagc_register_mixed(rt, "cell", 1, first, 1, true, &CELL_DESC));
+    PAIR = numagc_inline_header(node, 2); /* two value fields each */
+    numagc_desc cons;
+    CHECK(numagc_register_mixed(rt, "cons", 2, both, 2, false, &cons));
+    CONS = numagc_inline_header(cons, 2);
     CHECK(numagc_run_each(rt, trees, NULL));
+    CHECK(numagc_run_each(rt, pair_lists, NULL));
     CHECK(numagc_run_on(rt, 0, misuse, NULL));
     CHECK(numagc_runtime_free(rt));
     if (failures > 0) {

@@ -17,7 +17,7 @@ use crate::numagc_value;
 use crate::scope::{numagc_scope, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{guard, out, Fail, Res};
-use numagc_rs::compiled::{Mutator, MutatorRecord, MAX_SMALL_FIELDS};
+use numagc_rs::compiled::{Mutator, MutatorRecord, MAX_BLOCK_WORDS, MAX_SMALL_FIELDS};
 use std::ffi::c_int;
 
 /// The per-vproc mutator record of the compiled-code interface. Compiled
@@ -62,6 +62,10 @@ const _: () = {
 /// `numagc_alloc_shared`).
 pub const NUMAGC_MAX_SMALL_FIELDS: usize = 30;
 const _: () = assert!(NUMAGC_MAX_SMALL_FIELDS == MAX_SMALL_FIELDS);
+/// The most words `numagc_inline_alloc_block` reserves at once, headers
+/// included.
+pub const NUMAGC_MAX_BLOCK_WORDS: usize = 256;
+const _: () = assert!(NUMAGC_MAX_BLOCK_WORDS == MAX_BLOCK_WORDS);
 
 /// Runs `f` with the body's compiled mutator after the checks of the
 /// module doc.
@@ -139,7 +143,27 @@ pub unsafe extern "C" fn numagc_alloc_slow(
     fields: usize,
     out_obj: *mut u64,
 ) -> c_int {
-    word_out(m, out_obj, "out_obj", |mu| Ok(mu.alloc_out_of_line(header, fields)?))
+    word_out(m, out_obj, "out_obj", |mu| {
+        Ok(mu.alloc_out_of_line(header, fields)?)
+    })
+}
+
+/// The slow path of `numagc_inline_alloc_block`: a fresh nursery block of
+/// `words` words (2 ..= `NUMAGC_MAX_BLOCK_WORDS`) in `*out_obj`, its first
+/// word `first_header`; the caller writes the other objects' headers
+/// (`numagc_inline_place`) and every field before the next call that may
+/// collect. `NUMAGC_ERR_HEAP_LIMIT` at the heap limit, `NUMAGC_ERR_MISUSE`
+/// for a size out of range.
+#[no_mangle]
+pub unsafe extern "C" fn numagc_alloc_block_slow(
+    m: *mut numagc_mutator,
+    first_header: u64,
+    words: usize,
+    out_obj: *mut u64,
+) -> c_int {
+    word_out(m, out_obj, "out_obj", |mu| {
+        Ok(mu.alloc_block_out_of_line(first_header, words)?)
+    })
 }
 
 /// An object that must be shareable or is large (a mutable object or

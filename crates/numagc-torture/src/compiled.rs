@@ -9,7 +9,8 @@
 //! them with the shadow. In between, [`COp`]s push and pop frames of random
 //! sizes, build structures through the inline path (`alloc` + `init`, up
 //! to `MAX_SMALL_FIELDS` fields: pairs, records, raw data, vectors and the
-//! 30-field `mid` descriptor) and through `alloc_shared` (mutable arrays and
+//! 30-field `mid` descriptor; lists two pairs at a time with one
+//! `alloc_many`) and through `alloc_shared` (mutable arrays and
 //! cells filled with `store` and `store_raw`, vectors longer than
 //! `MAX_SMALL_FIELDS` and above the large-object size filled with
 //! `init_shared`), store through the inline barrier, poll, read with
@@ -283,7 +284,32 @@ fn build_in(cm: &mut Cm<'_, '_>, b: &Build, env: &[Loc], ids: &mut Ids) -> R<u64
         Build::List { len, elem } => {
             let d = cm.depth();
             let cur = cm.push(1, true);
-            for k in 0..len as u64 {
+            let mut k = 0;
+            // Two elements at a time with one combined allocation
+            // (`alloc_many`), the second pointing to the first, as a
+            // compiler allocates `a :: b :: rest`; an odd last one alone.
+            while k + 1 < len as u64 {
+                let h = header(descs.pair, 3);
+                cm.cx.tally.count(ctr::ALLOCS);
+                cm.cx.tally.count(ctr::ALLOCS);
+                let [p, q] = cm.m.alloc_many([(h, 3), (h, 3)])?;
+                let (ip, iq) = (ids.next(), ids.next());
+                // SAFETY: both are fresh from `alloc_many`, of 3 fields;
+                // nothing that may collect runs before they are written.
+                unsafe {
+                    cm.m.init(p, 0, ip);
+                    cm.m.init(p, 1, wsrc(elem, env, k));
+                    cm.m.init(p, 2, cur.get(0));
+                    cm.m.init(q, 0, iq);
+                    cm.m.init(q, 1, wsrc(elem, env, k + 1));
+                    cm.m.init(q, 2, p);
+                }
+                cur.set(0, q);
+                cm.tick()?;
+                cm.tick()?;
+                k += 2;
+            }
+            if k < len as u64 {
                 let p = pair(cm, ids.next(), || wsrc(elem, env, k), || cur.get(0))?;
                 cur.set(0, p);
                 cm.tick()?;

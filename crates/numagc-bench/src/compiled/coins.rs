@@ -48,7 +48,10 @@ unsafe fn head(m: &Mutator<'_>, coins: u64) -> (i64, i64) {
 }
 
 /// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
-/// last coin of value `c` was used. `coins` is in slot 0 of `f`.
+/// last coin of value `c` was used. `coins` is in slot 0 of `f`. The pair
+/// and its cons cell are allocated together (one bump, one limit test), as
+/// a compiler allocates `(c, q - 1) :: rest`.
+#[inline(always)]
 fn pay_one(
     m: &mut Mutator<'_>,
     l: Layout,
@@ -56,25 +59,20 @@ fn pay_one(
     c: i64,
     q: i64,
 ) -> Result<u64> {
-    // SAFETY: the list is live in its slot.
-    let rest = unsafe { m.field(f.get(0), 1) };
     if q == 1 {
-        return Ok(rest);
+        // SAFETY: the list is live in its slot.
+        return Ok(unsafe { m.field(f.get(0), 1) });
     }
-    let pair = alloc2(m, l.pair, int_value(c), int_value(q - 1))?;
-    // The allocation of `pair` may have collected: `rest` is read again.
-    let f1 = m.push_frame(1);
-    f1.set(0, pair);
-    let cell = m.alloc(l.cons, 2);
-    let r = cell.inspect(|&cell| {
-        // SAFETY: `cell` is fresh; the pair and the list are reloaded.
-        unsafe {
-            m.init(cell, 0, f1.get(0));
-            m.init(cell, 1, m.field(f.get(0), 1));
-        }
-    });
-    m.pop_frame(f1);
-    r
+    let [pair, cell] = m.alloc_many([(l.pair, 2), (l.cons, 2)])?;
+    // SAFETY: both are fresh from `alloc_many`, with two value fields
+    // each; the list is reloaded from its slot after the allocation.
+    unsafe {
+        m.init(pair, 0, int_value(c));
+        m.init(pair, 1, int_value(q - 1));
+        m.init(cell, 0, pair);
+        m.init(cell, 1, m.field(f.get(0), 1));
+    }
+    Ok(cell)
 }
 
 /// `payN`: the sequential count.

@@ -78,8 +78,8 @@
 //! nursery memory has not been allocated again since; after that, the
 //! verifier may still find the value where it was stored.
 
-pub(crate) mod record;
 mod fork;
+pub(crate) mod record;
 mod slow;
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -101,6 +101,11 @@ use std::marker::PhantomData;
 /// so it always belongs in the nursery. Larger ones, and mutable ones, are
 /// allocated by [`Mutator::alloc_shared`].
 pub const MAX_SMALL_FIELDS: usize = 30;
+
+/// The most words [`Mutator::alloc_many`] (the C ABI's
+/// `numagc_inline_alloc_block`) reserves at once, headers included: 2 KiB,
+/// far below the smallest nursery (64 KiB), so a block always fits one.
+pub const MAX_BLOCK_WORDS: usize = 256;
 
 /// The header word of an object of descriptor `d` with `fields` fields
 /// (mixed objects: the descriptor's size; vectors and raw data: any
@@ -275,6 +280,19 @@ impl<'a> Mutator<'a> {
         self.alloc_slow(header, (fields + 1) * 8)
     }
 
+    /// The slow path of a combined allocation on its own (the C ABI's
+    /// `numagc_alloc_block_slow`): `words` words in all, at most
+    /// [`MAX_BLOCK_WORDS`], the first object's header `header`; the caller
+    /// writes the others.
+    pub fn alloc_block_out_of_line(&mut self, header: u64, words: usize) -> Result<u64> {
+        if !(2..=MAX_BLOCK_WORDS).contains(&words) {
+            return Err(Error::misuse(format!(
+                "alloc_block of {words} words: from 2 (one header and one field) to {MAX_BLOCK_WORDS}"
+            )));
+        }
+        self.alloc_slow(header, words * 8)
+    }
+
     /// The safepoint's slow path on its own (the C ABI's `numagc_poll_slow`).
     pub fn poll_out_of_line(&mut self) {
         self.poll_slow()
@@ -315,17 +333,61 @@ impl<'a> Mutator<'a> {
         debug_assert!(fields <= MAX_SMALL_FIELDS, "alloc of {fields} fields");
         #[cfg(debug_assertions)]
         slow::check_alloc(self.vp(), header, fields);
-        let bytes = (fields + 1) * 8;
+        let p = self.bump(header, (fields + 1) * 8)?;
+        // SAFETY: `p` is the start of a fresh reservation of `fields + 1`
+        // words.
+        unsafe { (p as *mut u64).write(header) };
+        Ok(p)
+    }
+
+    /// Allocates the `N` objects of `objects` (header word, fields; each
+    /// at most [`MAX_SMALL_FIELDS`] fields) with one bump and one limit
+    /// test, as a compiler allocates every object of a basic block at once
+    /// (OCaml's combined allocations, GHC's one heap check per block).
+    /// The objects lie one after the other; every one's fields are written
+    /// with [`Mutator::init`] before the next call that may collect
+    /// (contract 2), and none is a root until then, so they may point to
+    /// one another in any order.
+    #[inline(always)]
+    pub fn alloc_many<const N: usize>(&mut self, objects: [(u64, usize); N]) -> Result<[u64; N]> {
+        const { assert!(N > 0, "alloc_many of no object") };
+        let mut bytes = 0;
+        for &(_header, fields) in &objects {
+            debug_assert!(fields <= MAX_SMALL_FIELDS, "alloc_many of {fields} fields");
+            #[cfg(debug_assertions)]
+            slow::check_alloc(self.vp(), _header, fields);
+            bytes += (fields + 1) * 8;
+        }
+        debug_assert!(bytes <= MAX_BLOCK_WORDS * 8, "alloc_many of {bytes} bytes");
+        let p = self.bump(objects[0].0, bytes)?;
+        let mut at = p;
+        Ok(objects.map(|(header, fields)| {
+            let o = at;
+            // SAFETY: `o` is inside the fresh reservation `[p, p + bytes)`,
+            // at the start of this object's `fields + 1` words.
+            unsafe { (o as *mut u64).write(header) };
+            at += (fields as u64 + 1) * 8;
+            o
+        }))
+    }
+
+    /// A fresh nursery reservation of `bytes`, whose headers the caller
+    /// writes (`header` is the first one, for the slow path): the bump and
+    /// the limit test, the slow path out of line. The slow path's error
+    /// leaves by its own exit, so that the caller's code after the fast
+    /// path tests no `Result` it knows to be `Ok`.
+    #[inline(always)]
+    fn bump(&mut self, header: u64, bytes: usize) -> Result<u64> {
         let rec = self.rec();
         let p = rec.alloc_ptr();
         let next = p + bytes;
-        if next > rec.limit() {
-            return self.alloc_slow(header, bytes);
-        }
-        rec.set_alloc_ptr(next);
-        // SAFETY: `[p, next)` is a fresh nursery reservation.
-        unsafe { (p as *mut u64).write(header) };
-        Ok(p as u64)
+        let p = if next > rec.limit() {
+            self.alloc_slow(header, bytes)?
+        } else {
+            rec.set_alloc_ptr(next);
+            p as u64
+        };
+        Ok(p)
     }
 
     #[inline(never)]

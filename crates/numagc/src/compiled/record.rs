@@ -348,7 +348,10 @@ impl Roots<'_> {
         let p = base.wrapping_add(i);
         // Both bounds: an `i` so large that the address wraps would
         // otherwise pass as below the top.
-        assert!(p >= base && p < r.roots_top(), "root slot {i} is not in use");
+        assert!(
+            p >= base && p < r.roots_top(),
+            "root slot {i} is not in use"
+        );
         p
     }
 

@@ -13,7 +13,6 @@ use crate::object::{Obj, NIL};
 use crate::plan;
 use crate::vproc::Vproc;
 
-
 /// The header word a debug build writes over a nursery a collection has
 /// emptied: an id no descriptor has and the largest length, so a value
 /// held across the collection without a frame slot is caught at its next

@@ -110,6 +110,89 @@ fn trees_survive_collections_on_every_plan() {
 }
 
 #[test]
+fn combined_allocations_survive_collections_on_every_plan() {
+    for plan in PLANS {
+        let rt = runtime(plan, 2);
+        let node = node_desc(&rt);
+        let got = rt
+            .run_each(move |s| -> Result<(i64, usize)> {
+                // SAFETY: as above.
+                let mut m = unsafe { s.compiled() };
+                let h = header(node, 2);
+                let v3 = header(VECTOR, 3);
+                // `(i, [i, 2i, 3i]) :: rest`: a cons cell, its pair and the
+                // pair's vector in one block, the list in a frame slot.
+                let f = m.push_frame(1);
+                for i in 0..30_000 {
+                    let [cell, pair, vec] = m.alloc_many([(h, 2), (h, 2), (v3, 3)])?;
+                    // SAFETY: all three are fresh from `alloc_many`; the
+                    // list is reloaded from its slot.
+                    unsafe {
+                        m.init(vec, 0, int_value(i));
+                        m.init(vec, 1, int_value(2 * i));
+                        m.init(vec, 2, int_value(3 * i));
+                        m.init(pair, 0, int_value(i));
+                        m.init(pair, 1, vec);
+                        m.init(cell, 0, pair);
+                        m.init(cell, 1, f.get(0));
+                    }
+                    f.set(0, cell);
+                }
+                let (mut sum, mut len) = (0, 0);
+                let mut l = f.get(0);
+                while is_pointer(l) {
+                    // SAFETY: list cells, pairs and vectors; no collection
+                    // during the walk.
+                    unsafe {
+                        let pair = m.field(l, 0);
+                        let i = value_int(m.field(pair, 0));
+                        let vec = m.field(pair, 1);
+                        assert_eq!(m.header(vec).len(), 3);
+                        for k in 0..3 {
+                            assert_eq!(value_int(m.field(vec, k)), (k as i64 + 1) * i);
+                        }
+                        sum += i;
+                        l = m.field(l, 1);
+                    }
+                    len += 1;
+                }
+                m.pop_frame(f);
+                Ok((sum, len))
+            })
+            .unwrap();
+        for r in got {
+            assert_eq!(r.unwrap(), ((0..30_000).sum::<i64>(), 30_000), "{plan:?}");
+        }
+        assert!(
+            rt.stats().total.minor.count > 0,
+            "{plan:?}: no collection ran"
+        );
+    }
+}
+
+#[test]
+fn a_block_out_of_range_is_refused() {
+    let rt = runtime(PlanKind::SplitHeap, 1);
+    let node = node_desc(&rt);
+    rt.run_on(0, move |s| {
+        // SAFETY: nothing is allocated.
+        let mut m = unsafe { s.compiled() };
+        let h = header(node, 2);
+        for words in [0, 1, super::MAX_BLOCK_WORDS + 1] {
+            let e = m.alloc_block_out_of_line(h, words).unwrap_err();
+            assert!(e.to_string().contains("alloc_block"), "{e}");
+        }
+        let b = m.alloc_block_out_of_line(h, 3).unwrap();
+        // SAFETY: a fresh block of one object of two fields.
+        unsafe {
+            m.init(b, 0, NIL);
+            m.init(b, 1, NIL);
+        }
+    })
+    .unwrap();
+}
+
+#[test]
 fn frames_are_roots_and_poll_joins_collections() {
     for plan in PLANS {
         let rt = runtime(plan, 2);

@@ -355,7 +355,11 @@ fn darken_then_compact(barrier: bool) {
             }
             c0.phase(0, || {});
             // `update_own`: the root follows a moved object.
-            let slot = if o0.load(Ordering::Relaxed) == MOVED { &n0 } else { &o0 };
+            let slot = if o0.load(Ordering::Relaxed) == MOVED {
+                &n0
+            } else {
+                &o0
+            };
             let colour = slot.load(Ordering::Relaxed);
             c0.phase(0, || c0.finish());
             colour

@@ -257,7 +257,8 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &TaskRef) {
             .map(|slot| s.push_root(shared.global_roots.take(slot)))
             .collect();
         // SAFETY: the deque handed the task to this vproc.
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { t.run(s, &env) }));
+        let run =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { t.run(s, &env) }));
         match run {
             Ok(Ok(h)) => s.promote_word(h).map(|w| s.shared().global_roots.add(w)),
             Ok(Err(e)) => Err(e),
