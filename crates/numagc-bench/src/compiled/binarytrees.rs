@@ -11,17 +11,44 @@ use numagc::compiled::{header, Mutator};
 use numagc::object::{is_pointer, NIL};
 use numagc::{Descriptor, Result, Runtime};
 
-/// A complete tree of `depth`.
+/// A complete tree of `depth`. A leaf is allocated at once; an inner node
+/// goes on in [`make_inner`] (a jump, not a call), so that a leaf saves
+/// none of the registers an inner node needs (the shrink-wrapping of a
+/// native code generator; `parfib.rs` says why it is written by hand).
+#[inline(never)]
 fn make(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
-    if depth == 0 {
-        let t = m.alloc(node, 2)?;
-        // SAFETY: `t` is fresh from `alloc`, with two value fields.
-        unsafe {
-            m.init(t, 0, NIL);
-            m.init(t, 1, NIL);
-        }
-        return Ok(t);
+    if depth > 0 {
+        return make_inner(m, node, depth);
     }
+    match m.try_alloc(node, 2) {
+        Some(t) => {
+            // SAFETY: `t` is fresh from `try_alloc`, with two value fields.
+            unsafe {
+                m.init(t, 0, NIL);
+                m.init(t, 1, NIL);
+            }
+            Ok(t)
+        }
+        None => leaf_slow(m, node),
+    }
+}
+
+/// A leaf through the allocation's slow path.
+#[cold]
+#[inline(never)]
+fn leaf_slow(m: &mut Mutator<'_>, node: u64) -> Result<u64> {
+    let t = m.alloc_out_of_line(node, 2)?;
+    // SAFETY: `t` is fresh, with two value fields.
+    unsafe {
+        m.init(t, 0, NIL);
+        m.init(t, 1, NIL);
+    }
+    Ok(t)
+}
+
+/// An inner node of `make`, its subtrees in a frame of two slots.
+#[inline(never)]
+fn make_inner(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
     let f = m.push_frame(2);
     let r = node_of(m, node, depth, f);
     m.pop_frame(f);

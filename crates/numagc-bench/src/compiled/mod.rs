@@ -29,11 +29,26 @@ pub(crate) unsafe fn unbox(m: &Mutator<'_>, b: u64) -> i64 {
     numagc::object::value_int(unsafe { m.field(b, 0) })
 }
 
-/// A new one-field object holding the immediate `x`.
+/// A new one-field object holding the immediate `x`: the inline fast
+/// path, and past the limit a tail call of [`boxed_slow`].
 #[inline(always)]
 pub(crate) fn boxed(m: &mut Mutator<'_>, header: u64, x: i64) -> Result<u64> {
-    let b = m.alloc(header, 1)?;
-    // SAFETY: `b` is fresh from `alloc`, with one field.
+    match m.try_alloc(header, 1) {
+        Some(b) => {
+            // SAFETY: `b` is fresh from `try_alloc`, with one field.
+            unsafe { m.init(b, 0, numagc::object::int_value(x)) };
+            Ok(b)
+        }
+        None => boxed_slow(m, header, x),
+    }
+}
+
+/// [`boxed`] through the allocation's slow path.
+#[cold]
+#[inline(never)]
+fn boxed_slow(m: &mut Mutator<'_>, header: u64, x: i64) -> Result<u64> {
+    let b = m.alloc_out_of_line(header, 1)?;
+    // SAFETY: `b` is fresh from the slow path, with one field.
     unsafe { m.init(b, 0, numagc::object::int_value(x)) };
     Ok(b)
 }

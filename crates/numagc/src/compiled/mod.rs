@@ -340,6 +340,29 @@ impl<'a> Mutator<'a> {
         Ok(p)
     }
 
+    /// The fast path of [`Mutator::alloc`] alone: the object, its header
+    /// written, or `None` past the limit, where the caller takes the slow
+    /// path ([`Mutator::alloc_out_of_line`]) in code of its own (Whippet's
+    /// `gc_allocate_small_fast`). A compiler emits this where the slow
+    /// path is best a tail call, so that the fast path needs no register
+    /// saved for it.
+    #[inline(always)]
+    pub fn try_alloc(&mut self, header: u64, fields: usize) -> Option<u64> {
+        debug_assert!(fields <= MAX_SMALL_FIELDS, "alloc of {fields} fields");
+        #[cfg(debug_assertions)]
+        slow::check_alloc(self.vp(), header, fields);
+        let rec = self.rec();
+        let p = rec.alloc_ptr();
+        let next = p + (fields + 1) * 8;
+        if next > rec.limit() {
+            return None;
+        }
+        rec.set_alloc_ptr(next);
+        // SAFETY: `[p, next)` is a fresh nursery reservation.
+        unsafe { (p as *mut u64).write(header) };
+        Some(p as u64)
+    }
+
     /// Allocates the `N` objects of `objects` (header word, fields; each
     /// at most [`MAX_SMALL_FIELDS`] fields) with one bump and one limit
     /// test, as a compiler allocates every object of a basic block at once
@@ -474,6 +497,26 @@ impl<'a> Mutator<'a> {
             rec.set_roots_top(base.add(len));
         }
         Frame { base, len }
+    }
+
+    /// Pushes a frame of `N` slots holding `words` (values read since the
+    /// last call that may collect): [`Mutator::push_frame`] and a `set` of
+    /// each slot, without the NIL stores.
+    ///
+    /// Panics when the root stack is full (like a stack overflow).
+    #[inline(always)]
+    pub fn push_frame_with<const N: usize>(&mut self, words: [u64; N]) -> Frame {
+        let rec = self.rec();
+        let base = rec.roots_top();
+        if (rec.roots_limit() as usize - base as usize) / 8 < N {
+            slow::frame_overflow(N);
+        }
+        // SAFETY: `[base, base + N)` is inside the root stack (checked).
+        unsafe {
+            base.cast::<[u64; N]>().write_unaligned(words);
+            rec.set_roots_top(base.add(N));
+        }
+        Frame { base, len: N }
     }
 
     /// Pops `frame` and every frame pushed after it (contract 4; checked
