@@ -75,22 +75,37 @@ fn pay_one(
     Ok(cell)
 }
 
-/// `payN`: the sequential count.
-fn pay_n(m: &mut Mutator<'_>, l: Layout, val: i64, coins: u64) -> Result<u64> {
-    if val == 0 {
-        return Ok(1);
-    }
-    if !is_pointer(coins) {
-        return Ok(0);
-    }
-    // SAFETY: `coins` is a live cons cell (just checked not NIL).
-    let (c, q) = unsafe { head(m, coins) };
-    if c > val {
+/// `payN`: the sequential count. The cases that return at once, and the
+/// skipping of coins larger than `val` (a tail call: a loop), run before
+/// anything is saved; the two recursive calls go on in [`pay_n_both`] (a
+/// jump, not a call), as a native code generator shrink-wraps them
+/// (`parfib.rs` says why it is written by hand).
+#[inline(never)]
+fn pay_n(m: &mut Mutator<'_>, l: Layout, val: i64, mut coins: u64) -> Result<u64> {
+    loop {
+        if val == 0 {
+            return Ok(1);
+        }
+        if !is_pointer(coins) {
+            return Ok(0);
+        }
+        // SAFETY: `coins` is a live cons cell (just checked not NIL).
+        let (c, _) = unsafe { head(m, coins) };
+        if c <= val {
+            return pay_n_both(m, l, val, coins);
+        }
         // SAFETY: as above.
-        return pay_n(m, l, val, unsafe { m.field(coins, 1) });
+        coins = unsafe { m.field(coins, 1) };
     }
-    let f = m.push_frame(1);
-    f.set(0, coins);
+}
+
+/// `payN val coins` when the first coin fits: the left branch pays it,
+/// the right one drops its value; the list in a frame slot across both.
+#[inline(never)]
+fn pay_n_both(m: &mut Mutator<'_>, l: Layout, val: i64, coins: u64) -> Result<u64> {
+    // SAFETY: `coins` is a live cons cell (`pay_n` checked it).
+    let (c, q) = unsafe { head(m, coins) };
+    let f = m.push_frame_with([coins]);
     let r = (|| {
         let left_coins = pay_one(m, l, f, c, q)?;
         let left = pay_n(m, l, val - c, left_coins)?;
