@@ -67,6 +67,13 @@
 #define NUMAGC_MAX_BLOCK_WORDS 256
 
 /**
+ * How far past the allocation pointer `numagc_inline_alloc` and
+ * `numagc_inline_alloc_block` prefetch a line for writing, in bytes (the
+ * Rust fast paths' distance).
+ */
+#define NUMAGC_ALLOC_PREFETCH_DISTANCE 512
+
+/**
  * What a value is.
  */
 typedef enum numagc_kind {

@@ -67,6 +67,8 @@ static inline int numagc_inline_alloc(numagc_mutator *m, uint64_t header, size_t
     if (__builtin_expect(next > numagc_inline_limit(m), 0))
         return numagc_alloc_slow(m, header, fields, out);
     m->alloc_ptr = next;
+    /* allocation prefetch: the line a few objects ahead, for writing */
+    __builtin_prefetch((const void *)(next + NUMAGC_ALLOC_PREFETCH_DISTANCE), 1, 3);
     *(uint64_t *)p = header;
     *out = (uint64_t)p;
     return NUMAGC_OK;
@@ -86,6 +88,8 @@ static inline int numagc_inline_alloc_block(numagc_mutator *m, uint64_t first_he
     if (__builtin_expect(next > numagc_inline_limit(m), 0))
         return numagc_alloc_block_slow(m, first_header, words, out);
     m->alloc_ptr = next;
+    /* allocation prefetch: the line a few objects ahead, for writing */
+    __builtin_prefetch((const void *)(next + NUMAGC_ALLOC_PREFETCH_DISTANCE), 1, 3);
     *(uint64_t *)p = first_header;
     *out = (uint64_t)p;
     return NUMAGC_OK;

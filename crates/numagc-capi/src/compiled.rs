@@ -17,7 +17,9 @@ use crate::numagc_value;
 use crate::scope::{numagc_scope, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{guard, out, Fail, Res};
-use numagc_rs::compiled::{Mutator, MutatorRecord, MAX_BLOCK_WORDS, MAX_SMALL_FIELDS};
+use numagc_rs::compiled::{
+    Mutator, MutatorRecord, ALLOC_PREFETCH_DISTANCE, MAX_BLOCK_WORDS, MAX_SMALL_FIELDS,
+};
 use std::ffi::c_int;
 
 /// The per-vproc mutator record of the compiled-code interface. Compiled
@@ -66,6 +68,11 @@ const _: () = assert!(NUMAGC_MAX_SMALL_FIELDS == MAX_SMALL_FIELDS);
 /// included.
 pub const NUMAGC_MAX_BLOCK_WORDS: usize = 256;
 const _: () = assert!(NUMAGC_MAX_BLOCK_WORDS == MAX_BLOCK_WORDS);
+/// How far past the allocation pointer `numagc_inline_alloc` and
+/// `numagc_inline_alloc_block` prefetch a line for writing, in bytes (the
+/// Rust fast paths' distance).
+pub const NUMAGC_ALLOC_PREFETCH_DISTANCE: usize = 512;
+const _: () = assert!(NUMAGC_ALLOC_PREFETCH_DISTANCE == ALLOC_PREFETCH_DISTANCE);
 
 /// Runs `f` with the body's compiled mutator after the checks of the
 /// module doc.

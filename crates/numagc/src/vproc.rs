@@ -249,6 +249,7 @@ impl Vproc {
         let next = p + bytes;
         if next <= rec.limit() {
             rec.set_alloc_ptr(next);
+            crate::heap::prefetch::for_write(next + crate::heap::prefetch::DISTANCE);
             Some(p)
         } else {
             None

@@ -3,7 +3,8 @@
 //! cell; above the threshold the two calls are forked with the closure's
 //! environment, a boxed `n`, as argument), emitted against the inline
 //! allocator, with the first call's result in a frame slot across the
-//! second call. Every call of the program is one machine call of [`pfib`].
+//! second call. Every call of the program is one machine call of [`pfib`]
+//! or [`seq`].
 
 use super::{boxed, unbox};
 use crate::benchmarks::parfib::outcome;
@@ -11,30 +12,38 @@ use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Mutator};
 use numagc::{Descriptor, Result, Runtime};
 
-/// `pfib n`: a leaf returns its boxed `n` at once; an inner call goes on
-/// in [`pfib_inner`] (a jump, not a call). The split is the
+/// `pfib n` above the sequential part: at or below the threshold the
+/// call is [`seq`]'s, above it the two calls are forked (the structure of
+/// the OCaml 5 peer, whose `seq` takes no threshold either).
+#[inline(never)]
+fn pfib(m: &mut Mutator<'_>, cell: u64, n: i64, threshold: i64) -> Result<u64> {
+    if n <= threshold {
+        return seq(m, cell, n);
+    }
+    pfib_fork(m, cell, n, threshold)
+}
+
+/// `seq n`: a leaf returns its boxed `n` at once; an inner call goes on
+/// in [`seq_inner`] (a jump, not a call). The split is the
 /// shrink-wrapping a native code generator does: a leaf saves none of the
 /// registers an inner call needs. (LLVM does not do it on its own here: it
 /// merges the leaf's boxing with the inner call's, and the merged tail
 /// needs them.)
 #[inline(never)]
-fn pfib(m: &mut Mutator<'_>, cell: u64, n: i64, threshold: i64) -> Result<u64> {
+fn seq(m: &mut Mutator<'_>, cell: u64, n: i64) -> Result<u64> {
     if n < 2 {
         return boxed(m, cell, n);
     }
-    pfib_inner(m, cell, n, threshold)
+    seq_inner(m, cell, n)
 }
 
-/// An inner call: sequential at or below the threshold, with the first
-/// result in a frame slot across the second call.
+/// An inner sequential call, with the first result in a frame slot
+/// across the second call.
 #[inline(never)]
-fn pfib_inner(m: &mut Mutator<'_>, cell: u64, n: i64, threshold: i64) -> Result<u64> {
-    if n > threshold {
-        return pfib_fork(m, cell, n, threshold);
-    }
-    let x = pfib(m, cell, n - 1, threshold)?;
+fn seq_inner(m: &mut Mutator<'_>, cell: u64, n: i64) -> Result<u64> {
+    let x = seq(m, cell, n - 1)?;
     let f = m.push_frame_with([x]);
-    let r = pfib(m, cell, n - 2, threshold).map(|y| {
+    let r = seq(m, cell, n - 2).map(|y| {
         // SAFETY: `x` is reloaded from its slot, `y` was just returned.
         unsafe { unbox(m, f.get(0)) + unbox(m, y) }
     });
@@ -42,8 +51,8 @@ fn pfib_inner(m: &mut Mutator<'_>, cell: u64, n: i64, threshold: i64) -> Result<
     boxed(m, cell, r?)
 }
 
-/// An inner call above the threshold: the two calls forked with the
-/// closure's environment, a boxed `n`.
+/// A call above the threshold: the two calls forked with the closure's
+/// environment, a boxed `n`.
 #[inline(never)]
 fn pfib_fork(m: &mut Mutator<'_>, cell: u64, n: i64, threshold: i64) -> Result<u64> {
     let env = boxed(m, cell, n)?;

@@ -89,6 +89,7 @@ pub use record::{MutatorRecord, RecordOffsets};
 pub(crate) use slow::poison;
 
 use crate::error::{Error, Result};
+use crate::heap::prefetch;
 use crate::mutator::Scope;
 use crate::object::descriptor::DescId;
 use crate::object::header::Header;
@@ -106,6 +107,11 @@ pub const MAX_SMALL_FIELDS: usize = 30;
 /// `numagc_inline_alloc_block`) reserves at once, headers included: 2 KiB,
 /// far below the smallest nursery (64 KiB), so a block always fits one.
 pub const MAX_BLOCK_WORDS: usize = 256;
+
+/// How far past the allocation pointer the inline allocations prefetch a
+/// line for writing, in bytes (`crate::heap::prefetch`; the C header's
+/// `NUMAGC_ALLOC_PREFETCH_DISTANCE`).
+pub const ALLOC_PREFETCH_DISTANCE: usize = prefetch::DISTANCE;
 
 /// The header word of an object of descriptor `d` with `fields` fields
 /// (mixed objects: the descriptor's size; vectors and raw data: any
@@ -358,6 +364,7 @@ impl<'a> Mutator<'a> {
             return None;
         }
         rec.set_alloc_ptr(next);
+        prefetch::for_write(next + prefetch::DISTANCE);
         // SAFETY: `[p, next)` is a fresh nursery reservation.
         unsafe { (p as *mut u64).write(header) };
         Some(p as u64)
@@ -408,6 +415,7 @@ impl<'a> Mutator<'a> {
             self.alloc_slow(header, bytes)?
         } else {
             rec.set_alloc_ptr(next);
+            prefetch::for_write(next + prefetch::DISTANCE);
             p as u64
         };
         Ok(p)

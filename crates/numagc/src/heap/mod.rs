@@ -8,4 +8,5 @@ pub(crate) mod budget;
 pub(crate) mod chunk_pool;
 pub(crate) mod cursor;
 pub mod global;
+pub(crate) mod prefetch;
 pub(crate) mod space;

@@ -100,10 +100,19 @@ impl<'a> ToGlobal<'a> {
         dst as u64
     }
 
+    /// Room for a copy of `size` bytes: the bump inline, a new chunk out
+    /// of line.
+    #[inline(always)]
     fn alloc(&mut self, size: usize) -> usize {
-        if let Some(p) = self.cursor.try_bump(size) {
-            return p;
+        match self.cursor.try_bump(size) {
+            Some(p) => p,
+            None => self.alloc_in_new_chunk(size),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_in_new_chunk(&mut self, size: usize) -> usize {
         // Collector copies are forced past the heap limit; when the system
         // refuses a chunk, the copy reserve has one (see the module doc).
         let retired = match self.cursor.refill(self.heap, self.node, true) {

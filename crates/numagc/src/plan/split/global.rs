@@ -299,10 +299,19 @@ impl Evacuator<'_> {
         }
     }
 
+    /// Room for a copy of `size` bytes: the bump inline, a new chunk out
+    /// of line.
+    #[inline(always)]
     fn alloc(&mut self, size: usize, tenure: bool) -> usize {
-        if let Some(p) = self.cursor(tenure).try_bump(size) {
-            return p;
+        match self.cursor(tenure).try_bump(size) {
+            Some(p) => p,
+            None => self.alloc_in_new_chunk(size, tenure),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_in_new_chunk(&mut self, size: usize, tenure: bool) -> usize {
         let (heap, node) = (self.heap, self.node);
         // Forced: past the heap limit, and to another node's pool when the
         // system refuses a chunk; phase A filled the pools with all that the
