@@ -178,7 +178,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     if shared.config.verify {
         v.shared_heap
             .pools
-            .check_free_lists()
+            .check_free_slots()
             .unwrap_or_else(|e| panic!("heap verifier: after a minor collection: {e}"));
     }
     if ending == 0 {

@@ -9,7 +9,7 @@
 //!   points to an object (a slot that is not `FREE`, or a large object);
 //!   no value anywhere — fields, root stacks, global roots — points into a
 //!   minor heap (they were all emptied). Each vproc checks its own roots
-//!   and its pages' free lists.
+//!   and its pages' free-slot counts.
 //! * Before a minor collection: every major-heap field pointing into a
 //!   minor heap is in a remembered set (the barrier missed nothing).
 //! * At the end of a cycle, when marking is complete: every object
