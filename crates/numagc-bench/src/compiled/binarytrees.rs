@@ -2,8 +2,10 @@
 //! `benchmarks/binarytrees.rs` (same trees, same forks of the two big
 //! trees' top levels, same static split of the iterations, same output and
 //! check), with `make` emitting an inline allocation per node and keeping
-//! both subtrees in frame slots across the calls that may collect, as a
-//! compiler's frame for `Node (make (d-1), make (d-1))` would.
+//! in a frame slot what is live across a call that may collect, as a
+//! compiler's frame for `Node (make (d-1), make (d-1))` would: the left
+//! subtree across the second call, and the right one too when the node's
+//! allocation takes its slow path.
 
 use crate::benchmarks::binarytrees::{check_output, output, MIN_DEPTH, PAR_LEVELS};
 use crate::{rt_err, Outcome, Params};
@@ -46,30 +48,57 @@ fn leaf_slow(m: &mut Mutator<'_>, node: u64) -> Result<u64> {
     Ok(t)
 }
 
-/// An inner node of `make`, its subtrees in a frame of two slots.
+/// An inner node of `make`. Nothing is live across the first call; the
+/// left subtree is kept in a frame of one slot across the second, and
+/// reloaded for the node's allocation (a compiler's frame holds only the
+/// values live across a call that may collect).
 #[inline(never)]
 fn make_inner(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
-    let f = m.push_frame(2);
-    let r = node_of(m, node, depth, f);
+    let l = make(m, node, depth - 1)?;
+    let f = m.push_frame_with([l]);
+    let t = node_of(m, node, depth, f);
     m.pop_frame(f);
-    r
+    t
 }
 
-/// The body of `make` for an inner node, with its frame `f`.
+/// The rest of an inner node of `make`, the left subtree in slot 0 of
+/// `f`.
 #[inline(always)]
 fn node_of(m: &mut Mutator<'_>, node: u64, depth: u32, f: numagc::compiled::Frame) -> Result<u64> {
-    let l = make(m, node, depth - 1)?;
-    f.set(0, l);
     let r = make(m, node, depth - 1)?;
-    f.set(1, r);
-    let t = m.alloc(node, 2)?;
-    // SAFETY: `t` is fresh; both subtrees are reloaded from their slots
-    // after the calls that may collect.
-    unsafe {
-        m.init(t, 0, f.get(0));
-        m.init(t, 1, f.get(1));
+    // `r` is fresh; allocating the node may collect, so `r` goes into
+    // the allocation's slow path through the frame too when it is taken.
+    match m.try_alloc(node, 2) {
+        Some(t) => {
+            // SAFETY: `t` is fresh from `try_alloc`; the left subtree is
+            // reloaded from its slot, `r` was returned since the last call
+            // that may collect (`try_alloc` does not collect).
+            unsafe {
+                m.init(t, 0, f.get(0));
+                m.init(t, 1, r);
+            }
+            Ok(t)
+        }
+        None => node_slow(m, node, f, r),
     }
-    Ok(t)
+}
+
+/// The node's allocation through the slow path: `r` is kept in a frame
+/// slot across it.
+#[cold]
+#[inline(never)]
+fn node_slow(m: &mut Mutator<'_>, node: u64, f: numagc::compiled::Frame, r: u64) -> Result<u64> {
+    let g = m.push_frame_with([r]);
+    let t = m.alloc_out_of_line(node, 2);
+    let t = t.inspect(|&t| {
+        // SAFETY: `t` is fresh; both subtrees are reloaded from slots.
+        unsafe {
+            m.init(t, 0, f.get(0));
+            m.init(t, 1, g.get(0));
+        }
+    });
+    m.pop_frame(g);
+    t
 }
 
 /// `make` with its top `levels` levels forked.
