@@ -3,8 +3,9 @@
 //! array, `NumIters(d)` trees per phase and depth spread over the vprocs by
 //! a fork-join reduction whose leaves build about `grain` nodes' worth of
 //! trees one after the other; the big trees' top levels forked), emitted
-//! against the inline allocator, with the subtrees in frame slots and the
-//! long-lived data in the outermost frame.
+//! against the inline allocator, with a subtree in a frame slot while it is
+//! live across a call that may collect, and the long-lived data in the
+//! outermost frame.
 
 use crate::benchmarks::gcbench::{
     num_iters, tree_size, PhaseCount, Report, Setup, FORK_DEPTH, MIN_TREE_DEPTH,
@@ -14,37 +15,69 @@ use numagc::compiled::{header, Frame, Mutator, RAW};
 use numagc::object::{is_pointer, NIL};
 use numagc::{Result, Runtime};
 
-/// A complete tree of `depth` (`MakeTree`); `i` and `j` stay 0.
+/// A complete tree of `depth` (`MakeTree`); `i` and `j` stay 0. A leaf
+/// is allocated at once; an inner node goes on in [`make_inner`] (the
+/// shrink-wrapping of `binarytrees.rs`).
+#[inline(never)]
 fn make_tree(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
     if depth == 0 {
         return new_node(m, node, None);
     }
-    let f = m.push_frame(2);
-    let r = (|| {
-        let l = make_tree(m, node, depth - 1)?;
-        f.set(0, l);
-        let r = make_tree(m, node, depth - 1)?;
-        f.set(1, r);
-        new_node(m, node, Some(f))
-    })();
-    m.pop_frame(f);
-    r
+    make_inner(m, node, depth)
 }
 
-/// A node whose children are in slots 0 and 1 of `kids` (leaves: NIL).
+/// An inner node of `make_tree`: the left subtree in a frame of one slot
+/// across the second call (nothing is live across the first), the right
+/// one in a slot of its own only when the node's allocation may collect.
+#[inline(never)]
+fn make_inner(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+    let l = make_tree(m, node, depth - 1)?;
+    let f = m.push_frame_with([l]);
+    let t = (|| {
+        let r = make_tree(m, node, depth - 1)?;
+        match m.try_alloc(node, 4) {
+            // SAFETY: `t` is fresh from `try_alloc`; the left subtree is
+            // reloaded from its slot, `r` was returned since the last call
+            // that may collect.
+            Some(t) => Ok(unsafe { init_node(m, t, f.get(0), r) }),
+            None => {
+                let g = m.push_frame_with([r]);
+                let t = new_node(m, node, Some((f, g)));
+                m.pop_frame(g);
+                t
+            }
+        }
+    })();
+    m.pop_frame(f);
+    t
+}
+
+/// Writes a node's fields: its children and two zero raw fields.
+///
+/// # Safety
+/// `t` is fresh from an allocation of a 4-field node since the last call
+/// that may collect; `l` and `r` are values read since then.
 #[inline(always)]
-fn new_node(m: &mut Mutator<'_>, node: u64, kids: Option<Frame>) -> Result<u64> {
-    let t = m.alloc(node, 4)?;
-    let (l, r) = kids.map_or((NIL, NIL), |f| (f.get(0), f.get(1)));
-    // SAFETY: `t` is fresh from `alloc` (4 fields: two values, two raw);
-    // the children are read from their slots after the allocation.
+unsafe fn init_node(m: &mut Mutator<'_>, t: u64, l: u64, r: u64) -> u64 {
+    // SAFETY: the caller's contract (4 fields: two values, two raw).
     unsafe {
         m.init(t, 0, l);
         m.init(t, 1, r);
         m.init(t, 2, 0);
         m.init(t, 3, 0);
     }
-    Ok(t)
+    t
+}
+
+/// A node whose children are in slot 0 of each of `kids` (leaves: NIL),
+/// through the allocation that may collect.
+#[inline(always)]
+fn new_node(m: &mut Mutator<'_>, node: u64, kids: Option<(Frame, Frame)>) -> Result<u64> {
+    let t = m.alloc(node, 4)?;
+    let (l, r) = kids.map_or((NIL, NIL), |(f, g)| (f.get(0), g.get(0)));
+    // SAFETY: `t` is fresh from `alloc`; the children are read from their
+    // slots after the allocation.
+    Ok(unsafe { init_node(m, t, l, r) })
 }
 
 /// `make_tree` with the subtrees of nodes deeper than `FORK_DEPTH` built
@@ -58,11 +91,10 @@ fn make_big_tree(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
         move |m, _| make_big_tree(m, node, depth - 1),
         move |m, _| make_big_tree(m, node, depth - 1),
     )?;
-    let f = m.push_frame(2);
-    f.set(0, l);
-    f.set(1, r);
-    let t = new_node(m, node, Some(f));
-    m.pop_frame(f);
+    let f = m.push_frame_with([l]);
+    let g = m.push_frame_with([r]);
+    let t = new_node(m, node, Some((f, g)));
+    m.pop_frame(f); // and `g`, pushed after it
     t
 }
 
