@@ -11,18 +11,22 @@ use crate::benchmarks::binarytrees::{check_output, output, MIN_DEPTH, PAR_LEVELS
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Mutator};
 use numagc::object::{is_pointer, NIL};
-use numagc::{Descriptor, Result, Runtime};
+use numagc::{DescId, Descriptor, Result, Runtime};
+
+/// The header word of a tree node: a constant, the runtime's first
+/// descriptor (`super::register_nth` checks it).
+const NODE: u64 = header(DescId::nth_registered(0), 2);
 
 /// A complete tree of `depth`. A leaf is allocated at once; an inner node
 /// goes on in [`make_inner`] (a jump, not a call), so that a leaf saves
 /// none of the registers an inner node needs (the shrink-wrapping of a
 /// native code generator; `parfib.rs` says why it is written by hand).
 #[inline(never)]
-fn make(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+fn make(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
     if depth > 0 {
-        return make_inner(m, node, depth);
+        return make_inner(m, depth);
     }
-    match m.try_alloc(node, 2) {
+    match m.try_alloc(NODE, 2) {
         Some(t) => {
             // SAFETY: `t` is fresh from `try_alloc`, with two value fields.
             unsafe {
@@ -31,15 +35,15 @@ fn make(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
             }
             Ok(t)
         }
-        None => leaf_slow(m, node),
+        None => leaf_slow(m),
     }
 }
 
 /// A leaf through the allocation's slow path.
 #[cold]
 #[inline(never)]
-fn leaf_slow(m: &mut Mutator<'_>, node: u64) -> Result<u64> {
-    let t = m.alloc_out_of_line(node, 2)?;
+fn leaf_slow(m: &mut Mutator<'_>) -> Result<u64> {
+    let t = m.alloc_out_of_line(NODE, 2)?;
     // SAFETY: `t` is fresh, with two value fields.
     unsafe {
         m.init(t, 0, NIL);
@@ -53,10 +57,10 @@ fn leaf_slow(m: &mut Mutator<'_>, node: u64) -> Result<u64> {
 /// reloaded for the node's allocation (a compiler's frame holds only the
 /// values live across a call that may collect).
 #[inline(never)]
-fn make_inner(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
-    let l = make(m, node, depth - 1)?;
+fn make_inner(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
+    let l = make(m, depth - 1)?;
     let f = m.push_frame_with([l]);
-    let t = node_of(m, node, depth, f);
+    let t = node_of(m, depth, f);
     m.pop_frame(f);
     t
 }
@@ -64,11 +68,11 @@ fn make_inner(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
 /// The rest of an inner node of `make`, the left subtree in slot 0 of
 /// `f`.
 #[inline(always)]
-fn node_of(m: &mut Mutator<'_>, node: u64, depth: u32, f: numagc::compiled::Frame) -> Result<u64> {
-    let r = make(m, node, depth - 1)?;
+fn node_of(m: &mut Mutator<'_>, depth: u32, f: numagc::compiled::Frame) -> Result<u64> {
+    let r = make(m, depth - 1)?;
     // `r` is fresh; allocating the node may collect, so `r` goes into
     // the allocation's slow path through the frame too when it is taken.
-    match m.try_alloc(node, 2) {
+    match m.try_alloc(NODE, 2) {
         Some(t) => {
             // SAFETY: `t` is fresh from `try_alloc`; the left subtree is
             // reloaded from its slot, `r` was returned since the last call
@@ -79,7 +83,7 @@ fn node_of(m: &mut Mutator<'_>, node: u64, depth: u32, f: numagc::compiled::Fram
             }
             Ok(t)
         }
-        None => node_slow(m, node, f, r),
+        None => node_slow(m, f, r),
     }
 }
 
@@ -87,9 +91,9 @@ fn node_of(m: &mut Mutator<'_>, node: u64, depth: u32, f: numagc::compiled::Fram
 /// slot across it.
 #[cold]
 #[inline(never)]
-fn node_slow(m: &mut Mutator<'_>, node: u64, f: numagc::compiled::Frame, r: u64) -> Result<u64> {
+fn node_slow(m: &mut Mutator<'_>, f: numagc::compiled::Frame, r: u64) -> Result<u64> {
     let g = m.push_frame_with([r]);
-    let t = m.alloc_out_of_line(node, 2);
+    let t = m.alloc_out_of_line(NODE, 2);
     let t = t.inspect(|&t| {
         // SAFETY: `t` is fresh; both subtrees are reloaded from slots.
         unsafe {
@@ -102,20 +106,20 @@ fn node_slow(m: &mut Mutator<'_>, node: u64, f: numagc::compiled::Frame, r: u64)
 }
 
 /// `make` with its top `levels` levels forked.
-fn make_par(m: &mut Mutator<'_>, node: u64, depth: u32, levels: u32) -> Result<u64> {
+fn make_par(m: &mut Mutator<'_>, depth: u32, levels: u32) -> Result<u64> {
     if levels == 0 || depth == 0 {
-        return make(m, node, depth);
+        return make(m, depth);
     }
     let (l, r) = m.par2(
         &[],
-        move |m, _| make_par(m, node, depth - 1, levels - 1),
-        move |m, _| make_par(m, node, depth - 1, levels - 1),
+        move |m, _| make_par(m, depth - 1, levels - 1),
+        move |m, _| make_par(m, depth - 1, levels - 1),
     )?;
     // `par2` returned both results; keep them while the node is allocated.
     let f = m.push_frame(2);
     f.set(0, l);
     f.set(1, r);
-    let t = m.alloc(node, 2);
+    let t = m.alloc(NODE, 2);
     let t = t.inspect(|&t| {
         // SAFETY: `t` is fresh; the subtrees are in the slots.
         unsafe {
@@ -141,16 +145,13 @@ fn check(m: &Mutator<'_>, t: u64) -> u64 {
 
 pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
     let max_depth = p.get("depth") as u32;
-    let desc = rt
-        .register(Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?)
-        .map_err(rt_err)?;
-    let node = header(desc, 2);
+    super::register_nth(rt, 0, Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?)?;
 
     let stretch = rt
         .run_on(0, move |s| -> Result<u64> {
             // SAFETY: this module keeps the interface's contract.
             let mut m = unsafe { s.compiled() };
-            let t = make_par(&mut m, node, max_depth + 1, PAR_LEVELS)?;
+            let t = make_par(&mut m, max_depth + 1, PAR_LEVELS)?;
             Ok(check(&m, t))
         })
         .map_err(rt_err)?
@@ -161,7 +162,7 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
             let t = {
                 // SAFETY: as above.
                 let mut m = unsafe { s.compiled() };
-                make_par(&mut m, node, max_depth, PAR_LEVELS)?
+                make_par(&mut m, max_depth, PAR_LEVELS)?
             };
             // SAFETY: `t` was returned just now; nothing collected since.
             let h = unsafe { s.root_word(t) };
@@ -180,7 +181,7 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
                 let iterations = 1u64 << (max_depth - d + MIN_DEPTH);
                 let mut sum = 0;
                 for _ in (me..iterations).step_by(n as usize) {
-                    let t = make(&mut m, node, d)?;
+                    let t = make(&mut m, d)?;
                     sum += check(&m, t);
                 }
                 sums.push(sum);

@@ -10,14 +10,13 @@ use crate::benchmarks::coins::{outcome, COINS};
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Mutator};
 use numagc::object::{int_value, is_pointer, value_int, NIL};
-use numagc::{Descriptor, Result, Runtime};
+use numagc::{DescId, Descriptor, Result, Runtime};
 
-/// The header words of a `(value, quantity)` pair and of a cons cell.
-#[derive(Clone, Copy)]
-struct Layout {
-    pair: u64,
-    cons: u64,
-}
+/// The header word of a `(value, quantity)` pair: a constant, the
+/// runtime's first descriptor (`super::register_nth` checks it).
+const PAIR: u64 = header(DescId::nth_registered(0), 2);
+/// The header word of a cons cell, the runtime's second descriptor.
+const CONS: u64 = header(DescId::nth_registered(1), 2);
 
 /// A two-field object holding `a` and `b`.
 #[inline(always)]
@@ -54,7 +53,6 @@ unsafe fn head(m: &Mutator<'_>, coins: u64) -> (i64, i64) {
 #[inline(always)]
 fn pay_one(
     m: &mut Mutator<'_>,
-    l: Layout,
     f: numagc::compiled::Frame,
     c: i64,
     q: i64,
@@ -63,7 +61,7 @@ fn pay_one(
         // SAFETY: the list is live in its slot.
         return Ok(unsafe { m.field(f.get(0), 1) });
     }
-    let [pair, cell] = m.alloc_many([(l.pair, 2), (l.cons, 2)])?;
+    let [pair, cell] = m.alloc_many([(PAIR, 2), (CONS, 2)])?;
     // SAFETY: both are fresh from `alloc_many`, with two value fields
     // each; the list is reloaded from its slot after the allocation.
     unsafe {
@@ -81,7 +79,7 @@ fn pay_one(
 /// jump, not a call), as a native code generator shrink-wraps them
 /// (`parfib.rs` says why it is written by hand).
 #[inline(never)]
-fn pay_n(m: &mut Mutator<'_>, l: Layout, val: i64, mut coins: u64) -> Result<u64> {
+fn pay_n(m: &mut Mutator<'_>, val: i64, mut coins: u64) -> Result<u64> {
     loop {
         if val == 0 {
             return Ok(1);
@@ -92,7 +90,7 @@ fn pay_n(m: &mut Mutator<'_>, l: Layout, val: i64, mut coins: u64) -> Result<u64
         // SAFETY: `coins` is a live cons cell (just checked not NIL).
         let (c, _) = unsafe { head(m, coins) };
         if c <= val {
-            return pay_n_both(m, l, val, coins);
+            return pay_n_both(m, val, coins);
         }
         // SAFETY: as above.
         coins = unsafe { m.field(coins, 1) };
@@ -102,25 +100,25 @@ fn pay_n(m: &mut Mutator<'_>, l: Layout, val: i64, mut coins: u64) -> Result<u64
 /// `payN val coins` when the first coin fits: the left branch pays it,
 /// the right one drops its value; the list in a frame slot across both.
 #[inline(never)]
-fn pay_n_both(m: &mut Mutator<'_>, l: Layout, val: i64, coins: u64) -> Result<u64> {
+fn pay_n_both(m: &mut Mutator<'_>, val: i64, coins: u64) -> Result<u64> {
     // SAFETY: `coins` is a live cons cell (`pay_n` checked it).
     let (c, q) = unsafe { head(m, coins) };
     let f = m.push_frame_with([coins]);
     let r = (|| {
-        let left_coins = pay_one(m, l, f, c, q)?;
-        let left = pay_n(m, l, val - c, left_coins)?;
+        let left_coins = pay_one(m, f, c, q)?;
+        let left = pay_n(m, val - c, left_coins)?;
         // SAFETY: the list is reloaded from its slot.
         let rest = unsafe { m.field(f.get(0), 1) };
-        Ok(left + pay_n(m, l, val, rest)?)
+        Ok(left + pay_n(m, val, rest)?)
     })();
     m.pop_frame(f);
     r
 }
 
 /// `payN_par`: forks the right branch while `depth > 0`.
-fn pay_n_par(m: &mut Mutator<'_>, l: Layout, depth: i64, val: i64, coins: u64) -> Result<u64> {
+fn pay_n_par(m: &mut Mutator<'_>, depth: i64, val: i64, coins: u64) -> Result<u64> {
     if depth == 0 {
-        return pay_n(m, l, val, coins);
+        return pay_n(m, val, coins);
     }
     if val == 0 {
         return Ok(1);
@@ -132,7 +130,7 @@ fn pay_n_par(m: &mut Mutator<'_>, l: Layout, depth: i64, val: i64, coins: u64) -
     let (c, q) = unsafe { head(m, coins) };
     if c > val {
         // SAFETY: as above.
-        return pay_n_par(m, l, depth, val, unsafe { m.field(coins, 1) });
+        return pay_n_par(m, depth, val, unsafe { m.field(coins, 1) });
     }
     let left_depth = if q == 1 { depth - 1 } else { depth };
     let (left, right) = m.par2(
@@ -140,28 +138,28 @@ fn pay_n_par(m: &mut Mutator<'_>, l: Layout, depth: i64, val: i64, coins: u64) -
         move |m, env| {
             let f = m.push_frame(1);
             f.set(0, env[0]);
-            let r = pay_one(m, l, f, c, q).and_then(|lc| pay_n_par(m, l, left_depth, val - c, lc));
+            let r = pay_one(m, f, c, q).and_then(|lc| pay_n_par(m, left_depth, val - c, lc));
             m.pop_frame(f);
             r.map(|n| int_value(n as i64))
         },
         move |m, env| {
             // SAFETY: `env[0]` is the live list.
             let rest = unsafe { m.field(env[0], 1) };
-            pay_n_par(m, l, depth - 1, val, rest).map(|n| int_value(n as i64))
+            pay_n_par(m, depth - 1, val, rest).map(|n| int_value(n as i64))
         },
     )?;
     Ok((value_int(left) + value_int(right)) as u64)
 }
 
 /// The coin list on the heap, in `COINS` order.
-fn coin_list(m: &mut Mutator<'_>, l: Layout) -> Result<u64> {
+fn coin_list(m: &mut Mutator<'_>) -> Result<u64> {
     let f = m.push_frame(1);
     f.set(0, NIL);
     for &(c, q) in COINS.iter().rev() {
-        let pair = alloc2(m, l.pair, int_value(c), int_value(q))?;
+        let pair = alloc2(m, PAIR, int_value(c), int_value(q))?;
         let g = m.push_frame(1);
         g.set(0, pair);
-        let cell = m.alloc(l.cons, 2)?;
+        let cell = m.alloc(CONS, 2)?;
         // SAFETY: `cell` is fresh; the pair and the list are in slots.
         unsafe {
             m.init(cell, 0, g.get(0));
@@ -177,22 +175,14 @@ fn coin_list(m: &mut Mutator<'_>, l: Layout) -> Result<u64> {
 
 pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
     let (val, depth) = (p.get("value"), p.get("depth"));
-    let pair = rt
-        .register(Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?)
-        .map_err(rt_err)?;
-    let cons = rt
-        .register(Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?)
-        .map_err(rt_err)?;
-    let l = Layout {
-        pair: header(pair, 2),
-        cons: header(cons, 2),
-    };
+    super::register_nth(rt, 0, Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?)?;
+    super::register_nth(rt, 1, Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?)?;
     let got = rt
         .run_on(0, move |s| -> Result<i64> {
             // SAFETY: this module keeps the interface's contract.
             let mut m = unsafe { s.compiled() };
-            let coins = coin_list(&mut m, l)?;
-            Ok(pay_n_par(&mut m, l, depth, val, coins)? as i64)
+            let coins = coin_list(&mut m)?;
+            Ok(pay_n_par(&mut m, depth, val, coins)? as i64)
         })
         .map_err(rt_err)?
         .map_err(rt_err)?;

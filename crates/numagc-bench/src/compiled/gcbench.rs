@@ -13,36 +13,40 @@ use crate::benchmarks::gcbench::{
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Frame, Mutator, RAW};
 use numagc::object::{is_pointer, NIL};
-use numagc::{Result, Runtime};
+use numagc::{DescId, Result, Runtime};
+
+/// The header word of a node: a constant, the runtime's first descriptor
+/// (`Setup::read` registers it first; `run` checks it).
+const NODE: u64 = header(DescId::nth_registered(0), 4);
 
 /// A complete tree of `depth` (`MakeTree`); `i` and `j` stay 0. A leaf
 /// is allocated at once; an inner node goes on in [`make_inner`] (the
 /// shrink-wrapping of `binarytrees.rs`).
 #[inline(never)]
-fn make_tree(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+fn make_tree(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
     if depth == 0 {
-        return new_node(m, node, None);
+        return new_node(m, None);
     }
-    make_inner(m, node, depth)
+    make_inner(m, depth)
 }
 
 /// An inner node of `make_tree`: the left subtree in a frame of one slot
 /// across the second call (nothing is live across the first), the right
 /// one in a slot of its own only when the node's allocation may collect.
 #[inline(never)]
-fn make_inner(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
-    let l = make_tree(m, node, depth - 1)?;
+fn make_inner(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
+    let l = make_tree(m, depth - 1)?;
     let f = m.push_frame_with([l]);
     let t = (|| {
-        let r = make_tree(m, node, depth - 1)?;
-        match m.try_alloc(node, 4) {
+        let r = make_tree(m, depth - 1)?;
+        match m.try_alloc(NODE, 4) {
             // SAFETY: `t` is fresh from `try_alloc`; the left subtree is
             // reloaded from its slot, `r` was returned since the last call
             // that may collect.
             Some(t) => Ok(unsafe { init_node(m, t, f.get(0), r) }),
             None => {
                 let g = m.push_frame_with([r]);
-                let t = new_node(m, node, Some((f, g)));
+                let t = new_node(m, Some((f, g)));
                 m.pop_frame(g);
                 t
             }
@@ -72,8 +76,8 @@ unsafe fn init_node(m: &mut Mutator<'_>, t: u64, l: u64, r: u64) -> u64 {
 /// A node whose children are in slot 0 of each of `kids` (leaves: NIL),
 /// through the allocation that may collect.
 #[inline(always)]
-fn new_node(m: &mut Mutator<'_>, node: u64, kids: Option<(Frame, Frame)>) -> Result<u64> {
-    let t = m.alloc(node, 4)?;
+fn new_node(m: &mut Mutator<'_>, kids: Option<(Frame, Frame)>) -> Result<u64> {
+    let t = m.alloc(NODE, 4)?;
     let (l, r) = kids.map_or((NIL, NIL), |(f, g)| (f.get(0), g.get(0)));
     // SAFETY: `t` is fresh from `alloc`; the children are read from their
     // slots after the allocation.
@@ -82,18 +86,18 @@ fn new_node(m: &mut Mutator<'_>, node: u64, kids: Option<(Frame, Frame)>) -> Res
 
 /// `make_tree` with the subtrees of nodes deeper than `FORK_DEPTH` built
 /// in parallel.
-fn make_big_tree(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+fn make_big_tree(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
     if depth <= FORK_DEPTH {
-        return make_tree(m, node, depth);
+        return make_tree(m, depth);
     }
     let (l, r) = m.par2(
         &[],
-        move |m, _| make_big_tree(m, node, depth - 1),
-        move |m, _| make_big_tree(m, node, depth - 1),
+        move |m, _| make_big_tree(m, depth - 1),
+        move |m, _| make_big_tree(m, depth - 1),
     )?;
     let f = m.push_frame_with([l]);
     let g = m.push_frame_with([r]);
-    let t = new_node(m, node, Some((f, g)));
+    let t = new_node(m, Some((f, g)));
     m.pop_frame(f); // and `g`, pushed after it
     t
 }
@@ -139,7 +143,6 @@ unsafe fn read_counts(m: &Mutator<'_>, o: u64) -> PhaseCount {
 
 #[derive(Clone, Copy)]
 struct Phase {
-    node: u64,
     count: u64,
     depth: u32,
     per_task: usize,
@@ -155,7 +158,7 @@ fn reduce(m: &mut Mutator<'_>, p: Phase, lo: usize, hi: usize) -> Result<u64> {
             max_nodes: 0,
         };
         for _ in lo..hi {
-            let t = make_tree(m, p.node, p.depth)?;
+            let t = make_tree(m, p.depth)?;
             let nodes = count_nodes(m, t);
             c = c.join(PhaseCount {
                 trees: 1,
@@ -180,7 +183,6 @@ fn reduce(m: &mut Mutator<'_>, p: Phase, lo: usize, hi: usize) -> Result<u64> {
 /// `TimeConstruction`'s loop for one phase and depth.
 fn construct_trees(
     m: &mut Mutator<'_>,
-    node: u64,
     count: u64,
     stretch: u32,
     depth: u32,
@@ -189,7 +191,6 @@ fn construct_trees(
     let iters = num_iters(stretch, depth) as usize;
     let per_task = (grain / tree_size(depth) as usize).max(1);
     let p = Phase {
-        node,
         count,
         depth,
         per_task,
@@ -210,16 +211,24 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         node,
         count,
     } = setup;
-    let (node, count) = (header(node, 4), header(count, 4));
+    for (id, n) in [(node, 0), (count, 1)] {
+        if id != DescId::nth_registered(n) {
+            return Err(format!(
+                "descriptor registered as {id:?}, the program was compiled for {:?}",
+                DescId::nth_registered(n)
+            ));
+        }
+    }
+    let count = header(count, 4);
     let report = rt
         .run_on(0, move |s| -> Result<Report> {
             // SAFETY: this module keeps the interface's contract.
             let mut m = unsafe { s.compiled() };
             // Stretch the memory space quickly.
-            let t = make_big_tree(&mut m, node, stretch)?;
+            let t = make_big_tree(&mut m, stretch)?;
             let stretch_nodes = count_nodes(&m, t);
             let keep = m.push_frame(2);
-            let long_lived = make_big_tree(&mut m, node, long_lived_depth)?;
+            let long_lived = make_big_tree(&mut m, long_lived_depth)?;
             keep.set(0, long_lived);
             let array = m.alloc_shared(header(RAW, array_size))?;
             keep.set(1, array);
@@ -229,8 +238,8 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
             }
             let mut phases = Vec::new();
             for depth in (MIN_TREE_DEPTH..=max_depth).step_by(2) {
-                let top_down = construct_trees(&mut m, node, count, stretch, depth, grain)?;
-                let bottom_up = construct_trees(&mut m, node, count, stretch, depth, grain)?;
+                let top_down = construct_trees(&mut m, count, stretch, depth, grain)?;
+                let bottom_up = construct_trees(&mut m, count, stretch, depth, grain)?;
                 phases.push((depth, top_down, bottom_up));
             }
             let long_lived_nodes = count_nodes(&m, keep.get(0));

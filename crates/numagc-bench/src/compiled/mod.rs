@@ -17,7 +17,23 @@ pub mod gcbench;
 pub mod parfib;
 
 use numagc::compiled::Mutator;
-use numagc::Result;
+use numagc::{DescId, Descriptor, Result, Runtime};
+
+/// Registers `d` as the runtime's `n`-th descriptor (from 0), whose
+/// header words the program has as constants
+/// (`DescId::nth_registered`): an error when the runtime gave it another
+/// ID, i.e. when something else was registered first.
+pub(crate) fn register_nth(rt: &Runtime, n: u16, d: Descriptor) -> std::result::Result<DescId, String> {
+    let id = rt.register(d).map_err(crate::rt_err)?;
+    if id != DescId::nth_registered(n) {
+        return Err(format!(
+            "descriptor registered as {:?}, the program was compiled for {:?}",
+            id,
+            DescId::nth_registered(n)
+        ));
+    }
+    Ok(id)
+}
 
 /// A boxed integer's value (field 0 of a one-field object).
 ///

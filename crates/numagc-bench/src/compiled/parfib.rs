@@ -10,17 +10,21 @@ use super::{boxed, unbox};
 use crate::benchmarks::parfib::outcome;
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Mutator};
-use numagc::{Descriptor, Result, Runtime};
+use numagc::{DescId, Descriptor, Result, Runtime};
+
+/// The header word of the boxes: a constant, the runtime's first
+/// descriptor (`super::register_nth` checks it).
+const CELL: u64 = header(DescId::nth_registered(0), 1);
 
 /// `pfib n` above the sequential part: at or below the threshold the
 /// call is [`seq`]'s, above it the two calls are forked (the structure of
 /// the OCaml 5 peer, whose `seq` takes no threshold either).
 #[inline(never)]
-fn pfib(m: &mut Mutator<'_>, cell: u64, n: i64, threshold: i64) -> Result<u64> {
+fn pfib(m: &mut Mutator<'_>, n: i64, threshold: i64) -> Result<u64> {
     if n <= threshold {
-        return seq(m, cell, n);
+        return seq(m, n);
     }
-    pfib_fork(m, cell, n, threshold)
+    pfib_fork(m, n, threshold)
 }
 
 /// `seq n`: a leaf returns its boxed `n` at once; an inner call goes on
@@ -30,53 +34,50 @@ fn pfib(m: &mut Mutator<'_>, cell: u64, n: i64, threshold: i64) -> Result<u64> {
 /// merges the leaf's boxing with the inner call's, and the merged tail
 /// needs them.)
 #[inline(never)]
-fn seq(m: &mut Mutator<'_>, cell: u64, n: i64) -> Result<u64> {
+fn seq(m: &mut Mutator<'_>, n: i64) -> Result<u64> {
     if n < 2 {
-        return boxed(m, cell, n);
+        return boxed(m, CELL, n);
     }
-    seq_inner(m, cell, n)
+    seq_inner(m, n)
 }
 
 /// An inner sequential call, with the first result in a frame slot
 /// across the second call.
 #[inline(never)]
-fn seq_inner(m: &mut Mutator<'_>, cell: u64, n: i64) -> Result<u64> {
-    let x = seq(m, cell, n - 1)?;
+fn seq_inner(m: &mut Mutator<'_>, n: i64) -> Result<u64> {
+    let x = seq(m, n - 1)?;
     let f = m.push_frame_with([x]);
-    let r = seq(m, cell, n - 2).map(|y| {
+    let r = seq(m, n - 2).map(|y| {
         // SAFETY: `x` is reloaded from its slot, `y` was just returned.
         unsafe { unbox(m, f.get(0)) + unbox(m, y) }
     });
     m.pop_frame(f);
-    boxed(m, cell, r?)
+    boxed(m, CELL, r?)
 }
 
 /// A call above the threshold: the two calls forked with the closure's
 /// environment, a boxed `n`.
 #[inline(never)]
-fn pfib_fork(m: &mut Mutator<'_>, cell: u64, n: i64, threshold: i64) -> Result<u64> {
-    let env = boxed(m, cell, n)?;
+fn pfib_fork(m: &mut Mutator<'_>, n: i64, threshold: i64) -> Result<u64> {
+    let env = boxed(m, CELL, n)?;
     let (x, y) = m.par2(
         &[env],
         // SAFETY (both sides): `env[0]` is the live boxed `n`.
-        move |m, env| pfib(m, cell, unsafe { unbox(m, env[0]) } - 1, threshold),
-        move |m, env| pfib(m, cell, unsafe { unbox(m, env[0]) } - 2, threshold),
+        move |m, env| pfib(m, unsafe { unbox(m, env[0]) } - 1, threshold),
+        move |m, env| pfib(m, unsafe { unbox(m, env[0]) } - 2, threshold),
     )?;
     // SAFETY: both results were just returned by `par2`.
-    boxed(m, cell, unsafe { unbox(m, x) + unbox(m, y) })
+    boxed(m, CELL, unsafe { unbox(m, x) + unbox(m, y) })
 }
 
 pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
     let (n, threshold) = (p.get("n"), p.get("threshold"));
-    let desc = rt
-        .register(Descriptor::mixed("int-box", 1, &[0]).map_err(rt_err)?)
-        .map_err(rt_err)?;
-    let cell = header(desc, 1);
+    super::register_nth(rt, 0, Descriptor::mixed("int-box", 1, &[0]).map_err(rt_err)?)?;
     let got = rt
         .run_on(0, move |s| -> Result<i64> {
             // SAFETY: this module keeps the interface's contract.
             let mut m = unsafe { s.compiled() };
-            let b = pfib(&mut m, cell, n, threshold)?;
+            let b = pfib(&mut m, n, threshold)?;
             // SAFETY: `b` was just returned.
             Ok(unsafe { unbox(&m, b) })
         })

@@ -31,6 +31,17 @@ impl DescId {
     pub fn id(self) -> u16 {
         self.0
     }
+
+    /// The ID the `n`-th descriptor registered with a runtime gets,
+    /// counting from 0: [`crate::Runtime::register`] hands out IDs in
+    /// registration order. A compiler that registers its layouts in a
+    /// fixed order at start-up knows their IDs, and so their header words
+    /// (`compiled::header`), when it compiles; it checks every ID
+    /// `register` returns against this one, as OCaml's and GHC's code
+    /// carry their headers and info pointers as constants.
+    pub const fn nth_registered(n: u16) -> DescId {
+        DescId(FIRST_MIXED_ID.saturating_add(n))
+    }
 }
 
 /// The largest mixed object, in fields: 2^20 (8 MiB). A descriptor keeps a
@@ -413,6 +424,7 @@ mod tests {
         for i in 0..DESCRIPTOR_CAPACITY {
             let id = t.register(d.clone()).unwrap();
             assert_eq!(id.id() as usize, FIRST_MIXED_ID as usize + i);
+            assert_eq!(id, DescId::nth_registered(i as u16));
         }
         let e = t.register(d).unwrap_err();
         assert_eq!(
