@@ -374,6 +374,16 @@ typedef int (*numagc_finaliser_fn)(struct numagc_scope *scope, numagc_value valu
 typedef int (*numagc_finaliser_last_fn)(struct numagc_scope *scope, void *userdata);
 
 /**
+ * The id the first descriptor registered with a runtime gets; the n-th
+ * (from 0) gets `NUMAGC_FIRST_DESCRIPTOR_ID + n`, since
+ * `numagc_register_mixed` hands ids out in registration order. A
+ * compiler that registers its layouts first, in a fixed order, knows
+ * their ids and header words (`numagc_inline_header`) when it compiles,
+ * and checks each `*out_desc` against them.
+ */
+#define NUMAGC_FIRST_DESCRIPTOR_ID 3
+
+/**
  * The integer 0, the unit / empty value.
  */
 #define NUMAGC_NIL 1

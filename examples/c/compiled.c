@@ -213,6 +213,13 @@ int main(int argc, char **argv) {
     numagc_desc node;
     size_t both[2] = {0, 1};
     CHECK(numagc_register_mixed(rt, "node", 2, both, 2, false, &node));
+    /* Ids come in registration order: a compiler that registers its
+     * layouts first knows them, and their header words, when it compiles. */
+    if (node != NUMAGC_FIRST_DESCRIPTOR_ID) {
+        fprintf(stderr, "the first descriptor got id %u, not %u\n", (unsigned)node,
+                (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID);
+        failures++;
+    }
     NODE = numagc_inline_header(node, 2);
     size_t first[1] = {0};
     CHECK(numagc_register_mixed(rt, "cell", 1, first, 1, true, &CELL_DESC));

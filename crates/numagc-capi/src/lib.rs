@@ -177,6 +177,17 @@ pub type numagc_value = u64;
 /// The id of a registered mixed-object descriptor.
 pub type numagc_desc = u32;
 
+/// The id the first descriptor registered with a runtime gets; the n-th
+/// (from 0) gets `NUMAGC_FIRST_DESCRIPTOR_ID + n`, since
+/// `numagc_register_mixed` hands ids out in registration order. A
+/// compiler that registers its layouts first, in a fixed order, knows
+/// their ids and header words (`numagc_inline_header`) when it compiles,
+/// and checks each `*out_desc` against them.
+pub const NUMAGC_FIRST_DESCRIPTOR_ID: numagc_desc = 3;
+const _: () = assert!(
+    NUMAGC_FIRST_DESCRIPTOR_ID as u16 == numagc_rs::DescId::nth_registered(0).id()
+);
+
 /// An open root frame, as returned by `numagc_frame_enter`.
 pub type numagc_frame = u64;
 

@@ -15,6 +15,12 @@
 //!   compare with `alloc_limit`; past the limit, [`Mutator::alloc`] calls
 //!   the plan's slow path out of line (it joins a pending collection,
 //!   collects, refills the nursery).
+//!   The header word of each allocation site is [`header`] of the
+//!   layout's descriptor; a compiler that registers its layouts first,
+//!   in a fixed order, knows their IDs when it compiles
+//!   ([`crate::DescId::nth_registered`], checked against what
+//!   [`crate::Runtime::register`] returns) and emits the header words as
+//!   constants, as OCaml's headers and GHC's info pointers are.
 //! - **Safepoints** ([`Mutator::poll`]): one load and one compare. The
 //!   leader of a collection and a vproc asking for a task's environment
 //!   zero the limit (§3.4's limit trick), so the poll and the allocation

@@ -28,7 +28,7 @@ pub struct DescId(pub(crate) u16);
 
 impl DescId {
     /// The raw 15-bit ID, as stored in headers.
-    pub fn id(self) -> u16 {
+    pub const fn id(self) -> u16 {
         self.0
     }
 
