@@ -168,10 +168,14 @@ pub(crate) fn mark(
         };
         match fast {
             Some(f) => {
+                // Last field first, so that the first is scanned first:
+                // the order in which a minor collection lays promoted
+                // objects out (`minor::Promoter::drain`).
                 let mut mask = f.pointer_mask();
                 while mask != 0 {
-                    darken_field(mask.trailing_zeros() as usize);
-                    mask &= mask - 1;
+                    let i = 31 - mask.leading_zeros() as usize;
+                    darken_field(i);
+                    mask &= !(1u32 << i);
                 }
             }
             None => for_each_value_field(h, descs, darken_field),

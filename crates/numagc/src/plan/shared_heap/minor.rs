@@ -110,7 +110,17 @@ impl Promoter<'_> {
             let o = unsafe { Obj::at(a) };
             let h = o.header().expect("a copy has a header");
             let descs = self.descs;
+            // The copies this object's fields made are scanned first
+            // field first: a tree is laid out with each left child near
+            // its parent, the order in which marking (`mark::mark`, which
+            // darkens the last field first) and a program's left-first
+            // walks visit it. Measured on binarytrees 21 (shared plan,
+            // 1 vproc), together with marking's order: major slices
+            // 2.38 -> 2.17 s, the whole run 8.4 -> 7.8 s; with the layout
+            // turned and not marking's, major slices took twice as long.
+            let mark = self.grey.len();
             update_value_fields(o, h, descs, |w| self.forward(w));
+            self.grey[mark..].reverse();
         }
     }
 }
