@@ -87,8 +87,9 @@ fn node_of(m: &mut Mutator<'_>, depth: u32, f: numagc::compiled::Frame) -> Resul
     }
 }
 
-/// The node's allocation through the slow path: `r` is kept in a frame
-/// slot across it.
+/// A node of the left subtree in slot 0 of `f` and `r`, allocated out of
+/// line (the slow path of `node_of`, and the forked top levels): `r` is
+/// kept in a frame slot across the allocation.
 #[cold]
 #[inline(never)]
 fn node_slow(m: &mut Mutator<'_>, f: numagc::compiled::Frame, r: u64) -> Result<u64> {
@@ -116,17 +117,8 @@ fn make_par(m: &mut Mutator<'_>, depth: u32, levels: u32) -> Result<u64> {
         move |m, _| make_par(m, depth - 1, levels - 1),
     )?;
     // `par2` returned both results; keep them while the node is allocated.
-    let f = m.push_frame(2);
-    f.set(0, l);
-    f.set(1, r);
-    let t = m.alloc(NODE, 2);
-    let t = t.inspect(|&t| {
-        // SAFETY: `t` is fresh; the subtrees are in the slots.
-        unsafe {
-            m.init(t, 0, f.get(0));
-            m.init(t, 1, f.get(1));
-        }
-    });
+    let f = m.push_frame_with([l]);
+    let t = node_slow(m, f, r);
     m.pop_frame(f);
     t
 }

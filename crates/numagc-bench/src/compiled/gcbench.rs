@@ -211,14 +211,8 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         node,
         count,
     } = setup;
-    for (id, n) in [(node, 0), (count, 1)] {
-        if id != DescId::nth_registered(n) {
-            return Err(format!(
-                "descriptor registered as {id:?}, the program was compiled for {:?}",
-                DescId::nth_registered(n)
-            ));
-        }
-    }
+    super::check_nth(node, 0)?;
+    super::check_nth(count, 1)?;
     let count = header(count, 4);
     let report = rt
         .run_on(0, move |s| -> Result<Report> {

@@ -21,18 +21,24 @@ use numagc::{DescId, Descriptor, Result, Runtime};
 
 /// Registers `d` as the runtime's `n`-th descriptor (from 0), whose
 /// header words the program has as constants
-/// (`DescId::nth_registered`): an error when the runtime gave it another
-/// ID, i.e. when something else was registered first.
+/// (`DescId::nth_registered`); see [`check_nth`].
 pub(crate) fn register_nth(rt: &Runtime, n: u16, d: Descriptor) -> std::result::Result<DescId, String> {
     let id = rt.register(d).map_err(crate::rt_err)?;
+    check_nth(id, n)?;
+    Ok(id)
+}
+
+/// An error when the runtime gave `id` to what the program was compiled
+/// to find as its `n`-th descriptor, i.e. when something else was
+/// registered first.
+pub(crate) fn check_nth(id: DescId, n: u16) -> std::result::Result<(), String> {
     if id != DescId::nth_registered(n) {
         return Err(format!(
-            "descriptor registered as {:?}, the program was compiled for {:?}",
-            id,
+            "descriptor registered as {id:?}, the program was compiled for {:?}",
             DescId::nth_registered(n)
         ));
     }
-    Ok(id)
+    Ok(())
 }
 
 /// A boxed integer's value (field 0 of a one-field object).

@@ -154,6 +154,7 @@ pub(crate) fn mark(
         let h = o.header().expect("a major-heap object has a header");
         // Fields are read atomically: mutators may store into mutable
         // objects while they are scanned.
+        let pushed = stack.len();
         let mut darken_field = |i: usize| {
             let w = o.field_cell(i).load(Ordering::Acquire);
             darken(heap, pb, roles, stack, w);
@@ -178,7 +179,12 @@ pub(crate) fn mark(
                     mask &= !(1u32 << i);
                 }
             }
-            None => for_each_value_field(h, descs, darken_field),
+            None => {
+                // The same order for the rest: the first field's child on
+                // top of the stack.
+                for_each_value_field(h, descs, darken_field);
+                stack[pushed..].reverse();
+            }
         }
         done += h.len() + 1;
     }
