@@ -184,9 +184,8 @@ pub type numagc_desc = u32;
 /// their ids and header words (`numagc_inline_header`) when it compiles,
 /// and checks each `*out_desc` against them.
 pub const NUMAGC_FIRST_DESCRIPTOR_ID: numagc_desc = 3;
-const _: () = assert!(
-    NUMAGC_FIRST_DESCRIPTOR_ID as u16 == numagc_rs::DescId::nth_registered(0).id()
-);
+const _: () =
+    assert!(NUMAGC_FIRST_DESCRIPTOR_ID as u16 == numagc_rs::DescId::nth_registered(0).id());
 
 /// An open root frame, as returned by `numagc_frame_enter`.
 pub type numagc_frame = u64;

@@ -60,6 +60,19 @@ fn not_from_a_vproc(what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The error a job, task or thread ends with when its code unwound on
+/// vproc `vproc`: the error itself when compiled code raised it
+/// (`compiled::raise`), a [`ErrorKind::TaskPanicked`] otherwise.
+pub(crate) fn panic_error(vproc: usize, p: Box<dyn std::any::Any + Send>) -> Error {
+    match p.downcast::<crate::compiled::Raised>() {
+        Ok(r) => r.0,
+        Err(p) => Error::from(ErrorKind::TaskPanicked {
+            vproc,
+            message: panic_message(p),
+        }),
+    }
+}
+
 pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -420,12 +433,7 @@ where
         vp.roots.clear();
         vp.tracer.end(crate::trace::SpanKind::Job, t0);
         vp.publish_stats();
-        let _ = tx.send(r.map_err(|p| {
-            Error::from(ErrorKind::TaskPanicked {
-                vproc: id,
-                message: panic_message(p),
-            })
-        }));
+        let _ = tx.send(r.map_err(|p| panic_error(id, p)));
     })
 }
 

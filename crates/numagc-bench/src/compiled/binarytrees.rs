@@ -9,7 +9,7 @@
 
 use crate::benchmarks::binarytrees::{check_output, output, MIN_DEPTH, PAR_LEVELS};
 use crate::{rt_err, Outcome, Params};
-use numagc::compiled::{header, Mutator};
+use numagc::compiled::{header, Hp, Mutator, Sp};
 use numagc::object::{is_pointer, NIL};
 use numagc::{DescId, Descriptor, Result, Runtime};
 
@@ -17,39 +17,28 @@ use numagc::{DescId, Descriptor, Result, Runtime};
 /// descriptor (`super::register_nth` checks it).
 const NODE: u64 = header(DescId::nth_registered(0), 2);
 
-/// A complete tree of `depth`. A leaf is allocated at once; an inner node
-/// goes on in [`make_inner`] (a jump, not a call), so that a leaf saves
-/// none of the registers an inner node needs (the shrink-wrapping of a
-/// native code generator; `parfib.rs` says why it is written by hand).
+/// A complete tree of `depth`, in register code (`numagc::compiled::Hp`,
+/// `Sp`: the allocation pointer and the stack's top are arguments, and
+/// the allocation pointer a result, as a compiler keeps them in
+/// registers). A leaf is allocated at once; an inner node goes on in
+/// [`make_inner`] (a jump, not a call), so that a leaf saves none of the
+/// registers an inner node needs (the shrink-wrapping of a native code
+/// generator; `parfib.rs` says why it is written by hand).
 #[inline(never)]
-fn make(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
+fn make(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
     if depth > 0 {
-        return make_inner(m, depth);
+        return make_inner(m, hp, sp, depth);
     }
-    match m.try_alloc(NODE, 2) {
-        Some(t) => {
-            // SAFETY: `t` is fresh from `try_alloc`, with two value fields.
-            unsafe {
-                m.init(t, 0, NIL);
-                m.init(t, 1, NIL);
-            }
-            Ok(t)
-        }
-        None => leaf_slow(m),
-    }
-}
-
-/// A leaf through the allocation's slow path.
-#[cold]
-#[inline(never)]
-fn leaf_slow(m: &mut Mutator<'_>) -> Result<u64> {
-    let t = m.alloc_out_of_line(NODE, 2)?;
+    let (t, hp) = match m.try_alloc_at(hp, NODE, 2) {
+        Some(r) => r,
+        None => m.alloc_at_slow(hp, sp, NODE, 2),
+    };
     // SAFETY: `t` is fresh, with two value fields.
     unsafe {
         m.init(t, 0, NIL);
         m.init(t, 1, NIL);
     }
-    Ok(t)
+    (t, hp)
 }
 
 /// An inner node of `make`. Nothing is live across the first call; the
@@ -57,70 +46,68 @@ fn leaf_slow(m: &mut Mutator<'_>) -> Result<u64> {
 /// reloaded for the node's allocation (a compiler's frame holds only the
 /// values live across a call that may collect).
 #[inline(never)]
-fn make_inner(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
-    let l = make(m, depth - 1)?;
-    let f = m.push_frame_with([l]);
-    let t = node_of(m, depth, f);
-    m.pop_frame(f);
-    t
-}
-
-/// The rest of an inner node of `make`, the left subtree in slot 0 of
-/// `f`.
-#[inline(always)]
-fn node_of(m: &mut Mutator<'_>, depth: u32, f: numagc::compiled::Frame) -> Result<u64> {
-    let r = make(m, depth - 1)?;
+fn make_inner(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
+    let (l, hp) = make(m, hp, sp, depth - 1);
+    let top = m.push_at(sp, [l]);
+    let (r, hp) = make(m, hp, top, depth - 1);
     // `r` is fresh; allocating the node may collect, so `r` goes into
-    // the allocation's slow path through the frame too when it is taken.
-    match m.try_alloc(NODE, 2) {
-        Some(t) => {
-            // SAFETY: `t` is fresh from `try_alloc`; the left subtree is
-            // reloaded from its slot, `r` was returned since the last call
-            // that may collect (`try_alloc` does not collect).
+    // the allocation's slow path through a frame too when it is taken.
+    match m.try_alloc_at(hp, NODE, 2) {
+        Some((t, hp)) => {
+            // SAFETY: `t` is fresh; the left subtree is reloaded from its
+            // slot, `r` was returned since the last call that may collect
+            // (`try_alloc_at` does not collect).
             unsafe {
-                m.init(t, 0, f.get(0));
+                m.init(t, 0, sp.get(0));
                 m.init(t, 1, r);
             }
-            Ok(t)
+            (t, hp)
         }
-        None => node_slow(m, f, r),
+        None => node_slow(m, hp, sp, top, r),
     }
 }
 
-/// A node of the left subtree in slot 0 of `f` and `r`, allocated out of
-/// line (the slow path of `node_of`, and the forked top levels): `r` is
-/// kept in a frame slot across the allocation.
+/// The node of the left subtree in the frame at `sp` and `r`, allocated
+/// through the slow path: `r` is kept in a frame at `top` across it.
 #[cold]
 #[inline(never)]
-fn node_slow(m: &mut Mutator<'_>, f: numagc::compiled::Frame, r: u64) -> Result<u64> {
-    let g = m.push_frame_with([r]);
-    let t = m.alloc_out_of_line(NODE, 2);
-    let t = t.inspect(|&t| {
-        // SAFETY: `t` is fresh; both subtrees are reloaded from slots.
-        unsafe {
-            m.init(t, 0, f.get(0));
-            m.init(t, 1, g.get(0));
-        }
-    });
-    m.pop_frame(g);
-    t
+fn node_slow(m: &Mutator<'_>, hp: Hp, sp: Sp, top: Sp, r: u64) -> (u64, Hp) {
+    let above = m.push_at(top, [r]);
+    let (t, hp) = m.alloc_at_slow(hp, above, NODE, 2);
+    // SAFETY: `t` is fresh; both subtrees are reloaded from their slots.
+    unsafe {
+        m.init(t, 0, sp.get(0));
+        m.init(t, 1, top.get(0));
+    }
+    (t, hp)
+}
+
+/// [`make`] entered from code on the record (`Mutator::with_regs`).
+fn make_tree(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
+    m.with_regs(|m, hp, sp| make(m, hp, sp, depth))
+}
+
+/// The node of `l` and `r`, from code on the record.
+fn node(m: &mut Mutator<'_>, l: u64, r: u64) -> Result<u64> {
+    m.with_regs(|m, hp, sp| {
+        let top = m.push_at(sp, [l]);
+        node_slow(m, hp, sp, top, r)
+    })
 }
 
 /// `make` with its top `levels` levels forked.
 fn make_par(m: &mut Mutator<'_>, depth: u32, levels: u32) -> Result<u64> {
     if levels == 0 || depth == 0 {
-        return make(m, depth);
+        return make_tree(m, depth);
     }
     let (l, r) = m.par2(
         &[],
         move |m, _| make_par(m, depth - 1, levels - 1),
         move |m, _| make_par(m, depth - 1, levels - 1),
     )?;
-    // `par2` returned both results; keep them while the node is allocated.
-    let f = m.push_frame_with([l]);
-    let t = node_slow(m, f, r);
-    m.pop_frame(f);
-    t
+    // `par2` returned both results; `node` keeps them in frame slots
+    // while the node is allocated.
+    node(m, l, r)
 }
 
 /// Nodes of the tree `t` (nothing collects during the walk).
@@ -137,7 +124,11 @@ fn check(m: &Mutator<'_>, t: u64) -> u64 {
 
 pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
     let max_depth = p.get("depth") as u32;
-    super::register_nth(rt, 0, Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?)?;
+    super::register_nth(
+        rt,
+        0,
+        Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?,
+    )?;
 
     let stretch = rt
         .run_on(0, move |s| -> Result<u64> {
@@ -173,7 +164,7 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
                 let iterations = 1u64 << (max_depth - d + MIN_DEPTH);
                 let mut sum = 0;
                 for _ in (me..iterations).step_by(n as usize) {
-                    let t = make(&mut m, d)?;
+                    let t = make_tree(&mut m, d)?;
                     sum += check(&m, t);
                 }
                 sums.push(sum);

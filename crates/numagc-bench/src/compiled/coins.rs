@@ -8,7 +8,7 @@
 
 use crate::benchmarks::coins::{outcome, COINS};
 use crate::{rt_err, Outcome, Params};
-use numagc::compiled::{header, Mutator};
+use numagc::compiled::{header, Hp, Mutator, Sp};
 use numagc::object::{int_value, is_pointer, value_int, NIL};
 use numagc::{DescId, Descriptor, Result, Runtime};
 
@@ -47,50 +47,47 @@ unsafe fn head(m: &Mutator<'_>, coins: u64) -> (i64, i64) {
 }
 
 /// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
-/// last coin of value `c` was used. `coins` is in slot 0 of `f`. The pair
-/// and its cons cell are allocated together (one bump, one limit test), as
-/// a compiler allocates `(c, q - 1) :: rest`.
+/// last coin of value `c` was used. `coins` is in slot 0 of the frame at
+/// `sp`, whose top is `top`. The pair and its cons cell are allocated
+/// together (one bump, one limit test), as a compiler allocates
+/// `(c, q - 1) :: rest`.
 #[inline(always)]
-fn pay_one(
-    m: &mut Mutator<'_>,
-    f: numagc::compiled::Frame,
-    c: i64,
-    q: i64,
-) -> Result<u64> {
+fn pay_one(m: &Mutator<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp) {
     if q == 1 {
         // SAFETY: the list is live in its slot.
-        return Ok(unsafe { m.field(f.get(0), 1) });
+        return (unsafe { m.field(sp.get(0), 1) }, hp);
     }
-    let [pair, cell] = m.alloc_many([(PAIR, 2), (CONS, 2)])?;
-    // SAFETY: both are fresh from `alloc_many`, with two value fields
+    let ([pair, cell], hp) = m.alloc_many_at(hp, top, [(PAIR, 2), (CONS, 2)]);
+    // SAFETY: both are fresh from `alloc_many_at`, with two value fields
     // each; the list is reloaded from its slot after the allocation.
     unsafe {
         m.init(pair, 0, int_value(c));
         m.init(pair, 1, int_value(q - 1));
         m.init(cell, 0, pair);
-        m.init(cell, 1, m.field(f.get(0), 1));
+        m.init(cell, 1, m.field(sp.get(0), 1));
     }
-    Ok(cell)
+    (cell, hp)
 }
 
-/// `payN`: the sequential count. The cases that return at once, and the
-/// skipping of coins larger than `val` (a tail call: a loop), run before
-/// anything is saved; the two recursive calls go on in [`pay_n_both`] (a
-/// jump, not a call), as a native code generator shrink-wraps them
-/// (`parfib.rs` says why it is written by hand).
+/// `payN`: the sequential count, in register code (`numagc::compiled::Hp`,
+/// `Sp`). The cases that return at once, and the skipping of coins larger
+/// than `val` (a tail call: a loop), run before anything is saved; the
+/// two recursive calls go on in [`pay_n_both`] (a jump, not a call), as a
+/// native code generator shrink-wraps them (`parfib.rs` says why it is
+/// written by hand).
 #[inline(never)]
-fn pay_n(m: &mut Mutator<'_>, val: i64, mut coins: u64) -> Result<u64> {
+fn pay_n(m: &Mutator<'_>, hp: Hp, sp: Sp, val: i64, mut coins: u64) -> (u64, Hp) {
     loop {
         if val == 0 {
-            return Ok(1);
+            return (1, hp);
         }
         if !is_pointer(coins) {
-            return Ok(0);
+            return (0, hp);
         }
         // SAFETY: `coins` is a live cons cell (just checked not NIL).
         let (c, _) = unsafe { head(m, coins) };
         if c <= val {
-            return pay_n_both(m, val, coins);
+            return pay_n_both(m, hp, sp, val, coins);
         }
         // SAFETY: as above.
         coins = unsafe { m.field(coins, 1) };
@@ -100,25 +97,22 @@ fn pay_n(m: &mut Mutator<'_>, val: i64, mut coins: u64) -> Result<u64> {
 /// `payN val coins` when the first coin fits: the left branch pays it,
 /// the right one drops its value; the list in a frame slot across both.
 #[inline(never)]
-fn pay_n_both(m: &mut Mutator<'_>, val: i64, coins: u64) -> Result<u64> {
+fn pay_n_both(m: &Mutator<'_>, hp: Hp, sp: Sp, val: i64, coins: u64) -> (u64, Hp) {
     // SAFETY: `coins` is a live cons cell (`pay_n` checked it).
     let (c, q) = unsafe { head(m, coins) };
-    let f = m.push_frame_with([coins]);
-    let r = (|| {
-        let left_coins = pay_one(m, f, c, q)?;
-        let left = pay_n(m, val - c, left_coins)?;
-        // SAFETY: the list is reloaded from its slot.
-        let rest = unsafe { m.field(f.get(0), 1) };
-        Ok(left + pay_n(m, val, rest)?)
-    })();
-    m.pop_frame(f);
-    r
+    let top = m.push_at(sp, [coins]);
+    let (left_coins, hp) = pay_one(m, hp, sp, top, c, q);
+    let (left, hp) = pay_n(m, hp, top, val - c, left_coins);
+    // SAFETY: the list is reloaded from its slot.
+    let rest = unsafe { m.field(sp.get(0), 1) };
+    let (right, hp) = pay_n(m, hp, top, val, rest);
+    (left + right, hp)
 }
 
 /// `payN_par`: forks the right branch while `depth > 0`.
 fn pay_n_par(m: &mut Mutator<'_>, depth: i64, val: i64, coins: u64) -> Result<u64> {
     if depth == 0 {
-        return pay_n(m, val, coins);
+        return m.with_regs(|m, hp, sp| pay_n(m, hp, sp, val, coins));
     }
     if val == 0 {
         return Ok(1);
@@ -136,11 +130,11 @@ fn pay_n_par(m: &mut Mutator<'_>, depth: i64, val: i64, coins: u64) -> Result<u6
     let (left, right) = m.par2(
         &[coins],
         move |m, env| {
-            let f = m.push_frame(1);
-            f.set(0, env[0]);
-            let r = pay_one(m, f, c, q).and_then(|lc| pay_n_par(m, left_depth, val - c, lc));
-            m.pop_frame(f);
-            r.map(|n| int_value(n as i64))
+            let lc = m.with_regs(|m, hp, sp| {
+                let top = m.push_at(sp, [env[0]]);
+                pay_one(m, hp, sp, top, c, q)
+            })?;
+            pay_n_par(m, left_depth, val - c, lc).map(|n| int_value(n as i64))
         },
         move |m, env| {
             // SAFETY: `env[0]` is the live list.
@@ -175,8 +169,16 @@ fn coin_list(m: &mut Mutator<'_>) -> Result<u64> {
 
 pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
     let (val, depth) = (p.get("value"), p.get("depth"));
-    super::register_nth(rt, 0, Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?)?;
-    super::register_nth(rt, 1, Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?)?;
+    super::register_nth(
+        rt,
+        0,
+        Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?,
+    )?;
+    super::register_nth(
+        rt,
+        1,
+        Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?,
+    )?;
     let got = rt
         .run_on(0, move |s| -> Result<i64> {
             // SAFETY: this module keeps the interface's contract.

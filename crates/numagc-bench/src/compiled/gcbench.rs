@@ -11,7 +11,7 @@ use crate::benchmarks::gcbench::{
     num_iters, tree_size, PhaseCount, Report, Setup, FORK_DEPTH, MIN_TREE_DEPTH,
 };
 use crate::{rt_err, Outcome, Params};
-use numagc::compiled::{header, Frame, Mutator, RAW};
+use numagc::compiled::{header, Frame, Hp, Mutator, Sp, RAW};
 use numagc::object::{is_pointer, NIL};
 use numagc::{DescId, Result, Runtime};
 
@@ -19,41 +19,51 @@ use numagc::{DescId, Result, Runtime};
 /// (`Setup::read` registers it first; `run` checks it).
 const NODE: u64 = header(DescId::nth_registered(0), 4);
 
-/// A complete tree of `depth` (`MakeTree`); `i` and `j` stay 0. A leaf
-/// is allocated at once; an inner node goes on in [`make_inner`] (the
+/// A complete tree of `depth` (`MakeTree`); `i` and `j` stay 0. Register
+/// code (`numagc::compiled::Hp`, `Sp`, as in `binarytrees.rs`). A leaf is
+/// allocated at once; an inner node goes on in [`make_inner`] (the
 /// shrink-wrapping of `binarytrees.rs`).
 #[inline(never)]
-fn make_tree(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
+fn make_tree(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
     if depth == 0 {
-        return new_node(m, None);
+        let (t, hp) = m.alloc_at(hp, sp, NODE, 4);
+        // SAFETY: `t` is fresh, a leaf.
+        return (unsafe { init_node(m, t, NIL, NIL) }, hp);
     }
-    make_inner(m, depth)
+    make_inner(m, hp, sp, depth)
 }
 
 /// An inner node of `make_tree`: the left subtree in a frame of one slot
 /// across the second call (nothing is live across the first), the right
 /// one in a slot of its own only when the node's allocation may collect.
 #[inline(never)]
-fn make_inner(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
-    let l = make_tree(m, depth - 1)?;
-    let f = m.push_frame_with([l]);
-    let t = (|| {
-        let r = make_tree(m, depth - 1)?;
-        match m.try_alloc(NODE, 4) {
-            // SAFETY: `t` is fresh from `try_alloc`; the left subtree is
-            // reloaded from its slot, `r` was returned since the last call
-            // that may collect.
-            Some(t) => Ok(unsafe { init_node(m, t, f.get(0), r) }),
-            None => {
-                let g = m.push_frame_with([r]);
-                let t = new_node(m, Some((f, g)));
-                m.pop_frame(g);
-                t
-            }
-        }
-    })();
-    m.pop_frame(f);
-    t
+fn make_inner(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
+    let (l, hp) = make_tree(m, hp, sp, depth - 1);
+    let top = m.push_at(sp, [l]);
+    let (r, hp) = make_tree(m, hp, top, depth - 1);
+    match m.try_alloc_at(hp, NODE, 4) {
+        // SAFETY: `t` is fresh from `try_alloc_at`; the left subtree is
+        // reloaded from its slot, `r` was returned since the last call
+        // that may collect.
+        Some((t, hp)) => (unsafe { init_node(m, t, sp.get(0), r) }, hp),
+        None => node_slow(m, hp, sp, top, r),
+    }
+}
+
+/// The node of the left subtree in the frame at `sp` and `r`, through the
+/// allocation's slow path: `r` is kept in a frame at `top` across it.
+#[cold]
+#[inline(never)]
+fn node_slow(m: &Mutator<'_>, hp: Hp, sp: Sp, top: Sp, r: u64) -> (u64, Hp) {
+    let above = m.push_at(top, [r]);
+    let (t, hp) = m.alloc_at_slow(hp, above, NODE, 4);
+    // SAFETY: `t` is fresh; both subtrees are reloaded from their slots.
+    (unsafe { init_node(m, t, sp.get(0), top.get(0)) }, hp)
+}
+
+/// [`make_tree`] entered from code on the record (`Mutator::with_regs`).
+fn tree(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
+    m.with_regs(|m, hp, sp| make_tree(m, hp, sp, depth))
 }
 
 /// Writes a node's fields: its children and two zero raw fields.
@@ -62,7 +72,7 @@ fn make_inner(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
 /// `t` is fresh from an allocation of a 4-field node since the last call
 /// that may collect; `l` and `r` are values read since then.
 #[inline(always)]
-unsafe fn init_node(m: &mut Mutator<'_>, t: u64, l: u64, r: u64) -> u64 {
+unsafe fn init_node(m: &Mutator<'_>, t: u64, l: u64, r: u64) -> u64 {
     // SAFETY: the caller's contract (4 fields: two values, two raw).
     unsafe {
         m.init(t, 0, l);
@@ -88,7 +98,7 @@ fn new_node(m: &mut Mutator<'_>, kids: Option<(Frame, Frame)>) -> Result<u64> {
 /// in parallel.
 fn make_big_tree(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
     if depth <= FORK_DEPTH {
-        return make_tree(m, depth);
+        return tree(m, depth);
     }
     let (l, r) = m.par2(
         &[],
@@ -158,7 +168,7 @@ fn reduce(m: &mut Mutator<'_>, p: Phase, lo: usize, hi: usize) -> Result<u64> {
             max_nodes: 0,
         };
         for _ in lo..hi {
-            let t = make_tree(m, p.depth)?;
+            let t = tree(m, p.depth)?;
             let nodes = count_nodes(m, t);
             c = c.join(PhaseCount {
                 trees: 1,

@@ -22,7 +22,11 @@ use numagc::{DescId, Descriptor, Result, Runtime};
 /// Registers `d` as the runtime's `n`-th descriptor (from 0), whose
 /// header words the program has as constants
 /// (`DescId::nth_registered`); see [`check_nth`].
-pub(crate) fn register_nth(rt: &Runtime, n: u16, d: Descriptor) -> std::result::Result<DescId, String> {
+pub(crate) fn register_nth(
+    rt: &Runtime,
+    n: u16,
+    d: Descriptor,
+) -> std::result::Result<DescId, String> {
     let id = rt.register(d).map_err(crate::rt_err)?;
     check_nth(id, n)?;
     Ok(id)

@@ -2,14 +2,19 @@
 //! `benchmarks/parfib.rs` (every call returns its result boxed in a heap
 //! cell; above the threshold the two calls are forked with the closure's
 //! environment, a boxed `n`, as argument), emitted against the inline
-//! allocator, with the first call's result in a frame slot across the
-//! second call. Every call of the program is one machine call of [`pfib`]
+//! allocator. Every call of the program is one machine call of [`pfib`]
 //! or [`seq`].
+//!
+//! The sequential part is register code (`numagc::compiled::Hp`, `Sp`):
+//! the allocation pointer and the shadow stack's top are arguments and
+//! the allocation pointer a result of every call, as GHC's `Hp` and `Sp`
+//! and OCaml's `r15` are registers, and the first call's result lies in
+//! a frame slot across the second call.
 
 use super::{boxed, unbox};
 use crate::benchmarks::parfib::outcome;
 use crate::{rt_err, Outcome, Params};
-use numagc::compiled::{header, Mutator};
+use numagc::compiled::{header, Hp, Mutator, Sp};
 use numagc::{DescId, Descriptor, Result, Runtime};
 
 /// The header word of the boxes: a constant, the runtime's first
@@ -17,14 +22,27 @@ use numagc::{DescId, Descriptor, Result, Runtime};
 const CELL: u64 = header(DescId::nth_registered(0), 1);
 
 /// `pfib n` above the sequential part: at or below the threshold the
-/// call is [`seq`]'s, above it the two calls are forked (the structure of
-/// the OCaml 5 peer, whose `seq` takes no threshold either).
+/// call is [`seq`]'s, register code (`Mutator::with_regs`); above it the two calls are forked (the
+/// structure of the OCaml 5 peer, whose `seq` takes no threshold either).
 #[inline(never)]
 fn pfib(m: &mut Mutator<'_>, n: i64, threshold: i64) -> Result<u64> {
     if n <= threshold {
-        return seq(m, n);
+        return m.with_regs(|m, hp, sp| seq(m, hp, sp, n));
     }
     pfib_fork(m, n, threshold)
+}
+
+/// A box holding `x` at `hp`: the inline fast path, past the limit a
+/// tail call of the slow path (which raises the heap's errors).
+#[inline(always)]
+fn boxed_at(m: &Mutator<'_>, hp: Hp, sp: Sp, x: i64) -> (u64, Hp) {
+    let (b, hp) = match m.try_alloc_at(hp, CELL, 1) {
+        Some(r) => r,
+        None => m.alloc_at_slow(hp, sp, CELL, 1),
+    };
+    // SAFETY: `b` is fresh, with one field.
+    unsafe { m.init(b, 0, numagc::object::int_value(x)) };
+    (b, hp)
 }
 
 /// `seq n`: a leaf returns its boxed `n` at once; an inner call goes on
@@ -34,25 +52,23 @@ fn pfib(m: &mut Mutator<'_>, n: i64, threshold: i64) -> Result<u64> {
 /// merges the leaf's boxing with the inner call's, and the merged tail
 /// needs them.)
 #[inline(never)]
-fn seq(m: &mut Mutator<'_>, n: i64) -> Result<u64> {
+fn seq(m: &Mutator<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
     if n < 2 {
-        return boxed(m, CELL, n);
+        return boxed_at(m, hp, sp, n);
     }
-    seq_inner(m, n)
+    seq_inner(m, hp, sp, n)
 }
 
 /// An inner sequential call, with the first result in a frame slot
 /// across the second call.
 #[inline(never)]
-fn seq_inner(m: &mut Mutator<'_>, n: i64) -> Result<u64> {
-    let x = seq(m, n - 1)?;
-    let f = m.push_frame_with([x]);
-    let r = seq(m, n - 2).map(|y| {
-        // SAFETY: `x` is reloaded from its slot, `y` was just returned.
-        unsafe { unbox(m, f.get(0)) + unbox(m, y) }
-    });
-    m.pop_frame(f);
-    boxed(m, CELL, r?)
+fn seq_inner(m: &Mutator<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
+    let (x, hp) = seq(m, hp, sp, n - 1);
+    let top = m.push_at(sp, [x]);
+    let (y, hp) = seq(m, hp, top, n - 2);
+    // SAFETY: `x` is reloaded from its slot, `y` was just returned.
+    let r = unsafe { unbox(m, sp.get(0)) + unbox(m, y) };
+    boxed_at(m, hp, sp, r)
 }
 
 /// A call above the threshold: the two calls forked with the closure's
@@ -72,7 +88,11 @@ fn pfib_fork(m: &mut Mutator<'_>, n: i64, threshold: i64) -> Result<u64> {
 
 pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
     let (n, threshold) = (p.get("n"), p.get("threshold"));
-    super::register_nth(rt, 0, Descriptor::mixed("int-box", 1, &[0]).map_err(rt_err)?)?;
+    super::register_nth(
+        rt,
+        0,
+        Descriptor::mixed("int-box", 1, &[0]).map_err(rt_err)?,
+    )?;
     let got = rt
         .run_on(0, move |s| -> Result<i64> {
             // SAFETY: this module keeps the interface's contract.

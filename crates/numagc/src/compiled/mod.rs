@@ -86,11 +86,14 @@
 
 mod fork;
 pub(crate) mod record;
+mod registers;
 mod slow;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
 pub use record::{MutatorRecord, RecordOffsets};
+pub(crate) use registers::Raised;
+pub use registers::{catch, raise, Hp, Sp};
 #[cfg(debug_assertions)]
 pub(crate) use slow::poison;
 
@@ -233,6 +236,26 @@ impl<'a> Mutator<'a> {
             _scope: PhantomData,
             _not_send: PhantomData,
         }
+    }
+
+    /// The vproc, read-only (debug checks).
+    #[cfg(debug_assertions)]
+    fn vproc_ref(&self) -> &Vproc {
+        // SAFETY: as in `vp`; the reference is only read.
+        unsafe { &*self.vp }
+    }
+
+    /// The vproc, from a shared borrow of the mutator: for the slow paths
+    /// of register code (`registers.rs`), whose fast paths take `&self` so
+    /// that the compiler keeps the record's address in a register across
+    /// calls. No other reference to the vproc is live while one of those
+    /// runs: the mutator holds the scope's `&mut` borrow of it, it is
+    /// neither `Send` nor `Sync` (so a fork's closures cannot capture a
+    /// `&Mutator`), and the slow paths call no code of the program.
+    #[allow(clippy::mut_from_ref)]
+    fn vproc_unaliased(&self) -> &mut Vproc {
+        // SAFETY: see above.
+        unsafe { &mut *self.vp }
     }
 
     fn vp(&mut self) -> &mut Vproc {
@@ -449,9 +472,9 @@ impl<'a> Mutator<'a> {
     /// `obj` came from `alloc` since the last call that may collect, and
     /// `i` is within its length.
     #[inline(always)]
-    pub unsafe fn init(&mut self, obj: u64, i: usize, w: u64) {
+    pub unsafe fn init(&self, obj: u64, i: usize, w: u64) {
         #[cfg(debug_assertions)]
-        slow::check_field(self.vp(), obj, i, "init");
+        slow::check_field(self.vproc_ref(), obj, i, "init");
         // SAFETY: the caller's contract.
         unsafe { Obj::at(obj as usize).set_field(i, w) }
     }

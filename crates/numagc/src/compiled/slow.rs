@@ -184,6 +184,26 @@ pub(super) fn check_alloc(v: &Vproc, header: u64, fields: usize) {
     );
 }
 
+/// Debug builds: the registers register code stores are inside the
+/// vproc's nursery and root stack, 8-aligned
+/// (`super::registers`).
+#[cfg(debug_assertions)]
+pub(super) fn check_regs(v: &Vproc, hp: usize, sp: *mut u64) {
+    assert!(
+        hp.is_multiple_of(8) && hp >= v.counted_ptr && hp <= v.alloc_end,
+        "set_regs: the allocation pointer {hp:#x} is outside the nursery [{:#x}, {:#x}] or unaligned",
+        v.counted_ptr,
+        v.alloc_end
+    );
+    let rec = v.rec();
+    let (base, limit) = (rec.roots_base() as usize, rec.roots_limit() as usize);
+    let sp = sp as usize;
+    assert!(
+        sp.is_multiple_of(8) && sp >= base && sp <= limit,
+        "set_regs: the stack top {sp:#x} is outside the root stack [{base:#x}, {limit:#x}] or unaligned"
+    );
+}
+
 /// Checks a mutable object's field from code that is not trusted (the C
 /// ABI's store slow path): `obj` is 8-aligned and inside a chunk of the
 /// heap that is in use, its header decodes, the object is mutable, `i` is

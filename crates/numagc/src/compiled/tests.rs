@@ -424,3 +424,272 @@ fn a_missing_root_is_caught_in_debug_builds() {
         assert!(e.contains("stale value"), "{plan:?}: {e}");
     }
 }
+
+// ---- register code (`registers.rs`) ------------------------------------------
+
+use super::{catch, Hp, Sp};
+
+/// [`make`] in register code: the allocation pointer and the stack's top
+/// passed and returned, the left subtree in a frame at `sp` across the
+/// second call, and both subtrees in frames when the node's allocation
+/// takes its slow path.
+fn make_r(m: &Mutator<'_>, hp: Hp, sp: Sp, node: u64, depth: u32) -> (u64, Hp) {
+    if depth == 0 {
+        let (t, hp) = m.alloc_at(hp, sp, node, 2);
+        // SAFETY: `t` is fresh, with two fields.
+        unsafe {
+            m.init(t, 0, NIL);
+            m.init(t, 1, NIL);
+        }
+        return (t, hp);
+    }
+    let (l, hp) = make_r(m, hp, sp, node, depth - 1);
+    let top = m.push_at(sp, [l]);
+    let (r, hp) = make_r(m, hp, top, node, depth - 1);
+    let (t, hp) = match m.try_alloc_at(hp, node, 2) {
+        Some((t, hp)) => {
+            // SAFETY: fresh; `r` returned since, `l` reloaded.
+            unsafe { m.init(t, 1, r) };
+            (t, hp)
+        }
+        None => {
+            let above = m.push_at(top, [r]);
+            let (t, hp) = m.alloc_at_slow(hp, above, node, 2);
+            // SAFETY: fresh; `r` reloaded from its slot.
+            unsafe { m.init(t, 1, top.get(0)) };
+            (t, hp)
+        }
+    };
+    // SAFETY: `t` is fresh; the left subtree is reloaded from its slot.
+    unsafe { m.init(t, 0, sp.get(0)) };
+    (t, hp)
+}
+
+#[test]
+fn register_code_trees_survive_collections_on_every_plan() {
+    for plan in PLANS {
+        let rt = runtime(plan, 2);
+        let node = node_desc(&rt);
+        let got = rt
+            .run_each(move |s| -> Result<Vec<u64>> {
+                // SAFETY: `make_r` keeps the interface's contract.
+                let mut m = unsafe { s.compiled() };
+                let h = header(node, 2);
+                let before = m.regs().1;
+                let keep = m.push_frame(1);
+                let t = m.with_regs(|m, hp, sp| make_r(m, hp, sp, h, 12))?;
+                keep.set(0, t);
+                let mut counts = Vec::new();
+                for i in 0..40 {
+                    // Record code and register code alternate.
+                    let t = if i % 2 == 0 {
+                        m.with_regs(|m, hp, sp| make_r(m, hp, sp, h, 10))?
+                    } else {
+                        make(&mut m, h, 10)?
+                    };
+                    counts.push(check(&m, t));
+                }
+                counts.push(check(&m, keep.get(0)));
+                m.pop_frame(keep);
+                assert_eq!(m.regs().1, before, "the stack's top after register code");
+                Ok(counts)
+            })
+            .unwrap();
+        for c in got {
+            let c = c.unwrap();
+            assert!(c[..40].iter().all(|&c| c == 2047), "{plan:?}");
+            assert_eq!(c[40], 8191, "{plan:?}");
+        }
+        assert!(
+            rt.stats().total.minor.count > 0,
+            "{plan:?}: no collection ran"
+        );
+    }
+}
+
+#[test]
+fn register_code_polls_join_collections() {
+    for plan in PLANS {
+        let rt = runtime(plan, 2);
+        let node = node_desc(&rt);
+        let sums = rt
+            .run_each(move |s| -> Result<i64> {
+                // SAFETY: as above.
+                let mut m = unsafe { s.compiled() };
+                let h = header(node, 2);
+                // A list of 20,000 boxed integers built in one frame slot,
+                // a poll after every cell, in a combined allocation every
+                // other time.
+                let list = m.with_regs(|m, hp, sp| {
+                    let top = m.push_at(sp, [NIL]);
+                    let mut hp = hp;
+                    for i in 0..20_000 {
+                        let cell;
+                        (cell, hp) = if i % 2 == 0 {
+                            m.alloc_at(hp, top, h, 2)
+                        } else {
+                            let ([c], hp) = m.alloc_many_at(hp, top, [(h, 2)]);
+                            (c, hp)
+                        };
+                        // SAFETY: fresh cell; the list's head in the slot.
+                        unsafe {
+                            m.init(cell, 0, int_value(i));
+                            m.init(cell, 1, sp.get(0));
+                            sp.set(0, cell);
+                        }
+                        hp = m.poll_at(hp, top);
+                    }
+                    // SAFETY: the slot holds the list.
+                    (unsafe { sp.get(0) }, hp)
+                })?;
+                let mut sum = 0;
+                let mut l = list;
+                while is_pointer(l) {
+                    // SAFETY: list cells, no collection during the walk.
+                    sum += value_int(unsafe { m.field(l, 0) });
+                    l = unsafe { m.field(l, 1) };
+                }
+                Ok(sum)
+            })
+            .unwrap();
+        for s in sums {
+            assert_eq!(s.unwrap(), (0..20_000).sum::<i64>(), "{plan:?}");
+        }
+    }
+}
+
+/// A list that grows until the heap limit, in register code: the slow
+/// path raises the error, which comes back as `Err` from `with_regs`
+/// (and from the job when nothing catches it), and the vproc goes on.
+#[test]
+fn the_heap_limit_in_register_code_is_an_error_and_the_runtime_carries_on() {
+    fn grow(m: &Mutator<'_>, hp: Hp, sp: Sp, h: u64) -> (u64, Hp) {
+        let top = m.push_at(sp, [NIL]);
+        let mut hp = hp;
+        loop {
+            let cell;
+            (cell, hp) = m.alloc_at(hp, top, h, 2);
+            // SAFETY: fresh; the list is in the slot.
+            unsafe {
+                m.init(cell, 0, int_value(1));
+                m.init(cell, 1, sp.get(0));
+                sp.set(0, cell);
+            }
+        }
+    }
+    for plan in PLANS {
+        let cfg = crate::Config::builder()
+            .plan(plan)
+            .vprocs(2)
+            .pin(false)
+            .verify(true)
+            .local_heap_size(256 << 10)
+            .chunk_size(64 << 10)
+            .max_heap(8 << 20)
+            .build()
+            .unwrap();
+        let rt = Runtime::new(cfg).unwrap();
+        let node = node_desc(&rt);
+        let r = rt
+            .run_on(0, move |s| {
+                // SAFETY: `grow` keeps the interface's contract.
+                let mut m = unsafe { s.compiled() };
+                let h = header(node, 2);
+                let before = m.regs().1;
+                let e = m.with_regs(|m, hp, sp| grow(m, hp, sp, h)).unwrap_err();
+                assert_eq!(
+                    m.regs().1,
+                    before,
+                    "{plan:?}: the stack's top after the raise"
+                );
+                // The list is garbage now: the same mutator allocates again.
+                let t = m.with_regs(|m, hp, sp| make_r(m, hp, sp, h, 10)).unwrap();
+                let t = check(&m, t);
+                let u = make(&mut m, h, 10).unwrap();
+                (e, t, check(&m, u))
+            })
+            .unwrap();
+        assert!(
+            matches!(r.0.kind(), crate::ErrorKind::HeapLimit { .. }),
+            "{plan:?}: {:?}",
+            r.0
+        );
+        assert_eq!((r.1, r.2), (2047, 2047), "{plan:?}");
+        // Uncaught, the error ends the job as itself (not as a panic).
+        let e = rt
+            .run_on(0, move |s| {
+                // SAFETY: as above; `regs` and `set_regs` by hand, no catch.
+                let m = unsafe { s.compiled() };
+                let (hp, sp) = m.regs();
+                let (_, hp) = grow(&m, hp, sp, header(node, 2));
+                m.set_regs(hp, sp);
+            })
+            .unwrap_err();
+        assert!(
+            matches!(e.kind(), crate::ErrorKind::HeapLimit { .. }),
+            "{plan:?}: {e:?}"
+        );
+        // Both vprocs carry on.
+        let n = rt
+            .run_each(move |s| {
+                // SAFETY: as above.
+                let mut m = unsafe { s.compiled() };
+                let t = m
+                    .with_regs(|m, hp, sp| make_r(m, hp, sp, header(node, 2), 8))
+                    .unwrap();
+                check(&m, t)
+            })
+            .unwrap();
+        assert_eq!(n, vec![511, 511], "{plan:?}");
+    }
+}
+
+#[test]
+fn catch_passes_other_panics_on() {
+    let r = std::panic::catch_unwind(|| catch(|| panic!("not an error of the heap")));
+    let p = r.expect_err("the panic goes on unwinding");
+    assert_eq!(p.downcast_ref::<&str>(), Some(&"not an error of the heap"));
+    let e = catch(|| super::raise(crate::Error::misuse("raised".to_string())));
+    assert!(e.unwrap_err().to_string().contains("raised"));
+}
+
+/// A value held in a local across a collection in register code, instead
+/// of a frame slot, is caught in debug builds at its next use.
+#[test]
+#[cfg(debug_assertions)]
+fn a_missing_root_in_register_code_is_caught_in_debug_builds() {
+    for plan in PLANS {
+        let rt = runtime(plan, 1);
+        let node = node_desc(&rt);
+        let r = rt.run_on(0, move |s| {
+            // SAFETY: this test breaks contract 1 on purpose; the debug
+            // check must catch it before anything reads freed memory.
+            let mut m = unsafe { s.compiled() };
+            let h = header(node, 2);
+            m.collect_minor();
+            m.with_regs(|m, hp, sp| {
+                // Garbage first, so that the tree does not lie where the
+                // allocation after the collection goes.
+                let mut hp = hp;
+                for _ in 0..64 {
+                    (_, hp) = make_r(m, hp, sp, h, 0);
+                }
+                let (t, mut hp) = make_r(m, hp, sp, h, 4); // held in a local: the bug
+                let minors = || m.vproc_ref().stats.minor.count;
+                let before = minors();
+                while minors() == before {
+                    let c;
+                    (c, hp) = m.alloc_at(hp, sp, h, 2);
+                    // SAFETY: fresh.
+                    unsafe {
+                        m.init(c, 0, NIL);
+                        m.init(c, 1, NIL);
+                    }
+                }
+                (check(m, t), hp)
+            })
+        });
+        let e = r.expect_err("the stale read must panic").to_string();
+        assert!(e.contains("stale value"), "{plan:?}: {e}");
+    }
+}

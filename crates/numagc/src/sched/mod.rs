@@ -37,7 +37,7 @@ pub(crate) mod proxy;
 pub(crate) mod task;
 pub(crate) mod thread;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::mutator::{Handle, Scope};
 use crate::trace::SpanKind;
 use crate::vproc::{Shared, Vproc};
@@ -262,10 +262,7 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &TaskRef) {
         match run {
             Ok(Ok(h)) => s.promote_word(h).map(|w| s.shared().global_roots.add(w)),
             Ok(Err(e)) => Err(e),
-            Err(p) => Err(Error::from(ErrorKind::TaskPanicked {
-                vproc: me,
-                message: crate::runtime::panic_message(p),
-            })),
+            Err(p) => Err(crate::runtime::panic_error(me, p)),
         }
     });
     // Publish before finishing: once the owner sees the result, the

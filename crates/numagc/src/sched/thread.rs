@@ -30,7 +30,7 @@
 //! its home vproc's node-local chunks.
 
 use super::channel::{self, Dir, Matched};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::mutator::{GlobalRoot, Handle, Next, Scope, Step};
 use crate::sync::lock;
 use crate::vproc::Shared;
@@ -135,10 +135,7 @@ fn step<'i>(s: &mut Scope<'i>, env: &[u64], value: Option<u64>, k: Cont) -> Outc
         Ok(Ok(next)) => next,
         Ok(Err(e)) => return fail(s, e),
         Err(p) => {
-            let e = Error::from(ErrorKind::TaskPanicked {
-                vproc: s.vproc(),
-                message: crate::runtime::panic_message(p),
-            });
+            let e = crate::runtime::panic_error(s.vproc(), p);
             return fail(s, e);
         }
     };

@@ -1,0 +1,309 @@
+//! Registers: the allocation pointer and the shadow stack's top held by
+//! compiled code in machine registers between calls that may collect, as
+//! GHC keeps `Hp` and `Sp` and OCaml keeps its young pointer in `r15`.
+//!
+//! The record's `alloc_ptr` and `roots_top` ([`super::MutatorRecord`])
+//! are the collector's view of them. Code on the record alone
+//! ([`Mutator::alloc`], [`Mutator::push_frame_with`]) loads and stores
+//! them at every allocation and frame, so each allocation waits for the
+//! store of the one before it to be forwarded from memory: in parfib,
+//! where every call allocates, that chain is the program's critical path
+//! (0.27 s against 0.16 s with the registers of this module, same run,
+//! `docs/results/compiled.md`). Here the compiled code holds them in
+//! locals ([`Hp`], [`Sp`]) passed to and returned from its functions;
+//! the record is brought up to date only where the collector looks:
+//!
+//! - **The slow paths of this module** ([`Mutator::alloc_at`] past the
+//!   limit, [`Mutator::poll_at`] when a collection waits) store both
+//!   registers into the record before they can collect, and return the
+//!   allocation pointer reloaded after it.
+//! - **Everything else that may collect or read the record** (the `&mut`
+//!   calls of [`Mutator`]: `alloc`, `push_frame`, `store`, `par2`, …, and
+//!   dropping the mutator) expects the record current: compiled code
+//!   calls [`Mutator::set_regs`] before it and [`Mutator::regs`] after.
+//!
+//! **Frames** in register code are slots written at `sp` with
+//! [`Mutator::push_at`], which returns the new top; a callee gets the new
+//! top and the caller keeps its own, so a frame is popped by using the old
+//! top again, without a store. The collector scans `[roots_base,
+//! roots_top)`, where `roots_top` is the `sp` of the slow path that
+//! collects: every frame of every caller of it, which is every frame
+//! live.
+//!
+//! **Errors** of the slow paths (the heap limit, a collection called off)
+//! cannot come back through a register-sized result: they are raised,
+//! as OCaml raises `Out_of_memory` and Java throws `OutOfMemoryError`:
+//! the slow path unwinds with the error ([`raise`]), and [`catch`] (or
+//! the runtime's job, `Runtime::run_on`, and the forks) turns it back into
+//! the `Err` the other APIs return. The record is current when it unwinds
+//! (the slow path stored it), so the code that catches it may go on
+//! allocating; frames pushed in register code between the catch and the
+//! raise are abandoned with the stack above `sp`.
+//!
+//! The contract (on top of the module's, `super`): an [`Hp`] is valid
+//! until the next call that may collect other than the `_at` call it
+//! came from, and register code holds at most one at a time; an [`Sp`] is
+//! the top of the frames pushed so far by the code's callers and itself,
+//! never below the top when the code got it from [`Mutator::regs`].
+
+use super::{slow, Mutator, MAX_BLOCK_WORDS, MAX_SMALL_FIELDS};
+use crate::error::{Error, Result};
+use crate::heap::prefetch;
+use crate::vproc::Vproc;
+
+/// The allocation pointer, held in a register: the next free byte of the
+/// nursery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Hp(usize);
+
+/// The top of the shadow stack, held in a register: slots below it are
+/// frames pushed and live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Sp(*mut u64);
+
+impl Sp {
+    /// The value in slot `i` of the frame pushed at this top (with
+    /// [`Mutator::push_at`]), reloaded after the calls made since.
+    ///
+    /// # Safety
+    /// A frame of more than `i` slots was pushed at this top, and the top
+    /// it returned (or a higher one) is what the code's calls since got.
+    #[inline(always)]
+    pub unsafe fn get(self, i: usize) -> u64 {
+        // SAFETY: the caller's contract: the slot is inside a live frame.
+        unsafe { self.0.add(i).read() }
+    }
+
+    /// Stores `w` into slot `i` of the frame pushed at this top.
+    ///
+    /// # Safety
+    /// As [`Sp::get`]; `w` is a value.
+    #[inline(always)]
+    pub unsafe fn set(self, i: usize, w: u64) {
+        // SAFETY: as in `get`.
+        unsafe { self.0.add(i).write(w) }
+    }
+}
+
+/// The payload of an error raised by a slow path of register code
+/// ([`raise`]); [`catch`] and the runtime's jobs turn it back into the
+/// error.
+pub(crate) struct Raised(pub(crate) Error);
+
+/// Raises `e` out of register code: unwinds to the nearest [`catch`] (or
+/// the job, fork or thread that runs the code, which returns it as its
+/// `Err`). The panic hook does not run: this is an error of the program's
+/// run, not a bug.
+#[cold]
+pub fn raise(e: Error) -> ! {
+    std::panic::resume_unwind(Box::new(Raised(e)))
+}
+
+/// Runs `f`, turning an error [`raise`]d inside it into `Err`. Other
+/// panics go on unwinding.
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(t) => Ok(t),
+        Err(p) => match p.downcast::<Raised>() {
+            Ok(r) => Err(r.0),
+            Err(p) => std::panic::resume_unwind(p),
+        },
+    }
+}
+
+/// The allocation slow path of [`Mutator::alloc_at_slow`], with the size
+/// checked (`fields` comes from code that may be wrong).
+fn alloc_small(v: &mut Vproc, header: u64, fields: usize) -> Result<u64> {
+    if fields > MAX_SMALL_FIELDS {
+        return Err(Error::misuse(format!(
+            "alloc of {fields} fields: at most {MAX_SMALL_FIELDS} (larger objects: alloc_shared)"
+        )));
+    }
+    slow::alloc(v, header, (fields + 1) * 8)
+}
+
+impl Mutator<'_> {
+    /// Runs register code: `f` gets the registers loaded from the record
+    /// and returns its result with the allocation pointer, which is stored
+    /// back (the stack's top is the one `f` got: its frames are gone). An
+    /// error raised inside (a slow path's, [`raise`]) comes back as `Err`,
+    /// with the record current and the stack's top reset. `f` has the
+    /// mutator shared, so it can call only the register calls, the reads
+    /// and the initialising stores: the others need the record current.
+    pub fn with_regs<T>(&mut self, f: impl FnOnce(&Mutator<'_>, Hp, Sp) -> (T, Hp)) -> Result<T> {
+        let (hp, sp) = self.regs();
+        let this: &Mutator<'_> = self;
+        match catch(|| f(this, hp, sp)) {
+            Ok((t, hp)) => {
+                self.set_regs(hp, sp);
+                Ok(t)
+            }
+            Err(e) => {
+                // The slow path that raised stored the allocation pointer;
+                // its stack top was that of a frame that is gone.
+                self.rec().set_roots_top(sp.0);
+                Err(e)
+            }
+        }
+    }
+
+    /// The registers, loaded from the record (entering register code, or
+    /// after a call that is not an `_at` one).
+    #[inline(always)]
+    pub fn regs(&self) -> (Hp, Sp) {
+        let rec = self.rec();
+        (Hp(rec.alloc_ptr()), Sp(rec.roots_top()))
+    }
+
+    /// Stores the registers into the record (before a call that is not an
+    /// `_at` one, and before the mutator is dropped).
+    #[inline(always)]
+    pub fn set_regs(&self, hp: Hp, sp: Sp) {
+        #[cfg(debug_assertions)]
+        slow::check_regs(self.vproc_ref(), hp.0, sp.0);
+        let rec = self.rec();
+        rec.set_alloc_ptr(hp.0);
+        rec.set_roots_top(sp.0);
+    }
+
+    /// Allocates an object of `fields` fields (at most
+    /// [`MAX_SMALL_FIELDS`]) with header word `header` at `hp`: the
+    /// object and the new allocation pointer. The fast path is a bump and
+    /// one compare with the record's limit; past it, [`Mutator::alloc_at_slow`].
+    /// Its fields are written with [`Mutator::init`] before the next call
+    /// that may collect.
+    #[inline(always)]
+    pub fn alloc_at(&self, hp: Hp, sp: Sp, header: u64, fields: usize) -> (u64, Hp) {
+        match self.try_alloc_at(hp, header, fields) {
+            Some(r) => r,
+            None => self.alloc_at_slow(hp, sp, header, fields),
+        }
+    }
+
+    /// The fast path of [`Mutator::alloc_at`] alone: `None` past the
+    /// limit, where the caller takes [`Mutator::alloc_at_slow`] in code of
+    /// its own (a tail call, say).
+    #[inline(always)]
+    pub fn try_alloc_at(&self, hp: Hp, header: u64, fields: usize) -> Option<(u64, Hp)> {
+        debug_assert!(fields <= MAX_SMALL_FIELDS, "alloc_at of {fields} fields");
+        #[cfg(debug_assertions)]
+        slow::check_alloc(self.vproc_ref(), header, fields);
+        let next = hp.0 + (fields + 1) * 8;
+        if next > self.rec().limit() {
+            return None;
+        }
+        prefetch::for_write(next + prefetch::DISTANCE);
+        // SAFETY: `[hp, next)` is below the limit, so inside the nursery
+        // and not handed out yet (the register contract: `hp` is the
+        // current allocation pointer).
+        unsafe { (hp.0 as *mut u64).write(header) };
+        Some((hp.0 as u64, Hp(next)))
+    }
+
+    /// The slow path of [`Mutator::alloc_at`]: stores the registers, runs
+    /// the plan's allocation slow path (which may collect: every frame
+    /// below `sp` is a root), and returns the object and the allocation
+    /// pointer reloaded. Errors are [`raise`]d.
+    #[cold]
+    #[inline(never)]
+    pub fn alloc_at_slow(&self, hp: Hp, sp: Sp, header: u64, fields: usize) -> (u64, Hp) {
+        self.set_regs(hp, sp);
+        match alloc_small(self.vproc_unaliased(), header, fields) {
+            Ok(p) => (p, Hp(self.rec().alloc_ptr())),
+            Err(e) => raise(e),
+        }
+    }
+
+    /// [`Mutator::alloc_many`] at `hp`: the `N` objects of `objects`
+    /// with one bump and one limit test, and the new allocation pointer.
+    #[inline(always)]
+    pub fn alloc_many_at<const N: usize>(
+        &self,
+        hp: Hp,
+        sp: Sp,
+        objects: [(u64, usize); N],
+    ) -> ([u64; N], Hp) {
+        const { assert!(N > 0, "alloc_many_at of no object") };
+        let mut bytes = 0;
+        for &(_header, fields) in &objects {
+            debug_assert!(
+                fields <= MAX_SMALL_FIELDS,
+                "alloc_many_at of {fields} fields"
+            );
+            #[cfg(debug_assertions)]
+            slow::check_alloc(self.vproc_ref(), _header, fields);
+            bytes += (fields + 1) * 8;
+        }
+        debug_assert!(
+            bytes <= MAX_BLOCK_WORDS * 8,
+            "alloc_many_at of {bytes} bytes"
+        );
+        let (p, next) = if hp.0 + bytes > self.rec().limit() {
+            self.alloc_block_at_slow(hp, sp, objects[0].0, bytes)
+        } else {
+            prefetch::for_write(hp.0 + bytes + prefetch::DISTANCE);
+            (hp.0 as u64, Hp(hp.0 + bytes))
+        };
+        let mut at = p;
+        let objs = objects.map(|(header, fields)| {
+            let o = at;
+            // SAFETY: `o` is inside the fresh reservation `[p, p + bytes)`,
+            // at the start of this object's `fields + 1` words.
+            unsafe { (o as *mut u64).write(header) };
+            at += (fields as u64 + 1) * 8;
+            o
+        });
+        (objs, next)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_block_at_slow(&self, hp: Hp, sp: Sp, header: u64, bytes: usize) -> (u64, Hp) {
+        self.set_regs(hp, sp);
+        match slow::alloc(self.vproc_unaliased(), header, bytes) {
+            Ok(p) => (p, Hp(self.rec().alloc_ptr())),
+            Err(e) => raise(e),
+        }
+    }
+
+    /// A safepoint in register code: one load and one compare; when a
+    /// collection or a request waits, the registers are stored, the
+    /// safepoint runs (it may collect) and the allocation pointer is
+    /// returned reloaded.
+    #[inline(always)]
+    pub fn poll_at(&self, hp: Hp, sp: Sp) -> Hp {
+        if self.rec().limit() == 0 {
+            return self.poll_at_slow(hp, sp);
+        }
+        hp
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn poll_at_slow(&self, hp: Hp, sp: Sp) -> Hp {
+        self.set_regs(hp, sp);
+        slow::poll(self.vproc_unaliased());
+        Hp(self.rec().alloc_ptr())
+    }
+
+    /// Pushes a frame of `N` slots holding `words` at `sp` and returns the
+    /// top above it, for the calls made while the frame is live; the
+    /// slots are [`Sp::get`] of `sp`. No store pops it: the code goes on
+    /// with `sp`.
+    ///
+    /// Panics when the root stack is full (like a stack overflow).
+    #[inline(always)]
+    pub fn push_at<const N: usize>(&self, sp: Sp, words: [u64; N]) -> Sp {
+        if (self.rec().roots_limit() as usize - sp.0 as usize) / 8 < N {
+            slow::frame_overflow(N);
+        }
+        // SAFETY: `[sp, sp + N)` is inside the root stack (checked), above
+        // every live frame (the register contract).
+        unsafe {
+            sp.0.cast::<[u64; N]>().write_unaligned(words);
+            Sp(sp.0.add(N))
+        }
+    }
+}
