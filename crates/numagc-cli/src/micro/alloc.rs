@@ -5,7 +5,9 @@
 //! Both build 3-word objects (header + two fields) that die at once. A
 //! third series is the compiled-code interface's inline path
 //! (`numagc::compiled::Mutator::alloc`: bump, one compare, header and
-//! fields, the result in a frame slot), alternated with the other two.
+//! fields, the result in a frame slot), alternated with the other two, and
+//! a fourth its register code (`Mutator::alloc_at` in `with_regs`: the
+//! allocation pointer in a register, written back only by the slow path).
 
 use crate::bench::record::median;
 use crate::runtime_args::RuntimeArgs;
@@ -56,7 +58,7 @@ pub fn run(
         .map_err(|e| e.to_string())?;
     let mut buf = vec![0u64; nursery / 8];
     let objects = bytes / OBJECT_BYTES;
-    let (mut base, mut ours, mut inline) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut base, mut ours, mut inline, mut regs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let pair_header = numagc::compiled::header(pair, 2);
     for _ in 0..repeat.max(1) {
         let (t, _) = bump_loop(&mut buf, bytes);
@@ -98,16 +100,44 @@ pub fn run(
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
         inline.push(bytes as f64 / t / 1e9);
+        let t = rt
+            .run_on(0, move |s| -> numagc::Result<f64> {
+                // SAFETY: as above, in register code: the object is kept in
+                // the frame slot at `sp`.
+                let mut m = unsafe { s.compiled() };
+                let t = Instant::now();
+                let last = m.with_regs(|m, mut hp, sp| {
+                    let top = m.push_at(sp, [numagc::object::NIL]);
+                    for i in 0..objects {
+                        let o;
+                        (o, hp) = m.alloc_at(hp, top, pair_header, 2);
+                        // SAFETY: `o` is fresh, with two value fields; the
+                        // slot is the frame's.
+                        unsafe {
+                            m.init(o, 0, (i << 1) | 1);
+                            m.init(o, 1, 1);
+                            sp.set(0, o);
+                        }
+                    }
+                    // SAFETY: the last object is live in the slot.
+                    (unsafe { m.field(sp.get(0), 0) }, hp)
+                })?;
+                black_box(last);
+                Ok(t.elapsed().as_secs_f64())
+            })
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        regs.push(bytes as f64 / t / 1e9);
     }
     let stats = rt.stats();
-    if stats.total.bytes_allocated < 2 * objects * OBJECT_BYTES * repeat.max(1) as u64 {
+    if stats.total.bytes_allocated < 3 * objects * OBJECT_BYTES * repeat.max(1) as u64 {
         return Err(format!(
             "allocated {} bytes, expected {}",
             stats.total.bytes_allocated,
             objects * OBJECT_BYTES
         ));
     }
-    let (mb, mo, mi) = (median(&base), median(&ours), median(&inline));
+    let (mb, mo, mi, mr) = (median(&base), median(&ours), median(&inline), median(&regs));
     println!(
         "allocation rate, {} MB of 24-byte objects per run, {} runs each, alternating:",
         bytes / 1_000_000,
@@ -130,8 +160,14 @@ pub fn run(
         inline.iter().cloned().fold(f64::MAX, f64::min),
         inline.iter().cloned().fold(0.0, f64::max)
     );
+    println!(
+        "  numagc register code (alloc_at):           median {mr:.2} GB/s  (min {:.2}, max {:.2})",
+        regs.iter().cloned().fold(f64::MAX, f64::min),
+        regs.iter().cloned().fold(0.0, f64::max)
+    );
     println!("  ratio numagc / bump loop: {:.0} %", 100.0 * mo / mb);
     println!("  ratio inline path / bump loop: {:.0} %", 100.0 * mi / mb);
+    println!("  ratio register code / bump loop: {:.0} %", 100.0 * mr / mb);
     println!(
         "  minor collections: {}, bytes copied by them: {}",
         stats.total.minor.count, stats.total.bytes_copied_minor
@@ -143,6 +179,7 @@ pub fn run(
             "bump_gb_s": base, "numagc_gb_s": ours,
             "bump_median": mb, "numagc_median": mo, "ratio": mo / mb,
             "inline_gb_s": inline, "inline_median": mi, "inline_ratio": mi / mb,
+            "regs_gb_s": regs, "regs_median": mr, "regs_ratio": mr / mb,
         });
         crate::bench::write_json(&path, &v)?;
     }
