@@ -169,7 +169,7 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
     Ok(())
 }
 
-const FIELDS: [&str; 27] = [
+const FIELDS: [&str; 28] = [
     "ops",
     "checks",
     "objects",
@@ -197,6 +197,7 @@ const FIELDS: [&str; 27] = [
     "creads",
     "cforks",
     "cpolls",
+    "cregs",
 ];
 
 fn encode(r: &Report, c: &RuntimeCounts) -> String {
@@ -228,6 +229,7 @@ fn encode(r: &Report, c: &RuntimeCounts) -> String {
         r.compiled_reads,
         r.compiled_forks,
         r.compiled_polls,
+        r.compiled_register_allocs,
     ];
     FIELDS
         .iter()
@@ -262,6 +264,7 @@ fn decode(s: &str, r: &mut Report, c: &mut RuntimeCounts) {
     r.compiled_reads += g("creads");
     r.compiled_forks += g("cforks");
     r.compiled_polls += g("cpolls");
+    r.compiled_register_allocs += g("cregs");
     c.add(&RuntimeCounts {
         minor: g("minor"),
         major: g("major"),
@@ -434,10 +437,11 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         mib(counts.bytes_promoted)
     );
     println!(
-        "compiled ops: {} in {} sections; {} inline allocations, {} shared, {} barrier stores, {} reads, {} par2 forks, {} polls",
+        "compiled ops: {} in {} sections; {} inline allocations ({} of them by register code), {} shared, {} barrier stores, {} reads, {} par2 forks, {} polls",
         report.compiled_ops,
         report.compiled_sections,
         report.compiled_allocs,
+        report.compiled_register_allocs,
         report.compiled_shared_allocs,
         report.compiled_stores,
         report.compiled_reads,

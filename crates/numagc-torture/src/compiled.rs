@@ -46,7 +46,7 @@ use crate::layout::{
 };
 use crate::program::{Build, COp, Src, MAX_FRAMES, MAX_FRAME_LEN, REGS};
 use crate::shadow::{src_val, Field, SObj, SVal};
-use numagc::compiled::{header, Frame, Mutator, MAX_SMALL_FIELDS, RAW, VECTOR};
+use numagc::compiled::{header, Frame, Hp, Mutator, Sp, MAX_SMALL_FIELDS, RAW, VECTOR};
 use numagc::object::header::{Header, ID_ARRAY};
 use numagc::object::{int_value, is_pointer, NIL};
 use numagc::Scope;
@@ -457,6 +457,99 @@ fn tree(cm: &mut Cm<'_, '_>, ids: &mut Ids, depth: u8, leaf: Src, env: &[Loc]) -
     finish(cm, p)
 }
 
+/// A list (`Build::List`, `Shadow::list`) built by register code: the
+/// pairs two at a time with one `alloc_many_at` (an odd last one with
+/// `alloc_at`), the list so far in a frame slot at `sp`, a `poll_at` after
+/// each step; only the slow paths collect.
+fn list_regs(cm: &mut Cm<'_, '_>, len: usize, elem: Src, env: &[Loc], ids: &mut Ids) -> R<u64> {
+    let h = header(cm.cx.descs.pair, 3);
+    let ids: Vec<u64> = (0..len).map(|_| ids.next()).collect();
+    let w = cm.m.with_regs(|m, hp, sp| {
+        let top = m.push_at(sp, [NIL]);
+        let mut hp = hp;
+        let mut k = 0;
+        while k + 1 < len {
+            let [p, q];
+            ([p, q], hp) = m.alloc_many_at(hp, top, [(h, 3), (h, 3)]);
+            // SAFETY: both fresh, of 3 fields; the list and the sources are
+            // read from their slots after the allocation.
+            unsafe {
+                m.init(p, 0, ids[k]);
+                m.init(p, 1, wsrc(elem, env, k as u64));
+                m.init(p, 2, sp.get(0));
+                m.init(q, 0, ids[k + 1]);
+                m.init(q, 1, wsrc(elem, env, k as u64 + 1));
+                m.init(q, 2, p);
+                sp.set(0, q);
+            }
+            hp = m.poll_at(hp, top);
+            k += 2;
+        }
+        if k < len {
+            let p;
+            (p, hp) = m.alloc_at(hp, top, h, 3);
+            // SAFETY: as above.
+            unsafe {
+                m.init(p, 0, ids[k]);
+                m.init(p, 1, wsrc(elem, env, k as u64));
+                m.init(p, 2, sp.get(0));
+                sp.set(0, p);
+            }
+        }
+        // SAFETY: the slot holds the list.
+        (unsafe { sp.get(0) }, hp)
+    })?;
+    for _ in 0..len {
+        cm.cx.tally.count(ctr::ALLOCS);
+        cm.cx.tally.count(ctr::REG_ALLOCS);
+    }
+    finish(cm, w)
+}
+
+/// A complete binary tree (`Build::Tree`, as [`tree`]) built by register
+/// code: the left subtree in a frame slot across the right one's build,
+/// both across the node's allocation.
+fn tree_regs(cm: &mut Cm<'_, '_>, depth: u8, leaf: Src, env: &[Loc], ids: &mut Ids) -> R<u64> {
+    fn node(
+        m: &Mutator<'_>,
+        hp: Hp,
+        sp: Sp,
+        (h, depth, leaf, env): (u64, u8, Src, &[Loc]),
+        ids: &mut Ids,
+    ) -> (u64, Hp) {
+        if depth == 0 {
+            let (p, hp) = m.alloc_at(hp, sp, h, 3);
+            // SAFETY: fresh, of 3 fields; the source is read now.
+            unsafe {
+                m.init(p, 0, ids.next());
+                m.init(p, 1, wsrc(leaf, env, 0));
+                m.init(p, 2, NIL);
+            }
+            return (p, hp);
+        }
+        let (l, hp) = node(m, hp, sp, (h, depth - 1, leaf, env), ids);
+        let top = m.push_at(sp, [l]);
+        let (r, hp) = node(m, hp, top, (h, depth - 1, leaf, env), ids);
+        let above = m.push_at(top, [r]);
+        let (p, hp) = m.alloc_at(hp, above, h, 3);
+        // SAFETY: fresh; both subtrees are reloaded from their slots.
+        unsafe {
+            m.init(p, 0, ids.next());
+            m.init(p, 1, sp.get(0));
+            m.init(p, 2, top.get(0));
+        }
+        (p, hp)
+    }
+    let h = header(cm.cx.descs.pair, 3);
+    let w =
+        cm.m.with_regs(|m, hp, sp| node(m, hp, sp, (h, depth, leaf, env), ids))?;
+    for _ in 0..(2u64 << depth) - 1 {
+        cm.cx.tally.count(ctr::ALLOCS);
+        cm.cx.tally.count(ctr::REG_ALLOCS);
+    }
+    finish(cm, w)
+}
+
 /// A vector of `len` elements with its fresh pairs (`Shadow::vector`).
 fn vector(
     cm: &mut Cm<'_, '_>,
@@ -710,10 +803,18 @@ impl<'s> Machine<'s> {
                 cs.slots[d] = SVal::Int(0);
                 Ok(())
             }
-            COp::Build { dst, build } => {
+            COp::Build { dst, build, regs } => {
                 let base = self.sh.next_oid();
                 let v = self.sh.build(build, &cs.slots, lw);
-                let w = cbuild(cm, build, &locs, base)?;
+                let w = match (*regs, build) {
+                    (true, Build::List { len, elem }) => {
+                        list_regs(cm, *len as usize, *elem, &locs, &mut Ids(base))?
+                    }
+                    (true, Build::Tree { depth, leaf }) => {
+                        tree_regs(cm, *depth, *leaf, &locs, &mut Ids(base))?
+                    }
+                    _ => cbuild(cm, build, &locs, base)?,
+                };
                 let d = cs.at(*dst);
                 set(locs[d], w);
                 cs.slots[d] = v;

@@ -162,7 +162,8 @@ pub struct Report {
     /// the compiled code did: inline allocations (`alloc`), `alloc_shared`,
     /// barrier stores (`store`, `init_shared`, `store_raw`), reads the
     /// shadow predicted (`field`, `field_shared`, `header`), `par2` forks,
-    /// polls. (Its forced minor collections count in `forced_minor`.)
+    /// polls, and the inline allocations of register code (among the
+    /// others). (Its forced minor collections count in `forced_minor`.)
     pub compiled_sections: u64,
     pub compiled_ops: u64,
     pub compiled_allocs: u64,
@@ -171,6 +172,7 @@ pub struct Report {
     pub compiled_reads: u64,
     pub compiled_forks: u64,
     pub compiled_polls: u64,
+    pub compiled_register_allocs: u64,
 }
 
 /// Indices of [`Tally::compiled`], in [`Report`]'s order.
@@ -183,6 +185,7 @@ pub(crate) mod ctr {
     pub const READS: usize = 5;
     pub const FORKS: usize = 6;
     pub const POLLS: usize = 7;
+    pub const REG_ALLOCS: usize = 8;
 }
 
 /// Counters shared by every vproc a program runs on.
@@ -194,7 +197,7 @@ pub(crate) struct Tally {
     /// Minor, major, full global, young global, compaction; promotions.
     pub(crate) forced: [AtomicU64; 6],
     /// What compiled code did ([`ctr`]).
-    pub(crate) compiled: [AtomicU64; 8],
+    pub(crate) compiled: [AtomicU64; 9],
     /// A violation found where only a runtime error can be returned (a
     /// `par2` branch, a thread, an element function).
     failure: Mutex<Option<String>>,
@@ -229,6 +232,7 @@ impl Tally {
             compiled_reads: c(ctr::READS),
             compiled_forks: c(ctr::FORKS),
             compiled_polls: c(ctr::POLLS),
+            compiled_register_allocs: c(ctr::REG_ALLOCS),
         }
     }
 
@@ -1136,6 +1140,7 @@ impl<'s> Machine<'s> {
                     &Op::Compiled(vec![COp::Build {
                         dst: 0,
                         build: array,
+                        regs: false,
                     }]),
                 )?;
                 let w = s.raw_word(self.reg(0));

@@ -136,10 +136,14 @@ pub enum COp {
     /// Builds through the inline path (`alloc` + `init`; objects above
     /// `MAX_SMALL_FIELDS` fields and mutable ones through `alloc_shared`,
     /// filled with `init_shared` or `store`), forcing minor collections
-    /// after allocations when due; the result goes to slot `dst`.
+    /// after allocations when due; the result goes to slot `dst`. With
+    /// `regs`, lists and trees are built by register code
+    /// (`Mutator::with_regs`: `alloc_at`, `alloc_many_at`, `push_at`,
+    /// `poll_at`), where only the slow paths collect.
     Build {
         dst: u8,
         build: Build,
+        regs: bool,
     },
     /// Checks the header of the object in `src` and reads one of its value
     /// fields (`field`, or `field_shared` for a mutable object) into `dst`:
@@ -524,6 +528,7 @@ pub fn generate_cop(c: &mut impl Choices, s: &Sizes) -> COp {
         5 => COp::Build {
             dst: slot(c),
             build: generate_cbuild(c, s),
+            regs: c.choose(2) == 1,
         },
         6 => COp::Read {
             dst: slot(c),

@@ -120,10 +120,15 @@ fn a_hand_written_section_passes_on_every_plan() {
     ];
     let mut cops = vec![COp::Push { len: 4 }, COp::Push { len: 0 }];
     for (k, b) in builds.iter().enumerate() {
-        cops.push(COp::Build {
-            dst: k as u8,
-            build: b.clone(),
-        });
+        // Each structure built on the record, then by register code (lists
+        // and trees; the others on the record again) into the same slot.
+        for regs in [false, true] {
+            cops.push(COp::Build {
+                dst: k as u8,
+                build: b.clone(),
+                regs,
+            });
+        }
         cops.push(COp::Read {
             dst: 11,
             src: k as u8,

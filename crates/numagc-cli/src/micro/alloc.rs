@@ -58,7 +58,8 @@ pub fn run(
         .map_err(|e| e.to_string())?;
     let mut buf = vec![0u64; nursery / 8];
     let objects = bytes / OBJECT_BYTES;
-    let (mut base, mut ours, mut inline, mut regs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut base, mut ours, mut inline, mut regs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let pair_header = numagc::compiled::header(pair, 2);
     for _ in 0..repeat.max(1) {
         let (t, _) = bump_loop(&mut buf, bytes);
@@ -167,7 +168,10 @@ pub fn run(
     );
     println!("  ratio numagc / bump loop: {:.0} %", 100.0 * mo / mb);
     println!("  ratio inline path / bump loop: {:.0} %", 100.0 * mi / mb);
-    println!("  ratio register code / bump loop: {:.0} %", 100.0 * mr / mb);
+    println!(
+        "  ratio register code / bump loop: {:.0} %",
+        100.0 * mr / mb
+    );
     println!(
         "  minor collections: {}, bytes copied by them: {}",
         stats.total.minor.count, stats.total.bytes_copied_minor
