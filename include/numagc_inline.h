@@ -179,6 +179,99 @@ static inline int numagc_inline_store(numagc_mutator *m, uint64_t obj, size_t i,
     return NUMAGC_OK;
 }
 
+/* ---- Register code --------------------------------------------------------
+ * The allocation pointer and the root stack's top held in C locals (which
+ * the C compiler keeps in registers) instead of the record, as GHC keeps
+ * Hp and Sp and OCaml its young pointer in r15: each allocation of code on
+ * the record loads and stores m->alloc_ptr, so it waits for the store of
+ * the one before it (in parfib, the program's critical path; the Rust
+ * module numagc::compiled's `registers` has the figures). Register code
+ * passes `hp` and `sp` to its functions (and gets `hp` back), and the
+ * record is brought up to date only where the collector looks: the slow
+ * paths below store both before they may collect and reload `hp` after.
+ * Every other call that may collect, or reads the record (numagc_inline_*,
+ * numagc_alloc_shared, numagc.h's scope functions, returning from the
+ * callback), expects the record current: numagc_regs_store before it and
+ * numagc_regs_hp after. Frames are slots at `sp`: numagc_push_at returns
+ * the top above them for the calls made while they live; no store pops
+ * them (the code goes on with its own `sp`). On an error the record is
+ * current, with the top of the frames of the failed call: store the top
+ * the code entered with before going on. */
+
+/* The registers, loaded from the record (entering register code). */
+static inline size_t numagc_regs_hp(const numagc_mutator *m) { return m->alloc_ptr; }
+static inline uint64_t *numagc_regs_sp(const numagc_mutator *m) { return m->roots_top; }
+
+/* Stores the registers into the record (leaving register code). */
+static inline void numagc_regs_store(numagc_mutator *m, size_t hp, uint64_t *sp) {
+    m->alloc_ptr = hp;
+    m->roots_top = sp;
+}
+
+/* numagc_inline_alloc at *hp, the frames below `sp` live: a bump of *hp
+ * and one compare; past the limit, the registers are stored, the slow path
+ * runs (it may collect) and *hp is reloaded. *hp is a local of the caller
+ * whose address goes nowhere else, so it stays in a register. */
+static inline int numagc_alloc_at(numagc_mutator *m, size_t *hp, uint64_t *sp, uint64_t header,
+                                  size_t fields, uint64_t *out) {
+    size_t p = *hp;
+    size_t next = p + (fields + 1) * 8;
+    if (__builtin_expect(next > numagc_inline_limit(m), 0)) {
+        numagc_regs_store(m, p, sp);
+        int rc = numagc_alloc_slow(m, header, fields, out);
+        *hp = m->alloc_ptr;
+        return rc;
+    }
+    *hp = next;
+    __builtin_prefetch((const void *)(next + NUMAGC_ALLOC_PREFETCH_DISTANCE), 1, 3);
+    *(uint64_t *)p = header;
+    *out = (uint64_t)p;
+    return NUMAGC_OK;
+}
+
+/* numagc_inline_alloc_block at *hp, as numagc_alloc_at. */
+static inline int numagc_alloc_block_at(numagc_mutator *m, size_t *hp, uint64_t *sp,
+                                        uint64_t first_header, size_t words, uint64_t *out) {
+    size_t p = *hp;
+    size_t next = p + words * 8;
+    if (__builtin_expect(next > numagc_inline_limit(m), 0)) {
+        numagc_regs_store(m, p, sp);
+        int rc = numagc_alloc_block_slow(m, first_header, words, out);
+        *hp = m->alloc_ptr;
+        return rc;
+    }
+    *hp = next;
+    __builtin_prefetch((const void *)(next + NUMAGC_ALLOC_PREFETCH_DISTANCE), 1, 3);
+    *(uint64_t *)p = first_header;
+    *out = (uint64_t)p;
+    return NUMAGC_OK;
+}
+
+/* A safepoint in register code: one load and one compare; when a
+ * collection or a request waits, the registers are stored, the safepoint
+ * runs and *hp is reloaded. */
+static inline int numagc_poll_at(numagc_mutator *m, size_t *hp, uint64_t *sp) {
+    if (__builtin_expect(numagc_inline_limit(m) != 0, 1))
+        return NUMAGC_OK;
+    numagc_regs_store(m, *hp, sp);
+    int rc = numagc_poll_slow(m);
+    *hp = m->alloc_ptr;
+    return rc;
+}
+
+/* Pushes a frame of n slots at `sp`, each NUMAGC_NIL (the caller writes
+ * them: sp[0] .. sp[n-1]), and returns the top above it; NULL (with
+ * numagc_last_error set) when the root stack is full. */
+static inline uint64_t *numagc_push_at(numagc_mutator *m, uint64_t *sp, size_t n) {
+    if (__builtin_expect((size_t)(m->roots_limit - sp) < n, 0)) {
+        numagc_frame_overflow(m, n);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        sp[i] = NUMAGC_NIL;
+    return sp + n;
+}
+
 #ifdef __cplusplus
 }
 #endif

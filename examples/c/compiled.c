@@ -2,8 +2,10 @@
  * compiled.c: numagc's compiled-code interface from C (numagc_inline.h):
  * the code a compiler would emit for binary trees, lists whose pairs and
  * cons cells are allocated together (numagc_inline_alloc_block), a
- * mutable array written through the inline store barrier, polls, and the
- * misuses the slow paths detect.
+ * mutable array written through the inline store barrier, polls, the
+ * same trees built by register code (numagc_alloc_at: the allocation
+ * pointer and the root stack's top in C locals), and the misuses the slow
+ * paths detect.
  *
  *   cargo build --release -p numagc-capi
  *   cc -std=c11 -O2 -Wall -Wextra -Iinclude examples/c/compiled.c \
@@ -59,6 +61,48 @@ static int make(numagc_mutator *m, int depth, uint64_t *out) {
     return rc;
 }
 
+/* make(d) as register code: `hp` (the allocation pointer) and `sp` (the
+ * root stack's top) are arguments, and hp comes back with the tree (two
+ * words: returned in registers), so neither goes through memory between
+ * allocations. The left subtree lies in a slot at sp across the right
+ * one's build, and the right one in the slot above across the node's
+ * allocation. A failed slow path gives obj 0, its status in at_status (a
+ * compiler would raise an exception). */
+typedef struct {
+    uint64_t obj;
+    size_t hp;
+} tree_at;
+static _Thread_local int at_status;
+
+static tree_at make_at(numagc_mutator *m, size_t hp, uint64_t *sp, int depth) {
+    tree_at r = {0, hp};
+    uint64_t t;
+    if (depth == 0) {
+        if ((at_status = numagc_alloc_at(m, &r.hp, sp, NODE, 2, &t)) != NUMAGC_OK) return r;
+        numagc_inline_init(t, 0, NUMAGC_NIL);
+        numagc_inline_init(t, 1, NUMAGC_NIL);
+        r.obj = t;
+        return r;
+    }
+    uint64_t *top = numagc_push_at(m, sp, 2);
+    if (top == NULL) {
+        at_status = NUMAGC_ERR_INVALID_ARGUMENT;
+        return r;
+    }
+    tree_at a = make_at(m, hp, top, depth - 1);
+    if (a.obj == 0) return a;
+    sp[0] = a.obj;
+    tree_at b = make_at(m, a.hp, top, depth - 1);
+    if (b.obj == 0) return b;
+    sp[1] = b.obj;
+    r.hp = b.hp;
+    if ((at_status = numagc_alloc_at(m, &r.hp, top, NODE, 2, &t)) != NUMAGC_OK) return r;
+    numagc_inline_init(t, 0, sp[0]);
+    numagc_inline_init(t, 1, sp[1]);
+    r.obj = t;
+    return r;
+}
+
 static uint64_t check_tree(uint64_t t) {
     uint64_t l = numagc_inline_field(t, 0);
     if (!numagc_inline_word_is_ptr(l)) return 1;
@@ -97,6 +141,43 @@ static int trees(numagc_scope *s, void *ud) {
     uint64_t h = numagc_inline_header_of(f[0]);
     ASSERT(numagc_inline_header_fields(h) == 2);
     numagc_inline_frame_pop(m, f);
+    return NUMAGC_OK;
+}
+
+/* Each vproc: the trees of `trees` built by register code, a long-lived
+ * one in a frame slot across the others, a poll after each; the record is
+ * brought up to date when the register code is left. */
+static int trees_at(numagc_scope *s, void *ud) {
+    (void)ud;
+    numagc_mutator *m;
+    TRY(numagc_mutator_get(s, &m));
+    uint64_t *sp0 = numagc_regs_sp(m);
+    size_t hp = numagc_regs_hp(m);
+    uint64_t *sp = numagc_push_at(m, sp0, 1);
+    if (sp == NULL) return NUMAGC_ERR_INVALID_ARGUMENT;
+    tree_at long_lived = make_at(m, hp, sp, DEPTH);
+    int rc = long_lived.obj != 0 ? NUMAGC_OK : at_status;
+    if (rc == NUMAGC_OK) sp0[0] = long_lived.obj;
+    hp = long_lived.hp;
+    int iterations = 1 << (20 - DEPTH > 0 ? 20 - DEPTH : 0);
+    for (int i = 0; rc == NUMAGC_OK && i < iterations; i++) {
+        tree_at t = make_at(m, hp, sp, DEPTH - 4);
+        if (t.obj == 0) {
+            rc = at_status;
+            break;
+        }
+        ASSERT(check_tree(t.obj) == expected_nodes(DEPTH - 4));
+        hp = t.hp;
+        rc = numagc_poll_at(m, &hp, sp);
+    }
+    if (rc != NUMAGC_OK) {
+        /* The record is current; its top is that of the failed call. */
+        numagc_regs_store(m, numagc_regs_hp(m), sp0);
+        return rc;
+    }
+    ASSERT(check_tree(sp0[0]) == expected_nodes(DEPTH));
+    numagc_regs_store(m, hp, sp0);
+    ASSERT(numagc_regs_sp(m) == sp0);
     return NUMAGC_OK;
 }
 
@@ -228,6 +309,7 @@ int main(int argc, char **argv) {
     CHECK(numagc_register_mixed(rt, "cons", 2, both, 2, false, &cons));
     CONS = numagc_inline_header(cons, 2);
     CHECK(numagc_run_each(rt, trees, NULL));
+    CHECK(numagc_run_each(rt, trees_at, NULL));
     CHECK(numagc_run_each(rt, pair_lists, NULL));
     CHECK(numagc_run_on(rt, 0, misuse, NULL));
     CHECK(numagc_runtime_free(rt));

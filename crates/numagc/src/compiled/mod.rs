@@ -41,6 +41,13 @@
 //!   value is in a minor heap.
 //! - **Reads** ([`Mutator::field`]): field `i` is the word at
 //!   `obj + 8 + 8 i`, read without a check in release builds.
+//! - **Register code** ([`Hp`], [`Sp`], [`Mutator::with_regs`],
+//!   `registers.rs`): the allocation pointer and the stack's top held in
+//!   locals that the program's functions pass and return, written to the
+//!   record only by the slow paths that may collect, as GHC's `Hp`/`Sp`
+//!   and OCaml's `r15`; its slow paths raise their errors ([`raise`],
+//!   [`catch`]). The forms above, on the record, are for code that
+//!   cannot thread them (C callbacks, loops around calls of the safe API).
 //!
 //! ## The contract (why [`crate::Scope::compiled`] is `unsafe`)
 //!
