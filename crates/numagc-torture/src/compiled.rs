@@ -46,7 +46,7 @@ use crate::layout::{
 };
 use crate::program::{Build, COp, Src, MAX_FRAMES, MAX_FRAME_LEN, REGS};
 use crate::shadow::{src_val, Field, SObj, SVal};
-use numagc::compiled::{header, Frame, Hp, Mutator, Sp, MAX_SMALL_FIELDS, RAW, VECTOR};
+use numagc::compiled::{header, Ctx, Frame, Hp, Mutator, Sp, MAX_SMALL_FIELDS, RAW, VECTOR};
 use numagc::object::header::{Header, ID_ARRAY};
 use numagc::object::{int_value, is_pointer, NIL};
 use numagc::Scope;
@@ -511,7 +511,7 @@ fn list_regs(cm: &mut Cm<'_, '_>, len: usize, elem: Src, env: &[Loc], ids: &mut 
 /// both across the node's allocation.
 fn tree_regs(cm: &mut Cm<'_, '_>, depth: u8, leaf: Src, env: &[Loc], ids: &mut Ids) -> R<u64> {
     fn node(
-        m: &Mutator<'_>,
+        m: Ctx<'_>,
         hp: Hp,
         sp: Sp,
         (h, depth, leaf, env): (u64, u8, Src, &[Loc]),

@@ -9,7 +9,7 @@
 
 use crate::benchmarks::binarytrees::{check_output, output, MIN_DEPTH, PAR_LEVELS};
 use crate::{rt_err, Outcome, Params};
-use numagc::compiled::{header, Hp, Mutator, Sp};
+use numagc::compiled::{header, Ctx, Hp, Mutator, Sp};
 use numagc::object::{is_pointer, NIL};
 use numagc::{DescId, Descriptor, Result, Runtime};
 
@@ -25,7 +25,7 @@ const NODE: u64 = header(DescId::nth_registered(0), 2);
 /// registers an inner node needs (the shrink-wrapping of a native code
 /// generator; `parfib.rs` says why it is written by hand).
 #[inline(never)]
-fn make(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
+fn make(m: Ctx<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
     if depth > 0 {
         return make_inner(m, hp, sp, depth);
     }
@@ -46,7 +46,7 @@ fn make(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
 /// reloaded for the node's allocation (a compiler's frame holds only the
 /// values live across a call that may collect).
 #[inline(never)]
-fn make_inner(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
+fn make_inner(m: Ctx<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
     let (l, hp) = make(m, hp, sp, depth - 1);
     let top = m.push_at(sp, [l]);
     let (r, hp) = make(m, hp, top, depth - 1);
@@ -71,7 +71,7 @@ fn make_inner(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
 /// through the slow path: `r` is kept in a frame at `top` across it.
 #[cold]
 #[inline(never)]
-fn node_slow(m: &Mutator<'_>, hp: Hp, sp: Sp, top: Sp, r: u64) -> (u64, Hp) {
+fn node_slow(m: Ctx<'_>, hp: Hp, sp: Sp, top: Sp, r: u64) -> (u64, Hp) {
     let above = m.push_at(top, [r]);
     let (t, hp) = m.alloc_at_slow(hp, above, NODE, 2);
     // SAFETY: `t` is fresh; both subtrees are reloaded from their slots.

@@ -8,7 +8,7 @@
 
 use crate::benchmarks::coins::{outcome, COINS};
 use crate::{rt_err, Outcome, Params};
-use numagc::compiled::{header, Hp, Mutator, Sp};
+use numagc::compiled::{header, Ctx, Hp, Mutator, Sp};
 use numagc::object::{int_value, is_pointer, value_int, NIL};
 use numagc::{DescId, Descriptor, Result, Runtime};
 
@@ -38,7 +38,7 @@ fn alloc2(m: &mut Mutator<'_>, h: u64, a: u64, b: u64) -> Result<u64> {
 /// # Safety
 /// `coins` is a live cons cell.
 #[inline(always)]
-unsafe fn head(m: &Mutator<'_>, coins: u64) -> (i64, i64) {
+unsafe fn head(m: Ctx<'_>, coins: u64) -> (i64, i64) {
     // SAFETY: the caller's contract; the head is a pair of immediates.
     unsafe {
         let pair = m.field(coins, 0);
@@ -52,7 +52,7 @@ unsafe fn head(m: &Mutator<'_>, coins: u64) -> (i64, i64) {
 /// together (one bump, one limit test), as a compiler allocates
 /// `(c, q - 1) :: rest`.
 #[inline(always)]
-fn pay_one(m: &Mutator<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp) {
+fn pay_one(m: Ctx<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp) {
     if q == 1 {
         // SAFETY: the list is live in its slot.
         return (unsafe { m.field(sp.get(0), 1) }, hp);
@@ -76,7 +76,7 @@ fn pay_one(m: &Mutator<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp
 /// native code generator shrink-wraps them (`parfib.rs` says why it is
 /// written by hand).
 #[inline(never)]
-fn pay_n(m: &Mutator<'_>, hp: Hp, sp: Sp, val: i64, mut coins: u64) -> (u64, Hp) {
+fn pay_n(m: Ctx<'_>, hp: Hp, sp: Sp, val: i64, mut coins: u64) -> (u64, Hp) {
     loop {
         if val == 0 {
             return (1, hp);
@@ -97,7 +97,7 @@ fn pay_n(m: &Mutator<'_>, hp: Hp, sp: Sp, val: i64, mut coins: u64) -> (u64, Hp)
 /// `payN val coins` when the first coin fits: the left branch pays it,
 /// the right one drops its value; the list in a frame slot across both.
 #[inline(never)]
-fn pay_n_both(m: &Mutator<'_>, hp: Hp, sp: Sp, val: i64, coins: u64) -> (u64, Hp) {
+fn pay_n_both(m: Ctx<'_>, hp: Hp, sp: Sp, val: i64, coins: u64) -> (u64, Hp) {
     // SAFETY: `coins` is a live cons cell (`pay_n` checked it).
     let (c, q) = unsafe { head(m, coins) };
     let top = m.push_at(sp, [coins]);
@@ -121,7 +121,7 @@ fn pay_n_par(m: &mut Mutator<'_>, depth: i64, val: i64, coins: u64) -> Result<u6
         return Ok(0);
     }
     // SAFETY: `coins` is a live cons cell.
-    let (c, q) = unsafe { head(m, coins) };
+    let (c, q) = unsafe { head(m.ctx(), coins) };
     if c > val {
         // SAFETY: as above.
         return pay_n_par(m, depth, val, unsafe { m.field(coins, 1) });

@@ -11,7 +11,7 @@ use crate::benchmarks::gcbench::{
     num_iters, tree_size, PhaseCount, Report, Setup, FORK_DEPTH, MIN_TREE_DEPTH,
 };
 use crate::{rt_err, Outcome, Params};
-use numagc::compiled::{header, Frame, Hp, Mutator, Sp, RAW};
+use numagc::compiled::{header, Ctx, Frame, Hp, Mutator, Sp, RAW};
 use numagc::object::{is_pointer, NIL};
 use numagc::{DescId, Result, Runtime};
 
@@ -24,7 +24,7 @@ const NODE: u64 = header(DescId::nth_registered(0), 4);
 /// allocated at once; an inner node goes on in [`make_inner`] (the
 /// shrink-wrapping of `binarytrees.rs`).
 #[inline(never)]
-fn make_tree(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
+fn make_tree(m: Ctx<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
     if depth == 0 {
         let (t, hp) = m.alloc_at(hp, sp, NODE, 4);
         // SAFETY: `t` is fresh, a leaf.
@@ -37,7 +37,7 @@ fn make_tree(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
 /// across the second call (nothing is live across the first), the right
 /// one in a slot of its own only when the node's allocation may collect.
 #[inline(never)]
-fn make_inner(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
+fn make_inner(m: Ctx<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
     let (l, hp) = make_tree(m, hp, sp, depth - 1);
     let top = m.push_at(sp, [l]);
     let (r, hp) = make_tree(m, hp, top, depth - 1);
@@ -54,7 +54,7 @@ fn make_inner(m: &Mutator<'_>, hp: Hp, sp: Sp, depth: u32) -> (u64, Hp) {
 /// allocation's slow path: `r` is kept in a frame at `top` across it.
 #[cold]
 #[inline(never)]
-fn node_slow(m: &Mutator<'_>, hp: Hp, sp: Sp, top: Sp, r: u64) -> (u64, Hp) {
+fn node_slow(m: Ctx<'_>, hp: Hp, sp: Sp, top: Sp, r: u64) -> (u64, Hp) {
     let above = m.push_at(top, [r]);
     let (t, hp) = m.alloc_at_slow(hp, above, NODE, 4);
     // SAFETY: `t` is fresh; both subtrees are reloaded from their slots.
@@ -72,7 +72,7 @@ fn tree(m: &mut Mutator<'_>, depth: u32) -> Result<u64> {
 /// `t` is fresh from an allocation of a 4-field node since the last call
 /// that may collect; `l` and `r` are values read since then.
 #[inline(always)]
-unsafe fn init_node(m: &Mutator<'_>, t: u64, l: u64, r: u64) -> u64 {
+unsafe fn init_node(m: Ctx<'_>, t: u64, l: u64, r: u64) -> u64 {
     // SAFETY: the caller's contract (4 fields: two values, two raw).
     unsafe {
         m.init(t, 0, l);
@@ -91,7 +91,7 @@ fn new_node(m: &mut Mutator<'_>, kids: Option<(Frame, Frame)>) -> Result<u64> {
     let (l, r) = kids.map_or((NIL, NIL), |(f, g)| (f.get(0), g.get(0)));
     // SAFETY: `t` is fresh from `alloc`; the children are read from their
     // slots after the allocation.
-    Ok(unsafe { init_node(m, t, l, r) })
+    Ok(unsafe { init_node(m.ctx(), t, l, r) })
 }
 
 /// `make_tree` with the subtrees of nodes deeper than `FORK_DEPTH` built

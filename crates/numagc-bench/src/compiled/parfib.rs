@@ -14,7 +14,8 @@
 use super::{boxed, unbox};
 use crate::benchmarks::parfib::outcome;
 use crate::{rt_err, Outcome, Params};
-use numagc::compiled::{header, Hp, Mutator, Sp};
+use numagc::compiled::{header, Ctx, Hp, Mutator, Sp};
+use numagc::object::int_value;
 use numagc::{DescId, Descriptor, Result, Runtime};
 
 /// The header word of the boxes: a constant, the runtime's first
@@ -32,16 +33,29 @@ fn pfib(m: &mut Mutator<'_>, n: i64, threshold: i64) -> Result<u64> {
     pfib_fork(m, n, threshold)
 }
 
-/// A box holding `x` at `hp`: the inline fast path, past the limit a
-/// tail call of the slow path (which raises the heap's errors).
+/// A box holding the immediate `x` at `hp`: the inline fast path, past
+/// the limit a tail call of [`boxed_at_slow`] (so that `x` needs no
+/// register saved across a call).
 #[inline(always)]
-fn boxed_at(m: &Mutator<'_>, hp: Hp, sp: Sp, x: i64) -> (u64, Hp) {
-    let (b, hp) = match m.try_alloc_at(hp, CELL, 1) {
-        Some(r) => r,
-        None => m.alloc_at_slow(hp, sp, CELL, 1),
-    };
+fn boxed_at(m: Ctx<'_>, hp: Hp, sp: Sp, x: u64) -> (u64, Hp) {
+    match m.try_alloc_at(hp, CELL, 1) {
+        Some((b, hp)) => {
+            // SAFETY: `b` is fresh, with one field.
+            unsafe { m.init(b, 0, x) };
+            (b, hp)
+        }
+        None => boxed_at_slow(m, hp, sp, x),
+    }
+}
+
+/// [`boxed_at`] through the allocation's slow path (which raises the
+/// heap's errors).
+#[cold]
+#[inline(never)]
+fn boxed_at_slow(m: Ctx<'_>, hp: Hp, sp: Sp, x: u64) -> (u64, Hp) {
+    let (b, hp) = m.alloc_at_slow(hp, sp, CELL, 1);
     // SAFETY: `b` is fresh, with one field.
-    unsafe { m.init(b, 0, numagc::object::int_value(x)) };
+    unsafe { m.init(b, 0, x) };
     (b, hp)
 }
 
@@ -52,9 +66,9 @@ fn boxed_at(m: &Mutator<'_>, hp: Hp, sp: Sp, x: i64) -> (u64, Hp) {
 /// merges the leaf's boxing with the inner call's, and the merged tail
 /// needs them.)
 #[inline(never)]
-fn seq(m: &Mutator<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
+fn seq(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
     if n < 2 {
-        return boxed_at(m, hp, sp, n);
+        return boxed_at(m, hp, sp, int_value(n));
     }
     seq_inner(m, hp, sp, n)
 }
@@ -62,12 +76,14 @@ fn seq(m: &Mutator<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
 /// An inner sequential call, with the first result in a frame slot
 /// across the second call.
 #[inline(never)]
-fn seq_inner(m: &Mutator<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
+fn seq_inner(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
     let (x, hp) = seq(m, hp, sp, n - 1);
     let top = m.push_at(sp, [x]);
     let (y, hp) = seq(m, hp, top, n - 2);
+    // The sum of two immediates `2a + 1` and `2b + 1` is their words'
+    // sum less one, as a compiler adds tagged integers.
     // SAFETY: `x` is reloaded from its slot, `y` was just returned.
-    let r = unsafe { unbox(m, sp.get(0)) + unbox(m, y) };
+    let r = unsafe { m.field(sp.get(0), 0).wrapping_add(m.field(y, 0)) - 1 };
     boxed_at(m, hp, sp, r)
 }
 

@@ -41,7 +41,7 @@
 //!   value is in a minor heap.
 //! - **Reads** ([`Mutator::field`]): field `i` is the word at
 //!   `obj + 8 + 8 i`, read without a check in release builds.
-//! - **Register code** ([`Hp`], [`Sp`], [`Mutator::with_regs`],
+//! - **Register code** ([`Ctx`], [`Hp`], [`Sp`], [`Mutator::with_regs`],
 //!   `registers.rs`): the allocation pointer and the stack's top held in
 //!   locals that the program's functions pass and return, written to the
 //!   record only by the slow paths that may collect, as GHC's `Hp`/`Sp`
@@ -100,7 +100,7 @@ mod tests;
 
 pub use record::{MutatorRecord, RecordOffsets};
 pub(crate) use registers::Raised;
-pub use registers::{catch, raise, Hp, Sp};
+pub use registers::{catch, raise, Ctx, Hp, Sp};
 #[cfg(debug_assertions)]
 pub(crate) use slow::poison;
 
@@ -250,19 +250,6 @@ impl<'a> Mutator<'a> {
     fn vproc_ref(&self) -> &Vproc {
         // SAFETY: as in `vp`; the reference is only read.
         unsafe { &*self.vp }
-    }
-
-    /// The vproc, from a shared borrow of the mutator: for the slow paths
-    /// of register code (`registers.rs`), whose fast paths take `&self` so
-    /// that the compiler keeps the record's address in a register across
-    /// calls. No other reference to the vproc is live while one of those
-    /// runs: the mutator holds the scope's `&mut` borrow of it, it is
-    /// neither `Send` nor `Sync` (so a fork's closures cannot capture a
-    /// `&Mutator`), and the slow paths call no code of the program.
-    #[allow(clippy::mut_from_ref)]
-    fn vproc_unaliased(&self) -> &mut Vproc {
-        // SAFETY: see above.
-        unsafe { &mut *self.vp }
     }
 
     fn vp(&mut self) -> &mut Vproc {

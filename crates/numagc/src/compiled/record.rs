@@ -85,7 +85,7 @@ impl MutatorRecord {
         size: std::mem::size_of::<MutatorRecord>(),
     };
 
-    pub(crate) fn new() -> MutatorRecord {
+    fn new() -> MutatorRecord {
         MutatorRecord {
             alloc_ptr: UnsafeCell::new(0),
             alloc_limit: AtomicUsize::new(0),
@@ -172,6 +172,65 @@ impl MutatorRecord {
             *self.roots_top.get() = base;
             *self.roots_limit.get() = limit;
         }
+    }
+}
+
+/// A mutator record and, beside it, what the slow paths of register code
+/// (`super::registers`) need and compiled code never reads: the vproc
+/// that runs the register code. Every record lives in one of these (in
+/// the coordinator, one per vproc), so register code is handed the
+/// record's address alone (`Ctx`), as OCaml's native code keeps only the
+/// domain state's address in a register. Not part of the ABI: the C
+/// record is the first 64 bytes.
+#[repr(C)]
+pub(crate) struct RecordSlot {
+    rec: MutatorRecord,
+    /// The vproc that runs register code on this record, set by
+    /// `Mutator::ctx` (which holds the scope's `&mut` borrow of it) before
+    /// the code gets the record; read by its slow paths, on that vproc's
+    /// thread.
+    vproc: UnsafeCell<*mut crate::vproc::Vproc>,
+}
+
+// SAFETY: the record is `Sync` (its module invariant); `vproc` is written
+// and read only by the thread running the vproc's register code.
+unsafe impl Sync for RecordSlot {}
+// SAFETY: as for `Sync`.
+unsafe impl Send for RecordSlot {}
+
+impl RecordSlot {
+    pub(crate) fn new() -> RecordSlot {
+        RecordSlot {
+            rec: MutatorRecord::new(),
+            vproc: UnsafeCell::new(std::ptr::null_mut()),
+        }
+    }
+
+    pub(crate) fn record(&self) -> &MutatorRecord {
+        &self.rec
+    }
+
+    /// The slot that holds `rec` (every record is the first field of one).
+    #[inline(always)]
+    pub(crate) fn of(rec: &MutatorRecord) -> &RecordSlot {
+        // SAFETY: `MutatorRecord::new` is private to this module and
+        // called only by `RecordSlot::new`, so every record is the first
+        // field of a `#[repr(C)]` slot, at the slot's address; the slot
+        // lives as long as the record.
+        unsafe { &*(rec as *const MutatorRecord as *const RecordSlot) }
+    }
+
+    /// Records `v` as the vproc running register code on this record.
+    #[inline(always)]
+    pub(crate) fn set_vproc(&self, v: *mut crate::vproc::Vproc) {
+        // SAFETY: only the owning thread touches the cell (see the field).
+        unsafe { *self.vproc.get() = v }
+    }
+
+    #[inline(always)]
+    pub(crate) fn vproc(&self) -> *mut crate::vproc::Vproc {
+        // SAFETY: as in `set_vproc`.
+        unsafe { *self.vproc.get() }
     }
 }
 

@@ -22,6 +22,13 @@
 //!   dropping the mutator) expects the record current: compiled code
 //!   calls [`Mutator::set_regs`] before it and [`Mutator::regs`] after.
 //!
+//! Register code is handed a [`Ctx`]: the record's address alone, which
+//! the compiler keeps in a register (OCaml's `r14`, the domain state), so
+//! the fast paths read the limit with one load from it; the slow paths
+//! find the vproc beside the record (`record::RecordSlot`). A `Ctx` comes
+//! from [`Mutator::with_regs`] or [`Mutator::ctx`], and borrows the
+//! mutator, whose `&mut` calls therefore wait until it is gone.
+//!
 //! **Frames** in register code are slots written at `sp` with
 //! [`Mutator::push_at`], which returns the new top; a callee gets the new
 //! top and the caller keeps its own, so a frame is popped by using the old
@@ -46,10 +53,13 @@
 //! the top of the frames pushed so far by the code's callers and itself,
 //! never below the top when the code got it from [`Mutator::regs`].
 
+use super::record::{MutatorRecord, RecordSlot};
 use super::{slow, Mutator, MAX_BLOCK_WORDS, MAX_SMALL_FIELDS};
 use crate::error::{Error, Result};
 use crate::heap::prefetch;
+use crate::object::Obj;
 use crate::vproc::Vproc;
+use std::marker::PhantomData;
 
 /// The allocation pointer, held in a register: the next free byte of the
 /// nursery.
@@ -113,7 +123,7 @@ pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T> {
     }
 }
 
-/// The allocation slow path of [`Mutator::alloc_at_slow`], with the size
+/// The allocation slow path of [`Ctx::alloc_at_slow`], with the size
 /// checked (`fields` comes from code that may be wrong).
 fn alloc_small(v: &mut Vproc, header: u64, fields: usize) -> Result<u64> {
     if fields > MAX_SMALL_FIELDS {
@@ -125,17 +135,16 @@ fn alloc_small(v: &mut Vproc, header: u64, fields: usize) -> Result<u64> {
 }
 
 impl Mutator<'_> {
-    /// Runs register code: `f` gets the registers loaded from the record
-    /// and returns its result with the allocation pointer, which is stored
-    /// back (the stack's top is the one `f` got: its frames are gone). An
-    /// error raised inside (a slow path's, [`raise`]) comes back as `Err`,
-    /// with the record current and the stack's top reset. `f` has the
-    /// mutator shared, so it can call only the register calls, the reads
-    /// and the initialising stores: the others need the record current.
-    pub fn with_regs<T>(&mut self, f: impl FnOnce(&Mutator<'_>, Hp, Sp) -> (T, Hp)) -> Result<T> {
+    /// Runs register code: `f` gets the context and the registers loaded
+    /// from the record, and returns its result with the allocation
+    /// pointer, which is stored back (the stack's top is the one `f` got:
+    /// its frames are gone). An error raised inside (a slow path's,
+    /// [`raise`]) comes back as `Err`, with the record current and the
+    /// stack's top reset.
+    pub fn with_regs<T>(&mut self, f: impl FnOnce(Ctx<'_>, Hp, Sp) -> (T, Hp)) -> Result<T> {
         let (hp, sp) = self.regs();
-        let this: &Mutator<'_> = self;
-        match catch(|| f(this, hp, sp)) {
+        let c = self.ctx();
+        match catch(|| f(c, hp, sp)) {
             Ok((t, hp)) => {
                 self.set_regs(hp, sp);
                 Ok(t)
@@ -146,6 +155,20 @@ impl Mutator<'_> {
                 self.rec().set_roots_top(sp.0);
                 Err(e)
             }
+        }
+    }
+
+    /// The context of register code on this mutator (what
+    /// [`Mutator::with_regs`] passes), for code that loads and stores the
+    /// registers itself ([`Mutator::regs`], [`Mutator::set_regs`]) and
+    /// catches the slow paths' errors where it chooses ([`catch`]).
+    #[inline(always)]
+    pub fn ctx(&self) -> Ctx<'_> {
+        let slot = RecordSlot::of(self.rec());
+        slot.set_vproc(self.vp);
+        Ctx {
+            slot,
+            _not_send: PhantomData,
         }
     }
 
@@ -161,8 +184,44 @@ impl Mutator<'_> {
     /// `_at` one, and before the mutator is dropped).
     #[inline(always)]
     pub fn set_regs(&self, hp: Hp, sp: Sp) {
+        self.ctx().set_regs(hp, sp)
+    }
+}
+
+/// The context of register code: the address of the vproc's mutator
+/// record, which compiled code keeps in a register. `Copy`, one word,
+/// passed to the program's functions beside [`Hp`] and [`Sp`]; neither
+/// `Send` nor `Sync`.
+#[derive(Clone, Copy)]
+pub struct Ctx<'m> {
+    slot: &'m RecordSlot,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<'m> Ctx<'m> {
+    #[inline(always)]
+    fn rec(self) -> &'m MutatorRecord {
+        self.slot.record()
+    }
+
+    /// The vproc, for the slow paths. No other reference to it is live
+    /// while one of them runs: the `Mutator` this context borrows holds
+    /// the scope's `&mut` borrow of it and makes no other call while the
+    /// context lives; the context is neither `Send` nor `Sync` (a fork's
+    /// closures cannot capture it), and the slow paths call no code of
+    /// the program.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) fn vproc(self) -> &'m mut Vproc {
+        // SAFETY: see above; `Mutator::ctx` set the pointer to the
+        // mutator's vproc, which outlives `'m`.
+        unsafe { &mut *self.slot.vproc() }
+    }
+
+    /// Stores the registers into the record.
+    #[inline(always)]
+    pub fn set_regs(self, hp: Hp, sp: Sp) {
         #[cfg(debug_assertions)]
-        slow::check_regs(self.vproc_ref(), hp.0, sp.0);
+        slow::check_regs(self.vproc(), hp.0, sp.0);
         let rec = self.rec();
         rec.set_alloc_ptr(hp.0);
         rec.set_roots_top(sp.0);
@@ -171,25 +230,25 @@ impl Mutator<'_> {
     /// Allocates an object of `fields` fields (at most
     /// [`MAX_SMALL_FIELDS`]) with header word `header` at `hp`: the
     /// object and the new allocation pointer. The fast path is a bump and
-    /// one compare with the record's limit; past it, [`Mutator::alloc_at_slow`].
-    /// Its fields are written with [`Mutator::init`] before the next call
-    /// that may collect.
+    /// one compare with the record's limit; past it, [`Ctx::alloc_at_slow`].
+    /// Its fields are written with [`Ctx::init`] before the next call that
+    /// may collect.
     #[inline(always)]
-    pub fn alloc_at(&self, hp: Hp, sp: Sp, header: u64, fields: usize) -> (u64, Hp) {
+    pub fn alloc_at(self, hp: Hp, sp: Sp, header: u64, fields: usize) -> (u64, Hp) {
         match self.try_alloc_at(hp, header, fields) {
             Some(r) => r,
             None => self.alloc_at_slow(hp, sp, header, fields),
         }
     }
 
-    /// The fast path of [`Mutator::alloc_at`] alone: `None` past the
-    /// limit, where the caller takes [`Mutator::alloc_at_slow`] in code of
-    /// its own (a tail call, say).
+    /// The fast path of [`Ctx::alloc_at`] alone: `None` past the limit,
+    /// where the caller takes [`Ctx::alloc_at_slow`] in code of its own (a
+    /// tail call, say).
     #[inline(always)]
-    pub fn try_alloc_at(&self, hp: Hp, header: u64, fields: usize) -> Option<(u64, Hp)> {
+    pub fn try_alloc_at(self, hp: Hp, header: u64, fields: usize) -> Option<(u64, Hp)> {
         debug_assert!(fields <= MAX_SMALL_FIELDS, "alloc_at of {fields} fields");
         #[cfg(debug_assertions)]
-        slow::check_alloc(self.vproc_ref(), header, fields);
+        slow::check_alloc(self.vproc(), header, fields);
         let next = hp.0 + (fields + 1) * 8;
         if next > self.rec().limit() {
             return None;
@@ -202,15 +261,15 @@ impl Mutator<'_> {
         Some((hp.0 as u64, Hp(next)))
     }
 
-    /// The slow path of [`Mutator::alloc_at`]: stores the registers, runs
-    /// the plan's allocation slow path (which may collect: every frame
-    /// below `sp` is a root), and returns the object and the allocation
-    /// pointer reloaded. Errors are [`raise`]d.
+    /// The slow path of [`Ctx::alloc_at`]: stores the registers, runs the
+    /// plan's allocation slow path (which may collect: every frame below
+    /// `sp` is a root), and returns the object and the allocation pointer
+    /// reloaded. Errors are [`raise`]d.
     #[cold]
     #[inline(never)]
-    pub fn alloc_at_slow(&self, hp: Hp, sp: Sp, header: u64, fields: usize) -> (u64, Hp) {
+    pub fn alloc_at_slow(self, hp: Hp, sp: Sp, header: u64, fields: usize) -> (u64, Hp) {
         self.set_regs(hp, sp);
-        match alloc_small(self.vproc_unaliased(), header, fields) {
+        match alloc_small(self.vproc(), header, fields) {
             Ok(p) => (p, Hp(self.rec().alloc_ptr())),
             Err(e) => raise(e),
         }
@@ -220,7 +279,7 @@ impl Mutator<'_> {
     /// with one bump and one limit test, and the new allocation pointer.
     #[inline(always)]
     pub fn alloc_many_at<const N: usize>(
-        &self,
+        self,
         hp: Hp,
         sp: Sp,
         objects: [(u64, usize); N],
@@ -233,7 +292,7 @@ impl Mutator<'_> {
                 "alloc_many_at of {fields} fields"
             );
             #[cfg(debug_assertions)]
-            slow::check_alloc(self.vproc_ref(), _header, fields);
+            slow::check_alloc(self.vproc(), _header, fields);
             bytes += (fields + 1) * 8;
         }
         debug_assert!(
@@ -260,9 +319,9 @@ impl Mutator<'_> {
 
     #[cold]
     #[inline(never)]
-    fn alloc_block_at_slow(&self, hp: Hp, sp: Sp, header: u64, bytes: usize) -> (u64, Hp) {
+    fn alloc_block_at_slow(self, hp: Hp, sp: Sp, header: u64, bytes: usize) -> (u64, Hp) {
         self.set_regs(hp, sp);
-        match slow::alloc(self.vproc_unaliased(), header, bytes) {
+        match slow::alloc(self.vproc(), header, bytes) {
             Ok(p) => (p, Hp(self.rec().alloc_ptr())),
             Err(e) => raise(e),
         }
@@ -273,7 +332,7 @@ impl Mutator<'_> {
     /// safepoint runs (it may collect) and the allocation pointer is
     /// returned reloaded.
     #[inline(always)]
-    pub fn poll_at(&self, hp: Hp, sp: Sp) -> Hp {
+    pub fn poll_at(self, hp: Hp, sp: Sp) -> Hp {
         if self.rec().limit() == 0 {
             return self.poll_at_slow(hp, sp);
         }
@@ -282,9 +341,9 @@ impl Mutator<'_> {
 
     #[cold]
     #[inline(never)]
-    fn poll_at_slow(&self, hp: Hp, sp: Sp) -> Hp {
+    fn poll_at_slow(self, hp: Hp, sp: Sp) -> Hp {
         self.set_regs(hp, sp);
-        slow::poll(self.vproc_unaliased());
+        slow::poll(self.vproc());
         Hp(self.rec().alloc_ptr())
     }
 
@@ -295,15 +354,40 @@ impl Mutator<'_> {
     ///
     /// Panics when the root stack is full (like a stack overflow).
     #[inline(always)]
-    pub fn push_at<const N: usize>(&self, sp: Sp, words: [u64; N]) -> Sp {
-        if (self.rec().roots_limit() as usize - sp.0 as usize) / 8 < N {
+    pub fn push_at<const N: usize>(self, sp: Sp, words: [u64; N]) -> Sp {
+        // Only an address: compared with the limit before any write.
+        let top = sp.0.wrapping_add(N);
+        if top > self.rec().roots_limit() {
             slow::frame_overflow(N);
         }
-        // SAFETY: `[sp, sp + N)` is inside the root stack (checked), above
+        // SAFETY: `[sp, top)` is inside the root stack (checked), above
         // every live frame (the register contract).
-        unsafe {
-            sp.0.cast::<[u64; N]>().write_unaligned(words);
-            Sp(sp.0.add(N))
-        }
+        unsafe { sp.0.cast::<[u64; N]>().write_unaligned(words) };
+        Sp(top)
+    }
+
+    /// Writes field `i` of an object just allocated (as
+    /// [`Mutator::init`]).
+    ///
+    /// # Safety
+    /// As [`Mutator::init`].
+    #[inline(always)]
+    pub unsafe fn init(self, obj: u64, i: usize, w: u64) {
+        #[cfg(debug_assertions)]
+        slow::check_field(self.vproc(), obj, i, "init");
+        // SAFETY: the caller's contract.
+        unsafe { Obj::at(obj as usize).set_field(i, w) }
+    }
+
+    /// Field `i` of `obj`: one load (as [`Mutator::field`]).
+    ///
+    /// # Safety
+    /// As [`Mutator::field`].
+    #[inline(always)]
+    pub unsafe fn field(self, obj: u64, i: usize) -> u64 {
+        #[cfg(debug_assertions)]
+        slow::check_field(self.vproc(), obj, i, "field");
+        // SAFETY: the caller's contract.
+        unsafe { Obj::at(obj as usize).field(i) }
     }
 }

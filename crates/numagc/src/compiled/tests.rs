@@ -427,13 +427,13 @@ fn a_missing_root_is_caught_in_debug_builds() {
 
 // ---- register code (`registers.rs`) ------------------------------------------
 
-use super::{catch, Hp, Sp};
+use super::{catch, Ctx, Hp, Sp};
 
 /// [`make`] in register code: the allocation pointer and the stack's top
 /// passed and returned, the left subtree in a frame at `sp` across the
 /// second call, and both subtrees in frames when the node's allocation
 /// takes its slow path.
-fn make_r(m: &Mutator<'_>, hp: Hp, sp: Sp, node: u64, depth: u32) -> (u64, Hp) {
+fn make_r(m: Ctx<'_>, hp: Hp, sp: Sp, node: u64, depth: u32) -> (u64, Hp) {
     if depth == 0 {
         let (t, hp) = m.alloc_at(hp, sp, node, 2);
         // SAFETY: `t` is fresh, with two fields.
@@ -463,6 +463,18 @@ fn make_r(m: &Mutator<'_>, hp: Hp, sp: Sp, node: u64, depth: u32) -> (u64, Hp) {
     // SAFETY: `t` is fresh; the left subtree is reloaded from its slot.
     unsafe { m.init(t, 0, sp.get(0)) };
     (t, hp)
+}
+
+/// [`check`] in register code.
+#[cfg(debug_assertions)]
+fn check_c(c: Ctx<'_>, t: u64) -> u64 {
+    // SAFETY: as in `check`.
+    let l = unsafe { c.field(t, 0) };
+    if !is_pointer(l) {
+        1
+    } else {
+        1 + check_c(c, l) + check_c(c, unsafe { c.field(t, 1) })
+    }
 }
 
 #[test]
@@ -563,7 +575,7 @@ fn register_code_polls_join_collections() {
 /// (and from the job when nothing catches it), and the vproc goes on.
 #[test]
 fn the_heap_limit_in_register_code_is_an_error_and_the_runtime_carries_on() {
-    fn grow(m: &Mutator<'_>, hp: Hp, sp: Sp, h: u64) -> (u64, Hp) {
+    fn grow(m: Ctx<'_>, hp: Hp, sp: Sp, h: u64) -> (u64, Hp) {
         let top = m.push_at(sp, [NIL]);
         let mut hp = hp;
         loop {
@@ -621,7 +633,7 @@ fn the_heap_limit_in_register_code_is_an_error_and_the_runtime_carries_on() {
                 // SAFETY: as above; `regs` and `set_regs` by hand, no catch.
                 let m = unsafe { s.compiled() };
                 let (hp, sp) = m.regs();
-                let (_, hp) = grow(&m, hp, sp, header(node, 2));
+                let (_, hp) = grow(m.ctx(), hp, sp, header(node, 2));
                 m.set_regs(hp, sp);
             })
             .unwrap_err();
@@ -675,7 +687,7 @@ fn a_missing_root_in_register_code_is_caught_in_debug_builds() {
                     (_, hp) = make_r(m, hp, sp, h, 0);
                 }
                 let (t, mut hp) = make_r(m, hp, sp, h, 4); // held in a local: the bug
-                let minors = || m.vproc_ref().stats.minor.count;
+                let minors = || m.vproc().stats.minor.count;
                 let before = minors();
                 while minors() == before {
                     let c;
@@ -686,7 +698,7 @@ fn a_missing_root_in_register_code_is_caught_in_debug_builds() {
                         m.init(c, 1, NIL);
                     }
                 }
-                (check(m, t), hp)
+                (check_c(m, t), hp)
             })
         });
         let e = r.expect_err("the stale read must panic").to_string();

@@ -75,7 +75,7 @@
 //! [`phase`]: Coordinator::phase
 //! [`set_limit`]: Coordinator::set_limit
 
-use crate::compiled::record::MutatorRecord;
+use crate::compiled::record::{MutatorRecord, RecordSlot};
 use crate::gc::blocking::BlockingStates;
 use crate::sched::doorbell::Doorbell;
 use crate::sync::{
@@ -159,7 +159,7 @@ pub(crate) struct Coordinator<J> {
     pending: AtomicBool,
     /// Per vproc: its mutator record, whose allocation limit the leader
     /// zeroes (`crate::compiled::record`).
-    records: Box<[crossbeam_utils::CachePadded<MutatorRecord>]>,
+    records: Box<[crossbeam_utils::CachePadded<RecordSlot>]>,
     /// Per vproc: a request addressed to it is waiting (see [`Coordinator::signal`]).
     signals: Box<[crossbeam_utils::CachePadded<AtomicBool>]>,
     /// Per vproc: wakes it where it waits inside a computation.
@@ -200,7 +200,7 @@ impl<J> Coordinator<J> {
         Coordinator {
             pending: AtomicBool::new(false),
             records: (0..n)
-                .map(|_| crossbeam_utils::CachePadded::new(MutatorRecord::new()))
+                .map(|_| crossbeam_utils::CachePadded::new(RecordSlot::new()))
                 .collect(),
             signals: (0..n)
                 .map(|_| crossbeam_utils::CachePadded::new(AtomicBool::new(false)))
@@ -240,19 +240,19 @@ impl<J> Coordinator<J> {
     }
 
     fn limits_of(&self, v: usize) -> &AtomicUsize {
-        &self.records[v].alloc_limit
+        &self.records[v].record().alloc_limit
     }
 
     /// The allocation-limit cell of vproc `v`, read by its allocation fast
     /// path (the loom models read it directly).
     #[cfg(all(loom, test))]
     pub fn limit_cell(&self, v: usize) -> &AtomicUsize {
-        &self.records[v].alloc_limit
+        &self.records[v].record().alloc_limit
     }
 
     /// Vproc `v`'s mutator record (`crate::compiled::record`).
     pub fn record(&self, v: usize) -> &MutatorRecord {
-        &self.records[v]
+        self.records[v].record()
     }
 
     /// Installs vproc `v`'s allocation limit. Returns `true` when a global
@@ -365,7 +365,7 @@ impl<J> Coordinator<J> {
         }
         fence(Ordering::SeqCst);
         for r in self.records.iter() {
-            r.alloc_limit.store(0, Ordering::SeqCst);
+            r.record().alloc_limit.store(0, Ordering::SeqCst);
         }
         self.cv.notify_all();
         for b in self.bells.iter() {
