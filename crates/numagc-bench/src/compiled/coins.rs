@@ -50,23 +50,46 @@ unsafe fn head(m: Ctx<'_>, coins: u64) -> (i64, i64) {
 /// last coin of value `c` was used. `coins` is in slot 0 of the frame at
 /// `sp`, whose top is `top`. The pair and its cons cell are allocated
 /// together (one bump, one limit test), as a compiler allocates
-/// `(c, q - 1) :: rest`.
+/// `(c, q - 1) :: rest`; past the limit, [`pay_one_slow`].
 #[inline(always)]
 fn pay_one(m: Ctx<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp) {
     if q == 1 {
         // SAFETY: the list is live in its slot.
         return (unsafe { m.field(sp.get(0), 1) }, hp);
     }
-    let ([pair, cell], hp) = m.alloc_many_at(hp, top, [(PAIR, 2), (CONS, 2)]);
-    // SAFETY: both are fresh from `alloc_many_at`, with two value fields
-    // each; the list is reloaded from its slot after the allocation.
+    match m.try_alloc_many_at(hp, [(PAIR, 2), (CONS, 2)]) {
+        // SAFETY: both are fresh, with two value fields each; the list is
+        // in its slot.
+        Some(([pair, cell], hp)) => (unsafe { init_pay_one(m, sp, pair, cell, c, q) }, hp),
+        None => pay_one_slow(m, hp, sp, top, c, q),
+    }
+}
+
+/// [`pay_one`] through the allocation's slow path.
+#[cold]
+#[inline(never)]
+fn pay_one_slow(m: Ctx<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp) {
+    let ([pair, cell], hp) = m.alloc_many_at_slow(hp, top, [(PAIR, 2), (CONS, 2)]);
+    // SAFETY: as in `pay_one`; the list is reloaded from its slot after
+    // the allocation.
+    (unsafe { init_pay_one(m, sp, pair, cell, c, q) }, hp)
+}
+
+/// Writes the fields of `pair` and `cell`: `(c, q - 1) :: rest`, `rest`
+/// the tail of the list in slot 0 of the frame at `sp`.
+///
+/// # Safety
+/// `pair` and `cell` are fresh, with two value fields each.
+#[inline(always)]
+unsafe fn init_pay_one(m: Ctx<'_>, sp: Sp, pair: u64, cell: u64, c: i64, q: i64) -> u64 {
+    // SAFETY: the caller's contract; the list is live in its slot.
     unsafe {
         m.init(pair, 0, int_value(c));
         m.init(pair, 1, int_value(q - 1));
         m.init(cell, 0, pair);
         m.init(cell, 1, m.field(sp.get(0), 1));
     }
-    (cell, hp)
+    cell
 }
 
 /// `payN`: the sequential count, in register code (`numagc::compiled::Hp`,

@@ -123,6 +123,21 @@ pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T> {
     }
 }
 
+/// The objects of a fresh block at `p`, their header words written.
+#[inline(always)]
+fn place<const N: usize>(p: u64, objects: [(u64, usize); N]) -> [u64; N] {
+    let mut at = p;
+    objects.map(|(header, fields)| {
+        let o = at;
+        // SAFETY: `o` is inside the fresh block (the caller's reservation of
+        // every object's words), at the start of this object's `fields + 1`
+        // words.
+        unsafe { (o as *mut u64).write(header) };
+        at += (fields as u64 + 1) * 8;
+        o
+    })
+}
+
 /// The allocation slow path of [`Ctx::alloc_at_slow`], with the size
 /// checked (`fields` comes from code that may be wrong).
 fn alloc_small(v: &mut Vproc, header: u64, fields: usize) -> Result<u64> {
@@ -284,9 +299,49 @@ impl<'m> Ctx<'m> {
         sp: Sp,
         objects: [(u64, usize); N],
     ) -> ([u64; N], Hp) {
+        match self.try_alloc_many_at(hp, objects) {
+            Some(r) => r,
+            None => self.alloc_many_at_slow(hp, sp, objects),
+        }
+    }
+
+    /// The fast path of [`Ctx::alloc_many_at`] alone: `None` past the
+    /// limit, where the caller takes [`Ctx::alloc_many_at_slow`] in code
+    /// of its own.
+    #[inline(always)]
+    pub fn try_alloc_many_at<const N: usize>(
+        self,
+        hp: Hp,
+        objects: [(u64, usize); N],
+    ) -> Option<([u64; N], Hp)> {
+        let bytes = self.block_bytes(&objects);
+        if hp.0 + bytes > self.rec().limit() {
+            return None;
+        }
+        prefetch::for_write(hp.0 + bytes + prefetch::DISTANCE);
+        Some((place(hp.0 as u64, objects), Hp(hp.0 + bytes)))
+    }
+
+    /// The slow path of [`Ctx::alloc_many_at`] (as [`Ctx::alloc_at_slow`]).
+    #[cold]
+    #[inline(never)]
+    pub fn alloc_many_at_slow<const N: usize>(
+        self,
+        hp: Hp,
+        sp: Sp,
+        objects: [(u64, usize); N],
+    ) -> ([u64; N], Hp) {
+        let bytes = self.block_bytes(&objects);
+        let (p, hp) = self.alloc_block_at_slow(hp, sp, objects[0].0, bytes);
+        (place(p, objects), hp)
+    }
+
+    /// The bytes of a block of `objects` (checked in debug builds).
+    #[inline(always)]
+    fn block_bytes<const N: usize>(self, objects: &[(u64, usize); N]) -> usize {
         const { assert!(N > 0, "alloc_many_at of no object") };
         let mut bytes = 0;
-        for &(_header, fields) in &objects {
+        for &(_header, fields) in objects {
             debug_assert!(
                 fields <= MAX_SMALL_FIELDS,
                 "alloc_many_at of {fields} fields"
@@ -299,22 +354,7 @@ impl<'m> Ctx<'m> {
             bytes <= MAX_BLOCK_WORDS * 8,
             "alloc_many_at of {bytes} bytes"
         );
-        let (p, next) = if hp.0 + bytes > self.rec().limit() {
-            self.alloc_block_at_slow(hp, sp, objects[0].0, bytes)
-        } else {
-            prefetch::for_write(hp.0 + bytes + prefetch::DISTANCE);
-            (hp.0 as u64, Hp(hp.0 + bytes))
-        };
-        let mut at = p;
-        let objs = objects.map(|(header, fields)| {
-            let o = at;
-            // SAFETY: `o` is inside the fresh reservation `[p, p + bytes)`,
-            // at the start of this object's `fields + 1` words.
-            unsafe { (o as *mut u64).write(header) };
-            at += (fields as u64 + 1) * 8;
-            o
-        });
-        (objs, next)
+        bytes
     }
 
     #[cold]
