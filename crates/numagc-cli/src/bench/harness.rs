@@ -97,7 +97,9 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
                                         "{label}: wall {:.3} s, {} tasks stolen",
                                         record.wall_s, record.tasks_stolen
                                     );
-                                    print!("{}", output.1);
+                                    if let Some(stats) = &output.1 {
+                                        print!("{}", stats.table());
+                                    }
                                 });
                             }
                             if let Some(e) = &record.error {
@@ -121,7 +123,8 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
     Ok(results)
 }
 
-/// One run: (record, timeline, (program output, statistics table)).
+/// One run: (record, timeline, (program output, statistics; their table
+/// is made only when printed)).
 fn run_one(
     bench: &dyn Benchmark,
     api: Api,
@@ -129,7 +132,11 @@ fn run_one(
     size: Size,
     config: numagc::Config,
     rep: usize,
-) -> (RunRecord, RunTimeline, (String, String)) {
+) -> (
+    RunRecord,
+    RunTimeline,
+    (String, Option<numagc::StatsReport>),
+) {
     let vprocs = config.vprocs;
     let private_heaps = (config.vprocs * config.local_heap_size) as u64;
     let mut record = RunRecord {
@@ -173,7 +180,7 @@ fn run_one(
         Ok(rt) => rt,
         Err(e) => {
             record.error = Some(format!("starting the runtime: {e}"));
-            return (record, timeline, (String::new(), String::new()));
+            return (record, timeline, (String::new(), None));
         }
     };
     let t0 = Instant::now();
@@ -231,5 +238,5 @@ fn run_one(
     timeline.spans = spans;
     timeline.dropped = dropped;
     timeline.nodes = rt.info().placements.iter().map(|p| p.node).collect();
-    (record, timeline, (output, stats.table()))
+    (record, timeline, (output, Some(stats)))
 }
