@@ -262,6 +262,47 @@ fn run_compiled_example(static_dir: &Path, dir: &Path) {
     }
 }
 
+/// The C parfib (`examples/c/parfib.c`: register code and `numagc_par2`):
+/// its answer line, checked against Fibonacci by the program itself.
+fn check_parfib_run(o: &Output, what: &str, expected: &str) {
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout) == expected,
+        "{what}: expected {expected:?}:\n{}",
+        show(&o)
+    );
+}
+
+/// The C parfib on both plans, 1 and 2 vprocs, and its refusal of bad
+/// arguments.
+fn run_parfib_example(static_dir: &Path, dir: &Path) {
+    let exe = dir.join("parfib");
+    compile("parfib", static_dir, &exe, &[]);
+    for plan in ["split", "shared"] {
+        for vprocs in ["1", "2"] {
+            let o = Command::new(&exe)
+                .args(["27", "12", vprocs])
+                .env("NUMAGC_PLAN", plan)
+                .env("NUMAGC_LOCAL_HEAP", "256K")
+                .output()
+                .unwrap();
+            check_parfib_run(
+                &o,
+                &format!("parfib on the {plan} plan, {vprocs} vproc(s)"),
+                "parfib 27 (threshold 12) = 196418\n",
+            );
+        }
+    }
+    let o = Command::new(&exe).args(["90", "12"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "parfib 90:\n{}", show(&o));
+    let o = Command::new(&exe).args(["20", "5", "0"]).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "parfib on 0 vprocs:\n{}",
+        show(&o)
+    );
+}
+
 fn check_bad_input_run(o: &Output, what: &str) {
     let codes = [
         "NUMAGC_ERR_INVALID_ARGUMENT",
@@ -497,6 +538,7 @@ fn c_examples_run_and_are_memcheck_clean() {
     // the library hands it, and every C-side overflow, is checked). Small
     // runs: seconds in all.
     run_compiled_example(&static_dir, &dir);
+    run_parfib_example(&static_dir, &dir);
 
     match sanitizers_available(&dir) {
         Err(why) => println!(
@@ -509,6 +551,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                 ("bad_input", &[][..]),
                 ("blocking", &["600"][..]),
                 ("compiled", &["8"][..]),
+                ("parfib", &["22", "8", "2"][..]),
             ] {
                 let exe = dir.join(format!("{example}-sanitized"));
                 compile(example, &static_dir, &exe, SANITIZE);
@@ -519,6 +562,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     "channels" => check_channels_run(&o, &what),
                     "blocking" => check_blocking_run(&o, &what),
                     "compiled" => check_compiled_run(&o, &what),
+                    "parfib" => check_parfib_run(&o, &what, "parfib 22 (threshold 8) = 17711\n"),
                     _ => check_bad_input_run(&o, &what),
                 }
                 let stderr = String::from_utf8_lossy(&o.stderr);
@@ -528,7 +572,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     show(&o)
                 );
             }
-            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled)");
+            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled, parfib)");
         }
     }
 

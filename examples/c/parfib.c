@@ -1,0 +1,191 @@
+/*
+ * parfib.c: the parfib benchmark (crates/numagc-bench/src/compiled/parfib.rs)
+ * written in C as a compiler would emit it against numagc_inline.h: every
+ * call returns its result boxed in a heap cell; at or below the threshold
+ * the calls are register code (the allocation pointer and the root
+ * stack's top passed to every call and the allocation pointer returned
+ * with the box, the first call's box in a frame slot across the second
+ * call); above it the two calls are forked with numagc_par2, the
+ * closure's environment a boxed n.
+ *
+ *   cargo build --release -p numagc-capi
+ *   cc -std=c11 -O2 -Wall -Wextra -Iinclude examples/c/parfib.c \
+ *      -Ltarget/release -l:libnumagc.a -lpthread -ldl -lm -o parfib
+ *   ./parfib N THRESHOLD [VPROCS]     (NUMAGC_* settings apply)
+ *
+ * Prints "parfib N (threshold T) = F", the line numagc bench prints, and
+ * exits 0 when F is the N-th Fibonacci number computed iteratively; 1
+ * (with a message) otherwise or on any error.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <numagc_inline.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The header word of a box: the runtime's first descriptor, a constant a
+ * compiler would emit (checked against what registration returns). */
+static uint64_t CELL;
+
+/* A box and the allocation pointer after it, in two registers. obj 0: a
+ * slow path failed, its status in at_status (a compiler would raise). */
+typedef struct {
+    uint64_t obj;
+    size_t hp;
+} at;
+static _Thread_local int at_status;
+
+/* A box holding the immediate x at hp. */
+static inline at box_at(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t x) {
+    at r = {0, hp};
+    uint64_t b;
+    if ((at_status = numagc_alloc_at(m, &r.hp, sp, CELL, 1, &b)) != NUMAGC_OK) return r;
+    numagc_inline_init(b, 0, x);
+    r.obj = b;
+    return r;
+}
+
+/* seq n: the sequential part, register code. */
+static at seq(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t n) {
+    if (n < 2) return box_at(m, hp, sp, numagc_inline_word_int(n));
+    at x = seq(m, hp, sp, n - 1);
+    if (x.obj == 0) return x;
+    uint64_t *top = numagc_push_at(m, sp, 1);
+    if (top == NULL) {
+        at_status = NUMAGC_ERR_INVALID_ARGUMENT;
+        x.obj = 0;
+        return x;
+    }
+    sp[0] = x.obj;
+    at y = seq(m, x.hp, top, n - 2);
+    if (y.obj == 0) return y;
+    /* Tagged integers 2a+1 and 2b+1 add to 2(a+b)+1 less one; x is
+     * reloaded from its slot. */
+    uint64_t s = numagc_inline_field(sp[0], 0) + numagc_inline_field(y.obj, 0) - 1;
+    return box_at(m, y.hp, sp, s);
+}
+
+static int pfib(numagc_scope *s, int64_t n, int64_t threshold, uint64_t *out);
+
+typedef struct {
+    int64_t threshold;
+    int64_t minus;
+} side;
+
+/* A forked call: pfib (n - minus), n the boxed environment. */
+static int task(numagc_scope *s, const numagc_value *env, size_t n, void *ud,
+                numagc_value *result) {
+    (void)n;
+    const side *sd = ud;
+    uint64_t w;
+    int rc = numagc_value_word(s, env[0], &w);
+    if (rc != NUMAGC_OK) return rc;
+    int64_t k = numagc_inline_word_to_int(numagc_inline_field(w, 0));
+    uint64_t r;
+    if ((rc = pfib(s, k - sd->minus, sd->threshold, &r)) != NUMAGC_OK) return rc;
+    return numagc_word_value(s, r, result);
+}
+
+/* pfib n: register code at or below the threshold, a fork above it. The
+ * box in *out is valid until the next call that may collect. */
+static int pfib(numagc_scope *s, int64_t n, int64_t threshold, uint64_t *out) {
+    numagc_mutator *m;
+    int rc = numagc_mutator_get(s, &m);
+    if (rc != NUMAGC_OK) return rc;
+    if (n <= threshold) {
+        uint64_t *sp = numagc_regs_sp(m);
+        at r = seq(m, numagc_regs_hp(m), sp, n);
+        if (r.obj == 0) {
+            /* The record is current; its top is that of the failed call. */
+            numagc_regs_store(m, numagc_regs_hp(m), sp);
+            return at_status;
+        }
+        numagc_regs_store(m, r.hp, sp);
+        *out = r.obj;
+        return NUMAGC_OK;
+    }
+    uint64_t env_w;
+    if ((rc = numagc_inline_alloc(m, CELL, 1, &env_w)) != NUMAGC_OK) return rc;
+    numagc_inline_init(env_w, 0, numagc_inline_word_int(n));
+    numagc_value env, x, y;
+    if ((rc = numagc_word_value(s, env_w, &env)) != NUMAGC_OK) return rc;
+    side left = {threshold, 1}, right = {threshold, 2};
+    rc = numagc_par2(s, &env, 1, task, &left, task, &right, &x, &y);
+    if (rc != NUMAGC_OK) return rc;
+    uint64_t xw, yw;
+    if ((rc = numagc_value_word(s, x, &xw)) != NUMAGC_OK) return rc;
+    if ((rc = numagc_value_word(s, y, &yw)) != NUMAGC_OK) return rc;
+    uint64_t sum = numagc_inline_field(xw, 0) + numagc_inline_field(yw, 0) - 1;
+    uint64_t b;
+    if ((rc = numagc_inline_alloc(m, CELL, 1, &b)) != NUMAGC_OK) return rc;
+    numagc_inline_init(b, 0, sum);
+    *out = b;
+    return NUMAGC_OK;
+}
+
+typedef struct {
+    int64_t n, threshold, answer;
+} job;
+
+static int run(numagc_scope *s, void *ud) {
+    job *j = ud;
+    uint64_t b;
+    int rc = pfib(s, j->n, j->threshold, &b);
+    if (rc == NUMAGC_OK) j->answer = numagc_inline_word_to_int(numagc_inline_field(b, 0));
+    return rc;
+}
+
+static int fail(const char *what, int rc) {
+    fprintf(stderr, "parfib: %s: %s: %s\n", what, numagc_status_name(rc), numagc_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || argc > 4) {
+        fprintf(stderr, "usage: parfib N THRESHOLD [VPROCS]\n");
+        return 2;
+    }
+    char *end;
+    long long n = strtoll(argv[1], &end, 10);
+    long long threshold = *end == '\0' ? strtoll(argv[2], &end, 10) : -1;
+    if (*end != '\0' || n < 0 || n > 80 || threshold < 1 || threshold > 80) {
+        fprintf(stderr, "parfib: N must be 0..80 and THRESHOLD 1..80\n");
+        return 2;
+    }
+    numagc_config *cfg;
+    int rc = numagc_config_from_env(&cfg);
+    if (rc != NUMAGC_OK) return fail("configuration", rc);
+    if (argc == 4 && (rc = numagc_config_set(cfg, "vprocs", argv[3])) != NUMAGC_OK)
+        return fail("vprocs", rc);
+    numagc_runtime *rt;
+    rc = numagc_runtime_new(cfg, &rt);
+    numagc_config_free(cfg);
+    if (rc != NUMAGC_OK) return fail("starting the runtime", rc);
+    numagc_desc box;
+    size_t value[1] = {0};
+    if ((rc = numagc_register_mixed(rt, "int-box", 1, value, 1, false, &box)) != NUMAGC_OK)
+        return fail("registering the box", rc);
+    if (box != NUMAGC_FIRST_DESCRIPTOR_ID) {
+        fprintf(stderr, "parfib: the box got descriptor %u, the program was compiled for %u\n",
+                (unsigned)box, (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID);
+        return 1;
+    }
+    CELL = numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID, 1);
+    job j = {n, threshold, 0};
+    if ((rc = numagc_run_on(rt, 0, run, &j)) != NUMAGC_OK) return fail("parfib", rc);
+    numagc_runtime_free(rt);
+    printf("parfib %lld (threshold %lld) = %lld\n", n, threshold, (long long)j.answer);
+    /* The independent answer: Fibonacci iteratively. */
+    int64_t a = 0, b = 1;
+    for (long long i = 0; i < n; i++) {
+        int64_t t = a + b;
+        a = b;
+        b = t;
+    }
+    if (j.answer != a) {
+        fprintf(stderr, "parfib: got %lld, fib %lld is %lld\n", (long long)j.answer, n,
+                (long long)a);
+        return 1;
+    }
+    return 0;
+}
