@@ -44,6 +44,11 @@
 //! - C (`c-arena`, binarytrees only): `peers/c/binarytrees.c`, bump arenas
 //!   reset after each tree, K threads; a reference point of what allocation
 //!   can cost, never counted as the best peer.
+//! - numagc from C (`numagc-c`, parfib only): `examples/c/parfib.c`, the
+//!   benchmark in C on `numagc_inline.h`'s register code, built by
+//!   `peers/build.sh` against `libnumagc.a` into `numagc-c/`; K vprocs,
+//!   numagc's defaults (`NUMAGC_*` apply). Not a peer either: numagc's
+//!   interface from C beside the Rust programs.
 //!
 //! **Pauses.** numagc and OCaml 5 report their GC pauses in every timed run
 //! (see `pauses`); the tables give, per runtime, the largest p99.9 and the
@@ -78,21 +83,26 @@ const PEERED: [(&str, &str); 8] = [
 ];
 
 /// The peers compared, in the order they run (after numagc's programs).
-const PEERS: [&str; 6] = [
+const PEERS: [&str; 7] = [
     "haskell",
     "ocaml",
     "ocaml5",
     "java-parallelgc",
     "java-g1",
     "c-arena",
+    "numagc-c",
 ];
 
 /// Runtimes that are reference points, not peers: never the "best peer".
 /// `c-arena` is binarytrees in C with bump arenas reset after each tree
 /// (`peers/c/`), the lower bound of what allocation can cost (issue 18).
-const REFERENCES: [&str; 1] = ["c-arena"];
+/// `numagc-c` is numagc itself, from C (`examples/c/`).
+const REFERENCES: [&str; 2] = ["c-arena", "numagc-c"];
 
 const NO_C_PROGRAM: &str = "no C program for this benchmark (peers/c/ has binarytrees only)";
+const NO_NUMAGC_C_PROGRAM: &str =
+    "no C program on numagc for this benchmark (examples/c/ has parfib only)";
+const NOT_BUILT_NUMAGC_C: &str = "not built (peers/build.sh builds examples/c/parfib.c)";
 
 /// The name of numagc's runtime for the programs on `api` (`numagc` for the
 /// safe API, `numagc-compiled` for the compiled-code interface).
@@ -403,6 +413,15 @@ fn launch(
             None if bench == "binarytrees" => Launch::Skip(NOT_INSTALLED),
             None => Launch::Skip(NO_C_PROGRAM),
         },
+        "numagc-c" => match exe(dir.join("numagc-c").join(bench)) {
+            Some(p) => {
+                let mut c = Command::new(p);
+                c.args(args).arg(k.to_string());
+                Launch::Run(c)
+            }
+            None if bench == "parfib" => Launch::Skip(NOT_BUILT_NUMAGC_C),
+            None => Launch::Skip(NO_NUMAGC_C_PROGRAM),
+        },
         _ => unreachable!("runtime {runtime}"),
     };
     if let (true, Launch::Run(c)) = (accounted, &mut launch) {
@@ -674,6 +693,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                 "java-parallelgc": "-XX:+UseParallelGC, K workers, default heap",
                 "java-g1": "-XX:+UseG1GC, K workers, default heap",
                 "c-arena": "peers/c/binarytrees.c, bump arenas, K threads (a reference point, not a peer)",
+                "numagc-c": "examples/c/<benchmark>.c on numagc_inline.h's register code, K vprocs, numagc's defaults (numagc from C, not a peer)",
             },
             "compare_process_max_rss_kib": self_rss_kib,
             "runs": runs,
