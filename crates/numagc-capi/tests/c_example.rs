@@ -294,11 +294,40 @@ fn run_parfib_example(static_dir: &Path, dir: &Path) {
     }
     let o = Command::new(&exe).args(["90", "12"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "parfib 90:\n{}", show(&o));
+    // binarytrees from C: its output is numagc's (the Rust program's,
+    // through `numagc bench`, in `quick_suite`), checked by the program.
+    let bt = dir.join("binarytrees");
+    compile("binarytrees", static_dir, &bt, &[]);
+    for plan in ["split", "shared"] {
+        let o = Command::new(&bt)
+            .args(["10", "2"])
+            .env("NUMAGC_PLAN", plan)
+            .env("NUMAGC_LOCAL_HEAP", "256K")
+            .output()
+            .unwrap();
+        check_binarytrees_run(&o, &format!("binarytrees on the {plan} plan"));
+    }
     let o = Command::new(&exe).args(["20", "5", "0"]).output().unwrap();
     assert_eq!(
         o.status.code(),
         Some(1),
         "parfib on 0 vprocs:\n{}",
+        show(&o)
+    );
+}
+
+/// binarytrees 10 from C (`examples/c/binarytrees.c`): exit 0 and the
+/// Benchmarks Game's lines.
+fn check_binarytrees_run(o: &Output, what: &str) {
+    let expected = "stretch tree of depth 11\t check: 4095\n\
+                    1024\t trees of depth 4\t check: 31744\n\
+                    256\t trees of depth 6\t check: 32512\n\
+                    64\t trees of depth 8\t check: 32704\n\
+                    16\t trees of depth 10\t check: 32752\n\
+                    long lived tree of depth 10\t check: 2047\n";
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout) == expected,
+        "{what}: expected {expected:?}:\n{}",
         show(&o)
     );
 }
@@ -552,6 +581,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                 ("blocking", &["600"][..]),
                 ("compiled", &["8"][..]),
                 ("parfib", &["22", "8", "2"][..]),
+                ("binarytrees", &["10", "2"][..]),
             ] {
                 let exe = dir.join(format!("{example}-sanitized"));
                 compile(example, &static_dir, &exe, SANITIZE);
@@ -563,6 +593,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     "blocking" => check_blocking_run(&o, &what),
                     "compiled" => check_compiled_run(&o, &what),
                     "parfib" => check_parfib_run(&o, &what, "parfib 22 (threshold 8) = 17711\n"),
+                    "binarytrees" => check_binarytrees_run(&o, &what),
                     _ => check_bad_input_run(&o, &what),
                 }
                 let stderr = String::from_utf8_lossy(&o.stderr);
@@ -572,7 +603,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     show(&o)
                 );
             }
-            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled, parfib)");
+            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled, parfib, binarytrees)");
         }
     }
 

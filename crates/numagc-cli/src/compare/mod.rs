@@ -44,8 +44,9 @@
 //! - C (`c-arena`, binarytrees only): `peers/c/binarytrees.c`, bump arenas
 //!   reset after each tree, K threads; a reference point of what allocation
 //!   can cost, never counted as the best peer.
-//! - numagc from C (`numagc-c`, parfib only): `examples/c/parfib.c`, the
-//!   benchmark in C on `numagc_inline.h`'s register code, built by
+//! - numagc from C (`numagc-c`, parfib and binarytrees):
+//!   `examples/c/{parfib,binarytrees}.c`, the benchmarks in C on
+//!   `numagc_inline.h`'s register code, built by
 //!   `peers/build.sh` against `libnumagc.a` into `numagc-c/`; K vprocs,
 //!   numagc's defaults (`NUMAGC_*` apply). Not a peer either: numagc's
 //!   interface from C beside the Rust programs.
@@ -101,8 +102,9 @@ const REFERENCES: [&str; 2] = ["c-arena", "numagc-c"];
 
 const NO_C_PROGRAM: &str = "no C program for this benchmark (peers/c/ has binarytrees only)";
 const NO_NUMAGC_C_PROGRAM: &str =
-    "no C program on numagc for this benchmark (examples/c/ has parfib only)";
-const NOT_BUILT_NUMAGC_C: &str = "not built (peers/build.sh builds examples/c/parfib.c)";
+    "no C program on numagc for this benchmark (examples/c/ has parfib and binarytrees)";
+const NOT_BUILT_NUMAGC_C: &str =
+    "not built (peers/build.sh builds examples/c/parfib.c and binarytrees.c)";
 
 /// The name of numagc's runtime for the programs on `api` (`numagc` for the
 /// safe API, `numagc-compiled` for the compiled-code interface).
@@ -419,7 +421,7 @@ fn launch(
                 c.args(args).arg(k.to_string());
                 Launch::Run(c)
             }
-            None if bench == "parfib" => Launch::Skip(NOT_BUILT_NUMAGC_C),
+            None if bench == "parfib" || bench == "binarytrees" => Launch::Skip(NOT_BUILT_NUMAGC_C),
             None => Launch::Skip(NO_NUMAGC_C_PROGRAM),
         },
         _ => unreachable!("runtime {runtime}"),
