@@ -268,7 +268,7 @@ fn check_parfib_run(o: &Output, what: &str, expected: &str) {
     assert!(
         o.status.success() && String::from_utf8_lossy(&o.stdout) == expected,
         "{what}: expected {expected:?}:\n{}",
-        show(&o)
+        show(o)
     );
 }
 
@@ -328,7 +328,7 @@ fn check_binarytrees_run(o: &Output, what: &str) {
     assert!(
         o.status.success() && String::from_utf8_lossy(&o.stdout) == expected,
         "{what}: expected {expected:?}:\n{}",
-        show(&o)
+        show(o)
     );
 }
 
