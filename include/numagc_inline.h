@@ -64,8 +64,14 @@ static inline int numagc_inline_alloc(numagc_mutator *m, uint64_t header, size_t
                                uint64_t *out) {
     size_t p = m->alloc_ptr;
     size_t next = p + (fields + 1) * 8;
-    if (__builtin_expect(next > numagc_inline_limit(m), 0))
-        return numagc_alloc_slow(m, header, fields, out);
+    if (__builtin_expect(next > numagc_inline_limit(m), 0)) {
+        /* Through a local of its own: the address that escapes into the
+         * slow path is not the caller's, which can stay in a register. */
+        uint64_t o = 0;
+        int rc = numagc_alloc_slow(m, header, fields, &o);
+        *out = o;
+        return rc;
+    }
     m->alloc_ptr = next;
     /* allocation prefetch: the line a few objects ahead, for writing */
     __builtin_prefetch((const void *)(next + NUMAGC_ALLOC_PREFETCH_DISTANCE), 1, 3);
@@ -85,8 +91,12 @@ static inline int numagc_inline_alloc_block(numagc_mutator *m, uint64_t first_he
                                             size_t words, uint64_t *out) {
     size_t p = m->alloc_ptr;
     size_t next = p + words * 8;
-    if (__builtin_expect(next > numagc_inline_limit(m), 0))
-        return numagc_alloc_block_slow(m, first_header, words, out);
+    if (__builtin_expect(next > numagc_inline_limit(m), 0)) {
+        uint64_t o = 0; /* as in numagc_inline_alloc */
+        int rc = numagc_alloc_block_slow(m, first_header, words, &o);
+        *out = o;
+        return rc;
+    }
     m->alloc_ptr = next;
     /* allocation prefetch: the line a few objects ahead, for writing */
     __builtin_prefetch((const void *)(next + NUMAGC_ALLOC_PREFETCH_DISTANCE), 1, 3);
@@ -218,7 +228,9 @@ static inline int numagc_alloc_at(numagc_mutator *m, size_t *hp, uint64_t *sp, u
     size_t next = p + (fields + 1) * 8;
     if (__builtin_expect(next > numagc_inline_limit(m), 0)) {
         numagc_regs_store(m, p, sp);
-        int rc = numagc_alloc_slow(m, header, fields, out);
+        uint64_t o = 0; /* as in numagc_inline_alloc */
+        int rc = numagc_alloc_slow(m, header, fields, &o);
+        *out = o;
         *hp = m->alloc_ptr;
         return rc;
     }
@@ -236,7 +248,9 @@ static inline int numagc_alloc_block_at(numagc_mutator *m, size_t *hp, uint64_t 
     size_t next = p + words * 8;
     if (__builtin_expect(next > numagc_inline_limit(m), 0)) {
         numagc_regs_store(m, p, sp);
-        int rc = numagc_alloc_block_slow(m, first_header, words, out);
+        uint64_t o = 0; /* as in numagc_inline_alloc */
+        int rc = numagc_alloc_block_slow(m, first_header, words, &o);
+        *out = o;
         *hp = m->alloc_ptr;
         return rc;
     }

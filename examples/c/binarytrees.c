@@ -29,8 +29,9 @@
 #define MIN_DEPTH 4
 #define PAR_LEVELS 3
 
-/* The header word of a node: the runtime's first descriptor. */
-static uint64_t NODE;
+/* The header word of a node: the runtime's first descriptor, a constant a
+ * compiler would emit (main checks what registration returns). */
+#define NODE numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID, 2)
 
 /* A tree and the allocation pointer after it (two registers); obj 0: a
  * slow path failed, its status in at_status. */
@@ -53,25 +54,43 @@ static at node_slow(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t *top, u
     }
     top[0] = r;
     uint64_t o;
-    if ((at_status = numagc_alloc_at(m, &t.hp, above, NODE, 2, &o)) != NUMAGC_OK) return t;
+    int rc = numagc_alloc_at(m, &t.hp, above, NODE, 2, &o);
+    if (rc != NUMAGC_OK) {
+        at_status = rc;
+        return t;
+    }
     numagc_inline_init(o, 0, sp[0]);
     numagc_inline_init(o, 1, top[0]);
     t.obj = o;
     return t;
 }
 
+static at make_inner(numagc_mutator *m, size_t hp, uint64_t *sp, int depth);
+
+/* A leaf is allocated at once; an inner node goes on in make_inner, a
+ * tail call (the shrink-wrapping of parfib.c's seq). */
 static at make(numagc_mutator *m, size_t hp, uint64_t *sp, int depth) {
+    if (depth > 0) return make_inner(m, hp, sp, depth);
     at t = {0, hp};
     uint64_t o;
-    if (depth == 0) {
-        if ((at_status = numagc_alloc_at(m, &t.hp, sp, NODE, 2, &o)) != NUMAGC_OK) return t;
-        numagc_inline_init(o, 0, NUMAGC_NIL);
-        numagc_inline_init(o, 1, NUMAGC_NIL);
-        t.obj = o;
+    int rc = numagc_alloc_at(m, &t.hp, sp, NODE, 2, &o);
+    if (__builtin_expect(rc != NUMAGC_OK, 0)) {
+        at_status = rc;
         return t;
     }
+    numagc_inline_init(o, 0, NUMAGC_NIL);
+    numagc_inline_init(o, 1, NUMAGC_NIL);
+    t.obj = o;
+    return t;
+}
+
+/* An inner node: the left subtree in a frame slot across the right one's
+ * build. */
+__attribute__((noinline)) static at make_inner(numagc_mutator *m, size_t hp, uint64_t *sp,
+                                               int depth) {
+    at t = {0, hp};
     at l = make(m, hp, sp, depth - 1);
-    if (l.obj == 0) return l;
+    if (__builtin_expect(l.obj == 0, 0)) return l;
     uint64_t *top = numagc_push_at(m, sp, 1);
     if (top == NULL) {
         at_status = NUMAGC_ERR_INVALID_ARGUMENT;
@@ -80,7 +99,7 @@ static at make(numagc_mutator *m, size_t hp, uint64_t *sp, int depth) {
     }
     sp[0] = l.obj;
     at r = make(m, l.hp, top, depth - 1);
-    if (r.obj == 0) return r;
+    if (__builtin_expect(r.obj == 0, 0)) return r;
     /* The fast path inline; r needs a slot only on the slow path. */
     size_t p = r.hp, next = p + 3 * 8;
     if (__builtin_expect(next > numagc_inline_limit(m), 0)) return node_slow(m, r.hp, sp, top, r.obj);
@@ -245,7 +264,6 @@ int main(int argc, char **argv) {
                 (unsigned)node, (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID);
         return 1;
     }
-    NODE = numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID, 2);
     job j = {0};
     j.max_depth = (int)depth;
     if ((rc = numagc_runtime_vprocs(rt, &j.vprocs)) != NUMAGC_OK) return fail("vprocs", rc);

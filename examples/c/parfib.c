@@ -24,8 +24,8 @@
 #include <stdlib.h>
 
 /* The header word of a box: the runtime's first descriptor, a constant a
- * compiler would emit (checked against what registration returns). */
-static uint64_t CELL;
+ * compiler would emit (main checks what registration returns). */
+#define CELL numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID, 1)
 
 /* A box and the allocation pointer after it, in two registers. obj 0: a
  * slow path failed, its status in at_status (a compiler would raise). */
@@ -39,17 +39,32 @@ static _Thread_local int at_status;
 static inline at box_at(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t x) {
     at r = {0, hp};
     uint64_t b;
-    if ((at_status = numagc_alloc_at(m, &r.hp, sp, CELL, 1, &b)) != NUMAGC_OK) return r;
+    int rc = numagc_alloc_at(m, &r.hp, sp, CELL, 1, &b);
+    if (__builtin_expect(rc != NUMAGC_OK, 0)) {
+        at_status = rc;
+        return r;
+    }
     numagc_inline_init(b, 0, x);
     r.obj = b;
     return r;
 }
 
-/* seq n: the sequential part, register code. */
+static at seq_inner(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t n);
+
+/* seq n: the sequential part, register code. A leaf returns its box at
+ * once; an inner call goes on in seq_inner, a tail call, so that a leaf
+ * saves none of the registers an inner call needs (the shrink-wrapping of
+ * a native code generator, which gcc does not do here on its own). */
 static at seq(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t n) {
     if (n < 2) return box_at(m, hp, sp, numagc_inline_word_int(n));
+    return seq_inner(m, hp, sp, n);
+}
+
+/* An inner call: the first box in a frame slot across the second call. */
+__attribute__((noinline)) static at seq_inner(numagc_mutator *m, size_t hp, uint64_t *sp,
+                                              int64_t n) {
     at x = seq(m, hp, sp, n - 1);
-    if (x.obj == 0) return x;
+    if (__builtin_expect(x.obj == 0, 0)) return x;
     uint64_t *top = numagc_push_at(m, sp, 1);
     if (top == NULL) {
         at_status = NUMAGC_ERR_INVALID_ARGUMENT;
@@ -58,7 +73,7 @@ static at seq(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t n) {
     }
     sp[0] = x.obj;
     at y = seq(m, x.hp, top, n - 2);
-    if (y.obj == 0) return y;
+    if (__builtin_expect(y.obj == 0, 0)) return y;
     /* Tagged integers 2a+1 and 2b+1 add to 2(a+b)+1 less one; x is
      * reloaded from its slot. */
     uint64_t s = numagc_inline_field(sp[0], 0) + numagc_inline_field(y.obj, 0) - 1;
@@ -170,7 +185,6 @@ int main(int argc, char **argv) {
                 (unsigned)box, (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID);
         return 1;
     }
-    CELL = numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID, 1);
     job j = {n, threshold, 0};
     if ((rc = numagc_run_on(rt, 0, run, &j)) != NUMAGC_OK) return fail("parfib", rc);
     numagc_runtime_free(rt);
