@@ -262,8 +262,9 @@ fn run_compiled_example(static_dir: &Path, dir: &Path) {
     }
 }
 
-/// The C parfib (`examples/c/parfib.c`: register code and `numagc_par2`):
-/// its answer line, checked against Fibonacci by the program itself.
+/// The C parfib or coins (`examples/c/parfib.c`, `coins.c`: register code
+/// and `numagc_par2`): exit 0 and the answer line, which the program checks
+/// itself (against Fibonacci, a dynamic program).
 fn check_parfib_run(o: &Output, what: &str, expected: &str) {
     assert!(
         o.status.success() && String::from_utf8_lossy(&o.stdout) == expected,
@@ -294,6 +295,23 @@ fn run_parfib_example(static_dir: &Path, dir: &Path) {
     }
     let o = Command::new(&exe).args(["90", "12"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "parfib 90:\n{}", show(&o));
+    // coins from C: its answer, checked by the program against a dynamic
+    // program.
+    let coins = dir.join("coins");
+    compile("coins", static_dir, &coins, &[]);
+    for plan in ["split", "shared"] {
+        let o = Command::new(&coins)
+            .args(["300", "3", "2"])
+            .env("NUMAGC_PLAN", plan)
+            .env("NUMAGC_LOCAL_HEAP", "256K")
+            .output()
+            .unwrap();
+        check_parfib_run(
+            &o,
+            &format!("coins on the {plan} plan"),
+            "coins: ways to pay 300 (depth 3) = 5828\n",
+        );
+    }
     // binarytrees from C: its output is numagc's (the Rust program's,
     // through `numagc bench`, in `quick_suite`), checked by the program.
     let bt = dir.join("binarytrees");
@@ -582,6 +600,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                 ("compiled", &["8"][..]),
                 ("parfib", &["22", "8", "2"][..]),
                 ("binarytrees", &["10", "2"][..]),
+                ("coins", &["300", "3", "2"][..]),
             ] {
                 let exe = dir.join(format!("{example}-sanitized"));
                 compile(example, &static_dir, &exe, SANITIZE);
@@ -594,6 +613,9 @@ fn c_examples_run_and_are_memcheck_clean() {
                     "compiled" => check_compiled_run(&o, &what),
                     "parfib" => check_parfib_run(&o, &what, "parfib 22 (threshold 8) = 17711\n"),
                     "binarytrees" => check_binarytrees_run(&o, &what),
+                    "coins" => {
+                        check_parfib_run(&o, &what, "coins: ways to pay 300 (depth 3) = 5828\n")
+                    }
                     _ => check_bad_input_run(&o, &what),
                 }
                 let stderr = String::from_utf8_lossy(&o.stderr);
@@ -603,7 +625,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     show(&o)
                 );
             }
-            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled, parfib, binarytrees)");
+            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled, parfib, binarytrees, coins)");
         }
     }
 

@@ -44,8 +44,8 @@
 //! - C (`c-arena`, binarytrees only): `peers/c/binarytrees.c`, bump arenas
 //!   reset after each tree, K threads; a reference point of what allocation
 //!   can cost, never counted as the best peer.
-//! - numagc from C (`numagc-c`, parfib and binarytrees):
-//!   `examples/c/{parfib,binarytrees}.c`, the benchmarks in C on
+//! - numagc from C (`numagc-c`, parfib, binarytrees and coins):
+//!   `examples/c/{parfib,binarytrees,coins}.c`, the benchmarks in C on
 //!   `numagc_inline.h`'s register code, built by
 //!   `peers/build.sh` against `libnumagc.a` into `numagc-c/`; K vprocs,
 //!   numagc's defaults (`NUMAGC_*` apply). Not a peer either: numagc's
@@ -102,9 +102,9 @@ const REFERENCES: [&str; 2] = ["c-arena", "numagc-c"];
 
 const NO_C_PROGRAM: &str = "no C program for this benchmark (peers/c/ has binarytrees only)";
 const NO_NUMAGC_C_PROGRAM: &str =
-    "no C program on numagc for this benchmark (examples/c/ has parfib and binarytrees)";
+    "no C program on numagc for this benchmark (examples/c/ has parfib, binarytrees, coins)";
 const NOT_BUILT_NUMAGC_C: &str =
-    "not built (peers/build.sh builds examples/c/parfib.c and binarytrees.c)";
+    "not built (peers/build.sh builds examples/c/parfib.c, binarytrees.c and coins.c)";
 
 /// The name of numagc's runtime for the programs on `api` (`numagc` for the
 /// safe API, `numagc-compiled` for the compiled-code interface).

@@ -1,0 +1,315 @@
+/*
+ * coins.c: the coins benchmark (crates/numagc-bench/src/compiled/coins.rs,
+ * version 7 of nofib's coins) written in C as a compiler would emit it
+ * against numagc_inline.h: a heap list of (value, quantity) pairs, a new
+ * pair and cons cell for every coin paid, allocated together with one
+ * bump (numagc_alloc_block_at); the sequential count is register code
+ * (the allocation pointer and the root stack's top passed to every call,
+ * the allocation pointer returned with the count, the list in a frame
+ * slot across both recursive calls); while the depth is above 0 the right
+ * branch is forked with numagc_par2.
+ *
+ *   cargo build --release -p numagc-capi
+ *   cc -std=c11 -O2 -Wall -Wextra -Iinclude examples/c/coins.c \
+ *      -Ltarget/release -l:libnumagc.a -lpthread -ldl -lm -o coins
+ *   ./coins VALUE DEPTH [VPROCS]     (NUMAGC_* settings apply)
+ *
+ * Prints "coins: ways to pay VALUE (depth DEPTH) = N", the line numagc
+ * bench prints, and exits 0 when N is the count of a dynamic program; 1
+ * (with a message) otherwise or on any error.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <numagc_inline.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The header words: a pair is the runtime's first descriptor, a cons cell
+ * its second (main checks what registration returns). */
+#define PAIR numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID, 2)
+#define CONS numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID + 1, 2)
+
+static const int64_t COINS[6][2] = {{250, 55}, {100, 88}, {25, 88}, {10, 99}, {5, 122}, {1, 177}};
+
+/* A count and the allocation pointer after it (two registers); hp 0: a
+ * slow path failed, its status in at_status (a compiler would raise). */
+typedef struct {
+    uint64_t n;
+    size_t hp;
+} cnt;
+/* A list and the allocation pointer after it; hp 0: failed. */
+typedef struct {
+    uint64_t obj;
+    size_t hp;
+} at;
+static _Thread_local int at_status;
+
+/* The first coin of the cons cell `coins`. */
+static inline void head(uint64_t coins, int64_t *c, int64_t *q) {
+    uint64_t pair = numagc_inline_field(coins, 0);
+    *c = numagc_inline_word_to_int(numagc_inline_field(pair, 0));
+    *q = numagc_inline_word_to_int(numagc_inline_field(pair, 1));
+}
+
+/* (c, q-1) :: rest, or rest when the last coin of value c was used; the
+ * list is in slot 0 of the frame at sp, whose top is top. */
+static inline at pay_one(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t *top, int64_t c,
+                         int64_t q) {
+    at r = {0, hp};
+    if (q == 1) {
+        r.obj = numagc_inline_field(sp[0], 1);
+        return r;
+    }
+    uint64_t pair;
+    int rc = numagc_alloc_block_at(m, &r.hp, top, PAIR, 6, &pair);
+    if (__builtin_expect(rc != NUMAGC_OK, 0)) {
+        at_status = rc;
+        r.hp = 0;
+        return r;
+    }
+    uint64_t cell = numagc_inline_place(pair, 3, CONS);
+    numagc_inline_init(pair, 0, numagc_inline_word_int(c));
+    numagc_inline_init(pair, 1, numagc_inline_word_int(q - 1));
+    numagc_inline_init(cell, 0, pair);
+    numagc_inline_init(cell, 1, numagc_inline_field(sp[0], 1));
+    r.obj = cell;
+    return r;
+}
+
+static cnt pay_n_both(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t val, uint64_t coins);
+
+/* payN: the cases that return at once and the skipping of coins larger
+ * than val (a loop) before anything is saved; the two recursive calls go
+ * on in pay_n_both, a tail call. */
+static cnt pay_n(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t val, uint64_t coins) {
+    for (;;) {
+        if (val == 0) return (cnt){1, hp};
+        if (!numagc_inline_word_is_ptr(coins)) return (cnt){0, hp};
+        int64_t c, q;
+        head(coins, &c, &q);
+        if (c <= val) return pay_n_both(m, hp, sp, val, coins);
+        coins = numagc_inline_field(coins, 1);
+    }
+}
+
+/* payN val coins when the first coin fits: the left branch pays it, the
+ * right one drops its value; the list in a frame slot across both. */
+__attribute__((noinline)) static cnt pay_n_both(numagc_mutator *m, size_t hp, uint64_t *sp,
+                                                int64_t val, uint64_t coins) {
+    int64_t c, q;
+    head(coins, &c, &q);
+    uint64_t *top = numagc_push_at(m, sp, 1);
+    if (top == NULL) {
+        at_status = NUMAGC_ERR_INVALID_ARGUMENT;
+        return (cnt){0, 0};
+    }
+    sp[0] = coins;
+    at lc = pay_one(m, hp, sp, top, c, q);
+    if (__builtin_expect(lc.hp == 0, 0)) return (cnt){0, 0};
+    cnt left = pay_n(m, lc.hp, top, val - c, lc.obj);
+    if (__builtin_expect(left.hp == 0, 0)) return left;
+    cnt right = pay_n(m, left.hp, top, val, numagc_inline_field(sp[0], 1));
+    right.n += left.n;
+    return right;
+}
+
+static int pay_n_par(numagc_scope *s, int64_t depth, int64_t val, uint64_t coins, int64_t *out);
+
+typedef struct {
+    int64_t depth, left_depth, val, c, q;
+} fork_args;
+
+/* The left branch: pays the first coin (the list from the environment in
+ * a frame slot across the allocation), then counts on. */
+static int left_task(numagc_scope *s, const numagc_value *env, size_t n, void *ud,
+                     numagc_value *result) {
+    (void)n;
+    const fork_args *a = ud;
+    uint64_t w;
+    numagc_mutator *m;
+    int rc = numagc_value_word(s, env[0], &w);
+    if (rc == NUMAGC_OK) rc = numagc_mutator_get(s, &m);
+    if (rc != NUMAGC_OK) return rc;
+    uint64_t *sp = numagc_regs_sp(m);
+    uint64_t *top = numagc_push_at(m, sp, 1);
+    if (top == NULL) return NUMAGC_ERR_INVALID_ARGUMENT;
+    sp[0] = w;
+    at lc = pay_one(m, numagc_regs_hp(m), sp, top, a->c, a->q);
+    if (lc.hp == 0) {
+        numagc_regs_store(m, numagc_regs_hp(m), sp);
+        return at_status;
+    }
+    numagc_regs_store(m, lc.hp, sp);
+    int64_t k;
+    if ((rc = pay_n_par(s, a->left_depth, a->val - a->c, lc.obj, &k)) != NUMAGC_OK) return rc;
+    *result = numagc_int(k);
+    return NUMAGC_OK;
+}
+
+/* The right branch: the rest of the list. */
+static int right_task(numagc_scope *s, const numagc_value *env, size_t n, void *ud,
+                      numagc_value *result) {
+    (void)n;
+    const fork_args *a = ud;
+    uint64_t w;
+    int rc = numagc_value_word(s, env[0], &w);
+    if (rc != NUMAGC_OK) return rc;
+    int64_t k;
+    if ((rc = pay_n_par(s, a->depth - 1, a->val, numagc_inline_field(w, 1), &k)) != NUMAGC_OK)
+        return rc;
+    *result = numagc_int(k);
+    return NUMAGC_OK;
+}
+
+/* payN_par: forks the right branch while depth > 0. `coins` is valid
+ * until the next call that may collect. */
+static int pay_n_par(numagc_scope *s, int64_t depth, int64_t val, uint64_t coins, int64_t *out) {
+    numagc_mutator *m;
+    int rc = numagc_mutator_get(s, &m);
+    if (rc != NUMAGC_OK) return rc;
+    if (depth == 0) {
+        uint64_t *sp = numagc_regs_sp(m);
+        cnt r = pay_n(m, numagc_regs_hp(m), sp, val, coins);
+        if (r.hp == 0) {
+            numagc_regs_store(m, numagc_regs_hp(m), sp);
+            return at_status;
+        }
+        numagc_regs_store(m, r.hp, sp);
+        *out = (int64_t)r.n;
+        return NUMAGC_OK;
+    }
+    for (;;) {
+        if (val == 0) {
+            *out = 1;
+            return NUMAGC_OK;
+        }
+        if (!numagc_inline_word_is_ptr(coins)) {
+            *out = 0;
+            return NUMAGC_OK;
+        }
+        int64_t c, q;
+        head(coins, &c, &q);
+        if (c <= val) {
+            fork_args a = {depth, q == 1 ? depth - 1 : depth, val, c, q};
+            numagc_value env, x, y;
+            if ((rc = numagc_word_value(s, coins, &env)) != NUMAGC_OK) return rc;
+            rc = numagc_par2(s, &env, 1, left_task, &a, right_task, &a, &x, &y);
+            if (rc != NUMAGC_OK) return rc;
+            int64_t l, r;
+            if ((rc = numagc_get_int(x, &l)) != NUMAGC_OK) return rc;
+            if ((rc = numagc_get_int(y, &r)) != NUMAGC_OK) return rc;
+            *out = l + r;
+            return NUMAGC_OK;
+        }
+        coins = numagc_inline_field(coins, 1);
+    }
+}
+
+typedef struct {
+    int64_t val, depth, ways;
+} job;
+
+/* The coin list on the heap (register code), then the count. */
+static int run(numagc_scope *s, void *ud) {
+    job *j = ud;
+    numagc_mutator *m;
+    int rc = numagc_mutator_get(s, &m);
+    if (rc != NUMAGC_OK) return rc;
+    uint64_t *sp = numagc_regs_sp(m);
+    size_t hp = numagc_regs_hp(m);
+    uint64_t *top = numagc_push_at(m, sp, 1);
+    if (top == NULL) return NUMAGC_ERR_INVALID_ARGUMENT;
+    for (int i = 5; i >= 0; i--) {
+        uint64_t pair;
+        if ((rc = numagc_alloc_block_at(m, &hp, top, PAIR, 6, &pair)) != NUMAGC_OK) {
+            numagc_regs_store(m, numagc_regs_hp(m), sp);
+            return rc;
+        }
+        uint64_t cell = numagc_inline_place(pair, 3, CONS);
+        numagc_inline_init(pair, 0, numagc_inline_word_int(COINS[i][0]));
+        numagc_inline_init(pair, 1, numagc_inline_word_int(COINS[i][1]));
+        numagc_inline_init(cell, 0, pair);
+        numagc_inline_init(cell, 1, sp[0]);
+        sp[0] = cell;
+    }
+    uint64_t list = sp[0];
+    numagc_regs_store(m, hp, sp);
+    return pay_n_par(s, j->depth, j->val, list, &j->ways);
+}
+
+/* The independent answer: a dynamic program over the coins. */
+static int64_t ways_dp(int64_t val) {
+    int64_t *ways = calloc((size_t)val + 1, sizeof(int64_t));
+    int64_t *next = calloc((size_t)val + 1, sizeof(int64_t));
+    if (ways == NULL || next == NULL) {
+        free(ways);
+        free(next);
+        return -1;
+    }
+    ways[0] = 1;
+    for (int k = 0; k < 6; k++) {
+        int64_t c = COINS[k][0], q = COINS[k][1];
+        for (int64_t v = 0; v <= val; v++) {
+            int64_t sum = 0;
+            for (int64_t t = 0; t <= q && t * c <= v; t++) sum += ways[v - t * c];
+            next[v] = sum;
+        }
+        int64_t *swap = ways;
+        ways = next;
+        next = swap;
+    }
+    int64_t w = ways[val];
+    free(ways);
+    free(next);
+    return w;
+}
+
+static int fail(const char *what, int rc) {
+    fprintf(stderr, "coins: %s: %s: %s\n", what, numagc_status_name(rc), numagc_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || argc > 4) {
+        fprintf(stderr, "usage: coins VALUE DEPTH [VPROCS]\n");
+        return 2;
+    }
+    char *end;
+    long long val = strtoll(argv[1], &end, 10);
+    long long depth = *end == '\0' ? strtoll(argv[2], &end, 10) : -1;
+    if (*end != '\0' || val < 0 || val > 5000 || depth < 0 || depth > 30) {
+        fprintf(stderr, "coins: VALUE must be 0..5000 and DEPTH 0..30\n");
+        return 2;
+    }
+    numagc_config *cfg;
+    int rc = numagc_config_from_env(&cfg);
+    if (rc != NUMAGC_OK) return fail("configuration", rc);
+    if (argc == 4 && (rc = numagc_config_set(cfg, "vprocs", argv[3])) != NUMAGC_OK)
+        return fail("vprocs", rc);
+    numagc_runtime *rt;
+    rc = numagc_runtime_new(cfg, &rt);
+    numagc_config_free(cfg);
+    if (rc != NUMAGC_OK) return fail("starting the runtime", rc);
+    numagc_desc pair, cons;
+    size_t both[2] = {0, 1};
+    if ((rc = numagc_register_mixed(rt, "coin-pair", 2, both, 2, false, &pair)) != NUMAGC_OK ||
+        (rc = numagc_register_mixed(rt, "coin-cons", 2, both, 2, false, &cons)) != NUMAGC_OK)
+        return fail("registering the layouts", rc);
+    if (pair != NUMAGC_FIRST_DESCRIPTOR_ID || cons != NUMAGC_FIRST_DESCRIPTOR_ID + 1) {
+        fprintf(stderr, "coins: the layouts got descriptors %u and %u, the program was compiled for %u and %u\n",
+                (unsigned)pair, (unsigned)cons, (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID,
+                (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID + 1);
+        return 1;
+    }
+    job j = {val, depth, 0};
+    if ((rc = numagc_run_on(rt, 0, run, &j)) != NUMAGC_OK) return fail("coins", rc);
+    numagc_runtime_free(rt);
+    printf("coins: ways to pay %lld (depth %lld) = %lld\n", val, depth, (long long)j.ways);
+    int64_t want = ways_dp(val);
+    if (j.ways != want) {
+        fprintf(stderr, "coins: %lld ways to pay %lld, expected %lld\n", (long long)j.ways, val,
+                (long long)want);
+        return 1;
+    }
+    return 0;
+}
