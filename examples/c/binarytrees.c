@@ -21,7 +21,7 @@
  * a message) otherwise or on any error.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <numagc_inline.h>
+#include "bench.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,10 +228,7 @@ static int long_lived_check(numagc_scope *s, void *ud) {
     return rc;
 }
 
-static int fail(const char *what, int rc) {
-    fprintf(stderr, "binarytrees: %s: %s: %s\n", what, numagc_status_name(rc), numagc_last_error());
-    return 1;
-}
+static int fail(const char *what, int rc) { return bench_fail("binarytrees", what, rc); }
 
 static uint64_t nodes(int depth) { return (UINT64_C(1) << (depth + 1)) - 1; }
 
@@ -246,24 +243,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "binarytrees: DEPTH must be %d..28\n", MIN_DEPTH);
         return 2;
     }
-    numagc_config *cfg;
-    int rc = numagc_config_from_env(&cfg);
-    if (rc != NUMAGC_OK) return fail("configuration", rc);
-    if (argc == 3 && (rc = numagc_config_set(cfg, "vprocs", argv[2])) != NUMAGC_OK)
-        return fail("vprocs", rc);
-    numagc_runtime *rt;
-    rc = numagc_runtime_new(cfg, &rt);
-    numagc_config_free(cfg);
-    if (rc != NUMAGC_OK) return fail("starting the runtime", rc);
-    numagc_desc node;
-    size_t both[2] = {0, 1};
-    if ((rc = numagc_register_mixed(rt, "tree-node", 2, both, 2, false, &node)) != NUMAGC_OK)
-        return fail("registering the node", rc);
-    if (node != NUMAGC_FIRST_DESCRIPTOR_ID) {
-        fprintf(stderr, "binarytrees: the node got descriptor %u, the program was compiled for %u\n",
-                (unsigned)node, (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID);
+    static const char *const names[1] = {"tree-node"};
+    static const size_t fields[1] = {2};
+    numagc_runtime *rt = NULL;
+    if (bench_runtime("binarytrees", argc == 3 ? argv[2] : NULL, names, fields, 1, &rt) != 0)
         return 1;
-    }
+    int rc;
     job j = {0};
     j.max_depth = (int)depth;
     if ((rc = numagc_runtime_vprocs(rt, &j.vprocs)) != NUMAGC_OK) return fail("vprocs", rc);

@@ -19,7 +19,7 @@
  * (with a message) otherwise or on any error.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <numagc_inline.h>
+#include "bench.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,11 +264,6 @@ static int64_t ways_dp(int64_t val) {
     return w;
 }
 
-static int fail(const char *what, int rc) {
-    fprintf(stderr, "coins: %s: %s: %s\n", what, numagc_status_name(rc), numagc_last_error());
-    return 1;
-}
-
 int main(int argc, char **argv) {
     if (argc < 3 || argc > 4) {
         fprintf(stderr, "usage: coins VALUE DEPTH [VPROCS]\n");
@@ -281,28 +276,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "coins: VALUE must be 0..5000 and DEPTH 0..30\n");
         return 2;
     }
-    numagc_config *cfg;
-    int rc = numagc_config_from_env(&cfg);
-    if (rc != NUMAGC_OK) return fail("configuration", rc);
-    if (argc == 4 && (rc = numagc_config_set(cfg, "vprocs", argv[3])) != NUMAGC_OK)
-        return fail("vprocs", rc);
-    numagc_runtime *rt;
-    rc = numagc_runtime_new(cfg, &rt);
-    numagc_config_free(cfg);
-    if (rc != NUMAGC_OK) return fail("starting the runtime", rc);
-    numagc_desc pair, cons;
-    size_t both[2] = {0, 1};
-    if ((rc = numagc_register_mixed(rt, "coin-pair", 2, both, 2, false, &pair)) != NUMAGC_OK ||
-        (rc = numagc_register_mixed(rt, "coin-cons", 2, both, 2, false, &cons)) != NUMAGC_OK)
-        return fail("registering the layouts", rc);
-    if (pair != NUMAGC_FIRST_DESCRIPTOR_ID || cons != NUMAGC_FIRST_DESCRIPTOR_ID + 1) {
-        fprintf(stderr, "coins: the layouts got descriptors %u and %u, the program was compiled for %u and %u\n",
-                (unsigned)pair, (unsigned)cons, (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID,
-                (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID + 1);
-        return 1;
-    }
+    static const char *const names[2] = {"coin-pair", "coin-cons"};
+    static const size_t fields[2] = {2, 2};
+    numagc_runtime *rt = NULL;
+    if (bench_runtime("coins", argc == 4 ? argv[3] : NULL, names, fields, 2, &rt) != 0) return 1;
+    int rc;
     job j = {val, depth, 0};
-    if ((rc = numagc_run_on(rt, 0, run, &j)) != NUMAGC_OK) return fail("coins", rc);
+    if ((rc = numagc_run_on(rt, 0, run, &j)) != NUMAGC_OK) return bench_fail("coins", "coins", rc);
     numagc_runtime_free(rt);
     printf("coins: ways to pay %lld (depth %lld) = %lld\n", val, depth, (long long)j.ways);
     int64_t want = ways_dp(val);

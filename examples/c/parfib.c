@@ -18,7 +18,7 @@
  * (with a message) otherwise or on any error.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <numagc_inline.h>
+#include "bench.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,11 +150,6 @@ static int run(numagc_scope *s, void *ud) {
     return rc;
 }
 
-static int fail(const char *what, int rc) {
-    fprintf(stderr, "parfib: %s: %s: %s\n", what, numagc_status_name(rc), numagc_last_error());
-    return 1;
-}
-
 int main(int argc, char **argv) {
     if (argc < 3 || argc > 4) {
         fprintf(stderr, "usage: parfib N THRESHOLD [VPROCS]\n");
@@ -167,26 +162,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "parfib: N must be 0..80 and THRESHOLD 1..80\n");
         return 2;
     }
-    numagc_config *cfg;
-    int rc = numagc_config_from_env(&cfg);
-    if (rc != NUMAGC_OK) return fail("configuration", rc);
-    if (argc == 4 && (rc = numagc_config_set(cfg, "vprocs", argv[3])) != NUMAGC_OK)
-        return fail("vprocs", rc);
-    numagc_runtime *rt;
-    rc = numagc_runtime_new(cfg, &rt);
-    numagc_config_free(cfg);
-    if (rc != NUMAGC_OK) return fail("starting the runtime", rc);
-    numagc_desc box;
-    size_t value[1] = {0};
-    if ((rc = numagc_register_mixed(rt, "int-box", 1, value, 1, false, &box)) != NUMAGC_OK)
-        return fail("registering the box", rc);
-    if (box != NUMAGC_FIRST_DESCRIPTOR_ID) {
-        fprintf(stderr, "parfib: the box got descriptor %u, the program was compiled for %u\n",
-                (unsigned)box, (unsigned)NUMAGC_FIRST_DESCRIPTOR_ID);
-        return 1;
-    }
+    static const char *const names[1] = {"int-box"};
+    static const size_t fields[1] = {1};
+    numagc_runtime *rt = NULL;
+    if (bench_runtime("parfib", argc == 4 ? argv[3] : NULL, names, fields, 1, &rt) != 0) return 1;
+    int rc;
     job j = {n, threshold, 0};
-    if ((rc = numagc_run_on(rt, 0, run, &j)) != NUMAGC_OK) return fail("parfib", rc);
+    if ((rc = numagc_run_on(rt, 0, run, &j)) != NUMAGC_OK) return bench_fail("parfib", "parfib", rc);
     numagc_runtime_free(rt);
     printf("parfib %lld (threshold %lld) = %lld\n", n, threshold, (long long)j.answer);
     /* The independent answer: Fibonacci iteratively. */
