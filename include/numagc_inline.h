@@ -10,9 +10,10 @@
  *  1. A value word (uint64_t: an immediate with bit 0 set, or an object's
  *     address) held in a C local is valid only until the next call that
  *     may collect: numagc_inline_alloc, numagc_inline_alloc_block,
- *     numagc_alloc_shared, numagc_inline_poll, numagc_inline_store, and
- *     every numagc.h function taking a scope. Values live across such a
- *     call are kept in frame slots and reloaded.
+ *     numagc_alloc_shared, numagc_inline_poll, numagc_inline_store, the
+ *     register forms numagc_alloc_at, numagc_alloc_block_at and
+ *     numagc_poll_at, and every numagc.h function taking a scope. Values
+ *     live across such a call are kept in frame slots and reloaded.
  *  2. Every value field of an object from numagc_inline_alloc (and every
  *     header and field of a block from numagc_inline_alloc_block) is
  *     written with numagc_inline_init before the next such call.
