@@ -631,22 +631,9 @@ impl<'a> Mutator<'a> {
     /// `obj` is a live mutable object and `i` a value field within it.
     #[inline(always)]
     pub unsafe fn store(&mut self, obj: u64, i: usize, w: u64) -> Result<()> {
-        let rec = self.rec();
-        let (lo, len) = rec.barrier();
         // SAFETY: the caller's contract.
         let cell = unsafe { Obj::at(obj as usize) }.field_cell(i);
-        let slow = if rec.plan() == 0 {
-            // Split: a local value is promoted first; with young global
-            // collections the slow path remembers the store.
-            w.wrapping_sub(lo as u64) < len as u64 || rec.remember_all()
-        } else {
-            // Shared: the deletion barrier for an overwritten major value,
-            // the remembered set for a stored minor one.
-            let old = cell.load(std::sync::atomic::Ordering::Relaxed);
-            (is_pointer(old) && old.wrapping_sub(lo as u64) >= len as u64)
-                || w.wrapping_sub(lo as u64) < len as u64
-        };
-        if slow {
+        if store_needs_slow_path(self.rec(), cell, w) {
             return slow::store(self.vp(), obj, i, w, true);
         }
         cell.store(w, std::sync::atomic::Ordering::Release);
@@ -688,6 +675,28 @@ impl<'a> Mutator<'a> {
     /// that does not fit, say), as the safe API words it.
     pub fn misuse(&self, what: impl Into<String>) -> Error {
         Error::misuse(what.into())
+    }
+}
+
+/// The inline test of each plan's store barrier (`Mutator::store`,
+/// `Ctx::store_at`): whether storing `w` into `cell` needs the slow path.
+#[inline(always)]
+pub(super) fn store_needs_slow_path(
+    rec: &MutatorRecord,
+    cell: &std::sync::atomic::AtomicU64,
+    w: u64,
+) -> bool {
+    let (lo, len) = rec.barrier();
+    if rec.plan() == 0 {
+        // Split: a local value is promoted first; with young global
+        // collections the slow path remembers the store.
+        w.wrapping_sub(lo as u64) < len as u64 || rec.remember_all()
+    } else {
+        // Shared: the deletion barrier for an overwritten major value, the
+        // remembered set for a stored minor one.
+        let old = cell.load(std::sync::atomic::Ordering::Relaxed);
+        (is_pointer(old) && old.wrapping_sub(lo as u64) >= len as u64)
+            || w.wrapping_sub(lo as u64) < len as u64
     }
 }
 

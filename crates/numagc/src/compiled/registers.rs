@@ -13,10 +13,11 @@
 //! locals ([`Hp`], [`Sp`]) passed to and returned from its functions;
 //! the record is brought up to date only where the collector looks:
 //!
-//! - **The slow paths of this module** ([`Mutator::alloc_at`] past the
-//!   limit, [`Mutator::poll_at`] when a collection waits) store both
-//!   registers into the record before they can collect, and return the
-//!   allocation pointer reloaded after it.
+//! - **The slow paths of this module** ([`Ctx::alloc_at`] past the
+//!   limit, [`Ctx::poll_at`] when a collection waits, [`Ctx::store_at`]
+//!   when the plan's barrier needs its slow path) store both registers
+//!   into the record before they can collect, and return the allocation
+//!   pointer reloaded after it.
 //! - **Everything else that may collect or read the record** (the `&mut`
 //!   calls of [`Mutator`]: `alloc`, `push_frame`, `store`, `par2`, …, and
 //!   dropping the mutator) expects the record current: compiled code
@@ -385,6 +386,48 @@ impl<'m> Ctx<'m> {
         self.set_regs(hp, sp);
         slow::poll(self.vproc());
         Hp(self.rec().alloc_ptr())
+    }
+
+    /// Stores value `w` into value field `i` of the mutable object `obj`
+    /// through the plan's barrier (as [`Mutator::store`]): the inline
+    /// test, and past it the registers stored, the slow path run (it may
+    /// promote `w` and collect) and the allocation pointer returned
+    /// reloaded. Errors are [`raise`]d.
+    ///
+    /// # Safety
+    /// As [`Mutator::store`].
+    #[inline(always)]
+    pub unsafe fn store_at(self, hp: Hp, sp: Sp, obj: u64, i: usize, w: u64) -> Hp {
+        // SAFETY: the caller's contract.
+        let cell = unsafe { Obj::at(obj as usize) }.field_cell(i);
+        if super::store_needs_slow_path(self.rec(), cell, w) {
+            return self.store_at_slow(hp, sp, obj, i, w);
+        }
+        cell.store(w, std::sync::atomic::Ordering::Release);
+        hp
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn store_at_slow(self, hp: Hp, sp: Sp, obj: u64, i: usize, w: u64) -> Hp {
+        self.set_regs(hp, sp);
+        if let Err(e) = slow::store(self.vproc(), obj, i, w, true) {
+            raise(e)
+        }
+        Hp(self.rec().alloc_ptr())
+    }
+
+    /// Field `i` of a mutable object, which other vprocs may write (as
+    /// [`Mutator::field_shared`]).
+    ///
+    /// # Safety
+    /// As [`Mutator::field`].
+    #[inline(always)]
+    pub unsafe fn field_shared(self, obj: u64, i: usize) -> u64 {
+        // SAFETY: the caller's contract.
+        unsafe { Obj::at(obj as usize) }
+            .field_cell(i)
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Pushes a frame of `N` slots holding `words` at `sp` and returns the

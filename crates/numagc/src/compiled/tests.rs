@@ -656,6 +656,60 @@ fn the_heap_limit_in_register_code_is_an_error_and_the_runtime_carries_on() {
     }
 }
 
+/// Stores of young values into a mutable array from register code
+/// (`store_at`): promoted on split, remembered on shared, surviving the
+/// collections that garbage in between runs.
+#[test]
+fn register_code_stores_go_through_each_plans_barrier() {
+    for plan in PLANS {
+        let rt = runtime(plan, 1);
+        let node = node_desc(&rt);
+        let sum = rt
+            .run_on(0, move |s| -> Result<i64> {
+                // SAFETY: as above.
+                let mut m = unsafe { s.compiled() };
+                let h = header(node, 2);
+                let arr = m.alloc_shared(header(DescId(crate::object::header::ID_ARRAY), 64))?;
+                let keep = m.push_frame_with([arr]);
+                let sum = m.with_regs(|c, mut hp, sp| {
+                    for round in 0..50 {
+                        for i in 0..64 {
+                            let cell;
+                            (cell, hp) = c.alloc_at(hp, sp, h, 2);
+                            // SAFETY: a fresh cell; the array is reloaded
+                            // from its slot, below `sp`.
+                            unsafe {
+                                c.init(cell, 0, int_value(round * 64 + i as i64));
+                                c.init(cell, 1, NIL);
+                                hp = c.store_at(hp, sp, keep.get(0), i, cell);
+                            }
+                        }
+                        // Garbage in between, so that collections run.
+                        for _ in 0..200 {
+                            (_, hp) = make_r(c, hp, sp, h, 3);
+                        }
+                    }
+                    let mut sum = 0;
+                    for i in 0..64 {
+                        // SAFETY: the array is live in its slot.
+                        let cell = unsafe { c.field_shared(keep.get(0), i) };
+                        sum += value_int(unsafe { c.field(cell, 0) });
+                    }
+                    (sum, hp)
+                })?;
+                m.pop_frame(keep);
+                Ok(sum)
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(sum, (49 * 64..50 * 64).sum::<i64>(), "{plan:?}");
+        assert!(
+            rt.stats().total.minor.count > 0,
+            "{plan:?}: no collection ran"
+        );
+    }
+}
+
 #[test]
 fn catch_passes_other_panics_on() {
     let r = std::panic::catch_unwind(|| catch(|| panic!("not an error of the heap")));
