@@ -31,7 +31,7 @@
 //! mutator, whose `&mut` calls therefore wait until it is gone.
 //!
 //! **Frames** in register code are slots written at `sp` with
-//! [`Mutator::push_at`], which returns the new top; a callee gets the new
+//! [`Ctx::push_at`], which returns the new top; a callee gets the new
 //! top and the caller keeps its own, so a frame is popped by using the old
 //! top again, without a store. The collector scans `[roots_base,
 //! roots_top)`, where `roots_top` is the `sp` of the slow path that
@@ -76,7 +76,7 @@ pub struct Sp(*mut u64);
 
 impl Sp {
     /// The value in slot `i` of the frame pushed at this top (with
-    /// [`Mutator::push_at`]), reloaded after the calls made since.
+    /// [`Ctx::push_at`]), reloaded after the calls made since.
     ///
     /// # Safety
     /// A frame of more than `i` slots was pushed at this top, and the top
