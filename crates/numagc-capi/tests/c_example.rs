@@ -262,10 +262,50 @@ fn run_compiled_example(static_dir: &Path, dir: &Path) {
     }
 }
 
-/// The C parfib or coins (`examples/c/parfib.c`, `coins.c`: register code
-/// and `numagc_par2`): exit 0 and the answer line, which the program checks
-/// itself (against Fibonacci, a dynamic program).
-fn check_parfib_run(o: &Output, what: &str, expected: &str) {
+/// The benchmarks in C on the register code of `numagc_inline.h`
+/// (`examples/c/{parfib,coins,binarytrees}.c`): a small run of each and
+/// the output it must print (each program checks its answer itself and
+/// exits 1 when it is wrong).
+const C_BENCHMARKS: [(&str, &[&str], &str); 4] = [
+    (
+        "parfib",
+        &["27", "12", "1"],
+        "parfib 27 (threshold 12) = 196418\n",
+    ),
+    (
+        "parfib",
+        &["27", "12", "2"],
+        "parfib 27 (threshold 12) = 196418\n",
+    ),
+    (
+        "coins",
+        &["300", "3", "2"],
+        "coins: ways to pay 300 (depth 3) = 5828\n",
+    ),
+    (
+        "binarytrees",
+        &["10", "2"],
+        "stretch tree of depth 11\t check: 4095\n\
+         1024\t trees of depth 4\t check: 31744\n\
+         256\t trees of depth 6\t check: 32512\n\
+         64\t trees of depth 8\t check: 32704\n\
+         16\t trees of depth 10\t check: 32752\n\
+         long lived tree of depth 10\t check: 2047\n",
+    ),
+];
+
+/// No report of AddressSanitizer or UndefinedBehaviorSanitizer in a run.
+fn check_no_sanitizer_report(o: &Output, what: &str) {
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !stderr.contains("runtime error:") && !stderr.contains("Sanitizer"),
+        "{what}: a sanitizer reported:\n{}",
+        show(o)
+    );
+}
+
+/// A run that exits 0 having printed `expected`.
+fn check_stdout_run(o: &Output, what: &str, expected: &str) {
     assert!(
         o.status.success() && String::from_utf8_lossy(&o.stdout) == expected,
         "{what}: expected {expected:?}:\n{}",
@@ -273,80 +313,35 @@ fn check_parfib_run(o: &Output, what: &str, expected: &str) {
     );
 }
 
-/// The C parfib on both plans, 1 and 2 vprocs, and its refusal of bad
+/// The benchmarks in C on both plans, and their refusals of bad
 /// arguments.
-fn run_parfib_example(static_dir: &Path, dir: &Path) {
-    let exe = dir.join("parfib");
-    compile("parfib", static_dir, &exe, &[]);
+fn run_c_benchmarks(static_dir: &Path, dir: &Path) {
+    for name in ["parfib", "coins", "binarytrees"] {
+        compile(name, static_dir, &dir.join(name), &[]);
+    }
     for plan in ["split", "shared"] {
-        for vprocs in ["1", "2"] {
-            let o = Command::new(&exe)
-                .args(["27", "12", vprocs])
+        for (name, args, expected) in C_BENCHMARKS {
+            let o = Command::new(dir.join(name))
+                .args(args)
                 .env("NUMAGC_PLAN", plan)
                 .env("NUMAGC_LOCAL_HEAP", "256K")
                 .output()
                 .unwrap();
-            check_parfib_run(
-                &o,
-                &format!("parfib on the {plan} plan, {vprocs} vproc(s)"),
-                "parfib 27 (threshold 12) = 196418\n",
-            );
+            check_stdout_run(&o, &format!("{name} {args:?} on the {plan} plan"), expected);
         }
     }
-    let o = Command::new(&exe).args(["90", "12"]).output().unwrap();
+    let parfib = dir.join("parfib");
+    let o = Command::new(&parfib).args(["90", "12"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "parfib 90:\n{}", show(&o));
-    // coins from C: its answer, checked by the program against a dynamic
-    // program.
-    let coins = dir.join("coins");
-    compile("coins", static_dir, &coins, &[]);
-    for plan in ["split", "shared"] {
-        let o = Command::new(&coins)
-            .args(["300", "3", "2"])
-            .env("NUMAGC_PLAN", plan)
-            .env("NUMAGC_LOCAL_HEAP", "256K")
-            .output()
-            .unwrap();
-        check_parfib_run(
-            &o,
-            &format!("coins on the {plan} plan"),
-            "coins: ways to pay 300 (depth 3) = 5828\n",
-        );
-    }
-    // binarytrees from C: its output is numagc's (the Rust program's,
-    // through `numagc bench`, in `quick_suite`), checked by the program.
-    let bt = dir.join("binarytrees");
-    compile("binarytrees", static_dir, &bt, &[]);
-    for plan in ["split", "shared"] {
-        let o = Command::new(&bt)
-            .args(["10", "2"])
-            .env("NUMAGC_PLAN", plan)
-            .env("NUMAGC_LOCAL_HEAP", "256K")
-            .output()
-            .unwrap();
-        check_binarytrees_run(&o, &format!("binarytrees on the {plan} plan"));
-    }
-    let o = Command::new(&exe).args(["20", "5", "0"]).output().unwrap();
+    let o = Command::new(&parfib)
+        .args(["20", "5", "0"])
+        .output()
+        .unwrap();
     assert_eq!(
         o.status.code(),
         Some(1),
         "parfib on 0 vprocs:\n{}",
         show(&o)
-    );
-}
-
-/// binarytrees 10 from C (`examples/c/binarytrees.c`): exit 0 and the
-/// Benchmarks Game's lines.
-fn check_binarytrees_run(o: &Output, what: &str) {
-    let expected = "stretch tree of depth 11\t check: 4095\n\
-                    1024\t trees of depth 4\t check: 31744\n\
-                    256\t trees of depth 6\t check: 32512\n\
-                    64\t trees of depth 8\t check: 32704\n\
-                    16\t trees of depth 10\t check: 32752\n\
-                    long lived tree of depth 10\t check: 2047\n";
-    assert!(
-        o.status.success() && String::from_utf8_lossy(&o.stdout) == expected,
-        "{what}: expected {expected:?}:\n{}",
-        show(o)
     );
 }
 
@@ -585,7 +580,7 @@ fn c_examples_run_and_are_memcheck_clean() {
     // the library hands it, and every C-side overflow, is checked). Small
     // runs: seconds in all.
     run_compiled_example(&static_dir, &dir);
-    run_parfib_example(&static_dir, &dir);
+    run_c_benchmarks(&static_dir, &dir);
 
     match sanitizers_available(&dir) {
         Err(why) => println!(
@@ -598,9 +593,6 @@ fn c_examples_run_and_are_memcheck_clean() {
                 ("bad_input", &[][..]),
                 ("blocking", &["600"][..]),
                 ("compiled", &["8"][..]),
-                ("parfib", &["22", "8", "2"][..]),
-                ("binarytrees", &["10", "2"][..]),
-                ("coins", &["300", "3", "2"][..]),
             ] {
                 let exe = dir.join(format!("{example}-sanitized"));
                 compile(example, &static_dir, &exe, SANITIZE);
@@ -611,19 +603,18 @@ fn c_examples_run_and_are_memcheck_clean() {
                     "channels" => check_channels_run(&o, &what),
                     "blocking" => check_blocking_run(&o, &what),
                     "compiled" => check_compiled_run(&o, &what),
-                    "parfib" => check_parfib_run(&o, &what, "parfib 22 (threshold 8) = 17711\n"),
-                    "binarytrees" => check_binarytrees_run(&o, &what),
-                    "coins" => {
-                        check_parfib_run(&o, &what, "coins: ways to pay 300 (depth 3) = 5828\n")
-                    }
                     _ => check_bad_input_run(&o, &what),
                 }
-                let stderr = String::from_utf8_lossy(&o.stderr);
-                assert!(
-                    !stderr.contains("runtime error:") && !stderr.contains("Sanitizer"),
-                    "{what}: a sanitizer reported:\n{}",
-                    show(&o)
-                );
+                check_no_sanitizer_report(&o, &what);
+            }
+            // The benchmarks in C, each once (parfib at 2 vprocs).
+            for (name, args, expected) in &C_BENCHMARKS[1..] {
+                let exe = dir.join(format!("{name}-sanitized"));
+                compile(name, &static_dir, &exe, SANITIZE);
+                let o = run_sanitized(&exe, args);
+                let what = format!("{name} with -fsanitize=address,undefined");
+                check_stdout_run(&o, &what, expected);
+                check_no_sanitizer_report(&o, &what);
             }
             println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled, parfib, binarytrees, coins)");
         }

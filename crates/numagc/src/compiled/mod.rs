@@ -301,12 +301,7 @@ impl<'a> Mutator<'a> {
     /// The allocation slow path on its own (the C ABI's
     /// `numagc_alloc_slow`): what `alloc` calls past the limit.
     pub fn alloc_out_of_line(&mut self, header: u64, fields: usize) -> Result<u64> {
-        if fields > MAX_SMALL_FIELDS {
-            return Err(Error::misuse(format!(
-                "alloc of {fields} fields: at most {MAX_SMALL_FIELDS} (larger objects: alloc_shared)"
-            )));
-        }
-        self.alloc_slow(header, (fields + 1) * 8)
+        slow::alloc_small(self.vp(), header, fields)
     }
 
     /// The slow path of a combined allocation on its own (the C ABI's
@@ -314,12 +309,7 @@ impl<'a> Mutator<'a> {
     /// [`MAX_BLOCK_WORDS`], the first object's header `header`; the caller
     /// writes the others.
     pub fn alloc_block_out_of_line(&mut self, header: u64, words: usize) -> Result<u64> {
-        if !(2..=MAX_BLOCK_WORDS).contains(&words) {
-            return Err(Error::misuse(format!(
-                "alloc_block of {words} words: from 2 (one header and one field) to {MAX_BLOCK_WORDS}"
-            )));
-        }
-        self.alloc_slow(header, words * 8)
+        slow::alloc_block(self.vp(), header, words)
     }
 
     /// The safepoint's slow path on its own (the C ABI's `numagc_poll_slow`).

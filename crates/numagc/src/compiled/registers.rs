@@ -139,17 +139,6 @@ fn place<const N: usize>(p: u64, objects: [(u64, usize); N]) -> [u64; N] {
     })
 }
 
-/// The allocation slow path of [`Ctx::alloc_at_slow`], with the size
-/// checked (`fields` comes from code that may be wrong).
-fn alloc_small(v: &mut Vproc, header: u64, fields: usize) -> Result<u64> {
-    if fields > MAX_SMALL_FIELDS {
-        return Err(Error::misuse(format!(
-            "alloc of {fields} fields: at most {MAX_SMALL_FIELDS} (larger objects: alloc_shared)"
-        )));
-    }
-    slow::alloc(v, header, (fields + 1) * 8)
-}
-
 impl Mutator<'_> {
     /// Runs register code: `f` gets the context and the registers loaded
     /// from the record, and returns its result with the allocation
@@ -285,7 +274,7 @@ impl<'m> Ctx<'m> {
     #[inline(never)]
     pub fn alloc_at_slow(self, hp: Hp, sp: Sp, header: u64, fields: usize) -> (u64, Hp) {
         self.set_regs(hp, sp);
-        match alloc_small(self.vproc(), header, fields) {
+        match slow::alloc_small(self.vproc(), header, fields) {
             Ok(p) => (p, Hp(self.rec().alloc_ptr())),
             Err(e) => raise(e),
         }
@@ -362,7 +351,7 @@ impl<'m> Ctx<'m> {
     #[inline(never)]
     fn alloc_block_at_slow(self, hp: Hp, sp: Sp, header: u64, bytes: usize) -> (u64, Hp) {
         self.set_regs(hp, sp);
-        match slow::alloc(self.vproc(), header, bytes) {
+        match slow::alloc_block(self.vproc(), header, bytes / 8) {
             Ok(p) => (p, Hp(self.rec().alloc_ptr())),
             Err(e) => raise(e),
         }

@@ -47,6 +47,32 @@ pub(super) fn alloc(v: &mut Vproc, header: u64, bytes: usize) -> Result<u64> {
     }
 }
 
+/// The allocation slow path of an object of `fields` fields (at most
+/// `MAX_SMALL_FIELDS`; more is a misuse): `Mutator::alloc_out_of_line`'s
+/// and `Ctx::alloc_at_slow`'s.
+pub(super) fn alloc_small(v: &mut Vproc, header: u64, fields: usize) -> Result<u64> {
+    if fields > super::MAX_SMALL_FIELDS {
+        return Err(Error::misuse(format!(
+            "alloc of {fields} fields: at most {} (larger objects: alloc_shared)",
+            super::MAX_SMALL_FIELDS
+        )));
+    }
+    alloc(v, header, (fields + 1) * 8)
+}
+
+/// The slow path of a combined allocation of `words` words in all (2 ..=
+/// `MAX_BLOCK_WORDS`; else a misuse), the first header `header`:
+/// `Mutator::alloc_block_out_of_line`'s and `Ctx::alloc_many_at_slow`'s.
+pub(super) fn alloc_block(v: &mut Vproc, header: u64, words: usize) -> Result<u64> {
+    if !(2..=super::MAX_BLOCK_WORDS).contains(&words) {
+        return Err(Error::misuse(format!(
+            "alloc_block of {words} words: from 2 (one header and one field) to {}",
+            super::MAX_BLOCK_WORDS
+        )));
+    }
+    alloc(v, header, words * 8)
+}
+
 /// Checks a header word from compiled code and gives its length and
 /// whether each field is a value (`None`: all are) and whether the object
 /// is mutable.
