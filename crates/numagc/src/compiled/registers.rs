@@ -8,8 +8,8 @@
 //! them at every allocation and frame, so each allocation waits for the
 //! store of the one before it to be forwarded from memory: in parfib,
 //! where every call allocates, that chain is the program's critical path
-//! (0.27 s against 0.16 s with the registers of this module, same run,
-//! `docs/results/compiled.md`). Here the compiled code holds them in
+//! (with the registers of this module parfib took 0.64 × the time of the
+//! code on the record, side by side: `docs/results/compiled.md`). Here the compiled code holds them in
 //! locals ([`Hp`], [`Sp`]) passed to and returned from its functions;
 //! the record is brought up to date only where the collector looks:
 //!
