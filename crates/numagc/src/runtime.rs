@@ -262,6 +262,7 @@ impl Runtime {
     pub fn stats(&self) -> StatsReport {
         let vprocs: Vec<VprocStats> = self.shared.stats.iter().map(|m| lock(m).clone()).collect();
         let heap = &self.shared.heap;
+        let gc = &self.shared.shared_heap;
         StatsReport::new(
             vprocs,
             HeapReport {
@@ -270,6 +271,9 @@ impl Runtime {
                 global_gc_trigger: heap.trigger() as u64,
                 max_heap: self.shared.config.max_heap as u64,
                 peak_global_bytes: heap.peak() as u64,
+                minor_heap_bytes: gc.minor_bytes.load(std::sync::atomic::Ordering::Relaxed) as u64,
+                peak_minor_heap_bytes: gc.minor_peak.load(std::sync::atomic::Ordering::Relaxed)
+                    as u64,
                 bindings: heap.binding_counts(),
             },
         )

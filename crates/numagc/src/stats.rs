@@ -267,7 +267,13 @@ pub struct HeapReport {
     pub large_object_bytes: u64,
     pub global_gc_trigger: u64,
     pub max_heap: u64,
+    /// The most the heap's budget held: global (major) heap bytes, and on
+    /// the shared plan the minor heaps' growth beyond `local-heap`.
     pub peak_global_bytes: u64,
+    /// Shared plan: each minor heap's size now and the largest it grew
+    /// to (`plan::shared_heap::minor_size`); 0 on the split plan.
+    pub minor_heap_bytes: u64,
+    pub peak_minor_heap_bytes: u64,
     pub bindings: BindingCounts,
 }
 
@@ -368,6 +374,13 @@ impl StatsReport {
         );
         out += &format!("large objects: {} MiB\n", mib(heap.large_object_bytes));
         out += &format!("peak global heap: {} MiB\n", mib(heap.peak_global_bytes));
+        if heap.minor_heap_bytes > 0 {
+            out += &format!(
+                "minor heaps: {} MiB each, at most {} MiB\n",
+                mib(heap.minor_heap_bytes),
+                mib(heap.peak_minor_heap_bytes)
+            );
+        }
         out += &format!("global GC trigger: {} MiB\n", mib(heap.global_gc_trigger));
         out += &format!("max heap: {} MiB\n", mib(heap.max_heap));
         let b = &heap.bindings;
@@ -519,6 +532,8 @@ mod tests {
             global_gc_trigger: 64 << 20,
             max_heap: 1 << 30,
             peak_global_bytes: 3 << 20,
+            minor_heap_bytes: 0,
+            peak_minor_heap_bytes: 0,
             bindings: BindingCounts {
                 applied: 5,
                 skipped: 2,

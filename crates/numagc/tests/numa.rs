@@ -17,8 +17,19 @@ fn four_nodes(policy: NumaPolicy) -> Runtime {
     Runtime::new(config).unwrap()
 }
 
-/// Chunks of a local heap (256 KiB / 64 KiB).
-const LOCAL_CHUNKS: usize = LOCAL_HEAP / CHUNK;
+/// Chunks carved for a vproc's local heap: 256 KiB / 64 KiB on the split
+/// plan; on the shared plan its minor heap at the largest it may grow to
+/// (`max-minor-heap`), which is reserved whole.
+fn local_chunks(rt: &Runtime) -> usize {
+    let cfg = rt.config();
+    let bytes = if split_plan() {
+        cfg.local_heap_size
+    } else {
+        cfg.max_minor_heap_size
+    };
+    assert_eq!(cfg.local_heap_size, LOCAL_HEAP);
+    bytes / CHUNK
+}
 
 fn global_chunk_records(log: &[BindRecord]) -> Vec<&BindRecord> {
     log.iter().filter(|r| r.chunks == 1).collect()
@@ -75,9 +86,10 @@ fn chunk_reuse_keeps_node_affinity() {
         );
         assert!(vproc_node.contains(&r.node), "{r:?}");
     }
+    let local = local_chunks(&rt);
     let locals: Vec<usize> = log
         .iter()
-        .filter(|r| r.chunks == LOCAL_CHUNKS)
+        .filter(|r| r.chunks == local)
         .map(|r| r.node)
         .collect();
     assert_eq!(locals.len(), 4, "one binding per local heap: {log:?}");
@@ -87,8 +99,7 @@ fn chunk_reuse_keeps_node_affinity() {
         let bound = if split_plan() {
             global_chunk_records(&log).iter().any(|r| r.node == node)
         } else {
-            log.iter()
-                .any(|r| r.node == node && r.chunks != LOCAL_CHUNKS)
+            log.iter().any(|r| r.node == node && r.chunks != local)
         };
         assert!(bound, "no global chunk bound on node {node}: {log:?}");
     }

@@ -37,6 +37,7 @@ const SETTINGS: &[SettingInfo] = &[
     SettingInfo { name: "topology", env: "NUMAGC_TOPOLOGY", help: "synthetic NUMA topology NxM (N nodes of M CPUs), or \"detect\" to read /sys (default)", flag: false },
     SettingInfo { name: "numa-policy", env: "NUMAGC_NUMA_POLICY", help: "global-heap page placement: local (default), interleave, node0", flag: false },
     SettingInfo { name: "local-heap", env: "NUMAGC_LOCAL_HEAP", help: "bytes per vproc local heap, multiple of 4 KiB, 64 KiB ..= 1 GiB; default 16 MiB", flag: false },
+    SettingInfo { name: "max-minor-heap", env: "NUMAGC_MAX_MINOR_HEAP", help: "shared plan: each minor heap starts at local-heap, doubles while an eighth or more of it survives its collections and halves back when a 32nd or less does, up to this, multiple of 4 KiB, local-heap ..= 1 GiB (local-heap: a fixed size); default min(8 x local-heap, 1 GiB)", flag: false },
     SettingInfo { name: "min-nursery", env: "NUMAGC_MIN_NURSERY", help: "major collection when the nursery falls below this, 4 KiB ..= local-heap/4; default local-heap/8", flag: false },
     SettingInfo { name: "chunk-size", env: "NUMAGC_CHUNK_SIZE", help: "bytes per global-heap chunk, power of two, 64 KiB ..= 64 MiB; default 1 MiB", flag: false },
     SettingInfo { name: "large-object", env: "NUMAGC_LARGE_OBJECT", help: "objects of at least this size go to the large-object space, 256 B ..= min(chunk-size/4, local-heap/8); default min(16 KiB, chunk-size/4, local-heap/8)", flag: false },
@@ -68,6 +69,7 @@ pub struct ConfigBuilder {
     numa_policy: NumaPolicy,
     local_heap_size: usize,
     min_nursery_size: Option<usize>,
+    max_minor_heap_size: Option<usize>,
     chunk_size: usize,
     large_object_size: Option<usize>,
     global_gc_threshold: usize,
@@ -102,6 +104,7 @@ impl ConfigBuilder {
             numa_policy: NumaPolicy::Local,
             local_heap_size: DEFAULT_LOCAL_HEAP,
             min_nursery_size: None,
+            max_minor_heap_size: None,
             chunk_size: DEFAULT_CHUNK_SIZE,
             large_object_size: None,
             global_gc_threshold: DEFAULT_GLOBAL_GC_THRESHOLD,
@@ -193,6 +196,7 @@ impl ConfigBuilder {
             "numa-policy" => next.numa_policy = value.parse()?,
             "local-heap" => next.local_heap_size = size(LOCAL_HEAP_ALLOWED)?,
             "min-nursery" => next.min_nursery_size = Some(size(MIN_NURSERY_ALLOWED)?),
+            "max-minor-heap" => next.max_minor_heap_size = Some(size(MAX_MINOR_HEAP_ALLOWED)?),
             "chunk-size" => next.chunk_size = size(CHUNK_SIZE_ALLOWED)?,
             "large-object" => next.large_object_size = Some(size(LARGE_OBJECT_ALLOWED)?),
             "global-gc-threshold" => next.global_gc_threshold = size(GLOBAL_GC_ALLOWED)?,
@@ -265,6 +269,14 @@ impl ConfigBuilder {
                     (MIN_LOCAL_HEAP..=MAX_LOCAL_HEAP).contains(&v) && v.is_multiple_of(4 * KIB);
                 self.check(setting, v, ok, || owned(LOCAL_HEAP_ALLOWED))
             }
+            "max-minor-heap" => match self.max_minor_heap_size {
+                Some(v) => {
+                    let ok =
+                        (MIN_LOCAL_HEAP..=MAX_LOCAL_HEAP).contains(&v) && v.is_multiple_of(4 * KIB);
+                    self.check(setting, v, ok, || owned(MAX_MINOR_HEAP_ALLOWED))
+                }
+                None => Ok(()),
+            },
             "chunk-size" => {
                 let v = self.chunk_size;
                 let ok = (MIN_CHUNK..=MAX_CHUNK).contains(&v) && v.is_power_of_two();
@@ -350,6 +362,11 @@ impl ConfigBuilder {
     }
     pub fn local_heap_size(self, bytes: usize) -> Self {
         self.typed("local-heap", |b| b.local_heap_size = bytes)
+    }
+    /// The shared plan's largest minor heap (`max-minor-heap`); the
+    /// local-heap size turns the adaptive sizing off.
+    pub fn max_minor_heap_size(self, bytes: usize) -> Self {
+        self.typed("max-minor-heap", |b| b.max_minor_heap_size = Some(bytes))
     }
     pub fn min_nursery_size(self, bytes: usize) -> Self {
         self.typed("min-nursery", |b| b.min_nursery_size = Some(bytes))
@@ -453,6 +470,16 @@ impl ConfigBuilder {
             || format!("4 KiB ..= {} (local-heap/4)", format_size(nursery_max)),
         )?;
 
+        let max_minor = self
+            .max_minor_heap_size
+            .unwrap_or((DEFAULT_MINOR_HEAP_GROWTH * local_heap).min(MAX_LOCAL_HEAP));
+        self.check(
+            "max-minor-heap",
+            max_minor,
+            (local_heap..=MAX_LOCAL_HEAP).contains(&max_minor),
+            || format!("{} (local-heap) ..= 1 GiB", format_size(local_heap)),
+        )?;
+
         let large_max = (chunk / 4).min(local_heap / 8);
         let large_object = self
             .large_object_size
@@ -540,6 +567,7 @@ impl ConfigBuilder {
             numa_policy: self.numa_policy,
             local_heap_size: local_heap,
             min_nursery_size: min_nursery,
+            max_minor_heap_size: max_minor,
             chunk_size: chunk,
             large_object_size: large_object,
             global_gc_threshold: threshold,

@@ -27,6 +27,7 @@ fn defaults_are_valid_and_as_documented() {
     assert_eq!(cfg.numa_policy, NumaPolicy::Local);
     assert_eq!(cfg.local_heap_size, DEFAULT_LOCAL_HEAP);
     assert_eq!(cfg.min_nursery_size, DEFAULT_LOCAL_HEAP / 8);
+    assert_eq!(cfg.max_minor_heap_size, 8 * DEFAULT_LOCAL_HEAP);
     assert_eq!(cfg.chunk_size, MIB);
     assert_eq!(cfg.large_object_size, 16 * KIB);
     assert_eq!(cfg.global_gc_threshold, 32 * MIB);
@@ -55,6 +56,10 @@ fn every_bad_value_names_its_setting_and_value() {
         ("local-heap", "65537"),
         ("min-nursery", "2K"),
         ("min-nursery", "512K"),
+        ("max-minor-heap", "32K"),
+        ("max-minor-heap", "2G"),
+        ("max-minor-heap", "65537"),
+        ("max-minor-heap", "512K"),
         ("chunk-size", "96K"),
         ("chunk-size", "128M"),
         ("large-object", "128"),
@@ -109,6 +114,35 @@ fn cross_field_errors_state_the_dependent_range() {
         .unwrap_err();
     assert_eq!(e.setting, "global-gc-threshold");
     assert_eq!(e.allowed, "64 MiB (chunk-size) ..= 1 TiB");
+}
+
+#[test]
+fn max_minor_heap_is_at_least_the_local_heap_and_follows_it_by_default() {
+    let e = ConfigBuilder::new()
+        .local_heap_size(32 * MIB)
+        .max_minor_heap_size(16 * MIB)
+        .build()
+        .unwrap_err();
+    assert_eq!(e.setting, "max-minor-heap");
+    assert_eq!(e.allowed, "32 MiB (local-heap) ..= 1 GiB");
+    let cfg = ConfigBuilder::new().local_heap_size(MIB).build().unwrap();
+    assert_eq!(cfg.max_minor_heap_size, 8 * MIB);
+    // The default is capped at the largest size; equal to the local heap
+    // it fixes the size.
+    let cfg = ConfigBuilder::new()
+        .local_heap_size(GIB)
+        .max_heap(4 * GIB)
+        .vprocs(1)
+        .build()
+        .unwrap();
+    assert_eq!(cfg.max_minor_heap_size, GIB);
+    let mut b = ConfigBuilder::new();
+    b.set("max-minor-heap", "16M").unwrap();
+    assert_eq!(b.build().unwrap().max_minor_heap_size, 16 * MIB);
+    assert_eq!(
+        b.build().unwrap().value_text("max-minor-heap").unwrap(),
+        "16 MiB"
+    );
 }
 
 #[test]
@@ -552,7 +586,7 @@ fn enumerated_settings_are_case_insensitive() {
 
 #[test]
 fn settings_table_is_complete_and_consistent() {
-    assert_eq!(settings().len(), 20);
+    assert_eq!(settings().len(), 21);
     let mut b = ConfigBuilder::new();
     for s in settings() {
         assert_eq!(

@@ -454,6 +454,18 @@ impl GlobalHeap {
         }
     }
 
+    /// Charges `bytes` that are not chunks (the growth of the shared
+    /// plan's minor heaps) to the budget; `false`, and nothing charged,
+    /// when the limit would be passed.
+    pub fn charge_other(&self, bytes: usize) -> bool {
+        self.budget.charge(bytes, false).is_ok()
+    }
+
+    /// Gives back bytes charged by [`GlobalHeap::charge_other`].
+    pub fn uncharge_other(&self, bytes: usize) {
+        self.budget.uncharge(bytes);
+    }
+
     pub fn in_use(&self) -> usize {
         self.budget.in_use()
     }

@@ -118,6 +118,8 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     }
     p.drain();
     drop(remembered);
+    gc.promoted_in_minor
+        .fetch_add(p.copied_bytes, Ordering::Relaxed);
     coord.phase(id, || {
         // Everything reachable is promoted: ephemerons and finalisers of
         // the minor heaps are decided with the leader's promoter.
@@ -127,6 +129,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         let ready = gc.cycle_complete();
         let ending = forced.max(ready as u32);
         gc.ending.store(ending, Ordering::Relaxed);
+        resize_minor_heaps(&shared, ending >= 2);
         if shared.config.verify {
             verify::major_heap(&shared, "a minor collection");
         }
@@ -175,6 +178,10 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     crate::compiled::poison(start, v.alloc_ptr());
     v.set_alloc_ptr(start);
     v.counted_ptr = start;
+    // The size the leader decided (`minor_size`); the limit is installed
+    // when this vproc leaves the collection.
+    v.shared_heap.minor_end = start + gc.minor_bytes.load(Ordering::Relaxed);
+    v.alloc_end = v.shared_heap.minor_end;
     if shared.config.verify {
         v.shared_heap
             .pools
@@ -186,6 +193,35 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     }
     v.publish_stats();
     Joined::Collected
+}
+
+/// Decides the size of the minor heaps after this collection from its
+/// survival (`minor_size`), charging growth to the heap's budget and
+/// giving shrinkage back; `full`: the collection is a full one. The
+/// leader, in the serial step after promotion: no vproc allocates.
+fn resize_minor_heaps(shared: &crate::vproc::Shared, full: bool) {
+    let gc = &shared.shared_heap;
+    let promoted = gc.promoted_in_minor.swap(0, Ordering::Relaxed);
+    let (mut held, mut fullest) = (0, 0);
+    for used in gc.minor_used.iter().map(|u| u.load(Ordering::Relaxed)) {
+        held += used;
+        fullest = fullest.max(used);
+    }
+    let heaps = gc.minor_used.len();
+    let current = gc.minor_bytes.load(Ordering::Relaxed);
+    let next = gc.minor_sizing.next(current, fullest, promoted, held, full);
+    let resized = match next.cmp(&current) {
+        std::cmp::Ordering::Greater => shared.heap.charge_other((next - current) * heaps),
+        std::cmp::Ordering::Less => {
+            shared.heap.uncharge_other((current - next) * heaps);
+            true
+        }
+        std::cmp::Ordering::Equal => false,
+    };
+    if resized {
+        gc.minor_bytes.store(next, Ordering::Relaxed);
+        gc.minor_peak.fetch_max(next, Ordering::Relaxed);
+    }
 }
 
 /// One end of a cycle and the beginning of the next (phase 3 of the module

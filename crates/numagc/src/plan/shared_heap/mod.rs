@@ -10,6 +10,7 @@
 //! | `mark` | darkening, the deletion barrier, slices | §3.1, §3.2 |
 //! | `termination` | the count of vprocs with work left in a cycle | §3.2.1 |
 //! | `minor` | parallel promotion of every minor heap | §4.4, §4.4.2 |
+//! | `minor_size` | the minor heaps' size, adapted to their survival | (numagc) |
 //! | `collection` | the stop-the-world handshake: minor collection, cycle end | §4.4.1, §3.2.2 |
 //! | `compact` | compaction of the pools, memory given back (OCaml 5.2's) | |
 //! | `weak` | ephemerons and finalisers | §5.1, §5.2 |
@@ -51,6 +52,7 @@ mod collection;
 pub(crate) mod compact;
 pub(crate) mod mark;
 mod minor;
+pub(crate) mod minor_size;
 pub(crate) mod pages;
 pub(crate) mod setup;
 pub(crate) mod size_class;

@@ -4,11 +4,13 @@
 //! and page size of the pools.
 //!
 //! Settings: `local-heap` is each vproc's minor heap (OCaml's
-//! `minor_heap_size`), `heap-growth` the pacing of major cycles (OCaml's
+//! `minor_heap_size`) at start, `max-minor-heap` the largest it may grow
+//! to (`minor_size`; its address space is reserved here), `heap-growth` the pacing of major cycles (OCaml's
 //! `space_overhead` is `100 × (growth − 1)`), `large-object` the smallest
 //! object of the large-object space, `max-heap` the limit of the major
 //! heap plus the minor heaps.
 
+use super::minor_size::MinorSizing;
 use super::pages::Pools;
 use super::size_class::SizeClasses;
 use super::state::{Mutator, SharedHeapGc};
@@ -47,9 +49,14 @@ pub(crate) fn create(
 ) -> Result<Parts> {
     let n = placements.len();
     let cs = config.chunk_size;
-    let minor_rounded = config.local_heap_size.div_ceil(cs) * cs;
+    let minor_rounded = config.max_minor_heap_size.div_ceil(cs) * cs;
     let minors = n * minor_rounded;
-    let limit = config.max_heap.saturating_sub(minors).max(cs);
+    // The minor heaps count against `max-heap` at their starting size;
+    // their growth is charged to the budget as it happens (`minor_size`).
+    let limit = config
+        .max_heap
+        .saturating_sub(n * config.local_heap_size)
+        .max(cs);
     let page = page_bytes(config);
     // Objects below `large-object` bytes are allocated in the minor heap
     // and promoted into pools: the largest class holds them.
@@ -65,7 +72,7 @@ pub(crate) fn create(
     // a minor heap" is then one range check (`SharedHeapGc::is_minor`).
     let owners: Vec<(usize, usize)> = placements.iter().map(|p| (p.vproc, p.node)).collect();
     let start = heap
-        .carve_locals(config.local_heap_size, &owners)
+        .carve_locals(config.max_minor_heap_size, &owners)
         .map_err(|m| m.error("the minor heaps"))?;
     let mutators = (0..n)
         .map(|i| {
@@ -78,6 +85,14 @@ pub(crate) fn create(
         .collect();
     let mut gc = SharedHeapGc::new(n, classes, page, (max_words + 1) * 8, heap.base_trigger());
     gc.minor_heaps = start..start + minors;
+    gc.minor_sizing = MinorSizing {
+        min: config.local_heap_size,
+        max: config.max_minor_heap_size,
+    };
+    gc.minor_bytes
+        .store(config.local_heap_size, Ordering::Relaxed);
+    gc.minor_peak
+        .store(config.local_heap_size, Ordering::Relaxed);
     gc.min_cycle_bytes = heap.base_trigger().max(page);
     Ok(Parts { heap, gc, mutators })
 }

@@ -15,6 +15,7 @@
 //! bytes (`pages`), not in the header, so the 48-bit length of the C ABI
 //! keeps all its bits; a large object's colour is its chunk's `age` byte.
 
+use super::minor_size::MinorSizing;
 use super::pages::Pools;
 use super::size_class::SizeClasses;
 use super::termination::Termination;
@@ -122,8 +123,18 @@ pub(crate) struct SharedHeapGc {
     /// Per vproc: bytes its minor heap holds at a minor collection (the
     /// leader sets to-space aside for all of them).
     pub minor_used: Box<[AtomicUsize]>,
-    /// Every vproc's minor heap, one run of address space (`setup`).
+    /// Every vproc's minor heap, one run of address space (`setup`), each
+    /// reserved at its largest size.
     pub minor_heaps: std::ops::Range<usize>,
+    /// The sizes a minor heap may take (`minor_size`).
+    pub minor_sizing: MinorSizing,
+    /// The size of every minor heap now: set by the leader of a minor
+    /// collection, read by each vproc when it empties its minor heap.
+    pub minor_bytes: AtomicUsize,
+    /// The largest `minor_bytes` has been.
+    pub minor_peak: AtomicUsize,
+    /// Bytes promoted by the minor collection under way, all vprocs.
+    pub promoted_in_minor: AtomicUsize,
     /// A cycle ends no sooner than when the major heap has received this
     /// many bytes since it began (`global-gc-threshold` per vproc, at
     /// least a page; see `mark`).
@@ -158,6 +169,10 @@ impl SharedHeapGc {
             remembered: Mutex::new(Arc::new(Vec::new())),
             minor_used: (0..vprocs).map(|_| AtomicUsize::new(0)).collect(),
             minor_heaps: 0..0,
+            minor_sizing: MinorSizing { min: 0, max: 0 },
+            minor_bytes: AtomicUsize::new(0),
+            minor_peak: AtomicUsize::new(0),
+            promoted_in_minor: AtomicUsize::new(0),
             min_cycle_bytes: page_bytes,
         }
     }
@@ -201,7 +216,8 @@ impl SharedHeapGc {
 /// stack, its remembered set. Invariant: only the vproc (or its proxy,
 /// `gc::blocking`) touches it.
 pub(crate) struct Mutator {
-    /// The minor heap `[minor_start, minor_end)`, bump-allocated.
+    /// The minor heap `[minor_start, minor_end)`, bump-allocated; its end
+    /// moves when the minor heaps are resized (`minor_size`).
     pub minor_start: usize,
     pub minor_end: usize,
     pub pools: Pools,
