@@ -36,6 +36,7 @@
 use super::compact;
 use super::mark::{self, darken};
 use super::minor::Promoter;
+use super::minor_size::MinorOutcome;
 use super::verify;
 use crate::gc::Joined;
 use crate::sync::lock;
@@ -209,7 +210,14 @@ fn resize_minor_heaps(shared: &crate::vproc::Shared, full: bool) {
     }
     let heaps = gc.minor_used.len();
     let current = gc.minor_bytes.load(Ordering::Relaxed);
-    let next = gc.minor_sizing.next(current, fullest, promoted, held, full);
+    let next = lock(&gc.minor_sizer).decide(MinorOutcome {
+        current,
+        fullest,
+        held,
+        promoted,
+        full,
+        now_ns: shared.epoch.elapsed().as_nanos() as u64,
+    });
     let resized = match next.cmp(&current) {
         std::cmp::Ordering::Greater => shared.heap.charge_other((next - current) * heaps),
         std::cmp::Ordering::Less => {

@@ -10,7 +10,7 @@
 //! object of the large-object space, `max-heap` the limit of the major
 //! heap plus the minor heaps.
 
-use super::minor_size::MinorSizing;
+use super::minor_size::MinorSizer;
 use super::pages::Pools;
 use super::size_class::SizeClasses;
 use super::state::{Mutator, SharedHeapGc};
@@ -85,10 +85,10 @@ pub(crate) fn create(
         .collect();
     let mut gc = SharedHeapGc::new(n, classes, page, (max_words + 1) * 8, heap.base_trigger());
     gc.minor_heaps = start..start + minors;
-    gc.minor_sizing = MinorSizing {
-        min: config.local_heap_size,
-        max: config.max_minor_heap_size,
-    };
+    gc.minor_sizer = crate::sync::Mutex::new(MinorSizer::new(
+        config.local_heap_size,
+        config.max_minor_heap_size,
+    ));
     gc.minor_bytes
         .store(config.local_heap_size, Ordering::Relaxed);
     gc.minor_peak

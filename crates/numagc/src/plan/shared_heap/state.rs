@@ -15,7 +15,7 @@
 //! bytes (`pages`), not in the header, so the 48-bit length of the C ABI
 //! keeps all its bits; a large object's colour is its chunk's `age` byte.
 
-use super::minor_size::MinorSizing;
+use super::minor_size::MinorSizer;
 use super::pages::Pools;
 use super::size_class::SizeClasses;
 use super::termination::Termination;
@@ -126,8 +126,9 @@ pub(crate) struct SharedHeapGc {
     /// Every vproc's minor heap, one run of address space (`setup`), each
     /// reserved at its largest size.
     pub minor_heaps: std::ops::Range<usize>,
-    /// The sizes a minor heap may take (`minor_size`).
-    pub minor_sizing: MinorSizing,
+    /// The controller of the minor heaps' size (`minor_size`), used by
+    /// the leader of each minor collection.
+    pub minor_sizer: Mutex<MinorSizer>,
     /// The size of every minor heap now: set by the leader of a minor
     /// collection, read by each vproc when it empties its minor heap.
     pub minor_bytes: AtomicUsize,
@@ -169,7 +170,7 @@ impl SharedHeapGc {
             remembered: Mutex::new(Arc::new(Vec::new())),
             minor_used: (0..vprocs).map(|_| AtomicUsize::new(0)).collect(),
             minor_heaps: 0..0,
-            minor_sizing: MinorSizing { min: 0, max: 0 },
+            minor_sizer: Mutex::new(MinorSizer::new(0, 0)),
             minor_bytes: AtomicUsize::new(0),
             minor_peak: AtomicUsize::new(0),
             promoted_in_minor: AtomicUsize::new(0),

@@ -497,7 +497,10 @@ fn minor_heaps_grow_while_their_data_survives_and_shrink_when_it_dies_young() {
             (grown, minor_heap_size(s))
         })
         .unwrap();
-    assert_eq!(sizes, (2 << 20, 256 << 10));
+    // The first growth needs no timing (nothing larger was measured);
+    // how far it goes depends on what each size measured.
+    assert!(sizes.0 >= 512 << 10, "grew to {} bytes", sizes.0);
+    assert_eq!(sizes.1, 256 << 10);
     // The other vproc took the size decided at the collections it joined.
     let other = rt.run_on(1, |s| minor_heap_size(s)).unwrap();
     assert_eq!(other, 256 << 10);
