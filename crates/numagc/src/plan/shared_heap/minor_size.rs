@@ -313,32 +313,29 @@ mod tests {
         assert!(sizes.iter().all(|&z| z == 16 * MIB), "{sizes:?}");
     }
 
+    /// A collection at `current` of which the fullest heap held
+    /// `fullest`, promoting all of it.
+    fn all_promoted(current: usize, fullest: usize, full: bool) -> MinorOutcome {
+        MinorOutcome {
+            current,
+            fullest,
+            held: fullest,
+            promoted: fullest,
+            full,
+            now_ns: 5,
+        }
+    }
+
     #[test]
     fn a_full_collection_returns_to_the_minimum() {
         let mut s = MinorSizer::new(16 * MIB, 128 * MIB);
-        let o = MinorOutcome {
-            current: 128 * MIB,
-            fullest: 128 * MIB,
-            held: 128 * MIB,
-            promoted: 128 * MIB,
-            full: true,
-            now_ns: 5,
-        };
-        assert_eq!(s.decide(o), 16 * MIB);
+        assert_eq!(s.decide(all_promoted(128 * MIB, 128 * MIB, true)), 16 * MIB);
     }
 
     #[test]
     fn an_early_collection_keeps_the_size() {
         let mut s = MinorSizer::new(16 * MIB, 128 * MIB);
-        let o = MinorOutcome {
-            current: 64 * MIB,
-            fullest: 8 * MIB,
-            held: 8 * MIB,
-            promoted: 8 * MIB,
-            full: false,
-            now_ns: 5,
-        };
-        assert_eq!(s.decide(o), 64 * MIB);
+        assert_eq!(s.decide(all_promoted(64 * MIB, 8 * MIB, false)), 64 * MIB);
     }
 
     #[test]

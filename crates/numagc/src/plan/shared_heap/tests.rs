@@ -257,19 +257,25 @@ fn a_value_read_out_of_a_weak_reference_during_marking_is_kept() {
     .unwrap();
 }
 
-/// The small verified runtime of these tests, compacting by itself past
-/// `overhead` % (0: only when asked). Its minor heaps keep their size:
-/// the tests lay out sparse pages by what minor collections promote.
-fn runtime_compacting_past(vprocs: usize, overhead: u32) -> Runtime {
-    let cfg = crate::Config::builder()
+/// The settings of the small verified runtimes below: minor heaps of
+/// 256 KiB at start, chunks of 64 KiB, a cycle per MiB promoted.
+fn verified_config(vprocs: usize) -> crate::config::ConfigBuilder {
+    crate::Config::builder()
         .plan(PlanKind::SharedHeap)
         .vprocs(vprocs)
         .pin(false)
         .verify(true)
         .local_heap_size(256 << 10)
-        .max_minor_heap_size(256 << 10)
         .chunk_size(64 << 10)
         .global_gc_threshold(1 << 20)
+}
+
+/// The small verified runtime of these tests, compacting by itself past
+/// `overhead` % (0: only when asked). Its minor heaps keep their size:
+/// the tests lay out sparse pages by what minor collections promote.
+fn runtime_compacting_past(vprocs: usize, overhead: u32) -> Runtime {
+    let cfg = verified_config(vprocs)
+        .max_minor_heap_size(256 << 10)
         .compact_overhead(overhead)
         .build()
         .unwrap();
@@ -429,15 +435,8 @@ fn a_heap_whose_live_data_shrank_is_compacted_by_itself() {
 /// A verified runtime of `vprocs` whose minor heaps start at 256 KiB and
 /// may grow to `max_minor`, within `max_heap`.
 fn runtime_sizing(vprocs: usize, max_minor: usize, max_heap: usize) -> Runtime {
-    let cfg = crate::Config::builder()
-        .plan(PlanKind::SharedHeap)
-        .vprocs(vprocs)
-        .pin(false)
-        .verify(true)
-        .local_heap_size(256 << 10)
+    let cfg = verified_config(vprocs)
         .max_minor_heap_size(max_minor)
-        .chunk_size(64 << 10)
-        .global_gc_threshold(1 << 20)
         .max_heap(max_heap)
         .build()
         .unwrap();
