@@ -501,7 +501,7 @@ fn minor_heaps_grow_while_their_data_survives_and_shrink_when_it_dies_young() {
     assert!(sizes.0 >= 512 << 10, "grew to {} bytes", sizes.0);
     assert_eq!(sizes.1, 256 << 10);
     // The other vproc took the size decided at the collections it joined.
-    let other = rt.run_on(1, |s| minor_heap_size(s)).unwrap();
+    let other = rt.run_on(1, minor_heap_size).unwrap();
     assert_eq!(other, 256 << 10);
 }
 
