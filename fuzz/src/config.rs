@@ -169,6 +169,7 @@ fn typed(inp: &mut Input, b: &mut ConfigBuilder, key: &str) {
         "numa-policy" => c.numa_policy(inp.pick(&NumaPolicy::ALL)),
         "local-heap" => c.local_heap_size(inp.size()),
         "min-nursery" => c.min_nursery_size(inp.size()),
+        "max-minor-heap" => c.max_minor_heap_size(inp.size()),
         "chunk-size" => c.chunk_size(inp.size()),
         "large-object" => c.large_object_size(inp.size()),
         "global-gc-threshold" => c.global_gc_threshold(inp.size()),
@@ -197,6 +198,8 @@ fn build(b: &ConfigBuilder, given: &BTreeMap<String, String>) {
             let cs = c.chunk_size;
             assert!((64 * KIB..=64 << 20).contains(&cs) && cs.is_power_of_two(), "{c:?}");
             assert!((4 * KIB..=lh / 4).contains(&c.min_nursery_size), "{c:?}");
+            let mm = c.max_minor_heap_size;
+            assert!((lh..=GIB).contains(&mm) && mm % (4 * KIB) == 0, "{c:?}");
             assert!((256..=(cs / 4).min(lh / 8)).contains(&c.large_object_size), "{c:?}");
             assert!((cs..=TIB).contains(&c.global_gc_threshold), "{c:?}");
             assert!(c.heap_growth.is_finite() && (1.0..=100.0).contains(&c.heap_growth), "{c:?}");

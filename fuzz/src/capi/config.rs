@@ -21,6 +21,7 @@ const SETTING_VALUES: &[(&str, &[&str])] = &[
     ("local-heap", &["64K", "128K", "256K", "1M", "60K", "2G"]),
     ("chunk-size", &["64K", "128K", "1M", "96K"]),
     ("min-nursery", &["4K", "8K", "16K", "2K", "1M"]),
+    ("max-minor-heap", &["64K", "256K", "2M", "32K", "2G"]),
     ("large-object", &["256", "1K", "4K", "8K", "128"]),
     ("global-gc-threshold", &["64K", "128K", "1M", "1T"]),
     (
