@@ -404,7 +404,22 @@ pub(crate) fn small_test_runtime_on(
     verify: bool,
     global_gc_threshold: usize,
 ) -> Runtime {
-    let cfg = Config::builder()
+    let cfg = small_test_config(plan, vprocs, verify, global_gc_threshold)
+        .build()
+        .expect("the test configuration is valid");
+    Runtime::new(cfg).expect("the test runtime starts")
+}
+
+/// The settings of [`small_test_runtime_on`] (a heap limit of 512 MiB),
+/// for tests that change one of them.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn small_test_config(
+    plan: crate::PlanKind,
+    vprocs: usize,
+    verify: bool,
+    global_gc_threshold: usize,
+) -> crate::config::ConfigBuilder {
+    Config::builder()
         .plan(plan)
         .vprocs(vprocs)
         .pin(false)
@@ -413,9 +428,6 @@ pub(crate) fn small_test_runtime_on(
         .chunk_size(64 << 10)
         .global_gc_threshold(global_gc_threshold)
         .max_heap(512 << 20)
-        .build()
-        .expect("the test configuration is valid");
-    Runtime::new(cfg).expect("the test runtime starts")
 }
 
 fn job<R, F>(f: F, tx: mpsc::Sender<Result<R>>) -> Job

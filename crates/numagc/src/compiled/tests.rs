@@ -3,8 +3,9 @@
 
 use super::{header, Frame, Mutator, MutatorRecord, VECTOR};
 use crate::config::PlanKind;
+use crate::config::DEFAULT_GLOBAL_GC_THRESHOLD;
 use crate::object::{int_value, is_pointer, value_int, NIL};
-use crate::runtime::small_test_runtime_on;
+use crate::runtime::{small_test_config, small_test_runtime_on};
 use crate::{DescId, Descriptor, Result, Runtime};
 
 const PLANS: [PlanKind; 2] = [PlanKind::SplitHeap, PlanKind::SharedHeap];
@@ -41,15 +42,44 @@ fn make(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
     Ok(t)
 }
 
-fn check(m: &Mutator<'_>, t: u64) -> u64 {
-    // SAFETY: `t` is a tree node reachable from a frame slot, and nothing
-    // collects during the walk.
-    let l = unsafe { m.field(t, 0) };
+/// The nodes of the tree `t`, its fields read by `field`.
+fn count_nodes(field: &dyn Fn(u64, usize) -> u64, t: u64) -> u64 {
+    let l = field(t, 0);
     if !is_pointer(l) {
         1
     } else {
-        1 + check(m, l) + check(m, unsafe { m.field(t, 1) })
+        1 + count_nodes(field, l) + count_nodes(field, field(t, 1))
     }
+}
+
+fn check(m: &Mutator<'_>, t: u64) -> u64 {
+    // SAFETY: `t` is a tree node reachable from a frame slot, and nothing
+    // collects during the walk.
+    count_nodes(&|o, i| unsafe { m.field(o, i) }, t)
+}
+
+/// The sum of a list of boxed integers (cells `[int, rest]`), its fields
+/// read by `field`.
+fn list_sum(field: &dyn Fn(u64, usize) -> u64, mut l: u64) -> i64 {
+    let mut sum = 0;
+    while is_pointer(l) {
+        sum += value_int(field(l, 0));
+        l = field(l, 1);
+    }
+    sum
+}
+
+/// The node counts of 40 trees of depth 10 and one of depth 12.
+fn assert_tree_counts(plan: PlanKind, counts: &[u64]) {
+    assert!(counts[..40].iter().all(|&c| c == 2047), "{plan:?}");
+    assert_eq!(counts[40], 8191, "{plan:?}");
+}
+
+fn assert_collected(rt: &Runtime, plan: PlanKind) {
+    assert!(
+        rt.stats().total.minor.count > 0,
+        "{plan:?}: no collection ran"
+    );
 }
 
 fn node_desc(rt: &Runtime) -> DescId {
@@ -100,12 +130,8 @@ fn trees_survive_collections_on_every_plan() {
             })
             .unwrap()
             .unwrap();
-        assert!(got[..40].iter().all(|&c| c == 2047), "{plan:?}");
-        assert_eq!(got[40], 8191, "{plan:?}");
-        assert!(
-            rt.stats().total.minor.count > 0,
-            "{plan:?}: no collection ran"
-        );
+        assert_tree_counts(plan, &got);
+        assert_collected(&rt, plan);
     }
 }
 
@@ -163,10 +189,7 @@ fn combined_allocations_survive_collections_on_every_plan() {
         for r in got {
             assert_eq!(r.unwrap(), ((0..30_000).sum::<i64>(), 30_000), "{plan:?}");
         }
-        assert!(
-            rt.stats().total.minor.count > 0,
-            "{plan:?}: no collection ran"
-        );
+        assert_collected(&rt, plan);
     }
 }
 
@@ -215,13 +238,8 @@ fn frames_are_roots_and_poll_joins_collections() {
                     f.set(0, cell);
                     m.poll();
                 }
-                let mut sum = 0;
-                let mut l = f.get(0);
-                while is_pointer(l) {
-                    // SAFETY: list cells, no collection during the walk.
-                    sum += value_int(unsafe { m.field(l, 0) });
-                    l = unsafe { m.field(l, 1) };
-                }
+                // SAFETY: list cells, no collection during the walk.
+                let sum = list_sum(&|o, i| unsafe { m.field(o, i) }, f.get(0));
                 m.pop_frame(f);
                 Ok(sum)
             })
@@ -469,12 +487,7 @@ fn make_r(m: Ctx<'_>, hp: Hp, sp: Sp, node: u64, depth: u32) -> (u64, Hp) {
 #[cfg(debug_assertions)]
 fn check_c(c: Ctx<'_>, t: u64) -> u64 {
     // SAFETY: as in `check`.
-    let l = unsafe { c.field(t, 0) };
-    if !is_pointer(l) {
-        1
-    } else {
-        1 + check_c(c, l) + check_c(c, unsafe { c.field(t, 1) })
-    }
+    count_nodes(&|o, i| unsafe { c.field(o, i) }, t)
 }
 
 #[test]
@@ -508,14 +521,9 @@ fn register_code_trees_survive_collections_on_every_plan() {
             })
             .unwrap();
         for c in got {
-            let c = c.unwrap();
-            assert!(c[..40].iter().all(|&c| c == 2047), "{plan:?}");
-            assert_eq!(c[40], 8191, "{plan:?}");
+            assert_tree_counts(plan, &c.unwrap());
         }
-        assert!(
-            rt.stats().total.minor.count > 0,
-            "{plan:?}: no collection ran"
-        );
+        assert_collected(&rt, plan);
     }
 }
 
@@ -554,14 +562,8 @@ fn register_code_polls_join_collections() {
                     // SAFETY: the slot holds the list.
                     (unsafe { sp.get(0) }, hp)
                 })?;
-                let mut sum = 0;
-                let mut l = list;
-                while is_pointer(l) {
-                    // SAFETY: list cells, no collection during the walk.
-                    sum += value_int(unsafe { m.field(l, 0) });
-                    l = unsafe { m.field(l, 1) };
-                }
-                Ok(sum)
+                // SAFETY: list cells, no collection during the walk.
+                Ok(list_sum(&|o, i| unsafe { m.field(o, i) }, list))
             })
             .unwrap();
         for s in sums {
@@ -590,13 +592,7 @@ fn the_heap_limit_in_register_code_is_an_error_and_the_runtime_carries_on() {
         }
     }
     for plan in PLANS {
-        let cfg = crate::Config::builder()
-            .plan(plan)
-            .vprocs(2)
-            .pin(false)
-            .verify(true)
-            .local_heap_size(256 << 10)
-            .chunk_size(64 << 10)
+        let cfg = small_test_config(plan, 2, true, DEFAULT_GLOBAL_GC_THRESHOLD)
             .max_heap(8 << 20)
             .build()
             .unwrap();
@@ -703,10 +699,7 @@ fn register_code_stores_go_through_each_plans_barrier() {
             .unwrap()
             .unwrap();
         assert_eq!(sum, (49 * 64..50 * 64).sum::<i64>(), "{plan:?}");
-        assert!(
-            rt.stats().total.minor.count > 0,
-            "{plan:?}: no collection ran"
-        );
+        assert_collected(&rt, plan);
     }
 }
 

@@ -5,7 +5,8 @@
 use super::mark::colour_cell;
 use super::{collection, pages::FREE};
 use crate::config::PlanKind;
-use crate::runtime::small_test_runtime_on;
+use crate::config::DEFAULT_GLOBAL_GC_THRESHOLD;
+use crate::runtime::{small_test_config, small_test_runtime_on};
 use crate::{Handle, Runtime, Scope};
 use std::sync::atomic::Ordering;
 
@@ -152,13 +153,7 @@ fn a_full_collection_gives_empty_chunks_back() {
 
 #[test]
 fn the_heap_limit_is_an_error_and_the_runtime_carries_on() {
-    let cfg = crate::Config::builder()
-        .plan(PlanKind::SharedHeap)
-        .vprocs(2)
-        .pin(false)
-        .verify(true)
-        .local_heap_size(256 << 10)
-        .chunk_size(64 << 10)
+    let cfg = small_test_config(PlanKind::SharedHeap, 2, true, DEFAULT_GLOBAL_GC_THRESHOLD)
         .max_heap(8 << 20)
         .build()
         .unwrap();
@@ -260,14 +255,7 @@ fn a_value_read_out_of_a_weak_reference_during_marking_is_kept() {
 /// The settings of the small verified runtimes below: minor heaps of
 /// 256 KiB at start, chunks of 64 KiB, a cycle per MiB promoted.
 fn verified_config(vprocs: usize) -> crate::config::ConfigBuilder {
-    crate::Config::builder()
-        .plan(PlanKind::SharedHeap)
-        .vprocs(vprocs)
-        .pin(false)
-        .verify(true)
-        .local_heap_size(256 << 10)
-        .chunk_size(64 << 10)
-        .global_gc_threshold(1 << 20)
+    small_test_config(PlanKind::SharedHeap, vprocs, true, 1 << 20)
 }
 
 /// The small verified runtime of these tests, compacting by itself past
