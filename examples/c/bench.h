@@ -1,16 +1,51 @@
 /*
  * bench.h: what the benchmarks in C (parfib.c, binarytrees.c, coins.c)
- * share: a runtime configured from the NUMAGC_* variables and the
- * optional vproc count of the command line, the registration of the
- * layouts whose header words the program has as constants, and one way of
- * reporting an error (the program's name, what failed, the status and
- * numagc's message; exit status 1).
+ * share: their integer arguments, a runtime configured from the NUMAGC_*
+ * variables and the optional vproc count of the command line, the
+ * registration of the layouts whose header words the program has as
+ * constants, one way of reporting an error (the program's name, what
+ * failed, the status and numagc's message; exit status 1), and the
+ * result of register code: a value and the allocation pointer, the
+ * status of a failed slow path beside them.
  */
 #ifndef NUMAGC_EXAMPLE_BENCH_H
 #define NUMAGC_EXAMPLE_BENCH_H
 
 #include <numagc_inline.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+/* A value and the allocation pointer after it, returned in two registers
+ * by register code. A failed slow path leaves its status in at_status
+ * (where a compiler would raise) and says so in the pair as the program
+ * chooses (obj 0, or hp 0 where 0 is a value). */
+typedef struct {
+    uint64_t obj;
+    size_t hp;
+} at;
+static _Thread_local int at_status;
+
+/* numagc_push_at, or NULL with at_status set when the root stack is full. */
+static inline uint64_t *bench_push_at(numagc_mutator *m, uint64_t *sp, size_t n) {
+    uint64_t *top = numagc_push_at(m, sp, n);
+    if (__builtin_expect(top == NULL, 0)) at_status = NUMAGC_ERR_INVALID_ARGUMENT;
+    return top;
+}
+
+/* The decimal integer `text`, argument `name` of `prog`, in lo..hi: 0 and
+ * *out set, or 2 (main's exit status for a usage error) with the error
+ * reported. */
+static int bench_int_arg(const char *prog, const char *name, const char *text, long long lo,
+                         long long hi, long long *out) {
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s must be %lld..%lld\n", prog, name, lo, hi);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
 
 /* Reports the failure of `what` with status rc; returns 1 (main's exit). */
 static int bench_fail(const char *prog, const char *what, int rc) {

@@ -33,13 +33,8 @@
  * compiler would emit (main checks what registration returns). */
 #define NODE numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID, 2)
 
-/* A tree and the allocation pointer after it (two registers); obj 0: a
- * slow path failed, its status in at_status. */
-typedef struct {
-    uint64_t obj;
-    size_t hp;
-} at;
-static _Thread_local int at_status;
+/* Register code returns a tree and the allocation pointer (bench.h's
+ * `at`); obj 0: a slow path failed, its status in at_status. */
 
 static at make(numagc_mutator *m, size_t hp, uint64_t *sp, int depth);
 
@@ -47,11 +42,8 @@ static at make(numagc_mutator *m, size_t hp, uint64_t *sp, int depth);
  * allocation's slow path: r in a slot at top across it. */
 static at node_slow(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t *top, uint64_t r) {
     at t = {0, hp};
-    uint64_t *above = numagc_push_at(m, top, 1);
-    if (above == NULL) {
-        at_status = NUMAGC_ERR_INVALID_ARGUMENT;
-        return t;
-    }
+    uint64_t *above = bench_push_at(m, top, 1);
+    if (above == NULL) return t;
     top[0] = r;
     uint64_t o;
     int rc = numagc_alloc_at(m, &t.hp, above, NODE, 2, &o);
@@ -91,9 +83,8 @@ __attribute__((noinline)) static at make_inner(numagc_mutator *m, size_t hp, uin
     at t = {0, hp};
     at l = make(m, hp, sp, depth - 1);
     if (__builtin_expect(l.obj == 0, 0)) return l;
-    uint64_t *top = numagc_push_at(m, sp, 1);
+    uint64_t *top = bench_push_at(m, sp, 1);
     if (top == NULL) {
-        at_status = NUMAGC_ERR_INVALID_ARGUMENT;
         l.obj = 0;
         return l;
     }
@@ -237,12 +228,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: binarytrees DEPTH [VPROCS]\n");
         return 2;
     }
-    char *end;
-    long depth = strtol(argv[1], &end, 10);
-    if (*end != '\0' || depth < MIN_DEPTH || depth > 28) {
-        fprintf(stderr, "binarytrees: DEPTH must be %d..28\n", MIN_DEPTH);
-        return 2;
-    }
+    long long depth;
+    if (bench_int_arg("binarytrees", "DEPTH", argv[1], MIN_DEPTH, 28, &depth)) return 2;
     static const char *const names[1] = {"tree-node"};
     static const size_t fields[1] = {2};
     numagc_runtime *rt = NULL;

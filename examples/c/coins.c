@@ -37,12 +37,8 @@ typedef struct {
     uint64_t n;
     size_t hp;
 } cnt;
-/* A list and the allocation pointer after it; hp 0: failed. */
-typedef struct {
-    uint64_t obj;
-    size_t hp;
-} at;
-static _Thread_local int at_status;
+/* A list and the allocation pointer after it: bench.h's `at`; hp 0:
+ * failed (the list may be empty). */
 
 /* The first coin of the cons cell `coins`. */
 static inline void head(uint64_t coins, int64_t *c, int64_t *q) {
@@ -98,11 +94,8 @@ __attribute__((noinline)) static cnt pay_n_both(numagc_mutator *m, size_t hp, ui
                                                 int64_t val, uint64_t coins) {
     int64_t c, q;
     head(coins, &c, &q);
-    uint64_t *top = numagc_push_at(m, sp, 1);
-    if (top == NULL) {
-        at_status = NUMAGC_ERR_INVALID_ARGUMENT;
-        return (cnt){0, 0};
-    }
+    uint64_t *top = bench_push_at(m, sp, 1);
+    if (top == NULL) return (cnt){0, 0};
     sp[0] = coins;
     at lc = pay_one(m, hp, sp, top, c, q);
     if (__builtin_expect(lc.hp == 0, 0)) return (cnt){0, 0};
@@ -269,13 +262,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: coins VALUE DEPTH [VPROCS]\n");
         return 2;
     }
-    char *end;
-    long long val = strtoll(argv[1], &end, 10);
-    long long depth = *end == '\0' ? strtoll(argv[2], &end, 10) : -1;
-    if (*end != '\0' || val < 0 || val > 5000 || depth < 0 || depth > 30) {
-        fprintf(stderr, "coins: VALUE must be 0..5000 and DEPTH 0..30\n");
+    long long val, depth;
+    if (bench_int_arg("coins", "VALUE", argv[1], 0, 5000, &val) ||
+        bench_int_arg("coins", "DEPTH", argv[2], 0, 30, &depth))
         return 2;
-    }
     static const char *const names[2] = {"coin-pair", "coin-cons"};
     static const size_t fields[2] = {2, 2};
     numagc_runtime *rt = NULL;

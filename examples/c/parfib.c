@@ -27,13 +27,8 @@
  * compiler would emit (main checks what registration returns). */
 #define CELL numagc_inline_header(NUMAGC_FIRST_DESCRIPTOR_ID, 1)
 
-/* A box and the allocation pointer after it, in two registers. obj 0: a
- * slow path failed, its status in at_status (a compiler would raise). */
-typedef struct {
-    uint64_t obj;
-    size_t hp;
-} at;
-static _Thread_local int at_status;
+/* Register code returns a box and the allocation pointer (bench.h's
+ * `at`); obj 0: a slow path failed, its status in at_status. */
 
 /* A box holding the immediate x at hp. */
 static inline at box_at(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t x) {
@@ -65,9 +60,8 @@ __attribute__((noinline)) static at seq_inner(numagc_mutator *m, size_t hp, uint
                                               int64_t n) {
     at x = seq(m, hp, sp, n - 1);
     if (__builtin_expect(x.obj == 0, 0)) return x;
-    uint64_t *top = numagc_push_at(m, sp, 1);
+    uint64_t *top = bench_push_at(m, sp, 1);
     if (top == NULL) {
-        at_status = NUMAGC_ERR_INVALID_ARGUMENT;
         x.obj = 0;
         return x;
     }
@@ -155,13 +149,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: parfib N THRESHOLD [VPROCS]\n");
         return 2;
     }
-    char *end;
-    long long n = strtoll(argv[1], &end, 10);
-    long long threshold = *end == '\0' ? strtoll(argv[2], &end, 10) : -1;
-    if (*end != '\0' || n < 0 || n > 80 || threshold < 1 || threshold > 80) {
-        fprintf(stderr, "parfib: N must be 0..80 and THRESHOLD 1..80\n");
+    long long n, threshold;
+    if (bench_int_arg("parfib", "N", argv[1], 0, 80, &n) ||
+        bench_int_arg("parfib", "THRESHOLD", argv[2], 1, 80, &threshold))
         return 2;
-    }
     static const char *const names[1] = {"int-box"};
     static const size_t fields[1] = {1};
     numagc_runtime *rt = NULL;
