@@ -197,9 +197,10 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
 }
 
 /// Decides the size of the minor heaps after this collection from its
-/// survival (`minor_size`), charging growth to the heap's budget and
-/// giving shrinkage back; `full`: the collection is a full one. The
-/// leader, in the serial step after promotion: no vproc allocates.
+/// survival and the cost measured at each size (`minor_size`), charging
+/// growth to the heap's budget and giving shrinkage back; `full`: the
+/// collection is a full one. The leader, in the serial step after
+/// promotion: no vproc allocates.
 fn resize_minor_heaps(shared: &crate::vproc::Shared, full: bool) {
     let gc = &shared.shared_heap;
     let promoted = gc.promoted_in_minor.swap(0, Ordering::Relaxed);

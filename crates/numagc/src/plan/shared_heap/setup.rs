@@ -5,8 +5,9 @@
 //!
 //! Settings: `local-heap` is each vproc's minor heap (OCaml's
 //! `minor_heap_size`) at start, `max-minor-heap` the largest it may grow
-//! to (`minor_size`; its address space is reserved here), `heap-growth` the pacing of major cycles (OCaml's
-//! `space_overhead` is `100 × (growth − 1)`), `large-object` the smallest
+//! to (`minor_size`; its address space is reserved here), `heap-growth`
+//! the pacing of major cycles (OCaml's `space_overhead` is
+//! `100 × (growth − 1)`), `large-object` the smallest
 //! object of the large-object space, `max-heap` the limit of the major
 //! heap plus the minor heaps.
 
