@@ -82,8 +82,10 @@ const TIB: usize = 1 << 40;
 pub const DEFAULT_LOCAL_HEAP: usize = 16 * MIB;
 /// Default of `max-minor-heap`, in multiples of `local-heap`: the shared
 /// plan's minor heaps may grow to 128 MiB by default. Measured on
-/// binarytrees 21 (`plan::shared_heap::minor_size`): fixed minor heaps of
-/// 16, 32, 64 and 128 MiB took 6.1, 4.8, 4.5 and 4.4 s at 1 vproc.
+/// binarytrees 21 (`plan::shared_heap::minor_size`), 1 vproc, alternated
+/// in one run: fixed minor heaps of 32, 64 and 128 MiB took 0.82, 0.75
+/// and 0.63 × the time of 16 MiB ones
+/// (`docs/results/compiled/minor-size-fixed.json`).
 pub const DEFAULT_MINOR_HEAP_GROWTH: usize = 8;
 /// Default size of a global-heap chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = MIB;

@@ -10,8 +10,10 @@
 //! and 20, of 12 and 48 MiB), promotes nearly all of them through a small
 //! minor heap and almost none through one that holds them whole. But a
 //! minor heap larger than the cache makes every allocation miss it: on
-//! lu_decomposition (2 vprocs), minor heaps of 64 MiB cut the collections'
-//! time from 0.30 to 0.13 s and made the whole run slower, 0.57 -> 0.69 s.
+//! lu_decomposition (2 vprocs), fixed minor heaps of 64 MiB cut the
+//! collections' share of the run from 26 % to 9 % and made the run 1.13 ×
+//! slower than 16 MiB ones (alternated in one run,
+//! `docs/results/compiled/minor-size-fixed.json`).
 //! Survival alone cannot tell the two apart, so the size is chosen by
 //! measuring, as HotSpot's adaptive size policy steers its young
 //! generation by the time it measures:
