@@ -117,6 +117,16 @@ pub enum ErrorKind {
         left: usize,
         size: usize,
     },
+    /// A value that cannot travel to another PE (`crate::pe`): a mutable
+    /// object, a graph past the packet limit, a value of a kind the packet
+    /// format does not carry.
+    #[error("value cannot be sent to another PE: {0}")]
+    NotExportable(String),
+    /// Another PE (`crate::pe`) failed or sent what cannot be accepted: a
+    /// task that failed there, a message refused here, a PE that stopped
+    /// answering. `pe` names it.
+    #[error("PE {pe}: {message}")]
+    Pe { pe: usize, message: String },
 }
 
 fn os_reason(errno: i32) -> String {

@@ -49,6 +49,7 @@ mod loom_models;
 mod mutator;
 pub mod numa;
 pub mod object;
+pub mod pe;
 mod plan;
 mod runtime;
 mod sched;

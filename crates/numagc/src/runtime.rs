@@ -96,10 +96,27 @@ impl Runtime {
         Self::start(config, crate::fault::Hook::new(faults))
     }
 
+    /// PE `pe` of a group of `pes` (`crate::pe`): a runtime whose vprocs
+    /// sit where [`Topology::place_pe_vprocs`] puts them.
+    pub(crate) fn new_pe(config: Config, pe: usize, pes: usize) -> Result<Runtime> {
+        Self::start_placed(config, crate::fault::Hook::default(), Some((pe, pes)))
+    }
+
     fn start(config: Config, faults: crate::fault::Hook) -> Result<Runtime> {
+        Self::start_placed(config, faults, None)
+    }
+
+    fn start_placed(
+        config: Config,
+        faults: crate::fault::Hook,
+        pe: Option<(usize, usize)>,
+    ) -> Result<Runtime> {
         let topology = Topology::from_config(&config)?;
         let n = config.vprocs;
-        let placements = topology.place_vprocs(n);
+        let placements = match pe {
+            Some((pe, pes)) => topology.place_pe_vprocs(pe, pes, n),
+            None => topology.place_vprocs(n),
+        };
         let crate::plan::Parts {
             heap,
             split,
@@ -125,6 +142,7 @@ impl Runtime {
             epoch: std::time::Instant::now(),
             traces: (0..n).map(|_| Mutex::new((Vec::new(), 0))).collect(),
             running: std::sync::atomic::AtomicUsize::new(n),
+            pe: std::sync::OnceLock::new(),
             config,
         });
         let mut stacks = Vec::with_capacity(n);
@@ -192,6 +210,11 @@ impl Runtime {
 
     pub fn vprocs(&self) -> usize {
         self.shared.config.vprocs
+    }
+
+    /// The state the vprocs share (`crate::pe` attaches a PE to it).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// Registers a mixed-object descriptor.
@@ -451,6 +474,17 @@ where
         vp.publish_stats();
         let _ = tx.send(r.map_err(|p| panic_error(id, p)));
     })
+}
+
+/// Queues `f` on vproc `vproc` without waiting for it (`crate::pe`'s
+/// service thread hands imported tasks to the vprocs so); what it returns,
+/// a panic included, is dropped.
+pub(crate) fn submit_detached<F>(shared: &Shared, vproc: usize, f: F)
+where
+    F: for<'s> FnOnce(&mut Scope<'s>) + Send + 'static,
+{
+    let (tx, _) = mpsc::channel();
+    shared.coord.submit(vproc, job(f, tx));
 }
 
 fn vproc_loop(vp: &mut Vproc) {

@@ -281,6 +281,28 @@ impl Topology {
             .collect()
     }
 
+    /// Where PE `pe` of a group of `pes` (`crate::pe`) puts its `n`
+    /// vprocs: all on one node, node `pe % N`, as the paper's best
+    /// configuration has one PE per NUMA region
+    /// (`gumsmp-shared-distributed-heaps.txt` §3.3); PEs that share a node
+    /// (more PEs than nodes) take the node's CPUs one after the other.
+    /// One PE places its vprocs as a runtime does ([`Topology::place_vprocs`]).
+    pub fn place_pe_vprocs(&self, pe: usize, pes: usize, n: usize) -> Vec<VprocPlacement> {
+        if pes <= 1 {
+            return self.place_vprocs(n);
+        }
+        let num_nodes = self.num_nodes();
+        let node = &self.nodes[pe % num_nodes];
+        let before = pe / num_nodes;
+        (0..n)
+            .map(|vproc| VprocPlacement {
+                vproc,
+                node: node.id,
+                cpu: node.cpus[(before * n + vproc) % node.cpus.len()],
+            })
+            .collect()
+    }
+
     /// A few human-readable lines: where the topology came from, then one line per node.
     pub fn describe(&self) -> String {
         let source = match &self.synthetic {
@@ -493,6 +515,38 @@ mod tests {
             );
             assert!(node.os_node.is_none_or(|os| os == k));
         }
+    }
+
+    #[test]
+    fn each_pe_takes_one_node_and_pes_sharing_a_node_take_other_cpus() {
+        let topo = Topology {
+            nodes: (0..2)
+                .map(|k| NumaNode {
+                    id: k,
+                    cpus: (k * 4..k * 4 + 4).collect(),
+                    os_node: None,
+                })
+                .collect(),
+            synthetic: Some("2x4".into()),
+        };
+        let at = |pe, pes, n| -> Vec<(usize, usize)> {
+            topo.place_pe_vprocs(pe, pes, n)
+                .iter()
+                .map(|p| (p.node, p.cpu))
+                .collect()
+        };
+        // One PE per node: all of a PE's vprocs on its node.
+        assert_eq!(at(0, 2, 2), [(0, 0), (0, 1)]);
+        assert_eq!(at(1, 2, 2), [(1, 4), (1, 5)]);
+        // Four PEs on two nodes: the second PE of a node takes the next CPUs.
+        assert_eq!(at(2, 4, 2), [(0, 2), (0, 3)]);
+        assert_eq!(at(3, 4, 2), [(1, 6), (1, 7)]);
+        // One PE places as a runtime does.
+        let cpus = |ps: Vec<VprocPlacement>| ps.iter().map(|p| (p.node, p.cpu)).collect::<Vec<_>>();
+        assert_eq!(
+            cpus(topo.place_pe_vprocs(0, 1, 3)),
+            cpus(topo.place_vprocs(3))
+        );
     }
 
     #[test]

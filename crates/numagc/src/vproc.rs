@@ -60,6 +60,8 @@ pub(crate) struct Shared {
     pub traces: Box<[Mutex<PublishedSpans>]>,
     /// Vproc threads that have not exited yet.
     pub running: std::sync::atomic::AtomicUsize,
+    /// The PE this runtime is, when it is one of a group (`crate::pe`).
+    pub pe: std::sync::OnceLock<Arc<crate::pe::group::PeContext>>,
 }
 
 /// Trace spans a vproc published, and how many it dropped.

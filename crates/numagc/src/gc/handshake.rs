@@ -295,6 +295,11 @@ impl<J> Coordinator<J> {
         self.signals[v].load(Ordering::SeqCst)
     }
 
+    /// How many vprocs sleep in their idle loop (no job, nothing to steal).
+    pub fn sleepers(&self) -> usize {
+        self.sleepers.load(Ordering::SeqCst)
+    }
+
     /// Vproc `v`'s doorbell.
     pub fn bell(&self, v: usize) -> &Doorbell {
         &self.bells[v]

@@ -1,0 +1,475 @@
+//! A group of PEs and the service that moves work between them.
+//!
+//! `gumsmp-shared-distributed-heaps.txt` §2.1 (GUM's work distribution)
+//! and §3.3 (GUMSMP: several runtime instances, each a shared heap for a
+//! few cores). A [`PeGroup`] is `pes` runtimes of one configuration; each
+//! runs its own plan, collections and vprocs, and they share nothing but
+//! messages (`super::message`) over a transport (`super::transport`).
+//!
+//! Each PE has a service thread (chosen over polling at the vprocs'
+//! safepoints: a vproc that computes without allocating would leave a
+//! work request unanswered). It
+//! - answers a work request with the oldest task its vprocs offered
+//!   (the largest, in divide and conquer, as GUM exports its oldest
+//!   spark), or with "no work";
+//! - asks for work when a vproc of its PE is idle or waits for a remote
+//!   result, and none of its own is offered: one request at a time, to a
+//!   random other PE, backing off from 50 µs doubling to 2 ms after each
+//!   "no work" (GUM's back-off; the figures are measured choices, see
+//!   `docs/results/hybrid.md`);
+//! - hands a received task to its vprocs: queued on the PE, run by a job
+//!   it submits and by any vproc of the PE waiting for a remote result
+//!   (so that a waiting vproc works, as GUM's scheduler runs other
+//!   threads while one blocks on a fetch);
+//! - completes an exported task when its result comes, and fails it when
+//!   the PE that took it stops or sends a message that is refused.
+//!
+//! Invariants: an offered task is claimed once — by its forker's join
+//! (run here) or by the service (exported) — through one compare-and-swap
+//! (`Offered::claim`); an exported task is in `exported` from its
+//! `schedule` message until its result or its failure, which wake every
+//! vproc of the PE (whichever waits on it reads it).
+
+use super::export::{Export, Exports};
+use super::message::{encode, Message};
+use super::pack;
+use super::service::{Service, StopMark, MIN_BACKOFF};
+use super::transport::{InProcess, Liveness, Transport};
+use crate::config::Config;
+use crate::error::{Error, ErrorKind, Result};
+use crate::mutator::{Handle, Scope};
+use crate::runtime::Runtime;
+use crate::sync::{lock, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Most PEs in a group.
+pub const MAX_PES: usize = 1024;
+/// Largest packet of a task's arguments or result, in words; a larger
+/// graph is not exported (the task runs on its PE).
+pub const PACKET_LIMIT_WORDS: usize = 1 << 16;
+
+const OFFERED: u8 = 0;
+const LOCAL: u8 = 1;
+const EXPORTED: u8 = 2;
+
+/// A task a vproc forked with `par2_export`, which another PE may take.
+pub(crate) struct Offered {
+    pub(super) state: AtomicU8,
+    pub(super) export: Export,
+    pub(super) args: Mutex<Vec<u64>>,
+    /// The PE it went to, once exported.
+    pub(super) to: AtomicUsize,
+    pub(super) outcome: Mutex<Option<Result<Vec<u64>>>>,
+    pub(super) done: AtomicBool,
+}
+
+impl Offered {
+    pub fn new(export: Export, args: Vec<u64>) -> Offered {
+        Offered {
+            state: AtomicU8::new(OFFERED),
+            export,
+            args: Mutex::new(args),
+            to: AtomicUsize::new(usize::MAX),
+            outcome: Mutex::new(None),
+            done: AtomicBool::new(false),
+        }
+    }
+
+    pub(super) fn claim(&self, how: u8) -> bool {
+        self.state
+            .compare_exchange(OFFERED, how, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Claims the task for its forker; `false` when it was exported.
+    pub fn claim_local(&self) -> bool {
+        self.claim(LOCAL)
+    }
+
+    pub fn done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    pub(super) fn finish(&self, outcome: Result<Vec<u64>>) {
+        *lock(&self.outcome) = Some(outcome);
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+/// A task received from another PE, not yet started.
+pub(super) struct Imported {
+    pub(super) from: usize,
+    pub(super) task: u64,
+    pub(super) export: Export,
+    pub(super) args: Vec<u64>,
+}
+
+/// Counters of one PE's traffic.
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) messages_sent: AtomicU64,
+    pub(super) bytes_sent: AtomicU64,
+    pub(super) fish_sent: AtomicU64,
+    pub(super) no_work: AtomicU64,
+    pub(super) tasks_exported: AtomicU64,
+    pub(super) tasks_imported: AtomicU64,
+    pub(super) pack_ns: AtomicU64,
+    pub(super) unpack_ns: AtomicU64,
+    pub(super) remote_wait_ns: AtomicU64,
+    pub(super) refused: AtomicU64,
+}
+
+/// What one PE did, since the group started.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PeStats {
+    pub pe: usize,
+    pub messages_sent: u64,
+    pub bytes_sent: u64,
+    /// Work requests sent, and how many were answered "no work".
+    pub fish_sent: u64,
+    pub no_work: u64,
+    /// Tasks this PE gave to others, and took from others.
+    pub tasks_exported: u64,
+    pub tasks_imported: u64,
+    /// Time spent packing and unpacking arguments and results.
+    pub pack_ms: f64,
+    pub unpack_ms: f64,
+    /// Time vprocs waited for the results of exported tasks (running
+    /// imported tasks meanwhile included).
+    pub remote_wait_ms: f64,
+    /// Messages refused (see `super::message::decode`).
+    pub refused_messages: u64,
+}
+
+/// One PE's side of the group: what its vprocs and its service share.
+pub(crate) struct PeContext {
+    pub pe: usize,
+    pub pes: usize,
+    pub exports: Arc<Exports>,
+    pub packet_limit: usize,
+    pub(super) transport: Arc<dyn Transport>,
+    pub(super) liveness: Arc<Liveness>,
+    /// Offered tasks, oldest first.
+    pub(super) pool: Mutex<VecDeque<Arc<Offered>>>,
+    /// Exported tasks by id, until their result comes.
+    pub(super) exported: Mutex<HashMap<u64, Arc<Offered>>>,
+    pub(super) imported: Mutex<VecDeque<Imported>>,
+    pub(super) has_imported: AtomicBool,
+    pub(super) next_task: AtomicU64,
+    /// Vprocs waiting for an exported task's result.
+    pub(super) remote_waiters: AtomicUsize,
+    pub(super) stopping: AtomicBool,
+    pub(super) counters: Counters,
+    /// Errors of the service (refused messages, failed sends), oldest
+    /// first, at most 64.
+    pub(super) errors: Mutex<Vec<Error>>,
+}
+
+impl PeContext {
+    pub(super) fn send(&self, to: usize, m: &Message) -> Result<()> {
+        let bytes = encode(self.pe, m);
+        self.counters.messages_sent.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes_sent
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        self.transport.send(to, bytes)
+    }
+
+    pub(super) fn record(&self, e: Error) {
+        let mut es = lock(&self.errors);
+        if es.len() < 64 {
+            es.push(e);
+        }
+    }
+
+    /// Offers `o` to other PEs.
+    pub fn offer(&self, o: Arc<Offered>) {
+        lock(&self.pool).push_back(o);
+    }
+
+    /// Removes `o`, claimed by its forker, if it is the newest offer (it
+    /// usually is: forks are joined newest first); older stale offers
+    /// are dropped by the service.
+    pub fn withdraw(&self, o: &Arc<Offered>) {
+        let mut p = lock(&self.pool);
+        if p.back().is_some_and(|b| Arc::ptr_eq(b, o)) {
+            p.pop_back();
+        }
+    }
+
+    /// The oldest offer still unclaimed, claimed for export to `to`.
+    pub(super) fn take_offer(&self, to: usize) -> Option<Arc<Offered>> {
+        let mut p = lock(&self.pool);
+        while let Some(o) = p.pop_front() {
+            if o.claim(EXPORTED) {
+                o.to.store(to, Ordering::Release);
+                return Some(o);
+            }
+        }
+        None
+    }
+
+    pub(super) fn has_offers(&self) -> bool {
+        let mut p = lock(&self.pool);
+        while p
+            .front()
+            .is_some_and(|o| o.state.load(Ordering::Acquire) != OFFERED)
+        {
+            p.pop_front();
+        }
+        !p.is_empty()
+    }
+
+    pub fn has_imported(&self) -> bool {
+        self.has_imported.load(Ordering::Acquire)
+    }
+
+    fn take_imported(&self) -> Option<Imported> {
+        let mut q = lock(&self.imported);
+        let t = q.pop_front();
+        self.has_imported.store(!q.is_empty(), Ordering::Release);
+        t
+    }
+
+    /// Runs the imported tasks queued on this PE until none is left, on
+    /// `s`'s vproc.
+    pub fn run_imported(&self, s: &mut Scope<'_>) {
+        while let Some(t) = self.take_imported() {
+            self.run_one(s, t);
+        }
+    }
+
+    fn run_one(&self, s: &mut Scope<'_>, t: Imported) {
+        let Imported {
+            from,
+            task,
+            export,
+            args,
+        } = t;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.scope(|s| {
+                let t0 = Instant::now();
+                let hs = pack::unpack(s, &args, from)?;
+                self.add_ns(&self.counters.unpack_ns, t0);
+                let h = (export.f)(s, &hs)?;
+                let t0 = Instant::now();
+                let r = pack::pack(s, &[h], self.packet_limit);
+                self.add_ns(&self.counters.pack_ns, t0);
+                r
+            })
+        }));
+        let outcome = match outcome {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(p) => Err(crate::runtime::panic_error(s.vproc(), p).to_string()),
+        };
+        if let Err(e) = self.send(from, &Message::Result { task, outcome }) {
+            self.record(e);
+        }
+    }
+
+    fn add_ns(&self, c: &AtomicU64, t0: Instant) {
+        c.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Waits on `s`'s vproc for the result of `o`, exported, running
+    /// imported tasks meanwhile; the result unpacked into `s`.
+    pub fn wait_remote<'s>(&self, s: &mut Scope<'s>, o: &Offered) -> Result<Handle<'s>> {
+        let t0 = Instant::now();
+        self.remote_waiters.fetch_add(1, Ordering::SeqCst);
+        loop {
+            crate::sched::wait_until(s, || o.done() || self.has_imported());
+            if o.done() {
+                break;
+            }
+            self.run_imported(s);
+        }
+        self.remote_waiters.fetch_sub(1, Ordering::SeqCst);
+        self.add_ns(&self.counters.remote_wait_ns, t0);
+        let words = lock(&o.outcome)
+            .take()
+            .expect("a done task has its outcome")?;
+        let from = o.to.load(Ordering::Acquire);
+        let t0 = Instant::now();
+        let hs = pack::unpack(s, &words, from)?;
+        self.add_ns(&self.counters.unpack_ns, t0);
+        match hs.as_slice() {
+            [h] => Ok(*h),
+            _ => Err(ErrorKind::Pe {
+                pe: from,
+                message: format!("result packet holds {} values, not 1", hs.len()),
+            }
+            .into()),
+        }
+    }
+
+    /// Adds the time since `t0` to the packing time.
+    pub fn packed_since(&self, t0: Instant) {
+        self.add_ns(&self.counters.pack_ns, t0);
+    }
+
+    pub(super) fn stats(&self) -> PeStats {
+        let c = &self.counters;
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let ms = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
+        PeStats {
+            pe: self.pe,
+            messages_sent: n(&c.messages_sent),
+            bytes_sent: n(&c.bytes_sent),
+            fish_sent: n(&c.fish_sent),
+            no_work: n(&c.no_work),
+            tasks_exported: n(&c.tasks_exported),
+            tasks_imported: n(&c.tasks_imported),
+            pack_ms: ms(&c.pack_ns),
+            unpack_ms: ms(&c.unpack_ns),
+            remote_wait_ms: ms(&c.remote_wait_ns),
+            refused_messages: n(&c.refused),
+        }
+    }
+}
+
+/// `pes` runtimes of one configuration and one program, in one process,
+/// moving work between them (module doc).
+pub struct PeGroup {
+    runtimes: Vec<Runtime>,
+    contexts: Vec<Arc<PeContext>>,
+    services: Vec<JoinHandle<()>>,
+}
+
+impl PeGroup {
+    /// Starts `pes` PEs, each a runtime of `config` (its `vprocs` per PE)
+    /// on which `setup` registers the program's descriptors (in the same
+    /// order on every PE), running the functions of `exports`.
+    ///
+    /// Errors: `pes` outside `1 ..= MAX_PES`; a runtime that cannot start;
+    /// an error of `setup`.
+    pub fn new(
+        pes: usize,
+        config: Config,
+        exports: Exports,
+        setup: impl Fn(&Runtime) -> Result<()>,
+    ) -> Result<PeGroup> {
+        if !(1..=MAX_PES).contains(&pes) {
+            return Err(ErrorKind::Config(Box::new(crate::error::ConfigError {
+                setting: "pes",
+                value: pes.to_string(),
+                allowed: format!("1 ..= {MAX_PES}"),
+            }))
+            .into());
+        }
+        let exports = Arc::new(exports);
+        let liveness = Liveness::new(pes);
+        let mut g = PeGroup {
+            runtimes: Vec::with_capacity(pes),
+            contexts: Vec::with_capacity(pes),
+            services: Vec::with_capacity(pes),
+        };
+        let transports = InProcess::group(pes);
+        for (pe, t) in transports.into_iter().enumerate() {
+            let rt = Runtime::new_pe(config.clone(), pe, pes)?;
+            setup(&rt)?;
+            let ctx = Arc::new(PeContext {
+                pe,
+                pes,
+                exports: exports.clone(),
+                packet_limit: PACKET_LIMIT_WORDS,
+                transport: Arc::new(t),
+                liveness: liveness.clone(),
+                pool: Mutex::new(VecDeque::new()),
+                exported: Mutex::new(HashMap::new()),
+                imported: Mutex::new(VecDeque::new()),
+                has_imported: AtomicBool::new(false),
+                next_task: AtomicU64::new(0),
+                remote_waiters: AtomicUsize::new(0),
+                stopping: AtomicBool::new(false),
+                counters: Counters::default(),
+                errors: Mutex::new(Vec::new()),
+            });
+            let shared = rt.shared().clone();
+            shared
+                .pe
+                .set(ctx.clone())
+                .unwrap_or_else(|_| unreachable!("a new runtime is in no group"));
+            let service = Service {
+                ctx: ctx.clone(),
+                shared,
+                fishing: None,
+                next_fish: Instant::now(),
+                backoff: MIN_BACKOFF,
+                next_vproc: 0,
+                rng: 0x9e37_79b9_7f4a_7c15 ^ (pe as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d),
+            };
+            let mark = StopMark(liveness.clone(), pe);
+            let h = std::thread::Builder::new()
+                .name(format!("numagc-pe{pe}-service"))
+                .spawn(move || {
+                    let _mark = mark;
+                    service.run();
+                })
+                .map_err(|source| ErrorKind::Os {
+                    what: "starting a PE's service thread",
+                    source,
+                })?;
+            g.runtimes.push(rt);
+            g.contexts.push(ctx);
+            g.services.push(h);
+        }
+        Ok(g)
+    }
+
+    pub fn pes(&self) -> usize {
+        self.runtimes.len()
+    }
+
+    /// PE `pe`'s runtime.
+    pub fn runtime(&self, pe: usize) -> &Runtime {
+        &self.runtimes[pe]
+    }
+
+    /// Runs `f` on PE 0's vproc 0 and waits for its result; the other PEs
+    /// take work from it as they go idle.
+    pub fn run<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: for<'s> FnOnce(&mut Scope<'s>) -> R + Send + 'static,
+    {
+        self.runtimes[0].run_on(0, f)
+    }
+
+    /// Each PE's traffic, in PE order.
+    pub fn stats(&self) -> Vec<PeStats> {
+        self.contexts.iter().map(|c| c.stats()).collect()
+    }
+
+    /// The errors the PEs' services met (refused messages, failed sends),
+    /// taken: each PE's, in PE order.
+    pub fn take_errors(&self) -> Vec<Error> {
+        self.contexts
+            .iter()
+            .flat_map(|c| std::mem::take(&mut *lock(&c.errors)))
+            .collect()
+    }
+
+    /// Exported tasks still waiting for a result, over all PEs (none
+    /// after a run has returned).
+    pub fn tasks_in_flight(&self) -> usize {
+        self.contexts.iter().map(|c| lock(&c.exported).len()).sum()
+    }
+}
+
+impl Drop for PeGroup {
+    fn drop(&mut self) {
+        for c in &self.contexts {
+            c.stopping.store(true, Ordering::SeqCst);
+            // Wakes the service out of its receive.
+            let _ = c.transport.send(c.pe, encode(c.pe, &Message::Stop));
+        }
+        for h in self.services.drain(..) {
+            let _ = h.join();
+        }
+        // The contexts hold no runtime; the runtimes drop after this.
+    }
+}

@@ -1,0 +1,359 @@
+//! The messages PEs exchange, and their wire format.
+//!
+//! GUM (`gumsmp-shared-distributed-heaps.txt` §2.1) moves work by a work
+//! request answered with a packed graph; numagc's protocol has the same
+//! shape (`super::group` runs it):
+//!
+//! - [`Message::Fish`]: an idle PE asks another for work;
+//! - [`Message::Schedule`]: the answer, a task — an exported function's id
+//!   and its packed arguments (`super::pack`);
+//! - [`Message::NoWork`]: the answer when the PE has none to give;
+//! - [`Message::Result`]: the task's packed result (or its error), sent
+//!   back to the PE that exported it as soon as it is known. GUM leaves a
+//!   result where it was computed until the exporter fetches it; every
+//!   numagc task is joined by its forker, so sending it at once saves the
+//!   fetch's round trip;
+//! - [`Message::Stop`]: the job is over (sent by the PE that ran it).
+//!
+//! Every message is bytes, in process as over MPI, so the in-process
+//! transport exercises the format the distributed one depends on. Layout,
+//! little-endian: magic `NGPE` (4 bytes), version (2), kind (1), reserved
+//! (1), sender (4), payload length in bytes (4), payload. [`decode`]
+//! checks every one of them against the bytes it got and the PE the
+//! transport says sent them, and refuses a message with an
+//! [`ErrorKind::Pe`] naming the sender; nothing of a refused message is
+//! used.
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// `NGPE`, the first four bytes of every message.
+pub(crate) const MAGIC: [u8; 4] = *b"NGPE";
+/// The format's version: a PE refuses messages of another.
+pub(crate) const VERSION: u16 = 1;
+/// Bytes before the payload.
+const HEADER: usize = 16;
+
+const FISH: u8 = 1;
+const SCHEDULE: u8 = 2;
+const NO_WORK: u8 = 3;
+const RESULT: u8 = 4;
+const STOP: u8 = 5;
+
+/// One message between PEs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Message {
+    /// A work request; the answer goes to the sender.
+    Fish,
+    /// A task for the receiver: `export`'s function (whose name hashes to
+    /// `name_hash`, checked against the receiver's table) applied to the
+    /// packed `args`. `task` is the exporter's id for it, sent back with
+    /// the result.
+    Schedule {
+        task: u64,
+        export: u32,
+        name_hash: u64,
+        args: Vec<u64>,
+    },
+    /// No task to give.
+    NoWork,
+    /// The result of the exporter's task `task`: its packed value, or the
+    /// error it failed with on the sender.
+    Result {
+        task: u64,
+        outcome: std::result::Result<Vec<u64>, String>,
+    },
+    /// The job is over: stop serving.
+    Stop,
+}
+
+/// Writes `m`, sent by PE `sender`, as bytes.
+pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
+    let mut payload = Vec::new();
+    let kind = match m {
+        Message::Fish => FISH,
+        Message::Schedule {
+            task,
+            export,
+            name_hash,
+            args,
+        } => {
+            put_u64(&mut payload, *task);
+            payload.extend_from_slice(&export.to_le_bytes());
+            put_u64(&mut payload, *name_hash);
+            put_words(&mut payload, args);
+            SCHEDULE
+        }
+        Message::NoWork => NO_WORK,
+        Message::Result { task, outcome } => {
+            put_u64(&mut payload, *task);
+            match outcome {
+                Ok(words) => {
+                    payload.push(0);
+                    put_words(&mut payload, words);
+                }
+                Err(message) => {
+                    payload.push(1);
+                    payload.extend_from_slice(message.as_bytes());
+                }
+            }
+            RESULT
+        }
+        Message::Stop => STOP,
+    };
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.push(kind);
+    out.push(0);
+    out.extend_from_slice(&(sender as u32).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+fn put_u64(out: &mut Vec<u8>, w: u64) {
+    out.extend_from_slice(&w.to_le_bytes());
+}
+
+fn put_words(out: &mut Vec<u8>, words: &[u64]) {
+    out.reserve(words.len() * 8);
+    for &w in words {
+        put_u64(out, w);
+    }
+}
+
+/// Reads a message that the transport says PE `from` sent to a group of
+/// `pes` PEs. Errors: [`ErrorKind::Pe`] naming `from` and what was wrong.
+pub(crate) fn decode(from: usize, pes: usize, bytes: &[u8]) -> Result<Message> {
+    let refuse = |what: String| -> Error {
+        ErrorKind::Pe {
+            pe: from,
+            message: format!("refused message ({} bytes): {what}", bytes.len()),
+        }
+        .into()
+    };
+    if bytes.len() < HEADER {
+        return Err(refuse(format!("shorter than the {HEADER}-byte header")));
+    }
+    if bytes[0..4] != MAGIC {
+        return Err(refuse("not a numagc PE message (bad magic)".into()));
+    }
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    if version != VERSION {
+        return Err(refuse(format!(
+            "format version {version}, this PE speaks version {VERSION}"
+        )));
+    }
+    let kind = bytes[6];
+    let sender = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
+    if sender != from || sender >= pes {
+        return Err(refuse(format!(
+            "claims to come from PE {sender} (group of {pes} PEs)"
+        )));
+    }
+    let len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+    let payload = &bytes[HEADER..];
+    if payload.len() != len {
+        return Err(refuse(format!(
+            "payload of {} bytes where the header says {len}",
+            payload.len()
+        )));
+    }
+    let mut r = Reader { bytes: payload };
+    let m = match kind {
+        FISH => Message::Fish,
+        NO_WORK => Message::NoWork,
+        STOP => Message::Stop,
+        SCHEDULE => {
+            let task = r
+                .u64()
+                .ok_or_else(|| refuse("schedule: no task id".into()))?;
+            let export = r
+                .u32()
+                .ok_or_else(|| refuse("schedule: no export id".into()))?;
+            let name_hash = r
+                .u64()
+                .ok_or_else(|| refuse("schedule: no name hash".into()))?;
+            let args = r
+                .words()
+                .ok_or_else(|| refuse("schedule: arguments not whole words".into()))?;
+            Message::Schedule {
+                task,
+                export,
+                name_hash,
+                args,
+            }
+        }
+        RESULT => {
+            let task = r.u64().ok_or_else(|| refuse("result: no task id".into()))?;
+            let outcome = match r.u8() {
+                Some(0) => Ok(r
+                    .words()
+                    .ok_or_else(|| refuse("result: value not whole words".into()))?),
+                Some(1) => Err(String::from_utf8_lossy(r.rest()).into_owned()),
+                Some(t) => return Err(refuse(format!("result: outcome tag {t}"))),
+                None => return Err(refuse("result: no outcome".into())),
+            };
+            Message::Result { task, outcome }
+        }
+        k => return Err(refuse(format!("unknown message kind {k}"))),
+    };
+    Ok(m)
+}
+
+/// Reads a payload front to back; `None` when it runs out.
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.bytes.len() < n {
+            return None;
+        }
+        let (a, b) = self.bytes.split_at(n);
+        self.bytes = b;
+        Some(a)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+
+    /// The rest of the payload as words (whole words only).
+    fn words(&mut self) -> Option<Vec<u64>> {
+        let rest = self.rest();
+        if !rest.len().is_multiple_of(8) {
+            return None;
+        }
+        Some(
+            rest.chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect(),
+        )
+    }
+
+    fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all() -> Vec<Message> {
+        vec![
+            Message::Fish,
+            Message::NoWork,
+            Message::Stop,
+            Message::Schedule {
+                task: 7,
+                export: 3,
+                name_hash: 0xdead_beef_0123,
+                args: vec![1, 2, u64::MAX],
+            },
+            Message::Schedule {
+                task: 0,
+                export: 0,
+                name_hash: 0,
+                args: vec![],
+            },
+            Message::Result {
+                task: 9,
+                outcome: Ok(vec![5, 6]),
+            },
+            Message::Result {
+                task: 9,
+                outcome: Err("heap limit reached".into()),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_message_round_trips() {
+        for m in all() {
+            let b = encode(2, &m);
+            assert_eq!(decode(2, 3, &b).unwrap(), m);
+        }
+    }
+
+    fn refused(from: usize, pes: usize, b: &[u8]) -> String {
+        match decode(from, pes, b).unwrap_err().into_kind() {
+            ErrorKind::Pe { pe, message } => {
+                assert_eq!(pe, from);
+                message
+            }
+            k => panic!("not a PE error: {k:?}"),
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_refused_naming_the_sender() {
+        for m in all() {
+            let b = encode(1, &m);
+            for len in 0..b.len() {
+                refused(1, 2, &b[..len]);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_headers_are_refused() {
+        let good = encode(1, &Message::Fish);
+        let mut b = good.clone();
+        b[0] = b'X';
+        assert!(refused(1, 2, &b).contains("magic"));
+        let mut b = good.clone();
+        b[4] = 9;
+        assert!(refused(1, 2, &b).contains("version 9"));
+        let mut b = good.clone();
+        b[6] = 200;
+        assert!(refused(1, 2, &b).contains("unknown message kind 200"));
+        // A sender the transport did not see, or outside the group.
+        assert!(refused(0, 2, &good).contains("claims to come from PE 1"));
+        assert!(refused(1, 1, &good).contains("group of 1"));
+        // A payload longer than the header says.
+        let mut b = good.clone();
+        b.push(0);
+        assert!(refused(1, 2, &b).contains("payload of 1 bytes"));
+    }
+
+    #[test]
+    fn bad_payloads_are_refused() {
+        let mut b = encode(
+            0,
+            &Message::Result {
+                task: 1,
+                outcome: Ok(vec![1]),
+            },
+        );
+        // Outcome tag 2 does not exist.
+        b[HEADER + 8] = 2;
+        assert!(refused(0, 1, &b).contains("outcome tag 2"));
+        // Arguments that are not whole words.
+        let mut b = encode(
+            0,
+            &Message::Schedule {
+                task: 1,
+                export: 0,
+                name_hash: 0,
+                args: vec![1],
+            },
+        );
+        b.pop();
+        let len = (b.len() - HEADER) as u32;
+        b[12..16].copy_from_slice(&len.to_le_bytes());
+        assert!(refused(0, 1, &b).contains("not whole words"));
+    }
+}

@@ -1,0 +1,37 @@
+//! PEs: runtime instances that share nothing but messages — the hybrid of
+//! `gumsmp-shared-distributed-heaps.txt` (GUMSMP, §2.1 and §3.3).
+//!
+//! A PE is one [`crate::Runtime`], of any plan, with its own heap and
+//! vprocs; a [`PeGroup`] is several of them running one program. Work
+//! moves between them as GUM moves it (§2.1): an idle PE asks another
+//! for work, and gets a task — a registered function ([`Exports`]) and
+//! its arguments, packed — whose result is packed back. One PE per NUMA
+//! node is the paper's best configuration (§3.3, Table 2).
+//!
+//! | concept | module |
+//! |---|---|
+//! | exportable functions, by name | `export` |
+//! | the fork that offers its second half | `fork` (`Scope::par2_export`) |
+//! | packing a graph into a portable packet | `pack` |
+//! | the messages and their wire format | `message` |
+//! | moving the bytes (in process) | `transport` |
+//! | the group, what its vprocs and services share | `group` |
+//! | the service thread: the work protocol | `service` |
+//!
+//! Not built yet (issue 19): global addresses, the global indirection
+//! table, FetchMe placeholders and weighted reference counting (so a
+//! mutable object or a graph past the packet limit cannot travel yet:
+//! the task stays on its PE); the MPI transport; placing each PE's vprocs
+//! and heap on one node.
+
+mod export;
+mod fork;
+pub(crate) mod group;
+mod message;
+pub(crate) mod pack;
+mod service;
+mod transport;
+
+pub use export::{Export, ExportFn, Exports, MAX_EXPORTS};
+pub use group::{PeGroup, PeStats, MAX_PES, PACKET_LIMIT_WORDS};
+pub use transport::{InProcess, Transport};

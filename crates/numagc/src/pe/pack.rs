@@ -1,0 +1,573 @@
+//! Packing: an immutable object graph of one runtime as a portable packet
+//! of `u64` words, and its unpacking into another runtime's heap.
+//!
+//! This is the packing of GUM (`gumsmp-shared-distributed-heaps.txt`,
+//! §2.1): work and data move between PEs — runtime instances that share no
+//! heap — as packed graphs, copied into the receiver's heap on arrival.
+//! Only immutable objects are copied: a copy of a mutable object would be a
+//! second object whose stores the first never sees. Mutable objects (arrays,
+//! mixed objects of a mutable descriptor) will travel as global addresses
+//! (GAs, §2.1) once the PE layer has them; until then [`pack`] refuses them
+//! with [`ErrorKind::NotExportable`], as it refuses ephemerons and weak
+//! references (their key and data are not fields: the receiver could not
+//! keep them weak) and anything else it does not know how to carry. Rope
+//! nodes (`crate::mutator::tabulate`) are immutable mixed objects of the
+//! built-in descriptor `ID_ROPE`, which every runtime registers at the same
+//! id, so they travel like any mixed object.
+//!
+//! # Format
+//!
+//! ```text
+//! word 0          v: number of values
+//! word 1          n: number of objects
+//! word 2          d: number of descriptor entries
+//! 2 words × d     (descriptor id, fingerprint)
+//! n objects       tag word, then the object's fields
+//! v words         the values, encoded as value fields
+//! ```
+//!
+//! * A *fingerprint* is the descriptor's size in fields in bits 32..64 and,
+//!   in bits 0..32, the FNV-1a hash (64-bit, folded) of its mutability flag
+//!   and its pointer offsets: a receiver whose descriptor of that id has
+//!   another layout refuses the packet.
+//! * A *tag word* holds the kind in bits 0..2 (0 raw, 1 vector, 2 mixed),
+//!   zero in bits 2..8, the descriptor id in bits 8..24 (mixed objects
+//!   only; zero otherwise) and the field count in bits 24..64.
+//! * The fields of a raw object, and the raw fields of a mixed object, are
+//!   the words themselves. A *value field* (every field of a vector, the
+//!   value fields of a mixed object) and each of the `v` values is an odd
+//!   word — the immediate itself (`crate::object::int_value`) — or an even
+//!   word `k << 1`, a reference to the `k`-th object of the packet.
+//!
+//! # Invariants
+//!
+//! * Objects are in post-order: an object comes after every object it
+//!   references, so a reference from object `i` names a `k < i` (from the
+//!   values, a `k < n`), and a receiver builds the objects in packet order.
+//! * Sharing is kept: an object reachable twice is packed once, and every
+//!   reference to it names the same index. A packet describes a DAG (a
+//!   cycle cannot be built of immutable objects; [`pack`] checks anyway).
+//! * Every mixed object's descriptor is listed once in the table, with the
+//!   sender's fingerprint, and its field count is the descriptor's size.
+//! * [`pack`] walks the graph with an explicit stack (lists of millions of
+//!   cells are fine) and stops at the first object past `limit_words`.
+//! * [`unpack`] trusts nothing: every count is checked against the packet's
+//!   length before anything is allocated, every id against the receiver's
+//!   table, every reference against the objects built so far; a packet
+//!   that breaks a rule gives [`ErrorKind::Pe`] naming the sender and the
+//!   rule ("refused packet: ..."), never a panic. Everything it builds is
+//!   held by handles (one root slot per object, in a scope of its own that
+//!   ends with the unpacking: a packet of more objects than the vproc has
+//!   root slots left is refused), so collections during unpacking move it
+//!   safely.
+
+use crate::compiled::record::ROOT_STACK_SLOTS;
+use crate::error::{Error, ErrorKind, Result};
+use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
+use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_LIMIT};
+use crate::object::value_int;
+use crate::{Handle, ObjectKind, Scope, View};
+use std::collections::HashMap;
+
+/// Words before the descriptor table: `v`, `n`, `d`.
+const HEADER_WORDS: usize = 3;
+const KIND_RAW: u64 = 0;
+const KIND_VECTOR: u64 = 1;
+const KIND_MIXED: u64 = 2;
+/// Bits 0..8 of a tag: the kind and the reserved bits that must be zero.
+const KIND_BITS: u64 = 0xff;
+const ID_SHIFT: u32 = 8;
+const COUNT_SHIFT: u32 = 24;
+/// The largest field count a tag word holds (40 bits).
+const MAX_COUNT: u64 = (1 << (64 - COUNT_SHIFT)) - 1;
+
+/// A tag word (see the module doc).
+fn tag(kind: u64, id: u16, count: u64) -> u64 {
+    kind | (u64::from(id) << ID_SHIFT) | (count << COUNT_SHIFT)
+}
+
+/// The layout fingerprint of a descriptor (see the module doc).
+fn fingerprint(d: &Descriptor) -> u64 {
+    const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+    let eat = |h: u64, b: u8| (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+    let mut h = eat(FNV_OFFSET, u8::from(d.is_mutable()));
+    for &off in d.pointer_offsets() {
+        h = off.to_le_bytes().into_iter().fold(h, eat);
+    }
+    ((d.size() as u64) << 32) | ((h ^ (h >> 32)) & 0xffff_ffff)
+}
+
+fn not_exportable(message: String) -> Error {
+    ErrorKind::NotExportable(message).into()
+}
+
+/// How [`pack`] reads an object's fields.
+#[derive(Clone, Copy)]
+enum Shape<'a> {
+    Raw,
+    Vector,
+    Mixed(u16, &'a Descriptor),
+}
+
+/// An object being visited: its value fields `next..` are still to visit.
+struct Frame<'a, 'd> {
+    obj: View<'a>,
+    shape: Shape<'d>,
+    next: usize,
+}
+
+impl<'a> Frame<'a, '_> {
+    /// The next value field to visit, if any.
+    fn next_child(&mut self) -> Option<View<'a>> {
+        let field = match self.shape {
+            Shape::Raw => return None,
+            Shape::Vector => (self.next < self.obj.len()).then_some(self.next)?,
+            Shape::Mixed(_, d) => *d.pointer_offsets().get(self.next)? as usize,
+        };
+        self.next += 1;
+        Some(self.obj.field(field))
+    }
+}
+
+/// Marks an object in [`Packer::index`] that is being visited.
+const VISITING: u64 = u64::MAX;
+
+struct Packer<'d> {
+    descs: &'d DescriptorTable,
+    /// Object identity → packet index (or [`VISITING`]).
+    index: HashMap<u64, u64>,
+    /// The descriptor table of the packet, in order of first use.
+    table: Vec<(u16, u64)>,
+    /// The objects, packed.
+    body: Vec<u64>,
+    objects: u64,
+    /// Words the packet will have with every object discovered so far.
+    words: usize,
+    limit: usize,
+}
+
+impl<'d> Packer<'d> {
+    fn charge(&mut self, words: usize) -> Result<()> {
+        self.words = self.words.saturating_add(words);
+        if self.words > self.limit {
+            return Err(not_exportable(format!(
+                "graph larger than the packet limit of {} words",
+                self.limit
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks that `obj` can travel, charges its words and marks it visiting.
+    fn discover<'a>(&mut self, obj: View<'a>) -> Result<Frame<'a, 'd>> {
+        let shape = match obj.kind() {
+            Some(ObjectKind::Raw) => Shape::Raw,
+            Some(ObjectKind::Vector) => Shape::Vector,
+            Some(ObjectKind::Array) => {
+                return Err(not_exportable(
+                    "a mutable array (mutable objects will travel as global addresses)".into(),
+                ))
+            }
+            Some(ObjectKind::Mixed(id)) => self.mixed_shape(id)?,
+            None => return Err(not_exportable(format!("{obj:?} is not an object"))),
+        };
+        let len = obj.len();
+        if len as u64 > MAX_COUNT {
+            return Err(not_exportable(format!(
+                "an object of {len} fields (a packet carries at most {MAX_COUNT})"
+            )));
+        }
+        self.charge(len.saturating_add(1))?;
+        self.index.insert(obj.identity(), VISITING);
+        Ok(Frame {
+            obj,
+            shape,
+            next: 0,
+        })
+    }
+
+    fn mixed_shape(&mut self, id: DescId) -> Result<Shape<'d>> {
+        let id = id.id();
+        if id == ID_EPHEMERON {
+            return Err(not_exportable(
+                "an ephemeron or weak reference (numagc.ephemeron): its key and data are not \
+                 fields, and a copy could not keep them weak"
+                    .into(),
+            ));
+        }
+        let d = match self.descs.get(id) {
+            Some(d) if id >= FIRST_MIXED_ID => d,
+            _ => {
+                return Err(not_exportable(format!(
+                    "an object of unknown kind (id {id})"
+                )))
+            }
+        };
+        if d.is_mutable() {
+            return Err(not_exportable(format!(
+                "an object of the mutable descriptor `{}` (id {id}; mutable objects will \
+                 travel as global addresses)",
+                d.name()
+            )));
+        }
+        if !self.table.iter().any(|&(t, _)| t == id) {
+            self.charge(2)?;
+            self.table.push((id, fingerprint(d)));
+        }
+        Ok(Shape::Mixed(id, d))
+    }
+
+    /// The encoding of a value whose object (if any) is packed already.
+    fn encode(&self, v: View<'_>) -> Result<u64> {
+        if v.is_int() {
+            return Ok(v.identity());
+        }
+        match self.index.get(&v.identity()) {
+            Some(&k) if k != VISITING => Ok(k << 1),
+            _ => Err(not_exportable(format!("{v:?} met before it was packed"))),
+        }
+    }
+
+    /// Appends the object of a visited frame and gives it the next index.
+    fn emit(&mut self, f: &Frame<'_, '_>) -> Result<()> {
+        let (obj, len) = (f.obj, f.obj.len() as u64);
+        match f.shape {
+            Shape::Raw => {
+                self.body.push(tag(KIND_RAW, 0, len));
+                self.body
+                    .extend_from_slice(obj.raw_words().unwrap_or_default());
+            }
+            Shape::Vector => {
+                self.body.push(tag(KIND_VECTOR, 0, len));
+                for i in 0..obj.len() {
+                    let w = self.encode(obj.field(i))?;
+                    self.body.push(w);
+                }
+            }
+            Shape::Mixed(id, d) => {
+                self.body.push(tag(KIND_MIXED, id, len));
+                for i in 0..obj.len() {
+                    let w = if d.is_pointer_field(i) {
+                        self.encode(obj.field(i))?
+                    } else {
+                        obj.raw(i)
+                    };
+                    self.body.push(w);
+                }
+            }
+        }
+        self.index.insert(obj.identity(), self.objects);
+        self.objects += 1;
+        Ok(())
+    }
+
+    /// Packs every object reachable from `root` that is not packed yet,
+    /// in post-order.
+    fn visit(&mut self, root: View<'_>) -> Result<()> {
+        if root.is_int() || self.index.contains_key(&root.identity()) {
+            return Ok(());
+        }
+        let mut stack = vec![self.discover(root)?];
+        while let Some(top) = stack.last_mut() {
+            let Some(child) = top.next_child() else {
+                let done = stack.pop().expect("the stack has a top");
+                self.emit(&done)?;
+                continue;
+            };
+            if child.is_int() {
+                continue;
+            }
+            match self.index.get(&child.identity()) {
+                None => {
+                    let frame = self.discover(child)?;
+                    stack.push(frame);
+                }
+                Some(&VISITING) => {
+                    return Err(not_exportable(format!(
+                        "a cycle through {child:?} (immutable objects cannot form one)"
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Packs the graphs reachable from `values` (immediates and objects).
+///
+/// Errors: [`ErrorKind::NotExportable`] for a mutable object, an ephemeron
+/// or an object of unknown kind anywhere in the graphs, and for a packet
+/// that would exceed `limit_words`.
+pub(crate) fn pack(s: &Scope<'_>, values: &[Handle<'_>], limit_words: usize) -> Result<Vec<u64>> {
+    let shared = s.shared();
+    let mut p = Packer {
+        descs: &shared.descs,
+        index: HashMap::new(),
+        table: Vec::new(),
+        body: Vec::new(),
+        objects: 0,
+        words: 0,
+        limit: limit_words,
+    };
+    p.charge(HEADER_WORDS.saturating_add(values.len()))?;
+    let roots: Vec<View<'_>> = values.iter().map(|&h| s.view(h)).collect();
+    for &root in &roots {
+        p.visit(root)?;
+    }
+    let mut out = Vec::with_capacity(p.words);
+    out.extend([values.len() as u64, p.objects, p.table.len() as u64]);
+    for &(id, fp) in &p.table {
+        out.extend([u64::from(id), fp]);
+    }
+    out.append(&mut p.body);
+    for &root in &roots {
+        out.push(p.encode(root)?);
+    }
+    debug_assert_eq!(out.len(), p.words);
+    Ok(out)
+}
+
+/// Reads a packet from PE `sender`, refusing what does not fit.
+struct Reader<'w> {
+    words: &'w [u64],
+    pos: usize,
+    sender: usize,
+}
+
+impl<'w> Reader<'w> {
+    fn refuse(&self, message: String) -> Error {
+        ErrorKind::Pe {
+            pe: self.sender,
+            message: format!("refused packet: {message}"),
+        }
+        .into()
+    }
+
+    fn left(&self) -> usize {
+        self.words.len() - self.pos
+    }
+
+    /// The next `count` words.
+    fn take(&mut self, count: usize, what: &dyn std::fmt::Display) -> Result<&'w [u64]> {
+        if count > self.left() {
+            return Err(self.refuse(format!(
+                "truncated: {what} needs {count} words at word {}, past the end of a packet of {} \
+                 words",
+                self.pos,
+                self.words.len()
+            )));
+        }
+        let taken = &self.words[self.pos..self.pos + count];
+        self.pos += count;
+        Ok(taken)
+    }
+
+    fn next(&mut self, what: &dyn std::fmt::Display) -> Result<u64> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    /// The handle a value word of object `at` (of the values: `None`)
+    /// stands for; `objs` holds the objects before it.
+    fn value<'i>(&self, w: u64, at: Option<usize>, objs: &[Handle<'i>]) -> Result<Handle<'i>> {
+        if w & 1 == 1 {
+            return Ok(Handle::int(value_int(w)));
+        }
+        let k = w >> 1;
+        match usize::try_from(k).ok().and_then(|k| objs.get(k)) {
+            Some(&h) => Ok(h),
+            None => Err(self.refuse(match at {
+                Some(at) => format!(
+                    "object {at} references object {k}: only objects 0..{at} come before it"
+                ),
+                None => format!(
+                    "a value references object {k}, but the packet has {} objects",
+                    objs.len()
+                ),
+            })),
+        }
+    }
+
+    /// The descriptor table: packet id → the receiver's descriptor.
+    fn descriptors<'d>(
+        &mut self,
+        d: usize,
+        descs: &'d DescriptorTable,
+    ) -> Result<HashMap<u16, &'d Descriptor>> {
+        let mut table = HashMap::with_capacity(d);
+        for j in 0..d {
+            let entry = self.take(2, &format_args!("descriptor entry {j}"))?;
+            let (id, fp) = (entry[0], entry[1]);
+            let id = match u16::try_from(id) {
+                Ok(id) if id >= FIRST_MIXED_ID && u32::from(id) < ID_LIMIT => id,
+                _ => {
+                    return Err(self.refuse(format!(
+                        "descriptor entry {j}: {id} is not a mixed-object descriptor id"
+                    )))
+                }
+            };
+            if id == ID_EPHEMERON {
+                return Err(self.refuse(format!(
+                    "descriptor entry {j}: id {id} is the ephemeron descriptor, which does not \
+                     travel"
+                )));
+            }
+            let Some(desc) = descs.get(id) else {
+                return Err(self.refuse(format!(
+                    "descriptor entry {j}: unknown descriptor id {id} (not registered here)"
+                )));
+            };
+            if desc.is_mutable() {
+                return Err(self.refuse(format!(
+                    "descriptor entry {j}: descriptor `{}` (id {id}) is mutable",
+                    desc.name()
+                )));
+            }
+            if fp != fingerprint(desc) {
+                return Err(self.refuse(format!(
+                    "descriptor entry {j}: fingerprint mismatch for id {id} (`{}`): the packet \
+                     has {fp:#x}, this PE {:#x} — another layout",
+                    desc.name(),
+                    fingerprint(desc)
+                )));
+            }
+            if table.insert(id, desc).is_some() {
+                return Err(self.refuse(format!("descriptor entry {j}: id {id} is listed twice")));
+            }
+        }
+        Ok(table)
+    }
+
+    /// Reads object `k` and allocates it; `objs` holds objects `0..k`.
+    fn object<'i>(
+        &mut self,
+        s: &mut Scope<'i>,
+        k: usize,
+        objs: &[Handle<'i>],
+        table: &HashMap<u16, &Descriptor>,
+    ) -> Result<Handle<'i>> {
+        let t = self.next(&format_args!("the tag of object {k}"))?;
+        let (kind, id) = (t & KIND_BITS, ((t >> ID_SHIFT) & 0xffff) as u16);
+        let count = t >> COUNT_SHIFT;
+        if kind > KIND_MIXED || (kind != KIND_MIXED && id != 0) {
+            return Err(self.refuse(format!("object {k}: unknown tag {t:#x}")));
+        }
+        // Checked before anything is sized by it.
+        let count = match usize::try_from(count) {
+            Ok(c) if c <= self.left() => c,
+            _ => {
+                return Err(self.refuse(format!(
+                    "object {k}: {count} fields, but only {} words are left in the packet",
+                    self.left()
+                )))
+            }
+        };
+        let what = format_args!("the fields of object {k}");
+        match kind {
+            KIND_RAW => {
+                let fields = self.take(count, &what)?;
+                s.alloc_raw(fields)
+            }
+            KIND_VECTOR => {
+                let fields = self.take(count, &what)?;
+                let values = fields
+                    .iter()
+                    .map(|&w| self.value(w, Some(k), objs))
+                    .collect::<Result<Vec<_>>>()?;
+                s.alloc_vector(&values)
+            }
+            _ => {
+                let Some(&d) = table.get(&id) else {
+                    return Err(self.refuse(format!(
+                        "object {k}: descriptor id {id} is not listed in the packet's descriptor \
+                         table"
+                    )));
+                };
+                if count != d.size() {
+                    return Err(self.refuse(format!(
+                        "object {k}: {count} fields, but descriptor `{}` (id {id}) has {}",
+                        d.name(),
+                        d.size()
+                    )));
+                }
+                let fields = self.take(count, &what)?;
+                let mut values = Vec::with_capacity(d.pointer_offsets().len());
+                let mut raw = Vec::with_capacity(d.raw_offsets().len());
+                for (i, &w) in fields.iter().enumerate() {
+                    if d.is_pointer_field(i) {
+                        values.push(self.value(w, Some(k), objs)?);
+                    } else {
+                        raw.push(w);
+                    }
+                }
+                s.alloc_mixed(DescId(id), &values, &raw)
+            }
+        }
+    }
+}
+
+/// Unpacks a packet from PE `sender` into `s`'s heap: one handle per packed
+/// value, in order.
+///
+/// Errors: [`ErrorKind::Pe`] naming `sender` for a packet that breaks the
+/// format or does not fit this runtime's descriptors (nothing is returned
+/// then; what was built is garbage); the allocation errors (the heap limit)
+/// as they are.
+pub(crate) fn unpack<'s>(
+    s: &mut Scope<'s>,
+    words: &[u64],
+    sender: usize,
+) -> Result<Vec<Handle<'s>>> {
+    let mut r = Reader {
+        words,
+        pos: 0,
+        sender,
+    };
+    let header = r.take(HEADER_WORDS, &"the header")?;
+    let (v, n, d) = (header[0], header[1], header[2]);
+    // Each object takes at least its tag word: the counts must fit in the
+    // packet before anything is sized by them.
+    let least = u128::from(v) + u128::from(n) + 2 * u128::from(d) + HEADER_WORDS as u128;
+    if least > words.len() as u128 {
+        return Err(r.refuse(format!(
+            "{v} values, {n} objects and {d} descriptor entries do not fit in a packet of {} \
+             words",
+            words.len()
+        )));
+    }
+    // All three are below the packet's length now.
+    let (v, n, d) = (v as usize, n as usize, d as usize);
+    let free = ROOT_STACK_SLOTS.saturating_sub(s.roots_in_use());
+    if n + v > free {
+        return Err(r.refuse(format!(
+            "{n} objects and {v} values need more root slots than the {free} left on this vproc"
+        )));
+    }
+    let shared = s.shared();
+    let table = r.descriptors(d, &shared.descs)?;
+    // The objects are held by handles of an inner scope, so collections
+    // move them safely; only the values' words leave it, and they are
+    // rooted again below before anything can collect.
+    let values: Vec<u64> = s.scope(|s| -> Result<Vec<u64>> {
+        let mut objs = Vec::with_capacity(n);
+        for k in 0..n {
+            let h = r.object(s, k, &objs, &table)?;
+            objs.push(h);
+        }
+        let encoded = r.take(v, &"the values")?;
+        let values = encoded
+            .iter()
+            .map(|&w| r.value(w, None, &objs).map(|h| s.word(h)))
+            .collect::<Result<Vec<u64>>>()?;
+        if r.left() != 0 {
+            return Err(r.refuse(format!("{} trailing words after the values", r.left())));
+        }
+        Ok(values)
+    })?;
+    Ok(values.into_iter().map(|w| s.push_root(w)).collect())
+}
+
+#[cfg(test)]
+#[path = "pack_tests.rs"]
+mod tests;

@@ -1,0 +1,250 @@
+//! A PE's service thread: the work protocol of
+//! `gumsmp-shared-distributed-heaps.txt` §2.1 (work requests, tasks sent
+//! with their packed arguments, results sent back), run for one PE; the
+//! module doc of `super::group` says what it does and why.
+
+use super::group::{Imported, Offered, PeContext};
+use super::message::{decode, Message};
+use super::transport::Liveness;
+use crate::error::{Error, ErrorKind};
+use crate::sync::lock;
+use crate::vproc::Shared;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(super) const MIN_BACKOFF: Duration = Duration::from_micros(50);
+const MAX_BACKOFF: Duration = Duration::from_millis(2);
+/// A work request unanswered this long is given up (its PE may have
+/// stopped) and another is sent.
+const FISH_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// Wakes every vproc of the runtime waiting in a join or for a remote
+/// result (they test what they wait for under their doorbell's lock).
+pub(super) fn ring_all(shared: &Shared) {
+    for v in 0..shared.coord.vprocs() {
+        shared.coord.bell(v).ring();
+    }
+}
+
+/// The service thread's state.
+pub(super) struct Service {
+    pub(super) ctx: Arc<PeContext>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) fishing: Option<Instant>,
+    pub(super) next_fish: Instant,
+    pub(super) backoff: Duration,
+    pub(super) next_vproc: usize,
+    pub(super) rng: u64,
+}
+
+impl Service {
+    pub(super) fn run(mut self) {
+        while !self.ctx.stopping.load(Ordering::SeqCst) {
+            let wait = if self.fishing.is_some() {
+                FISH_TIMEOUT
+            } else {
+                self.next_fish
+                    .saturating_duration_since(Instant::now())
+                    .clamp(MIN_BACKOFF, MAX_BACKOFF)
+            };
+            match self.ctx.transport.recv(wait) {
+                Ok(Some((from, bytes))) => match decode(from, self.ctx.pes, &bytes) {
+                    Ok(Message::Stop) => break,
+                    Ok(m) => self.handle(from, m),
+                    Err(e) => self.refuse(from, e),
+                },
+                Ok(None) => {}
+                Err(e) => {
+                    self.ctx.record(e);
+                    break;
+                }
+            }
+            if self.fishing.is_some_and(|t| t.elapsed() > FISH_TIMEOUT) {
+                self.fishing = None;
+            }
+            self.fail_tasks_of_stopped_pes();
+            self.maybe_fish();
+        }
+    }
+
+    fn wants_work(&self) -> bool {
+        !self.ctx.has_imported()
+            && !self.ctx.has_offers()
+            && (self.shared.coord.sleepers() > 0
+                || self.ctx.remote_waiters.load(Ordering::SeqCst) > 0)
+    }
+
+    fn maybe_fish(&mut self) {
+        if self.fishing.is_some() || Instant::now() < self.next_fish || !self.wants_work() {
+            return;
+        }
+        let (me, pes) = (self.ctx.pe, self.ctx.pes);
+        let alive: Vec<usize> = (0..pes)
+            .filter(|&p| p != me && self.ctx.liveness.alive(p))
+            .collect();
+        if alive.is_empty() {
+            return;
+        }
+        // xorshift64: a victim chosen at random, as GUM's FISH goes.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let victim = alive[(self.rng % alive.len() as u64) as usize];
+        match self.ctx.send(victim, &Message::Fish) {
+            Ok(()) => {
+                self.ctx.counters.fish_sent.fetch_add(1, Ordering::Relaxed);
+                self.fishing = Some(Instant::now());
+            }
+            Err(e) => self.ctx.record(e),
+        }
+    }
+
+    fn handle(&mut self, from: usize, m: Message) {
+        let ctx = self.ctx.clone();
+        match m {
+            Message::Fish => {
+                let reply = match ctx.take_offer(from) {
+                    Some(o) => {
+                        let task = ctx.next_task.fetch_add(1, Ordering::Relaxed);
+                        let args = std::mem::take(&mut *lock(&o.args));
+                        lock(&ctx.exported).insert(task, o.clone());
+                        ctx.counters.tasks_exported.fetch_add(1, Ordering::Relaxed);
+                        Message::Schedule {
+                            task,
+                            export: o.export.id,
+                            name_hash: o.export.name_hash,
+                            args,
+                        }
+                    }
+                    None => Message::NoWork,
+                };
+                if let Err(e) = ctx.send(from, &reply) {
+                    self.fail_exported_to(from, &e.to_string());
+                    ctx.record(e);
+                }
+            }
+            Message::NoWork => {
+                ctx.counters.no_work.fetch_add(1, Ordering::Relaxed);
+                self.fishing = None;
+                self.next_fish = Instant::now() + self.backoff;
+                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+            }
+            Message::Schedule {
+                task,
+                export,
+                name_hash,
+                args,
+            } => {
+                self.fishing = None;
+                self.backoff = MIN_BACKOFF;
+                let Some(e) = ctx.exports.get(export, name_hash) else {
+                    let outcome = Err(format!(
+                        "PE {} has no exportable function {export} of that name",
+                        ctx.pe
+                    ));
+                    if let Err(e) = ctx.send(from, &Message::Result { task, outcome }) {
+                        ctx.record(e);
+                    }
+                    return;
+                };
+                ctx.counters.tasks_imported.fetch_add(1, Ordering::Relaxed);
+                {
+                    let mut q = lock(&ctx.imported);
+                    q.push_back(Imported {
+                        from,
+                        task,
+                        export: e,
+                        args,
+                    });
+                    ctx.has_imported.store(true, Ordering::Release);
+                }
+                // A job for an idle vproc, and a ring for waiting ones:
+                // whichever comes first runs the task.
+                let v = self.next_vproc % self.shared.coord.vprocs();
+                self.next_vproc += 1;
+                let c = ctx.clone();
+                crate::runtime::submit_detached(&self.shared, v, move |s| c.run_imported(s));
+                ring_all(&self.shared);
+            }
+            Message::Result { task, outcome } => {
+                let Some(o) = lock(&ctx.exported).remove(&task) else {
+                    self.refuse(
+                        from,
+                        ErrorKind::Pe {
+                            pe: from,
+                            message: format!("refused message: result of unknown task {task}"),
+                        }
+                        .into(),
+                    );
+                    return;
+                };
+                o.finish(outcome.map_err(|message| {
+                    ErrorKind::Pe {
+                        pe: from,
+                        message: format!("exported task failed there: {message}"),
+                    }
+                    .into()
+                }));
+                ring_all(&self.shared);
+            }
+            Message::Stop => {}
+        }
+    }
+
+    /// A refused message: counted and recorded; what was exported to its
+    /// sender fails (a result may have been the message refused).
+    fn refuse(&mut self, from: usize, e: Error) {
+        self.ctx.counters.refused.fetch_add(1, Ordering::Relaxed);
+        self.fail_exported_to(from, &e.to_string());
+        self.ctx.record(e);
+    }
+
+    fn fail_exported_to(&self, pe: usize, why: &str) {
+        let failed: Vec<Arc<Offered>> = {
+            let mut ex = lock(&self.ctx.exported);
+            let ids: Vec<u64> = ex
+                .iter()
+                .filter(|(_, o)| o.to.load(Ordering::Acquire) == pe)
+                .map(|(&id, _)| id)
+                .collect();
+            ids.iter().filter_map(|id| ex.remove(id)).collect()
+        };
+        if failed.is_empty() {
+            return;
+        }
+        for o in failed {
+            o.finish(Err(ErrorKind::Pe {
+                pe,
+                message: format!("exported task lost: {why}"),
+            }
+            .into()));
+        }
+        ring_all(&self.shared);
+    }
+
+    fn fail_tasks_of_stopped_pes(&self) {
+        let stopped: Vec<usize> = {
+            let ex = lock(&self.ctx.exported);
+            let mut ps: Vec<usize> = ex
+                .values()
+                .map(|o| o.to.load(Ordering::Acquire))
+                .filter(|&p| p < self.ctx.pes && !self.ctx.liveness.alive(p))
+                .collect();
+            ps.dedup();
+            ps
+        };
+        for p in stopped {
+            self.fail_exported_to(p, "the PE stopped");
+        }
+    }
+}
+
+/// Marks its PE stopped when the service ends, by returning or unwinding.
+pub(super) struct StopMark(pub(super) Arc<Liveness>, pub(super) usize);
+
+impl Drop for StopMark {
+    fn drop(&mut self) {
+        self.0.stopped(self.1);
+    }
+}

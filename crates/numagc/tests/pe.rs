@@ -1,0 +1,186 @@
+//! PE groups (`numagc::pe`): work moves between runtimes and the answers
+//! stay right; failures of exported tasks come back as errors.
+
+use numagc::pe::{Export, Exports, PeGroup};
+use numagc::{Config, DescId, Descriptor, ErrorKind, Handle, PlanKind, Result, Runtime, Scope};
+use std::sync::OnceLock;
+
+/// The boxed-integer descriptor: registered first on every PE.
+const CELL: DescId = DescId::nth_registered(0);
+
+fn setup(rt: &Runtime) -> Result<()> {
+    let d = rt.register(Descriptor::mixed("int-box", 1, &[0])?)?;
+    assert_eq!(d, CELL);
+    Ok(())
+}
+
+fn boxed<'s>(s: &mut Scope<'s>, x: i64) -> Result<Handle<'s>> {
+    s.alloc_mixed(CELL, &[Handle::int(x)], &[])
+}
+
+fn unbox(s: &Scope<'_>, h: Handle<'_>) -> i64 {
+    s.view(h).field(0).as_int().expect("a boxed integer")
+}
+
+static PFIB: OnceLock<Export> = OnceLock::new();
+
+/// parfib with boxed results; the second call exported above 12.
+fn pfib<'s>(s: &mut Scope<'s>, n: i64) -> Result<Handle<'s>> {
+    if n < 2 {
+        return boxed(s, n);
+    }
+    let (x, y) = if n <= 12 {
+        let x = s.scope_value(|s| pfib(s, n - 1))?;
+        let y = s.scope_value(|s| pfib(s, n - 2))?;
+        (x, y)
+    } else {
+        let arg = boxed(s, n - 2)?;
+        s.par2_export(*PFIB.get().unwrap(), &[arg], move |s, _| pfib(s, n - 1))?
+    };
+    let r = unbox(s, x) + unbox(s, y);
+    boxed(s, r)
+}
+
+fn pfib_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let n = unbox(s, args[0]);
+    pfib(s, n)
+}
+
+fn fib(n: i64) -> i64 {
+    let (mut a, mut b) = (0i64, 1i64);
+    for _ in 0..n {
+        (a, b) = (b, a + b);
+    }
+    a
+}
+
+fn exports() -> Exports {
+    let mut e = Exports::new();
+    let f = e.register("pfib", pfib_task).unwrap();
+    let _ = PFIB.set(f);
+    e
+}
+
+fn config(vprocs: usize) -> Config {
+    config_on(PlanKind::SplitHeap, vprocs)
+}
+
+fn config_on(plan: PlanKind, vprocs: usize) -> Config {
+    Config::builder()
+        .plan(plan)
+        .vprocs(vprocs)
+        .local_heap_size(1 << 20)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn parfib_is_right_on_one_and_several_pes() {
+    let plans = [PlanKind::SplitHeap, PlanKind::SharedHeap];
+    let shapes = [(1, 2), (2, 1), (3, 1), (2, 2)];
+    for (plan, (pes, vprocs)) in plans.iter().flat_map(|&p| shapes.map(|s| (p, s))) {
+        let g = PeGroup::new(pes, config_on(plan, vprocs), exports(), setup).unwrap();
+        let n = 30;
+        let got = g
+            .run(move |s| pfib(s, n).map(|h| unbox(s, h)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, fib(n), "{plan:?}: {pes} PEs x {vprocs} vprocs");
+        assert_eq!(g.tasks_in_flight(), 0);
+        let stats = g.stats();
+        let exported: u64 = stats.iter().map(|s| s.tasks_exported).sum();
+        let imported: u64 = stats.iter().map(|s| s.tasks_imported).sum();
+        assert_eq!(exported, imported, "{stats:?}");
+        if pes > 1 {
+            assert!(exported > 0, "no task left PE 0: {stats:?}");
+        }
+        assert!(g.take_errors().is_empty());
+    }
+}
+
+#[test]
+fn runs_after_runs_reuse_the_group() {
+    let g = PeGroup::new(2, config(1), exports(), setup).unwrap();
+    for n in [15, 20, 22] {
+        let got = g
+            .run(move |s| pfib(s, n).map(|h| unbox(s, h)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, fib(n));
+    }
+}
+
+static FAIL: OnceLock<Export> = OnceLock::new();
+
+fn failing_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let n = unbox(s, args[0]);
+    if n == 0 {
+        return Err(numagc::Error::misuse("task 0 fails"));
+    }
+    // Long enough that the other PE takes the sibling.
+    let (a, b) = s.par2_export(*FAIL.get().unwrap(), &[args[0]], move |s, _| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        boxed(s, n)
+    })?;
+    let _ = (a, b);
+    boxed(s, n)
+}
+
+#[test]
+fn an_exported_tasks_error_comes_back_to_its_forker() {
+    let mut e = Exports::new();
+    let f = e.register("fail", failing_task).unwrap();
+    let _ = FAIL.set(f);
+    let g = PeGroup::new(2, config(1), e, setup).unwrap();
+    for _ in 0..3 {
+        let r = g.run(move |s| -> Result<i64> {
+            let zero = boxed(s, 0)?;
+            let (_, _) = s.par2_export(f, &[zero], |s, _| {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                boxed(s, 1)
+            })?;
+            Ok(0)
+        });
+        let err = r.unwrap().unwrap_err();
+        // Run here or there, the task's own error comes back; from another
+        // PE it names that PE.
+        match err.kind() {
+            ErrorKind::Misuse(m) => assert!(m.contains("task 0 fails")),
+            ErrorKind::Pe { pe, message } => {
+                assert_eq!(*pe, 1);
+                assert!(message.contains("task 0 fails"), "{message}");
+            }
+            k => panic!("{k:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_mutable_argument_keeps_the_task_home() {
+    let g = PeGroup::new(2, config(1), exports(), setup).unwrap();
+    let got = g
+        .run(|s| -> Result<i64> {
+            // `pfib_task` reads field 0 of its argument: an array's field
+            // works as a box's, but the array cannot be packed.
+            let arr = s.alloc_array(1, Handle::int(18))?;
+            let (a, b) = s.par2_export(*PFIB.get().unwrap(), &[arr], |s, _| {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                boxed(s, 1)
+            })?;
+            Ok(unbox(s, a) + unbox(s, b))
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, 1 + fib(18));
+    assert_eq!(g.stats().iter().map(|s| s.tasks_exported).sum::<u64>(), 0);
+}
+
+#[test]
+fn pe_counts_are_checked() {
+    for pes in [0, 100_000] {
+        let e = PeGroup::new(pes, config(1), Exports::new(), setup)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("pes"), "{e}");
+    }
+}
