@@ -568,6 +568,6 @@ pub(crate) fn unpack<'s>(
     Ok(values.into_iter().map(|w| s.push_root(w)).collect())
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 #[path = "pack_tests.rs"]
 mod tests;
