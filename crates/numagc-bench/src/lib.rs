@@ -207,6 +207,18 @@ pub trait Benchmark: Sync {
     fn run_compiled(&self, _rt: &Runtime, _params: &Params) -> Result<Outcome, String> {
         Err(format!("{} has no compiled version", self.name()))
     }
+    /// The program's exportable functions and the setup every PE runs
+    /// (descriptors, registered in the same order everywhere), when its
+    /// forks are exportable tasks (`numagc::pe`, `--pes`).
+    fn pe_program(&self) -> Option<PeProgram> {
+        None
+    }
+    /// The program on a PE group made from [`Benchmark::pe_program`]: it
+    /// starts on PE 0, and the other PEs take its exported forks. The
+    /// same code as [`Benchmark::run`], which runs it on one runtime.
+    fn run_pes(&self, _group: &numagc::pe::PeGroup, _params: &Params) -> Result<Outcome, String> {
+        Err(format!("{} has no PE version", self.name()))
+    }
     /// Runs the program through `api`.
     fn run_api(&self, rt: &Runtime, params: &Params, api: Api) -> Result<Outcome, String> {
         match api {
@@ -214,6 +226,31 @@ pub trait Benchmark: Sync {
             Api::Compiled => self.run_compiled(rt, params),
         }
     }
+}
+
+/// What a PE group needs of a benchmark (`--pes`): the table of its
+/// exportable functions, and the setup each PE's runtime gets.
+pub struct PeProgram {
+    pub exports: &'static numagc::pe::Exports,
+    pub setup: fn(&Runtime) -> numagc::Result<()>,
+}
+
+/// Registers `d` on `rt` and checks that it got the id the program's code
+/// names as a constant (`DescId::nth_registered(n)`): every PE registers
+/// the same descriptors in the same order, so exported tasks read the same
+/// layouts everywhere.
+pub(crate) fn register_as(
+    rt: &Runtime,
+    want: numagc::DescId,
+    d: numagc::Descriptor,
+) -> numagc::Result<()> {
+    let got = rt.register(d)?;
+    if got != want {
+        return Err(numagc::Error::misuse(format!(
+            "descriptor registered as {got:?}, the program's code expects {want:?}: register the program's descriptors first, in order"
+        )));
+    }
+    Ok(())
 }
 
 /// Which interface of numagc a benchmark program is written on (`--api`).

@@ -592,3 +592,60 @@ fn pingpong_answers_on_one_and_two_vprocs_with_the_verifier() {
         );
     }
 }
+
+#[test]
+fn pe_groups_run_parfib_coins_and_maze_on_both_plans_and_refuse_what_they_cannot_run() {
+    let dir = std::env::temp_dir().join(format!("numagc-pes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("pes.json");
+    let (ok, out, err) = numagc(&[
+        "bench",
+        "parfib",
+        "coins",
+        "maze",
+        "--suite",
+        "quick",
+        "--pes",
+        "1,2",
+        "--vprocs",
+        "1",
+        "--plan",
+        "split,shared",
+        "--verify",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "stderr: {err}");
+    for plan in ["split/1pe", "split/2pe", "shared/1pe", "shared/2pe"] {
+        for bench in ["parfib", "coins", "maze"] {
+            let row = out
+                .lines()
+                .find(|l| l.starts_with(bench) && l.contains(&format!(" {plan} ")))
+                .unwrap_or_else(|| panic!("no {bench} {plan} row:\n{out}"));
+            assert!(row.trim_end().ends_with("ok"), "{row}");
+        }
+    }
+    // The JSON carries each PE's traffic; what PE 0 exported, the others
+    // imported.
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = j["runs"].as_array().unwrap();
+    let two: Vec<&serde_json::Value> = runs.iter().filter(|r| r["pes"] == 2).collect();
+    assert_eq!(two.len(), 6, "{runs:?}");
+    for r in two {
+        let pes = r["pe_stats"].as_array().unwrap();
+        assert_eq!(pes.len(), 2);
+        let total = |k: &str| pes.iter().map(|p| p[k].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(total("tasks_exported"), total("tasks_imported"), "{r}");
+        assert_eq!(total("refused_messages"), 0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let (ok, _, err) = numagc(&["bench", "binarytrees", "--pes", "2"]);
+    assert!(!ok && err.contains("no PE version of binarytrees"), "{err}");
+    let (ok, _, err) = numagc(&["bench", "parfib", "--pes", "0"]);
+    assert!(!ok && err.contains("--pes 0"), "{err}");
+    let (ok, _, err) = numagc(&["bench", "parfib", "--pes", "2", "--api", "compiled"]);
+    assert!(!ok && err.contains("safe programs only"), "{err}");
+}

@@ -11,8 +11,9 @@
 //! allocates a pair and a cons cell that die young.
 //!
 //! Parallelism is the original's depth threshold: while `depth > 0` the
-//! right branch is forked with [`numagc::Scope::par2`]
-//! (`` right `par` left ``), its depth one less; the left branch keeps its
+//! right branch is forked with [`numagc::Scope::par2_export`]
+//! (`` right `par` left ``; `par2` on one runtime, and on a PE group,
+//! `--pes`, another PE may take it), its depth one less; the left branch keeps its
 //! depth unless it used the last coin of a value. Below depth 0 the
 //! sequential `payN` runs. The forked closure's environment is the coin
 //! list, so a stolen task promotes the (short) list it needs. Counts are returned as
@@ -30,8 +31,10 @@
 //! knapsack: for each coin value, ways of paying `v` with `0..=q` coins of
 //! it), an independent code path.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
+use numagc::pe::{Export, Exports, PeGroup};
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
+use std::sync::OnceLock;
 
 /// Coin values, largest first, and how many coins of each there are
 /// (the original's "large setup").
@@ -47,6 +50,46 @@ struct Layout {
     pair: DescId,
     /// `[head, tail]`; the empty list is NIL.
     cons: DescId,
+}
+
+/// The program's descriptors: the runtime's first two (`setup`).
+const LAYOUT: Layout = Layout {
+    pair: DescId::nth_registered(0),
+    cons: DescId::nth_registered(1),
+};
+
+/// What every runtime (every PE) registers before the program runs.
+fn setup(rt: &Runtime) -> Result<()> {
+    register_as(rt, LAYOUT.pair, Descriptor::mixed("coin-pair", 2, &[0, 1])?)?;
+    register_as(rt, LAYOUT.cons, Descriptor::mixed("coin-cons", 2, &[0, 1])?)
+}
+
+/// The program's exportable function: the right branch of a fork.
+fn exports() -> &'static (Exports, Export) {
+    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Exports::new();
+        let right = t
+            .register("coins.right", right_task)
+            .expect("a fresh table");
+        (t, right)
+    })
+}
+
+/// The right branch of a fork: `payN_par (depth - 1) val (tail coins)`,
+/// from `args` = `[coins, depth, val]`.
+fn right_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let (coins, depth, val) = match args {
+        [coins, d, v] => (*coins, s.as_int(*d), s.as_int(*v)),
+        _ => (Handle::NIL, None, None),
+    };
+    let (Some(depth), Some(val)) = (depth, val) else {
+        return Err(numagc::Error::misuse(
+            "coins.right: (coins, depth, value) expected",
+        ));
+    };
+    let rest = s.field(coins, 1)?;
+    pay_n_par(s, LAYOUT, depth - 1, val, rest)
 }
 
 /// The first coin of a non-empty list: `(value, quantity)`.
@@ -127,15 +170,12 @@ fn pay_n_par<'s>(
             return pay_n_par(s, l, depth, val, rest);
         }
         let left_depth = if q == 1 { depth - 1 } else { depth };
-        let (left, right) = s.par2(
-            &[coins],
+        let (left, right) = s.par2_export(
+            exports().1,
+            &[coins, Handle::int(depth), Handle::int(val)],
             move |s, env| {
                 let left_coins = pay_one(s, l, env[0], c, q)?;
                 pay_n_par(s, l, left_depth, val - c, left_coins)
-            },
-            move |s, env| {
-                let rest = s.field(env[0], 1)?;
-                pay_n_par(s, l, depth - 1, val, rest)
             },
         )?;
         let sum = s.as_int(left).expect("a count") + s.as_int(right).expect("a count");
@@ -158,6 +198,13 @@ fn coin_list<'s>(s: &mut Scope<'s>, l: Layout) -> Result<Handle<'s>> {
         })?;
     }
     Ok(list.get())
+}
+
+/// The program: the coin list, then `payN_par`.
+fn count_ways(s: &mut Scope<'_>, depth: i64, val: i64) -> Result<i64> {
+    let coins = coin_list(s, LAYOUT)?;
+    let n = pay_n_par(s, LAYOUT, depth, val, coins)?;
+    Ok(s.as_int(n).expect("a count"))
 }
 
 /// Ways to pay `val` with at most `q` coins of each value `c` (the
@@ -212,19 +259,25 @@ impl Benchmark for Coins {
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (val, depth) = (p.get("value"), p.get("depth"));
-        let pair = rt
-            .register(Descriptor::mixed("coin-pair", 2, &[0, 1]).map_err(rt_err)?)
-            .map_err(rt_err)?;
-        let cons = rt
-            .register(Descriptor::mixed("coin-cons", 2, &[0, 1]).map_err(rt_err)?)
-            .map_err(rt_err)?;
-        let l = Layout { pair, cons };
+        setup(rt).map_err(rt_err)?;
         let got = rt
-            .run_on(0, move |s| -> Result<i64> {
-                let coins = coin_list(s, l)?;
-                let n = pay_n_par(s, l, depth, val, coins)?;
-                Ok(s.as_int(n).expect("a count"))
-            })
+            .run_on(0, move |s| count_ways(s, depth, val))
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        Ok(outcome(val, depth, got))
+    }
+
+    fn pe_program(&self) -> Option<PeProgram> {
+        Some(PeProgram {
+            exports: &exports().0,
+            setup,
+        })
+    }
+
+    fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
+        let (val, depth) = (p.get("value"), p.get("depth"));
+        let got = g
+            .run(move |s| count_ways(s, depth, val))
             .map_err(rt_err)?
             .map_err(rt_err)?;
         Ok(outcome(val, depth, got))

@@ -29,10 +29,12 @@
 //!
 //! Parallelism: at a branch point (two or more open cells not on the
 //! path), the first alternative runs here and the others are forked with
-//! [`numagc::Scope::par2`], at the first `threshold` branch points of each
-//! path (threshold 12 gives some hundreds of tasks, the largest about 2 %
-//! of the work). The environment of a fork is the maze, the path so far
-//! and the list of moves.
+//! [`numagc::Scope::par2_export`] (`par2` on one runtime; on a PE group,
+//! `--pes`, another PE may take them), at the first `threshold` branch
+//! points of each path (threshold 12 gives some hundreds of tasks, the
+//! largest about 2 % of the work). The environment of a fork is the maze,
+//! the path so far and the list of moves (a PE that takes the fork gets
+//! them packed: about 450 words).
 //!
 //! Sizes: a 20×20 maze (seed 1) with 16 extra openings at the quick size
 //! (about 0.4 million search steps) and 21 at the paper size (about 4.3
@@ -45,9 +47,11 @@
 //! go from the entrance to the exit through open sides without repeating
 //! a cell).
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
+use numagc::pe::{Export, Exports, PeGroup};
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
 use std::collections::VecDeque;
+use std::sync::OnceLock;
 
 pub struct Maze;
 
@@ -166,6 +170,53 @@ struct Search {
     size: usize,
 }
 
+/// The program's descriptors, the runtime's first three (`setup`).
+const CONS: DescId = DescId::nth_registered(0);
+const POS: DescId = DescId::nth_registered(1);
+const FOUND: DescId = DescId::nth_registered(2);
+
+/// What every runtime (every PE) registers before the program runs.
+fn setup(rt: &Runtime) -> Result<()> {
+    register_as(rt, CONS, Descriptor::mixed("list-cons", 2, &[0, 1])?)?;
+    register_as(rt, POS, Descriptor::mixed("position", 2, &[0, 1])?)?;
+    register_as(rt, FOUND, Descriptor::mixed("paths-found", 3, &[0, 1, 2])?)
+}
+
+/// The program's exportable function: the moves after the first at a
+/// branch point.
+fn exports() -> &'static (Exports, Export) {
+    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Exports::new();
+        let rest = t.register("maze.rest", rest_task).expect("a fresh table");
+        (t, rest)
+    })
+}
+
+/// `alternatives` of the moves after the first of `next`, from `args` =
+/// `[maze, path, next, len, forks, size]`.
+fn rest_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let [maze, path, next, len, forks, size] = args else {
+        return Err(numagc::Error::misuse(
+            "maze.rest: (maze, path, moves, length, forks, size) expected",
+        ));
+    };
+    let int = |h: &Handle<'_>| {
+        s.as_int(*h)
+            .filter(|&i| i >= 0)
+            .ok_or_else(|| numagc::Error::misuse("maze.rest: a count expected"))
+    };
+    let (len, forks, size) = (int(len)? as usize, int(forks)? as u32, int(size)? as usize);
+    let sr = Search {
+        cons: CONS,
+        pos: POS,
+        found: FOUND,
+        size,
+    };
+    let rest = s.field(*next, 1)?;
+    alternatives(s, sr, *maze, *path, rest, len, forks)
+}
+
 fn xy(pos: View<'_>) -> (i64, i64) {
     (
         pos.field(0).as_int().expect("an x"),
@@ -251,15 +302,19 @@ fn alternatives<'s>(
     let forks_below = if fork { forks - 1 } else { forks };
     s.scope_value(|s| {
         if fork {
-            let (a, b) = s.par2(
-                &[maze, path, next],
+            let (a, b) = s.par2_export(
+                exports().1,
+                &[
+                    maze,
+                    path,
+                    next,
+                    Handle::int(len as i64),
+                    Handle::int(forks as i64),
+                    Handle::int(sr.size as i64),
+                ],
                 move |s, env| {
                     let first = s.field(env[2], 0)?;
                     step(s, sr, env[0], env[1], first, len, forks_below)
-                },
-                move |s, env| {
-                    let rest = s.field(env[2], 1)?;
-                    alternatives(s, sr, env[0], env[1], rest, len, forks)
                 },
             )?;
             return combine(s, sr, a, b);
@@ -392,53 +447,80 @@ impl Benchmark for Maze {
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let (size, openings, seed) = (p.usize("size"), p.usize("openings"), p.get("seed") as u64);
-        let threshold = p.get("threshold") as u32;
-        let grid = Grid::generate(size, openings, seed);
-        let cons = rt
-            .register(Descriptor::mixed("list-cons", 2, &[0, 1]).map_err(rt_err)?)
-            .map_err(rt_err)?;
-        let pos = rt
-            .register(Descriptor::mixed("position", 2, &[0, 1]).map_err(rt_err)?)
-            .map_err(rt_err)?;
-        let found = rt
-            .register(Descriptor::mixed("paths-found", 3, &[0, 1, 2]).map_err(rt_err)?)
-            .map_err(rt_err)?;
-        let sr = Search {
-            cons,
-            pos,
-            found,
-            size,
-        };
-        let grid_for_run = Grid {
-            size,
-            open: grid.open.clone(),
-        };
-        let (count, path) = rt
-            .run_on(0, move |s| -> Result<(u64, Vec<usize>)> {
-                let maze = maze_on_heap(s, &grid_for_run)?;
-                let entrance = s.alloc_mixed(pos, &[Handle::int(0), Handle::int(0)], &[])?;
-                let start = s.alloc_mixed(cons, &[entrance, Handle::NIL], &[])?;
-                let r = search(s, sr, maze, start, 1, threshold)?;
-                let v = s.view(r);
-                if v.is_int() {
-                    return Ok((0, Vec::new()));
-                }
-                let mut path = Vec::new();
-                let mut c = v.field(2);
-                while c.is_object() {
-                    let (x, y) = xy(c.field(0));
-                    path.push(y as usize * size + x as usize);
-                    c = c.field(1);
-                }
-                path.reverse();
-                Ok((v.field(0).as_int().expect("a count") as u64, path))
-            })
-            .map_err(rt_err)?
-            .map_err(rt_err)?;
-        let out = format!("maze {size}x{size} (+{openings} openings, seed {seed}): {count} paths, shortest {} cells\n", path.len());
+        setup(rt).map_err(rt_err)?;
+        let (job, grid, out) = program(p);
+        let (count, path) = rt.run_on(0, job).map_err(rt_err)?.map_err(rt_err)?;
+        let out = out(count, &path);
         Ok(Outcome::new(out, move || check(&grid, count, &path)))
     }
+
+    fn pe_program(&self) -> Option<PeProgram> {
+        Some(PeProgram {
+            exports: &exports().0,
+            setup,
+        })
+    }
+
+    fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
+        let (job, grid, out) = program(p);
+        let (count, path) = g.run(job).map_err(rt_err)?.map_err(rt_err)?;
+        let out = out(count, &path);
+        Ok(Outcome::new(out, move || check(&grid, count, &path)))
+    }
+}
+
+/// The paths found: their count, and the shortest as cell indices.
+type Found = (u64, Vec<usize>);
+
+/// The program for `p` (run on vproc 0 of a runtime or of PE 0), the
+/// grid for the check, and the output line.
+#[allow(clippy::type_complexity)]
+fn program(
+    p: &Params,
+) -> (
+    impl for<'s> FnOnce(&mut Scope<'s>) -> Result<Found> + Send + 'static,
+    Grid,
+    impl Fn(u64, &[usize]) -> String,
+) {
+    let (size, openings, seed) = (p.usize("size"), p.usize("openings"), p.get("seed") as u64);
+    let threshold = p.get("threshold") as u32;
+    let grid = Grid::generate(size, openings, seed);
+    let sr = Search {
+        cons: CONS,
+        pos: POS,
+        found: FOUND,
+        size,
+    };
+    let grid_for_run = Grid {
+        size,
+        open: grid.open.clone(),
+    };
+    let job = move |s: &mut Scope<'_>| -> Result<Found> {
+        let maze = maze_on_heap(s, &grid_for_run)?;
+        let entrance = s.alloc_mixed(POS, &[Handle::int(0), Handle::int(0)], &[])?;
+        let start = s.alloc_mixed(CONS, &[entrance, Handle::NIL], &[])?;
+        let r = search(s, sr, maze, start, 1, threshold)?;
+        let v = s.view(r);
+        if v.is_int() {
+            return Ok((0, Vec::new()));
+        }
+        let mut path = Vec::new();
+        let mut c = v.field(2);
+        while c.is_object() {
+            let (x, y) = xy(c.field(0));
+            path.push(y as usize * size + x as usize);
+            c = c.field(1);
+        }
+        path.reverse();
+        Ok((v.field(0).as_int().expect("a count") as u64, path))
+    };
+    let out = move |count: u64, path: &[usize]| {
+        format!(
+            "maze {size}x{size} (+{openings} openings, seed {seed}): {count} paths, shortest {} cells\n",
+            path.len()
+        )
+    };
+    (job, grid, out)
 }
 
 /// Compares the answer with a BFS and a visited-array count on the grid,

@@ -1,50 +1,83 @@
 //! parfib (`gumsmp-shared-distributed-heaps.txt` §3.1): the naive doubly
-//! recursive Fibonacci, forked with `Scope::par2` above a sequential
-//! threshold. Every call returns its result boxed in a heap object, so the
+//! recursive Fibonacci, forked above a sequential threshold with
+//! `Scope::par2_export` (`par2` on one runtime; on a PE group, `--pes`,
+//! another PE may take the right call). Every call returns its result boxed in a heap object, so the
 //! parallel tasks allocate, collect, and (when stolen) promote their
 //! results as a functional language's would. The answer is checked
 //! against an iterative Fibonacci computed independently.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
+use numagc::pe::{Export, Exports, PeGroup};
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
+use std::sync::OnceLock;
 
 pub struct Parfib;
 
-fn boxed<'s>(s: &mut Scope<'s>, cell: DescId, x: i64) -> Result<Handle<'s>> {
-    s.alloc_mixed(cell, &[Handle::int(x)], &[])
+/// The boxes' descriptor: the runtime's first (`setup`).
+const CELL: DescId = DescId::nth_registered(0);
+
+/// What every runtime (every PE) registers before the program runs.
+fn setup(rt: &Runtime) -> Result<()> {
+    register_as(rt, CELL, Descriptor::mixed("int-box", 1, &[0])?)
+}
+
+/// The program's exportable function: the right call of a fork.
+fn exports() -> &'static (Exports, Export) {
+    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Exports::new();
+        let right = t
+            .register("parfib.right", right_task)
+            .expect("a fresh table");
+        (t, right)
+    })
+}
+
+fn boxed<'s>(s: &mut Scope<'s>, x: i64) -> Result<Handle<'s>> {
+    s.alloc_mixed(CELL, &[Handle::int(x)], &[])
 }
 
 fn unbox(s: &Scope<'_>, h: Handle<'_>) -> i64 {
     s.view(h).field(0).as_int().expect("a boxed integer")
 }
 
-fn pfib<'s>(s: &mut Scope<'s>, cell: DescId, n: i64, threshold: i64) -> Result<Handle<'s>> {
+fn pfib<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Handle<'s>> {
     if n < 2 {
-        return boxed(s, cell, n);
+        return boxed(s, n);
     }
     let (x, y) = if n <= threshold {
-        let x = s.scope_value(|s| pfib(s, cell, n - 1, threshold))?;
-        let y = s.scope_value(|s| pfib(s, cell, n - 2, threshold))?;
+        let x = s.scope_value(|s| pfib(s, n - 1, threshold))?;
+        let y = s.scope_value(|s| pfib(s, n - 2, threshold))?;
         (x, y)
     } else {
         // The forked closures' environment: a heap record holding `n`, as a
         // functional language's closure would (lazy promotion copies it
-        // only when the task is stolen).
-        let env = boxed(s, cell, n)?;
-        s.par2(
-            &[env],
+        // only when the task is stolen; another PE gets it packed).
+        let env = boxed(s, n)?;
+        s.par2_export(
+            exports().1,
+            &[env, Handle::int(threshold)],
             move |s, env| {
                 let n = unbox(s, env[0]);
-                pfib(s, cell, n - 1, threshold)
-            },
-            move |s, env| {
-                let n = unbox(s, env[0]);
-                pfib(s, cell, n - 2, threshold)
+                pfib(s, n - 1, threshold)
             },
         )?
     };
     let sum = unbox(s, x) + unbox(s, y);
-    boxed(s, cell, sum)
+    boxed(s, sum)
+}
+
+/// `pfib (n - 2)` of a fork, `n` boxed in `args[0]`, the threshold in
+/// `args[1]`: the half another vproc or PE may run.
+fn right_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let (env, threshold) = match args {
+        [env, t] => (*env, s.as_int(*t)),
+        _ => (Handle::NIL, None),
+    };
+    let threshold = threshold
+        .ok_or_else(|| numagc::Error::misuse("parfib.right: (box, threshold) expected"))?;
+    let n = unbox(s, env);
+    pfib(s, n - 2, threshold)
 }
 
 /// Iterative Fibonacci (the independent answer).
@@ -89,11 +122,25 @@ impl Benchmark for Parfib {
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         let (n, threshold) = (p.get("n"), p.get("threshold"));
-        let cell = rt
-            .register(Descriptor::mixed("int-box", 1, &[0]).map_err(rt_err)?)
-            .map_err(rt_err)?;
+        setup(rt).map_err(rt_err)?;
         let got = rt
-            .run_on(0, move |s| pfib(s, cell, n, threshold).map(|h| unbox(s, h)))
+            .run_on(0, move |s| pfib(s, n, threshold).map(|h| unbox(s, h)))
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        Ok(outcome(n, threshold, got))
+    }
+
+    fn pe_program(&self) -> Option<PeProgram> {
+        Some(PeProgram {
+            exports: &exports().0,
+            setup,
+        })
+    }
+
+    fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
+        let (n, threshold) = (p.get("n"), p.get("threshold"));
+        let got = g
+            .run(move |s| pfib(s, n, threshold).map(|h| unbox(s, h)))
             .map_err(rt_err)?
             .map_err(rt_err)?;
         Ok(outcome(n, threshold, got))

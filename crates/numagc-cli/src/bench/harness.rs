@@ -1,6 +1,6 @@
 //! The experiment loop: every configuration (benchmark × API × collector plan ×
-//! placement policy × vproc count) run `repeat` times, each on a fresh
-//! runtime.
+//! placement policy × PE count × vproc count) run `repeat` times, each on a
+//! fresh runtime, or a fresh PE group (`--pes`: `numagc::pe`, vprocs per PE).
 //!
 //! Order: repetitions are the outer loop, so the runs of one
 //! configuration are spread over the whole experiment and drift in the
@@ -11,6 +11,7 @@
 use super::record::{bench_label, run_label, RunRecord};
 use super::timeline::RunTimeline;
 use indicatif::{ProgressBar, ProgressStyle};
+use numagc::pe::PeGroup;
 use numagc::{ConfigBuilder, NumaPolicy, PlanKind, Runtime};
 use numagc_bench::{Api, Benchmark, Params, Size};
 use std::time::Instant;
@@ -24,6 +25,8 @@ pub struct Experiment<'a> {
     pub plans: Vec<PlanKind>,
     pub policies: Vec<NumaPolicy>,
     pub vprocs: Vec<usize>,
+    /// PE group sizes (`--pes`); empty: one runtime per run.
+    pub pes: Vec<usize>,
     pub repeat: usize,
     /// Settings other than plan, placement policy and vprocs.
     pub base: &'a dyn Fn() -> Result<ConfigBuilder, String>,
@@ -43,6 +46,16 @@ impl Experiment<'_> {
             * self.plans.len()
             * self.policies.len()
             * self.vprocs.len()
+            * self.pes.len().max(1)
+    }
+
+    /// The PE counts to run: 0 stands for a plain runtime.
+    fn pe_counts(&self) -> Vec<usize> {
+        if self.pes.is_empty() {
+            vec![0]
+        } else {
+            self.pes.clone()
+        }
     }
 }
 
@@ -69,10 +82,14 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
             for &api in &experiment.apis {
                 for &plan in &experiment.plans {
                     for &policy in &experiment.policies {
-                        for &vprocs in &experiment.vprocs {
+                        for (pes, &vprocs) in experiment
+                            .pe_counts()
+                            .into_iter()
+                            .flat_map(|p| experiment.vprocs.iter().map(move |v| (p, v)))
+                        {
                             let label = run_label(
                                 &bench_label(bench.name(), api.name()),
-                                plan.name(),
+                                &plan_label(plan.name(), pes),
                                 policy.name(),
                                 vprocs,
                                 rep,
@@ -87,7 +104,7 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
                             }
                             let config = builder.build().map_err(|e| e.to_string())?;
                             let (record, timeline, output) =
-                                run_one(*bench, api, params, experiment.size, config, rep);
+                                run_one(*bench, api, params, experiment.size, config, pes, rep);
                             if experiment.echo_output && echoed.insert(bench.name()) {
                                 bar.suspend(|| print!("{}", output.0));
                             }
@@ -99,6 +116,9 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
                                     );
                                     if let Some(stats) = &output.1 {
                                         print!("{}", stats.table());
+                                    }
+                                    for p in &record.pe_stats {
+                                        println!("{}", pe_line(p));
                                     }
                                 });
                             }
@@ -131,6 +151,7 @@ fn run_one(
     params: &Params,
     size: Size,
     config: numagc::Config,
+    pes: usize,
     rep: usize,
 ) -> (
     RunRecord,
@@ -138,14 +159,17 @@ fn run_one(
     (String, Option<numagc::StatsReport>),
 ) {
     let vprocs = config.vprocs;
-    let private_heaps = (config.vprocs * config.local_heap_size) as u64;
+    let runtimes = pes.max(1);
+    let private_heaps = (runtimes * config.vprocs * config.local_heap_size) as u64;
     let mut record = RunRecord {
         benchmark: bench.name().into(),
         api: api.name().into(),
         size: size.name().into(),
         params: params.iter().map(|(k, v)| (k.to_string(), v)).collect(),
         vprocs,
-        plan: config.plan.name().into(),
+        plan: plan_label(config.plan.name(), pes),
+        pes,
+        pe_stats: Vec::new(),
         numa_policy: config.numa_policy.name().into(),
         repetition: rep,
         wall_s: 0.0,
@@ -176,15 +200,18 @@ fn run_one(
         spans: Vec::new(),
         dropped: 0,
     };
-    let rt = match Runtime::new(config) {
-        Ok(rt) => rt,
+    let target = match start(bench, config, pes) {
+        Ok(t) => t,
         Err(e) => {
-            record.error = Some(format!("starting the runtime: {e}"));
+            record.error = Some(e);
             return (record, timeline, (String::new(), None));
         }
     };
     let t0 = Instant::now();
-    let outcome = bench.run_api(&rt, params, api);
+    let outcome = match &target {
+        Target::Runtime(rt) => bench.run_api(rt, params, api),
+        Target::Group(g) => bench.run_pes(g, params),
+    };
     record.wall_s = t0.elapsed().as_secs_f64();
     let output = match outcome {
         Ok(o) => {
@@ -199,23 +226,42 @@ fn run_one(
             String::new()
         }
     };
-    let thread_errors = rt.take_thread_errors();
+    let runtimes: Vec<&Runtime> = match &target {
+        Target::Runtime(rt) => vec![rt],
+        Target::Group(g) => (0..g.pes()).map(|p| g.runtime(p)).collect(),
+    };
+    let mut thread_errors: Vec<String> = runtimes
+        .iter()
+        .flat_map(|rt| rt.take_thread_errors())
+        .map(|e| e.to_string())
+        .collect();
+    if let Target::Group(g) = &target {
+        thread_errors.extend(g.take_errors().iter().map(|e| format!("PE service: {e}")));
+        if g.tasks_in_flight() != 0 {
+            thread_errors.push(format!(
+                "{} exported tasks still in flight after the run",
+                g.tasks_in_flight()
+            ));
+        }
+        record.pe_stats = g.stats();
+    }
     if record.error.is_none() && !thread_errors.is_empty() {
         record.correct = false;
-        record.error = Some(format!(
-            "thread errors: {}",
-            thread_errors
-                .iter()
-                .map(|e| e.to_string())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
+        record.error = Some(format!("thread errors: {}", thread_errors.join("; ")));
     }
-    let stats = rt.stats();
+    // A group's statistics are its PEs' merged (pauses, counts, bytes);
+    // the heap figures add up.
+    let reports: Vec<numagc::StatsReport> = runtimes.iter().map(|rt| rt.stats()).collect();
+    let mut stats = reports[0].clone();
+    for r in &reports[1..] {
+        stats.vprocs.extend(r.vprocs.iter().cloned());
+        stats.total.merge(&r.total);
+        stats.heap.peak_global_bytes += r.heap.peak_global_bytes;
+    }
     let t = &stats.total;
     record.gc_s = t.gc_ns() as f64 / 1e9;
     record.gc_share = if record.wall_s > 0.0 {
-        record.gc_s / (record.wall_s * vprocs as f64)
+        record.gc_s / (record.wall_s * (vprocs * runtimes.len()) as f64)
     } else {
         0.0
     };
@@ -228,15 +274,69 @@ fn run_one(
     record.minor_collections = t.minor.count;
     record.major_collections = t.major.count;
     record.promotions = t.promotion.count;
-    record.global_collections = rt.global_collections();
+    record.global_collections = runtimes.iter().map(|rt| rt.global_collections()).sum();
     record.bytes_allocated = t.bytes_allocated;
     record.bytes_promoted = t.bytes_promoted;
     record.tasks_forked = t.tasks_forked;
     record.tasks_stolen = t.tasks_stolen;
     record.numa_locality = t.numa_locality();
-    let (spans, dropped) = rt.take_trace();
+    // The trace shows PE 0 (the runtime that ran the program's start).
+    let (spans, dropped) = runtimes[0].take_trace();
     timeline.spans = spans;
     timeline.dropped = dropped;
-    timeline.nodes = rt.info().placements.iter().map(|p| p.node).collect();
+    timeline.nodes = runtimes[0]
+        .info()
+        .placements
+        .iter()
+        .map(|p| p.node)
+        .collect();
     (record, timeline, (output, Some(stats)))
+}
+
+/// What a run runs on.
+enum Target {
+    Runtime(Runtime),
+    Group(PeGroup),
+}
+
+/// A fresh runtime, or a fresh group of `pes` PEs of `config`.
+fn start(bench: &dyn Benchmark, config: numagc::Config, pes: usize) -> Result<Target, String> {
+    if pes == 0 {
+        return Runtime::new(config)
+            .map(Target::Runtime)
+            .map_err(|e| format!("starting the runtime: {e}"));
+    }
+    let program = bench
+        .pe_program()
+        .ok_or_else(|| format!("{} has no PE version (--pes)", bench.name()))?;
+    PeGroup::new(pes, config, program.exports.clone(), program.setup)
+        .map(Target::Group)
+        .map_err(|e| format!("starting {pes} PEs: {e}"))
+}
+
+/// The plan column of a run: the plan, and the PE count of a group.
+pub fn plan_label(plan: &str, pes: usize) -> String {
+    if pes == 0 {
+        plan.to_string()
+    } else {
+        format!("{plan}/{pes}pe")
+    }
+}
+
+/// One line of a PE's traffic (`--stats`).
+fn pe_line(p: &numagc::pe::PeStats) -> String {
+    format!(
+        "PE {}: {} messages, {} bytes sent; {} work requests ({} answered no work); tasks exported {}, imported {}; packing {:.1} ms, unpacking {:.1} ms, waiting for remote results {:.1} ms; {} messages refused",
+        p.pe,
+        p.messages_sent,
+        p.bytes_sent,
+        p.fish_sent,
+        p.no_work,
+        p.tasks_exported,
+        p.tasks_imported,
+        p.pack_ms,
+        p.unpack_ms,
+        p.remote_wait_ms,
+        p.refused_messages
+    )
 }

@@ -40,6 +40,9 @@ pub struct BenchArgs {
     /// Vproc counts to run, comma-separated (default: the vprocs setting, NUMAGC_VPROCS or all CPUs).
     #[arg(long, value_delimiter = ',')]
     vprocs: Vec<usize>,
+    /// Run each configuration on groups of this many PEs, comma-separated (`numagc::pe`, gumsmp-shared-distributed-heaps.txt): P runtimes of --vprocs vprocs each, sharing nothing but messages, work moving between them; for the benchmarks with a PE version (parfib, coins, maze). Default: one runtime, no group.
+    #[arg(long, value_delimiter = ',')]
+    pes: Vec<usize>,
     /// Collector plans to run, comma-separated: the plan setting's names, e.g. split,shared (default: the plan setting, NUMAGC_PLAN).
     #[arg(long, value_delimiter = ',')]
     plan: Vec<String>,
@@ -159,6 +162,38 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             ));
         }
     }
+    if !a.pes.is_empty() {
+        if let Some(&p) = a
+            .pes
+            .iter()
+            .find(|&&p| !(1..=numagc::pe::MAX_PES).contains(&p))
+        {
+            return Err(format!(
+                "--pes {p}: a group has 1 ..= {} PEs",
+                numagc::pe::MAX_PES
+            ));
+        }
+        let missing: Vec<&str> = benchmarks
+            .iter()
+            .filter(|(b, _)| b.pe_program().is_none())
+            .map(|(b, _)| b.name())
+            .collect();
+        if !missing.is_empty() {
+            let have: Vec<&str> = numagc_bench::all()
+                .into_iter()
+                .filter(|b| b.pe_program().is_some())
+                .map(|b| b.name())
+                .collect();
+            return Err(format!(
+                "--pes: no PE version of {}; those with one: {}",
+                missing.join(", "),
+                have.join(", ")
+            ));
+        }
+        if apis.contains(&Api::Compiled) {
+            return Err("--pes runs the safe programs only (--api safe)".into());
+        }
+    }
     let policies = if a.numa_policy.is_empty() {
         vec![defaults.numa_policy]
     } else {
@@ -185,6 +220,7 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
         plans,
         policies,
         vprocs,
+        pes: a.pes.clone(),
         repeat: a.repeat,
         base: &base,
         trace: a.trace.is_some(),

@@ -25,8 +25,15 @@ pub struct RunRecord {
     pub size: String,
     pub params: BTreeMap<String, i64>,
     pub vprocs: usize,
-    /// The collector plan (`PlanKind::name`).
+    /// The collector plan (`PlanKind::name`), and `/<P>pe` for a run on
+    /// a group of P PEs (`--pes`).
     pub plan: String,
+    /// PEs of the run's group; 0: one runtime, no group.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pes: usize,
+    /// Each PE's traffic (runs on a group).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pe_stats: Vec<numagc::pe::PeStats>,
     pub numa_policy: String,
     /// 1-based.
     pub repetition: usize,
@@ -137,6 +144,10 @@ impl RunRecord {
             self.repetition,
         )
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Median of a sample (0 for an empty one).

@@ -34,6 +34,7 @@
 //! | ephemeron rounds at the barrier that ends a cycle (§5.1.2–5.1.3): every vproc's registrations seen | `weak/mod.rs`: `WeakRegistry`; `weak/process.rs`: `process`; `Coordinator::phase` | [`shared_heap::ephemeron_rounds_at_the_barrier_see_every_vprocs_registrations`] |
 //! | two vprocs promoting one object, shared plan (§4.4.2) | `plan/shared_heap/minor.rs`: `Promoter::forward` (the heap a replica, the orderings of `Obj`) | [`shared_heap::promotion_cas_publishes_one_complete_copy`] (control: [`shared_heap::promotion_cas_with_relaxed_orderings_is_caught`]) |
 //! | a stolen task whose environment cannot be promoted (issue 5) | `sched/task.rs`: `Handoff` (`env_failed`), `Mailbox` | [`tasks::stolen_task_whose_environment_cannot_be_promoted`] |
+//! | an offered task of a PE group: claimed once by its forker or the service, an exported one finished once and its outcome read by the waiting forker (GUMSMP §2.1) | `pe/group.rs`: `Offered`; `sched/doorbell.rs`; `pe/service.rs`, `PeContext::take_offer`, `wait_remote` (replayed) | [`pe_offer::offer_is_claimed_once_by_its_forker_or_the_service`], [`pe_offer::exported_result_reaches_the_waiting_forker`], [`pe_offer::a_failure_racing_a_late_result_finishes_once`] |
 //!
 //! Each model lives in the file its link names (`handshake::…` in
 //! `loom_models/handshake.rs`, and so on); the helpers the files share
@@ -196,6 +197,7 @@ mod blocking;
 mod channels;
 mod handshake;
 mod heap;
+mod pe_offer;
 mod safepoint;
 mod scan_queue;
 mod shared_heap;

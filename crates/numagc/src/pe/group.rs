@@ -41,7 +41,7 @@ use crate::mutator::{Handle, Scope};
 use crate::runtime::Runtime;
 use crate::sync::{lock, Mutex};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -52,34 +52,52 @@ pub const MAX_PES: usize = 1024;
 /// graph is not exported (the task runs on its PE).
 pub const PACKET_LIMIT_WORDS: usize = 1 << 16;
 
-const OFFERED: u8 = 0;
-const LOCAL: u8 = 1;
-const EXPORTED: u8 = 2;
+// The states of an offered task (`Offered::state`).
+pub(crate) const OFFERED: u8 = 0;
+pub(crate) const LOCAL: u8 = 1;
+pub(crate) const EXPORTED: u8 = 2;
+
+// `Offered`'s primitives come from `crate::sync`, so that `--cfg loom`
+// explores this code (`loom_models::pe_offer`); `crate::sync` has no
+// `AtomicU8`, so the state's cell is chosen here the same way.
+#[cfg(not(loom))]
+type StateCell = std::sync::atomic::AtomicU8;
+#[cfg(loom)]
+type StateCell = loom::sync::atomic::AtomicU8;
 
 /// A task a vproc forked with `par2_export`, which another PE may take.
+///
+/// Protocol (`loom_models::pe_offer`): claimed once, by the forker
+/// (`claim_local`) or by the service (`claim(EXPORTED)`), one
+/// compare-and-swap; an exported task is finished once (whoever removes
+/// it from the service's `exported` map), the outcome stored before
+/// `done` is set (Release), then the vprocs' doorbells rung; the forker,
+/// seeing `done` (Acquire), takes the outcome.
 pub(crate) struct Offered {
-    pub(super) state: AtomicU8,
+    pub(crate) state: StateCell,
     pub(super) export: Export,
     pub(super) args: Mutex<Vec<u64>>,
     /// The PE it went to, once exported.
-    pub(super) to: AtomicUsize,
-    pub(super) outcome: Mutex<Option<Result<Vec<u64>>>>,
-    pub(super) done: AtomicBool,
+    pub(crate) to: crate::sync::AtomicUsize,
+    pub(crate) outcome: Mutex<Option<Result<Vec<u64>>>>,
+    pub(crate) done: crate::sync::AtomicBool,
 }
 
 impl Offered {
     pub fn new(export: Export, args: Vec<u64>) -> Offered {
         Offered {
-            state: AtomicU8::new(OFFERED),
+            state: StateCell::new(OFFERED),
             export,
             args: Mutex::new(args),
-            to: AtomicUsize::new(usize::MAX),
+            to: crate::sync::AtomicUsize::new(usize::MAX),
             outcome: Mutex::new(None),
-            done: AtomicBool::new(false),
+            done: crate::sync::AtomicBool::new(false),
         }
     }
 
-    pub(super) fn claim(&self, how: u8) -> bool {
+    /// Claims the task (`how`: `LOCAL` or `EXPORTED`); `false` when it
+    /// was claimed already.
+    pub fn claim(&self, how: u8) -> bool {
         self.state
             .compare_exchange(OFFERED, how, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
@@ -94,7 +112,8 @@ impl Offered {
         self.done.load(Ordering::Acquire)
     }
 
-    pub(super) fn finish(&self, outcome: Result<Vec<u64>>) {
+    /// Completes an exported task: its outcome, then `done`.
+    pub fn finish(&self, outcome: Result<Vec<u64>>) {
         *lock(&self.outcome) = Some(outcome);
         self.done.store(true, Ordering::Release);
     }
@@ -124,7 +143,7 @@ pub(super) struct Counters {
 }
 
 /// What one PE did, since the group started.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PeStats {
     pub pe: usize,
     pub messages_sent: u64,
