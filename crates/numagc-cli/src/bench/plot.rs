@@ -1207,6 +1207,8 @@ mod tests {
             params: BTreeMap::new(),
             vprocs,
             plan: "split".into(),
+            pes: 0,
+            pe_stats: Vec::new(),
             numa_policy: policy.into(),
             repetition: rep,
             wall_s: wall,

@@ -259,6 +259,8 @@ mod tests {
             params: BTreeMap::new(),
             vprocs,
             plan: "split".into(),
+            pes: 0,
+            pe_stats: Vec::new(),
             numa_policy: "local".into(),
             repetition: 1,
             wall_s: wall,
