@@ -155,24 +155,45 @@ fn an_exported_tasks_error_comes_back_to_its_forker() {
     }
 }
 
+/// Field 0 of its argument, boxed: a task that forks nothing.
+fn first_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let x = s.view(args[0]).field(0).as_int().expect("an integer field");
+    boxed(s, x)
+}
+
 #[test]
 fn a_mutable_argument_keeps_the_task_home() {
-    let g = PeGroup::new(2, config(1), exports(), setup).unwrap();
-    let got = g
-        .run(|s| -> Result<i64> {
-            // `pfib_task` reads field 0 of its argument: an array's field
-            // works as a box's, but the array cannot be packed.
-            let arr = s.alloc_array(1, Handle::int(18))?;
-            let (a, b) = s.par2_export(*PFIB.get().unwrap(), &[arr], |s, _| {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                boxed(s, 1)
-            })?;
-            Ok(unbox(s, a) + unbox(s, b))
-        })
-        .unwrap()
-        .unwrap();
-    assert_eq!(got, 1 + fib(18));
-    assert_eq!(g.stats().iter().map(|s| s.tasks_exported).sum::<u64>(), 0);
+    let mut e = Exports::new();
+    let first = e.register("first", first_task).unwrap();
+    let g = PeGroup::new(2, config(1), e, setup).unwrap();
+    for _ in 0..3 {
+        let got = g
+            .run(move |s| -> Result<i64> {
+                // The array cannot be packed: when the other PE asks for
+                // the task, the forker refuses it and runs it itself.
+                let arr = s.alloc_array(1, Handle::int(18))?;
+                let (a, b) = s.par2_export(first, &[arr], |s, _| {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    boxed(s, 1)
+                })?;
+                Ok(unbox(s, a) + unbox(s, b))
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, 19);
+    }
+    let st = g.stats();
+    assert_eq!(
+        st.iter().map(|s| s.tasks_exported).sum::<u64>(),
+        0,
+        "{st:?}"
+    );
+    assert_eq!(
+        st.iter().map(|s| s.tasks_imported).sum::<u64>(),
+        0,
+        "{st:?}"
+    );
+    assert_eq!(g.tasks_in_flight(), 0);
 }
 
 #[test]

@@ -50,7 +50,7 @@ fn offered() -> Arc<Offered> {
         name_hash: 0,
         f: never,
     };
-    Arc::new(Offered::new(export, vec![7]))
+    Arc::new(Offered::new(export, 0, 0, 1))
 }
 
 /// The PE the task is exported to, and the words of its result.

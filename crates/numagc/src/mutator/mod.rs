@@ -48,6 +48,7 @@ mod weak;
 pub use blocking::BlockingSection;
 pub(crate) use cml::Step;
 pub use cml::{Case, Channel, Next, Sel};
+pub(crate) use parallel::SlotHandles;
 pub use roots::GlobalRoot;
 pub use scope::{Handle, Scope, Slot};
 pub use tabulate::ROPE_LEAF_MAX;

@@ -2,25 +2,24 @@
 
 use super::export::Export;
 use super::group::Offered;
-use super::pack;
 use crate::error::{ErrorKind, Result};
 use crate::mutator::{Handle, Scope};
 use std::sync::Arc;
-use std::time::Instant;
 
 impl<'s> Scope<'s> {
     /// Runs `a` here and `export`'s function on `args` in parallel, and
     /// returns both results, as [`Scope::par2`] does with a closure. On a
     /// runtime that is one PE of a group (`crate::pe::PeGroup`), another
     /// PE that runs out of work may take the second half: its arguments
-    /// travel packed (`crate::pe` packs them here, at the fork, so that
-    /// the PE's service thread never reads the heap), and its result
-    /// comes back the same way. A vproc of this PE may still steal it, and
+    /// travel packed (this vproc packs them at its next safepoint after
+    /// the PE's service gave the task away, so that the service never
+    /// reads the heap and a fork that stays home packs nothing), and its
+    /// result comes back the same way. A vproc of this PE may still steal it, and
     /// if no one takes it the forker runs it after `a`, as `par2` would.
     ///
     /// When the arguments cannot be packed (a mutable object, a graph
-    /// past the packet limit), or outside a group, this is `par2` calling
-    /// the function.
+    /// past the packet limit) the task stays here; outside a group this
+    /// is `par2` calling the function.
     ///
     /// Errors: those of `par2`; an exported task's error, or the loss of
     /// the PE that ran it, as [`ErrorKind::Pe`].
@@ -38,23 +37,31 @@ impl<'s> Scope<'s> {
             Some(c) if c.pes > 1 => c.clone(),
             _ => return self.par2(args, a, f),
         };
-        let t0 = Instant::now();
-        let packed = match pack::pack(self, args, ctx.packet_limit) {
-            Ok(p) => p,
-            Err(e) if matches!(e.kind(), ErrorKind::NotExportable(_)) => {
-                return self.par2(args, a, f);
+        // The arguments in slots of a scope of their own, where the
+        // forker packs them if another PE takes the task; the offer is
+        // settled before the scope ends (the fork is joined in it).
+        let (wa, wb) = self.scope(|s| -> Result<(u64, u64)> {
+            let base = s.roots_in_use();
+            for &h in args {
+                let w = s.word(h);
+                s.push_slot_word(w);
             }
-            Err(e) => return Err(e),
-        };
-        ctx.packed_since(t0);
-        let offer = Arc::new(Offered::new(export, packed));
-        ctx.offer(offer.clone());
-        self.par2(args, a, move |s, env| {
-            if offer.claim_local() {
-                ctx.withdraw(&offer);
-                return f(s, env);
-            }
-            ctx.wait_remote(s, &offer)
-        })
+            let offer = Arc::new(Offered::new(export, s.vproc(), base, args.len()));
+            ctx.offer(offer.clone());
+            let (x, y) = s.par2(args, a, move |s, env| {
+                if offer.claim_local() {
+                    ctx.withdraw(&offer);
+                    return f(s, env);
+                }
+                match ctx.wait_remote(s, &offer) {
+                    // The forker could not pack the arguments: the task is
+                    // this PE's after all.
+                    Err(e) if matches!(e.kind(), ErrorKind::NotExportable(_)) => f(s, env),
+                    r => r,
+                }
+            })?;
+            Ok((s.word(x), s.word(y)))
+        })?;
+        Ok((self.push_root(wa), self.push_root(wb)))
     }
 }

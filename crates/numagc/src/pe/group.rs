@@ -33,13 +33,14 @@
 use super::export::{Export, Exports};
 use super::message::{encode, Message};
 use super::pack;
-use super::service::{Service, StopMark, MIN_BACKOFF};
+use super::service::{ring_all, Service, StopMark, MIN_BACKOFF};
 use super::transport::{InProcess, Liveness, Transport};
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::{Handle, Scope};
 use crate::runtime::Runtime;
 use crate::sync::{lock, Mutex};
+use crate::vproc::Shared;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -67,6 +68,12 @@ type StateCell = loom::sync::atomic::AtomicU8;
 
 /// A task a vproc forked with `par2_export`, which another PE may take.
 ///
+/// Its arguments stay in root-stack slots `env_base .. env_base +
+/// env_len` of the forker's vproc `vproc` until it is claimed; when the
+/// service claims it for export, the forker packs them at its next
+/// safepoint (`serve_pack_requests`), as GUM's PE packs a spark's graph
+/// when a work request comes, not when the spark is made.
+///
 /// Protocol (`loom_models::pe_offer`): claimed once, by the forker
 /// (`claim_local`) or by the service (`claim(EXPORTED)`), one
 /// compare-and-swap; an exported task is finished once (whoever removes
@@ -76,7 +83,10 @@ type StateCell = loom::sync::atomic::AtomicU8;
 pub(crate) struct Offered {
     pub(crate) state: StateCell,
     pub(super) export: Export,
-    pub(super) args: Mutex<Vec<u64>>,
+    /// The forker's vproc and the arguments' root slots there.
+    pub(super) vproc: usize,
+    pub(super) env_base: usize,
+    pub(super) env_len: usize,
     /// The PE it went to, once exported.
     pub(crate) to: crate::sync::AtomicUsize,
     pub(crate) outcome: Mutex<Option<Result<Vec<u64>>>>,
@@ -84,11 +94,13 @@ pub(crate) struct Offered {
 }
 
 impl Offered {
-    pub fn new(export: Export, args: Vec<u64>) -> Offered {
+    pub fn new(export: Export, vproc: usize, env_base: usize, env_len: usize) -> Offered {
         Offered {
             state: StateCell::new(OFFERED),
             export,
-            args: Mutex::new(args),
+            vproc,
+            env_base,
+            env_len,
             to: crate::sync::AtomicUsize::new(usize::MAX),
             outcome: Mutex::new(None),
             done: crate::sync::AtomicBool::new(false),
@@ -118,6 +130,9 @@ impl Offered {
         self.done.store(true, Ordering::Release);
     }
 }
+
+/// Exported tasks (id, offer) a vproc is to pack.
+pub(super) type PackRequests = Vec<(u64, Arc<Offered>)>;
 
 /// A task received from another PE, not yet started.
 pub(super) struct Imported {
@@ -183,6 +198,10 @@ pub(crate) struct PeContext {
     pub(super) remote_waiters: AtomicUsize,
     pub(super) stopping: AtomicBool,
     pub(super) counters: Counters,
+    /// Per vproc: exported tasks (id, offer) whose arguments that vproc
+    /// is to pack at its next safepoint, and whether any wait.
+    pub(super) pack_requests: Box<[Mutex<PackRequests>]>,
+    pub(super) pack_pending: Box<[AtomicBool]>,
     /// Errors of the service (refused messages, failed sends), oldest
     /// first, at most 64.
     pub(super) errors: Mutex<Vec<Error>>,
@@ -290,6 +309,62 @@ impl PeContext {
         }
     }
 
+    /// Asks the forker's vproc to pack `o`'s arguments and send them to
+    /// `o.to` as task `task` (the service, after claiming `o` for export).
+    pub(super) fn request_pack(&self, shared: &Shared, task: u64, o: Arc<Offered>) {
+        let v = o.vproc;
+        lock(&self.pack_requests[v]).push((task, o));
+        self.pack_pending[v].store(true, Ordering::SeqCst);
+        shared.coord.signal(v);
+    }
+
+    /// Packs and sends the exported tasks waiting for `vp` (its duty at a
+    /// safepoint, from `sched::serve_mail`). Arguments that cannot be
+    /// packed (a mutable object, past the packet limit) fail the export:
+    /// the forker runs the task itself and the PE that asked gets "no
+    /// work".
+    pub(crate) fn serve_pack_requests(&self, vp: &mut crate::vproc::Vproc) {
+        if !self.pack_pending[vp.id].swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let requests = std::mem::take(&mut *lock(&self.pack_requests[vp.id]));
+        for (task, o) in requests {
+            let to = o.to.load(Ordering::Acquire);
+            let t0 = Instant::now();
+            let packed = {
+                let s = Scope::root(vp);
+                let env = crate::mutator::SlotHandles::new(o.env_base, o.env_len);
+                pack::pack(&s, env.as_slice(), self.packet_limit)
+            };
+            self.add_ns(&self.counters.pack_ns, t0);
+            let sent = match packed {
+                Ok(args) => self.send(
+                    to,
+                    &Message::Schedule {
+                        task,
+                        export: o.export.id,
+                        name_hash: o.export.name_hash,
+                        args,
+                    },
+                ),
+                Err(e) => {
+                    // Not exported after all: whoever removes it from the
+                    // map finishes it (once).
+                    if lock(&self.exported).remove(&task).is_some() {
+                        // Counted before the forker can see the outcome.
+                        self.counters.tasks_exported.fetch_sub(1, Ordering::SeqCst);
+                        o.finish(Err(e));
+                        ring_all(&vp.shared);
+                    }
+                    self.send(to, &Message::NoWork)
+                }
+            };
+            if let Err(e) = sent {
+                self.record(e);
+            }
+        }
+    }
+
     fn add_ns(&self, c: &AtomicU64, t0: Instant) {
         c.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
@@ -323,11 +398,6 @@ impl PeContext {
             }
             .into()),
         }
-    }
-
-    /// Adds the time since `t0` to the packing time.
-    pub fn packed_since(&self, t0: Instant) {
-        self.add_ns(&self.counters.pack_ns, t0);
     }
 
     pub(super) fn stats(&self) -> PeStats {
@@ -406,6 +476,8 @@ impl PeGroup {
                 stopping: AtomicBool::new(false),
                 counters: Counters::default(),
                 errors: Mutex::new(Vec::new()),
+                pack_requests: (0..config.vprocs).map(|_| Mutex::new(Vec::new())).collect(),
+                pack_pending: (0..config.vprocs).map(|_| AtomicBool::new(false)).collect(),
             });
             let shared = rt.shared().clone();
             shared

@@ -104,24 +104,20 @@ impl Service {
         let ctx = self.ctx.clone();
         match m {
             Message::Fish => {
-                let reply = match ctx.take_offer(from) {
+                match ctx.take_offer(from) {
                     Some(o) => {
+                        // The forker packs the arguments and sends the
+                        // task (`PeContext::serve_pack_requests`).
                         let task = ctx.next_task.fetch_add(1, Ordering::Relaxed);
-                        let args = std::mem::take(&mut *lock(&o.args));
                         lock(&ctx.exported).insert(task, o.clone());
                         ctx.counters.tasks_exported.fetch_add(1, Ordering::Relaxed);
-                        Message::Schedule {
-                            task,
-                            export: o.export.id,
-                            name_hash: o.export.name_hash,
-                            args,
+                        ctx.request_pack(&self.shared, task, o);
+                    }
+                    None => {
+                        if let Err(e) = ctx.send(from, &Message::NoWork) {
+                            ctx.record(e);
                         }
                     }
-                    None => Message::NoWork,
-                };
-                if let Err(e) = ctx.send(from, &reply) {
-                    self.fail_exported_to(from, &e.to_string());
-                    ctx.record(e);
                 }
             }
             Message::NoWork => {

@@ -204,6 +204,10 @@ pub(crate) fn serve_mail(vp: &mut Vproc) {
             park_env(vp, &mut words)
         },
     );
+    // A PE's exported tasks whose arguments this vproc packs (`crate::pe`).
+    if let Some(pe) = shared.pe.get() {
+        pe.serve_pack_requests(vp);
+    }
 }
 
 /// Promotes `words` now and parks them in global roots (eager promotion).
