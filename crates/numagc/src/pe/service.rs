@@ -68,11 +68,17 @@ impl Service {
         }
     }
 
+    /// Whether to ask for work: no imported task waits, and a vproc
+    /// sleeps idle while this PE offers nothing (its idle vprocs would
+    /// steal an offer themselves), or a vproc waits for a remote result
+    /// (it cannot run this PE's own offers, which are forks of frames
+    /// below it, so it asks even when there are some).
     fn wants_work(&self) -> bool {
-        !self.ctx.has_imported()
-            && !self.ctx.has_offers()
-            && (self.shared.coord.sleepers() > 0
-                || self.ctx.remote_waiters.load(Ordering::SeqCst) > 0)
+        if self.ctx.has_imported() {
+            return false;
+        }
+        self.ctx.remote_waiters.load(Ordering::SeqCst) > 0
+            || (self.shared.coord.sleepers() > 0 && !self.ctx.has_offers())
     }
 
     fn maybe_fish(&mut self) {
