@@ -205,3 +205,50 @@ fn pe_counts_are_checked() {
         assert!(e.to_string().contains("pes"), "{e}");
     }
 }
+
+static FINE: OnceLock<Export> = OnceLock::new();
+
+/// parfib forked down to n = 4: thousands of exportable forks, nested
+/// waits on every vproc.
+fn fine<'s>(s: &mut Scope<'s>, n: i64) -> Result<Handle<'s>> {
+    if n < 4 {
+        return boxed(s, fib(n));
+    }
+    let arg = boxed(s, n - 2)?;
+    let (x, y) = s.par2_export(*FINE.get().unwrap(), &[arg], move |s, _| fine(s, n - 1))?;
+    let r = unbox(s, x) + unbox(s, y);
+    boxed(s, r)
+}
+
+fn fine_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let n = unbox(s, args[0]);
+    fine(s, n)
+}
+
+#[test]
+fn fine_grained_forks_on_several_vprocs_per_pe_finish() {
+    let mut e = Exports::new();
+    let _ = FINE.set(e.register("fine", fine_task).unwrap());
+    // A run that does not finish within the limit fails the test instead
+    // of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for plan in [PlanKind::SplitHeap, PlanKind::SharedHeap] {
+            for (pes, vprocs) in [(2, 2), (3, 2), (4, 1)] {
+                let g = PeGroup::new(pes, config_on(plan, vprocs), e.clone(), setup).unwrap();
+                for _ in 0..3 {
+                    let got = g
+                        .run(|s| fine(s, 26).map(|h| unbox(s, h)))
+                        .unwrap()
+                        .unwrap();
+                    assert_eq!(got, fib(26));
+                    assert_eq!(g.tasks_in_flight(), 0);
+                }
+                assert!(g.take_errors().is_empty());
+            }
+        }
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .expect("every run finishes within 120 s");
+}

@@ -3,7 +3,7 @@
 use super::export::Export;
 use super::group::Offered;
 use crate::error::{ErrorKind, Result};
-use crate::mutator::{Handle, Scope};
+use crate::mutator::{Handle, Scope, SlotHandles};
 use std::sync::Arc;
 
 impl<'s> Scope<'s> {
@@ -14,8 +14,9 @@ impl<'s> Scope<'s> {
     /// travel packed (this vproc packs them at its next safepoint after
     /// the PE's service gave the task away, so that the service never
     /// reads the heap and a fork that stays home packs nothing), and its
-    /// result comes back the same way. A vproc of this PE may still steal it, and
-    /// if no one takes it the forker runs it after `a`, as `par2` would.
+    /// result comes back the same way, to this vproc, which waits for it after
+    /// `a`. A vproc of this PE may still steal it, and if no one takes it
+    /// the forker runs it after `a`, as `par2` would.
     ///
     /// When the arguments cannot be packed (a mutable object, a graph
     /// past the packet limit) the task stays here; outside a group this
@@ -48,18 +49,34 @@ impl<'s> Scope<'s> {
             }
             let offer = Arc::new(Offered::new(export, s.vproc(), base, args.len()));
             ctx.offer(offer.clone());
+            let side = offer.clone();
+            let home = ctx.clone();
             let (x, y) = s.par2(args, a, move |s, env| {
-                if offer.claim_local() {
-                    ctx.withdraw(&offer);
+                if side.claim_local() {
+                    home.withdraw(&side);
                     return f(s, env);
                 }
+                // Exported: the forker waits for the result after the
+                // join, in its own frame. Waiting here could bury frames:
+                // a vproc that stole this half would wait on top of its
+                // own stack for a computation that started elsewhere
+                // before the steal, and that computation may need a frame
+                // below (seen: a deadlock of maze at 2 PEs x 2 vprocs).
+                Ok(Handle::NIL)
+            })?;
+            let y = if offer.exported() {
                 match ctx.wait_remote(s, &offer) {
                     // The forker could not pack the arguments: the task is
                     // this PE's after all.
-                    Err(e) if matches!(e.kind(), ErrorKind::NotExportable(_)) => f(s, env),
-                    r => r,
+                    Err(e) if matches!(e.kind(), ErrorKind::NotExportable(_)) => {
+                        let env = SlotHandles::new(base, args.len());
+                        f(s, env.as_slice())?
+                    }
+                    r => r?,
                 }
-            })?;
+            } else {
+                y
+            };
             Ok((s.word(x), s.word(y)))
         })?;
         Ok((self.push_root(wa), self.push_root(wb)))

@@ -24,6 +24,15 @@
 //! - completes an exported task when its result comes, and fails it when
 //!   the PE that took it stops or sends a message that is refused.
 //!
+//! Only the forker waits for an exported task's result, in its own frame
+//! after the fork's join; a vproc that took the fork's half from the
+//! deque and finds it exported returns at once. Whatever a waiting vproc
+//! runs meanwhile (imported tasks, stolen forks) therefore started after
+//! the frames it runs on top of, so it never depends on them, and the
+//! waits cannot close a cycle. (A thief that waited instead buried such
+//! frames under a wait for a computation started elsewhere before the
+//! steal: maze deadlocked at 2 PEs x 2 vprocs.)
+//!
 //! Invariants: an offered task is claimed once — by its forker's join
 //! (run here) or by the service (exported) — through one compare-and-swap
 //! (`Offered::claim`); an exported task is in `exported` from its
@@ -122,6 +131,11 @@ impl Offered {
 
     pub fn done(&self) -> bool {
         self.done.load(Ordering::Acquire)
+    }
+
+    /// Whether the service claimed it for another PE.
+    pub fn exported(&self) -> bool {
+        self.state.load(Ordering::Acquire) == EXPORTED
     }
 
     /// Completes an exported task: its outcome, then `done`.
@@ -369,8 +383,10 @@ impl PeContext {
         c.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
-    /// Waits on `s`'s vproc for the result of `o`, exported, running
-    /// imported tasks meanwhile; the result unpacked into `s`.
+    /// Waits on `s`'s vproc, the forker's, after the fork's join, for the
+    /// result of `o`, exported, running imported tasks and stolen forks
+    /// meanwhile (module doc: why only the forker waits); the result
+    /// unpacked into `s`.
     pub fn wait_remote<'s>(&self, s: &mut Scope<'s>, o: &Offered) -> Result<Handle<'s>> {
         let t0 = Instant::now();
         self.remote_waiters.fetch_add(1, Ordering::SeqCst);
