@@ -594,7 +594,7 @@ fn pingpong_answers_on_one_and_two_vprocs_with_the_verifier() {
 }
 
 #[test]
-fn pe_groups_run_parfib_coins_and_maze_on_both_plans_and_refuse_what_they_cannot_run() {
+fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run() {
     let dir = std::env::temp_dir().join(format!("numagc-pes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("pes.json");
@@ -603,6 +603,7 @@ fn pe_groups_run_parfib_coins_and_maze_on_both_plans_and_refuse_what_they_cannot
         "parfib",
         "coins",
         "maze",
+        "sumeuler",
         "--suite",
         "quick",
         "--pes",
@@ -618,7 +619,7 @@ fn pe_groups_run_parfib_coins_and_maze_on_both_plans_and_refuse_what_they_cannot
     ]);
     assert!(ok, "stderr: {err}");
     for plan in ["split/1pe", "split/2pe", "shared/1pe", "shared/2pe"] {
-        for bench in ["parfib", "coins", "maze"] {
+        for bench in ["parfib", "coins", "maze", "sumeuler"] {
             let row = out
                 .lines()
                 .find(|l| l.starts_with(bench) && l.contains(&format!(" {plan} ")))
@@ -632,7 +633,7 @@ fn pe_groups_run_parfib_coins_and_maze_on_both_plans_and_refuse_what_they_cannot
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let runs = j["runs"].as_array().unwrap();
     let two: Vec<&serde_json::Value> = runs.iter().filter(|r| r["pes"] == 2).collect();
-    assert_eq!(two.len(), 6, "{runs:?}");
+    assert_eq!(two.len(), 8, "{runs:?}");
     for r in two {
         let pes = r["pe_stats"].as_array().unwrap();
         assert_eq!(pes.len(), 2);

@@ -29,11 +29,20 @@
 //! 100): quick n = 5000, paper n = 20000 (a few seconds on one vproc),
 //! chunks of 100 numbers at both sizes.
 //!
+//! On a PE group (`--pes`, `numagc::pe`), the chunks are the tasks of a
+//! divide and conquer over the chunk numbers, its right halves forked
+//! with [`numagc::Scope::par2_export`]; a task builds the lists of its
+//! own chunks, as the original's chunks are thunks evaluated where their
+//! spark runs (GUM ships the thunk, not the list). The work per number is
+//! the same; the run on one runtime keeps the `tabulate`/`par_map` shape.
+//!
 //! Check: Σφ(k) from a totient sieve over a plain Rust array (φ(m) -=
 //! φ(m)/p for every prime p dividing m), an independent method.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
+use numagc::pe::{Export, Exports, PeGroup};
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
+use std::sync::OnceLock;
 
 pub struct SumEuler;
 
@@ -106,6 +115,80 @@ fn chunk_sum(s: &mut Scope<'_>, cons: DescId, chunk: Handle<'_>) -> Result<i64> 
     Ok(sum)
 }
 
+/// The cons descriptor of a PE group's runtimes: their first (`setup`).
+const CONS: DescId = DescId::nth_registered(0);
+
+/// What every PE registers before the program runs.
+fn setup(rt: &Runtime) -> Result<()> {
+    register_as(rt, CONS, Descriptor::mixed("int-cons", 2, &[0, 1])?)
+}
+
+/// The PE program's exportable function: the sum over a range of chunks.
+fn exports() -> &'static (Exports, Export) {
+    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Exports::new();
+        let range = t
+            .register("sumeuler.chunks", chunks_task)
+            .expect("a fresh table");
+        (t, range)
+    })
+}
+
+/// Σ φ over chunks `lo .. hi` of `[n, n-1 .. 0]` cut into pieces of
+/// `chunk`: one chunk is built and summed here; more are halved, the
+/// right half forked (the first chunks, the costliest, stay left).
+fn chunks_sum(s: &mut Scope<'_>, n: u64, chunk: u64, lo: u64, hi: u64) -> Result<i64> {
+    if hi - lo == 1 {
+        return s.scope(|s| {
+            let list = chunk_list(s, CONS, n, chunk, lo)?;
+            chunk_sum(s, CONS, list)
+        });
+    }
+    let mid = lo + (hi - lo) / 2;
+    let args = [n, chunk, mid, hi].map(|x| Handle::int(x as i64));
+    s.scope(|s| {
+        let (a, b) = s.par2_export(exports().1, &args, move |s, _| {
+            chunks_sum(s, n, chunk, lo, mid).map(Handle::int)
+        })?;
+        Ok(s.as_int(a).expect("a sum") + s.as_int(b).expect("a sum"))
+    })
+}
+
+/// [`chunks_sum`] from `args` = `[n, chunk, lo, hi]`.
+fn chunks_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let ints: Vec<u64> = args
+        .iter()
+        .filter_map(|&h| s.as_int(h))
+        .filter(|&i| i >= 0)
+        .map(|i| i as u64)
+        .collect();
+    let [n, chunk, lo, hi] = ints[..] else {
+        return Err(numagc::Error::misuse(
+            "sumeuler.chunks: (n, chunk, lo, hi) expected",
+        ));
+    };
+    if chunk == 0 || lo >= hi || hi > (n + 1).div_ceil(chunk) {
+        return Err(numagc::Error::misuse(format!(
+            "sumeuler.chunks: chunks {lo}..{hi} of [0..{n}] by {chunk}"
+        )));
+    }
+    chunks_sum(s, n, chunk, lo, hi).map(Handle::int)
+}
+
+/// The output line and the check of a run.
+fn outcome(n: u64, chunk: u64, chunks: usize, got: i64) -> Outcome {
+    let out = format!("sumEuler [0..{n}] = {got} ({chunks} chunks of {chunk})\n");
+    Outcome::new(out, move || {
+        let want = sum_phi_sieve(n as usize);
+        if got as u64 == want {
+            Ok(())
+        } else {
+            Err(format!("sumEuler [0..{n}] = {got}, expected {want}"))
+        }
+    })
+}
+
 /// Σ φ(k) for k in 0..=n from a totient sieve (the independent answer).
 fn sum_phi_sieve(n: usize) -> u64 {
     let mut phi: Vec<u64> = (0..=n as u64).collect();
@@ -174,14 +257,23 @@ impl Benchmark for SumEuler {
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let out = format!("sumEuler [0..{n}] = {got} ({chunks} chunks of {chunk})\n");
-        Ok(Outcome::new(out, move || {
-            let want = sum_phi_sieve(n as usize);
-            if got as u64 == want {
-                Ok(())
-            } else {
-                Err(format!("sumEuler [0..{n}] = {got}, expected {want}"))
-            }
-        }))
+        Ok(outcome(n, chunk, chunks, got))
+    }
+
+    fn pe_program(&self) -> Option<PeProgram> {
+        Some(PeProgram {
+            exports: &exports().0,
+            setup,
+        })
+    }
+
+    fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
+        let (n, chunk) = (p.get("n") as u64, p.get("chunk") as u64);
+        let chunks = (n + 1).div_ceil(chunk) as usize;
+        let got = g
+            .run(move |s| chunks_sum(s, n, chunk, 0, chunks as u64))
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        Ok(outcome(n, chunk, chunks, got))
     }
 }
