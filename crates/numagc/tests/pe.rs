@@ -252,3 +252,59 @@ fn fine_grained_forks_on_several_vprocs_per_pe_finish() {
     rx.recv_timeout(std::time::Duration::from_secs(120))
         .expect("every run finishes within 120 s");
 }
+
+static SLOW: OnceLock<Export> = OnceLock::new();
+
+/// Sleeps long enough for the test to stop the PE that runs it.
+fn slow_task<'s>(s: &mut Scope<'s>, _: &[Handle<'s>]) -> Result<Handle<'s>> {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    boxed(s, 1)
+}
+
+#[test]
+fn a_pe_that_stops_fails_what_was_exported_to_it_and_the_others_carry_on() {
+    let mut e = Exports::new();
+    let slow = e.register("slow", slow_task).unwrap();
+    let _ = SLOW.set(slow);
+    let g = std::sync::Arc::new(PeGroup::new(2, config(1), e, setup).unwrap());
+    let stopper = {
+        let g = g.clone();
+        std::thread::spawn(move || {
+            // PE 1 takes the slow half while PE 0 runs the other.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            g.stop_pe(1);
+        })
+    };
+    let t0 = std::time::Instant::now();
+    let r = g
+        .run(move |s| -> Result<i64> {
+            let (a, b) = s.par2_export(slow, &[], |s, _| {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                boxed(s, 1)
+            })?;
+            Ok(unbox(s, a) + unbox(s, b))
+        })
+        .unwrap();
+    stopper.join().unwrap();
+    match r {
+        // PE 1 had the task: its loss is an error naming PE 1.
+        Err(e) => match e.kind() {
+            ErrorKind::Pe { pe: 1, message } => assert!(message.contains("stopped"), "{message}"),
+            k => panic!("{k:?}"),
+        },
+        // PE 0 ran both halves (PE 1 asked too late): the answer is right.
+        Ok(n) => assert_eq!(n, 2),
+    }
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(g.tasks_in_flight(), 0);
+    // PE 0 carries on alone: PE 1 asks for no more work, so both halves
+    // run here.
+    let got = g
+        .run(move |s| -> Result<i64> {
+            let (a, b) = s.par2_export(slow, &[], |s, _| boxed(s, 1))?;
+            Ok(unbox(s, a) + unbox(s, b))
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, 2);
+}

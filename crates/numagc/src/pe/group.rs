@@ -560,6 +560,18 @@ impl PeGroup {
             .collect()
     }
 
+    /// Stops PE `pe`'s service as a PE that crashed would stop: it
+    /// answers nothing from now on, and the other PEs fail the tasks they
+    /// exported to it with [`ErrorKind::Pe`] (for fault tests; its runtime
+    /// goes on until the group is dropped).
+    pub fn stop_pe(&self, pe: usize) {
+        let Some(c) = self.contexts.get(pe) else {
+            return;
+        };
+        c.stopping.store(true, Ordering::SeqCst);
+        let _ = c.transport.send(c.pe, encode(c.pe, &Message::Stop));
+    }
+
     /// Exported tasks still waiting for a result, over all PEs (none
     /// after a run has returned).
     pub fn tasks_in_flight(&self) -> usize {
