@@ -81,20 +81,28 @@ fn parfib_is_right_on_one_and_several_pes() {
     for (plan, (pes, vprocs)) in plans.iter().flat_map(|&p| shapes.map(|s| (p, s))) {
         let g = PeGroup::new(pes, config_on(plan, vprocs), exports(), setup).unwrap();
         let n = 30;
-        let got = g
-            .run(move |s| pfib(s, n).map(|h| unbox(s, h)))
-            .unwrap()
-            .unwrap();
-        assert_eq!(got, fib(n), "{plan:?}: {pes} PEs x {vprocs} vprocs");
-        assert_eq!(g.tasks_in_flight(), 0);
-        let stats = g.stats();
-        let exported: u64 = stats.iter().map(|s| s.tasks_exported).sum();
-        let imported: u64 = stats.iter().map(|s| s.tasks_imported).sum();
-        assert_eq!(exported, imported, "{stats:?}");
-        if pes > 1 {
-            assert!(exported > 0, "no task left PE 0: {stats:?}");
+        // Whether a task leaves PE 0 depends on the other PEs getting the
+        // CPU while it runs (the test threads share two cores): up to 5
+        // runs, every one checked, until one exported.
+        for attempt in 1..=5 {
+            // The other PEs' vprocs go idle, and ask for work, meanwhile.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let got = g
+                .run(move |s| pfib(s, n).map(|h| unbox(s, h)))
+                .unwrap()
+                .unwrap();
+            assert_eq!(got, fib(n), "{plan:?}: {pes} PEs x {vprocs} vprocs");
+            assert_eq!(g.tasks_in_flight(), 0);
+            let stats = g.stats();
+            let exported: u64 = stats.iter().map(|s| s.tasks_exported).sum();
+            let imported: u64 = stats.iter().map(|s| s.tasks_imported).sum();
+            assert_eq!(exported, imported, "{stats:?}");
+            assert!(g.take_errors().is_empty());
+            if pes == 1 || exported > 0 {
+                break;
+            }
+            assert!(attempt < 5, "no task left PE 0 in 5 runs: {stats:?}");
         }
-        assert!(g.take_errors().is_empty());
     }
 }
 

@@ -35,6 +35,9 @@
 //! ([`numagc::Scope::par_reduce`], split in halves with `par2`, one term
 //! per leaf, results added). The row `C(n+1, j)` and `x` are heap values
 //! built first and shared by every task (promoted when a task is stolen).
+//! On a PE group (`--pes`) the same halving is written with
+//! [`numagc::Scope::par2_export`] ([`terms`]), so another PE may take a
+//! half, with the row and `x` packed.
 //! The left side `n!·x^n` (a power by squaring, a small part of the work)
 //! is computed afterwards on the vproc that started the run.
 //!
@@ -47,8 +50,10 @@
 //! arithmetic in `u128` from `x`'s limbs (no big integers), an
 //! independent code path.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::{rt_err, Benchmark, Outcome, Param, Params, PeProgram};
+use numagc::pe::{Export, Exports, PeGroup};
 use numagc::{Handle, Result, Runtime, Scope};
+use std::sync::OnceLock;
 
 pub struct Worpitzky;
 
@@ -321,13 +326,101 @@ fn term<'s>(
     })
 }
 
+/// The terms `lo .. hi` of the right side, added: one term is computed
+/// here, more are halved and the right half forked with `par2_export`
+/// (the PE version of `both_sides`' `par_reduce`, same leaves and sums).
+fn terms<'s>(
+    s: &mut Scope<'s>,
+    row: Handle<'_>,
+    x: Handle<'_>,
+    n: u64,
+    lo: u64,
+    hi: u64,
+) -> Result<Handle<'s>> {
+    if hi - lo == 1 {
+        return term(s, row, x, n, lo);
+    }
+    let mid = lo + (hi - lo) / 2;
+    let args = [
+        row,
+        x,
+        Handle::int(n as i64),
+        Handle::int(mid as i64),
+        Handle::int(hi as i64),
+    ];
+    s.scope_value(|s| {
+        let (a, b) = s.par2_export(exports().1, &args, move |s, env| {
+            terms(s, env[0], env[1], n, lo, mid)
+        })?;
+        add(s, &mut Scratch::new(), a, b)
+    })
+}
+
+/// The PE program's exportable function: [`terms`] from `args` =
+/// `[row, x, n, lo, hi]`.
+fn terms_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let [row, x, n, lo, hi] = args else {
+        return Err(numagc::Error::misuse(
+            "worpitzky.terms: (row, x, n, lo, hi) expected",
+        ));
+    };
+    let int = |h: &Handle<'_>| s.as_int(*h).filter(|&i| i >= 0).map(|i| i as u64);
+    match (int(n), int(lo), int(hi)) {
+        (Some(n), Some(lo), Some(hi)) if lo < hi && hi <= n => terms(s, *row, *x, n, lo, hi),
+        _ => Err(numagc::Error::misuse(
+            "worpitzky.terms: counts 0 <= lo < hi <= n expected",
+        )),
+    }
+}
+
+fn exports() -> &'static (Exports, Export) {
+    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Exports::new();
+        let e = t
+            .register("worpitzky.terms", terms_task)
+            .expect("a fresh table");
+        (t, e)
+    })
+}
+
+/// The program registers no descriptors (bignums are raw objects).
+fn setup(_: &Runtime) -> Result<()> {
+    Ok(())
+}
+
 /// Both sides of `n!·x^n = Σ_k A(n,k)·(x+k)_n`; the right side's limbs are
-/// returned for the check.
-fn both_sides(s: &mut Scope<'_>, n: u64, x_limbs: &[u64]) -> Result<(bool, Vec<u64>)> {
+/// returned for the check. `on_pes`: the right side's terms are forked
+/// with `par2_export` ([`terms`]) instead of `par_reduce`.
+fn both_sides(
+    s: &mut Scope<'_>,
+    n: u64,
+    x_limbs: &[u64],
+    on_pes: bool,
+) -> Result<(bool, Vec<u64>)> {
     let mut sc = Scratch::new();
     let x = s.alloc_raw(x_limbs)?;
     let row = binomial_row(s, &mut sc, n)?;
-    let right = s.par_reduce(
+    let right = if on_pes {
+        terms(s, row, x, n, 0, n)?
+    } else {
+        right_side(s, row, x, n)?
+    };
+    let factorial = product(
+        s,
+        &mut sc,
+        1,
+        n,
+        &|s: &mut Scope<'_>, _: &mut Scratch, i: u64| small(s, i),
+    )?;
+    let power = pow(s, &mut sc, x, n)?;
+    let left = mul(s, &mut sc, factorial, power)?;
+    Ok((limbs(s, left) == limbs(s, right), limbs(s, right).to_vec()))
+}
+
+/// `Σ_k A(n,k)·(x+k)_n` by `par_reduce`, one term per leaf.
+fn right_side<'s>(s: &mut Scope<'s>, row: Handle<'_>, x: Handle<'_>, n: u64) -> Result<Handle<'s>> {
+    s.par_reduce(
         &[row, x],
         0,
         n as usize,
@@ -349,17 +442,7 @@ fn both_sides(s: &mut Scope<'_>, n: u64, x_limbs: &[u64]) -> Result<(bool, Vec<u
             })
         },
         |s, _, a, b| add(s, &mut Scratch::new(), a, b),
-    )?;
-    let factorial = product(
-        s,
-        &mut sc,
-        1,
-        n,
-        &|s: &mut Scope<'_>, _: &mut Scratch, i: u64| small(s, i),
-    )?;
-    let power = pow(s, &mut sc, x, n)?;
-    let left = mul(s, &mut sc, factorial, power)?;
-    Ok((limbs(s, left) == limbs(s, right), limbs(s, right).to_vec()))
+    )
 }
 
 /// `x`: `count` pseudo-random limbs (xorshift), the top one with its high
@@ -432,28 +515,50 @@ impl Benchmark for Worpitzky {
         let (n, x) = (p.get("n") as u64, x_limbs(p.usize("x-limbs")));
         let x_for_run = x.clone();
         let (holds, right) = rt
-            .run_on(0, move |s| both_sides(s, n, &x_for_run))
+            .run_on(0, move |s| both_sides(s, n, &x_for_run, false))
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let bits = right.len() as u64 * 64 - right.last().map_or(64, |l| l.leading_zeros() as u64);
-        let out = format!(
+        Ok(outcome(n, x, holds, right))
+    }
+
+    fn pe_program(&self) -> Option<PeProgram> {
+        Some(PeProgram {
+            exports: &exports().0,
+            setup,
+        })
+    }
+
+    fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
+        let (n, x) = (p.get("n") as u64, x_limbs(p.usize("x-limbs")));
+        let x_for_run = x.clone();
+        let (holds, right) = g
+            .run(move |s| both_sides(s, n, &x_for_run, true))
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        Ok(outcome(n, x, holds, right))
+    }
+}
+
+/// The output line and the check.
+fn outcome(n: u64, x: Vec<u64>, holds: bool, right: Vec<u64>) -> Outcome {
+    let bits = right.len() as u64 * 64 - right.last().map_or(64, |l| l.leading_zeros() as u64);
+    let out = format!(
             "worpitzky n={n}, x of {} bits: n!·x^n = Σ A(n,k)·(x+k)_n holds: {holds} ({bits}-bit value, top limb {:#018x})\n",
             x.len() * 64,
             right.last().unwrap_or(&0)
         );
-        Ok(Outcome::new(out, move || {
-            if !holds {
-                return Err(format!("the two sides differ for n={n}"));
+    Outcome::new(out, move || {
+        if !holds {
+            return Err(format!("the two sides differ for n={n}"));
+        }
+        for m in CHECK_MODULI {
+            let (got, want) = (residue(&right, m), expected_residue(n, &x, m));
+            if got != want {
+                return Err(format!(
+                    "Σ A(n,k)·(x+k)_n mod {m} = {got}, expected n!·x^n mod {m} = {want}"
+                ));
             }
-            for m in CHECK_MODULI {
-                let (got, want) = (residue(&right, m), expected_residue(n, &x, m));
-                if got != want {
-                    return Err(format!(
-                        "Σ A(n,k)·(x+k)_n mod {m} = {got}, expected n!·x^n mod {m} = {want}"
-                    ));
-                }
-            }
-            Ok(())
-        }))
-    }
+        }
+        Ok(())
+    })
 }
