@@ -316,3 +316,39 @@ fn a_pe_that_stops_fails_what_was_exported_to_it_and_the_others_carry_on() {
         .unwrap();
     assert_eq!(got, 2);
 }
+
+/// A mutable array holding its argument's field 0: a result that cannot
+/// travel back.
+fn array_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let x = unbox(s, args[0]);
+    s.alloc_array(1, Handle::int(x))
+}
+
+#[test]
+fn a_result_that_cannot_travel_is_computed_again_by_its_forker() {
+    let mut e = Exports::new();
+    let array = e.register("array", array_task).unwrap();
+    let g = PeGroup::new(2, config(1), e, setup).unwrap();
+    let mut declined = false;
+    for _ in 0..5 {
+        let got = g
+            .run(move |s| -> Result<i64> {
+                let seven = boxed(s, 7)?;
+                let (a, b) = s.par2_export(array, &[seven], |s, _| {
+                    std::thread::sleep(std::time::Duration::from_millis(60));
+                    boxed(s, 1)
+                })?;
+                let arr = s.view(b).field(0).as_int().expect("the array's field");
+                Ok(unbox(s, a) + arr)
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, 8);
+        assert_eq!(g.tasks_in_flight(), 0);
+        assert!(g.take_errors().is_empty());
+        declined |= g.stats()[1].tasks_imported > 0;
+    }
+    // At least one run sent the task to PE 1, which declined its result.
+    assert!(declined, "{:?}", g.stats());
+}

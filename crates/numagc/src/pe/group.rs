@@ -311,14 +311,31 @@ impl PeContext {
                 let t0 = Instant::now();
                 let r = pack::pack(s, &[h], self.packet_limit);
                 self.add_ns(&self.counters.pack_ns, t0);
-                r
+                Ok(r)
             })
         }));
-        let outcome = match outcome {
-            Ok(r) => r.map_err(|e| e.to_string()),
-            Err(p) => Err(crate::runtime::panic_error(s.vproc(), p).to_string()),
+        let m = match outcome {
+            Ok(Ok(Ok(words))) => Message::Result {
+                task,
+                outcome: Ok(words),
+            },
+            // The task ran, its result cannot travel: its forker runs it.
+            Ok(Ok(Err(e))) if matches!(e.kind(), ErrorKind::NotExportable(_)) => {
+                Message::Declined {
+                    task,
+                    reason: e.to_string(),
+                }
+            }
+            Ok(Ok(Err(e))) | Ok(Err(e)) => Message::Result {
+                task,
+                outcome: Err(e.to_string()),
+            },
+            Err(p) => Message::Result {
+                task,
+                outcome: Err(crate::runtime::panic_error(s.vproc(), p).to_string()),
+            },
         };
-        if let Err(e) = self.send(from, &Message::Result { task, outcome }) {
+        if let Err(e) = self.send(from, &m) {
             self.record(e);
         }
     }

@@ -13,6 +13,8 @@
 //!   result where it was computed until the exporter fetches it; every
 //!   numagc task is joined by its forker, so sending it at once saves the
 //!   fetch's round trip;
+//! - [`Message::Declined`]: the task ran, but its result cannot travel (a
+//!   mutable object, past the packet limit): its forker runs it again;
 //! - [`Message::Stop`]: the job is over (sent by the PE that ran it).
 //!
 //! Every message is bytes, in process as over MPI, so the in-process
@@ -38,6 +40,7 @@ const SCHEDULE: u8 = 2;
 const NO_WORK: u8 = 3;
 const RESULT: u8 = 4;
 const STOP: u8 = 5;
+const DECLINED: u8 = 6;
 
 /// One message between PEs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +65,9 @@ pub(crate) enum Message {
         task: u64,
         outcome: std::result::Result<Vec<u64>, String>,
     },
+    /// The exporter's task `task` ran, but its result cannot be packed
+    /// (`reason`): the exporter runs it itself.
+    Declined { task: u64, reason: String },
     /// The job is over: stop serving.
     Stop,
 }
@@ -97,6 +103,11 @@ pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
                 }
             }
             RESULT
+        }
+        Message::Declined { task, reason } => {
+            put_u64(&mut payload, *task);
+            payload.extend_from_slice(reason.as_bytes());
+            DECLINED
         }
         Message::Stop => STOP,
     };
@@ -196,6 +207,13 @@ pub(crate) fn decode(from: usize, pes: usize, bytes: &[u8]) -> Result<Message> {
             };
             Message::Result { task, outcome }
         }
+        DECLINED => {
+            let task = r
+                .u64()
+                .ok_or_else(|| refuse("declined: no task id".into()))?;
+            let reason = String::from_utf8_lossy(r.rest()).into_owned();
+            Message::Declined { task, reason }
+        }
         k => return Err(refuse(format!("unknown message kind {k}"))),
     };
     Ok(m)
@@ -276,6 +294,10 @@ mod tests {
             Message::Result {
                 task: 9,
                 outcome: Err("heap limit reached".into()),
+            },
+            Message::Declined {
+                task: 3,
+                reason: "graph larger than the packet limit".into(),
             },
         ]
     }

@@ -190,6 +190,25 @@ impl Service {
                 }));
                 ring_all(&self.shared);
             }
+            Message::Declined { task, reason } => {
+                let Some(o) = lock(&ctx.exported).remove(&task) else {
+                    self.refuse(
+                        from,
+                        ErrorKind::Pe {
+                            pe: from,
+                            message: format!("refused message: declined unknown task {task}"),
+                        }
+                        .into(),
+                    );
+                    return;
+                };
+                // The forker runs the task itself (`fork.rs`).
+                o.finish(Err(ErrorKind::NotExportable(format!(
+                    "the result of PE {from}: {reason}"
+                ))
+                .into()));
+                ring_all(&self.shared);
+            }
             Message::Stop => {}
         }
     }
