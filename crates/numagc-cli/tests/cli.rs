@@ -605,6 +605,7 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
         "maze",
         "sumeuler",
         "worpitzky",
+        "mandelbrot",
         "--suite",
         "quick",
         "--pes",
@@ -620,7 +621,14 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
     ]);
     assert!(ok, "stderr: {err}");
     for plan in ["split/1pe", "split/2pe", "shared/1pe", "shared/2pe"] {
-        for bench in ["parfib", "coins", "maze", "sumeuler", "worpitzky"] {
+        for bench in [
+            "parfib",
+            "coins",
+            "maze",
+            "sumeuler",
+            "worpitzky",
+            "mandelbrot",
+        ] {
             let row = out
                 .lines()
                 .find(|l| l.starts_with(bench) && l.contains(&format!(" {plan} ")))
@@ -634,7 +642,7 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let runs = j["runs"].as_array().unwrap();
     let two: Vec<&serde_json::Value> = runs.iter().filter(|r| r["pes"] == 2).collect();
-    assert_eq!(two.len(), 10, "{runs:?}");
+    assert_eq!(two.len(), 12, "{runs:?}");
     for r in two {
         let pes = r["pe_stats"].as_array().unwrap();
         assert_eq!(pes.len(), 2);

@@ -12,6 +12,13 @@
 //! per-row sums are a `par_map` over the rows and the total a `seq_reduce`
 //! over those.
 //!
+//! On a PE group (`--pes`, `numagc::pe`) the rows are the tasks of a
+//! divide and conquer forked with [`numagc::Scope::par2_export`]: a task
+//! builds its rows (each the same `tabulate` of counts) and returns their
+//! sums as a raw object, since the picture itself (4 Mi words at the
+//! paper size) stays where it was computed, as in GUM, where only the
+//! demanded values travel.
+//!
 //! Check: every row's sum and the total against a sequential plain-Rust
 //! recomputation (a loop over the pixels keeping the squares of the
 //! iterate, with no sequences or numagc).
@@ -22,8 +29,10 @@
 //! paper size is a 2048 × 2048 window with 1000 iterations (the paper gives
 //! none; that is a few seconds on one core).
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::{rt_err, Benchmark, Outcome, Param, Params, PeProgram};
+use numagc::pe::{Export, Exports, PeGroup};
 use numagc::{Handle, Result, Runtime, Scope};
+use std::sync::OnceLock;
 
 /// The window of the complex plane: real part from `RE_MIN` (left), imaginary
 /// part from `IM_MAX` (top row), both spans `SPAN`.
@@ -61,6 +70,84 @@ fn picture<'s>(s: &mut Scope<'s>, size: usize, limit: u32) -> Result<Handle<'s>>
             Ok(Handle::int(iterations(re, im, limit) as i64))
         })
     })
+}
+
+/// The sum of row `row`'s counts, the row built as in [`picture`].
+fn row_sum(s: &mut Scope<'_>, size: usize, limit: u32, row: usize) -> Result<i64> {
+    s.scope(|s| {
+        let counts = s.tabulate(&[], 0, size, size, move |_, _, col| {
+            let (re, im) = point(size, row, col);
+            Ok(Handle::int(iterations(re, im, limit) as i64))
+        })?;
+        let mut sum = 0;
+        s.seq_for_each(counts, |count| sum += count.as_int().unwrap_or(i64::MIN))?;
+        Ok(sum)
+    })
+}
+
+/// The sums of rows `lo .. hi`, as a raw object: one row here, more
+/// halved with the upper half forked by `par2_export`.
+fn row_sums<'s>(
+    s: &mut Scope<'s>,
+    size: usize,
+    limit: u32,
+    lo: usize,
+    hi: usize,
+) -> Result<Handle<'s>> {
+    if hi - lo == 1 {
+        let sum = row_sum(s, size, limit, lo)?;
+        return s.alloc_raw(&[sum as u64]);
+    }
+    let mid = lo + (hi - lo) / 2;
+    let args = [size, limit as usize, mid, hi].map(|x| Handle::int(x as i64));
+    s.scope_value(|s| {
+        let (a, b) = s.par2_export(exports().1, &args, move |s, _| {
+            row_sums(s, size, limit, lo, mid)
+        })?;
+        let (va, vb) = (s.view(a), s.view(b));
+        let both: Vec<u64> = va
+            .raw_words()
+            .into_iter()
+            .chain(vb.raw_words())
+            .flatten()
+            .copied()
+            .collect();
+        s.alloc_raw(&both)
+    })
+}
+
+/// [`row_sums`] from `args` = `[size, limit, lo, hi]`.
+fn rows_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let ints: Vec<usize> = args
+        .iter()
+        .filter_map(|&h| s.as_int(h))
+        .filter(|&i| i >= 0)
+        .map(|i| i as usize)
+        .collect();
+    match ints[..] {
+        [size, limit, lo, hi] if lo < hi && hi <= size && limit <= u32::MAX as usize => {
+            row_sums(s, size, limit as u32, lo, hi)
+        }
+        _ => Err(numagc::Error::misuse(
+            "mandelbrot.rows: (size, iterations, lo, hi) expected",
+        )),
+    }
+}
+
+fn exports() -> &'static (Exports, Export) {
+    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Exports::new();
+        let e = t
+            .register("mandelbrot.rows", rows_task)
+            .expect("a fresh table");
+        (t, e)
+    })
+}
+
+/// The program registers no descriptors.
+fn setup(_: &Runtime) -> Result<()> {
+    Ok(())
 }
 
 fn int(s: &Scope<'_>, h: Handle<'_>) -> Result<i64> {
@@ -118,27 +205,52 @@ impl Benchmark for Mandelbrot {
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let output = format!(
-            "mandelbrot {size}x{size}, {limit} iterations: sum of iteration counts {total}\n"
-        );
-        Ok(Outcome::new(output, move || {
-            let want = reference_row_sums(size, limit);
-            if row_sums.len() != size {
-                return Err(format!("{} row sums, expected {size}", row_sums.len()));
-            }
-            if let Some(row) = (0..size).find(|&r| row_sums[r] != want[r]) {
-                return Err(format!(
-                    "row {row}: sum {}, expected {}",
-                    row_sums[row], want[row]
-                ));
-            }
-            let want_total: i64 = want.iter().sum();
-            if total != want_total {
-                return Err(format!("total {total}, expected {want_total}"));
-            }
-            Ok(())
-        }))
+        Ok(outcome(size, limit, row_sums, total))
     }
+
+    fn pe_program(&self) -> Option<PeProgram> {
+        Some(PeProgram {
+            exports: &exports().0,
+            setup,
+        })
+    }
+
+    fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
+        let (size, limit) = (p.usize("size"), p.get("iterations") as u32);
+        let row_sums = g
+            .run(move |s| -> Result<Vec<i64>> {
+                let sums = row_sums(s, size, limit, 0, size)?;
+                let words = s.view(sums).raw_words().unwrap_or(&[]).to_vec();
+                Ok(words.into_iter().map(|w| w as i64).collect())
+            })
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        let total = row_sums.iter().sum();
+        Ok(outcome(size, limit, row_sums, total))
+    }
+}
+
+/// The output line, and the check of the row sums and the total.
+fn outcome(size: usize, limit: u32, row_sums: Vec<i64>, total: i64) -> Outcome {
+    let output =
+        format!("mandelbrot {size}x{size}, {limit} iterations: sum of iteration counts {total}\n");
+    Outcome::new(output, move || {
+        let want = reference_row_sums(size, limit);
+        if row_sums.len() != size {
+            return Err(format!("{} row sums, expected {size}", row_sums.len()));
+        }
+        if let Some(row) = (0..size).find(|&r| row_sums[r] != want[r]) {
+            return Err(format!(
+                "row {row}: sum {}, expected {}",
+                row_sums[row], want[row]
+            ));
+        }
+        let want_total: i64 = want.iter().sum();
+        if total != want_total {
+            return Err(format!("total {total}, expected {want_total}"));
+        }
+        Ok(())
+    })
 }
 
 /// The rows' sums computed sequentially, keeping the squares of the

@@ -40,7 +40,7 @@ pub struct BenchArgs {
     /// Vproc counts to run, comma-separated (default: the vprocs setting, NUMAGC_VPROCS or all CPUs).
     #[arg(long, value_delimiter = ',')]
     vprocs: Vec<usize>,
-    /// Run each configuration on groups of this many PEs, comma-separated (`numagc::pe`, gumsmp-shared-distributed-heaps.txt): P runtimes of --vprocs vprocs each, sharing nothing but messages, work moving between them; for the benchmarks with a PE version (parfib, coins, maze, sumeuler, worpitzky). Default: one runtime, no group.
+    /// Run each configuration on groups of this many PEs, comma-separated (`numagc::pe`, gumsmp-shared-distributed-heaps.txt): P runtimes of --vprocs vprocs each, sharing nothing but messages, work moving between them; for the benchmarks with a PE version (parfib, coins, maze, sumeuler, worpitzky, mandelbrot). Default: one runtime, no group.
     #[arg(long, value_delimiter = ',')]
     pes: Vec<usize>,
     /// Collector plans to run, comma-separated: the plan setting's names, e.g. split,shared (default: the plan setting, NUMAGC_PLAN).
