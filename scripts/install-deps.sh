@@ -3,7 +3,9 @@
 # memcheck when it is on PATH; without it that step is skipped) and gcc's
 # AddressSanitizer/UndefinedBehaviorSanitizer runtimes (libasan, libubsan:
 # dependencies of Debian/Ubuntu's gcc; without them the sanitized runs of the
-# C examples are skipped). Idempotent:
+# C examples are skipped); Open MPI with its headers, and libclang for the
+# `mpi` crate's bindings (the `mpi` feature: PE groups over MPI, issue 19;
+# without them scripts/test.sh skips the MPI tests, saying so). Idempotent:
 # does nothing when the tools are present, or when packages cannot be
 # installed here (not root, no password-less sudo, or no apt-get).
 set -euo pipefail
@@ -16,6 +18,9 @@ if command -v cc >/dev/null 2>&1 &&
      cc -fsanitize=address,undefined -x c - -o /dev/null >/dev/null 2>&1; then
     missing+=(gcc)
 fi
+command -v mpicc >/dev/null 2>&1 || missing+=(libopenmpi-dev openmpi-bin)
+ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 ||
+  ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: nothing to install"
     exit 0

@@ -20,6 +20,14 @@ NUMAGC_TEST_PLAN=shared cargo test -p numagc-capi --lib "$@"
 # feature, which the workspace build leaves out (the hooks cost nothing then).
 cargo test -p numagc --features fault-injection --test faults "$@"
 cargo test --workspace --exclude numagc-capi --doc
+# PE groups over MPI (issue 19): the `mpi` feature, 2 ranks under mpirun on
+# this host (crates/numagc-cli/tests/mpi.rs). Needs Open MPI, which
+# scripts/install-deps.sh installs where it can.
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+  cargo test --release -p numagc-cli --features mpi --test mpi "$@"
+else
+  echo "MPI tests: skipped (no Open MPI: scripts/install-deps.sh could not install it)"
+fi
 # The embedding example checks its own answer; run it with the verifier on.
 NUMAGC_VPROCS=2 NUMAGC_VERIFY=true NUMAGC_LOCAL_HEAP=256K NUMAGC_PIN=false \
   cargo run -q -p numagc --example embed > /dev/null

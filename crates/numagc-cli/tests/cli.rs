@@ -659,3 +659,24 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
     let (ok, _, err) = numagc(&["bench", "parfib", "--pes", "2", "--api", "compiled"]);
     assert!(!ok && err.contains("safe programs only"), "{err}");
 }
+
+#[test]
+fn an_unknown_transport_is_refused_and_mpi_needs_a_build_with_mpi() {
+    let (ok, _, err) = numagc(&["bench", "parfib", "--transport", "tcp", "--suite", "quick"]);
+    assert!(!ok);
+    assert!(
+        err.contains("--transport \"tcp\": inprocess or mpi"),
+        "{err}"
+    );
+    // This binary is built without the `mpi` feature (tests/mpi.rs runs
+    // the one built with it).
+    #[cfg(not(feature = "mpi"))]
+    {
+        let (ok, _, err) = numagc(&["bench", "parfib", "--transport", "mpi", "--suite", "quick"]);
+        assert!(!ok);
+        assert!(
+            err.contains("built without MPI") && err.contains("--features mpi"),
+            "{err}"
+        );
+    }
+}

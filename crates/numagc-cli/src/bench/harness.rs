@@ -8,6 +8,7 @@
 //! — the side-by-side rule for comparing timings. A failed run (runtime
 //! error, wrong answer) is recorded with its error and the others go on.
 
+use super::mpi::MpiSession;
 use super::record::{bench_label, run_label, RunRecord};
 use super::timeline::RunTimeline;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -27,6 +28,9 @@ pub struct Experiment<'a> {
     pub vprocs: Vec<usize>,
     /// PE group sizes (`--pes`); empty: one runtime per run.
     pub pes: Vec<usize>,
+    /// The groups are made over MPI, one PE per rank (`--transport
+    /// mpi`); rank 0 runs the programs, the other ranks serve them.
+    pub mpi: Option<&'a MpiSession>,
     pub repeat: usize,
     /// Settings other than plan, placement policy and vprocs.
     pub base: &'a dyn Fn() -> Result<ConfigBuilder, String>,
@@ -65,7 +69,13 @@ pub struct Results {
 }
 
 pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
-    let bar = ProgressBar::new(experiment.run_count() as u64);
+    // Ranks other than 0 serve rank 0's runs and print nothing.
+    let serving = experiment.mpi.is_some_and(|m| m.rank() != 0);
+    let bar = if serving {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(experiment.run_count() as u64)
+    };
     bar.set_style(
         ProgressStyle::with_template(
             "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left  {msg}",
@@ -104,7 +114,24 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
                             }
                             let config = builder.build().map_err(|e| e.to_string())?;
                             let (record, timeline, output) =
-                                run_one(*bench, api, params, experiment.size, config, pes, rep);
+                                run_one(*bench, api, params, experiment, config, pes, rep);
+                            // Over MPI, a rank lost ends the job: no
+                            // later group could start.
+                            let lost = experiment.mpi.map(|m| m.lost_ranks()).unwrap_or_default();
+                            if !lost.is_empty() {
+                                bar.finish_and_clear();
+                                return Err(format!(
+                                    "{label}: {}; MPI rank(s) {lost:?} lost: the job ends",
+                                    record.error.as_deref().unwrap_or("no error on this rank")
+                                ));
+                            }
+                            if serving {
+                                if let Some(e) = &record.error {
+                                    eprintln!("numagc: {label}: {e}");
+                                }
+                                results.runs.push(record);
+                                continue;
+                            }
                             if experiment.echo_output && echoed.insert(bench.name()) {
                                 bar.suspend(|| print!("{}", output.0));
                             }
@@ -149,7 +176,7 @@ fn run_one(
     bench: &dyn Benchmark,
     api: Api,
     params: &Params,
-    size: Size,
+    experiment: &Experiment<'_>,
     config: numagc::Config,
     pes: usize,
     rep: usize,
@@ -164,7 +191,7 @@ fn run_one(
     let mut record = RunRecord {
         benchmark: bench.name().into(),
         api: api.name().into(),
-        size: size.name().into(),
+        size: experiment.size.name().into(),
         params: params.iter().map(|(k, v)| (k.to_string(), v)).collect(),
         vprocs,
         plan: plan_label(config.plan.name(), pes),
@@ -200,13 +227,26 @@ fn run_one(
         spans: Vec::new(),
         dropped: 0,
     };
-    let target = match start(bench, config, pes) {
+    let mut target = match start(bench, config, pes, experiment.mpi) {
         Ok(t) => t,
         Err(e) => {
             record.error = Some(e);
             return (record, timeline, (String::new(), None));
         }
     };
+    if let Target::Group(g) = &mut target {
+        if !g.runs_program() {
+            // A rank other than 0: it serves the run, and its record says
+            // only whether that went well.
+            let t0 = Instant::now();
+            match g.serve() {
+                Ok(()) => record.correct = true,
+                Err(e) => record.error = Some(e.to_string()),
+            }
+            record.wall_s = t0.elapsed().as_secs_f64();
+            return (record, timeline, (String::new(), None));
+        }
+    }
     let t0 = Instant::now();
     let outcome = match &target {
         Target::Runtime(rt) => bench.run_api(rt, params, api),
@@ -228,7 +268,7 @@ fn run_one(
     };
     let runtimes: Vec<&Runtime> = match &target {
         Target::Runtime(rt) => vec![rt],
-        Target::Group(g) => (0..g.pes()).map(|p| g.runtime(p)).collect(),
+        Target::Group(g) => g.local_pes().map(|p| g.runtime(p)).collect(),
     };
     let mut thread_errors: Vec<String> = runtimes
         .iter()
@@ -299,8 +339,14 @@ enum Target {
     Group(PeGroup),
 }
 
-/// A fresh runtime, or a fresh group of `pes` PEs of `config`.
-fn start(bench: &dyn Benchmark, config: numagc::Config, pes: usize) -> Result<Target, String> {
+/// A fresh runtime, or a fresh group of `pes` PEs of `config` (this
+/// rank's PE of it, over MPI).
+fn start(
+    bench: &dyn Benchmark,
+    config: numagc::Config,
+    pes: usize,
+    mpi: Option<&MpiSession>,
+) -> Result<Target, String> {
     if pes == 0 {
         return Runtime::new(config)
             .map(Target::Runtime)
@@ -309,9 +355,12 @@ fn start(bench: &dyn Benchmark, config: numagc::Config, pes: usize) -> Result<Ta
     let program = bench
         .pe_program()
         .ok_or_else(|| format!("{} has no PE version (--pes)", bench.name()))?;
-    PeGroup::new(pes, config, program.exports.clone(), program.setup)
-        .map(Target::Group)
-        .map_err(|e| format!("starting {pes} PEs: {e}"))
+    match mpi {
+        Some(m) => m.group(pes, config, program.exports.clone(), program.setup),
+        None => PeGroup::new(pes, config, program.exports.clone(), program.setup),
+    }
+    .map(Target::Group)
+    .map_err(|e| format!("starting {pes} PEs: {e}"))
 }
 
 /// The plan column of a run: the plan, and the PE count of a group.

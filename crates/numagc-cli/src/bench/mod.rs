@@ -13,6 +13,7 @@
 //! asserts a timing.
 
 pub mod harness;
+pub mod mpi;
 pub mod params;
 pub mod plot;
 pub mod record;
@@ -43,6 +44,9 @@ pub struct BenchArgs {
     /// Run each configuration on groups of this many PEs, comma-separated (`numagc::pe`, gumsmp-shared-distributed-heaps.txt): P runtimes of --vprocs vprocs each, sharing nothing but messages, work moving between them; for the benchmarks with a PE version (parfib, coins, maze, sumeuler, worpitzky, mandelbrot). Default: one runtime, no group.
     #[arg(long, value_delimiter = ',')]
     pes: Vec<usize>,
+    /// How the PEs of a group talk: inprocess (PEs as thread groups of this process) or mpi (one PE per MPI rank: run under `mpirun -n P`, each rank the same command; --pes must be P, and is P by default; needs a build with `--features mpi`).
+    #[arg(long, default_value = "inprocess")]
+    transport: String,
     /// Collector plans to run, comma-separated: the plan setting's names, e.g. split,shared (default: the plan setting, NUMAGC_PLAN).
     #[arg(long, value_delimiter = ',')]
     plan: Vec<String>,
@@ -93,6 +97,26 @@ fn list() {
 }
 
 pub fn run(a: BenchArgs) -> Result<(), String> {
+    let session = match a.transport.as_str() {
+        "inprocess" => None,
+        "mpi" => Some(mpi::MpiSession::init().map_err(|e| format!("--transport mpi: {e}"))?),
+        t => return Err(format!("--transport {t:?}: inprocess or mpi")),
+    };
+    let result = run_on(a, session.as_ref());
+    if let Some(m) = &session {
+        if !m.lost_ranks().is_empty() {
+            // MPI cannot finalise without the lost rank: report, and end
+            // the job on every rank.
+            if let Err(e) = &result {
+                eprintln!("numagc: {e}");
+            }
+            m.abort(1);
+        }
+    }
+    result
+}
+
+fn run_on(a: BenchArgs, session: Option<&mpi::MpiSession>) -> Result<(), String> {
     if a.list {
         list();
         return Ok(());
@@ -162,9 +186,20 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             ));
         }
     }
-    if !a.pes.is_empty() {
-        if let Some(&p) = a
-            .pes
+    let mut pes = a.pes.clone();
+    if let Some(m) = session {
+        if pes.is_empty() {
+            pes = vec![m.size()];
+        }
+        if let Some(&p) = pes.iter().find(|&&p| p != m.size()) {
+            return Err(format!(
+                "--pes {p} with --transport mpi: one PE per MPI rank, and the job has {} ranks (mpirun -n {p} to run {p} PEs)",
+                m.size()
+            ));
+        }
+    }
+    if !pes.is_empty() {
+        if let Some(&p) = pes
             .iter()
             .find(|&&p| !(1..=numagc::pe::MAX_PES).contains(&p))
         {
@@ -220,7 +255,8 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
         plans,
         policies,
         vprocs,
-        pes: a.pes.clone(),
+        pes,
+        mpi: session,
         repeat: a.repeat,
         base: &base,
         trace: a.trace.is_some(),
@@ -230,6 +266,15 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     let single = experiment.run_count() == 1;
     experiment.stats |= single;
     let results = harness::run(&experiment)?;
+    if session.is_some_and(|m| m.rank() != 0) {
+        // Rank 0 reports; this rank says only whether it served well.
+        let failed = results.runs.iter().filter(|r| r.error.is_some()).count();
+        return if failed == 0 {
+            Ok(())
+        } else {
+            Err(format!("{failed} run(s) failed on this rank (see above)"))
+        };
+    }
     let summaries = record::summarize(&results.runs);
     if !single || a.stats {
         println!();

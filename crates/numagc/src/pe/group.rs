@@ -211,6 +211,9 @@ pub(crate) struct PeContext {
     /// Vprocs waiting for an exported task's result.
     pub(super) remote_waiters: AtomicUsize,
     pub(super) stopping: AtomicBool,
+    /// Set when PE 0 ended the job (its `stop` came): the end of
+    /// [`PeGroup::serve`] that is not a loss.
+    pub(super) ended: AtomicBool,
     pub(super) counters: Counters,
     /// Per vproc: exported tasks (id, offer) whose arguments that vproc
     /// is to pack at its next safepoint, and whether any wait.
@@ -229,6 +232,12 @@ impl PeContext {
             .bytes_sent
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         self.transport.send(to, bytes)
+    }
+
+    /// Whether PE `p` still runs: its service here has not stopped, and
+    /// the transport has not lost it.
+    pub(super) fn alive(&self, p: usize) -> bool {
+        self.liveness.alive(p) && self.transport.peer_alive(p)
     }
 
     pub(super) fn record(&self, e: Error) {
@@ -453,18 +462,33 @@ impl PeContext {
     }
 }
 
-/// `pes` runtimes of one configuration and one program, in one process,
-/// moving work between them (module doc).
+/// The PEs of a group that run in this process: all of them for a group
+/// in one process ([`PeGroup::new`]), one for a group over MPI (one PE
+/// per process, `super::mpi`).
 pub struct PeGroup {
+    pes: usize,
     runtimes: Vec<Runtime>,
     contexts: Vec<Arc<PeContext>>,
     services: Vec<JoinHandle<()>>,
 }
 
+fn check_pes(pes: usize) -> Result<()> {
+    if (1..=MAX_PES).contains(&pes) {
+        return Ok(());
+    }
+    Err(ErrorKind::Config(Box::new(crate::error::ConfigError {
+        setting: "pes",
+        value: pes.to_string(),
+        allowed: format!("1 ..= {MAX_PES}"),
+    }))
+    .into())
+}
+
 impl PeGroup {
-    /// Starts `pes` PEs, each a runtime of `config` (its `vprocs` per PE)
-    /// on which `setup` registers the program's descriptors (in the same
-    /// order on every PE), running the functions of `exports`.
+    /// Starts `pes` PEs in this process, each a runtime of `config` (its
+    /// `vprocs` per PE) on which `setup` registers the program's
+    /// descriptors (in the same order on every PE), running the functions
+    /// of `exports`; messages go over channels ([`InProcess`]).
     ///
     /// Errors: `pes` outside `1 ..= MAX_PES`; a runtime that cannot start;
     /// an error of `setup`.
@@ -474,23 +498,60 @@ impl PeGroup {
         exports: Exports,
         setup: impl Fn(&Runtime) -> Result<()>,
     ) -> Result<PeGroup> {
-        if !(1..=MAX_PES).contains(&pes) {
-            return Err(ErrorKind::Config(Box::new(crate::error::ConfigError {
-                setting: "pes",
-                value: pes.to_string(),
-                allowed: format!("1 ..= {MAX_PES}"),
-            }))
-            .into());
+        check_pes(pes)?;
+        let transports = InProcess::group(pes)
+            .into_iter()
+            .map(|t| Arc::new(t) as Arc<dyn Transport>)
+            .collect();
+        PeGroup::start(transports, config, exports, setup)
+    }
+
+    /// Starts the one PE of a group that `transport` connects to the
+    /// others, which run elsewhere (other processes, other machines):
+    /// PE `transport.pe()` of `transport.pes()`. Every PE of the group
+    /// must be started with the same `config`, `exports` and `setup`.
+    /// PE 0 runs the program ([`PeGroup::run`]); the others
+    /// [`PeGroup::serve`] until it is done.
+    ///
+    /// Errors: as [`PeGroup::new`].
+    pub fn with_transport(
+        transport: Arc<dyn Transport>,
+        config: Config,
+        exports: Exports,
+        setup: impl Fn(&Runtime) -> Result<()>,
+    ) -> Result<PeGroup> {
+        check_pes(transport.pes())?;
+        if transport.pe() >= transport.pes() {
+            return Err(Error::misuse(format!(
+                "a transport of PE {} in a group of {} PEs",
+                transport.pe(),
+                transport.pes()
+            )));
         }
+        PeGroup::start(vec![transport], config, exports, setup)
+    }
+
+    /// Starts a PE for each of `transports` (all of one group).
+    fn start(
+        transports: Vec<Arc<dyn Transport>>,
+        config: Config,
+        exports: Exports,
+        setup: impl Fn(&Runtime) -> Result<()>,
+    ) -> Result<PeGroup> {
+        let pes = transports.first().map_or(0, |t| t.pes());
         let exports = Arc::new(exports);
+        // This process's board: the PEs started here mark it when their
+        // service stops; PEs elsewhere are judged by the transport
+        // (`Transport::peer_alive`).
         let liveness = Liveness::new(pes);
         let mut g = PeGroup {
-            runtimes: Vec::with_capacity(pes),
-            contexts: Vec::with_capacity(pes),
-            services: Vec::with_capacity(pes),
+            pes,
+            runtimes: Vec::with_capacity(transports.len()),
+            contexts: Vec::with_capacity(transports.len()),
+            services: Vec::with_capacity(transports.len()),
         };
-        let transports = InProcess::group(pes);
-        for (pe, t) in transports.into_iter().enumerate() {
+        for t in transports {
+            let pe = t.pe();
             let rt = Runtime::new_pe(config.clone(), pe, pes)?;
             setup(&rt)?;
             let ctx = Arc::new(PeContext {
@@ -498,7 +559,7 @@ impl PeGroup {
                 pes,
                 exports: exports.clone(),
                 packet_limit: PACKET_LIMIT_WORDS,
-                transport: Arc::new(t),
+                transport: t,
                 liveness: liveness.clone(),
                 pool: Mutex::new(VecDeque::new()),
                 exported: Mutex::new(HashMap::new()),
@@ -507,6 +568,7 @@ impl PeGroup {
                 next_task: AtomicU64::new(0),
                 remote_waiters: AtomicUsize::new(0),
                 stopping: AtomicBool::new(false),
+                ended: AtomicBool::new(false),
                 counters: Counters::default(),
                 errors: Mutex::new(Vec::new()),
                 pack_requests: (0..config.vprocs).map(|_| Mutex::new(Vec::new())).collect(),
@@ -544,23 +606,76 @@ impl PeGroup {
         Ok(g)
     }
 
+    /// Number of PEs in the group (here and elsewhere).
     pub fn pes(&self) -> usize {
-        self.runtimes.len()
+        self.pes
     }
 
-    /// PE `pe`'s runtime.
+    /// The PEs of the group running in this process.
+    pub fn local_pes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.contexts.iter().map(|c| c.pe)
+    }
+
+    /// Whether PE 0, the one that runs the program, is in this process.
+    pub fn runs_program(&self) -> bool {
+        self.contexts.first().is_some_and(|c| c.pe == 0)
+    }
+
+    /// PE `pe`'s runtime. Panics when PE `pe` is not in this process.
     pub fn runtime(&self, pe: usize) -> &Runtime {
-        &self.runtimes[pe]
+        let i = self
+            .contexts
+            .iter()
+            .position(|c| c.pe == pe)
+            .unwrap_or_else(|| panic!("PE {pe} is not in this process"));
+        &self.runtimes[i]
     }
 
     /// Runs `f` on PE 0's vproc 0 and waits for its result; the other PEs
     /// take work from it as they go idle.
+    ///
+    /// Errors: [`ErrorKind::Misuse`] where PE 0 is not in this process
+    /// (its other PEs [`PeGroup::serve`]); the run's errors.
     pub fn run<R, F>(&self, f: F) -> Result<R>
     where
         R: Send + 'static,
         F: for<'s> FnOnce(&mut Scope<'s>) -> R + Send + 'static,
     {
+        if !self.runs_program() {
+            return Err(Error::misuse(
+                "PeGroup::run on a process without PE 0: the program runs on PE 0, the other PEs serve",
+            ));
+        }
         self.runtimes[0].run_on(0, f)
+    }
+
+    /// Serves the rest of the group — answers work requests, runs the
+    /// tasks it is given — until PE 0 ends the job (it drops its group)
+    /// or is lost; for the PEs of a group over several processes that do
+    /// not run the program.
+    ///
+    /// Errors: [`ErrorKind::Pe`] when PE 0 was lost (it stopped
+    /// answering) rather than ending the job; [`ErrorKind::Misuse`] on
+    /// the process of PE 0.
+    pub fn serve(&mut self) -> Result<()> {
+        if self.runs_program() {
+            return Err(Error::misuse(
+                "PeGroup::serve on PE 0's process: it runs the program (PeGroup::run)",
+            ));
+        }
+        for h in self.services.drain(..) {
+            let _ = h.join();
+        }
+        let ended = self.contexts.iter().all(|c| c.ended.load(Ordering::SeqCst));
+        if ended {
+            Ok(())
+        } else {
+            Err(ErrorKind::Pe {
+                pe: 0,
+                message: "PE 0 was lost before it ended the job".into(),
+            }
+            .into())
+        }
     }
 
     /// Each PE's traffic, in PE order.
@@ -598,10 +713,19 @@ impl PeGroup {
 
 impl Drop for PeGroup {
     fn drop(&mut self) {
+        let local: Vec<usize> = self.local_pes().collect();
         for c in &self.contexts {
             c.stopping.store(true, Ordering::SeqCst);
             // Wakes the service out of its receive.
             let _ = c.transport.send(c.pe, encode(c.pe, &Message::Stop));
+            // PE 0 ends the job for the PEs elsewhere (`serve`).
+            if c.pe == 0 {
+                for p in (1..self.pes).filter(|p| !local.contains(p)) {
+                    if c.alive(p) {
+                        let _ = c.transport.send(p, encode(0, &Message::Stop));
+                    }
+                }
+            }
         }
         for h in self.services.drain(..) {
             let _ = h.join();

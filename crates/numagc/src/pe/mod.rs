@@ -15,6 +15,7 @@
 //! | packing a graph into a portable packet | `pack` |
 //! | the messages and their wire format | `message` |
 //! | moving the bytes (in process) | `transport` |
+//! | moving the bytes between processes (feature `mpi`) | `mpi` |
 //! | the group, what its vprocs and services share | `group` |
 //! | the service thread: the work protocol | `service` |
 //!
@@ -28,6 +29,8 @@ mod export;
 mod fork;
 pub(crate) mod group;
 mod message;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub(crate) mod pack;
 mod service;
 mod transport;

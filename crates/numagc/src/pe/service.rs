@@ -50,7 +50,21 @@ impl Service {
             };
             match self.ctx.transport.recv(wait) {
                 Ok(Some((from, bytes))) => match decode(from, self.ctx.pes, &bytes) {
-                    Ok(Message::Stop) => break,
+                    Ok(Message::Stop) if from != self.ctx.pe && from != 0 => self.refuse(
+                        from,
+                        ErrorKind::Pe {
+                            pe: from,
+                            message: "refused message: stop from a PE that does not run the job"
+                                .into(),
+                        }
+                        .into(),
+                    ),
+                    Ok(Message::Stop) => {
+                        if from != self.ctx.pe {
+                            self.ctx.ended.store(true, Ordering::SeqCst);
+                        }
+                        break;
+                    }
                     Ok(m) => self.handle(from, m),
                     Err(e) => self.refuse(from, e),
                 },
@@ -64,6 +78,10 @@ impl Service {
                 self.fishing = None;
             }
             self.fail_tasks_of_stopped_pes();
+            // A PE of another process whose PE 0 is lost has no job left.
+            if self.ctx.pe != 0 && !self.ctx.transport.peer_alive(0) {
+                break;
+            }
             self.maybe_fish();
         }
     }
@@ -86,9 +104,7 @@ impl Service {
             return;
         }
         let (me, pes) = (self.ctx.pe, self.ctx.pes);
-        let alive: Vec<usize> = (0..pes)
-            .filter(|&p| p != me && self.ctx.liveness.alive(p))
-            .collect();
+        let alive: Vec<usize> = (0..pes).filter(|&p| p != me && self.ctx.alive(p)).collect();
         if alive.is_empty() {
             return;
         }
@@ -250,7 +266,7 @@ impl Service {
             let mut ps: Vec<usize> = ex
                 .values()
                 .map(|o| o.to.load(Ordering::Acquire))
-                .filter(|&p| p < self.ctx.pes && !self.ctx.liveness.alive(p))
+                .filter(|&p| p < self.ctx.pes && !self.ctx.alive(p))
                 .collect();
             ps.dedup();
             ps

@@ -26,6 +26,13 @@ pub trait Transport: Send + Sync {
     /// The next message and its sender, waiting at most `timeout`;
     /// `Ok(None)` when none came.
     fn recv(&self, timeout: Duration) -> Result<Option<(usize, Vec<u8>)>>;
+    /// Whether PE `pe` is still heard from. A transport between
+    /// processes says false once `pe` has been silent past its deadline
+    /// (it died or hangs); in one process the group's own board says
+    /// which PEs stopped, and this stays true.
+    fn peer_alive(&self, _pe: usize) -> bool {
+        true
+    }
 }
 
 /// Which PEs of a group are still running; a PE's entry goes false when

@@ -1,0 +1,478 @@
+//! The MPI transport: one PE per MPI rank, on one machine or many
+//! (`gumsmp-shared-distributed-heaps.txt` §2: GUM's PEs are processes
+//! that exchange messages; §3.3: GUMSMP runs one of them per NUMA region
+//! or machine). Built with the `mpi` cargo feature, over the `mpi` crate
+//! (rsmpi) and the MPI library of the system (Open MPI from Debian:
+//! `scripts/install-deps.sh`).
+//!
+//! [`MpiSession`] initialises MPI (with `MPI_THREAD_MULTIPLE`: services
+//! and vprocs send from their own threads) and makes the groups of a
+//! job; every rank must make the same groups in the same order, as every
+//! rank runs the same program. Each group's messages carry the group's
+//! number as their MPI tag, so a message sent late to a group that has
+//! ended is never read by the next one.
+//!
+//! Choices, and why:
+//! - **A communication thread per PE** receives: it probes for the
+//!   group's messages and queues them for the service, so a rank always
+//!   drains what is sent to it, whatever its service and vprocs do, and
+//!   a large (rendezvous) send from either side always completes. It
+//!   polls with `MPI_Improbe`, spinning briefly and then sleeping from
+//!   20 µs doubling to 500 µs while nothing comes, because a blocking
+//!   probe in Open MPI spins a core, and a PE's cores are its vprocs'.
+//! - **Sends** are `MPI_Isend`s from the sending thread, tested until
+//!   done; a send to a PE that is lost is abandoned (its buffer leaked,
+//!   the MPI request with it) and answered with an error, so no thread
+//!   waits forever on a dead rank.
+//! - **Liveness by heartbeat**: the communication thread sends an empty
+//!   message to every other PE each `HEARTBEAT`; a PE not heard from for
+//!   `PEER_TIMEOUT` is lost ([`Transport::peer_alive`] says false), and
+//!   the services fail what they exported to it (`super::service`). A
+//!   rank that dies is also seen by `mpirun`, which ends the job; a rank
+//!   that hangs (stopped, spinning without its threads scheduled) is seen
+//!   only by its silence. The start of a group waits at a non-blocking
+//!   barrier for at most `JOIN_TIMEOUT`, so a rank that never comes is an
+//!   error, not a hang.
+
+use super::export::Exports;
+use super::group::PeGroup;
+use super::transport::Transport;
+use crate::config::Config;
+use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::Runtime;
+use mpi::point_to_point::MatchedReceiveVec;
+use mpi::request::StaticScope;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often a PE tells the others it is there.
+const HEARTBEAT: Duration = Duration::from_millis(250);
+/// Silence after which a PE is lost. Generous: ranks may share cores
+/// (`--oversubscribe`) and a busy machine delays threads by seconds.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the start of a group waits for every rank to join it.
+pub const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Tags in use: group numbers wrap below MPI's guaranteed tag bound.
+const TAG_SPAN: u64 = 32_000;
+
+/// MPI for this process: initialised by [`MpiSession::init`], finalised
+/// when dropped (after every group of the session has ended).
+pub struct MpiSession {
+    _universe: mpi::environment::Universe,
+    rank: usize,
+    size: usize,
+    groups: AtomicU64,
+    /// Ranks lost in an earlier group: no later group waits for them.
+    lost: Arc<[AtomicBool]>,
+}
+
+impl MpiSession {
+    /// Initialises MPI with `MPI_THREAD_MULTIPLE`.
+    ///
+    /// Errors: MPI was initialised already in this process; the MPI
+    /// library gives less than `MPI_THREAD_MULTIPLE`.
+    pub fn init() -> Result<MpiSession> {
+        let Some((universe, threading)) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+        else {
+            return Err(Error::misuse(
+                "MPI is already initialised in this process: one MpiSession per process",
+            ));
+        };
+        if threading < mpi::Threading::Multiple {
+            return Err(Error::misuse(format!(
+                "the MPI library gives {threading:?} threading; numagc's PEs need MPI_THREAD_MULTIPLE"
+            )));
+        }
+        let world = universe.world();
+        Ok(MpiSession {
+            rank: world.rank() as usize,
+            size: world.size() as usize,
+            _universe: universe,
+            groups: AtomicU64::new(0),
+            lost: (0..world.size()).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    /// This process's rank: the PE it runs.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of ranks: the PEs of every group.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Ends the job on every rank (`MPI_Abort` with `code`): for a
+    /// session that lost a rank, whose `MPI_Finalize` would wait for it
+    /// forever. Dropping such a session does the same, with code 1.
+    pub fn abort(&self, code: i32) -> ! {
+        SimpleCommunicator::world().abort(code)
+    }
+
+    /// The ranks found lost (silent past `PEER_TIMEOUT`) so far: no
+    /// group can start while any is.
+    pub fn lost_ranks(&self) -> Vec<usize> {
+        (0..self.size)
+            .filter(|&p| self.lost[p].load(Ordering::SeqCst))
+            .collect()
+    }
+
+    /// Starts this rank's PE of a group of `pes` PEs, one per rank, once
+    /// every rank has come to it (every rank calls this, with the same
+    /// arguments, in the same order of groups).
+    ///
+    /// Errors: `pes` is not the number of ranks; a rank did not come
+    /// within `JOIN_TIMEOUT`; as [`PeGroup::with_transport`].
+    pub fn group(
+        &self,
+        pes: usize,
+        config: Config,
+        exports: Exports,
+        setup: impl Fn(&Runtime) -> Result<()>,
+    ) -> Result<PeGroup> {
+        if pes != self.size {
+            return Err(ErrorKind::Config(Box::new(crate::error::ConfigError {
+                setting: "pes",
+                value: pes.to_string(),
+                allowed: format!(
+                    "{} (one PE per MPI rank: the job has {} ranks)",
+                    self.size, self.size
+                ),
+            }))
+            .into());
+        }
+        if let Some(p) = (0..self.size).find(|&p| self.lost[p].load(Ordering::SeqCst)) {
+            return Err(ErrorKind::Pe {
+                pe: p,
+                message: format!("PE {p} (MPI rank {p}) was lost in an earlier group"),
+            }
+            .into());
+        }
+        let number = self.groups.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = join_all(self.rank) {
+            // Some rank did not come, and the barrier cannot say which:
+            // every other rank is lost to this one, and no group starts.
+            for p in (0..self.size).filter(|&p| p != self.rank) {
+                self.lost[p].store(true, Ordering::SeqCst);
+            }
+            return Err(e);
+        }
+        let t = MpiTransport::start(
+            self.rank,
+            self.size,
+            (number % TAG_SPAN) as i32,
+            self.lost.clone(),
+        )?;
+        PeGroup::with_transport(Arc::new(t), config, exports, setup)
+    }
+}
+
+impl Drop for MpiSession {
+    fn drop(&mut self) {
+        let lost = self.lost_ranks();
+        if !lost.is_empty() {
+            eprintln!("numagc: MPI rank(s) {lost:?} lost: ending the job on every rank");
+            self.abort(1);
+        }
+        // Otherwise the universe finalises MPI.
+    }
+}
+
+/// Waits at a non-blocking barrier of every rank, at most `JOIN_TIMEOUT`
+/// (a rank still running its last group's answer check is worth waiting
+/// for; a rank that stopped between two groups is found here).
+fn join_all(rank: usize) -> Result<()> {
+    let world = SimpleCommunicator::world();
+    let mut req = world.immediate_barrier();
+    let t0 = Instant::now();
+    let mut pause = Pause::new();
+    loop {
+        match req.test() {
+            Ok(_) => return Ok(()),
+            Err(r) => req = r,
+        }
+        if t0.elapsed() > JOIN_TIMEOUT {
+            // SAFETY: the barrier's request has no buffer, and it is
+            // 'static (`StaticScope`): abandoning it leaves MPI nothing
+            // of ours to touch.
+            let _ = unsafe { req.into_raw() };
+            return Err(ErrorKind::Pe {
+                pe: rank,
+                message: format!(
+                    "not every MPI rank started the group within {} s",
+                    JOIN_TIMEOUT.as_secs()
+                ),
+            }
+            .into());
+        }
+        pause.wait();
+    }
+}
+
+/// Spins a little, then sleeps longer and longer: the waits of the
+/// transport's polling loops.
+struct Pause(u32);
+
+impl Pause {
+    const SPINS: u32 = 64;
+
+    fn new() -> Pause {
+        Pause(0)
+    }
+
+    fn reset(&mut self) {
+        self.0 = 0;
+    }
+
+    fn wait(&mut self) {
+        if self.0 < Pause::SPINS {
+            std::thread::yield_now();
+        } else {
+            let exp = (self.0 - Pause::SPINS).min(5);
+            std::thread::sleep(Duration::from_micros(20 << exp).min(Duration::from_micros(500)));
+        }
+        self.0 = self.0.saturating_add(1);
+    }
+}
+
+/// What the transport's users and its communication thread share.
+struct Peers {
+    /// Per PE: the last time it was heard from, in µs since `t0`.
+    heard: Box<[AtomicU64]>,
+    /// Per PE: lost (the session's marks, shared by its groups).
+    lost: Arc<[AtomicBool]>,
+    t0: Instant,
+    stop: AtomicBool,
+}
+
+impl Peers {
+    fn now_us(&self) -> u64 {
+        self.t0.elapsed().as_micros() as u64
+    }
+}
+
+/// One rank's end of a group over MPI.
+pub struct MpiTransport {
+    me: usize,
+    pes: usize,
+    tag: i32,
+    peers: Arc<Peers>,
+    incoming: Mutex<Receiver<(usize, Vec<u8>)>>,
+    // The loopback: messages to this PE itself (the service's wake-up)
+    // skip MPI.
+    to_self: Sender<(usize, Vec<u8>)>,
+    comm: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl MpiTransport {
+    fn start(me: usize, pes: usize, tag: i32, lost: Arc<[AtomicBool]>) -> Result<MpiTransport> {
+        let peers = Arc::new(Peers {
+            heard: (0..pes).map(|_| AtomicU64::new(0)).collect(),
+            lost,
+            t0: Instant::now(),
+            stop: AtomicBool::new(false),
+        });
+        let (tx, rx) = mpsc::channel();
+        let comm = {
+            let (peers, tx) = (peers.clone(), tx.clone());
+            std::thread::Builder::new()
+                .name(format!("numagc-pe{me}-mpi"))
+                .spawn(move || receive_loop(me, pes, tag, &peers, &tx))
+                .map_err(|source| ErrorKind::Os {
+                    what: "starting a PE's MPI thread",
+                    source,
+                })?
+        };
+        Ok(MpiTransport {
+            me,
+            pes,
+            tag,
+            peers,
+            incoming: Mutex::new(rx),
+            to_self: tx,
+            comm: Mutex::new(Some(comm)),
+        })
+    }
+
+    fn lost_error(&self, to: usize) -> Error {
+        ErrorKind::Pe {
+            pe: to,
+            message: format!(
+                "PE {to} (MPI rank {to}) is lost: not heard from for {} s",
+                PEER_TIMEOUT.as_secs()
+            ),
+        }
+        .into()
+    }
+}
+
+/// A heartbeat's send, until it completes: no buffer (it is empty).
+type Beat = mpi::request::Request<'static, [u8], StaticScope>;
+
+/// The heartbeat's (empty) buffer.
+static BEAT: [u8; 0] = [];
+
+/// The communication thread: receives the group's messages into `tx`,
+/// sends heartbeats, and marks silent PEs lost.
+fn receive_loop(me: usize, pes: usize, tag: i32, peers: &Peers, tx: &Sender<(usize, Vec<u8>)>) {
+    let world = SimpleCommunicator::world();
+    let mut pause = Pause::new();
+    let mut next_beat = Instant::now();
+    // Per PE, the heartbeat on its way: one at a time, so a PE that does
+    // not receive (stopped) never makes this thread wait or pile them up.
+    let mut beats: Vec<Option<Beat>> = (0..pes).map(|_| None).collect();
+    while !peers.stop.load(Ordering::SeqCst) {
+        let mut got = false;
+        while let Some(probed) = world.any_process().immediate_matched_probe_with_tag(tag) {
+            let (bytes, status) = probed.matched_receive_vec::<u8>();
+            let from = status.source_rank() as usize;
+            if from >= pes {
+                continue;
+            }
+            peers.heard[from].store(peers.now_us(), Ordering::Relaxed);
+            // An empty message is a heartbeat; the protocol's messages
+            // are never empty (`super::message`: a header at least).
+            if !bytes.is_empty() && tx.send((from, bytes)).is_err() {
+                break;
+            }
+            got = true;
+        }
+        let now = Instant::now();
+        if now >= next_beat {
+            next_beat = now + HEARTBEAT;
+            let now_us = peers.now_us();
+            for p in (0..pes).filter(|&p| p != me) {
+                if let Some(b) = beats[p].take() {
+                    if let Err(b) = b.test() {
+                        beats[p] = Some(b);
+                    }
+                }
+                if peers.lost[p].load(Ordering::SeqCst) {
+                    continue;
+                }
+                let silent = now_us.saturating_sub(peers.heard[p].load(Ordering::Relaxed));
+                if silent > PEER_TIMEOUT.as_micros() as u64 {
+                    peers.lost[p].store(true, Ordering::SeqCst);
+                    continue;
+                }
+                if beats[p].is_none() {
+                    beats[p] = Some(world.process_at_rank(p as i32).immediate_send_with_tag(
+                        StaticScope,
+                        &BEAT[..],
+                        tag,
+                    ));
+                }
+            }
+        }
+        if got {
+            pause.reset();
+        } else {
+            pause.wait();
+        }
+    }
+    for b in beats.into_iter().flatten() {
+        if let Err(b) = b.test() {
+            // SAFETY: the request's buffer is `BEAT`, static: abandoning
+            // the request (to a PE that receives no more) leaves MPI
+            // nothing of ours it could outlive.
+            let _ = unsafe { b.into_raw() };
+        }
+    }
+}
+
+impl Transport for MpiTransport {
+    fn pe(&self) -> usize {
+        self.me
+    }
+
+    fn pes(&self) -> usize {
+        self.pes
+    }
+
+    fn send(&self, to: usize, bytes: Vec<u8>) -> Result<()> {
+        if to >= self.pes {
+            return Err(Error::misuse(format!(
+                "send to PE {to} in a group of {} PEs",
+                self.pes
+            )));
+        }
+        if to == self.me {
+            return self
+                .to_self
+                .send((to, bytes))
+                .map_err(|_| self.lost_error(to));
+        }
+        if bytes.is_empty() {
+            return Err(Error::misuse(
+                "an empty message (the transport's heartbeat)",
+            ));
+        }
+        if self.peers.lost[to].load(Ordering::SeqCst) {
+            return Err(self.lost_error(to));
+        }
+        let raw: *mut [u8] = Box::into_raw(bytes.into_boxed_slice());
+        // SAFETY: `raw` comes from `Box::into_raw` just above and is freed
+        // only below, after MPI has finished with it, or never.
+        let buf: &'static [u8] = unsafe { &*raw };
+        let world = SimpleCommunicator::world();
+        let mut req =
+            world
+                .process_at_rank(to as i32)
+                .immediate_send_with_tag(StaticScope, buf, self.tag);
+        let mut pause = Pause::new();
+        loop {
+            match req.test() {
+                Ok(_) => {
+                    // SAFETY: the send is complete, so MPI no longer reads
+                    // `buf`, and `buf` is not used after this; `raw` came
+                    // from `Box::into_raw` and is freed once, here.
+                    drop(unsafe { Box::from_raw(raw) });
+                    return Ok(());
+                }
+                Err(r) => req = r,
+            }
+            if self.peers.lost[to].load(Ordering::SeqCst) || self.peers.stop.load(Ordering::SeqCst)
+            {
+                // SAFETY: the request is abandoned with its buffer, which
+                // is leaked ('static, never freed), so MPI may still read
+                // it whenever it likes.
+                let _ = unsafe { req.into_raw() };
+                return Err(self.lost_error(to));
+            }
+            pause.wait();
+        }
+    }
+
+    fn recv(&self, timeout: Duration) -> Result<Option<(usize, Vec<u8>)>> {
+        let rx = self.incoming.lock().unwrap_or_else(|e| e.into_inner());
+        match rx.recv_timeout(timeout) {
+            Ok(m) => Ok(Some(m)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(ErrorKind::Pe {
+                pe: self.me,
+                message: "the MPI communication thread ended".into(),
+            }
+            .into()),
+        }
+    }
+
+    fn peer_alive(&self, pe: usize) -> bool {
+        pe < self.pes && !self.peers.lost[pe].load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for MpiTransport {
+    fn drop(&mut self) {
+        self.peers.stop.store(true, Ordering::SeqCst);
+        let h = self.comm.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(h) = h {
+            let _ = h.join();
+        }
+    }
+}
