@@ -5,6 +5,7 @@
 pub mod alloc;
 pub mod blocking;
 pub mod compact;
+pub mod pack;
 pub mod pingpong;
 
 use crate::runtime_args::RuntimeArgs;
@@ -54,6 +55,22 @@ pub enum Micro {
         #[command(flatten)]
         runtime: RuntimeArgs,
     },
+    /// Packing an immutable tree into a PE packet and unpacking it, against
+    /// memcpy of the packet's bytes, alternately (numagc::pe, issue 19).
+    Pack {
+        /// Levels of the complete binary tree (2^depth - 1 nodes, 32
+        /// bytes each in the packet; 19: 16.8 MB).
+        #[arg(long, default_value_t = 19)]
+        depth: u32,
+        /// Measurements of each kind (alternating); medians are reported.
+        #[arg(long, default_value_t = 7)]
+        repeat: usize,
+        /// Write the results as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
     /// The cost of an empty blocking section, and other vprocs' global
     /// collections while vproc 1 blocks inside and outside one.
     Blocking {
@@ -93,6 +110,12 @@ pub fn run(m: Micro) -> Result<(), String> {
             json,
             runtime,
         } => compact::run(objects, keep, json, &runtime),
+        Micro::Pack {
+            depth,
+            repeat,
+            json,
+            runtime,
+        } => pack::run(depth, repeat, json, &runtime),
         Micro::Blocking {
             sections,
             block_ms,

@@ -37,4 +37,7 @@ mod transport;
 
 pub use export::{Export, ExportFn, Exports, MAX_EXPORTS};
 pub use group::{PeGroup, PeStats, MAX_PES, PACKET_LIMIT_WORDS};
+/// Packing an immutable graph into a portable packet, and back (the
+/// format: `pack`'s module doc).
+pub use pack::{pack as pack_graph, unpack as unpack_graph};
 pub use transport::{InProcess, Transport};

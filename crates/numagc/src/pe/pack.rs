@@ -68,6 +68,33 @@ use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_LIMIT};
 use crate::object::value_int;
 use crate::{Handle, ObjectKind, Scope, View};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The hash of [`Packer::index`]: object addresses are distinct words
+/// (8-byte aligned), so one multiply by an odd constant, its high bits
+/// folded down, spreads them; SipHash, the default, cost most of the
+/// packing time (`numagc micro pack`).
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, w: u64) {
+        let h = (self.0 ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+type AddressMap = HashMap<u64, u64, BuildHasherDefault<AddressHasher>>;
 
 /// Words before the descriptor table: `v`, `n`, `d`.
 const HEADER_WORDS: usize = 3;
@@ -136,7 +163,7 @@ const VISITING: u64 = u64::MAX;
 struct Packer<'d> {
     descs: &'d DescriptorTable,
     /// Object identity → packet index (or [`VISITING`]).
-    index: HashMap<u64, u64>,
+    index: AddressMap,
     /// The descriptor table of the packet, in order of first use.
     table: Vec<(u16, u64)>,
     /// The objects, packed.
@@ -300,11 +327,11 @@ impl<'d> Packer<'d> {
 /// Errors: [`ErrorKind::NotExportable`] for a mutable object, an ephemeron
 /// or an object of unknown kind anywhere in the graphs, and for a packet
 /// that would exceed `limit_words`.
-pub(crate) fn pack(s: &Scope<'_>, values: &[Handle<'_>], limit_words: usize) -> Result<Vec<u64>> {
+pub fn pack(s: &Scope<'_>, values: &[Handle<'_>], limit_words: usize) -> Result<Vec<u64>> {
     let shared = s.shared();
     let mut p = Packer {
         descs: &shared.descs,
-        index: HashMap::new(),
+        index: AddressMap::default(),
         table: Vec::new(),
         body: Vec::new(),
         objects: 0,
@@ -514,11 +541,7 @@ impl<'w> Reader<'w> {
 /// format or does not fit this runtime's descriptors (nothing is returned
 /// then; what was built is garbage); the allocation errors (the heap limit)
 /// as they are.
-pub(crate) fn unpack<'s>(
-    s: &mut Scope<'s>,
-    words: &[u64],
-    sender: usize,
-) -> Result<Vec<Handle<'s>>> {
+pub fn unpack<'s>(s: &mut Scope<'s>, words: &[u64], sender: usize) -> Result<Vec<Handle<'s>>> {
     let mut r = Reader {
         words,
         pos: 0,

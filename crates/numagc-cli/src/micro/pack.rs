@@ -1,0 +1,160 @@
+//! pack: the bandwidth of packing an immutable graph into a PE packet
+//! (`numagc::pe::pack_graph`, gumsmp-shared-distributed-heaps.txt §2.1),
+//! and of unpacking it, against `memcpy` of the packet's bytes, measured
+//! alternately in one run (issue 19 asks packing for ≥ 50 % of `memcpy`'s
+//! bandwidth on a 10 MB tree).
+//!
+//! The graph is a complete binary tree of `depth` levels of immutable
+//! mixed nodes (left, right, a raw payload word): 2^depth − 1 nodes of
+//! four words in the packet (tag, three fields). Bandwidth is packet bytes
+//! over time for all three.
+//!
+//! Checked: the packet has the size the format gives for the tree; the
+//! unpacked tree has every payload, summed, equal to the sum computed
+//! from the formula of the payloads, and the right node count.
+
+use crate::bench::record::median;
+use crate::runtime_args::RuntimeArgs;
+use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn payload(i: u64) -> u64 {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
+}
+
+/// The tree of `depth` levels whose nodes are numbered in pre-order from
+/// `first` (a subtree of `d` levels has 2^d − 1 nodes).
+fn tree<'s>(s: &mut Scope<'s>, node: DescId, depth: u32, first: u64) -> Result<Handle<'s>> {
+    if depth == 0 {
+        return Ok(Handle::NIL);
+    }
+    s.scope_value(|s| {
+        let l = tree(s, node, depth - 1, first + 1)?;
+        let r = tree(s, node, depth - 1, first + (1 << (depth - 1)))?;
+        s.alloc_mixed(node, &[l, r], &[payload(first)])
+    })
+}
+
+/// (nodes, wrapping sum of payloads) of the tree at `root`, iteratively.
+fn census(root: View<'_>) -> (u64, u64) {
+    let (mut nodes, mut sum) = (0u64, 0u64);
+    let mut stack = vec![root];
+    while let Some(v) = stack.pop() {
+        if !v.is_object() {
+            continue;
+        }
+        nodes += 1;
+        sum = sum.wrapping_add(v.raw(2));
+        stack.push(v.field(0));
+        stack.push(v.field(1));
+    }
+    (nodes, sum)
+}
+
+fn range(xs: &[f64]) -> (f64, f64) {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(0.0, f64::max);
+    (lo, hi)
+}
+
+pub fn run(
+    depth: u32,
+    repeat: usize,
+    json: Option<PathBuf>,
+    args: &RuntimeArgs,
+) -> std::result::Result<(), String> {
+    if !(1..=26).contains(&depth) {
+        return Err(format!("--depth {depth}: 1 ..= 26"));
+    }
+    let rt = Runtime::new(args.config()?).map_err(|e| e.to_string())?;
+    let node = rt
+        .register(Descriptor::mixed("node", 3, &[0, 1]).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let nodes = (1u64 << depth) - 1;
+    let want_sum = (0..nodes).fold(0u64, |a, i| a.wrapping_add(payload(i)));
+    let repeat = repeat.max(1);
+    let r = rt
+        .run_on(
+            0,
+            move |s| -> Result<(Vec<f64>, Vec<f64>, Vec<f64>, usize, (u64, u64))> {
+                let root = tree(s, node, depth, 0)?;
+                let root = s.slot(root);
+                let (mut pack, mut unpack, mut copy) = (Vec::new(), Vec::new(), Vec::new());
+                let mut words = 0;
+                let mut got = (0, 0);
+                let mut dst: Vec<u64> = Vec::new();
+                for _ in 0..repeat {
+                    let t = Instant::now();
+                    let packet = numagc::pe::pack_graph(s, &[root.get()], usize::MAX)?;
+                    pack.push(t.elapsed().as_secs_f64());
+                    words = packet.len();
+                    if dst.len() != words {
+                        dst = vec![1; words];
+                    }
+                    let t = Instant::now();
+                    dst.copy_from_slice(black_box(&packet));
+                    copy.push(t.elapsed().as_secs_f64());
+                    black_box(&dst);
+                    got = s.scope(|s| -> Result<(u64, u64)> {
+                        let t = Instant::now();
+                        let hs = numagc::pe::unpack_graph(s, &packet, 0)?;
+                        unpack.push(t.elapsed().as_secs_f64());
+                        Ok(census(s.view(hs[0])))
+                    })?;
+                }
+                Ok((pack, unpack, copy, words, got))
+            },
+        )
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let (pack, unpack, copy, words, (got_nodes, got_sum)) = r;
+    // Header (3 words), one descriptor entry (2), 4 words a node, 1 value.
+    let want_words = 3 + 2 + 4 * nodes as usize + 1;
+    if words != want_words {
+        return Err(format!(
+            "packet of {words} words, the format gives {want_words}"
+        ));
+    }
+    if (got_nodes, got_sum) != (nodes, want_sum) {
+        return Err(format!(
+            "unpacked tree: {got_nodes} nodes, payload sum {got_sum:#x}; expected {nodes}, {want_sum:#x}"
+        ));
+    }
+    let bytes = (words * 8) as f64;
+    let gbs = |ts: &[f64]| ts.iter().map(|t| bytes / t / 1e9).collect::<Vec<f64>>();
+    let (p, u, c) = (gbs(&pack), gbs(&unpack), gbs(&copy));
+    let sorted = |xs: &[f64]| {
+        let mut v = xs.to_vec();
+        median(&mut v)
+    };
+    let (pm, um, cm) = (sorted(&p), sorted(&u), sorted(&c));
+    println!(
+        "tree of depth {depth}: {nodes} nodes, packet {:.1} MB; {repeat} measurements each, alternating",
+        bytes / 1e6
+    );
+    for (name, xs, m) in [("pack", &p, pm), ("unpack", &u, um), ("memcpy", &c, cm)] {
+        let (lo, hi) = range(xs);
+        println!("{name:<7} {m:>7.2} GB/s median  ({lo:.2} .. {hi:.2})");
+    }
+    println!(
+        "pack / memcpy: {:.3} (median of each); unpack / memcpy: {:.3}; answer ok",
+        pm / cm,
+        um / cm
+    );
+    if let Some(path) = json {
+        let v = serde_json::json!({
+            "depth": depth, "nodes": nodes, "packet_bytes": bytes,
+            "pack_gbs": p, "unpack_gbs": u, "memcpy_gbs": c,
+            "pack_over_memcpy": pm / cm, "unpack_over_memcpy": um / cm,
+        });
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
