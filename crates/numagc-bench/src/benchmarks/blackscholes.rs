@@ -9,18 +9,29 @@
 //! The options are immutable heap records (raw objects of six words: spot,
 //! strike, rate, volatility, time, call/put), generated deterministically
 //! from `seed`, in chunks of `granularity` as the parallel Haskell version
-//! splits its list: the option set is a sequence (built by `tabulate`, one
-//! chunk per task) of chunks, each a vector of option records. A run maps
-//! the pricing of a chunk over the chunks (`par_map`, one chunk per task),
-//! each chunk giving a raw object of its unboxed prices, preceded by their
-//! sum (PARSEC writes its prices into a float array; boxing each price
-//! would triple what a thief copies back to the owner). The total is then
-//! the sum of the chunks' sums, in sequence order, so it does not depend on
-//! the vproc count. (Summing all the prices after the map would be a
-//! sequential O(n) loop in every run; a parallel `seq_reduce` over the
-//! prices would make its first steal promote the owner's half of them, a
-//! copy done while the thief waits.) The output is the sum of the last
+//! splits its list: a chunk is a vector of option records. Each run prices
+//! every chunk, each chunk giving a raw object of its unboxed prices,
+//! preceded by their sum (PARSEC writes its prices into a float array;
+//! boxing each price would triple what travels back). The run's prices are
+//! a tree of its chunks' price objects, in chunk order, and its total
+//! the sum of the chunks' sums in that order, so it depends neither on the
+//! vproc count nor on the PE count. The output is the sum of the last
 //! run's prices.
+//!
+//! Parallelism, the same code on one runtime and on a PE group (`--pes`,
+//! `numagc::pe`): a run is a divide and conquer over ranges of chunks.
+//! The exported unit is a range of at most [`chunks_per_task`] chunks,
+//! forked with [`numagc::Scope::par2_export`]: its arguments are five
+//! integers (options, granularity, seed, first and last chunk), and the
+//! task builds its chunks' option records itself from the seed, so no
+//! option travels; its result, the tree of its chunks' price objects,
+//! is what comes back, and `chunks_per_task` bounds it under
+//! `numagc::pe::PACKET_LIMIT_WORDS` (a larger result would be declined and
+//! its work redone by the forker). Larger ranges are halved with `par2`,
+//! which stays on its PE. Building the options in the task, in every run,
+//! is the price of that: a range's options would weigh seven words each in
+//! the task's packet, and PE 0 would pack them in every run; generating an
+//! option costs a fraction of pricing it.
 //!
 //! Every 64th option is the twin of its predecessor (same parameters,
 //! other kind), so that put-call parity can be checked on the program's
@@ -33,9 +44,10 @@
 //! per N(x)) of prices computed with an accurate normal CDF (Marsaglia's
 //! series), and satisfy put-call parity C − P = S − K·e^(−rT) to 1e-9.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::pe_support::{no_descriptors, ExportTable};
+use crate::{rt_err, Benchmark, Outcome, Param, Params, PeProgram};
+use numagc::pe::{PeGroup, PACKET_LIMIT_WORDS};
 use numagc::{Handle, Result, Runtime, Scope, View};
-use std::fmt::Write;
 
 pub struct BlackScholes;
 
@@ -150,23 +162,61 @@ fn price(o: &OptionData) -> f64 {
     }
 }
 
-/// The option set: a sequence of chunks of `granularity` option records.
-fn options<'s>(s: &mut Scope<'s>, n: usize, granularity: usize, seed: u64) -> Result<Handle<'s>> {
-    s.tabulate(&[], 0, n.div_ceil(granularity), 1, move |s, _, c| {
-        s.scope_value(|s| {
-            let records = (c * granularity..((c + 1) * granularity).min(n))
-                .map(|i| s.alloc_raw(&to_words(&generate(seed, i))))
-                .collect::<Result<Vec<_>>>()?;
-            s.alloc_vector(&records)
-        })
+/// The options to price: `options` of them generated from `seed`, in
+/// chunks of `granularity`.
+#[derive(Clone, Copy, Debug)]
+struct OptionSet {
+    options: usize,
+    granularity: usize,
+    seed: u64,
+}
+
+impl OptionSet {
+    fn chunks(self) -> usize {
+        self.options.div_ceil(self.granularity)
+    }
+
+    /// The arguments of an exported range: the set and chunks `lo .. hi`.
+    fn task_args(self, lo: usize, hi: usize) -> [Handle<'static>; 5] {
+        [
+            self.options as i64,
+            self.granularity as i64,
+            self.seed as i64,
+            lo as i64,
+            hi as i64,
+        ]
+        .map(Handle::int)
+    }
+}
+
+/// The most chunks an exported task prices: its result, a tree of that
+/// many price objects of `granularity + 1` words, packs into a packet of
+/// at most `PACKET_LIMIT_WORDS` words (a tag word per object, three words
+/// per node of the tree, a few for the packet's header, counted with room
+/// to spare).
+fn chunks_per_task(granularity: usize) -> usize {
+    const PACKET_HEADER_ALLOWANCE: usize = 16;
+    let words_per_chunk = (1 + granularity + 1) + 3;
+    ((PACKET_LIMIT_WORDS - PACKET_HEADER_ALLOWANCE) / words_per_chunk).max(1)
+}
+
+/// Chunk `c`'s option records, a vector.
+fn option_chunk<'s>(s: &mut Scope<'s>, set: OptionSet, c: usize) -> Result<Handle<'s>> {
+    s.scope_value(|s| {
+        let first = c * set.granularity;
+        let records = (first..(first + set.granularity).min(set.options))
+            .map(|i| s.alloc_raw(&to_words(&generate(set.seed, i))))
+            .collect::<Result<Vec<_>>>()?;
+        s.alloc_vector(&records)
     })
 }
 
-/// The prices of every option: a sequence of raw objects, one per chunk,
-/// each holding the chunk's sum and then its prices.
-fn prices<'s>(s: &mut Scope<'s>, options: Handle<'_>) -> Result<Handle<'s>> {
-    s.par_map(&[], options, 1, |s, _, chunk| {
-        let chunk = s.view(chunk);
+/// Chunk `c` priced: a raw object holding the chunk's sum and then its
+/// prices.
+fn priced_chunk<'s>(s: &mut Scope<'s>, set: OptionSet, c: usize) -> Result<Handle<'s>> {
+    s.scope_value(|s| {
+        let options = option_chunk(s, set, c)?;
+        let chunk = s.view(options);
         // The chunk's sum and prices, in a local buffer of the loop that is
         // copied into the new raw object (no view may live across the
         // allocation).
@@ -182,23 +232,107 @@ fn prices<'s>(s: &mut Scope<'s>, options: Handle<'_>) -> Result<Handle<'s>> {
     })
 }
 
-/// The sum of all prices: the chunks' sums, in sequence order.
-fn total(s: &Scope<'_>, prices: Handle<'_>) -> Result<f64> {
-    let mut sum = 0.0;
-    s.seq_for_each(prices, |chunk| {
-        sum += f64::from_bits(chunk.raw_words().expect("a price chunk is a raw object")[0])
-    })?;
-    Ok(sum)
+/// The price objects of chunks `lo .. hi`, as a tree: chunk `lo`'s
+/// object for one chunk, else a node (a vector of two) of the trees of
+/// `lo .. mid` and `mid .. hi` ([`midpoint`]). The upper half is forked
+/// exportable ([`ranges_task`]) when the range fits one task's packet
+/// ([`chunks_per_task`]), with `par2` above that. (A tree, not one vector
+/// of the chunks: a vector of thousands of fields is allocated in the
+/// global heap, which would promote every chunk it holds.)
+fn priced_range<'s>(s: &mut Scope<'s>, set: OptionSet, lo: usize, hi: usize) -> Result<Handle<'s>> {
+    if hi - lo == 1 {
+        return priced_chunk(s, set, lo);
+    }
+    let mid = midpoint(lo, hi);
+    s.scope_value(|s| {
+        let (low, high) = if hi - lo <= chunks_per_task(set.granularity) {
+            s.par2_export(EXPORTS.export(0), &set.task_args(mid, hi), move |s, _| {
+                priced_range(s, set, lo, mid)
+            })?
+        } else {
+            s.par2(
+                &[],
+                move |s, _| priced_range(s, set, lo, mid),
+                move |s, _| priced_range(s, set, mid, hi),
+            )?
+        };
+        s.alloc_vector(&[low, high])
+    })
 }
 
-/// The price of option `i`: price `i % granularity` of chunk `i / granularity`.
-fn price_of(s: &Scope<'_>, prices: Handle<'_>, granularity: usize, i: usize) -> Result<f64> {
-    let chunk = s.seq_get(prices, i / granularity)?;
-    let words = s
-        .view(chunk)
-        .raw_words()
-        .expect("a price chunk is a raw object");
-    Ok(f64::from_bits(words[1 + i % granularity]))
+/// Where [`priced_range`] splits `lo .. hi`.
+fn midpoint(lo: usize, hi: usize) -> usize {
+    lo + (hi - lo) / 2
+}
+
+/// The PE program's exportable function: [`priced_range`] from `args` =
+/// `[options, granularity, seed, lo, hi]`.
+fn ranges_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let ints: Vec<u64> = args
+        .iter()
+        .filter_map(|&h| s.as_int(h))
+        .filter(|&i| i >= 0)
+        .map(|i| i as u64)
+        .collect();
+    let [options, granularity, seed, lo, hi] = ints[..] else {
+        return Err(numagc::Error::misuse(
+            "blackscholes.ranges: (options, granularity, seed, lo, hi) expected",
+        ));
+    };
+    let set = OptionSet {
+        options: options as usize,
+        granularity: granularity as usize,
+        seed,
+    };
+    let (lo, hi) = (lo as usize, hi as usize);
+    if set.granularity == 0 || lo >= hi || hi > set.chunks() {
+        return Err(numagc::Error::misuse(format!(
+            "blackscholes.ranges: chunks {lo}..{hi} of {} options by {}",
+            set.options, set.granularity
+        )));
+    }
+    priced_range(s, set, lo, hi)
+}
+
+/// The program's exportable function: a range of chunks priced.
+static EXPORTS: ExportTable<1> = ExportTable::new([("blackscholes.ranges", ranges_task)]);
+
+/// Each chunk's price object, in chunk order, from the tree of
+/// [`priced_range`] (its nodes are vectors, its leaves raw objects).
+fn for_each_chunk(prices: View<'_>, f: &mut impl FnMut(&[u64])) {
+    match prices.raw_words() {
+        Some(chunk) => f(chunk),
+        None => {
+            for k in 0..prices.len() {
+                for_each_chunk(prices.field(k), f);
+            }
+        }
+    }
+}
+
+/// The sum of all prices: the chunks' sums, in chunk order.
+fn total(s: &Scope<'_>, prices: Handle<'_>) -> f64 {
+    let mut sum = 0.0;
+    for_each_chunk(s.view(prices), &mut |chunk| sum += f64::from_bits(chunk[0]));
+    sum
+}
+
+/// The price of option `i`: price `i % granularity` of chunk `i /
+/// granularity`, found in the tree of chunks `0 .. chunks` as
+/// [`priced_range`] split it.
+fn price_of(s: &Scope<'_>, prices: Handle<'_>, set: OptionSet, i: usize) -> f64 {
+    let c = i / set.granularity;
+    let (mut node, mut lo, mut hi) = (s.view(prices), 0, set.chunks());
+    while hi - lo > 1 {
+        let mid = midpoint(lo, hi);
+        if c < mid {
+            (node, hi) = (node.field(0), mid);
+        } else {
+            (node, lo) = (node.field(1), mid);
+        }
+    }
+    let words = node.raw_words().expect("a price chunk is a raw object");
+    f64::from_bits(words[1 + i % set.granularity])
 }
 
 /// What a run hands to the check: each run's sum, and the twins' last prices.
@@ -208,28 +342,20 @@ struct Priced {
     twins: Vec<(usize, f64, f64)>,
 }
 
-fn price_all(
-    s: &mut Scope<'_>,
-    n: usize,
-    runs: usize,
-    granularity: usize,
-    seed: u64,
-) -> Result<Priced> {
-    let options = options(s, n, granularity, seed)?;
+/// The program: every option priced `runs` times.
+fn price_all(s: &mut Scope<'_>, set: OptionSet, runs: usize) -> Result<Priced> {
     let mut priced = Priced {
         sums: Vec::with_capacity(runs),
         twins: Vec::new(),
     };
     for run in 0..runs {
         s.scope(|s| -> Result<()> {
-            let prices = prices(s, options)?;
-            priced.sums.push(total(s, prices)?);
+            let prices = priced_range(s, set, 0, set.chunks())?;
+            priced.sums.push(total(s, prices));
             if run + 1 == runs {
-                for i in (TWIN_EVERY - 1..n).step_by(TWIN_EVERY) {
-                    let (first, second) = (
-                        price_of(s, prices, granularity, i - 1)?,
-                        price_of(s, prices, granularity, i)?,
-                    );
+                for i in (TWIN_EVERY - 1..set.options).step_by(TWIN_EVERY) {
+                    let (first, second) =
+                        (price_of(s, prices, set, i - 1), price_of(s, prices, set, i));
                     priced.twins.push((i - 1, first, second));
                 }
             }
@@ -384,24 +510,72 @@ impl Benchmark for BlackScholes {
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let (n, runs, granularity, seed) = (
-            p.usize("options"),
-            p.usize("runs"),
-            p.usize("granularity"),
-            p.get("seed") as u64,
-        );
+        let (set, runs) = option_set(p);
         let priced = rt
-            .run_on(0, move |s| price_all(s, n, runs, granularity, seed))
+            .run_on(0, move |s| price_all(s, set, runs))
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let mut out = String::new();
-        writeln!(out, "{n} options, {runs} runs, granularity {granularity}").unwrap();
-        writeln!(
-            out,
-            "sum of prices: {:.6}",
-            priced.sums.last().copied().unwrap_or(0.0)
-        )
-        .unwrap();
-        Ok(Outcome::new(out, move || check(n, seed, &priced)))
+        Ok(outcome(set, runs, priced))
+    }
+
+    fn pe_program(&self) -> Option<PeProgram> {
+        Some(EXPORTS.program(no_descriptors))
+    }
+
+    fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
+        let (set, runs) = option_set(p);
+        let priced = g
+            .run(move |s| price_all(s, set, runs))
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        Ok(outcome(set, runs, priced))
+    }
+}
+
+/// The option set and the run count of the parameters.
+fn option_set(p: &Params) -> (OptionSet, usize) {
+    let set = OptionSet {
+        options: p.usize("options"),
+        granularity: p.usize("granularity"),
+        seed: p.get("seed") as u64,
+    };
+    (set, p.usize("runs"))
+}
+
+/// The output lines, and the check of a run's sums and twins.
+fn outcome(set: OptionSet, runs: usize, priced: Priced) -> Outcome {
+    let OptionSet {
+        options: n,
+        granularity,
+        seed,
+    } = set;
+    let out = format!(
+        "{n} options, {runs} runs, granularity {granularity}\nsum of prices: {:.6}\n",
+        priced.sums.last().copied().unwrap_or(0.0)
+    );
+    Outcome::new(out, move || check(n, seed, &priced))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An exported task's result is never past the packet limit, at any
+    /// granularity the benchmark accepts (a vector of `k` price objects
+    /// of `granularity + 1` words and a tag each, `k - 1` nodes of a tag
+    /// and two fields, and the packet's few header words).
+    #[test]
+    fn an_exported_range_fits_the_packet_limit() {
+        for granularity in [1, 2, 127, 128, 129, 1000, 4096] {
+            let k = chunks_per_task(granularity);
+            let result_words = k * (1 + granularity + 1) + 3 * (k - 1) + 16;
+            assert!(
+                result_words <= PACKET_LIMIT_WORDS,
+                "granularity {granularity}: {k} chunks"
+            );
+            // Not needlessly small either: the largest range that fits.
+            let one_more = (k + 1) * (1 + granularity + 1) + 3 * k + 16;
+            assert!(one_more > PACKET_LIMIT_WORDS);
+        }
     }
 }
