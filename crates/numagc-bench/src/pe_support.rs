@@ -4,7 +4,7 @@
 
 use crate::PeProgram;
 use numagc::pe::{Export, ExportFn, Exports};
-use numagc::Runtime;
+use numagc::{Handle, Runtime, Scope};
 use std::sync::OnceLock;
 
 /// A program's exportable functions, by name, in registration order.
@@ -59,10 +59,25 @@ pub(crate) fn no_descriptors(_: &Runtime) -> numagc::Result<()> {
     Ok(())
 }
 
+/// The arguments of an exported task that takes `N` non-negative
+/// integers, as `u64`s; `expected` (the function's name and what its
+/// arguments mean) words the error when `args` are not that, since an
+/// exported task's arguments come from another PE's packet.
+pub(crate) fn task_ints<const N: usize>(
+    s: &Scope<'_>,
+    args: &[Handle<'_>],
+    expected: &str,
+) -> numagc::Result<[u64; N]> {
+    let ints: Vec<u64> = args
+        .iter()
+        .map_while(|&h| s.as_int(h).and_then(|i| u64::try_from(i).ok()))
+        .collect();
+    <[u64; N]>::try_from(ints).map_err(|_| numagc::Error::misuse(format!("{expected} expected")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use numagc::{Handle, Scope};
 
     fn one<'s>(_: &mut Scope<'s>, _: &[Handle<'s>]) -> numagc::Result<Handle<'s>> {
         Ok(Handle::int(1))

@@ -21,8 +21,9 @@
 //! Parallelism, the same code on one runtime and on a PE group (`--pes`,
 //! `numagc::pe`): a run is a divide and conquer over ranges of chunks.
 //! The exported unit is a range of at most [`chunks_per_task`] chunks,
-//! forked with [`numagc::Scope::par2_export`]: its arguments are five
-//! integers (options, granularity, seed, first and last chunk), and the
+//! forked with [`numagc::Scope::par2_export`]: its arguments are six
+//! integers (options, granularity, the seed's two halves, first and last
+//! chunk), and the
 //! task builds its chunks' option records itself from the seed, so no
 //! option travels; its result, the tree of its chunks' price objects,
 //! is what comes back, and `chunks_per_task` bounds it under
@@ -44,7 +45,7 @@
 //! per N(x)) of prices computed with an accurate normal CDF (Marsaglia's
 //! series), and satisfy put-call parity C − P = S − K·e^(−rT) to 1e-9.
 
-use crate::pe_support::{no_descriptors, ExportTable};
+use crate::pe_support::{no_descriptors, task_ints, ExportTable};
 use crate::{rt_err, Benchmark, Outcome, Param, Params, PeProgram};
 use numagc::pe::{PeGroup, PACKET_LIMIT_WORDS};
 use numagc::{Handle, Result, Runtime, Scope, View};
@@ -176,16 +177,19 @@ impl OptionSet {
         self.options.div_ceil(self.granularity)
     }
 
-    /// The arguments of an exported range: the set and chunks `lo .. hi`.
-    fn task_args(self, lo: usize, hi: usize) -> [Handle<'static>; 5] {
+    /// The arguments of an exported range: the set and chunks `lo ..
+    /// hi`. The seed travels as its two 32-bit halves, since an immediate
+    /// integer has 63 bits.
+    fn task_args(self, lo: usize, hi: usize) -> [Handle<'static>; 6] {
         [
-            self.options as i64,
-            self.granularity as i64,
-            self.seed as i64,
-            lo as i64,
-            hi as i64,
+            self.options as u64,
+            self.granularity as u64,
+            self.seed >> 32,
+            self.seed & 0xffff_ffff,
+            lo as u64,
+            hi as u64,
         ]
-        .map(Handle::int)
+        .map(|i| Handle::int(i as i64))
     }
 }
 
@@ -266,23 +270,17 @@ fn midpoint(lo: usize, hi: usize) -> usize {
 }
 
 /// The PE program's exportable function: [`priced_range`] from `args` =
-/// `[options, granularity, seed, lo, hi]`.
+/// `[options, granularity, seed_high, seed_low, lo, hi]`.
 fn ranges_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
-    let ints: Vec<u64> = args
-        .iter()
-        .filter_map(|&h| s.as_int(h))
-        .filter(|&i| i >= 0)
-        .map(|i| i as u64)
-        .collect();
-    let [options, granularity, seed, lo, hi] = ints[..] else {
-        return Err(numagc::Error::misuse(
-            "blackscholes.ranges: (options, granularity, seed, lo, hi) expected",
-        ));
-    };
+    let [options, granularity, seed_high, seed_low, lo, hi] = task_ints(
+        s,
+        args,
+        "blackscholes.ranges: (options, granularity, seed_high, seed_low, lo, hi)",
+    )?;
     let set = OptionSet {
         options: options as usize,
         granularity: granularity as usize,
-        seed,
+        seed: seed_high << 32 | seed_low,
     };
     let (lo, hi) = (lo as usize, hi as usize);
     if set.granularity == 0 || lo >= hi || hi > set.chunks() {
