@@ -378,7 +378,7 @@ fn launch(
         _ if pes > 1 => {
             if numagc_bench::find(bench).is_none_or(|b| b.pe_program().is_none()) {
                 Launch::Skip(NO_PE_VERSION)
-            } else if k % pes != 0 {
+            } else if !k.is_multiple_of(pes) {
                 Launch::Skip(PES_DO_NOT_DIVIDE)
             } else {
                 let me = std::env::current_exe()
