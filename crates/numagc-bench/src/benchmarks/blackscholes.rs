@@ -9,30 +9,32 @@
 //! The options are immutable heap records (raw objects of six words: spot,
 //! strike, rate, volatility, time, call/put), generated deterministically
 //! from `seed`, in chunks of `granularity` as the parallel Haskell version
-//! splits its list: a chunk is a vector of option records. Each run prices
-//! every chunk, each chunk giving a raw object of its unboxed prices,
-//! preceded by their sum (PARSEC writes its prices into a float array;
-//! boxing each price would triple what travels back). The run's prices are
-//! a tree of its chunks' price objects, in chunk order, and its total
-//! the sum of the chunks' sums in that order, so it depends neither on the
-//! vproc count nor on the PE count. The output is the sum of the last
-//! run's prices.
+//! splits its list: a chunk is a vector of option records. Each chunk is
+//! priced `runs` times where its records were built, as each PARSEC thread
+//! runs all `NUM_RUNS` over its own block of options; every run writes a
+//! new raw object of the chunk's unboxed prices, preceded by their sum
+//! (PARSEC writes its prices into a float array; boxing each price would
+//! triple what travels back). A range of chunks gives its per-run sums
+//! (the halves' added, so a run's total depends neither on the vproc
+//! count nor on the PE count) and the tree of its last run's price
+//! objects. The output is the sum of the last run's prices.
 //!
 //! Parallelism, the same code on one runtime and on a PE group (`--pes`,
-//! `numagc::pe`): a run is a divide and conquer over ranges of chunks.
-//! The exported unit is a range of at most [`chunks_per_task`] chunks,
-//! forked with [`numagc::Scope::par2_export`]: its arguments are six
-//! integers (options, granularity, the seed's two halves, first and last
-//! chunk), and the
-//! task builds its chunks' option records itself from the seed, so no
-//! option travels; its result, the tree of its chunks' price objects,
-//! is what comes back, and `chunks_per_task` bounds it under
+//! `numagc::pe`): a divide and conquer over ranges of chunks. The exported
+//! unit is a range of at most [`OptionSet::chunks_per_task`] chunks, all
+//! its runs included, forked with [`numagc::Scope::par2_export`]: its
+//! arguments are seven integers (options, granularity, the seed's two
+//! halves, runs, first and last chunk), and the task builds its chunks'
+//! option records itself from the seed, so no option travels (a range's
+//! records would weigh seven words an option in the task's packet); its
+//! result, the per-run sums and the tree of last prices, is what comes
+//! back, and `chunks_per_task` bounds it under
 //! `numagc::pe::PACKET_LIMIT_WORDS` (a larger result would be declined and
-//! its work redone by the forker). Larger ranges are halved with `par2`,
-//! which stays on its PE. Building the options in the task, in every run,
-//! is the price of that: a range's options would weigh seven words each in
-//! the task's packet, and PE 0 would pack them in every run; generating an
-//! option costs a fraction of pricing it.
+//! its work redone by the forker; `runs` is bounded for that too). Larger
+//! ranges are halved with `par2`, which stays on its PE. (Before the PE
+//! version, one runtime priced the whole set run after run, over records
+//! built once and kept for the whole program; a task that carried its runs
+//! across PEs that way would build its options again in every run.)
 //!
 //! Every 64th option is the twin of its predecessor (same parameters,
 //! other kind), so that put-call parity can be checked on the program's
@@ -163,13 +165,14 @@ fn price(o: &OptionData) -> f64 {
     }
 }
 
-/// The options to price: `options` of them generated from `seed`, in
-/// chunks of `granularity`.
+/// The work: `options` options generated from `seed`, in chunks of
+/// `granularity`, each priced `runs` times.
 #[derive(Clone, Copy, Debug)]
 struct OptionSet {
     options: usize,
     granularity: usize,
     seed: u64,
+    runs: usize,
 }
 
 impl OptionSet {
@@ -180,29 +183,40 @@ impl OptionSet {
     /// The arguments of an exported range: the set and chunks `lo ..
     /// hi`. The seed travels as its two 32-bit halves, since an immediate
     /// integer has 63 bits.
-    fn task_args(self, lo: usize, hi: usize) -> [Handle<'static>; 6] {
+    fn task_args(self, lo: usize, hi: usize) -> [Handle<'static>; 7] {
         [
             self.options as u64,
             self.granularity as u64,
             self.seed >> 32,
             self.seed & 0xffff_ffff,
+            self.runs as u64,
             lo as u64,
             hi as u64,
         ]
         .map(|i| Handle::int(i as i64))
     }
+
+    /// The most chunks an exported task prices: its result (a vector of
+    /// the range's per-run sums, `runs` words, and its tree of price
+    /// objects of `granularity + 1` words) packs into a packet of at most
+    /// `PACKET_LIMIT_WORDS` words: a tag word per object, three words per
+    /// node of the tree, a few for the packet's header, counted with room
+    /// to spare. (`runs` is at most `MAX_RUNS`, so that this is at least
+    /// one chunk.)
+    fn chunks_per_task(self) -> usize {
+        const PACKET_HEADER_ALLOWANCE: usize = 16;
+        // k chunks: the header, the result's vector of two, the sums, k
+        // price objects and k - 1 nodes.
+        let fixed = PACKET_HEADER_ALLOWANCE + 3 + (1 + self.runs);
+        let words_per_chunk = (1 + self.granularity + 1) + 3;
+        ((PACKET_LIMIT_WORDS + 3).saturating_sub(fixed) / words_per_chunk).max(1)
+    }
 }
 
-/// The most chunks an exported task prices: its result, a tree of that
-/// many price objects of `granularity + 1` words, packs into a packet of
-/// at most `PACKET_LIMIT_WORDS` words (a tag word per object, three words
-/// per node of the tree, a few for the packet's header, counted with room
-/// to spare).
-fn chunks_per_task(granularity: usize) -> usize {
-    const PACKET_HEADER_ALLOWANCE: usize = 16;
-    let words_per_chunk = (1 + granularity + 1) + 3;
-    ((PACKET_LIMIT_WORDS - PACKET_HEADER_ALLOWANCE) / words_per_chunk).max(1)
-}
+/// Most runs: a range's per-run sums stay well under the packet limit.
+const MAX_RUNS: i64 = 1 << 15;
+/// Most options per chunk.
+const MAX_GRANULARITY: i64 = 4096;
 
 /// Chunk `c`'s option records, a vector.
 fn option_chunk<'s>(s: &mut Scope<'s>, set: OptionSet, c: usize) -> Result<Handle<'s>> {
@@ -215,41 +229,53 @@ fn option_chunk<'s>(s: &mut Scope<'s>, set: OptionSet, c: usize) -> Result<Handl
     })
 }
 
-/// Chunk `c` priced: a raw object holding the chunk's sum and then its
-/// prices.
+/// Chunk `c` priced `runs` times: a vector of its per-run sums (a raw
+/// object) and its last run's prices (a raw object holding the sum and
+/// then the prices). Every run writes its prices into a new object, as
+/// PARSEC's every run writes its price array.
 fn priced_chunk<'s>(s: &mut Scope<'s>, set: OptionSet, c: usize) -> Result<Handle<'s>> {
     s.scope_value(|s| {
         let options = option_chunk(s, set, c)?;
-        let chunk = s.view(options);
-        // The chunk's sum and prices, in a local buffer of the loop that is
-        // copied into the new raw object (no view may live across the
-        // allocation).
-        let mut words = vec![0u64; 1 + chunk.len()];
-        let mut sum = 0.0;
-        for (k, word) in words[1..].iter_mut().enumerate() {
-            let p = price(&from_view(chunk.field(k)));
-            sum += p;
-            *word = p.to_bits();
+        let last = s.slot(Handle::NIL);
+        let mut sums = Vec::with_capacity(set.runs);
+        for _ in 0..set.runs {
+            let chunk = s.view(options);
+            // The chunk's sum and prices, in a local buffer of the loop
+            // that is copied into the new raw object (no view may live
+            // across the allocation).
+            let mut words = vec![0u64; 1 + chunk.len()];
+            let mut sum = 0.0;
+            for (k, word) in words[1..].iter_mut().enumerate() {
+                let p = price(&from_view(chunk.field(k)));
+                sum += p;
+                *word = p.to_bits();
+            }
+            words[0] = sum.to_bits();
+            sums.push(sum.to_bits());
+            s.scope(|s| s.alloc_raw(&words).map(|prices| s.assign(last, prices)))?;
         }
-        words[0] = sum.to_bits();
-        s.alloc_raw(&words)
+        let sums = s.alloc_raw(&sums)?;
+        s.alloc_vector(&[sums, last.get()])
     })
 }
 
-/// The price objects of chunks `lo .. hi`, as a tree: chunk `lo`'s
-/// object for one chunk, else a node (a vector of two) of the trees of
-/// `lo .. mid` and `mid .. hi` ([`midpoint`]). The upper half is forked
-/// exportable ([`ranges_task`]) when the range fits one task's packet
-/// ([`chunks_per_task`]), with `par2` above that. (A tree, not one vector
-/// of the chunks: a vector of thousands of fields is allocated in the
-/// global heap, which would promote every chunk it holds.)
+/// Chunks `lo .. hi` priced `runs` times: a vector of the range's per-run
+/// sums (a raw object; each the chunks' sums added up the halving) and
+/// the tree of its last run's price objects (chunk `lo`'s object for one
+/// chunk, else a node, a vector of two, of the trees of `lo .. mid` and
+/// `mid .. hi`, [`midpoint`]). One chunk is priced here; more are
+/// halved, the upper half forked exportable ([`ranges_task`]) when the
+/// range fits one task's packet ([`OptionSet::chunks_per_task`]), with
+/// `par2` above that. (A tree, not one vector of the chunks: a vector of
+/// thousands of fields is allocated in the global heap, which would
+/// promote every chunk it holds.)
 fn priced_range<'s>(s: &mut Scope<'s>, set: OptionSet, lo: usize, hi: usize) -> Result<Handle<'s>> {
     if hi - lo == 1 {
         return priced_chunk(s, set, lo);
     }
     let mid = midpoint(lo, hi);
     s.scope_value(|s| {
-        let (low, high) = if hi - lo <= chunks_per_task(set.granularity) {
+        let (low, high) = if hi - lo <= set.chunks_per_task() {
             s.par2_export(EXPORTS.export(0), &set.task_args(mid, hi), move |s, _| {
                 priced_range(s, set, lo, mid)
             })?
@@ -260,8 +286,27 @@ fn priced_range<'s>(s: &mut Scope<'s>, set: OptionSet, lo: usize, hi: usize) -> 
                 move |s, _| priced_range(s, set, mid, hi),
             )?
         };
-        s.alloc_vector(&[low, high])
+        let sums: Vec<u64> = {
+            let (low, high) = (s.view(low), s.view(high));
+            words_of_sums(low)
+                .iter()
+                .zip(words_of_sums(high))
+                .map(|(&a, &b)| (f64::from_bits(a) + f64::from_bits(b)).to_bits())
+                .collect()
+        };
+        let sums = s.alloc_raw(&sums)?;
+        let (low_prices, high_prices) = (s.field(low, 1)?, s.field(high, 1)?);
+        let prices = s.alloc_vector(&[low_prices, high_prices])?;
+        s.alloc_vector(&[sums, prices])
     })
+}
+
+/// The per-run sums of a range priced by [`priced_range`].
+fn words_of_sums(range: View<'_>) -> &[u64] {
+    range
+        .field(0)
+        .raw_words()
+        .expect("a range's sums are a raw object")
 }
 
 /// Where [`priced_range`] splits `lo .. hi`.
@@ -270,23 +315,29 @@ fn midpoint(lo: usize, hi: usize) -> usize {
 }
 
 /// The PE program's exportable function: [`priced_range`] from `args` =
-/// `[options, granularity, seed_high, seed_low, lo, hi]`.
+/// `[options, granularity, seed_high, seed_low, runs, lo, hi]`.
 fn ranges_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
-    let [options, granularity, seed_high, seed_low, lo, hi] = task_ints(
+    let [options, granularity, seed_high, seed_low, runs, lo, hi] = task_ints(
         s,
         args,
-        "blackscholes.ranges: (options, granularity, seed_high, seed_low, lo, hi)",
+        "blackscholes.ranges: (options, granularity, seed_high, seed_low, runs, lo, hi)",
     )?;
     let set = OptionSet {
         options: options as usize,
         granularity: granularity as usize,
         seed: seed_high << 32 | seed_low,
+        runs: runs as usize,
     };
     let (lo, hi) = (lo as usize, hi as usize);
-    if set.granularity == 0 || lo >= hi || hi > set.chunks() {
+    if set.granularity == 0
+        || set.granularity as i64 > MAX_GRANULARITY
+        || set.runs as i64 > MAX_RUNS
+        || lo >= hi
+        || hi > set.chunks()
+    {
         return Err(numagc::Error::misuse(format!(
-            "blackscholes.ranges: chunks {lo}..{hi} of {} options by {}",
-            set.options, set.granularity
+            "blackscholes.ranges: chunks {lo}..{hi} of {} options by {}, {} runs",
+            set.options, set.granularity, set.runs
         )));
     }
     priced_range(s, set, lo, hi)
@@ -295,32 +346,12 @@ fn ranges_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>>
 /// The program's exportable function: a range of chunks priced.
 static EXPORTS: ExportTable<1> = ExportTable::new([("blackscholes.ranges", ranges_task)]);
 
-/// Each chunk's price object, in chunk order, from the tree of
-/// [`priced_range`] (its nodes are vectors, its leaves raw objects).
-fn for_each_chunk(prices: View<'_>, f: &mut impl FnMut(&[u64])) {
-    match prices.raw_words() {
-        Some(chunk) => f(chunk),
-        None => {
-            for k in 0..prices.len() {
-                for_each_chunk(prices.field(k), f);
-            }
-        }
-    }
-}
-
-/// The sum of all prices: the chunks' sums, in chunk order.
-fn total(s: &Scope<'_>, prices: Handle<'_>) -> f64 {
-    let mut sum = 0.0;
-    for_each_chunk(s.view(prices), &mut |chunk| sum += f64::from_bits(chunk[0]));
-    sum
-}
-
 /// The price of option `i`: price `i % granularity` of chunk `i /
 /// granularity`, found in the tree of chunks `0 .. chunks` as
 /// [`priced_range`] split it.
-fn price_of(s: &Scope<'_>, prices: Handle<'_>, set: OptionSet, i: usize) -> f64 {
+fn price_of(prices: View<'_>, set: OptionSet, i: usize) -> f64 {
     let c = i / set.granularity;
-    let (mut node, mut lo, mut hi) = (s.view(prices), 0, set.chunks());
+    let (mut node, mut lo, mut hi) = (prices, 0, set.chunks());
     while hi - lo > 1 {
         let mid = midpoint(lo, hi);
         if c < mid {
@@ -333,7 +364,8 @@ fn price_of(s: &Scope<'_>, prices: Handle<'_>, set: OptionSet, i: usize) -> f64 
     f64::from_bits(words[1 + i % set.granularity])
 }
 
-/// What a run hands to the check: each run's sum, and the twins' last prices.
+/// What the program hands to the check: each run's sum, and the twins'
+/// last prices.
 struct Priced {
     sums: Vec<f64>,
     /// (index of the first of a pair, its price, its twin's price).
@@ -341,26 +373,26 @@ struct Priced {
 }
 
 /// The program: every option priced `runs` times.
-fn price_all(s: &mut Scope<'_>, set: OptionSet, runs: usize) -> Result<Priced> {
-    let mut priced = Priced {
-        sums: Vec::with_capacity(runs),
-        twins: Vec::new(),
-    };
-    for run in 0..runs {
-        s.scope(|s| -> Result<()> {
-            let prices = priced_range(s, set, 0, set.chunks())?;
-            priced.sums.push(total(s, prices));
-            if run + 1 == runs {
-                for i in (TWIN_EVERY - 1..set.options).step_by(TWIN_EVERY) {
-                    let (first, second) =
-                        (price_of(s, prices, set, i - 1), price_of(s, prices, set, i));
-                    priced.twins.push((i - 1, first, second));
-                }
-            }
-            Ok(())
-        })?;
-    }
-    Ok(priced)
+fn price_all(s: &mut Scope<'_>, set: OptionSet) -> Result<Priced> {
+    s.scope(|s| {
+        let priced = priced_range(s, set, 0, set.chunks())?;
+        let priced = s.view(priced);
+        let sums = priced.field(0).raw_words().expect("the runs' sums");
+        let prices = priced.field(1);
+        Ok(Priced {
+            sums: sums.iter().map(|&w| f64::from_bits(w)).collect(),
+            twins: (TWIN_EVERY - 1..set.options)
+                .step_by(TWIN_EVERY)
+                .map(|i| {
+                    (
+                        i - 1,
+                        price_of(prices, set, i - 1),
+                        price_of(prices, set, i),
+                    )
+                })
+                .collect(),
+        })
+    })
 }
 
 // ---- the check ----------------------------------------------------------------
@@ -486,7 +518,7 @@ impl Benchmark for BlackScholes {
                 quick: 40,
                 paper: 100,
                 min: 1,
-                max: 100_000,
+                max: MAX_RUNS,
             },
             Param {
                 name: "granularity",
@@ -494,7 +526,7 @@ impl Benchmark for BlackScholes {
                 quick: 128,
                 paper: 128,
                 min: 1,
-                max: 4096,
+                max: MAX_GRANULARITY,
             },
             Param {
                 name: "seed",
@@ -508,12 +540,12 @@ impl Benchmark for BlackScholes {
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let (set, runs) = option_set(p);
+        let set = option_set(p);
         let priced = rt
-            .run_on(0, move |s| price_all(s, set, runs))
+            .run_on(0, move |s| price_all(s, set))
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        Ok(outcome(set, runs, priced))
+        Ok(outcome(set, priced))
     }
 
     fn pe_program(&self) -> Option<PeProgram> {
@@ -521,31 +553,32 @@ impl Benchmark for BlackScholes {
     }
 
     fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
-        let (set, runs) = option_set(p);
+        let set = option_set(p);
         let priced = g
-            .run(move |s| price_all(s, set, runs))
+            .run(move |s| price_all(s, set))
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        Ok(outcome(set, runs, priced))
+        Ok(outcome(set, priced))
     }
 }
 
-/// The option set and the run count of the parameters.
-fn option_set(p: &Params) -> (OptionSet, usize) {
-    let set = OptionSet {
+/// The work the parameters ask for.
+fn option_set(p: &Params) -> OptionSet {
+    OptionSet {
         options: p.usize("options"),
         granularity: p.usize("granularity"),
         seed: p.get("seed") as u64,
-    };
-    (set, p.usize("runs"))
+        runs: p.usize("runs"),
+    }
 }
 
-/// The output lines, and the check of a run's sums and twins.
-fn outcome(set: OptionSet, runs: usize, priced: Priced) -> Outcome {
+/// The output lines, and the check of the runs' sums and the twins.
+fn outcome(set: OptionSet, priced: Priced) -> Outcome {
     let OptionSet {
         options: n,
         granularity,
         seed,
+        runs,
     } = set;
     let out = format!(
         "{n} options, {runs} runs, granularity {granularity}\nsum of prices: {:.6}\n",
@@ -559,21 +592,30 @@ mod tests {
     use super::*;
 
     /// An exported task's result is never past the packet limit, at any
-    /// granularity the benchmark accepts (a vector of `k` price objects
-    /// of `granularity + 1` words and a tag each, `k - 1` nodes of a tag
-    /// and two fields, and the packet's few header words).
+    /// granularity and run count the benchmark accepts: a vector of two
+    /// (3 words), the per-run sums (a tag and `runs` words), `k` price
+    /// objects of `granularity + 1` words and a tag each, `k - 1` nodes of
+    /// a tag and two fields, and the packet's few header words.
     #[test]
     fn an_exported_range_fits_the_packet_limit() {
-        for granularity in [1, 2, 127, 128, 129, 1000, 4096] {
-            let k = chunks_per_task(granularity);
-            let result_words = k * (1 + granularity + 1) + 3 * (k - 1) + 16;
-            assert!(
-                result_words <= PACKET_LIMIT_WORDS,
-                "granularity {granularity}: {k} chunks"
-            );
-            // Not needlessly small either: the largest range that fits.
-            let one_more = (k + 1) * (1 + granularity + 1) + 3 * k + 16;
-            assert!(one_more > PACKET_LIMIT_WORDS);
+        for granularity in [1, 2, 127, 128, 129, 1000, MAX_GRANULARITY as usize] {
+            for runs in [1, 40, 100, 10_000, MAX_RUNS as usize] {
+                let set = OptionSet {
+                    options: 1 << 20,
+                    granularity,
+                    seed: 1,
+                    runs,
+                };
+                let k = set.chunks_per_task();
+                let words =
+                    |k: usize| 3 + (1 + runs) + k * (1 + granularity + 1) + 3 * (k - 1) + 16;
+                assert!(
+                    words(k) <= PACKET_LIMIT_WORDS,
+                    "granularity {granularity}, {runs} runs: {k} chunks"
+                );
+                // Not needlessly small either: the largest range that fits.
+                assert!(words(k + 1) > PACKET_LIMIT_WORDS);
+            }
         }
     }
 }
