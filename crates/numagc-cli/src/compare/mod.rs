@@ -354,25 +354,12 @@ fn launch(
     let exe = |p: PathBuf| is_executable(&p).then_some(p);
     let mut launch = match runtime {
         "numagc" | "numagc-compiled" => {
-            let me = std::env::current_exe()
-                .map_err(|e| format!("finding the numagc executable: {e}"))?;
-            let mut c = Command::new(me);
-            c.args([
-                "compare",
-                "--run-output",
-                "--suite",
-                size.name(),
-                "--vprocs",
-                &k.to_string(),
-                "--api",
-                if runtime == "numagc" {
-                    "safe"
-                } else {
-                    "compiled"
-                },
-                bench,
-            ]);
-            Launch::Run(c)
+            let api = if runtime == "numagc" {
+                "safe"
+            } else {
+                "compiled"
+            };
+            Launch::Run(numagc_run(bench, size, k, &["--api", api])?)
         }
         // numagc on a PE group (`numagc_pe_runtime`): K vprocs in all.
         _ if pes > 1 => {
@@ -381,21 +368,12 @@ fn launch(
             } else if !k.is_multiple_of(pes) {
                 Launch::Skip(PES_DO_NOT_DIVIDE)
             } else {
-                let me = std::env::current_exe()
-                    .map_err(|e| format!("finding the numagc executable: {e}"))?;
-                let mut c = Command::new(me);
-                c.args([
-                    "compare",
-                    "--run-output",
-                    "--suite",
-                    size.name(),
-                    "--vprocs",
-                    &(k / pes).to_string(),
-                    "--pes",
-                    &pes.to_string(),
+                Launch::Run(numagc_run(
                     bench,
-                ]);
-                Launch::Run(c)
+                    size,
+                    k / pes,
+                    &["--pes", &pes.to_string()],
+                )?)
             }
         }
         "haskell" => match exe(dir.join("haskell").join(bench)) {
@@ -473,6 +451,18 @@ fn launch(
         breakdown::account(runtime, c);
     }
     Ok(launch)
+}
+
+/// The command of a timed numagc run (`--run-output`) of `bench` at
+/// `size` on `vprocs` vprocs, with `options` (its API, its PE count).
+fn numagc_run(bench: &str, size: Size, vprocs: usize, options: &[&str]) -> Result<Command, String> {
+    let me = std::env::current_exe().map_err(|e| format!("finding the numagc executable: {e}"))?;
+    let mut c = Command::new(me);
+    c.args(["compare", "--run-output", "--suite", size.name()])
+        .args(["--vprocs", &vprocs.to_string()])
+        .args(options)
+        .arg(bench);
+    Ok(c)
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -645,22 +635,15 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
         );
         let want = expected_output(*b, size)?;
         for &k in &a.vprocs {
-            // One run of `rt` (with its own accounting when `accounted`)
-            // and why it does not count, if it does not.
+            // How `rt` runs here (with its own accounting when `accounted`).
+            let launch_here = |rt: &str, accounted: bool| {
+                let pes = pes_of(rt);
+                launch(rt, name, class, args, k, pes, size, &a.peers_dir, accounted)
+            };
+            // One run of `rt` and why it does not count, if it does not.
             let run_checked =
                 |rt: &str, accounted: bool| -> Result<(Measured, Option<String>), String> {
-                    let Launch::Run(cmd) = launch(
-                        rt,
-                        name,
-                        class,
-                        args,
-                        k,
-                        pes_of(rt),
-                        size,
-                        &a.peers_dir,
-                        accounted,
-                    )?
-                    else {
+                    let Launch::Run(cmd) = launch_here(rt, accounted)? else {
                         unreachable!("{rt} was found runnable")
                     };
                     let m = measure(cmd)?;
@@ -670,17 +653,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             // Which runtimes run here.
             let mut active = Vec::new();
             for &rt in &runtimes {
-                match launch(
-                    rt,
-                    name,
-                    class,
-                    args,
-                    k,
-                    pes_of(rt),
-                    size,
-                    &a.peers_dir,
-                    false,
-                )? {
+                match launch_here(rt, false)? {
                     Launch::Run(_) => active.push(rt),
                     Launch::Skip(why) => skipped.push((name.to_string(), k, rt.to_string(), why)),
                 }
