@@ -32,6 +32,7 @@ use std::fmt;
 
 pub mod benchmarks;
 pub mod compiled;
+pub(crate) mod pe_support;
 
 /// The two sizes of the suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -606,6 +606,7 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
         "sumeuler",
         "worpitzky",
         "mandelbrot",
+        "blackscholes",
         "--suite",
         "quick",
         "--pes",
@@ -628,6 +629,7 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
             "sumeuler",
             "worpitzky",
             "mandelbrot",
+            "blackscholes",
         ] {
             let row = out
                 .lines()
@@ -642,13 +644,26 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let runs = j["runs"].as_array().unwrap();
     let two: Vec<&serde_json::Value> = runs.iter().filter(|r| r["pes"] == 2).collect();
-    assert_eq!(two.len(), 12, "{runs:?}");
+    assert_eq!(two.len(), 14, "{runs:?}");
     for r in two {
         let pes = r["pe_stats"].as_array().unwrap();
         assert_eq!(pes.len(), 2);
         let total = |k: &str| pes.iter().map(|p| p[k].as_u64().unwrap()).sum::<u64>();
         assert_eq!(total("tasks_exported"), total("tasks_imported"), "{r}");
         assert_eq!(total("refused_messages"), 0);
+        if r["benchmark"] == "blackscholes" {
+            // Its tasks really travel, and their results come back rather
+            // than being declined (a declined task's answer is a short
+            // message; a result holds at least one chunk's price object of
+            // 128 prices and its sum, over 1 KB).
+            let pe1 = &pes[1];
+            let imported = pe1["tasks_imported"].as_u64().unwrap();
+            assert!(imported > 0, "no blackscholes task went to PE 1: {r}");
+            assert!(
+                pe1["bytes_sent"].as_u64().unwrap() >= imported * 130 * 8,
+                "PE 1 sent back less than a chunk's prices per task: {r}"
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 

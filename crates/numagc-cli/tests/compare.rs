@@ -250,6 +250,74 @@ fn a_peer_with_a_different_answer_or_a_failure_makes_the_command_fail() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--pes`: numagc on PE groups as another runtime, at K workers in all;
+/// a benchmark without a PE version, or a K the PE count does not divide,
+/// is a skipped row with its reason, not an error. No peer is installed.
+#[test]
+fn pe_groups_are_numagc_runtimes_of_their_own_and_skip_what_they_cannot_run() {
+    let dir = temp("pes");
+    let json = dir.join("out.json");
+    let (ok, out, err) = numagc(&[
+        "compare",
+        "parfib",
+        "binarytrees",
+        "--suite",
+        "quick",
+        "--vprocs",
+        "1,2",
+        "--pes",
+        "1,2",
+        "--repeat",
+        "1",
+        "--peers-dir",
+        dir.join("peers").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
+    let v = read_json(&json);
+    // The plan in the name is the one of the NUMAGC_* settings.
+    let summaries = v["summaries"].as_array().unwrap();
+    let group = summaries
+        .iter()
+        .map(|s| s["runtime"].as_str().unwrap())
+        .find(|r| r.starts_with("numagc ") && r.ends_with("/2pe"))
+        .unwrap_or_else(|| panic!("no numagc PLAN/2pe runtime: {out}"));
+    let row = |bench: &str, k: u64| {
+        rows(&v, group)
+            .into_iter()
+            .find(|s| s["benchmark"] == bench && s["vprocs"] == k)
+            .unwrap_or_else(|| panic!("no {bench} x{k} {group} row"))
+    };
+    // parfib at K = 2: 2 PEs of 1 vproc, numagc's checked answer.
+    assert_eq!(row("parfib", 2)["answers_ok"], true, "{out}");
+    assert_eq!(row("parfib", 2)["runs"], 1);
+    assert_eq!(
+        row("parfib", 1)["status"],
+        "the PE count does not divide the vprocs (K = PEs x vprocs per PE)"
+    );
+    for k in [1, 2] {
+        assert_eq!(
+            row("binarytrees", k)["status"],
+            "no PE version of this benchmark (--pes)"
+        );
+    }
+    // --pes 1 is numagc on one runtime, as without --pes.
+    assert_eq!(rows(&v, "numagc").len(), 4);
+    assert!(rows(&v, "numagc").iter().all(|r| r["answers_ok"] == true));
+    let group_runs = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["runtime"] == group)
+        .count();
+    assert_eq!(group_runs, 1, "only parfib x2 ran on the group");
+    std::fs::remove_dir_all(&dir).ok();
+
+    let (ok, _, err) = numagc(&["compare", "parfib", "--suite", "quick", "--pes", "0"]);
+    assert!(!ok && err.contains("--pes 0"), "{err}");
+}
+
 #[test]
 fn unknown_benchmark_is_a_clear_error() {
     let (ok, _, err) = numagc(&["compare", "nosuchbench", "--suite", "quick"]);

@@ -9,18 +9,32 @@
 //! The options are immutable heap records (raw objects of six words: spot,
 //! strike, rate, volatility, time, call/put), generated deterministically
 //! from `seed`, in chunks of `granularity` as the parallel Haskell version
-//! splits its list: the option set is a sequence (built by `tabulate`, one
-//! chunk per task) of chunks, each a vector of option records. A run maps
-//! the pricing of a chunk over the chunks (`par_map`, one chunk per task),
-//! each chunk giving a raw object of its unboxed prices, preceded by their
-//! sum (PARSEC writes its prices into a float array; boxing each price
-//! would triple what a thief copies back to the owner). The total is then
-//! the sum of the chunks' sums, in sequence order, so it does not depend on
-//! the vproc count. (Summing all the prices after the map would be a
-//! sequential O(n) loop in every run; a parallel `seq_reduce` over the
-//! prices would make its first steal promote the owner's half of them, a
-//! copy done while the thief waits.) The output is the sum of the last
-//! run's prices.
+//! splits its list: a chunk is a vector of option records. Each chunk is
+//! priced `runs` times where its records were built, as each PARSEC thread
+//! runs all `NUM_RUNS` over its own block of options; every run writes a
+//! new raw object of the chunk's unboxed prices, preceded by their sum
+//! (PARSEC writes its prices into a float array; boxing each price would
+//! triple what travels back). A range of chunks gives its per-run sums
+//! (the halves' added, so a run's total depends neither on the vproc
+//! count nor on the PE count) and the tree of its last run's price
+//! objects. The output is the sum of the last run's prices.
+//!
+//! Parallelism, the same code on one runtime and on a PE group (`--pes`,
+//! `numagc::pe`): a divide and conquer over ranges of chunks. The exported
+//! unit is a range of at most [`OptionSet::chunks_per_task`] chunks, all
+//! its runs included, forked with [`numagc::Scope::par2_export`]: its
+//! arguments are seven integers (options, granularity, the seed's two
+//! halves, runs, first and last chunk), and the task builds its chunks'
+//! option records itself from the seed, so no option travels (a range's
+//! records would weigh seven words an option in the task's packet); its
+//! result, the per-run sums and the tree of last prices, is what comes
+//! back, and `chunks_per_task` bounds it under
+//! `numagc::pe::PACKET_LIMIT_WORDS` (a larger result would be declined and
+//! its work redone by the forker; `runs` is bounded for that too). Larger
+//! ranges are halved with `par2`, which stays on its PE. (Before the PE
+//! version, one runtime priced the whole set run after run, over records
+//! built once and kept for the whole program; a task that carried its runs
+//! across PEs that way would build its options again in every run.)
 //!
 //! Every 64th option is the twin of its predecessor (same parameters,
 //! other kind), so that put-call parity can be checked on the program's
@@ -33,9 +47,10 @@
 //! per N(x)) of prices computed with an accurate normal CDF (Marsaglia's
 //! series), and satisfy put-call parity C − P = S − K·e^(−rT) to 1e-9.
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
+use crate::pe_support::{no_descriptors, task_ints, ExportTable};
+use crate::{rt_err, Benchmark, Outcome, Param, Params, PeProgram};
+use numagc::pe::{PeGroup, PACKET_LIMIT_WORDS};
 use numagc::{Handle, Result, Runtime, Scope, View};
-use std::fmt::Write;
 
 pub struct BlackScholes;
 
@@ -150,93 +165,234 @@ fn price(o: &OptionData) -> f64 {
     }
 }
 
-/// The option set: a sequence of chunks of `granularity` option records.
-fn options<'s>(s: &mut Scope<'s>, n: usize, granularity: usize, seed: u64) -> Result<Handle<'s>> {
-    s.tabulate(&[], 0, n.div_ceil(granularity), 1, move |s, _, c| {
-        s.scope_value(|s| {
-            let records = (c * granularity..((c + 1) * granularity).min(n))
-                .map(|i| s.alloc_raw(&to_words(&generate(seed, i))))
-                .collect::<Result<Vec<_>>>()?;
-            s.alloc_vector(&records)
-        })
+/// The work: `options` options generated from `seed`, in chunks of
+/// `granularity`, each priced `runs` times.
+#[derive(Clone, Copy, Debug)]
+struct OptionSet {
+    options: usize,
+    granularity: usize,
+    seed: u64,
+    runs: usize,
+}
+
+impl OptionSet {
+    fn chunks(self) -> usize {
+        self.options.div_ceil(self.granularity)
+    }
+
+    /// The arguments of an exported range: the set and chunks `lo ..
+    /// hi`. The seed travels as its two 32-bit halves, since an immediate
+    /// integer has 63 bits.
+    fn task_args(self, lo: usize, hi: usize) -> [Handle<'static>; 7] {
+        [
+            self.options as u64,
+            self.granularity as u64,
+            self.seed >> 32,
+            self.seed & 0xffff_ffff,
+            self.runs as u64,
+            lo as u64,
+            hi as u64,
+        ]
+        .map(|i| Handle::int(i as i64))
+    }
+
+    /// The most chunks an exported task prices: its result (a vector of
+    /// the range's per-run sums, `runs` words, and its tree of price
+    /// objects of `granularity + 1` words) packs into a packet of at most
+    /// `PACKET_LIMIT_WORDS` words: a tag word per object, three words per
+    /// node of the tree, a few for the packet's header, counted with room
+    /// to spare. (`runs` is at most `MAX_RUNS`, so that this is at least
+    /// one chunk.)
+    fn chunks_per_task(self) -> usize {
+        const PACKET_HEADER_ALLOWANCE: usize = 16;
+        // k chunks: the header, the result's vector of two, the sums, k
+        // price objects and k - 1 nodes.
+        let fixed = PACKET_HEADER_ALLOWANCE + 3 + (1 + self.runs);
+        let words_per_chunk = (1 + self.granularity + 1) + 3;
+        ((PACKET_LIMIT_WORDS + 3).saturating_sub(fixed) / words_per_chunk).max(1)
+    }
+}
+
+/// Most runs: a range's per-run sums stay well under the packet limit.
+const MAX_RUNS: i64 = 1 << 15;
+/// Most options per chunk.
+const MAX_GRANULARITY: i64 = 4096;
+
+/// Chunk `c`'s option records, a vector.
+fn option_chunk<'s>(s: &mut Scope<'s>, set: OptionSet, c: usize) -> Result<Handle<'s>> {
+    s.scope_value(|s| {
+        let first = c * set.granularity;
+        let records = (first..(first + set.granularity).min(set.options))
+            .map(|i| s.alloc_raw(&to_words(&generate(set.seed, i))))
+            .collect::<Result<Vec<_>>>()?;
+        s.alloc_vector(&records)
     })
 }
 
-/// The prices of every option: a sequence of raw objects, one per chunk,
-/// each holding the chunk's sum and then its prices.
-fn prices<'s>(s: &mut Scope<'s>, options: Handle<'_>) -> Result<Handle<'s>> {
-    s.par_map(&[], options, 1, |s, _, chunk| {
-        let chunk = s.view(chunk);
-        // The chunk's sum and prices, in a local buffer of the loop that is
-        // copied into the new raw object (no view may live across the
-        // allocation).
-        let mut words = vec![0u64; 1 + chunk.len()];
-        let mut sum = 0.0;
-        for (k, word) in words[1..].iter_mut().enumerate() {
-            let p = price(&from_view(chunk.field(k)));
-            sum += p;
-            *word = p.to_bits();
+/// Chunk `c` priced `runs` times: a vector of its per-run sums (a raw
+/// object) and its last run's prices (a raw object holding the sum and
+/// then the prices). Every run writes its prices into a new object, as
+/// PARSEC's every run writes its price array.
+fn priced_chunk<'s>(s: &mut Scope<'s>, set: OptionSet, c: usize) -> Result<Handle<'s>> {
+    s.scope_value(|s| {
+        let options = option_chunk(s, set, c)?;
+        let last = s.slot(Handle::NIL);
+        let mut sums = Vec::with_capacity(set.runs);
+        for _ in 0..set.runs {
+            let chunk = s.view(options);
+            // The chunk's sum and prices, in a local buffer of the loop
+            // that is copied into the new raw object (no view may live
+            // across the allocation).
+            let mut words = vec![0u64; 1 + chunk.len()];
+            let mut sum = 0.0;
+            for (k, word) in words[1..].iter_mut().enumerate() {
+                let p = price(&from_view(chunk.field(k)));
+                sum += p;
+                *word = p.to_bits();
+            }
+            words[0] = sum.to_bits();
+            sums.push(sum.to_bits());
+            s.scope(|s| s.alloc_raw(&words).map(|prices| s.assign(last, prices)))?;
         }
-        words[0] = sum.to_bits();
-        s.alloc_raw(&words)
+        let sums = s.alloc_raw(&sums)?;
+        s.alloc_vector(&[sums, last.get()])
     })
 }
 
-/// The sum of all prices: the chunks' sums, in sequence order.
-fn total(s: &Scope<'_>, prices: Handle<'_>) -> Result<f64> {
-    let mut sum = 0.0;
-    s.seq_for_each(prices, |chunk| {
-        sum += f64::from_bits(chunk.raw_words().expect("a price chunk is a raw object")[0])
-    })?;
-    Ok(sum)
+/// Chunks `lo .. hi` priced `runs` times: a vector of the range's per-run
+/// sums (a raw object; each the chunks' sums added up the halving) and
+/// the tree of its last run's price objects (chunk `lo`'s object for one
+/// chunk, else a node, a vector of two, of the trees of `lo .. mid` and
+/// `mid .. hi`, [`midpoint`]). One chunk is priced here; more are
+/// halved, the upper half forked exportable ([`ranges_task`]) when the
+/// range fits one task's packet ([`OptionSet::chunks_per_task`]), with
+/// `par2` above that. (A tree, not one vector of the chunks: a vector of
+/// thousands of fields is allocated in the global heap, which would
+/// promote every chunk it holds.)
+fn priced_range<'s>(s: &mut Scope<'s>, set: OptionSet, lo: usize, hi: usize) -> Result<Handle<'s>> {
+    if hi - lo == 1 {
+        return priced_chunk(s, set, lo);
+    }
+    let mid = midpoint(lo, hi);
+    s.scope_value(|s| {
+        let (low, high) = if hi - lo <= set.chunks_per_task() {
+            s.par2_export(EXPORTS.export(0), &set.task_args(mid, hi), move |s, _| {
+                priced_range(s, set, lo, mid)
+            })?
+        } else {
+            s.par2(
+                &[],
+                move |s, _| priced_range(s, set, lo, mid),
+                move |s, _| priced_range(s, set, mid, hi),
+            )?
+        };
+        let sums: Vec<u64> = {
+            let (low, high) = (s.view(low), s.view(high));
+            words_of_sums(low)
+                .iter()
+                .zip(words_of_sums(high))
+                .map(|(&a, &b)| (f64::from_bits(a) + f64::from_bits(b)).to_bits())
+                .collect()
+        };
+        let sums = s.alloc_raw(&sums)?;
+        let (low_prices, high_prices) = (s.field(low, 1)?, s.field(high, 1)?);
+        let prices = s.alloc_vector(&[low_prices, high_prices])?;
+        s.alloc_vector(&[sums, prices])
+    })
 }
 
-/// The price of option `i`: price `i % granularity` of chunk `i / granularity`.
-fn price_of(s: &Scope<'_>, prices: Handle<'_>, granularity: usize, i: usize) -> Result<f64> {
-    let chunk = s.seq_get(prices, i / granularity)?;
-    let words = s
-        .view(chunk)
+/// The per-run sums of a range priced by [`priced_range`].
+fn words_of_sums(range: View<'_>) -> &[u64] {
+    range
+        .field(0)
         .raw_words()
-        .expect("a price chunk is a raw object");
-    Ok(f64::from_bits(words[1 + i % granularity]))
+        .expect("a range's sums are a raw object")
 }
 
-/// What a run hands to the check: each run's sum, and the twins' last prices.
+/// Where [`priced_range`] splits `lo .. hi`.
+fn midpoint(lo: usize, hi: usize) -> usize {
+    lo + (hi - lo) / 2
+}
+
+/// The PE program's exportable function: [`priced_range`] from `args` =
+/// `[options, granularity, seed_high, seed_low, runs, lo, hi]`.
+fn ranges_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    let [options, granularity, seed_high, seed_low, runs, lo, hi] = task_ints(
+        s,
+        args,
+        "blackscholes.ranges: (options, granularity, seed_high, seed_low, runs, lo, hi)",
+    )?;
+    let set = OptionSet {
+        options: options as usize,
+        granularity: granularity as usize,
+        seed: seed_high << 32 | seed_low,
+        runs: runs as usize,
+    };
+    let (lo, hi) = (lo as usize, hi as usize);
+    if set.granularity == 0
+        || set.granularity as i64 > MAX_GRANULARITY
+        || set.runs as i64 > MAX_RUNS
+        || lo >= hi
+        || hi > set.chunks()
+    {
+        return Err(numagc::Error::misuse(format!(
+            "blackscholes.ranges: chunks {lo}..{hi} of {} options by {}, {} runs",
+            set.options, set.granularity, set.runs
+        )));
+    }
+    priced_range(s, set, lo, hi)
+}
+
+/// The program's exportable function: a range of chunks priced.
+static EXPORTS: ExportTable<1> = ExportTable::new([("blackscholes.ranges", ranges_task)]);
+
+/// The price of option `i`: price `i % granularity` of chunk `i /
+/// granularity`, found in the tree of chunks `0 .. chunks` as
+/// [`priced_range`] split it.
+fn price_of(prices: View<'_>, set: OptionSet, i: usize) -> f64 {
+    let c = i / set.granularity;
+    let (mut node, mut lo, mut hi) = (prices, 0, set.chunks());
+    while hi - lo > 1 {
+        let mid = midpoint(lo, hi);
+        if c < mid {
+            (node, hi) = (node.field(0), mid);
+        } else {
+            (node, lo) = (node.field(1), mid);
+        }
+    }
+    let words = node.raw_words().expect("a price chunk is a raw object");
+    f64::from_bits(words[1 + i % set.granularity])
+}
+
+/// What the program hands to the check: each run's sum, and the twins'
+/// last prices.
 struct Priced {
     sums: Vec<f64>,
     /// (index of the first of a pair, its price, its twin's price).
     twins: Vec<(usize, f64, f64)>,
 }
 
-fn price_all(
-    s: &mut Scope<'_>,
-    n: usize,
-    runs: usize,
-    granularity: usize,
-    seed: u64,
-) -> Result<Priced> {
-    let options = options(s, n, granularity, seed)?;
-    let mut priced = Priced {
-        sums: Vec::with_capacity(runs),
-        twins: Vec::new(),
-    };
-    for run in 0..runs {
-        s.scope(|s| -> Result<()> {
-            let prices = prices(s, options)?;
-            priced.sums.push(total(s, prices)?);
-            if run + 1 == runs {
-                for i in (TWIN_EVERY - 1..n).step_by(TWIN_EVERY) {
-                    let (first, second) = (
-                        price_of(s, prices, granularity, i - 1)?,
-                        price_of(s, prices, granularity, i)?,
-                    );
-                    priced.twins.push((i - 1, first, second));
-                }
-            }
-            Ok(())
-        })?;
-    }
-    Ok(priced)
+/// The program: every option priced `runs` times.
+fn price_all(s: &mut Scope<'_>, set: OptionSet) -> Result<Priced> {
+    s.scope(|s| {
+        let priced = priced_range(s, set, 0, set.chunks())?;
+        let priced = s.view(priced);
+        let sums = priced.field(0).raw_words().expect("the runs' sums");
+        let prices = priced.field(1);
+        Ok(Priced {
+            sums: sums.iter().map(|&w| f64::from_bits(w)).collect(),
+            twins: (TWIN_EVERY - 1..set.options)
+                .step_by(TWIN_EVERY)
+                .map(|i| {
+                    (
+                        i - 1,
+                        price_of(prices, set, i - 1),
+                        price_of(prices, set, i),
+                    )
+                })
+                .collect(),
+        })
+    })
 }
 
 // ---- the check ----------------------------------------------------------------
@@ -362,7 +518,7 @@ impl Benchmark for BlackScholes {
                 quick: 40,
                 paper: 100,
                 min: 1,
-                max: 100_000,
+                max: MAX_RUNS,
             },
             Param {
                 name: "granularity",
@@ -370,7 +526,7 @@ impl Benchmark for BlackScholes {
                 quick: 128,
                 paper: 128,
                 min: 1,
-                max: 4096,
+                max: MAX_GRANULARITY,
             },
             Param {
                 name: "seed",
@@ -384,24 +540,82 @@ impl Benchmark for BlackScholes {
     }
 
     fn run(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        let (n, runs, granularity, seed) = (
-            p.usize("options"),
-            p.usize("runs"),
-            p.usize("granularity"),
-            p.get("seed") as u64,
-        );
+        let set = option_set(p);
         let priced = rt
-            .run_on(0, move |s| price_all(s, n, runs, granularity, seed))
+            .run_on(0, move |s| price_all(s, set))
             .map_err(rt_err)?
             .map_err(rt_err)?;
-        let mut out = String::new();
-        writeln!(out, "{n} options, {runs} runs, granularity {granularity}").unwrap();
-        writeln!(
-            out,
-            "sum of prices: {:.6}",
-            priced.sums.last().copied().unwrap_or(0.0)
-        )
-        .unwrap();
-        Ok(Outcome::new(out, move || check(n, seed, &priced)))
+        Ok(outcome(set, priced))
+    }
+
+    fn pe_program(&self) -> Option<PeProgram> {
+        Some(EXPORTS.program(no_descriptors))
+    }
+
+    fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
+        let set = option_set(p);
+        let priced = g
+            .run(move |s| price_all(s, set))
+            .map_err(rt_err)?
+            .map_err(rt_err)?;
+        Ok(outcome(set, priced))
+    }
+}
+
+/// The work the parameters ask for.
+fn option_set(p: &Params) -> OptionSet {
+    OptionSet {
+        options: p.usize("options"),
+        granularity: p.usize("granularity"),
+        seed: p.get("seed") as u64,
+        runs: p.usize("runs"),
+    }
+}
+
+/// The output lines, and the check of the runs' sums and the twins.
+fn outcome(set: OptionSet, priced: Priced) -> Outcome {
+    let OptionSet {
+        options: n,
+        granularity,
+        seed,
+        runs,
+    } = set;
+    let out = format!(
+        "{n} options, {runs} runs, granularity {granularity}\nsum of prices: {:.6}\n",
+        priced.sums.last().copied().unwrap_or(0.0)
+    );
+    Outcome::new(out, move || check(n, seed, &priced))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An exported task's result is never past the packet limit, at any
+    /// granularity and run count the benchmark accepts: a vector of two
+    /// (3 words), the per-run sums (a tag and `runs` words), `k` price
+    /// objects of `granularity + 1` words and a tag each, `k - 1` nodes of
+    /// a tag and two fields, and the packet's few header words.
+    #[test]
+    fn an_exported_range_fits_the_packet_limit() {
+        for granularity in [1, 2, 127, 128, 129, 1000, MAX_GRANULARITY as usize] {
+            for runs in [1, 40, 100, 10_000, MAX_RUNS as usize] {
+                let set = OptionSet {
+                    options: 1 << 20,
+                    granularity,
+                    seed: 1,
+                    runs,
+                };
+                let k = set.chunks_per_task();
+                let words =
+                    |k: usize| 3 + (1 + runs) + k * (1 + granularity + 1) + 3 * (k - 1) + 16;
+                assert!(
+                    words(k) <= PACKET_LIMIT_WORDS,
+                    "granularity {granularity}, {runs} runs: {k} chunks"
+                );
+                // Not needlessly small either: the largest range that fits.
+                assert!(words(k + 1) > PACKET_LIMIT_WORDS);
+            }
+        }
     }
 }

@@ -31,10 +31,10 @@
 //! knapsack: for each coin value, ways of paying `v` with `0..=q` coins of
 //! it), an independent code path.
 
+use crate::pe_support::ExportTable;
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
-use numagc::pe::{Export, Exports, PeGroup};
+use numagc::pe::PeGroup;
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
-use std::sync::OnceLock;
 
 /// Coin values, largest first, and how many coins of each there are
 /// (the original's "large setup").
@@ -65,16 +65,7 @@ fn setup(rt: &Runtime) -> Result<()> {
 }
 
 /// The program's exportable function: the right branch of a fork.
-fn exports() -> &'static (Exports, Export) {
-    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Exports::new();
-        let right = t
-            .register("coins.right", right_task)
-            .expect("a fresh table");
-        (t, right)
-    })
-}
+static EXPORTS: ExportTable<1> = ExportTable::new([("coins.right", right_task)]);
 
 /// The right branch of a fork: `payN_par (depth - 1) val (tail coins)`,
 /// from `args` = `[coins, depth, val]`.
@@ -171,7 +162,7 @@ fn pay_n_par<'s>(
         }
         let left_depth = if q == 1 { depth - 1 } else { depth };
         let (left, right) = s.par2_export(
-            exports().1,
+            EXPORTS.export(0),
             &[coins, Handle::int(depth), Handle::int(val)],
             move |s, env| {
                 let left_coins = pay_one(s, l, env[0], c, q)?;
@@ -268,10 +259,7 @@ impl Benchmark for Coins {
     }
 
     fn pe_program(&self) -> Option<PeProgram> {
-        Some(PeProgram {
-            exports: &exports().0,
-            setup,
-        })
+        Some(EXPORTS.program(setup))
     }
 
     fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {

@@ -29,10 +29,10 @@
 //! paper size is a 2048 × 2048 window with 1000 iterations (the paper gives
 //! none; that is a few seconds on one core).
 
+use crate::pe_support::{no_descriptors, task_ints, ExportTable};
 use crate::{rt_err, Benchmark, Outcome, Param, Params, PeProgram};
-use numagc::pe::{Export, Exports, PeGroup};
+use numagc::pe::PeGroup;
 use numagc::{Handle, Result, Runtime, Scope};
-use std::sync::OnceLock;
 
 /// The window of the complex plane: real part from `RE_MIN` (left), imaginary
 /// part from `IM_MAX` (top row), both spans `SPAN`.
@@ -101,7 +101,7 @@ fn row_sums<'s>(
     let mid = lo + (hi - lo) / 2;
     let args = [size, limit as usize, mid, hi].map(|x| Handle::int(x as i64));
     s.scope_value(|s| {
-        let (a, b) = s.par2_export(exports().1, &args, move |s, _| {
+        let (a, b) = s.par2_export(EXPORTS.export(0), &args, move |s, _| {
             row_sums(s, size, limit, lo, mid)
         })?;
         let (va, vb) = (s.view(a), s.view(b));
@@ -118,37 +118,18 @@ fn row_sums<'s>(
 
 /// [`row_sums`] from `args` = `[size, limit, lo, hi]`.
 fn rows_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
-    let ints: Vec<usize> = args
-        .iter()
-        .filter_map(|&h| s.as_int(h))
-        .filter(|&i| i >= 0)
-        .map(|i| i as usize)
-        .collect();
-    match ints[..] {
-        [size, limit, lo, hi] if lo < hi && hi <= size && limit <= u32::MAX as usize => {
-            row_sums(s, size, limit as u32, lo, hi)
-        }
-        _ => Err(numagc::Error::misuse(
-            "mandelbrot.rows: (size, iterations, lo, hi) expected",
-        )),
+    let [size, limit, lo, hi] =
+        task_ints(s, args, "mandelbrot.rows: (size, iterations, lo, hi)")?.map(|i| i as usize);
+    if lo >= hi || hi > size || limit > u32::MAX as usize {
+        return Err(numagc::Error::misuse(format!(
+            "mandelbrot.rows: rows {lo}..{hi} of {size}, {limit} iterations"
+        )));
     }
+    row_sums(s, size, limit as u32, lo, hi)
 }
 
-fn exports() -> &'static (Exports, Export) {
-    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Exports::new();
-        let e = t
-            .register("mandelbrot.rows", rows_task)
-            .expect("a fresh table");
-        (t, e)
-    })
-}
-
-/// The program registers no descriptors.
-fn setup(_: &Runtime) -> Result<()> {
-    Ok(())
-}
+/// The PE program's exportable function: the sums of a range of rows.
+static EXPORTS: ExportTable<1> = ExportTable::new([("mandelbrot.rows", rows_task)]);
 
 fn int(s: &Scope<'_>, h: Handle<'_>) -> Result<i64> {
     s.as_int(h)
@@ -209,10 +190,7 @@ impl Benchmark for Mandelbrot {
     }
 
     fn pe_program(&self) -> Option<PeProgram> {
-        Some(PeProgram {
-            exports: &exports().0,
-            setup,
-        })
+        Some(EXPORTS.program(no_descriptors))
     }
 
     fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {

@@ -47,11 +47,11 @@
 //! go from the entrance to the exit through open sides without repeating
 //! a cell).
 
+use crate::pe_support::ExportTable;
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
-use numagc::pe::{Export, Exports, PeGroup};
+use numagc::pe::PeGroup;
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
 use std::collections::VecDeque;
-use std::sync::OnceLock;
 
 pub struct Maze;
 
@@ -184,14 +184,7 @@ fn setup(rt: &Runtime) -> Result<()> {
 
 /// The program's exportable function: the moves after the first at a
 /// branch point.
-fn exports() -> &'static (Exports, Export) {
-    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Exports::new();
-        let rest = t.register("maze.rest", rest_task).expect("a fresh table");
-        (t, rest)
-    })
-}
+static EXPORTS: ExportTable<1> = ExportTable::new([("maze.rest", rest_task)]);
 
 /// `alternatives` of the moves after the first of `next`, from `args` =
 /// `[maze, path, next, len, forks, size]`.
@@ -303,7 +296,7 @@ fn alternatives<'s>(
     s.scope_value(|s| {
         if fork {
             let (a, b) = s.par2_export(
-                exports().1,
+                EXPORTS.export(0),
                 &[
                     maze,
                     path,
@@ -455,10 +448,7 @@ impl Benchmark for Maze {
     }
 
     fn pe_program(&self) -> Option<PeProgram> {
-        Some(PeProgram {
-            exports: &exports().0,
-            setup,
-        })
+        Some(EXPORTS.program(setup))
     }
 
     fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {

@@ -6,10 +6,10 @@
 //! results as a functional language's would. The answer is checked
 //! against an iterative Fibonacci computed independently.
 
+use crate::pe_support::ExportTable;
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
-use numagc::pe::{Export, Exports, PeGroup};
+use numagc::pe::PeGroup;
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
-use std::sync::OnceLock;
 
 pub struct Parfib;
 
@@ -22,16 +22,7 @@ fn setup(rt: &Runtime) -> Result<()> {
 }
 
 /// The program's exportable function: the right call of a fork.
-fn exports() -> &'static (Exports, Export) {
-    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Exports::new();
-        let right = t
-            .register("parfib.right", right_task)
-            .expect("a fresh table");
-        (t, right)
-    })
-}
+static EXPORTS: ExportTable<1> = ExportTable::new([("parfib.right", right_task)]);
 
 fn boxed<'s>(s: &mut Scope<'s>, x: i64) -> Result<Handle<'s>> {
     s.alloc_mixed(CELL, &[Handle::int(x)], &[])
@@ -55,7 +46,7 @@ fn pfib<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Handle<'s>> {
         // only when the task is stolen; another PE gets it packed).
         let env = boxed(s, n)?;
         s.par2_export(
-            exports().1,
+            EXPORTS.export(0),
             &[env, Handle::int(threshold)],
             move |s, env| {
                 let n = unbox(s, env[0]);
@@ -131,10 +122,7 @@ impl Benchmark for Parfib {
     }
 
     fn pe_program(&self) -> Option<PeProgram> {
-        Some(PeProgram {
-            exports: &exports().0,
-            setup,
-        })
+        Some(EXPORTS.program(setup))
     }
 
     fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {

@@ -39,10 +39,10 @@
 //! Check: Σφ(k) from a totient sieve over a plain Rust array (φ(m) -=
 //! φ(m)/p for every prime p dividing m), an independent method.
 
+use crate::pe_support::{task_ints, ExportTable};
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
-use numagc::pe::{Export, Exports, PeGroup};
+use numagc::pe::PeGroup;
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
-use std::sync::OnceLock;
 
 pub struct SumEuler;
 
@@ -124,16 +124,7 @@ fn setup(rt: &Runtime) -> Result<()> {
 }
 
 /// The PE program's exportable function: the sum over a range of chunks.
-fn exports() -> &'static (Exports, Export) {
-    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Exports::new();
-        let range = t
-            .register("sumeuler.chunks", chunks_task)
-            .expect("a fresh table");
-        (t, range)
-    })
-}
+static EXPORTS: ExportTable<1> = ExportTable::new([("sumeuler.chunks", chunks_task)]);
 
 /// Σ φ over chunks `lo .. hi` of `[n, n-1 .. 0]` cut into pieces of
 /// `chunk`: one chunk is built and summed here; more are halved, the
@@ -148,7 +139,7 @@ fn chunks_sum(s: &mut Scope<'_>, n: u64, chunk: u64, lo: u64, hi: u64) -> Result
     let mid = lo + (hi - lo) / 2;
     let args = [n, chunk, mid, hi].map(|x| Handle::int(x as i64));
     s.scope(|s| {
-        let (a, b) = s.par2_export(exports().1, &args, move |s, _| {
+        let (a, b) = s.par2_export(EXPORTS.export(0), &args, move |s, _| {
             chunks_sum(s, n, chunk, lo, mid).map(Handle::int)
         })?;
         Ok(s.as_int(a).expect("a sum") + s.as_int(b).expect("a sum"))
@@ -157,17 +148,7 @@ fn chunks_sum(s: &mut Scope<'_>, n: u64, chunk: u64, lo: u64, hi: u64) -> Result
 
 /// [`chunks_sum`] from `args` = `[n, chunk, lo, hi]`.
 fn chunks_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
-    let ints: Vec<u64> = args
-        .iter()
-        .filter_map(|&h| s.as_int(h))
-        .filter(|&i| i >= 0)
-        .map(|i| i as u64)
-        .collect();
-    let [n, chunk, lo, hi] = ints[..] else {
-        return Err(numagc::Error::misuse(
-            "sumeuler.chunks: (n, chunk, lo, hi) expected",
-        ));
-    };
+    let [n, chunk, lo, hi] = task_ints(s, args, "sumeuler.chunks: (n, chunk, lo, hi)")?;
     if chunk == 0 || lo >= hi || hi > (n + 1).div_ceil(chunk) {
         return Err(numagc::Error::misuse(format!(
             "sumeuler.chunks: chunks {lo}..{hi} of [0..{n}] by {chunk}"
@@ -261,10 +242,7 @@ impl Benchmark for SumEuler {
     }
 
     fn pe_program(&self) -> Option<PeProgram> {
-        Some(PeProgram {
-            exports: &exports().0,
-            setup,
-        })
+        Some(EXPORTS.program(setup))
     }
 
     fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {

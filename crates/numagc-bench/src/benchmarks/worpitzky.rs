@@ -50,10 +50,10 @@
 //! arithmetic in `u128` from `x`'s limbs (no big integers), an
 //! independent code path.
 
+use crate::pe_support::{no_descriptors, ExportTable};
 use crate::{rt_err, Benchmark, Outcome, Param, Params, PeProgram};
-use numagc::pe::{Export, Exports, PeGroup};
+use numagc::pe::PeGroup;
 use numagc::{Handle, Result, Runtime, Scope};
-use std::sync::OnceLock;
 
 pub struct Worpitzky;
 
@@ -349,7 +349,7 @@ fn terms<'s>(
         Handle::int(hi as i64),
     ];
     s.scope_value(|s| {
-        let (a, b) = s.par2_export(exports().1, &args, move |s, env| {
+        let (a, b) = s.par2_export(EXPORTS.export(0), &args, move |s, env| {
             terms(s, env[0], env[1], n, lo, mid)
         })?;
         add(s, &mut Scratch::new(), a, b)
@@ -373,21 +373,9 @@ fn terms_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> 
     }
 }
 
-fn exports() -> &'static (Exports, Export) {
-    static TABLE: OnceLock<(Exports, Export)> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Exports::new();
-        let e = t
-            .register("worpitzky.terms", terms_task)
-            .expect("a fresh table");
-        (t, e)
-    })
-}
-
-/// The program registers no descriptors (bignums are raw objects).
-fn setup(_: &Runtime) -> Result<()> {
-    Ok(())
-}
+/// The PE program's exportable function: a range of the right side's
+/// terms. (The program registers no descriptors: bignums are raw objects.)
+static EXPORTS: ExportTable<1> = ExportTable::new([("worpitzky.terms", terms_task)]);
 
 /// Both sides of `n!·x^n = Σ_k A(n,k)·(x+k)_n`; the right side's limbs are
 /// returned for the check. `on_pes`: the right side's terms are forked
@@ -522,10 +510,7 @@ impl Benchmark for Worpitzky {
     }
 
     fn pe_program(&self) -> Option<PeProgram> {
-        Some(PeProgram {
-            exports: &exports().0,
-            setup,
-        })
+        Some(EXPORTS.program(no_descriptors))
     }
 
     fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {

@@ -248,10 +248,7 @@ fn run_one(
         }
     }
     let t0 = Instant::now();
-    let outcome = match &target {
-        Target::Runtime(rt) => bench.run_api(rt, params, api),
-        Target::Group(g) => bench.run_pes(g, params),
-    };
+    let outcome = target.run(bench, params, api);
     record.wall_s = t0.elapsed().as_secs_f64();
     let output = match outcome {
         Ok(o) => {
@@ -266,10 +263,7 @@ fn run_one(
             String::new()
         }
     };
-    let runtimes: Vec<&Runtime> = match &target {
-        Target::Runtime(rt) => vec![rt],
-        Target::Group(g) => g.local_pes().map(|p| g.runtime(p)).collect(),
-    };
+    let runtimes = target.runtimes();
     let mut thread_errors: Vec<String> = runtimes
         .iter()
         .flat_map(|rt| rt.take_thread_errors())
@@ -289,15 +283,7 @@ fn run_one(
         record.correct = false;
         record.error = Some(format!("thread errors: {}", thread_errors.join("; ")));
     }
-    // A group's statistics are its PEs' merged (pauses, counts, bytes);
-    // the heap figures add up.
-    let reports: Vec<numagc::StatsReport> = runtimes.iter().map(|rt| rt.stats()).collect();
-    let mut stats = reports[0].clone();
-    for r in &reports[1..] {
-        stats.vprocs.extend(r.vprocs.iter().cloned());
-        stats.total.merge(&r.total);
-        stats.heap.peak_global_bytes += r.heap.peak_global_bytes;
-    }
+    let stats = target.stats();
     let t = &stats.total;
     record.gc_s = t.gc_ns() as f64 / 1e9;
     record.gc_share = if record.wall_s > 0.0 {
@@ -334,14 +320,53 @@ fn run_one(
 }
 
 /// What a run runs on.
-enum Target {
+pub(crate) enum Target {
     Runtime(Runtime),
     Group(PeGroup),
 }
 
-/// A fresh runtime, or a fresh group of `pes` PEs of `config` (this
-/// rank's PE of it, over MPI).
-fn start(
+impl Target {
+    /// Runs `bench` on it: through `api` on a runtime, its PE version on a
+    /// group.
+    pub(crate) fn run(
+        &self,
+        bench: &dyn Benchmark,
+        params: &Params,
+        api: Api,
+    ) -> Result<numagc_bench::Outcome, String> {
+        match self {
+            Target::Runtime(rt) => bench.run_api(rt, params, api),
+            Target::Group(g) => bench.run_pes(g, params),
+        }
+    }
+
+    /// Its runtimes: the one, or the group's PEs in this process, in PE
+    /// order.
+    pub(crate) fn runtimes(&self) -> Vec<&Runtime> {
+        match self {
+            Target::Runtime(rt) => vec![rt],
+            Target::Group(g) => g.local_pes().map(|p| g.runtime(p)).collect(),
+        }
+    }
+
+    /// Its statistics: a group's are its PEs' merged (pauses, counts,
+    /// bytes), the heap figures added up.
+    pub(crate) fn stats(&self) -> numagc::StatsReport {
+        let reports: Vec<numagc::StatsReport> =
+            self.runtimes().iter().map(|rt| rt.stats()).collect();
+        let mut stats = reports[0].clone();
+        for r in &reports[1..] {
+            stats.vprocs.extend(r.vprocs.iter().cloned());
+            stats.total.merge(&r.total);
+            stats.heap.peak_global_bytes += r.heap.peak_global_bytes;
+        }
+        stats
+    }
+}
+
+/// A fresh runtime (`pes` 0), or a fresh group of `pes` PEs of `config`
+/// (this rank's PE of it, over MPI).
+pub(crate) fn start(
     bench: &dyn Benchmark,
     config: numagc::Config,
     pes: usize,

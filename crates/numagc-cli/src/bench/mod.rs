@@ -41,7 +41,7 @@ pub struct BenchArgs {
     /// Vproc counts to run, comma-separated (default: the vprocs setting, NUMAGC_VPROCS or all CPUs).
     #[arg(long, value_delimiter = ',')]
     vprocs: Vec<usize>,
-    /// Run each configuration on groups of this many PEs, comma-separated (`numagc::pe`, gumsmp-shared-distributed-heaps.txt): P runtimes of --vprocs vprocs each, sharing nothing but messages, work moving between them; for the benchmarks with a PE version (parfib, coins, maze, sumeuler, worpitzky, mandelbrot). Default: one runtime, no group.
+    /// Run each configuration on groups of this many PEs, comma-separated (`numagc::pe`, gumsmp-shared-distributed-heaps.txt): P runtimes of --vprocs vprocs each, sharing nothing but messages, work moving between them; for the benchmarks with a PE version (parfib, coins, maze, sumeuler, worpitzky, mandelbrot, blackscholes). Default: one runtime, no group.
     #[arg(long, value_delimiter = ',')]
     pes: Vec<usize>,
     /// How the PEs of a group talk: inprocess (PEs as thread groups of this process) or mpi (one PE per MPI rank: run under `mpirun -n P`, each rank the same command; --pes must be P, and is P by default; needs a build with `--features mpi`).
@@ -199,15 +199,7 @@ fn run_on(a: BenchArgs, session: Option<&mpi::MpiSession>) -> Result<(), String>
         }
     }
     if !pes.is_empty() {
-        if let Some(&p) = pes
-            .iter()
-            .find(|&&p| !(1..=numagc::pe::MAX_PES).contains(&p))
-        {
-            return Err(format!(
-                "--pes {p}: a group has 1 ..= {} PEs",
-                numagc::pe::MAX_PES
-            ));
-        }
+        check_pe_counts(&pes)?;
         let missing: Vec<&str> = benchmarks
             .iter()
             .filter(|(b, _)| b.pe_program().is_none())
@@ -317,6 +309,20 @@ fn run_on(a: BenchArgs, session: Option<&mpi::MpiSession>) -> Result<(), String>
             failed.len(),
             failed.join("\n  ")
         ))
+    }
+}
+
+/// Checks `--pes` counts: each a group size of 1 ..= `MAX_PES`.
+pub(crate) fn check_pe_counts(pes: &[usize]) -> Result<(), String> {
+    match pes
+        .iter()
+        .find(|&&p| !(1..=numagc::pe::MAX_PES).contains(&p))
+    {
+        Some(p) => Err(format!(
+            "--pes {p}: a group has 1 ..= {} PEs",
+            numagc::pe::MAX_PES
+        )),
+        None => Ok(()),
     }
 }
 

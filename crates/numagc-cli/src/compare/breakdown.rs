@@ -52,7 +52,7 @@ pub fn numagc_line(gc_ns: u64, allocated: u64) -> String {
 /// what can go at the end or in the environment.
 pub fn account(runtime: &str, cmd: &mut Command) {
     match runtime {
-        "numagc" | "numagc-compiled" => {
+        numagc if super::is_numagc(numagc) => {
             cmd.arg("--account");
         }
         "haskell" => {
@@ -73,7 +73,7 @@ pub const JAVA_GC_LOG: &str = "-Xlog:gc:stderr";
 pub fn parse(runtime: &str, stderr: &str, wall_s: f64, k: usize) -> Accounting {
     let share = |gc: f64, workers: f64| (wall_s > 0.0).then(|| gc / (wall_s * workers));
     match runtime {
-        "numagc" | "numagc-compiled" => {
+        numagc if super::is_numagc(numagc) => {
             let line = stderr
                 .lines()
                 .find_map(|l| l.strip_prefix("numagc-account "));

@@ -41,6 +41,12 @@
 //!   (the JVM default), K as the worker count of the program's
 //!   `ForkJoinPool`; heap sizes left at the JVM's defaults.
 //! - numagc: its defaults (`NUMAGC_*` variables apply, as for `numagc bench`).
+//! - numagc on PE groups (`--pes P`, `numagc::pe`, as `numagc bench --pes`):
+//!   at K workers, P PEs of K/P vprocs each, shown as `numagc PLAN/Ppe`
+//!   (the plan of the `NUMAGC_*` settings); the benchmarks with a PE version
+//!   only, at the K that P divides (the others are listed as skipped, with
+//!   why). K counts every PE's vprocs, so that a row's runtimes all use K
+//!   workers.
 //! - C (`c-arena`, binarytrees only): `peers/c/binarytrees.c`, bump arenas
 //!   reset after each tree, K threads; a reference point of what allocation
 //!   can cost, never counted as the best peer.
@@ -64,7 +70,7 @@ use crate::bench::record::median;
 use crate::bench::write_json;
 use crate::process::{measure, Measured};
 use clap::Args;
-use numagc::{ConfigBuilder, Runtime};
+use numagc::ConfigBuilder;
 use numagc_bench::{Api, Benchmark, Params, Size};
 use plotters::prelude::*;
 use serde::Serialize;
@@ -115,16 +121,25 @@ fn numagc_runtime(api: Api) -> &'static str {
     }
 }
 
-/// Whether `runtime` is one of numagc's.
+/// Whether `runtime` is one of numagc's (its PE groups' included).
 fn is_numagc(runtime: &str) -> bool {
-    runtime == "numagc" || runtime == "numagc-compiled"
+    runtime == "numagc" || runtime == "numagc-compiled" || runtime.starts_with("numagc ")
 }
 
+/// The name of numagc on groups of `pes` PEs of `plan` (`--pes`).
+fn numagc_pe_runtime(plan: &str, pes: usize) -> String {
+    format!("numagc {}", crate::bench::harness::plan_label(plan, pes))
+}
+
+const NO_PE_VERSION: &str = "no PE version of this benchmark (--pes)";
+const PES_DO_NOT_DIVIDE: &str = "the PE count does not divide the vprocs (K = PEs x vprocs per PE)";
+
 /// numagc's runtimes for `apis` (the first is the one the ratio column
-/// divides by), then the peers.
-fn runtimes(apis: &[Api]) -> Vec<&'static str> {
+/// divides by), its PE groups (`pe_runtimes`), then the peers.
+fn runtimes<'a>(apis: &[Api], pe_runtimes: &'a [(String, usize)]) -> Vec<&'a str> {
     apis.iter()
         .map(|&a| numagc_runtime(a))
+        .chain(pe_runtimes.iter().map(|(name, _)| name.as_str()))
         .chain(PEERS)
         .collect()
 }
@@ -144,6 +159,9 @@ pub struct CompareArgs {
     /// Vproc (worker) counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     vprocs: Vec<usize>,
+    /// numagc on groups of this many PEs too, comma-separated (`numagc::pe`, as numagc bench --pes): at K workers, P PEs of K/P vprocs each, runtime `numagc PLAN/Ppe`, the safe programs; the benchmarks without a PE version, and K that P does not divide, are skipped with a note. 1: one runtime (`numagc`).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pes: Vec<usize>,
     /// numagc's programs to run, comma-separated: safe (the handle API) and compiled (the compiled-code interface, runtime `numagc-compiled`); the first is the one the numagc/ ratios divide by. Default: safe.
     #[arg(long, value_delimiter = ',')]
     api: Vec<String>,
@@ -328,6 +346,7 @@ fn launch(
     class: &str,
     args: &[String],
     k: usize,
+    pes: usize,
     size: Size,
     dir: &Path,
     accounted: bool,
@@ -335,25 +354,27 @@ fn launch(
     let exe = |p: PathBuf| is_executable(&p).then_some(p);
     let mut launch = match runtime {
         "numagc" | "numagc-compiled" => {
-            let me = std::env::current_exe()
-                .map_err(|e| format!("finding the numagc executable: {e}"))?;
-            let mut c = Command::new(me);
-            c.args([
-                "compare",
-                "--run-output",
-                "--suite",
-                size.name(),
-                "--vprocs",
-                &k.to_string(),
-                "--api",
-                if runtime == "numagc" {
-                    "safe"
-                } else {
-                    "compiled"
-                },
-                bench,
-            ]);
-            Launch::Run(c)
+            let api = if runtime == "numagc" {
+                "safe"
+            } else {
+                "compiled"
+            };
+            Launch::Run(numagc_run(bench, size, k, &["--api", api])?)
+        }
+        // numagc on a PE group (`numagc_pe_runtime`): K vprocs in all.
+        _ if pes > 1 => {
+            if numagc_bench::find(bench).is_none_or(|b| b.pe_program().is_none()) {
+                Launch::Skip(NO_PE_VERSION)
+            } else if !k.is_multiple_of(pes) {
+                Launch::Skip(PES_DO_NOT_DIVIDE)
+            } else {
+                Launch::Run(numagc_run(
+                    bench,
+                    size,
+                    k / pes,
+                    &["--pes", &pes.to_string()],
+                )?)
+            }
         }
         "haskell" => match exe(dir.join("haskell").join(bench)) {
             Some(p) => {
@@ -432,6 +453,18 @@ fn launch(
     Ok(launch)
 }
 
+/// The command of a timed numagc run (`--run-output`) of `bench` at
+/// `size` on `vprocs` vprocs, with `options` (its API, its PE count).
+fn numagc_run(bench: &str, size: Size, vprocs: usize, options: &[&str]) -> Result<Command, String> {
+    let me = std::env::current_exe().map_err(|e| format!("finding the numagc executable: {e}"))?;
+    let mut c = Command::new(me);
+    c.args(["compare", "--run-output", "--suite", size.name()])
+        .args(["--vprocs", &vprocs.to_string()])
+        .args(options)
+        .arg(bench);
+    Ok(c)
+}
+
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     p.metadata()
@@ -471,11 +504,13 @@ fn expected_output(bench: &dyn Benchmark, size: Size) -> Result<String, String> 
 /// independently, often sequentially (mandelbrot, nbody, coins), and would
 /// be timed as numagc's work while the peers do no such thing. Their output
 /// is compared with the checked one instead, as the peers' is.
+#[allow(clippy::too_many_arguments)]
 fn print_output(
     bench: &dyn Benchmark,
     api: Api,
     params: &Params,
     vprocs: usize,
+    pes: usize,
     check: bool,
     account: bool,
 ) -> Result<(), String> {
@@ -485,8 +520,9 @@ fn print_output(
         .build()
         .map_err(|e| e.to_string())?;
     crate::runtime_args::warn(&config);
-    let rt = Runtime::new(config).map_err(|e| e.to_string())?;
-    let outcome = bench.run_api(&rt, params, api)?;
+    // One runtime, or a group of `pes` PEs of `vprocs` each (`--pes`).
+    let target = crate::bench::harness::start(bench, config, if pes > 1 { pes } else { 0 }, None)?;
+    let outcome = target.run(bench, params, api)?;
     if check {
         (outcome.check)()
             .map_err(|e| format!("{}: numagc's own answer is wrong: {e}", bench.name()))?;
@@ -496,8 +532,10 @@ fn print_output(
         // The timed run: its pauses. A job on every vproc first: one that
         // joined the last collection while idle has published its
         // statistics by the time it runs this.
-        rt.run_each(|_| ()).map_err(|e| e.to_string())?;
-        let t = rt.stats().total;
+        for rt in target.runtimes() {
+            rt.run_each(|_| ()).map_err(|e| e.to_string())?;
+        }
+        let t = target.stats().total;
         eprintln!("{}", pauses::numagc_line(&t.pauses));
         if account {
             eprintln!("{}", breakdown::numagc_line(t.gc_ns(), t.bytes_allocated));
@@ -515,7 +553,26 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
         return Err("--vprocs: counts of at least 1".into());
     }
     let apis = crate::bench::parse_apis(&a.api)?;
-    let runtimes = runtimes(&apis);
+    crate::bench::check_pe_counts(&a.pes)?;
+    // numagc's PE groups, by name, with their PE counts; the plan in their
+    // names is the one the runs get from the `NUMAGC_*` settings.
+    let plan = ConfigBuilder::from_env()
+        .and_then(|b| b.build())
+        .map_err(|e| e.to_string())?
+        .plan;
+    let mut pe_runtimes: Vec<(String, usize)> = Vec::new();
+    for &p in a.pes.iter().filter(|&&p| p > 1) {
+        if !pe_runtimes.iter().any(|&(_, q)| q == p) {
+            pe_runtimes.push((numagc_pe_runtime(plan.name(), p), p));
+        }
+    }
+    let pes_of = |rt: &str| {
+        pe_runtimes
+            .iter()
+            .find(|(name, _)| name == rt)
+            .map_or(1, |&(_, p)| p)
+    };
+    let runtimes = runtimes(&apis, &pe_runtimes);
     let names: Vec<String> = if a.names.is_empty() {
         PEERED.iter().map(|(n, _)| n.to_string()).collect()
     } else {
@@ -551,14 +608,16 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
         benches.push((b, class, params, args));
     }
     if a.print_output || a.run_output {
-        let vprocs = match (a.run_output, &a.vprocs[..]) {
-            (false, _) => 1,
-            (true, [k]) => *k,
-            (true, _) => return Err("--run-output: exactly one vproc count".into()),
+        let (vprocs, pes) = match (a.run_output, &a.vprocs[..], &a.pes[..]) {
+            (false, _, _) => (1, 1),
+            (true, [k], [p]) => (*k, *p),
+            (true, _, _) => {
+                return Err("--run-output: exactly one vproc count and one PE count".into())
+            }
         };
         return match &benches[..] {
             [(b, _, params, _)] => {
-                print_output(*b, apis[0], params, vprocs, a.print_output, a.account)
+                print_output(*b, apis[0], params, vprocs, pes, a.print_output, a.account)
             }
             _ => Err("--print-output, --run-output: exactly one benchmark".into()),
         };
@@ -576,13 +635,15 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
         );
         let want = expected_output(*b, size)?;
         for &k in &a.vprocs {
-            // One run of `rt` (with its own accounting when `accounted`)
-            // and why it does not count, if it does not.
+            // How `rt` runs here (with its own accounting when `accounted`).
+            let launch_here = |rt: &str, accounted: bool| {
+                let pes = pes_of(rt);
+                launch(rt, name, class, args, k, pes, size, &a.peers_dir, accounted)
+            };
+            // One run of `rt` and why it does not count, if it does not.
             let run_checked =
                 |rt: &str, accounted: bool| -> Result<(Measured, Option<String>), String> {
-                    let Launch::Run(cmd) =
-                        launch(rt, name, class, args, k, size, &a.peers_dir, accounted)?
-                    else {
+                    let Launch::Run(cmd) = launch_here(rt, accounted)? else {
                         unreachable!("{rt} was found runnable")
                     };
                     let m = measure(cmd)?;
@@ -592,7 +653,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             // Which runtimes run here.
             let mut active = Vec::new();
             for &rt in &runtimes {
-                match launch(rt, name, class, args, k, size, &a.peers_dir, false)? {
+                match launch_here(rt, false)? {
                     Launch::Run(_) => active.push(rt),
                     Launch::Skip(why) => skipped.push((name.to_string(), k, rt.to_string(), why)),
                 }

@@ -53,6 +53,10 @@ fn census(root: View<'_>) -> (u64, u64) {
     (nodes, sum)
 }
 
+/// (pack, unpack, memcpy seconds; packet words; (nodes, payload sum)
+/// of the last unpacked tree).
+type Measured = (Vec<f64>, Vec<f64>, Vec<f64>, usize, (u64, u64));
+
 fn range(xs: &[f64]) -> (f64, f64) {
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = xs.iter().copied().fold(0.0, f64::max);
@@ -76,37 +80,34 @@ pub fn run(
     let want_sum = (0..nodes).fold(0u64, |a, i| a.wrapping_add(payload(i)));
     let repeat = repeat.max(1);
     let r = rt
-        .run_on(
-            0,
-            move |s| -> Result<(Vec<f64>, Vec<f64>, Vec<f64>, usize, (u64, u64))> {
-                let root = tree(s, node, depth, 0)?;
-                let root = s.slot(root);
-                let (mut pack, mut unpack, mut copy) = (Vec::new(), Vec::new(), Vec::new());
-                let mut words = 0;
-                let mut got = (0, 0);
-                let mut dst: Vec<u64> = Vec::new();
-                for _ in 0..repeat {
-                    let t = Instant::now();
-                    let packet = numagc::pe::pack_graph(s, &[root.get()], usize::MAX)?;
-                    pack.push(t.elapsed().as_secs_f64());
-                    words = packet.len();
-                    if dst.len() != words {
-                        dst = vec![1; words];
-                    }
-                    let t = Instant::now();
-                    dst.copy_from_slice(black_box(&packet));
-                    copy.push(t.elapsed().as_secs_f64());
-                    black_box(&dst);
-                    got = s.scope(|s| -> Result<(u64, u64)> {
-                        let t = Instant::now();
-                        let hs = numagc::pe::unpack_graph(s, &packet, 0)?;
-                        unpack.push(t.elapsed().as_secs_f64());
-                        Ok(census(s.view(hs[0])))
-                    })?;
+        .run_on(0, move |s| -> Result<Measured> {
+            let root = tree(s, node, depth, 0)?;
+            let root = s.slot(root);
+            let (mut pack, mut unpack, mut copy) = (Vec::new(), Vec::new(), Vec::new());
+            let mut words = 0;
+            let mut got = (0, 0);
+            let mut dst: Vec<u64> = Vec::new();
+            for _ in 0..repeat {
+                let t = Instant::now();
+                let packet = numagc::pe::pack_graph(s, &[root.get()], usize::MAX)?;
+                pack.push(t.elapsed().as_secs_f64());
+                words = packet.len();
+                if dst.len() != words {
+                    dst = vec![1; words];
                 }
-                Ok((pack, unpack, copy, words, got))
-            },
-        )
+                let t = Instant::now();
+                dst.copy_from_slice(black_box(&packet));
+                copy.push(t.elapsed().as_secs_f64());
+                black_box(&dst);
+                got = s.scope(|s| -> Result<(u64, u64)> {
+                    let t = Instant::now();
+                    let hs = numagc::pe::unpack_graph(s, &packet, 0)?;
+                    unpack.push(t.elapsed().as_secs_f64());
+                    Ok(census(s.view(hs[0])))
+                })?;
+            }
+            Ok((pack, unpack, copy, words, got))
+        })
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
     let (pack, unpack, copy, words, (got_nodes, got_sum)) = r;
@@ -125,11 +126,7 @@ pub fn run(
     let bytes = (words * 8) as f64;
     let gbs = |ts: &[f64]| ts.iter().map(|t| bytes / t / 1e9).collect::<Vec<f64>>();
     let (p, u, c) = (gbs(&pack), gbs(&unpack), gbs(&copy));
-    let sorted = |xs: &[f64]| {
-        let mut v = xs.to_vec();
-        median(&mut v)
-    };
-    let (pm, um, cm) = (sorted(&p), sorted(&u), sorted(&c));
+    let (pm, um, cm) = (median(&p), median(&u), median(&c));
     println!(
         "tree of depth {depth}: {nodes} nodes, packet {:.1} MB; {repeat} measurements each, alternating",
         bytes / 1e6
