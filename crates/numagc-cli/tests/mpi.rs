@@ -65,6 +65,7 @@ fn the_pe_benchmarks_run_over_mpi_on_both_plans() {
         "sumeuler",
         "worpitzky",
         "mandelbrot",
+        "blackscholes",
     ];
     let mut args = vec!["bench"];
     args.extend(benches);
