@@ -7,6 +7,7 @@ pub mod blocking;
 pub mod compact;
 pub mod pack;
 pub mod pingpong;
+pub mod roundtrip;
 
 use crate::runtime_args::RuntimeArgs;
 use clap::Subcommand;
@@ -71,6 +72,20 @@ pub enum Micro {
         #[command(flatten)]
         runtime: RuntimeArgs,
     },
+    /// A message's round trip through the PE transport over MPI against a
+    /// raw MPI ping-pong of the same bytes, alternately; under `mpirun -n 2`
+    /// (a build with `--features mpi`).
+    Roundtrip {
+        /// Message sizes in bytes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "64,4096,65536,1048576")]
+        bytes: Vec<usize>,
+        /// Round trips per measurement.
+        #[arg(long, default_value_t = 2000)]
+        rounds: u64,
+        /// Measurements of each kind (alternating); medians are reported.
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+    },
     /// The cost of an empty blocking section, and other vprocs' global
     /// collections while vproc 1 blocks inside and outside one.
     Blocking {
@@ -116,6 +131,11 @@ pub fn run(m: Micro) -> Result<(), String> {
             json,
             runtime,
         } => pack::run(depth, repeat, json, &runtime),
+        Micro::Roundtrip {
+            bytes,
+            rounds,
+            repeat,
+        } => roundtrip::run(&bytes, rounds, repeat),
         Micro::Blocking {
             sections,
             block_ms,

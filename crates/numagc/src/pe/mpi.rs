@@ -17,9 +17,10 @@
 //!   group's messages and queues them for the service, so a rank always
 //!   drains what is sent to it, whatever its service and vprocs do, and
 //!   a large (rendezvous) send from either side always completes. It
-//!   polls with `MPI_Improbe`, spinning briefly and then sleeping from
-//!   20 µs doubling to 500 µs while nothing comes, because a blocking
-//!   probe in Open MPI spins a core, and a PE's cores are its vprocs'.
+//!   polls with `MPI_Improbe`, yielding for 200 µs after the last message
+//!   and then sleeping from 20 µs doubling to 500 µs while nothing comes,
+//!   because a blocking probe in Open MPI spins a core, and a PE's cores
+//!   are its vprocs' (`numagc micro roundtrip` measures the cost).
 //! - **Sends** are `MPI_Isend`s from the sending thread, tested until
 //!   done; a send to a PE that is lost is abandoned (its buffer leaked,
 //!   the MPI request with it) and answered with an error, so no thread
@@ -147,6 +148,17 @@ impl MpiSession {
             }))
             .into());
         }
+        let t = self.transport()?;
+        PeGroup::with_transport(Arc::new(t), config, exports, setup)
+    }
+
+    /// The transport of a new group, its number the group's tag, once
+    /// every rank has come to it (as [`MpiSession::group`], which starts
+    /// a PE on it; alone, for measuring the message layer:
+    /// `numagc micro roundtrip`).
+    ///
+    /// Errors: a rank lost before, or not come within `JOIN_TIMEOUT`.
+    pub fn transport(&self) -> Result<MpiTransport> {
         if let Some(p) = (0..self.size).find(|&p| self.lost[p].load(Ordering::SeqCst)) {
             return Err(ErrorKind::Pe {
                 pe: p,
@@ -163,13 +175,12 @@ impl MpiSession {
             }
             return Err(e);
         }
-        let t = MpiTransport::start(
+        MpiTransport::start(
             self.rank,
             self.size,
             (number % TAG_SPAN) as i32,
             self.lost.clone(),
-        )?;
-        PeGroup::with_transport(Arc::new(t), config, exports, setup)
+        )
     }
 }
 
@@ -215,29 +226,50 @@ fn join_all(rank: usize) -> Result<()> {
     }
 }
 
-/// Spins a little, then sleeps longer and longer: the waits of the
-/// transport's polling loops.
-struct Pause(u32);
+/// The waits of the transport's polling loops: yield for `SPIN` after
+/// the last activity (a reply usually comes within a round trip, and a
+/// sleeping poller would add its sleep to it), then sleep from 20 µs
+/// doubling to 500 µs (an idle PE leaves its cores to its vprocs).
+struct Pause {
+    since: Instant,
+    spin: Duration,
+    sleeps: u32,
+}
 
 impl Pause {
-    const SPINS: u32 = 64;
+    /// After a message, the receiving thread's spin.
+    const SPIN: Duration = Duration::from_micros(200);
+    /// A send's: a large message moves in fragments, each at a test of
+    /// the request (Open MPI progresses a send only inside its calls), so
+    /// a sender that slept between tests would send at its sleeps' pace
+    /// (1 MB took 16 × the raw round trip with 200 µs).
+    const SEND_SPIN: Duration = Duration::from_millis(20);
 
     fn new() -> Pause {
-        Pause(0)
+        Pause::spinning(Pause::SPIN)
+    }
+
+    fn spinning(spin: Duration) -> Pause {
+        Pause {
+            since: Instant::now(),
+            spin,
+            sleeps: 0,
+        }
     }
 
     fn reset(&mut self) {
-        self.0 = 0;
+        self.since = Instant::now();
+        self.sleeps = 0;
     }
 
     fn wait(&mut self) {
-        if self.0 < Pause::SPINS {
+        if self.since.elapsed() < self.spin {
             std::thread::yield_now();
         } else {
-            let exp = (self.0 - Pause::SPINS).min(5);
+            let exp = self.sleeps.min(5);
             std::thread::sleep(Duration::from_micros(20 << exp).min(Duration::from_micros(500)));
+            self.sleeps += 1;
         }
-        self.0 = self.0.saturating_add(1);
     }
 }
 
@@ -425,7 +457,7 @@ impl Transport for MpiTransport {
             world
                 .process_at_rank(to as i32)
                 .immediate_send_with_tag(StaticScope, buf, self.tag);
-        let mut pause = Pause::new();
+        let mut pause = Pause::spinning(Pause::SEND_SPIN);
         loop {
             match req.test() {
                 Ok(_) => {
