@@ -352,3 +352,54 @@ fn a_result_that_cannot_travel_is_computed_again_by_its_forker() {
     // At least one run sent the task to PE 1, which declined its result.
     assert!(declined, "{:?}", g.stats());
 }
+
+static PANICKY: OnceLock<Export> = OnceLock::new();
+
+/// Panics where it runs: on PE 1 when exported, as a PE whose vproc
+/// crashes in the middle of a task.
+fn panicking_task<'s>(_: &mut Scope<'s>, _: &[Handle<'s>]) -> Result<Handle<'s>> {
+    panic!("a vproc of this PE crashed");
+}
+
+#[test]
+fn a_task_that_panics_on_another_pe_is_an_error_there_and_every_pe_carries_on() {
+    // pfib's function first, at the number PFIB holds.
+    let mut e = exports();
+    let p = e.register("panicky", panicking_task).unwrap();
+    let _ = PANICKY.set(p);
+    let g = PeGroup::new(2, config(1), e, setup).unwrap();
+    let mut remote = 0;
+    for _ in 0..20 {
+        let r = g
+            .run(move |s| -> Result<i64> {
+                // The local half is slow: PE 1 asks for work meanwhile and
+                // takes the exported half, which panics there.
+                let (_, _) = s.par2_export(p, &[], |s, _| {
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                    boxed(s, 1)
+                })?;
+                Ok(0)
+            })
+            .unwrap();
+        match r {
+            Err(e) => match e.kind() {
+                ErrorKind::Pe { pe: 1, message } => {
+                    assert!(message.contains("crashed"), "{message}");
+                    remote += 1;
+                }
+                // Run here, the panic is this PE's task panic.
+                ErrorKind::TaskPanicked { .. } => {}
+                k => panic!("{k:?}"),
+            },
+            Ok(_) => panic!("the panicking half returned"),
+        }
+        assert_eq!(g.tasks_in_flight(), 0);
+    }
+    assert!(remote > 0, "PE 1 never took the task");
+    // Both PEs still work: a run of parfib after the panics is right.
+    let got = g
+        .run(|s| pfib(s, 18).map(|h| unbox(s, h)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, fib(18));
+}

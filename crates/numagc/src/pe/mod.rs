@@ -19,11 +19,15 @@
 //! | the group, what its vprocs and services share | `group` |
 //! | the service thread: the work protocol | `service` |
 //!
+//! Where its PEs run: all in one process ([`PeGroup::new`], the
+//! in-process transport) or one per MPI rank (`mpi::MpiSession::group`,
+//! feature `mpi`), each PE's vprocs on one node
+//! (`Topology::place_pe_vprocs`: PE `p` on node `p % nodes`).
+//!
 //! Not built yet (issue 19): global addresses, the global indirection
 //! table, FetchMe placeholders and weighted reference counting (so a
 //! mutable object or a graph past the packet limit cannot travel yet:
-//! the task stays on its PE); the MPI transport; placing each PE's vprocs
-//! and heap on one node.
+//! the task stays on its PE); the C ABI of exportable tasks.
 
 mod export;
 mod fork;
