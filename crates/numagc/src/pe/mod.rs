@@ -18,6 +18,7 @@
 //! | moving the bytes between processes (feature `mpi`) | `mpi` |
 //! | the group, what its vprocs and services share | `group` |
 //! | the service thread: the work protocol | `service` |
+//! | weighted reference counting: the GIT and import books | `weight` |
 //!
 //! Where its PEs run: all in one process ([`PeGroup::new`], the
 //! in-process transport) or one per MPI rank (`mpi::MpiSession::group`,
@@ -38,6 +39,9 @@ pub mod mpi;
 pub(crate) mod pack;
 mod service;
 mod transport;
+pub mod weight;
+#[cfg(test)]
+mod weight_tests;
 
 pub use export::{Export, ExportFn, Exports, MAX_EXPORTS};
 pub use group::{PeGroup, PeStats, MAX_PES, PACKET_LIMIT_WORDS};
