@@ -106,6 +106,14 @@ fn the_pe_benchmarks_run_over_mpi_on_both_plans() {
         .filter_map(|t| t.split(',').next()?.trim().parse::<u64>().ok())
         .sum();
     assert!(exported > 0, "no task went to PE 1:\n{out}");
+    // Rank 0 reports rank 1's figures too (sent when it stops serving).
+    let imported: u64 = out
+        .lines()
+        .filter(|l| l.starts_with("PE 1:"))
+        .filter_map(|l| l.split("imported ").nth(1))
+        .filter_map(|t| t.split(';').next()?.trim().parse::<u64>().ok())
+        .sum();
+    assert_eq!(imported, exported, "PE 1's figures:\n{out}");
 }
 
 #[test]

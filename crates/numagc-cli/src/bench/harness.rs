@@ -277,7 +277,6 @@ fn run_one(
                 g.tasks_in_flight()
             ));
         }
-        record.pe_stats = g.stats();
     }
     if record.error.is_none() && !thread_errors.is_empty() {
         record.correct = false;
@@ -316,6 +315,10 @@ fn run_one(
         .iter()
         .map(|p| p.node)
         .collect();
+    // The group ends here: over MPI, with the other ranks' figures.
+    if let Target::Group(g) = target {
+        record.pe_stats = g.finish();
+    }
     (record, timeline, (output, Some(stats)))
 }
 

@@ -56,6 +56,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+/// How long [`PeGroup::finish`] waits for the figures of the PEs of
+/// other processes.
+const ENDED_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Most PEs in a group.
 pub const MAX_PES: usize = 1024;
 /// Largest packet of a task's arguments or result, in words; a larger
@@ -193,6 +197,46 @@ pub struct PeStats {
     pub refused_messages: u64,
 }
 
+impl PeStats {
+    /// The figures as words (`Message::Ended`; times as `f64` bits).
+    pub(super) fn to_words(&self) -> Vec<u64> {
+        vec![
+            self.pe as u64,
+            self.messages_sent,
+            self.bytes_sent,
+            self.fish_sent,
+            self.no_work,
+            self.tasks_exported,
+            self.tasks_imported,
+            self.pack_ms.to_bits(),
+            self.unpack_ms.to_bits(),
+            self.remote_wait_ms.to_bits(),
+            self.refused_messages,
+        ]
+    }
+
+    /// The figures of `to_words`, of PE `pe` (`None` when the words are
+    /// not `STATS_WORDS` long or name another PE).
+    pub(super) fn from_words(pe: usize, w: &[u64]) -> Option<PeStats> {
+        if w.len() != super::message::STATS_WORDS || w[0] != pe as u64 {
+            return None;
+        }
+        Some(PeStats {
+            pe,
+            messages_sent: w[1],
+            bytes_sent: w[2],
+            fish_sent: w[3],
+            no_work: w[4],
+            tasks_exported: w[5],
+            tasks_imported: w[6],
+            pack_ms: f64::from_bits(w[7]),
+            unpack_ms: f64::from_bits(w[8]),
+            remote_wait_ms: f64::from_bits(w[9]),
+            refused_messages: w[10],
+        })
+    }
+}
+
 /// One PE's side of the group: what its vprocs and its service share.
 pub(crate) struct PeContext {
     pub pe: usize,
@@ -214,6 +258,9 @@ pub(crate) struct PeContext {
     /// Set when PE 0 ended the job (its `stop` came): the end of
     /// [`PeGroup::serve`] that is not a loss.
     pub(super) ended: AtomicBool,
+    /// On PE 0: the figures of the PEs of other processes, as their
+    /// `ended` messages bring them ([`PeGroup::finish`]).
+    pub(super) remote_stats: Mutex<Vec<Option<PeStats>>>,
     pub(super) counters: Counters,
     /// Per vproc: exported tasks (id, offer) whose arguments that vproc
     /// is to pack at its next safepoint, and whether any wait.
@@ -467,6 +514,8 @@ impl PeContext {
 /// per process, `super::mpi`).
 pub struct PeGroup {
     pes: usize,
+    /// PE 0 has told the PEs of other processes that the job is over.
+    stop_sent: bool,
     runtimes: Vec<Runtime>,
     contexts: Vec<Arc<PeContext>>,
     services: Vec<JoinHandle<()>>,
@@ -546,6 +595,7 @@ impl PeGroup {
         let liveness = Liveness::new(pes);
         let mut g = PeGroup {
             pes,
+            stop_sent: false,
             runtimes: Vec::with_capacity(transports.len()),
             contexts: Vec::with_capacity(transports.len()),
             services: Vec::with_capacity(transports.len()),
@@ -569,6 +619,7 @@ impl PeGroup {
                 remote_waiters: AtomicUsize::new(0),
                 stopping: AtomicBool::new(false),
                 ended: AtomicBool::new(false),
+                remote_stats: Mutex::new(vec![None; pes]),
                 counters: Counters::default(),
                 errors: Mutex::new(Vec::new()),
                 pack_requests: (0..config.vprocs).map(|_| Mutex::new(Vec::new())).collect(),
@@ -704,6 +755,40 @@ impl PeGroup {
         let _ = c.transport.send(c.pe, encode(c.pe, &Message::Stop));
     }
 
+    /// Ends the job and gives every PE's figures, in PE order: those of
+    /// this process's PEs, and, on PE 0's process, those the PEs of other
+    /// processes send when they stop serving (each waited for until it
+    /// comes or its PE is lost, at most `ENDED_WAIT`). A group that is
+    /// dropped ends the job the same way, without the figures.
+    pub fn finish(mut self) -> Vec<PeStats> {
+        let mut all: Vec<PeStats> = self.stats();
+        if self.runs_program() {
+            let local: Vec<usize> = self.local_pes().collect();
+            let c = self.contexts[0].clone();
+            let remote: Vec<usize> = (1..self.pes).filter(|p| !local.contains(p)).collect();
+            for &p in &remote {
+                if c.alive(p) {
+                    let _ = c.transport.send(p, encode(0, &Message::Stop));
+                }
+            }
+            self.stop_sent = true;
+            let t0 = Instant::now();
+            loop {
+                let waiting = {
+                    let got = lock(&c.remote_stats);
+                    remote.iter().any(|&p| got[p].is_none() && c.alive(p))
+                };
+                if !waiting || t0.elapsed() > ENDED_WAIT {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            all.extend(lock(&c.remote_stats).iter().flatten().cloned());
+            all.sort_by_key(|s| s.pe);
+        }
+        all
+    }
+
     /// Exported tasks still waiting for a result, over all PEs (none
     /// after a run has returned).
     pub fn tasks_in_flight(&self) -> usize {
@@ -719,7 +804,7 @@ impl Drop for PeGroup {
             // Wakes the service out of its receive.
             let _ = c.transport.send(c.pe, encode(c.pe, &Message::Stop));
             // PE 0 ends the job for the PEs elsewhere (`serve`).
-            if c.pe == 0 {
+            if c.pe == 0 && !self.stop_sent {
                 for p in (1..self.pes).filter(|p| !local.contains(p)) {
                     if c.alive(p) {
                         let _ = c.transport.send(p, encode(0, &Message::Stop));

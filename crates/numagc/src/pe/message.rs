@@ -15,7 +15,10 @@
 //!   fetch's round trip;
 //! - [`Message::Declined`]: the task ran, but its result cannot travel (a
 //!   mutable object, past the packet limit): its forker runs it again;
-//! - [`Message::Stop`]: the job is over (sent by the PE that ran it).
+//! - [`Message::Stop`]: the job is over (sent by the PE that ran it);
+//! - [`Message::Ended`]: a PE of another process has stopped serving, and
+//!   these were its figures (its answer to `stop`, so that PE 0 reports
+//!   every PE's traffic).
 //!
 //! Every message is bytes, in process as over MPI, so the in-process
 //! transport exercises the format the distributed one depends on. Layout,
@@ -41,6 +44,10 @@ const NO_WORK: u8 = 3;
 const RESULT: u8 = 4;
 const STOP: u8 = 5;
 const DECLINED: u8 = 6;
+const ENDED: u8 = 7;
+
+/// Words of [`Message::Ended`]'s figures (`PeStats::to_words`).
+pub(crate) const STATS_WORDS: usize = 11;
 
 /// One message between PEs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +77,8 @@ pub(crate) enum Message {
     Declined { task: u64, reason: String },
     /// The job is over: stop serving.
     Stop,
+    /// The sender stopped serving; its figures (`STATS_WORDS` words).
+    Ended { stats: Vec<u64> },
 }
 
 /// Writes `m`, sent by PE `sender`, as bytes.
@@ -110,6 +119,10 @@ pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
             DECLINED
         }
         Message::Stop => STOP,
+        Message::Ended { stats } => {
+            put_words(&mut payload, stats);
+            ENDED
+        }
     };
     let mut out = Vec::with_capacity(HEADER + payload.len());
     out.extend_from_slice(&MAGIC);
@@ -214,6 +227,13 @@ pub(crate) fn decode(from: usize, pes: usize, bytes: &[u8]) -> Result<Message> {
             let reason = String::from_utf8_lossy(r.rest()).into_owned();
             Message::Declined { task, reason }
         }
+        ENDED => {
+            let stats = r
+                .words()
+                .filter(|w| w.len() == STATS_WORDS)
+                .ok_or_else(|| refuse(format!("ended: not {STATS_WORDS} words of figures")))?;
+            Message::Ended { stats }
+        }
         k => return Err(refuse(format!("unknown message kind {k}"))),
     };
     Ok(m)
@@ -275,6 +295,9 @@ mod tests {
             Message::Fish,
             Message::NoWork,
             Message::Stop,
+            Message::Ended {
+                stats: (0..STATS_WORDS as u64).collect(),
+            },
             Message::Schedule {
                 task: 7,
                 export: 3,
@@ -377,5 +400,8 @@ mod tests {
         let len = (b.len() - HEADER) as u32;
         b[12..16].copy_from_slice(&len.to_le_bytes());
         assert!(refused(0, 1, &b).contains("not whole words"));
+        // Figures of the wrong length.
+        let b = encode(0, &Message::Ended { stats: vec![0; 3] });
+        assert!(refused(0, 1, &b).contains("not 11 words of figures"));
     }
 }

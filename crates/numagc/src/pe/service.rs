@@ -3,7 +3,7 @@
 //! with their packed arguments, results sent back), run for one PE; the
 //! module doc of `super::group` says what it does and why.
 
-use super::group::{Imported, Offered, PeContext};
+use super::group::{Imported, Offered, PeContext, PeStats};
 use super::message::{decode, Message};
 use super::transport::Liveness;
 use crate::error::{Error, ErrorKind};
@@ -61,6 +61,11 @@ impl Service {
                     ),
                     Ok(Message::Stop) => {
                         if from != self.ctx.pe {
+                            // PE 0 ended the job: this PE's figures go to it.
+                            let stats = self.ctx.stats().to_words();
+                            if let Err(e) = self.ctx.send(0, &Message::Ended { stats }) {
+                                self.ctx.record(e);
+                            }
                             self.ctx.ended.store(true, Ordering::SeqCst);
                         }
                         break;
@@ -225,6 +230,19 @@ impl Service {
                 .into()));
                 ring_all(&self.shared);
             }
+            Message::Ended { stats } => match PeStats::from_words(from, &stats) {
+                Some(st) if ctx.pe == 0 => lock(&ctx.remote_stats)[from] = Some(st),
+                _ => self.refuse(
+                    from,
+                    ErrorKind::Pe {
+                        pe: from,
+                        message:
+                            "refused message: figures of another PE, or sent to a PE other than 0"
+                                .into(),
+                    }
+                    .into(),
+                ),
+            },
             Message::Stop => {}
         }
     }
