@@ -665,6 +665,46 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
             );
         }
     }
+
+    // The timeline has a process per PE of a group, each with its spans.
+    let trace = dir.join("pes-trace.json");
+    let (ok, _, err) = numagc(&[
+        "bench",
+        "parfib",
+        "--suite",
+        "quick",
+        "--pes",
+        "2",
+        "--vprocs",
+        "1",
+        "--quiet",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(ok, "stderr: {err}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = t
+        .as_array()
+        .or_else(|| t["traceEvents"].as_array())
+        .unwrap();
+    for pe in [0, 1] {
+        let pid = events
+            .iter()
+            .find(|e| {
+                e["name"] == "process_name"
+                    && e["args"]["name"]
+                        .as_str()
+                        .unwrap()
+                        .ends_with(&format!(" PE {pe}"))
+            })
+            .unwrap_or_else(|| panic!("no process of PE {pe} in the trace"))["pid"]
+            .clone();
+        assert!(
+            events.iter().any(|e| e["pid"] == pid && e["ph"] == "X"),
+            "PE {pe} has no spans"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 
     let (ok, _, err) = numagc(&["bench", "binarytrees", "--pes", "2"]);

@@ -307,6 +307,13 @@ impl Runtime {
     /// the number of spans dropped because a vproc reached
     /// [`trace::MAX_EVENTS`](crate::trace::MAX_EVENTS). Spans published after
     /// the call are returned by the next one.
+    /// The instant the spans' times count from (`Span::start_ns`): the
+    /// runtime's start. Runtimes of one process (the PEs of a group) put
+    /// their timelines side by side by the differences of their epochs.
+    pub fn trace_epoch(&self) -> std::time::Instant {
+        self.shared.epoch
+    }
+
     pub fn take_trace(&self) -> (Vec<crate::trace::Span>, u64) {
         let mut spans = Vec::new();
         let mut dropped = 0;

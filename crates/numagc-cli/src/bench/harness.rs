@@ -113,7 +113,7 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
                                 builder = builder.trace(true);
                             }
                             let config = builder.build().map_err(|e| e.to_string())?;
-                            let (record, timeline, output) =
+                            let (record, timelines, output) =
                                 run_one(*bench, api, params, experiment, config, pes, rep);
                             // Over MPI, a rank lost ends the job: no
                             // later group could start.
@@ -154,10 +154,12 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
                             }
                             results.runs.push(record);
                             if experiment.trace {
-                                results.timelines.push(RunTimeline {
-                                    name: label,
-                                    ..timeline
-                                });
+                                for t in timelines {
+                                    results.timelines.push(RunTimeline {
+                                        name: format!("{label}{}", t.name),
+                                        ..t
+                                    });
+                                }
                             }
                             bar.inc(1);
                         }
@@ -170,7 +172,8 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
     Ok(results)
 }
 
-/// One run: (record, timeline, (program output, statistics; their table
+/// One run: (record, timelines (one per runtime of this process, named
+/// by a suffix: "" or " PE p"), (program output, statistics; their table
 /// is made only when printed)).
 fn run_one(
     bench: &dyn Benchmark,
@@ -182,7 +185,7 @@ fn run_one(
     rep: usize,
 ) -> (
     RunRecord,
-    RunTimeline,
+    Vec<RunTimeline>,
     (String, Option<numagc::StatsReport>),
 ) {
     let vprocs = config.vprocs;
@@ -220,18 +223,11 @@ fn run_one(
         correct: false,
         error: None,
     };
-    let mut timeline = RunTimeline {
-        name: String::new(),
-        vprocs,
-        nodes: Vec::new(),
-        spans: Vec::new(),
-        dropped: 0,
-    };
     let mut target = match start(bench, config, pes, experiment.mpi) {
         Ok(t) => t,
         Err(e) => {
             record.error = Some(e);
-            return (record, timeline, (String::new(), None));
+            return (record, Vec::new(), (String::new(), None));
         }
     };
     if let Target::Group(g) = &mut target {
@@ -244,7 +240,7 @@ fn run_one(
                 Err(e) => record.error = Some(e.to_string()),
             }
             record.wall_s = t0.elapsed().as_secs_f64();
-            return (record, timeline, (String::new(), None));
+            return (record, Vec::new(), (String::new(), None));
         }
     }
     let t0 = Instant::now();
@@ -305,21 +301,32 @@ fn run_one(
     record.tasks_forked = t.tasks_forked;
     record.tasks_stolen = t.tasks_stolen;
     record.numa_locality = t.numa_locality();
-    // The trace shows PE 0 (the runtime that ran the program's start).
-    let (spans, dropped) = runtimes[0].take_trace();
-    timeline.spans = spans;
-    timeline.dropped = dropped;
-    timeline.nodes = runtimes[0]
-        .info()
-        .placements
-        .iter()
-        .map(|p| p.node)
-        .collect();
+    // One timeline per runtime of this process (a group's PEs: a process
+    // each in the viewer), on PE 0's clock.
+    let epoch0 = runtimes[0].trace_epoch();
+    let mut timelines = Vec::with_capacity(runtimes.len());
+    for (rt, pe) in runtimes.iter().zip(target.local_pes()) {
+        let (mut spans, dropped) = rt.take_trace();
+        let shift = rt
+            .trace_epoch()
+            .saturating_duration_since(epoch0)
+            .as_nanos() as u64;
+        for s in &mut spans {
+            s.start_ns += shift;
+        }
+        timelines.push(RunTimeline {
+            name: pe.map(|p| format!(" PE {p}")).unwrap_or_default(),
+            vprocs,
+            nodes: rt.info().placements.iter().map(|p| p.node).collect(),
+            spans,
+            dropped,
+        });
+    }
     // The group ends here: over MPI, with the other ranks' figures.
     if let Target::Group(g) = target {
         record.pe_stats = g.finish();
     }
-    (record, timeline, (output, Some(stats)))
+    (record, timelines, (output, Some(stats)))
 }
 
 /// What a run runs on.
@@ -329,6 +336,15 @@ pub(crate) enum Target {
 }
 
 impl Target {
+    /// The PE of each of its runtimes (`runtimes`' order): `None` for a
+    /// lone runtime.
+    fn local_pes(&self) -> Vec<Option<usize>> {
+        match self {
+            Target::Runtime(_) => vec![None],
+            Target::Group(g) => g.local_pes().map(Some).collect(),
+        }
+    }
+
     /// Runs `bench` on it: through `api` on a runtime, its PE version on a
     /// group.
     pub(crate) fn run(
