@@ -15,7 +15,7 @@ pub enum MpiSession {}
 impl MpiSession {
     pub fn init() -> numagc::Result<MpiSession> {
         Err(numagc::Error::misuse(
-            "this numagc was built without MPI: build it with `cargo build --release --features mpi` (scripts/install-deps.sh installs Open MPI)",
+            "this numagc was built without MPI: build it with `cargo build --release -p numagc-cli --features mpi` (scripts/install-deps.sh installs Open MPI)",
         ))
     }
 

@@ -18,7 +18,7 @@
 
 #[cfg(not(feature = "mpi"))]
 pub fn run(_bytes: &[usize], _rounds: u64, _repeat: usize) -> Result<(), String> {
-    Err("micro roundtrip measures the MPI transport: build with `--features mpi` and run it under `mpirun -n 2`".into())
+    Err("micro roundtrip measures the MPI transport: build it with `cargo build --release -p numagc-cli --features mpi` and run it under `mpirun -n 2`".into())
 }
 
 #[cfg(feature = "mpi")]
