@@ -3,11 +3,13 @@
 # (with the heap verifier on; the quick benchmark suite among them), the
 # fault-injection tests (feature `fault-injection`), the C
 # example (under valgrind memcheck when it can be installed), the quick
-# suite through the harness in release, a bounded torture run, the fuzz
+# suite through the harness in release, the PE groups over MPI (feature
+# `mpi`, two ranks under mpirun), a bounded torture run, the fuzz
 # targets' replay of seeded inputs, then the loom models of the
 # synchronising protocols.
-# Run from anywhere; besides what cargo fetches it installs valgrind with
-# apt-get when it is missing and that is possible (scripts/install-deps.sh).
+# Run from anywhere; besides what cargo fetches it installs valgrind and
+# Open MPI with apt-get when they are missing and that is possible
+# (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
