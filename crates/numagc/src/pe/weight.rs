@@ -42,7 +42,8 @@
 //! Not yet wired to the heap: the FetchMe placeholders, the GIT as a root
 //! set updated by both plans' collectors, and the `fetch` and
 //! `return-weight` messages come next (issue 19); this module is the
-//! bookkeeping they use, generic over what a table holds.
+//! bookkeeping they use, generic over what a table holds. The plan for
+//! the rest: `docs/design/global-addresses.md`.
 
 use std::collections::HashMap;
 
