@@ -13,14 +13,21 @@
 //! ended is never read by the next one.
 //!
 //! Choices, and why:
-//! - **A communication thread per PE** receives: it probes for the
-//!   group's messages and queues them for the service, so a rank always
-//!   drains what is sent to it, whatever its service and vprocs do, and
-//!   a large (rendezvous) send from either side always completes. It
-//!   polls with `MPI_Improbe`, yielding for 200 µs after the last message
-//!   and then sleeping from 20 µs doubling to 500 µs while nothing comes,
-//!   because a blocking probe in Open MPI spins a core, and a PE's cores
-//!   are its vprocs' (`numagc micro roundtrip` measures the cost).
+//! - **Receiving: the service itself, or a communication thread per PE.**
+//!   The service probes MPI (`MPI_Improbe`) in its `recv`, so a message
+//!   goes from the sender to the service without a hand-off between
+//!   threads; when the service is busy (handling a message, sending), a
+//!   communication thread probes instead and queues what comes, so a rank
+//!   always drains what is sent to it and a large (rendezvous) send from
+//!   either side always completes. One token (`Peers::token`) decides who
+//!   probes, and the service empties the queue before it probes, so each
+//!   sender's messages stay in order. Both poll, yielding for 200 µs after
+//!   a message and then sleeping from 20 µs doubling to 500 µs (the
+//!   service asleep on the queue, so that what the thread queues wakes
+//!   it), because a blocking probe in Open MPI spins a core, and a PE's
+//!   cores are its vprocs'. Measured (`numagc micro roundtrip`,
+//!   `docs/results/hybrid.md`): the hand-off through the thread cost 1 MB
+//!   round trips 9 × raw MPI, 2.9 × without it.
 //! - **Sends** are `MPI_Isend`s from the sending thread, tested until
 //!   done; a send to a PE that is lost is abandoned (its buffer leaked,
 //!   the MPI request with it) and answered with an error, so no thread
@@ -46,7 +53,7 @@ use mpi::request::StaticScope;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -263,13 +270,21 @@ impl Pause {
     }
 
     fn wait(&mut self) {
-        if self.since.elapsed() < self.spin {
-            std::thread::yield_now();
-        } else {
-            let exp = self.sleeps.min(5);
-            std::thread::sleep(Duration::from_micros(20 << exp).min(Duration::from_micros(500)));
-            self.sleeps += 1;
+        match self.next() {
+            None => std::thread::yield_now(),
+            Some(d) => std::thread::sleep(d),
         }
+    }
+
+    /// The next wait: `None` while spinning (yield), else how long to
+    /// sleep.
+    fn next(&mut self) -> Option<Duration> {
+        if self.since.elapsed() < self.spin {
+            return None;
+        }
+        let exp = self.sleeps.min(5);
+        self.sleeps += 1;
+        Some(Duration::from_micros(20 << exp).min(Duration::from_micros(500)))
     }
 }
 
@@ -281,6 +296,12 @@ struct Peers {
     lost: Arc<[AtomicBool]>,
     t0: Instant,
     stop: AtomicBool,
+    /// Held by whoever probes MPI for the group's messages: the service
+    /// in `recv`, or the communication thread when the service does not.
+    /// Whoever holds it queues what it takes before letting go, and the
+    /// service takes the queue's messages before probing itself, so each
+    /// sender's messages reach the service in order.
+    token: Mutex<()>,
 }
 
 impl Peers {
@@ -295,7 +316,9 @@ pub struct MpiTransport {
     pes: usize,
     tag: i32,
     peers: Arc<Peers>,
-    incoming: Mutex<Receiver<(usize, Vec<u8>)>>,
+    /// The queue of received messages, and the service's poll: its
+    /// pause lasts across calls of `recv`, so an idle service sleeps.
+    incoming: Mutex<(Receiver<(usize, Vec<u8>)>, Pause)>,
     // The loopback: messages to this PE itself (the service's wake-up)
     // skip MPI.
     to_self: Sender<(usize, Vec<u8>)>,
@@ -309,6 +332,7 @@ impl MpiTransport {
             lost,
             t0: Instant::now(),
             stop: AtomicBool::new(false),
+            token: Mutex::new(()),
         });
         let (tx, rx) = mpsc::channel();
         let comm = {
@@ -326,7 +350,7 @@ impl MpiTransport {
             pes,
             tag,
             peers,
-            incoming: Mutex::new(rx),
+            incoming: Mutex::new((rx, Pause::new())),
             to_self: tx,
             comm: Mutex::new(Some(comm)),
         })
@@ -350,6 +374,30 @@ type Beat = mpi::request::Request<'static, [u8], StaticScope>;
 /// The heartbeat's (empty) buffer.
 static BEAT: [u8; 0] = [];
 
+/// The next message of the group, if one has come (heartbeats are
+/// counted and skipped). The caller holds `peers.token`.
+fn receive_one(
+    world: &SimpleCommunicator,
+    tag: i32,
+    pes: usize,
+    peers: &Peers,
+) -> Option<(usize, Vec<u8>)> {
+    while let Some(probed) = world.any_process().immediate_matched_probe_with_tag(tag) {
+        let (bytes, status) = probed.matched_receive_vec::<u8>();
+        let from = status.source_rank() as usize;
+        if from >= pes {
+            continue;
+        }
+        peers.heard[from].store(peers.now_us(), Ordering::Relaxed);
+        // An empty message is a heartbeat; the protocol's messages are
+        // never empty (`super::message`: a header at least).
+        if !bytes.is_empty() {
+            return Some((from, bytes));
+        }
+    }
+    None
+}
+
 /// The communication thread: receives the group's messages into `tx`,
 /// sends heartbeats, and marks silent PEs lost.
 fn receive_loop(me: usize, pes: usize, tag: i32, peers: &Peers, tx: &Sender<(usize, Vec<u8>)>) {
@@ -361,19 +409,13 @@ fn receive_loop(me: usize, pes: usize, tag: i32, peers: &Peers, tx: &Sender<(usi
     let mut beats: Vec<Option<Beat>> = (0..pes).map(|_| None).collect();
     while !peers.stop.load(Ordering::SeqCst) {
         let mut got = false;
-        while let Some(probed) = world.any_process().immediate_matched_probe_with_tag(tag) {
-            let (bytes, status) = probed.matched_receive_vec::<u8>();
-            let from = status.source_rank() as usize;
-            if from >= pes {
-                continue;
+        if let Ok(_token) = peers.token.try_lock() {
+            while let Some(m) = receive_one(&world, tag, pes, peers) {
+                got = true;
+                if tx.send(m).is_err() {
+                    break;
+                }
             }
-            peers.heard[from].store(peers.now_us(), Ordering::Relaxed);
-            // An empty message is a heartbeat; the protocol's messages
-            // are never empty (`super::message`: a header at least).
-            if !bytes.is_empty() && tx.send((from, bytes)).is_err() {
-                break;
-            }
-            got = true;
         }
         let now = Instant::now();
         if now >= next_beat {
@@ -482,15 +524,56 @@ impl Transport for MpiTransport {
     }
 
     fn recv(&self, timeout: Duration) -> Result<Option<(usize, Vec<u8>)>> {
-        let rx = self.incoming.lock().unwrap_or_else(|e| e.into_inner());
-        match rx.recv_timeout(timeout) {
-            Ok(m) => Ok(Some(m)),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => Err(ErrorKind::Pe {
+        let mut incoming = self.incoming.lock().unwrap_or_else(|e| e.into_inner());
+        let (rx, pause) = &mut *incoming;
+        let world = SimpleCommunicator::world();
+        let t0 = Instant::now();
+        let ended = || -> Error {
+            ErrorKind::Pe {
                 pe: self.me,
                 message: "the MPI communication thread ended".into(),
             }
-            .into()),
+            .into()
+        };
+        loop {
+            // The queue first (the loopback, and what the communication
+            // thread took), then MPI itself, under the token: no thread
+            // hand-off on the way from the sender to the service.
+            let got = match rx.try_recv() {
+                Ok(m) => Some(m),
+                Err(TryRecvError::Disconnected) => return Err(ended()),
+                Err(TryRecvError::Empty) => {
+                    let _token = self.peers.token.lock().unwrap_or_else(|e| e.into_inner());
+                    match rx.try_recv() {
+                        Ok(m) => Some(m),
+                        Err(TryRecvError::Disconnected) => return Err(ended()),
+                        Err(TryRecvError::Empty) => {
+                            receive_one(&world, self.tag, self.pes, &self.peers)
+                        }
+                    }
+                }
+            };
+            if got.is_some() {
+                pause.reset();
+                return Ok(got);
+            }
+            let left = timeout.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            match pause.next() {
+                None => std::thread::yield_now(),
+                // Asleep on the queue: what the communication thread
+                // takes meanwhile wakes the service at once.
+                Some(d) => match rx.recv_timeout(d.min(left)) {
+                    Ok(m) => {
+                        pause.reset();
+                        return Ok(Some(m));
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return Err(ended()),
+                },
+            }
         }
     }
 
