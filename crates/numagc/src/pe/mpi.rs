@@ -310,6 +310,10 @@ impl Peers {
     }
 }
 
+/// The queue of received messages (sender, bytes), and the service's
+/// poll.
+type Incoming = (Receiver<(usize, Vec<u8>)>, Pause);
+
 /// One rank's end of a group over MPI.
 pub struct MpiTransport {
     me: usize,
@@ -318,7 +322,7 @@ pub struct MpiTransport {
     peers: Arc<Peers>,
     /// The queue of received messages, and the service's poll: its
     /// pause lasts across calls of `recv`, so an idle service sleeps.
-    incoming: Mutex<(Receiver<(usize, Vec<u8>)>, Pause)>,
+    incoming: Mutex<Incoming>,
     // The loopback: messages to this PE itself (the service's wake-up)
     // skip MPI.
     to_self: Sender<(usize, Vec<u8>)>,
