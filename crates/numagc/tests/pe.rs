@@ -1,6 +1,8 @@
 //! PE groups (`numagc::pe`): work moves between runtimes and the answers
 //! stay right; failures of exported tasks come back as errors.
 
+mod common;
+
 use numagc::pe::{Export, Exports, PeGroup};
 use numagc::{Config, DescId, Descriptor, ErrorKind, Handle, PlanKind, Result, Runtime, Scope};
 use std::sync::OnceLock;
@@ -61,8 +63,10 @@ fn exports() -> Exports {
     e
 }
 
+/// A group's configuration on the tests' plan (`NUMAGC_TEST_PLAN`:
+/// `scripts/test.sh` runs these tests on each plan).
 fn config(vprocs: usize) -> Config {
-    config_on(PlanKind::SplitHeap, vprocs)
+    config_on(common::test_plan(), vprocs)
 }
 
 fn config_on(plan: PlanKind, vprocs: usize) -> Config {
