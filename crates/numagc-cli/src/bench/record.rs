@@ -151,6 +151,13 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// Median of a sample (0 for an empty one).
+/// The smallest and the largest of `xs` ((inf, 0) when empty).
+pub fn min_max(xs: &[f64]) -> (f64, f64) {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(0.0, f64::max);
+    (lo, hi)
+}
+
 pub fn median(xs: &[f64]) -> f64 {
     if xs.is_empty() {
         return 0.0;

@@ -13,7 +13,7 @@
 //! unpacked tree has every payload, summed, equal to the sum computed
 //! from the formula of the payloads, and the right node count.
 
-use crate::bench::record::median;
+use crate::bench::record::{median, min_max};
 use crate::runtime_args::RuntimeArgs;
 use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
 use std::hint::black_box;
@@ -56,12 +56,6 @@ fn census(root: View<'_>) -> (u64, u64) {
 /// (pack, unpack, memcpy seconds; packet words; (nodes, payload sum)
 /// of the last unpacked tree).
 type Measured = (Vec<f64>, Vec<f64>, Vec<f64>, usize, (u64, u64));
-
-fn range(xs: &[f64]) -> (f64, f64) {
-    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = xs.iter().copied().fold(0.0, f64::max);
-    (lo, hi)
-}
 
 pub fn run(
     depth: u32,
@@ -132,7 +126,7 @@ pub fn run(
         bytes / 1e6
     );
     for (name, xs, m) in [("pack", &p, pm), ("unpack", &u, um), ("memcpy", &c, cm)] {
-        let (lo, hi) = range(xs);
+        let (lo, hi) = min_max(xs);
         println!("{name:<7} {m:>7.2} GB/s median  ({lo:.2} .. {hi:.2})");
     }
     println!(

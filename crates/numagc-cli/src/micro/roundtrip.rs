@@ -23,7 +23,7 @@ pub fn run(_bytes: &[usize], _rounds: u64, _repeat: usize) -> Result<(), String>
 
 #[cfg(feature = "mpi")]
 pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
-    use crate::bench::record::median;
+    use crate::bench::record::{median, min_max};
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::*;
     use numagc::pe::mpi::MpiSession;
@@ -116,9 +116,8 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
         "bytes", "raw MPI µs (range)", "numagc µs (range)"
     );
     let us = |xs: &[f64]| {
-        let lo = xs.iter().copied().fold(f64::INFINITY, f64::min) * 1e6;
-        let hi = xs.iter().copied().fold(0.0, f64::max) * 1e6;
-        (median(xs) * 1e6, lo, hi)
+        let (lo, hi) = min_max(xs);
+        (median(xs) * 1e6, lo * 1e6, hi * 1e6)
     };
     for (n, raw, ours) in &rows {
         let (rm, rl, rh) = us(raw);

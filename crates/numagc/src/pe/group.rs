@@ -762,16 +762,8 @@ impl PeGroup {
     /// dropped ends the job the same way, without the figures.
     pub fn finish(mut self) -> Vec<PeStats> {
         let mut all: Vec<PeStats> = self.stats();
-        if self.runs_program() {
-            let local: Vec<usize> = self.local_pes().collect();
-            let c = self.contexts[0].clone();
-            let remote: Vec<usize> = (1..self.pes).filter(|p| !local.contains(p)).collect();
-            for &p in &remote {
-                if c.alive(p) {
-                    let _ = c.transport.send(p, encode(0, &Message::Stop));
-                }
-            }
-            self.stop_sent = true;
+        let remote = self.end_job();
+        if let (false, Some(c)) = (remote.is_empty(), self.contexts.first()) {
             let t0 = Instant::now();
             loop {
                 let waiting = {
@@ -789,6 +781,23 @@ impl PeGroup {
         all
     }
 
+    /// On PE 0's process, tells the PEs of other processes that the job
+    /// is over (once: [`PeGroup::finish`], else the drop), and gives
+    /// them; elsewhere, none.
+    fn end_job(&mut self) -> Vec<usize> {
+        if !self.runs_program() || self.stop_sent {
+            return Vec::new();
+        }
+        self.stop_sent = true;
+        let local: Vec<usize> = self.local_pes().collect();
+        let c = &self.contexts[0];
+        let remote: Vec<usize> = (1..self.pes).filter(|p| !local.contains(p)).collect();
+        for &p in remote.iter().filter(|&&p| c.alive(p)) {
+            let _ = c.transport.send(p, encode(0, &Message::Stop));
+        }
+        remote
+    }
+
     /// Exported tasks still waiting for a result, over all PEs (none
     /// after a run has returned).
     pub fn tasks_in_flight(&self) -> usize {
@@ -798,19 +807,11 @@ impl PeGroup {
 
 impl Drop for PeGroup {
     fn drop(&mut self) {
-        let local: Vec<usize> = self.local_pes().collect();
+        self.end_job();
         for c in &self.contexts {
             c.stopping.store(true, Ordering::SeqCst);
             // Wakes the service out of its receive.
             let _ = c.transport.send(c.pe, encode(c.pe, &Message::Stop));
-            // PE 0 ends the job for the PEs elsewhere (`serve`).
-            if c.pe == 0 && !self.stop_sent {
-                for p in (1..self.pes).filter(|p| !local.contains(p)) {
-                    if c.alive(p) {
-                        let _ = c.transport.send(p, encode(0, &Message::Stop));
-                    }
-                }
-            }
         }
         for h in self.services.drain(..) {
             let _ = h.join();
