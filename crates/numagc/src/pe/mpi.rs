@@ -25,9 +25,8 @@
 //!   a message and then sleeping from 20 µs doubling to 500 µs (the
 //!   service asleep on the queue, so that what the thread queues wakes
 //!   it), because a blocking probe in Open MPI spins a core, and a PE's
-//!   cores are its vprocs'. Measured (`numagc micro roundtrip`,
-//!   `docs/results/hybrid.md`): the hand-off through the thread cost 1 MB
-//!   round trips 9 × raw MPI, 2.9 × without it.
+//!   cores are its vprocs'. The cost against raw MPI: `numagc micro
+//!   roundtrip`, in `docs/results/hybrid.md`.
 //! - **Sends** are `MPI_Isend`s from the sending thread, tested until
 //!   done; a send to a PE that is lost is abandoned (its buffer leaked,
 //!   the MPI request with it) and answered with an error, so no thread
@@ -249,7 +248,7 @@ impl Pause {
     /// A send's: a large message moves in fragments, each at a test of
     /// the request (Open MPI progresses a send only inside its calls), so
     /// a sender that slept between tests would send at its sleeps' pace
-    /// (1 MB took 16 × the raw round trip with 200 µs).
+    /// (`numagc micro roundtrip` measures it).
     const SEND_SPIN: Duration = Duration::from_millis(20);
 
     fn new() -> Pause {
