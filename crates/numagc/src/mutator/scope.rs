@@ -193,6 +193,12 @@ impl<'s> Scope<'s> {
 
     /// The vproc under this scope (the scheduler's waiting duties, tests
     /// of the collectors).
+    /// Whether the object at `addr` is in this vproc's private heap (the
+    /// split plan's local heap; never on the shared plan).
+    pub(crate) fn is_private(&self, addr: u64) -> bool {
+        crate::plan::is_private(self.vp, addr as usize)
+    }
+
     pub(crate) fn vproc_mut(&mut self) -> &mut Vproc {
         self.vp
     }

@@ -11,14 +11,15 @@
 //! life of the table, so collectors read entries without locking. Entries
 //! are published with release stores and read with acquire loads.
 //!
-//! Two IDs are the runtime's own: [`ID_ROPE`], the last one, holds the rope
-//! node of parallel sequences (`crate::mutator::tabulate`), and
+//! Three IDs are the runtime's own: [`ID_ROPE`], the last one, holds the
+//! rope node of parallel sequences (`crate::mutator::tabulate`),
 //! [`ID_EPHEMERON`], the one before, ephemerons and weak references
-//! (`crate::weak`). The table registers both on creation and never hands
-//! them to an embedder.
+//! (`crate::weak`), and [`ID_FETCHME`], the one before that, a PE's
+//! placeholders of other PEs' objects (`crate::pe::global`). The table
+//! registers them on creation and never hands them to an embedder.
 
 use crate::error::DescriptorError;
-use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_LIMIT, ID_ROPE};
+use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_FETCHME, ID_LIMIT, ID_ROPE};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -150,8 +151,8 @@ impl Descriptor {
 }
 
 /// Number of IDs available to embedder descriptors (all mixed IDs but the
-/// reserved [`ID_EPHEMERON`] and [`ID_ROPE`]).
-pub const DESCRIPTOR_CAPACITY: usize = ID_EPHEMERON as usize - FIRST_MIXED_ID as usize;
+/// reserved [`ID_FETCHME`], [`ID_EPHEMERON`] and [`ID_ROPE`]).
+pub const DESCRIPTOR_CAPACITY: usize = ID_FETCHME as usize - FIRST_MIXED_ID as usize;
 
 /// Field layout of a rope node ([`ID_ROPE`]): the number of elements below
 /// it (raw), its depth (raw; a node over two leaves has depth 1), and its two
@@ -267,6 +268,7 @@ impl DescriptorTable {
         };
         table.publish(ID_ROPE, rope_descriptor());
         table.publish(ID_EPHEMERON, crate::weak::ephemeron_descriptor());
+        table.publish(ID_FETCHME, crate::pe::fetchme_descriptor());
         table
     }
 
@@ -274,7 +276,7 @@ impl DescriptorTable {
     /// embedders are exhausted.
     pub fn register(&self, d: Descriptor) -> Result<DescId, DescriptorError> {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-        if *next >= ID_EPHEMERON as u32 {
+        if *next >= ID_FETCHME as u32 {
             return Err(DescriptorError::TableFull {
                 capacity: DESCRIPTOR_CAPACITY,
             });
@@ -447,6 +449,7 @@ mod tests {
         // The reserved rope ID kept its built-in descriptor.
         assert_eq!(t.get(ID_ROPE).unwrap().name(), "numagc.rope");
         assert_eq!(t.get(ID_EPHEMERON).unwrap().name(), "numagc.ephemeron");
+        assert_eq!(t.get(ID_FETCHME).unwrap().name(), "numagc.fetchme");
         assert_eq!(t.len(), DESCRIPTOR_CAPACITY);
     }
 }

@@ -34,6 +34,12 @@ pub const ID_ROPE: u16 = (ID_LIMIT - 1) as u16;
 /// ordinary fields: the plan's weak processing (`crate::weak::process`)
 /// decides what they keep alive and clears them.
 pub const ID_EPHEMERON: u16 = (ID_LIMIT - 2) as u16;
+/// ID of a PE's FetchMe placeholders (`crate::pe::global`): the local name
+/// of an object another PE owns, reserved like [`ID_ROPE`] so that every
+/// runtime of a group knows it by the same ID. Two raw fields (the owner
+/// PE and the id in its global indirection table) and the remote object's
+/// header word; no value field.
+pub const ID_FETCHME: u16 = (ID_LIMIT - 3) as u16;
 /// The largest length the 48-bit field can hold, in words.
 pub const MAX_LENGTH: u64 = (1 << 48) - 1;
 

@@ -40,7 +40,9 @@
 //! vproc of the PE (whichever waits on it reads it).
 
 use super::export::{Export, Exports};
-use super::message::{encode, Message};
+use super::global::Books;
+use super::message::{encode, AccessOp, Message};
+use super::remote::Pending;
 use super::pack;
 use super::service::{ring_all, Service, StopMark, MIN_BACKOFF};
 use super::transport::{InProcess, Liveness, Transport};
@@ -59,6 +61,10 @@ use std::time::Instant;
 /// How long [`PeGroup::finish`] waits for the figures of the PEs of
 /// other processes.
 const ENDED_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Most rounds of [`PeGroup::settle`] (one per indirection in a chain).
+const SETTLE_ROUNDS: usize = 16;
+/// How long a settling round waits for the weight in flight.
+const SETTLE_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Most PEs in a group.
 pub const MAX_PES: usize = 1024;
@@ -160,6 +166,23 @@ pub(super) struct Imported {
     pub(super) args: Vec<u64>,
 }
 
+/// An access to one of this PE's global objects, for a vproc to serve
+/// (`super::remote`).
+pub(crate) struct AccessWork {
+    pub(crate) reply_to: usize,
+    pub(crate) req: u64,
+    pub(crate) gid: u64,
+    pub(crate) field: u64,
+    pub(crate) op: AccessOp,
+    pub(crate) packet: Vec<u64>,
+}
+
+/// Work other PEs sent, which this PE's vprocs run.
+pub(super) enum Work {
+    Task(Imported),
+    Access(AccessWork),
+}
+
 /// Counters of one PE's traffic.
 #[derive(Default)]
 pub(super) struct Counters {
@@ -173,6 +196,11 @@ pub(super) struct Counters {
     pub(super) unpack_ns: AtomicU64,
     pub(super) remote_wait_ns: AtomicU64,
     pub(super) refused: AtomicU64,
+    pub(super) accesses: AtomicU64,
+    pub(super) accesses_served: AtomicU64,
+    pub(super) access_wait_ns: AtomicU64,
+    pub(super) weight_returned: AtomicU64,
+    pub(super) weight_received: AtomicU64,
 }
 
 /// What one PE did, since the group started.
@@ -195,6 +223,21 @@ pub struct PeStats {
     pub remote_wait_ms: f64,
     /// Messages refused (see `super::message::decode`).
     pub refused_messages: u64,
+    /// Reads and writes of other PEs' objects this PE's tasks made, and
+    /// those of its own objects it served (`super::remote`).
+    pub accesses: u64,
+    pub accesses_served: u64,
+    /// Time tasks waited for the answers of their accesses (running
+    /// other work meanwhile included): GUM's fetch waits.
+    pub access_wait_ms: f64,
+    /// `return-weight` messages sent: references to other PEs' objects
+    /// that died here.
+    pub weight_returns: u64,
+    /// Entries of this PE's global indirection table, and global
+    /// addresses it held, when the figures were taken (both 0 at the end
+    /// of a job: every weight came back).
+    pub git_entries: u64,
+    pub imports: u64,
 }
 
 impl PeStats {
@@ -212,6 +255,12 @@ impl PeStats {
             self.unpack_ms.to_bits(),
             self.remote_wait_ms.to_bits(),
             self.refused_messages,
+            self.accesses,
+            self.accesses_served,
+            self.access_wait_ms.to_bits(),
+            self.weight_returns,
+            self.git_entries,
+            self.imports,
         ]
     }
 
@@ -233,6 +282,12 @@ impl PeStats {
             unpack_ms: f64::from_bits(w[8]),
             remote_wait_ms: f64::from_bits(w[9]),
             refused_messages: w[10],
+            accesses: w[11],
+            accesses_served: w[12],
+            access_wait_ms: f64::from_bits(w[13]),
+            weight_returns: w[14],
+            git_entries: w[15],
+            imports: w[16],
         })
     }
 }
@@ -249,9 +304,18 @@ pub(crate) struct PeContext {
     pub(super) pool: Mutex<VecDeque<Arc<Offered>>>,
     /// Exported tasks by id, until their result comes.
     pub(super) exported: Mutex<HashMap<u64, Arc<Offered>>>,
-    pub(super) imported: Mutex<VecDeque<Imported>>,
+    /// Work other PEs sent: tasks, and accesses to this PE's objects.
+    pub(super) imported: Mutex<VecDeque<Work>>,
     pub(super) has_imported: AtomicBool,
     pub(super) next_task: AtomicU64,
+    /// The weight books: GIT and imports, tied to the heap
+    /// (`super::global`).
+    pub(crate) books: Mutex<Books>,
+    /// Accesses sent, by id, until their answer comes (`super::remote`).
+    pub(super) requests: Mutex<HashMap<u64, Arc<Pending>>>,
+    pub(super) next_req: AtomicU64,
+    /// A vproc has been asked to scan the imports and has not yet.
+    pub(super) scan_pending: AtomicBool,
     /// Vprocs waiting for an exported task's result.
     pub(super) remote_waiters: AtomicUsize,
     pub(super) stopping: AtomicBool,
@@ -336,18 +400,28 @@ impl PeContext {
         self.has_imported.load(Ordering::Acquire)
     }
 
-    fn take_imported(&self) -> Option<Imported> {
+    fn take_imported(&self) -> Option<Work> {
         let mut q = lock(&self.imported);
         let t = q.pop_front();
         self.has_imported.store(!q.is_empty(), Ordering::Release);
         t
     }
 
-    /// Runs the imported tasks queued on this PE until none is left, on
-    /// `s`'s vproc.
+    /// Queues work another PE sent (the service).
+    pub(super) fn push_work(&self, w: Work) {
+        let mut q = lock(&self.imported);
+        q.push_back(w);
+        self.has_imported.store(true, Ordering::Release);
+    }
+
+    /// Runs the work other PEs sent to this PE (imported tasks, accesses
+    /// to its objects) until none is left, on `s`'s vproc.
     pub fn run_imported(&self, s: &mut Scope<'_>) {
-        while let Some(t) = self.take_imported() {
-            self.run_one(s, t);
+        while let Some(w) = self.take_imported() {
+            match w {
+                Work::Task(t) => self.run_one(s, t),
+                Work::Access(a) => self.serve_access(s, a),
+            }
         }
     }
 
@@ -361,11 +435,11 @@ impl PeContext {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             s.scope(|s| {
                 let t0 = Instant::now();
-                let hs = pack::unpack(s, &args, from)?;
+                let hs = pack::unpack_in(s, &args, from, Some(self))?;
                 self.add_ns(&self.counters.unpack_ns, t0);
                 let h = (export.f)(s, &hs)?;
                 let t0 = Instant::now();
-                let r = pack::pack(s, &[h], self.packet_limit);
+                let r = pack::pack_in(s, &[h], self.packet_limit, Some(self));
                 self.add_ns(&self.counters.pack_ns, t0);
                 Ok(r)
             })
@@ -421,7 +495,7 @@ impl PeContext {
             let packed = {
                 let s = Scope::root(vp);
                 let env = crate::mutator::SlotHandles::new(o.env_base, o.env_len);
-                pack::pack(&s, env.as_slice(), self.packet_limit)
+                pack::pack_in(&s, env.as_slice(), self.packet_limit, Some(self))
             };
             self.add_ns(&self.counters.pack_ns, t0);
             let sent = match packed {
@@ -452,7 +526,7 @@ impl PeContext {
         }
     }
 
-    fn add_ns(&self, c: &AtomicU64, t0: Instant) {
+    pub(super) fn add_ns(&self, c: &AtomicU64, t0: Instant) {
         c.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
@@ -462,22 +536,14 @@ impl PeContext {
     /// unpacked into `s`.
     pub fn wait_remote<'s>(&self, s: &mut Scope<'s>, o: &Offered) -> Result<Handle<'s>> {
         let t0 = Instant::now();
-        self.remote_waiters.fetch_add(1, Ordering::SeqCst);
-        loop {
-            crate::sched::wait_until(s, || o.done() || self.has_imported());
-            if o.done() {
-                break;
-            }
-            self.run_imported(s);
-        }
-        self.remote_waiters.fetch_sub(1, Ordering::SeqCst);
+        self.wait_done(s, &|| o.done());
         self.add_ns(&self.counters.remote_wait_ns, t0);
         let words = lock(&o.outcome)
             .take()
             .expect("a done task has its outcome")?;
         let from = o.to.load(Ordering::Acquire);
         let t0 = Instant::now();
-        let hs = pack::unpack(s, &words, from)?;
+        let hs = pack::unpack_in(s, &words, from, Some(self))?;
         self.add_ns(&self.counters.unpack_ns, t0);
         match hs.as_slice() {
             [h] => Ok(*h),
@@ -489,8 +555,23 @@ impl PeContext {
         }
     }
 
+    /// Waits on `s`'s vproc until `done`, running the work other PEs
+    /// sent meanwhile, and asking them for more (`remote_waiters`).
+    pub(super) fn wait_done(&self, s: &mut Scope<'_>, done: &dyn Fn() -> bool) {
+        self.remote_waiters.fetch_add(1, Ordering::SeqCst);
+        loop {
+            crate::sched::wait_until(s, || done() || self.has_imported());
+            if done() {
+                break;
+            }
+            self.run_imported(s);
+        }
+        self.remote_waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+
     pub(super) fn stats(&self) -> PeStats {
         let c = &self.counters;
+        let (git, imports) = self.books_len();
         let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let ms = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
         PeStats {
@@ -505,6 +586,12 @@ impl PeContext {
             unpack_ms: ms(&c.unpack_ns),
             remote_wait_ms: ms(&c.remote_wait_ns),
             refused_messages: n(&c.refused),
+            accesses: n(&c.accesses),
+            accesses_served: n(&c.accesses_served),
+            access_wait_ms: ms(&c.access_wait_ns),
+            weight_returns: n(&c.weight_returned),
+            git_entries: git as u64,
+            imports: imports as u64,
         }
     }
 }
@@ -616,6 +703,10 @@ impl PeGroup {
                 imported: Mutex::new(VecDeque::new()),
                 has_imported: AtomicBool::new(false),
                 next_task: AtomicU64::new(0),
+                books: Mutex::new(Books::new(pe)),
+                requests: Mutex::new(HashMap::new()),
+                next_req: AtomicU64::new(0),
+                scan_pending: AtomicBool::new(false),
                 remote_waiters: AtomicUsize::new(0),
                 stopping: AtomicBool::new(false),
                 ended: AtomicBool::new(false),
@@ -637,6 +728,7 @@ impl PeGroup {
                 next_fish: Instant::now(),
                 backoff: MIN_BACKOFF,
                 next_vproc: 0,
+                scanned_at: 0,
                 rng: 0x9e37_79b9_7f4a_7c15 ^ (pe as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d),
             };
             let mark = StopMark(liveness.clone(), pe);
@@ -758,10 +850,15 @@ impl PeGroup {
     /// Ends the job and gives every PE's figures, in PE order: those of
     /// this process's PEs, and, on PE 0's process, those the PEs of other
     /// processes send when they stop serving (each waited for until it
-    /// comes or its PE is lost, at most `ENDED_WAIT`). A group that is
-    /// dropped ends the job the same way, without the figures.
+    /// comes or its PE is lost, at most `ENDED_WAIT`). First the weight
+    /// books are settled ([`PeGroup::settle`]), so the figures say what
+    /// was left in them (`git_entries` and `imports`: 0 when every
+    /// weight came back). A group that is dropped ends the job the same
+    /// way, without the settling and the figures.
     pub fn finish(mut self) -> Vec<PeStats> {
-        let mut all: Vec<PeStats> = self.stats();
+        if self.runs_program() {
+            self.settle();
+        }
         let remote = self.end_job();
         if let (false, Some(c)) = (remote.is_empty(), self.contexts.first()) {
             let t0 = Instant::now();
@@ -775,10 +872,69 @@ impl PeGroup {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
+        }
+        // The weight the other processes' PEs returned came before their
+        // figures; the service has taken it by now, or takes it soon.
+        let t0 = Instant::now();
+        while self.contexts.iter().any(|c| c.books_len() != (0, 0))
+            && !remote.is_empty()
+            && t0.elapsed() < SETTLE_DRAIN
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut all: Vec<PeStats> = self.stats();
+        if let Some(c) = self.contexts.first() {
             all.extend(lock(&c.remote_stats).iter().flatten().cloned());
             all.sort_by_key(|s| s.pe);
         }
         all
+    }
+
+    /// Settles the weight books of this process's PEs after a job: each
+    /// PE that holds global addresses collects and scans its imports, so
+    /// that every reference the job dropped returns its weight, and the
+    /// owners drop their entries — in rounds, because an entry dropped
+    /// may free an indirection's FetchMe, which the next round finds dead.
+    /// Returns the GIT entries and imports left over all of them (both 0
+    /// where every PE of the group is in this process and the job let go
+    /// of every global object; the PEs of other processes settle when the
+    /// job ends). Call it between jobs, from outside the group's vprocs.
+    pub fn settle(&self) -> (usize, usize) {
+        let all_here = self.contexts.len() == self.pes;
+        let mut last = None;
+        for _ in 0..SETTLE_ROUNDS {
+            for (rt, c) in self.runtimes.iter().zip(&self.contexts) {
+                if c.books_len().1 > 0 {
+                    let c = c.clone();
+                    if let Err(e) = rt.run_on(0, move |s| c.settle(s)) {
+                        self.contexts[0].record(e);
+                    }
+                }
+            }
+            // Until the weight sent between this process's PEs is taken.
+            let t0 = Instant::now();
+            while all_here && t0.elapsed() < SETTLE_DRAIN {
+                let (sent, taken) = self.contexts.iter().fold((0, 0), |(s, t), c| {
+                    (
+                        s + c.counters.weight_returned.load(Ordering::SeqCst),
+                        t + c.counters.weight_received.load(Ordering::SeqCst),
+                    )
+                });
+                if sent == taken {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            let left = self.contexts.iter().fold((0, 0), |(g, i), c| {
+                let (cg, ci) = c.books_len();
+                (g + cg, i + ci)
+            });
+            if left == (0, 0) || last == Some(left) {
+                return left;
+            }
+            last = Some(left);
+        }
+        last.unwrap_or((0, 0))
     }
 
     /// On PE 0's process, tells the PEs of other processes that the job

@@ -18,7 +18,15 @@
 //! - [`Message::Stop`]: the job is over (sent by the PE that ran it);
 //! - [`Message::Ended`]: a PE of another process has stopped serving, and
 //!   these were its figures (its answer to `stop`, so that PE 0 reports
-//!   every PE's traffic).
+//!   every PE's traffic);
+//! - [`Message::Access`]: a read or a write of a field of a global object
+//!   (`super::global`), sent to its owner — or on from an indirection to
+//!   the next owner, with the same `reply_to` and `req`;
+//! - [`Message::Value`]: the answer to an access, sent to `reply_to`: the
+//!   field's value packed, or nothing for a write, or the error;
+//! - [`Message::ReturnWeight`]: a holder's reference to a global object
+//!   died; its weight goes back to the owner (§2.1's weighted reference
+//!   counting, `super::weight`).
 //!
 //! Every message is bytes, in process as over MPI, so the in-process
 //! transport exercises the format the distributed one depends on. Layout,
@@ -34,7 +42,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// `NGPE`, the first four bytes of every message.
 pub(crate) const MAGIC: [u8; 4] = *b"NGPE";
 /// The format's version: a PE refuses messages of another.
-pub(crate) const VERSION: u16 = 1;
+pub(crate) const VERSION: u16 = 2;
 /// Bytes before the payload.
 const HEADER: usize = 16;
 
@@ -45,9 +53,37 @@ const RESULT: u8 = 4;
 const STOP: u8 = 5;
 const DECLINED: u8 = 6;
 const ENDED: u8 = 7;
+const ACCESS: u8 = 8;
+const VALUE: u8 = 9;
+const RETURN_WEIGHT: u8 = 10;
 
 /// Words of [`Message::Ended`]'s figures (`PeStats::to_words`).
-pub(crate) const STATS_WORDS: usize = 11;
+pub(crate) const STATS_WORDS: usize = 17;
+
+/// What a [`Message::Access`] does to its field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AccessOp {
+    /// Reads a value field: the answer is the value, packed.
+    Get,
+    /// Reads a raw field: the answer is the word.
+    GetRaw,
+    /// Stores the packed value into a value field.
+    Set,
+    /// Stores the word into a raw field.
+    SetRaw,
+}
+
+impl AccessOp {
+    const ALL: [AccessOp; 4] = [AccessOp::Get, AccessOp::GetRaw, AccessOp::Set, AccessOp::SetRaw];
+
+    fn code(self) -> u8 {
+        self as u8
+    }
+
+    fn from_code(c: u8) -> Option<AccessOp> {
+        AccessOp::ALL.get(usize::from(c)).copied()
+    }
+}
 
 /// One message between PEs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,6 +115,27 @@ pub(crate) enum Message {
     Stop,
     /// The sender stopped serving; its figures (`STATS_WORDS` words).
     Ended { stats: Vec<u64> },
+    /// `op` on field `field` of the receiver's global object `gid`; the
+    /// answer ([`Message::Value`] with `req`) goes to PE `reply_to`.
+    /// `packet` is the value a `Set` stores (a packet, `super::pack`) or
+    /// the word a `SetRaw` stores; empty for reads.
+    Access {
+        req: u64,
+        reply_to: u32,
+        gid: u64,
+        field: u64,
+        op: AccessOp,
+        packet: Vec<u64>,
+    },
+    /// The answer to access `req` of the receiver: a packet (`Get`), one
+    /// word (`GetRaw`), nothing (the writes), or the error.
+    Value {
+        req: u64,
+        outcome: std::result::Result<Vec<u64>, String>,
+    },
+    /// `weight` of the receiver's global object `gid` comes back: a
+    /// reference to it died on the sender.
+    ReturnWeight { gid: u64, weight: u32 },
 }
 
 /// Writes `m`, sent by PE `sender`, as bytes.
@@ -101,16 +158,7 @@ pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
         Message::NoWork => NO_WORK,
         Message::Result { task, outcome } => {
             put_u64(&mut payload, *task);
-            match outcome {
-                Ok(words) => {
-                    payload.push(0);
-                    put_words(&mut payload, words);
-                }
-                Err(message) => {
-                    payload.push(1);
-                    payload.extend_from_slice(message.as_bytes());
-                }
-            }
+            put_outcome(&mut payload, outcome);
             RESULT
         }
         Message::Declined { task, reason } => {
@@ -123,6 +171,32 @@ pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
             put_words(&mut payload, stats);
             ENDED
         }
+        Message::Access {
+            req,
+            reply_to,
+            gid,
+            field,
+            op,
+            packet,
+        } => {
+            put_u64(&mut payload, *req);
+            payload.extend_from_slice(&reply_to.to_le_bytes());
+            put_u64(&mut payload, *gid);
+            put_u64(&mut payload, *field);
+            payload.push(op.code());
+            put_words(&mut payload, packet);
+            ACCESS
+        }
+        Message::Value { req, outcome } => {
+            put_u64(&mut payload, *req);
+            put_outcome(&mut payload, outcome);
+            VALUE
+        }
+        Message::ReturnWeight { gid, weight } => {
+            put_u64(&mut payload, *gid);
+            payload.extend_from_slice(&weight.to_le_bytes());
+            RETURN_WEIGHT
+        }
     };
     let mut out = Vec::with_capacity(HEADER + payload.len());
     out.extend_from_slice(&MAGIC);
@@ -133,6 +207,20 @@ pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&payload);
     out
+}
+
+/// An outcome: tag 0 and the words, or tag 1 and the error's text.
+fn put_outcome(out: &mut Vec<u8>, outcome: &std::result::Result<Vec<u64>, String>) {
+    match outcome {
+        Ok(words) => {
+            out.push(0);
+            put_words(out, words);
+        }
+        Err(message) => {
+            out.push(1);
+            out.extend_from_slice(message.as_bytes());
+        }
+    }
 }
 
 fn put_u64(out: &mut Vec<u8>, w: u64) {
@@ -210,15 +298,53 @@ pub(crate) fn decode(from: usize, pes: usize, bytes: &[u8]) -> Result<Message> {
         }
         RESULT => {
             let task = r.u64().ok_or_else(|| refuse("result: no task id".into()))?;
-            let outcome = match r.u8() {
-                Some(0) => Ok(r
-                    .words()
-                    .ok_or_else(|| refuse("result: value not whole words".into()))?),
-                Some(1) => Err(String::from_utf8_lossy(r.rest()).into_owned()),
-                Some(t) => return Err(refuse(format!("result: outcome tag {t}"))),
-                None => return Err(refuse("result: no outcome".into())),
-            };
+            let outcome = r.outcome("result").map_err(refuse)?;
             Message::Result { task, outcome }
+        }
+        ACCESS => {
+            let req = r
+                .u64()
+                .ok_or_else(|| refuse("access: no request id".into()))?;
+            let reply_to = r
+                .u32()
+                .filter(|&p| (p as usize) < pes)
+                .ok_or_else(|| refuse(format!("access: no PE of the group ({pes}) to answer")))?;
+            let gid = r
+                .u64()
+                .ok_or_else(|| refuse("access: no global id".into()))?;
+            let field = r.u64().ok_or_else(|| refuse("access: no field".into()))?;
+            let op = r
+                .u8()
+                .and_then(AccessOp::from_code)
+                .ok_or_else(|| refuse("access: no operation of 0..4".into()))?;
+            let packet = r
+                .words()
+                .ok_or_else(|| refuse("access: value not whole words".into()))?;
+            Message::Access {
+                req,
+                reply_to,
+                gid,
+                field,
+                op,
+                packet,
+            }
+        }
+        VALUE => {
+            let req = r.u64().ok_or_else(|| refuse("value: no request id".into()))?;
+            let outcome = r.outcome("value").map_err(refuse)?;
+            Message::Value { req, outcome }
+        }
+        RETURN_WEIGHT => {
+            let gid = r
+                .u64()
+                .ok_or_else(|| refuse("return-weight: no global id".into()))?;
+            let weight = r
+                .u32()
+                .ok_or_else(|| refuse("return-weight: no weight".into()))?;
+            if !r.rest().is_empty() {
+                return Err(refuse("return-weight: trailing bytes".into()));
+            }
+            Message::ReturnWeight { gid, weight }
         }
         DECLINED => {
             let task = r
@@ -284,6 +410,22 @@ impl<'a> Reader<'a> {
     fn rest(&mut self) -> &'a [u8] {
         std::mem::take(&mut self.bytes)
     }
+
+    /// The rest as an outcome (`put_outcome`); the error names `what`.
+    fn outcome(
+        &mut self,
+        what: &str,
+    ) -> std::result::Result<std::result::Result<Vec<u64>, String>, String> {
+        match self.u8() {
+            Some(0) => self
+                .words()
+                .map(Ok)
+                .ok_or_else(|| format!("{what}: value not whole words")),
+            Some(1) => Ok(Err(String::from_utf8_lossy(self.rest()).into_owned())),
+            Some(t) => Err(format!("{what}: outcome tag {t}")),
+            None => Err(format!("{what}: no outcome")),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -321,6 +463,34 @@ mod tests {
             Message::Declined {
                 task: 3,
                 reason: "graph larger than the packet limit".into(),
+            },
+            Message::Access {
+                req: 4,
+                reply_to: 1,
+                gid: 17,
+                field: 3,
+                op: AccessOp::Set,
+                packet: vec![1, 0, 0, 7],
+            },
+            Message::Access {
+                req: 5,
+                reply_to: 0,
+                gid: 0,
+                field: 0,
+                op: AccessOp::GetRaw,
+                packet: vec![],
+            },
+            Message::Value {
+                req: 4,
+                outcome: Ok(vec![]),
+            },
+            Message::Value {
+                req: 4,
+                outcome: Err("index 9 out of bounds".into()),
+            },
+            Message::ReturnWeight {
+                gid: 3,
+                weight: 1 << 15,
             },
         ]
     }
@@ -402,6 +572,29 @@ mod tests {
         assert!(refused(0, 1, &b).contains("not whole words"));
         // Figures of the wrong length.
         let b = encode(0, &Message::Ended { stats: vec![0; 3] });
-        assert!(refused(0, 1, &b).contains("not 11 words of figures"));
+        assert!(refused(0, 1, &b).contains("not 17 words of figures"));
+        // An access answered to a PE outside the group, or of no operation.
+        let access = Message::Access {
+            req: 1,
+            reply_to: 5,
+            gid: 0,
+            field: 0,
+            op: AccessOp::Get,
+            packet: vec![],
+        };
+        assert!(refused(0, 2, &encode(0, &access)).contains("no PE of the group (2)"));
+        let mut b = encode(
+            0,
+            &Message::Access {
+                req: 1,
+                reply_to: 1,
+                gid: 0,
+                field: 0,
+                op: AccessOp::Get,
+                packet: vec![],
+            },
+        );
+        b[HEADER + 28] = 4;
+        assert!(refused(0, 2, &b).contains("no operation"));
     }
 }

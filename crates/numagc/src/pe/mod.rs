@@ -32,11 +32,15 @@
 
 mod export;
 mod fork;
+pub(crate) mod global;
+#[cfg(all(test, not(loom)))]
+mod global_tests;
 pub(crate) mod group;
 mod message;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub(crate) mod pack;
+mod remote;
 mod service;
 mod transport;
 pub mod weight;
@@ -49,3 +53,4 @@ pub use group::{PeGroup, PeStats, MAX_PES, PACKET_LIMIT_WORDS};
 /// format: `pack`'s module doc).
 pub use pack::{pack as pack_graph, unpack as unpack_graph};
 pub use transport::{InProcess, Transport};
+pub(crate) use global::fetchme_descriptor;

@@ -5,12 +5,14 @@
 //! §2.1): work and data move between PEs — runtime instances that share no
 //! heap — as packed graphs, copied into the receiver's heap on arrival.
 //! Only immutable objects are copied: a copy of a mutable object would be a
-//! second object whose stores the first never sees. Mutable objects (arrays,
-//! mixed objects of a mutable descriptor) will travel as global addresses
-//! (GAs, §2.1) once the PE layer has them; until then [`pack`] refuses them
-//! with [`ErrorKind::NotExportable`], as it refuses ephemerons and weak
-//! references (their key and data are not fields: the receiver could not
-//! keep them weak) and anything else it does not know how to carry. Rope
+//! second object whose stores the first never sees. Within a PE group
+//! ([`pack_in`] with the PE's context), mutable objects (arrays, mixed
+//! objects of a mutable descriptor) travel as global addresses (GAs, §2.1,
+//! `super::global`), and so does a FetchMe, as the GA it stands for. Outside
+//! one ([`pack`]) they are refused with [`ErrorKind::NotExportable`], as
+//! ephemerons and weak references always are (their key and data are not
+//! fields: the receiver could not keep them weak), and anything else it
+//! does not know how to carry. Rope
 //! nodes (`crate::mutator::tabulate`) are immutable mixed objects of the
 //! built-in descriptor `ID_ROPE`, which every runtime registers at the same
 //! id, so they travel like any mixed object.
@@ -30,9 +32,14 @@
 //!   in bits 0..32, the FNV-1a hash (64-bit, folded) of its mutability flag
 //!   and its pointer offsets: a receiver whose descriptor of that id has
 //!   another layout refuses the packet.
-//! * A *tag word* holds the kind in bits 0..2 (0 raw, 1 vector, 2 mixed),
-//!   zero in bits 2..8, the descriptor id in bits 8..24 (mixed objects
-//!   only; zero otherwise) and the field count in bits 24..64.
+//! * A *tag word* holds the kind in bits 0..2 (0 raw, 1 vector, 2 mixed,
+//!   3 global address), zero in bits 2..8, the descriptor id in bits 8..24
+//!   (mixed objects only; zero otherwise) and the field count in bits
+//!   24..64.
+//! * A *global address* has four fields: the owner PE, the id in its GIT,
+//!   the weight it carries (below 2^32, not 0) and the header word of the
+//!   object it names. The receiver makes it its one FetchMe of that GA, or
+//!   its own object when it is the owner.
 //! * The fields of a raw object, and the raw fields of a mixed object, are
 //!   the words themselves. A *value field* (every field of a vector, the
 //!   value fields of a mixed object) and each of the `v` values is an odd
@@ -64,7 +71,10 @@
 use crate::compiled::record::ROOT_STACK_SLOTS;
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
-use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_LIMIT};
+use super::global::{valid_header, GaUndo};
+use super::group::PeContext;
+use super::weight::{GlobalAddress, GlobalId};
+use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_FETCHME, ID_LIMIT};
 use crate::object::value_int;
 use crate::{Handle, ObjectKind, Scope, View};
 use std::collections::HashMap;
@@ -101,6 +111,9 @@ const HEADER_WORDS: usize = 3;
 const KIND_RAW: u64 = 0;
 const KIND_VECTOR: u64 = 1;
 const KIND_MIXED: u64 = 2;
+pub(super) const KIND_GLOBAL: u64 = 3;
+/// Fields of a global address: PE, id, weight, header.
+const GLOBAL_FIELDS: usize = 4;
 /// Bits 0..8 of a tag: the kind and the reserved bits that must be zero.
 const KIND_BITS: u64 = 0xff;
 const ID_SHIFT: u32 = 8;
@@ -109,7 +122,7 @@ const COUNT_SHIFT: u32 = 24;
 const MAX_COUNT: u64 = (1 << (64 - COUNT_SHIFT)) - 1;
 
 /// A tag word (see the module doc).
-fn tag(kind: u64, id: u16, count: u64) -> u64 {
+pub(super) fn tag(kind: u64, id: u16, count: u64) -> u64 {
     kind | (u64::from(id) << ID_SHIFT) | (count << COUNT_SHIFT)
 }
 
@@ -135,6 +148,8 @@ enum Shape<'a> {
     Raw,
     Vector,
     Mixed(u16, &'a Descriptor),
+    /// Travels as this GA; the header word of the object it names.
+    Global(GlobalAddress, u64),
 }
 
 /// An object being visited: its value fields `next..` are still to visit.
@@ -148,7 +163,7 @@ impl<'a> Frame<'a, '_> {
     /// The next value field to visit, if any.
     fn next_child(&mut self) -> Option<View<'a>> {
         let field = match self.shape {
-            Shape::Raw => return None,
+            Shape::Raw | Shape::Global(..) => return None,
             Shape::Vector => (self.next < self.obj.len()).then_some(self.next)?,
             Shape::Mixed(_, d) => *d.pointer_offsets().get(self.next)? as usize,
         };
@@ -160,8 +175,18 @@ impl<'a> Frame<'a, '_> {
 /// Marks an object in [`Packer::index`] that is being visited.
 const VISITING: u64 = u64::MAX;
 
-struct Packer<'d> {
+/// What a packing within a PE group needs for global addresses.
+struct Globals<'c> {
+    ctx: &'c PeContext,
+    shared: &'c crate::vproc::Shared,
+    undo: GaUndo,
+}
+
+struct Packer<'d, 'c> {
     descs: &'d DescriptorTable,
+    globals: Option<Globals<'c>>,
+    /// Whether an address is in the packing vproc's private heap.
+    is_private: &'c dyn Fn(u64) -> bool,
     /// Object identity → packet index (or [`VISITING`]).
     index: AddressMap,
     /// The descriptor table of the packet, in order of first use.
@@ -174,7 +199,7 @@ struct Packer<'d> {
     limit: usize,
 }
 
-impl<'d> Packer<'d> {
+impl<'d> Packer<'d, '_> {
     fn charge(&mut self, words: usize) -> Result<()> {
         self.words = self.words.saturating_add(words);
         if self.words > self.limit {
@@ -191,14 +216,29 @@ impl<'d> Packer<'d> {
         let shape = match obj.kind() {
             Some(ObjectKind::Raw) => Shape::Raw,
             Some(ObjectKind::Vector) => Shape::Vector,
-            Some(ObjectKind::Array) => {
-                return Err(not_exportable(
-                    "a mutable array (mutable objects will travel as global addresses)".into(),
-                ))
+            Some(ObjectKind::Array) => self.global(obj, &"a mutable array")?,
+            Some(ObjectKind::Mixed(id)) if id.id() == ID_FETCHME => {
+                self.global(obj, &"a FetchMe (the name of another PE's object)")?
+            }
+            Some(ObjectKind::Mixed(id)) if self.descs.get(id.id()).is_some_and(|d| d.is_mutable()) => {
+                let name = self.descs.get(id.id()).map_or("", |d| d.name());
+                self.global(
+                    obj,
+                    &format_args!("an object of the mutable descriptor `{name}` (id {})", id.id()),
+                )?
             }
             Some(ObjectKind::Mixed(id)) => self.mixed_shape(id)?,
             None => return Err(not_exportable(format!("{obj:?} is not an object"))),
         };
+        if let Shape::Global(..) = shape {
+            self.charge(GLOBAL_FIELDS + 1)?;
+            self.index.insert(obj.identity(), VISITING);
+            return Ok(Frame {
+                obj,
+                shape,
+                next: 0,
+            });
+        }
         let len = obj.len();
         if len as u64 > MAX_COUNT {
             return Err(not_exportable(format!(
@@ -212,6 +252,19 @@ impl<'d> Packer<'d> {
             shape,
             next: 0,
         })
+    }
+
+    /// The GA `obj` travels as, within a group; outside one, an error.
+    fn global(&mut self, obj: View<'_>, what: &dyn std::fmt::Display) -> Result<Shape<'d>> {
+        let private = (self.is_private)(obj.identity());
+        let Some(g) = self.globals.as_mut() else {
+            return Err(not_exportable(format!(
+                "{what}: mutable objects travel only as global addresses, between the PEs of a \
+                 group"
+            )));
+        };
+        let (ga, header) = g.ctx.export_global(g.shared, obj, private, &mut g.undo)?;
+        Ok(Shape::Global(ga, header))
     }
 
     fn mixed_shape(&mut self, id: DescId) -> Result<Shape<'d>> {
@@ -260,6 +313,15 @@ impl<'d> Packer<'d> {
     fn emit(&mut self, f: &Frame<'_, '_>) -> Result<()> {
         let (obj, len) = (f.obj, f.obj.len() as u64);
         match f.shape {
+            Shape::Global(ga, header) => {
+                self.body.extend([
+                    tag(KIND_GLOBAL, 0, GLOBAL_FIELDS as u64),
+                    u64::from(ga.gid.pe),
+                    ga.gid.id,
+                    u64::from(ga.weight),
+                    header,
+                ]);
+            }
             Shape::Raw => {
                 self.body.push(tag(KIND_RAW, 0, len));
                 self.body
@@ -328,9 +390,28 @@ impl<'d> Packer<'d> {
 /// or an object of unknown kind anywhere in the graphs, and for a packet
 /// that would exceed `limit_words`.
 pub fn pack(s: &Scope<'_>, values: &[Handle<'_>], limit_words: usize) -> Result<Vec<u64>> {
+    pack_in(s, values, limit_words, None)
+}
+
+/// [`pack`] on a PE of a group (`ctx`): mutable objects and FetchMes
+/// travel as global addresses. A packing that fails gives back every
+/// weight it took.
+pub(crate) fn pack_in(
+    s: &Scope<'_>,
+    values: &[Handle<'_>],
+    limit_words: usize,
+    ctx: Option<&PeContext>,
+) -> Result<Vec<u64>> {
     let shared = s.shared();
+    let is_private = |w: u64| s.is_private(w);
     let mut p = Packer {
         descs: &shared.descs,
+        globals: ctx.map(|ctx| Globals {
+            ctx,
+            shared: &shared,
+            undo: GaUndo::default(),
+        }),
+        is_private: &is_private,
         index: AddressMap::default(),
         table: Vec::new(),
         body: Vec::new(),
@@ -338,10 +419,15 @@ pub fn pack(s: &Scope<'_>, values: &[Handle<'_>], limit_words: usize) -> Result<
         words: 0,
         limit: limit_words,
     };
-    p.charge(HEADER_WORDS.saturating_add(values.len()))?;
     let roots: Vec<View<'_>> = values.iter().map(|&h| s.view(h)).collect();
-    for &root in &roots {
-        p.visit(root)?;
+    let packed = p
+        .charge(HEADER_WORDS.saturating_add(values.len()))
+        .and_then(|()| roots.iter().try_for_each(|&root| p.visit(root)));
+    if let Err(e) = packed {
+        if let Some(g) = p.globals.take() {
+            g.undo.undo(g.ctx, g.shared);
+        }
+        return Err(e);
     }
     let mut out = Vec::with_capacity(p.words);
     out.extend([values.len() as u64, p.objects, p.table.len() as u64]);
@@ -357,13 +443,15 @@ pub fn pack(s: &Scope<'_>, values: &[Handle<'_>], limit_words: usize) -> Result<
 }
 
 /// Reads a packet from PE `sender`, refusing what does not fit.
-struct Reader<'w> {
+struct Reader<'w, 'c> {
     words: &'w [u64],
     pos: usize,
     sender: usize,
+    /// The receiving PE, for global addresses.
+    ctx: Option<&'c PeContext>,
 }
 
-impl<'w> Reader<'w> {
+impl<'w> Reader<'w, '_> {
     fn refuse(&self, message: String) -> Error {
         ErrorKind::Pe {
             pe: self.sender,
@@ -434,10 +522,10 @@ impl<'w> Reader<'w> {
                     )))
                 }
             };
-            if id == ID_EPHEMERON {
+            if id == ID_EPHEMERON || id == ID_FETCHME {
                 return Err(self.refuse(format!(
-                    "descriptor entry {j}: id {id} is the ephemeron descriptor, which does not \
-                     travel"
+                    "descriptor entry {j}: id {id} is a built-in descriptor that does not travel \
+                     as an object (ephemerons do not travel, FetchMes travel as global addresses)"
                 )));
             }
             let Some(desc) = descs.get(id) else {
@@ -477,7 +565,7 @@ impl<'w> Reader<'w> {
         let t = self.next(&format_args!("the tag of object {k}"))?;
         let (kind, id) = (t & KIND_BITS, ((t >> ID_SHIFT) & 0xffff) as u16);
         let count = t >> COUNT_SHIFT;
-        if kind > KIND_MIXED || (kind != KIND_MIXED && id != 0) {
+        if kind > KIND_GLOBAL || (kind != KIND_MIXED && id != 0) {
             return Err(self.refuse(format!("object {k}: unknown tag {t:#x}")));
         }
         // Checked before anything is sized by it.
@@ -491,6 +579,9 @@ impl<'w> Reader<'w> {
             }
         };
         let what = format_args!("the fields of object {k}");
+        if kind == KIND_GLOBAL {
+            return self.global(s, k, count);
+        }
         match kind {
             KIND_RAW => {
                 let fields = self.take(count, &what)?;
@@ -534,6 +625,52 @@ impl<'w> Reader<'w> {
     }
 }
 
+impl Reader<'_, '_> {
+    /// Reads global address `k` of `count` fields and makes it this PE's
+    /// object or FetchMe.
+    fn global<'i>(&mut self, s: &mut Scope<'i>, k: usize, count: usize) -> Result<Handle<'i>> {
+        if count != GLOBAL_FIELDS {
+            return Err(self.refuse(format!(
+                "object {k}: a global address of {count} fields, not {GLOBAL_FIELDS}"
+            )));
+        }
+        let f = self.take(GLOBAL_FIELDS, &format_args!("the fields of object {k}"))?;
+        let (pe, id, weight, header) = (f[0], f[1], f[2], f[3]);
+        let Some(ctx) = self.ctx else {
+            return Err(self.refuse(format!(
+                "object {k}: a global address, but this runtime is not a PE of a group"
+            )));
+        };
+        let pe = match u32::try_from(pe) {
+            Ok(p) if (p as usize) < ctx.pes => p,
+            _ => {
+                return Err(self.refuse(format!(
+                    "object {k}: a global address of PE {pe}, outside the group of {} PEs",
+                    ctx.pes
+                )))
+            }
+        };
+        let weight = match u32::try_from(weight) {
+            Ok(w) if w > 0 => w,
+            _ => {
+                return Err(self.refuse(format!(
+                    "object {k}: a global address of weight {weight} (1 ..= 2^32 - 1)"
+                )))
+            }
+        };
+        if valid_header(header).is_none() {
+            return Err(self.refuse(format!(
+                "object {k}: {header:#x} is not an object header"
+            )));
+        }
+        let ga = GlobalAddress {
+            gid: GlobalId { pe, id },
+            weight,
+        };
+        ctx.import_global(s, ga, header, self.sender)
+    }
+}
+
 /// Unpacks a packet from PE `sender` into `s`'s heap: one handle per packed
 /// value, in order.
 ///
@@ -542,10 +679,24 @@ impl<'w> Reader<'w> {
 /// then; what was built is garbage); the allocation errors (the heap limit)
 /// as they are.
 pub fn unpack<'s>(s: &mut Scope<'s>, words: &[u64], sender: usize) -> Result<Vec<Handle<'s>>> {
+    unpack_in(s, words, sender, None)
+}
+
+/// [`unpack`] on a PE of a group (`ctx`): global addresses become this
+/// PE's objects or FetchMes. A packet refused halfway leaves the weight
+/// of the GAs read so far in FetchMes that are garbage: the next import
+/// scan returns it.
+pub(crate) fn unpack_in<'s>(
+    s: &mut Scope<'s>,
+    words: &[u64],
+    sender: usize,
+    ctx: Option<&PeContext>,
+) -> Result<Vec<Handle<'s>>> {
     let mut r = Reader {
         words,
         pos: 0,
         sender,
+        ctx,
     };
     let header = r.take(HEADER_WORDS, &"the header")?;
     let (v, n, d) = (header[0], header[1], header[2]);

@@ -543,7 +543,11 @@ fn corrupt_tags_ids_and_references_are_refused() {
         p[i] = w;
         p
     };
-    assert!(refused(&b, with(first, packet[first] | 3)).contains("unknown tag"));
+    assert!(refused(&b, with(first, packet[first] | 4)).contains("unknown tag"));
+    // A global address outside a PE group, or of the wrong size.
+    assert!(refused(&b, with(first, tag(KIND_GLOBAL, 0, 4))).contains("not a PE of a group"));
+    assert!(refused(&b, with(first, tag(KIND_GLOBAL, 0, 2))).contains("not 4"));
+    assert!(refused(&b, with(first, tag(KIND_GLOBAL, 7, 4))).contains("unknown tag"));
     assert!(refused(&b, with(first, packet[first] | 0x10)).contains("unknown tag"));
     assert!(refused(&b, with(first, tag(KIND_VECTOR, 5, 0))).contains("unknown tag"));
     assert!(refused(&b, with(3, 500)).contains("unknown descriptor id 500"));

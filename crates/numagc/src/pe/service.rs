@@ -3,7 +3,7 @@
 //! with their packed arguments, results sent back), run for one PE; the
 //! module doc of `super::group` says what it does and why.
 
-use super::group::{Imported, Offered, PeContext, PeStats};
+use super::group::{AccessWork, Imported, Offered, PeContext, PeStats, Work};
 use super::message::{decode, Message};
 use super::transport::Liveness;
 use crate::error::{Error, ErrorKind};
@@ -18,6 +18,9 @@ const MAX_BACKOFF: Duration = Duration::from_millis(2);
 /// A work request unanswered this long is given up (its PE may have
 /// stopped) and another is sent.
 const FISH_TIMEOUT: Duration = Duration::from_millis(200);
+/// How long a PE of another process settles its weight books at the end
+/// of a job before it reports them (`Service::settle_here`).
+const SETTLE_WAIT: Duration = Duration::from_secs(2);
 
 /// Wakes every vproc of the runtime waiting in a join or for a remote
 /// result (they test what they wait for under their doorbell's lock).
@@ -36,6 +39,8 @@ pub(super) struct Service {
     pub(super) backoff: Duration,
     pub(super) next_vproc: usize,
     pub(super) rng: u64,
+    /// The runtime's collection count at the last import scan.
+    pub(super) scanned_at: u64,
 }
 
 impl Service {
@@ -61,7 +66,10 @@ impl Service {
                     ),
                     Ok(Message::Stop) => {
                         if from != self.ctx.pe {
-                            // PE 0 ended the job: this PE's figures go to it.
+                            // PE 0 ended the job: the weight of the
+                            // references that died here goes home, then
+                            // this PE's figures go to PE 0.
+                            self.settle_here();
                             let stats = self.ctx.stats().to_words();
                             if let Err(e) = self.ctx.send(0, &Message::Ended { stats }) {
                                 self.ctx.record(e);
@@ -83,6 +91,7 @@ impl Service {
                 self.fishing = None;
             }
             self.fail_tasks_of_stopped_pes();
+            self.maybe_scan();
             // A PE of another process whose PE 0 is lost has no job left.
             if self.ctx.pe != 0 && !self.ctx.transport.peer_alive(0) {
                 break;
@@ -172,23 +181,76 @@ impl Service {
                     return;
                 };
                 ctx.counters.tasks_imported.fetch_add(1, Ordering::Relaxed);
-                {
-                    let mut q = lock(&ctx.imported);
-                    q.push_back(Imported {
-                        from,
-                        task,
-                        export: e,
-                        args,
-                    });
-                    ctx.has_imported.store(true, Ordering::Release);
+                self.give_work(Work::Task(Imported {
+                    from,
+                    task,
+                    export: e,
+                    args,
+                }));
+            }
+            Message::Access {
+                req,
+                reply_to,
+                gid,
+                field,
+                op,
+                packet,
+            } => {
+                let forward = lock(&ctx.books).git.get(gid).map(|e| e.forward);
+                match forward {
+                    // An indirection: on to the owner it stands for; the
+                    // answer goes straight to `reply_to`.
+                    Some(Some(g)) => {
+                        let m = Message::Access {
+                            req,
+                            reply_to,
+                            gid: g.id,
+                            field,
+                            op,
+                            packet,
+                        };
+                        if let Err(e) = ctx.send(g.pe as usize, &m) {
+                            ctx.record(e);
+                        }
+                    }
+                    Some(None) => self.give_work(Work::Access(AccessWork {
+                        reply_to: reply_to as usize,
+                        req,
+                        gid,
+                        field,
+                        op,
+                        packet,
+                    })),
+                    None => {
+                        let outcome = Err(format!(
+                            "no global object {}/{gid} (never exported, or all its weight came \
+                             back)",
+                            ctx.pe
+                        ));
+                        if let Err(e) = ctx.send(reply_to as usize, &Message::Value { req, outcome }) {
+                            ctx.record(e);
+                        }
+                    }
                 }
-                // A job for an idle vproc, and a ring for waiting ones:
-                // whichever comes first runs the task.
-                let v = self.next_vproc % self.shared.coord.vprocs();
-                self.next_vproc += 1;
-                let c = ctx.clone();
-                crate::runtime::submit_detached(&self.shared, v, move |s| c.run_imported(s));
-                ring_all(&self.shared);
+            }
+            Message::Value { req, outcome } => {
+                if ctx.answer(req, outcome) {
+                    ring_all(&self.shared);
+                } else {
+                    self.refuse(
+                        from,
+                        ErrorKind::Pe {
+                            pe: from,
+                            message: format!("refused message: answer to unknown access {req}"),
+                        }
+                        .into(),
+                    );
+                }
+            }
+            Message::ReturnWeight { gid, weight } => {
+                if let Err(e) = ctx.weight_returned(&self.shared, from, gid, weight) {
+                    self.refuse(from, e);
+                }
             }
             Message::Result { task, outcome } => {
                 let Some(o) = lock(&ctx.exported).remove(&task) else {
@@ -247,6 +309,66 @@ impl Service {
         }
     }
 
+    /// Settles this PE's books at the end of a job of a group over
+    /// several processes: a vproc collects and scans the imports (their
+    /// weight goes back), then the service takes the weight that comes
+    /// back here, until the books are empty or `SETTLE_WAIT` has passed.
+    fn settle_here(&mut self) {
+        if self.ctx.books_len() == (0, 0) {
+            return;
+        }
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (c, d) = (self.ctx.clone(), done.clone());
+        crate::runtime::submit_detached(&self.shared, 0, move |s| {
+            c.settle(s);
+            d.store(true, Ordering::Release);
+        });
+        let t0 = Instant::now();
+        while t0.elapsed() < SETTLE_WAIT {
+            if done.load(Ordering::Acquire) && self.ctx.books_len() == (0, 0) {
+                return;
+            }
+            if let Ok(Some((from, bytes))) = self.ctx.transport.recv(Duration::from_millis(1)) {
+                match decode(from, self.ctx.pes, &bytes) {
+                    Ok(Message::Stop) => {}
+                    Ok(m) => self.handle(from, m),
+                    Err(e) => self.refuse(from, e),
+                }
+            }
+        }
+    }
+
+    /// Queues work for this PE's vprocs: a job for an idle vproc, and a
+    /// ring for waiting ones; whichever comes first runs it.
+    fn give_work(&mut self, w: Work) {
+        self.ctx.push_work(w);
+        let v = self.next_vproc % self.shared.coord.vprocs();
+        self.next_vproc += 1;
+        let c = self.ctx.clone();
+        crate::runtime::submit_detached(&self.shared, v, move |s| c.run_imported(s));
+        ring_all(&self.shared);
+    }
+
+    /// Asks a vproc to scan the imports when a collection has run since
+    /// the last scan and some are held (`super::global`).
+    fn maybe_scan(&mut self) {
+        let collections = self.shared.coord.collections();
+        if collections == self.scanned_at
+            || self.ctx.books_len().1 == 0
+            || self.ctx.scan_pending.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        self.scanned_at = collections;
+        let c = self.ctx.clone();
+        let v = self.next_vproc % self.shared.coord.vprocs();
+        self.next_vproc += 1;
+        crate::runtime::submit_detached(&self.shared, v, move |s| {
+            c.scan_imports(s);
+            c.scan_pending.store(false, Ordering::Release);
+        });
+    }
+
     /// A refused message: counted and recorded; what was exported to its
     /// sender fails (a result may have been the message refused).
     fn refuse(&mut self, from: usize, e: Error) {
@@ -256,6 +378,9 @@ impl Service {
     }
 
     fn fail_exported_to(&self, pe: usize, why: &str) {
+        if self.ctx.fail_accesses_to(pe, why) > 0 {
+            ring_all(&self.shared);
+        }
         let failed: Vec<Arc<Offered>> = {
             let mut ex = lock(&self.ctx.exported);
             let ids: Vec<u64> = ex
@@ -284,8 +409,10 @@ impl Service {
             let mut ps: Vec<usize> = ex
                 .values()
                 .map(|o| o.to.load(Ordering::Acquire))
+                .chain(self.ctx.access_targets())
                 .filter(|&p| p < self.ctx.pes && !self.ctx.alive(p))
                 .collect();
+            ps.sort_unstable();
             ps.dedup();
             ps
         };

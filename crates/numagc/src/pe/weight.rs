@@ -193,6 +193,11 @@ impl<T> Git<T> {
         self.entries.get(&id).map(|e| &e.value)
     }
 
+    /// The PE whose table this is.
+    pub fn pe(&self) -> u32 {
+        self.pe
+    }
+
     /// Weight given out and not yet returned, for entry `id`.
     pub fn outstanding(&self, id: u64) -> Option<u64> {
         self.entries.get(&id).map(|e| e.outstanding)
@@ -264,6 +269,33 @@ impl<T> Imports<T> {
         });
         e.weight += u64::from(ga.weight);
         Ok(&e.local)
+    }
+
+    /// Takes `ga` in with `local` as the entry's local object: the weight
+    /// joins the entry (or starts it), and the local object it had, if
+    /// any, is given back (it died: its successor replaces it).
+    ///
+    /// Errors: [`WeightError::Zero`].
+    pub fn replace(&mut self, ga: GlobalAddress, local: T) -> Result<Option<T>, WeightError> {
+        if ga.weight == 0 {
+            return Err(WeightError::Zero(ga.gid));
+        }
+        match self.entries.get_mut(&ga.gid) {
+            Some(e) => {
+                e.weight += u64::from(ga.weight);
+                Ok(Some(std::mem::replace(&mut e.local, local)))
+            }
+            None => {
+                self.entries.insert(
+                    ga.gid,
+                    Held {
+                        local,
+                        weight: u64::from(ga.weight),
+                    },
+                );
+                Ok(None)
+            }
+        }
     }
 
     /// Sends a reference to `gid` on: half its weight (at most

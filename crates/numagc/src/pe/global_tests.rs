@@ -1,0 +1,158 @@
+//! Global addresses on a group in process: weight underflow and its
+//! indirection, own GAs coming home, packings that fail, and GAs a packet
+//! must not carry.
+
+use super::group::PeContext;
+use super::pack::{pack_in, tag, unpack_in, KIND_GLOBAL};
+use super::weight::FULL_WEIGHT;
+use super::{Exports, PeGroup, PACKET_LIMIT_WORDS};
+use crate::error::{ErrorKind, Result};
+use crate::object::header::{Header, ID_ARRAY};
+use crate::runtime::{small_test_config, test_plan};
+use crate::{Handle, Scope};
+use std::sync::Arc;
+
+fn group(pes: usize) -> PeGroup {
+    // The verifier after every collection, on the tests' plan.
+    let config = small_test_config(test_plan(), 1, true, 1 << 20).build().unwrap();
+    PeGroup::new(pes, config, Exports::new(), |_| Ok(())).unwrap()
+}
+
+fn ctx(s: &mut Scope<'_>) -> Arc<PeContext> {
+    s.vproc_mut().shared.pe.get().expect("a PE").clone()
+}
+
+/// Runs `f` on PE `pe`'s vproc 0 with its context.
+fn on<R: Send + 'static>(
+    g: &PeGroup,
+    pe: usize,
+    f: impl for<'s> FnOnce(&mut Scope<'s>, &PeContext) -> R + Send + 'static,
+) -> R {
+    g.runtime(pe)
+        .run_on(0, move |s| {
+            let c = ctx(s);
+            f(s, &c)
+        })
+        .unwrap()
+}
+
+#[test]
+fn weight_underflow_makes_an_indirection_that_accesses_follow() {
+    let g = group(2);
+    // PE 0 exports an array; PE 1 keeps its FetchMe in a global root.
+    let packet = on(&g, 0, |s, c| {
+        let arr = s.alloc_array(1, Handle::int(5))?;
+        let root = s.global_root(arr)?;
+        Ok::<_, crate::Error>((pack_in(s, &[arr], PACKET_LIMIT_WORDS, Some(c))?, root))
+    })
+    .unwrap();
+    let (packet, arr_root) = packet;
+    let (halves, indirection, fm_root) = on(&g, 1, move |s, c| -> Result<_> {
+        let fm = unpack_in(s, &packet, 0, Some(c))?[0];
+        assert!(s.is_remote(fm));
+        assert_eq!(s.remote_len(fm), 1);
+        // 16 halvings take the weight from 2^16 to 1; the 17th send
+        // cannot split it and exports the FetchMe as an indirection.
+        let mut halves = Vec::new();
+        for _ in 0..16 {
+            halves.push(pack_in(s, &[fm], PACKET_LIMIT_WORDS, Some(c))?);
+        }
+        assert_eq!(c.books_len(), (0, 1));
+        let indirection = pack_in(s, &[fm], PACKET_LIMIT_WORDS, Some(c))?;
+        assert_eq!(c.books_len(), (1, 1), "the indirection's GIT entry");
+        Ok((halves, indirection, s.global_root(fm)?))
+    })
+    .unwrap();
+    assert_eq!(FULL_WEIGHT, 1 << 16);
+    // The halves come home: each is the array itself, its weight back.
+    on(&g, 0, move |s, c| -> Result<()> {
+        let arr = s.get_global(&arr_root)?;
+        for p in &halves {
+            let back = unpack_in(s, p, 1, Some(c))?[0];
+            assert!(s.view(back).same(s.view(arr)));
+        }
+        assert_eq!(c.books_len(), (1, 0), "PE 1 still holds a weight of 1");
+        // Through the indirection: PE 0 reads and writes its own array by
+        // way of PE 1.
+        let fm = unpack_in(s, &indirection, 1, Some(c))?[0];
+        assert!(s.is_remote(fm));
+        let x = s.remote_get(fm, 0)?;
+        assert_eq!(s.as_int(x), Some(5));
+        s.remote_set(fm, 0, Handle::int(9))?;
+        assert_eq!(s.view(arr).field(0).as_int(), Some(9));
+        drop(arr_root);
+        Ok(())
+    })
+    .unwrap();
+    drop(fm_root);
+    assert_eq!(g.settle(), (0, 0));
+    assert!(g.take_errors().is_empty());
+}
+
+#[test]
+fn a_failed_packing_gives_its_weight_back() {
+    let g = group(2);
+    on(&g, 0, |s, c| -> Result<()> {
+        let arr = s.alloc_array(1, Handle::int(5))?;
+        let big = s.alloc_raw(&[7; 64])?;
+        let v = s.alloc_vector(&[arr, big])?;
+        let e = pack_in(s, &[v], 32, Some(c)).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::NotExportable(_)), "{e}");
+        assert_eq!(c.books_len(), (0, 0), "the array's entry is gone again");
+        // Packed for real, it has one entry; twice, still one.
+        let p = pack_in(s, &[v, arr], PACKET_LIMIT_WORDS, Some(c))?;
+        assert_eq!(c.books_len(), (1, 0));
+        let q = pack_in(s, &[arr], PACKET_LIMIT_WORDS, Some(c))?;
+        assert_eq!(c.books_len(), (1, 0));
+        // Both come home to the same array (their weight with them).
+        let back = unpack_in(s, &p, 1, Some(c))?;
+        assert!(s.view(back[1]).same(s.view(arr)));
+        assert!(s.view(back[0]).field(0).same(s.view(arr)));
+        unpack_in(s, &q, 1, Some(c))?;
+        assert_eq!(c.books_len(), (0, 0));
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// A packet of one global address.
+fn ga_packet(pe: u64, id: u64, weight: u64, header: u64) -> Vec<u64> {
+    vec![1, 1, 0, tag(KIND_GLOBAL, 0, 4), pe, id, weight, header, 0]
+}
+
+#[test]
+fn global_addresses_that_break_the_books_are_refused_naming_the_sender() {
+    let g = group(2);
+    let array = Header::new(ID_ARRAY, 1).bits();
+    let refused = |pe: usize, p: Vec<u64>| -> String {
+        on(&g, pe, move |s, c| match unpack_in(s, &p, 1, Some(c)) {
+            Err(e) => match e.into_kind() {
+                ErrorKind::Pe { pe, message } => {
+                    assert_eq!(pe, 1);
+                    message
+                }
+                k => panic!("not a PE error: {k:?}"),
+            },
+            Ok(_) => panic!("accepted"),
+        })
+    };
+    assert!(refused(1, ga_packet(5, 0, 1, array)).contains("outside the group of 2"));
+    assert!(refused(1, ga_packet(0, 0, 0, array)).contains("weight 0"));
+    assert!(refused(1, ga_packet(0, 0, 1 << 32, array)).contains("weight 4294967296"));
+    assert!(refused(1, ga_packet(0, 0, 1, 0)).contains("not an object header"));
+    // PE 0's own ids: one it never gave out, and more weight than it did.
+    assert!(refused(0, ga_packet(0, 99, 1, array)).contains("no global object 0/99"));
+    let (p, root) = on(&g, 0, |s, c| {
+        let arr = s.alloc_array(1, Handle::int(5)).unwrap();
+        (pack_in(s, &[arr], PACKET_LIMIT_WORDS, Some(c)).unwrap(), s.global_root(arr).unwrap())
+    });
+    let id = p[5];
+    let m = refused(0, ga_packet(0, id, u64::from(FULL_WEIGHT) + 1, array));
+    assert!(m.contains("which has 65536 outstanding"), "{m}");
+    // The books are as they were: the right weight is taken.
+    on(&g, 0, move |s, c| {
+        unpack_in(s, &p, 1, Some(c)).unwrap();
+        assert_eq!(c.books_len(), (0, 0));
+        drop(root);
+    });
+}
