@@ -3,7 +3,7 @@
 //! must not carry.
 
 use super::group::PeContext;
-use super::pack::{pack_in, tag, unpack_in, KIND_GLOBAL};
+use super::pack::{pack_in, tag, unpack_in, Packing, KIND_GLOBAL};
 use super::weight::FULL_WEIGHT;
 use super::{Exports, PeGroup, PACKET_LIMIT_WORDS};
 use crate::error::{ErrorKind, Result};
@@ -11,6 +11,10 @@ use crate::object::header::{Header, ID_ARRAY};
 use crate::runtime::{small_test_config, test_plan};
 use crate::{Handle, Scope};
 use std::sync::Arc;
+
+const TASK: Packing = Packing::Task {
+    limit: PACKET_LIMIT_WORDS,
+};
 
 fn group(pes: usize) -> PeGroup {
     // The verifier after every collection, on the tests' plan.
@@ -43,7 +47,7 @@ fn weight_underflow_makes_an_indirection_that_accesses_follow() {
     let packet = on(&g, 0, |s, c| {
         let arr = s.alloc_array(1, Handle::int(5))?;
         let root = s.global_root(arr)?;
-        Ok::<_, crate::Error>((pack_in(s, &[arr], PACKET_LIMIT_WORDS, Some(c))?, root))
+        Ok::<_, crate::Error>((pack_in(s, &[arr], TASK, c)?, root))
     })
     .unwrap();
     let (packet, arr_root) = packet;
@@ -55,10 +59,10 @@ fn weight_underflow_makes_an_indirection_that_accesses_follow() {
         // cannot split it and exports the FetchMe as an indirection.
         let mut halves = Vec::new();
         for _ in 0..16 {
-            halves.push(pack_in(s, &[fm], PACKET_LIMIT_WORDS, Some(c))?);
+            halves.push(pack_in(s, &[fm], TASK, c)?);
         }
         assert_eq!(c.books_len(), (0, 1));
-        let indirection = pack_in(s, &[fm], PACKET_LIMIT_WORDS, Some(c))?;
+        let indirection = pack_in(s, &[fm], TASK, c)?;
         assert_eq!(c.books_len(), (1, 1), "the indirection's GIT entry");
         Ok((halves, indirection, s.global_root(fm)?))
     })
@@ -94,15 +98,18 @@ fn a_failed_packing_gives_its_weight_back() {
     let g = group(2);
     on(&g, 0, |s, c| -> Result<()> {
         let arr = s.alloc_array(1, Handle::int(5))?;
-        let big = s.alloc_raw(&[7; 64])?;
-        let v = s.alloc_vector(&[arr, big])?;
-        let e = pack_in(s, &[v], 32, Some(c)).unwrap_err();
+        let x = s.alloc_vector(&[Handle::int(1)])?;
+        let weak = s.weak_ref(x)?;
+        // The array is exported before the ephemeron is met and refused.
+        let bad = s.alloc_vector(&[arr, weak])?;
+        let e = pack_in(s, &[bad], TASK, c).unwrap_err();
         assert!(matches!(e.kind(), ErrorKind::NotExportable(_)), "{e}");
         assert_eq!(c.books_len(), (0, 0), "the array's entry is gone again");
+        let v = s.alloc_vector(&[arr, x])?;
         // Packed for real, it has one entry; twice, still one.
-        let p = pack_in(s, &[v, arr], PACKET_LIMIT_WORDS, Some(c))?;
+        let p = pack_in(s, &[v, arr], TASK, c)?;
         assert_eq!(c.books_len(), (1, 0));
-        let q = pack_in(s, &[arr], PACKET_LIMIT_WORDS, Some(c))?;
+        let q = pack_in(s, &[arr], TASK, c)?;
         assert_eq!(c.books_len(), (1, 0));
         // Both come home to the same array (their weight with them).
         let back = unpack_in(s, &p, 1, Some(c))?;
@@ -144,7 +151,7 @@ fn global_addresses_that_break_the_books_are_refused_naming_the_sender() {
     assert!(refused(0, ga_packet(0, 99, 1, array)).contains("no global object 0/99"));
     let (p, root) = on(&g, 0, |s, c| {
         let arr = s.alloc_array(1, Handle::int(5)).unwrap();
-        (pack_in(s, &[arr], PACKET_LIMIT_WORDS, Some(c)).unwrap(), s.global_root(arr).unwrap())
+        (pack_in(s, &[arr], TASK, c).unwrap(), s.global_root(arr).unwrap())
     });
     let id = p[5];
     let m = refused(0, ga_packet(0, id, u64::from(FULL_WEIGHT) + 1, array));
@@ -155,4 +162,67 @@ fn global_addresses_that_break_the_books_are_refused_naming_the_sender() {
         assert_eq!(c.books_len(), (0, 0));
         drop(root);
     });
+}
+
+/// A chain of `n` vectors `[k, next]`, k = n - 1 down to 0, and the sum.
+fn chain<'s>(s: &mut Scope<'s>, n: i64) -> Result<Handle<'s>> {
+    let mut h = Handle::int(-1);
+    for k in 0..n {
+        h = s.alloc_vector(&[Handle::int(k), h])?;
+    }
+    Ok(h)
+}
+
+#[test]
+fn graphs_past_the_limit_travel_as_fetchmes_that_resolve() {
+    let g = group(2);
+    let small = Packing::Task { limit: 64 };
+    let (p, q) = on(&g, 0, move |s, c| -> Result<_> {
+        let list = chain(s, 300)?;
+        let big = s.alloc_raw(&(0..10_000u64).collect::<Vec<_>>())?;
+        // The list's head is copied, its tail past the soft limit is a GA;
+        // the raw object alone is past the limit: it is one GA.
+        let p = pack_in(s, &[list], small, c)?;
+        assert!(p.len() <= 64);
+        let q = pack_in(s, &[big], small, c)?;
+        assert_eq!(c.books_len(), (2, 0));
+        Ok((p, q))
+    })
+    .unwrap();
+    on(&g, 1, move |s, c| -> Result<()> {
+        let mut cur = unpack_in(s, &p, 0, Some(c))?[0];
+        assert!(!s.is_remote(cur), "the head was copied");
+        let (mut sum, mut fetches) = (0, 0);
+        loop {
+            if s.is_remote(cur) {
+                cur = s.resolve(cur)?;
+                fetches += 1;
+            }
+            let v = s.view(cur);
+            let Some(k) = v.field(0).as_int() else { unreachable!() };
+            sum += k;
+            if v.field(1).as_int() == Some(-1) {
+                break;
+            }
+            cur = s.field(cur, 1)?;
+        }
+        assert_eq!(sum, (0..300).sum::<i64>());
+        // The answer copies up to the PE's packet limit: the rest at once.
+        assert_eq!(fetches, 1);
+        let big = unpack_in(s, &q, 0, Some(c))?[0];
+        assert!(s.is_remote(big));
+        assert_eq!(s.remote_len(big), 10_000);
+        let copy = s.resolve(big)?;
+        assert!(!s.is_remote(copy));
+        let words = s.view(copy).raw_words().expect("raw").to_vec();
+        assert_eq!(words, (0..10_000u64).collect::<Vec<_>>());
+        // A mutable or local value resolves to itself.
+        let arr = s.alloc_array(1, Handle::int(0))?;
+        let same = s.resolve(arr)?;
+        assert!(s.view(same).same(s.view(arr)));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(g.settle(), (0, 0));
+    assert!(g.take_errors().is_empty());
 }

@@ -439,7 +439,7 @@ impl PeContext {
                 self.add_ns(&self.counters.unpack_ns, t0);
                 let h = (export.f)(s, &hs)?;
                 let t0 = Instant::now();
-                let r = pack::pack_in(s, &[h], self.packet_limit, Some(self));
+                let r = pack::pack_in(s, &[h], self.task_packing(), self);
                 self.add_ns(&self.counters.pack_ns, t0);
                 Ok(r)
             })
@@ -493,9 +493,9 @@ impl PeContext {
             let to = o.to.load(Ordering::Acquire);
             let t0 = Instant::now();
             let packed = {
-                let s = Scope::root(vp);
+                let mut s = Scope::root(vp);
                 let env = crate::mutator::SlotHandles::new(o.env_base, o.env_len);
-                pack::pack_in(&s, env.as_slice(), self.packet_limit, Some(self))
+                pack::pack_in(&mut s, env.as_slice(), self.task_packing(), self)
             };
             self.add_ns(&self.counters.pack_ns, t0);
             let sent = match packed {
@@ -523,6 +523,13 @@ impl PeContext {
             if let Err(e) = sent {
                 self.record(e);
             }
+        }
+    }
+
+    /// How tasks' arguments and results are packed.
+    pub(super) fn task_packing(&self) -> pack::Packing {
+        pack::Packing::Task {
+            limit: self.packet_limit,
         }
     }
 

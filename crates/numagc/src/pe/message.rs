@@ -71,10 +71,19 @@ pub(crate) enum AccessOp {
     Set,
     /// Stores the word into a raw field.
     SetRaw,
+    /// Reads the whole (immutable) object: the answer is its graph,
+    /// packed (the field is not used).
+    Fetch,
 }
 
 impl AccessOp {
-    const ALL: [AccessOp; 4] = [AccessOp::Get, AccessOp::GetRaw, AccessOp::Set, AccessOp::SetRaw];
+    const ALL: [AccessOp; 5] = [
+        AccessOp::Get,
+        AccessOp::GetRaw,
+        AccessOp::Set,
+        AccessOp::SetRaw,
+        AccessOp::Fetch,
+    ];
 
     fn code(self) -> u8 {
         self as u8
@@ -316,7 +325,7 @@ pub(crate) fn decode(from: usize, pes: usize, bytes: &[u8]) -> Result<Message> {
             let op = r
                 .u8()
                 .and_then(AccessOp::from_code)
-                .ok_or_else(|| refuse("access: no operation of 0..4".into()))?;
+                .ok_or_else(|| refuse("access: no operation of 0..5".into()))?;
             let packet = r
                 .words()
                 .ok_or_else(|| refuse("access: value not whole words".into()))?;
@@ -594,7 +603,7 @@ mod tests {
                 packet: vec![],
             },
         );
-        b[HEADER + 28] = 4;
+        b[HEADER + 28] = 5;
         assert!(refused(0, 2, &b).contains("no operation"));
     }
 }

@@ -180,6 +180,22 @@ struct Globals<'c> {
     ctx: &'c PeContext,
     shared: &'c crate::vproc::Shared,
     undo: GaUndo,
+    /// Past this many words, an immutable object below the roots travels
+    /// as a GA.
+    soft_limit: usize,
+    /// Every object among the values travels as a GA.
+    roots_global: bool,
+}
+
+/// Why a packing failed, for [`pack_in`]'s retries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    Other,
+    /// Past the hard limit.
+    TooBig,
+    /// An object to send as a GA is in a private heap: the values are to
+    /// be promoted first.
+    Private,
 }
 
 struct Packer<'d, 'c> {
@@ -187,6 +203,7 @@ struct Packer<'d, 'c> {
     globals: Option<Globals<'c>>,
     /// Whether an address is in the packing vproc's private heap.
     is_private: &'c dyn Fn(u64) -> bool,
+    failure: Failure,
     /// Object identity → packet index (or [`VISITING`]).
     index: AddressMap,
     /// The descriptor table of the packet, in order of first use.
@@ -203,6 +220,7 @@ impl<'d> Packer<'d, '_> {
     fn charge(&mut self, words: usize) -> Result<()> {
         self.words = self.words.saturating_add(words);
         if self.words > self.limit {
+            self.failure = Failure::TooBig;
             return Err(not_exportable(format!(
                 "graph larger than the packet limit of {} words",
                 self.limit
@@ -211,9 +229,36 @@ impl<'d> Packer<'d, '_> {
         Ok(())
     }
 
-    /// Checks that `obj` can travel, charges its words and marks it visiting.
-    fn discover<'a>(&mut self, obj: View<'a>) -> Result<Frame<'a, 'd>> {
+    /// Whether an immutable object of `len` fields, met at `root` level or
+    /// below, travels as a GA rather than copied: within a group, when the
+    /// roots are to be GAs, or when it would take the packet past its soft
+    /// limit (a root packed whole never does).
+    fn as_global(&self, len: usize, root: bool) -> bool {
+        let Some(g) = self.globals.as_ref() else {
+            return false;
+        };
+        if root {
+            return g.roots_global;
+        }
+        self.words.saturating_add(len).saturating_add(1) > g.soft_limit
+    }
+
+    /// Checks that `obj` can travel, charges its words and marks it
+    /// visiting; `root`: it is one of the values packed.
+    fn discover<'a>(&mut self, obj: View<'a>, root: bool) -> Result<Frame<'a, 'd>> {
         let shape = match obj.kind() {
+            Some(ObjectKind::Raw | ObjectKind::Vector) if self.as_global(obj.len(), root) => {
+                self.global(obj, &"an immutable object past the packet's limit")?
+            }
+            Some(ObjectKind::Mixed(id))
+                if id.id() >= FIRST_MIXED_ID
+                    && id.id() != ID_EPHEMERON
+                    && id.id() != ID_FETCHME
+                    && self.descs.get(id.id()).is_some_and(|d| !d.is_mutable())
+                    && self.as_global(obj.len(), root) =>
+            {
+                self.global(obj, &"an immutable object past the packet's limit")?
+            }
             Some(ObjectKind::Raw) => Shape::Raw,
             Some(ObjectKind::Vector) => Shape::Vector,
             Some(ObjectKind::Array) => self.global(obj, &"a mutable array")?,
@@ -257,6 +302,10 @@ impl<'d> Packer<'d, '_> {
     /// The GA `obj` travels as, within a group; outside one, an error.
     fn global(&mut self, obj: View<'_>, what: &dyn std::fmt::Display) -> Result<Shape<'d>> {
         let private = (self.is_private)(obj.identity());
+        if private && self.globals.is_some() {
+            // The wrapper promotes the values and packs again.
+            self.failure = Failure::Private;
+        }
         let Some(g) = self.globals.as_mut() else {
             return Err(not_exportable(format!(
                 "{what}: mutable objects travel only as global addresses, between the PEs of a \
@@ -357,7 +406,7 @@ impl<'d> Packer<'d, '_> {
         if root.is_int() || self.index.contains_key(&root.identity()) {
             return Ok(());
         }
-        let mut stack = vec![self.discover(root)?];
+        let mut stack = vec![self.discover(root, true)?];
         while let Some(top) = stack.last_mut() {
             let Some(child) = top.next_child() else {
                 let done = stack.pop().expect("the stack has a top");
@@ -369,7 +418,7 @@ impl<'d> Packer<'d, '_> {
             }
             match self.index.get(&child.identity()) {
                 None => {
-                    let frame = self.discover(child)?;
+                    let frame = self.discover(child, false)?;
                     stack.push(frame);
                 }
                 Some(&VISITING) => {
@@ -390,28 +439,85 @@ impl<'d> Packer<'d, '_> {
 /// or an object of unknown kind anywhere in the graphs, and for a packet
 /// that would exceed `limit_words`.
 pub fn pack(s: &Scope<'_>, values: &[Handle<'_>], limit_words: usize) -> Result<Vec<u64>> {
-    pack_in(s, values, limit_words, None)
+    pack_core(s, values, limit_words, None).map_err(|(e, _)| e)
 }
 
+/// How [`pack_in`] packs within a group.
+#[derive(Clone, Copy)]
+pub(crate) enum Packing {
+    /// A task's arguments or result: at most `limit` words; past three
+    /// quarters of it, immutable objects travel as GAs, and when even so
+    /// the graph does not fit, every value travels as a GA.
+    Task { limit: usize },
+    /// The answer to a read or a fetch: each value's own object is copied
+    /// whole, however large (up to `MAX_ANSWER_WORDS`); below it, past
+    /// `limit` words, immutable objects travel as GAs.
+    Answer { limit: usize },
+}
+
+/// The largest answer to a read or a fetch, in words (1 GiB).
+pub(crate) const MAX_ANSWER_WORDS: usize = 1 << 27;
+
 /// [`pack`] on a PE of a group (`ctx`): mutable objects and FetchMes
-/// travel as global addresses. A packing that fails gives back every
-/// weight it took.
+/// travel as global addresses, and so do immutable objects past the
+/// limits of `how`. On the split plan, an object that is to travel as a GA
+/// but lies in the vproc's local heap makes it promote the values and pack
+/// again. A packing that fails gives back every weight it took.
+///
+/// Errors: [`ErrorKind::NotExportable`] for an ephemeron or an object of
+/// unknown kind, or an answer past `MAX_ANSWER_WORDS`; the promotion's.
 pub(crate) fn pack_in(
+    s: &mut Scope<'_>,
+    values: &[Handle<'_>],
+    how: Packing,
+    ctx: &PeContext,
+) -> Result<Vec<u64>> {
+    let (mut soft, hard) = match how {
+        Packing::Task { limit } => (limit - limit / 4, limit),
+        Packing::Answer { limit } => (limit, MAX_ANSWER_WORDS),
+    };
+    let mut roots_global = false;
+    let mut promoted: Option<Vec<Handle<'_>>> = None;
+    loop {
+        let vals = promoted.as_deref().unwrap_or(values);
+        match pack_core(s, vals, hard, Some((ctx, soft, roots_global))) {
+            Ok(p) => return Ok(p),
+            Err((_, Failure::Private)) if promoted.is_none() => {
+                let mut ps = Vec::with_capacity(values.len());
+                for &h in values {
+                    ps.push(s.promote(h)?);
+                }
+                promoted = Some(ps);
+            }
+            Err((_, Failure::TooBig)) if matches!(how, Packing::Task { .. }) && !roots_global => {
+                roots_global = true;
+                soft = 0;
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}
+
+/// One packing; a failure says why, and has given its weight back.
+fn pack_core(
     s: &Scope<'_>,
     values: &[Handle<'_>],
     limit_words: usize,
-    ctx: Option<&PeContext>,
-) -> Result<Vec<u64>> {
+    group: Option<(&PeContext, usize, bool)>,
+) -> std::result::Result<Vec<u64>, (Error, Failure)> {
     let shared = s.shared();
     let is_private = |w: u64| s.is_private(w);
     let mut p = Packer {
         descs: &shared.descs,
-        globals: ctx.map(|ctx| Globals {
+        globals: group.map(|(ctx, soft_limit, roots_global)| Globals {
             ctx,
             shared: &shared,
             undo: GaUndo::default(),
+            soft_limit,
+            roots_global,
         }),
         is_private: &is_private,
+        failure: Failure::Other,
         index: AddressMap::default(),
         table: Vec::new(),
         body: Vec::new(),
@@ -422,24 +528,26 @@ pub(crate) fn pack_in(
     let roots: Vec<View<'_>> = values.iter().map(|&h| s.view(h)).collect();
     let packed = p
         .charge(HEADER_WORDS.saturating_add(values.len()))
-        .and_then(|()| roots.iter().try_for_each(|&root| p.visit(root)));
-    if let Err(e) = packed {
+        .and_then(|()| roots.iter().try_for_each(|&root| p.visit(root)))
+        .and_then(|()| {
+            let mut out = Vec::with_capacity(p.words);
+            out.extend([values.len() as u64, p.objects, p.table.len() as u64]);
+            for &(id, fp) in &p.table {
+                out.extend([u64::from(id), fp]);
+            }
+            out.append(&mut p.body);
+            for &root in &roots {
+                out.push(p.encode(root)?);
+            }
+            debug_assert_eq!(out.len(), p.words);
+            Ok(out)
+        });
+    packed.map_err(|e| {
         if let Some(g) = p.globals.take() {
             g.undo.undo(g.ctx, g.shared);
         }
-        return Err(e);
-    }
-    let mut out = Vec::with_capacity(p.words);
-    out.extend([values.len() as u64, p.objects, p.table.len() as u64]);
-    for &(id, fp) in &p.table {
-        out.extend([u64::from(id), fp]);
-    }
-    out.append(&mut p.body);
-    for &root in &roots {
-        out.push(p.encode(root)?);
-    }
-    debug_assert_eq!(out.len(), p.words);
-    Ok(out)
+        (e, p.failure)
+    })
 }
 
 /// Reads a packet from PE `sender`, refusing what does not fit.

@@ -137,6 +137,49 @@ impl<'s> Scope<'s> {
         self.access(target, i, AccessOp::SetRaw, vec![raw]).map(drop)
     }
 
+    /// `h`'s value here: for a FetchMe of an immutable object, a copy of
+    /// the object's graph, fetched from its owner (GUM's fetch, §2.1;
+    /// only this task waits). Below the copied object, objects past the
+    /// packet limit come as FetchMes in turn, to resolve when reached.
+    /// Anything else — a local value, a FetchMe of a mutable object (its
+    /// fields are read with [`Scope::remote_get`]) — is `h` itself.
+    ///
+    /// Each call fetches again: keep the copy's handle to use it twice.
+    ///
+    /// Errors: the owner's, and its loss, as [`ErrorKind::Pe`]; the
+    /// allocation errors.
+    pub fn resolve(&mut self, h: Handle<'_>) -> Result<Handle<'s>> {
+        let shared = self.shared();
+        let v = self.view(h);
+        let immutable_remote = fetchme_of(v).is_some_and(|(_, header)| {
+            let id = header.id();
+            id == crate::object::header::ID_RAW
+                || id == crate::object::header::ID_VECTOR
+                || shared
+                    .descs
+                    .get(id)
+                    .is_some_and(|d| !d.is_mutable() && id != crate::object::header::ID_FETCHME)
+        });
+        if !immutable_remote {
+            let w = self.word(h);
+            return Ok(self.push_root(w));
+        }
+        let target = self.remote_target(h, 0)?.expect("a FetchMe");
+        let (owner, ctx) = (target.0.pe as usize, target.1.clone());
+        let words = self.access(target, 0, AccessOp::Fetch, Vec::new())?;
+        let t0 = Instant::now();
+        let hs = pack::unpack_in(self, &words, owner, Some(&ctx))?;
+        ctx.add_ns(&ctx.counters.unpack_ns, t0);
+        match hs.as_slice() {
+            [h] => Ok(*h),
+            _ => Err(ErrorKind::Pe {
+                pe: owner,
+                message: format!("a fetch answered with {} values, not 1", hs.len()),
+            }
+            .into()),
+        }
+    }
+
     /// The GA and PE context of `obj` when it is a FetchMe, its index
     /// checked against the remote object's length; `None` for a local
     /// object.
@@ -149,7 +192,7 @@ impl<'s> Scope<'s> {
         let Some((gid, header)) = fetchme_of(v) else {
             return Ok(None);
         };
-        if i >= header.len() {
+        if i >= header.len().max(1) {
             return Err(Error::misuse(format!(
                 "field {i} of a remote object of {} fields (global object {}/{})",
                 header.len(),
@@ -180,9 +223,9 @@ impl<'s> Scope<'s> {
 
 impl PeContext {
     /// Packs `value` for a write to another PE, with global addresses.
-    fn pack_value(&self, s: &Scope<'_>, value: Handle<'_>) -> Result<Vec<u64>> {
+    fn pack_value(&self, s: &mut Scope<'_>, value: Handle<'_>) -> Result<Vec<u64>> {
         let t0 = Instant::now();
-        let r = pack::pack_in(s, &[value], self.packet_limit, Some(self));
+        let r = pack::pack_in(s, &[value], self.task_packing(), self);
         self.add_ns(&self.counters.pack_ns, t0);
         r
     }
@@ -301,7 +344,10 @@ impl PeContext {
                     return Err(Error::misuse(format!("field {field} is raw, not a value")));
                 }
                 let t0 = Instant::now();
-                let r = pack::pack_in(s, &[v], self.packet_limit, Some(self));
+                let answer = pack::Packing::Answer {
+                    limit: self.packet_limit,
+                };
+                let r = pack::pack_in(s, &[v], answer, self);
                 self.add_ns(&self.counters.pack_ns, t0);
                 r
             }
@@ -322,6 +368,20 @@ impl PeContext {
                 s.set(obj, field, *v)?;
                 Ok(Vec::new())
             }
+            AccessOp::Fetch => {
+                if self.is_mutable(s, obj) {
+                    return Err(Error::misuse(
+                        "a mutable object is not fetched: its fields are read where it lives",
+                    ));
+                }
+                let t0 = Instant::now();
+                let answer = pack::Packing::Answer {
+                    limit: self.packet_limit,
+                };
+                let r = pack::pack_in(s, &[obj], answer, self);
+                self.add_ns(&self.counters.pack_ns, t0);
+                r
+            }
             AccessOp::SetRaw => {
                 let [w] = a.packet.as_slice() else {
                     return Err(Error::misuse(format!(
@@ -332,6 +392,16 @@ impl PeContext {
                 s.set_raw(obj, field, *w)?;
                 Ok(Vec::new())
             }
+        }
+    }
+
+    fn is_mutable(&self, s: &Scope<'_>, obj: Handle<'_>) -> bool {
+        match s.view(obj).kind() {
+            Some(crate::ObjectKind::Array) => true,
+            Some(crate::ObjectKind::Mixed(d)) => {
+                s.shared().descs.get(d.id()).is_some_and(|d| d.is_mutable())
+            }
+            _ => false,
         }
     }
 
