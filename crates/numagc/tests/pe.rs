@@ -442,3 +442,44 @@ fn a_task_that_panics_on_another_pe_is_an_error_there_and_every_pe_carries_on() 
         .unwrap();
     assert_eq!(got, fib(18));
 }
+
+#[test]
+fn call_on_places_tasks_and_global_objects_move_between_three_pes() {
+    let mut e = Exports::new();
+    let array = e.register("array", array_task).unwrap();
+    let bump = e.register("bump", bump_task).unwrap();
+    let g = PeGroup::new(3, config(1), e, setup).unwrap();
+    g.run(move |s| -> Result<()> {
+        // An array made on PE 1 comes back as a FetchMe.
+        let seven = boxed(s, 7)?;
+        let on1 = s.call_on(1, array, &[seven])?;
+        assert!(s.is_remote(on1));
+        let x = s.remote_get(on1, 0)?;
+        assert_eq!(s.as_int(x), Some(7));
+        // PE 2 bumps PE 1's array: the FetchMe travels on, and PE 2's
+        // accesses go to PE 1 directly.
+        let r = s.call_on(2, bump, &[on1, Handle::int(100)])?;
+        let back = s.field(r, 0)?;
+        assert!(s.is_remote(back));
+        assert_eq!(s.as_int(s.field(r, 1)?), Some(7));
+        let x = s.remote_get(on1, 0)?;
+        assert_eq!(s.as_int(x), Some(107));
+        // PE 2 bumps PE 0's own array: it comes back as itself.
+        let mine = s.alloc_array(3, Handle::int(1))?;
+        let r = s.call_on(2, bump, &[mine, Handle::int(2)])?;
+        assert!(s.view(s.field(r, 0)?).same(s.view(mine)));
+        assert_eq!(s.as_int(s.field(r, 1)?), Some(3));
+        assert_eq!(s.view(mine).field(2).as_int(), Some(3));
+        // On this PE it is a call; outside the group, an error.
+        let r = s.call_on(0, bump, &[mine, Handle::int(1)])?;
+        assert_eq!(s.as_int(s.field(r, 1)?), Some(9));
+        assert!(s.call_on(3, bump, &[mine, Handle::int(1)]).is_err());
+        Ok(())
+    })
+    .unwrap()
+    .unwrap();
+    assert!(g.take_errors().is_empty());
+    let st = g.stats();
+    assert!(st[2].accesses >= 8 && st[1].accesses_served >= 2, "{st:?}");
+    assert_eq!(g.settle(), (0, 0), "{:?}", g.stats());
+}

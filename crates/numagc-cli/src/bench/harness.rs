@@ -325,6 +325,21 @@ fn run_one(
     // The group ends here: over MPI, with the other ranks' figures.
     if let Target::Group(g) = target {
         record.pe_stats = g.finish();
+        // The weight books' check (issue 19): every global address's
+        // weight back, every GIT entry gone. An error in debug builds;
+        // the figures are in `--stats` and the JSON either way.
+        let left: Vec<String> = record
+            .pe_stats
+            .iter()
+            .filter(|p| p.git_entries + p.imports > 0)
+            .map(|p| format!("PE {}: {} GIT entries, {} imports", p.pe, p.git_entries, p.imports))
+            .collect();
+        if cfg!(debug_assertions) && !left.is_empty() && record.error.is_none() {
+            record.error = Some(format!(
+                "weight books not settled after the run: {}",
+                left.join("; ")
+            ));
+        }
     }
     (record, timelines, (output, Some(stats)))
 }
@@ -419,7 +434,7 @@ pub fn plan_label(plan: &str, pes: usize) -> String {
 /// One line of a PE's traffic (`--stats`).
 fn pe_line(p: &numagc::pe::PeStats) -> String {
     format!(
-        "PE {}: {} messages, {} bytes sent; {} work requests ({} answered no work); tasks exported {}, imported {}; packing {:.1} ms, unpacking {:.1} ms, waiting for remote results {:.1} ms; {} messages refused",
+        "PE {}: {} messages, {} bytes sent; {} work requests ({} answered no work); tasks exported {}, imported {}; packing {:.1} ms, unpacking {:.1} ms, waiting for remote results {:.1} ms; {} messages refused; {} remote accesses ({:.1} ms waiting), {} served; {} weight returns; left: {} GIT entries, {} imports",
         p.pe,
         p.messages_sent,
         p.bytes_sent,
@@ -430,6 +445,12 @@ fn pe_line(p: &numagc::pe::PeStats) -> String {
         p.pack_ms,
         p.unpack_ms,
         p.remote_wait_ms,
-        p.refused_messages
+        p.refused_messages,
+        p.accesses,
+        p.access_wait_ms,
+        p.accesses_served,
+        p.weight_returns,
+        p.git_entries,
+        p.imports
     )
 }

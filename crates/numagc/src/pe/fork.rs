@@ -1,8 +1,11 @@
-//! `Scope::par2_export`: a fork whose second half another PE may run.
+//! `Scope::par2_export`: a fork whose second half another PE may run;
+//! `Scope::call_on`: a task sent to a PE of the caller's choice.
 
 use super::export::Export;
-use super::group::Offered;
-use crate::error::{ErrorKind, Result};
+use super::group::{Offered, EXPORTED};
+use super::message::Message;
+use super::pack;
+use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::{Handle, Scope, SlotHandles};
 use std::sync::Arc;
 
@@ -80,5 +83,76 @@ impl<'s> Scope<'s> {
             Ok((s.word(x), s.word(y)))
         })?;
         Ok((self.push_root(wa), self.push_root(wb)))
+    }
+
+    /// Runs `export`'s function on `args` on PE `pe` of this runtime's
+    /// group and waits for its value (only this task waits: its vproc
+    /// runs the work other PEs send meanwhile). The arguments travel
+    /// packed, their mutable objects as global addresses, and so does the
+    /// value: a mutable object made there comes back as a FetchMe. This is
+    /// explicit placement (Eden's process instantiation; GUM places work
+    /// only by work requests, `par2_export`); on this PE, or outside a
+    /// group, it calls the function here.
+    ///
+    /// Errors: `pe` outside the group ([`ErrorKind::Misuse`]); arguments
+    /// that cannot travel ([`ErrorKind::NotExportable`]); the task's error,
+    /// or the loss of PE `pe`, as [`ErrorKind::Pe`].
+    pub fn call_on(&mut self, pe: usize, export: Export, args: &[Handle<'_>]) -> Result<Handle<'s>> {
+        let ctx = self.vproc_mut().shared.pe.get().cloned();
+        let (pes, here) = ctx.as_ref().map_or((1, 0), |c| (c.pes, c.pe));
+        if pe >= pes {
+            return Err(Error::misuse(format!(
+                "call_on PE {pe}: the group has {pes} PEs (a runtime outside a group is PE 0 of 1)"
+            )));
+        }
+        let ctx = match ctx {
+            Some(c) if pe != here => c,
+            _ => {
+                let w = self.scope(|s| -> Result<u64> {
+                    let env: Vec<Handle<'_>> =
+                        args.iter().map(|&h| s.push_root(s.word(h))).collect();
+                    let r = (export.f)(s, &env)?;
+                    Ok(s.word(r))
+                })?;
+                return Ok(self.push_root(w));
+            }
+        };
+        let packed = {
+            let t0 = std::time::Instant::now();
+            let r = pack::pack_in(self, args, ctx.task_packing(), &ctx);
+            ctx.add_ns(&ctx.counters.pack_ns, t0);
+            r?
+        };
+        // An offer claimed for export at once, never in the pool: its
+        // result comes back as an exported fork's does.
+        let offer = Arc::new(Offered::new(export, self.vproc(), 0, 0));
+        let claimed = offer.claim(EXPORTED);
+        debug_assert!(claimed);
+        offer.to.store(pe, std::sync::atomic::Ordering::Release);
+        let task = ctx.next_task.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        crate::sync::lock(&ctx.exported).insert(task, offer.clone());
+        ctx.counters
+            .tasks_exported
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let m = Message::Schedule {
+            task,
+            export: export.id,
+            name_hash: export.name_hash,
+            args: packed,
+        };
+        if let Err(e) = ctx.send(pe, &m) {
+            crate::sync::lock(&ctx.exported).remove(&task);
+            return Err(e);
+        }
+        match ctx.wait_remote(self, &offer) {
+            // Its value could not travel back: it is an error here, as
+            // the task ran there (and may have done what it does).
+            Err(e) if matches!(e.kind(), ErrorKind::NotExportable(_)) => Err(ErrorKind::Pe {
+                pe,
+                message: format!("the value of a task sent with call_on could not travel: {e}"),
+            }
+            .into()),
+            r => r,
+        }
     }
 }
