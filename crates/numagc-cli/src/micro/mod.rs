@@ -5,6 +5,7 @@
 pub mod alloc;
 pub mod blocking;
 pub mod compact;
+pub mod fetch;
 pub mod pack;
 pub mod pingpong;
 pub mod roundtrip;
@@ -86,6 +87,20 @@ pub enum Micro {
         #[arg(long, default_value_t = 5)]
         repeat: usize,
     },
+    /// Reading another PE's object over MPI (`remote_get`, a copy of N
+    /// bytes back) against raw MPI send/recv of the same message sizes,
+    /// alternately; under `mpirun -n 2` (a build with `--features mpi`).
+    Fetch {
+        /// Object sizes in bytes (whole words), comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "64,4096,65536,1048576")]
+        bytes: Vec<usize>,
+        /// Round trips per measurement.
+        #[arg(long, default_value_t = 2000)]
+        rounds: u64,
+        /// Measurements of each kind (alternating); medians are reported.
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+    },
     /// The cost of an empty blocking section, and other vprocs' global
     /// collections while vproc 1 blocks inside and outside one.
     Blocking {
@@ -136,6 +151,11 @@ pub fn run(m: Micro) -> Result<(), String> {
             rounds,
             repeat,
         } => roundtrip::run(&bytes, rounds, repeat),
+        Micro::Fetch {
+            bytes,
+            rounds,
+            repeat,
+        } => fetch::run(&bytes, rounds, repeat),
         Micro::Blocking {
             sections,
             block_ms,

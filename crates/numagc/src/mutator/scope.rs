@@ -657,6 +657,14 @@ impl<'s> Scope<'s> {
         })
     }
 
+    /// A global-root slot holding `h`'s value (promoted), which the caller
+    /// frees (`GlobalRoots::remove`): for tables of the runtime's own that
+    /// outlive scopes, as a PE's weight books do.
+    pub(crate) fn global_root_slot(&mut self, h: Handle<'_>) -> Result<usize> {
+        let w = self.promote_word(h)?;
+        Ok(self.vp.shared.global_roots.add(w))
+    }
+
     /// Checks that `r` was made by this runtime: a root's slot number means
     /// nothing in another runtime's table (it would name another value, or
     /// none).

@@ -296,9 +296,7 @@ impl PeContext {
             &[u64::from(ga.gid.pe), ga.gid.id, header],
         )?;
         let weak = s.weak_ref(fm)?;
-        let root = s.global_root(weak)?;
-        let weak_slot = root.slot;
-        std::mem::forget(root);
+        let weak_slot = s.global_root_slot(weak)?;
         let mut b = lock(&self.books);
         if let Some(h) = self.live_fetchme(s, &b, ga.gid) {
             // Another vproc made one meanwhile: ours is garbage.

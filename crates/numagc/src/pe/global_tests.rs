@@ -16,10 +16,24 @@ const TASK: Packing = Packing::Task {
     limit: PACKET_LIMIT_WORDS,
 };
 
+/// An array of one field holding the argument: a task whose value is a
+/// mutable object of the PE that runs it.
+fn boxed_in_array<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+    s.alloc_array(1, args[0])
+}
+
 fn group(pes: usize) -> PeGroup {
     // The verifier after every collection, on the tests' plan.
     let config = small_test_config(test_plan(), 1, true, 1 << 20).build().unwrap();
-    PeGroup::new(pes, config, Exports::new(), |_| Ok(())).unwrap()
+    let mut e = Exports::new();
+    e.register("boxed_in_array", boxed_in_array).unwrap();
+    PeGroup::new(pes, config, e, |_| Ok(())).unwrap()
+}
+
+/// The task `group` registered.
+fn array_export() -> super::Export {
+    let mut e = Exports::new();
+    e.register("boxed_in_array", boxed_in_array).unwrap()
 }
 
 fn ctx(s: &mut Scope<'_>) -> Arc<PeContext> {
@@ -226,3 +240,22 @@ fn graphs_past_the_limit_travel_as_fetchmes_that_resolve() {
     assert_eq!(g.settle(), (0, 0));
     assert!(g.take_errors().is_empty());
 }
+
+#[test]
+fn a_dropped_group_frees_its_runtimes_after_global_objects_moved() {
+    let g = group(2);
+    let weak: Vec<_> = (0..2).map(|p| Arc::downgrade(g.runtime(p).shared())).collect();
+    let root = on(&g, 0, |s, _| {
+        let arr = s.alloc_array(1, Handle::int(5)).unwrap();
+        let fm = s.call_on(1, array_export(), &[arr]).unwrap();
+        assert!(s.is_remote(fm));
+        s.global_root(fm).unwrap()
+    });
+    drop(root);
+    assert_eq!(g.settle(), (0, 0));
+    drop(g);
+    for (p, w) in weak.iter().enumerate() {
+        assert!(w.upgrade().is_none(), "PE {p}'s runtime outlives its group");
+    }
+}
+

@@ -979,6 +979,9 @@ impl Drop for PeGroup {
         for h in self.services.drain(..) {
             let _ = h.join();
         }
+        for c in &self.contexts {
+            c.transport.close();
+        }
         // The contexts hold no runtime; the runtimes drop after this.
     }
 }

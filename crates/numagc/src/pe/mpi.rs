@@ -583,14 +583,20 @@ impl Transport for MpiTransport {
     fn peer_alive(&self, pe: usize) -> bool {
         pe < self.pes && !self.peers.lost[pe].load(Ordering::SeqCst)
     }
-}
 
-impl Drop for MpiTransport {
-    fn drop(&mut self) {
+    /// Stops the communication thread and waits for it (its group is
+    /// gone, or the transport dropped).
+    fn close(&self) {
         self.peers.stop.store(true, Ordering::SeqCst);
         let h = self.comm.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(h) = h {
             let _ = h.join();
         }
+    }
+}
+
+impl Drop for MpiTransport {
+    fn drop(&mut self) {
+        self.close();
     }
 }

@@ -33,6 +33,11 @@ pub trait Transport: Send + Sync {
     fn peer_alive(&self, _pe: usize) -> bool {
         true
     }
+    /// Stops what the transport runs of its own (the MPI transport's
+    /// communication thread), when its group is dropped: something may
+    /// still hold the transport (a value rooted in a PE's runtime keeps
+    /// the PE's context), and nothing of it may run past the end of MPI.
+    fn close(&self) {}
 }
 
 /// Which PEs of a group are still running; a PE's entry goes false when
