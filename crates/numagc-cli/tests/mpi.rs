@@ -266,3 +266,20 @@ fn a_rank_that_stops_answering_is_lost_and_the_job_ends_with_an_error() {
     );
     eprintln!("job ended {secs:.1} s after rank 1 was stopped");
 }
+
+#[test]
+fn a_pe_reads_another_pes_object_over_mpi_and_every_weight_comes_back() {
+    let _job = one_job();
+    if !have_mpirun() {
+        return;
+    }
+    // `micro fetch` checks every copy's bytes and, at the end, that both
+    // PEs' weight books are empty; a small run of it is the test.
+    let (ok, out, err) = output(mpirun(
+        2,
+        &["micro", "fetch", "--bytes", "64,65536", "--rounds", "20", "--repeat", "1"],
+    ));
+    assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("answers ok"), "{out}");
+    assert_eq!(out.lines().filter(|l| l.trim_start().starts_with("65536")).count(), 1, "{out}");
+}

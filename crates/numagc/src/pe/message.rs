@@ -149,7 +149,9 @@ pub(crate) enum Message {
 
 /// Writes `m`, sent by PE `sender`, as bytes.
 pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
-    let mut payload = Vec::new();
+    // One buffer: the header, its kind and length filled in at the end.
+    let mut payload = Vec::with_capacity(HEADER + 64 + 8 * words_in(m));
+    payload.resize(HEADER, 0);
     let kind = match m {
         Message::Fish => FISH,
         Message::Schedule {
@@ -207,15 +209,31 @@ pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
             RETURN_WEIGHT
         }
     };
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.push(kind);
-    out.push(0);
-    out.extend_from_slice(&(sender as u32).to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&payload);
-    out
+    let len = (payload.len() - HEADER) as u32;
+    let header = &mut payload[..HEADER];
+    header[0..4].copy_from_slice(&MAGIC);
+    header[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    header[6] = kind;
+    header[7] = 0;
+    header[8..12].copy_from_slice(&(sender as u32).to_le_bytes());
+    header[12..16].copy_from_slice(&len.to_le_bytes());
+    payload
+}
+
+/// The words a message carries (its packet or figures), for sizing.
+fn words_in(m: &Message) -> usize {
+    match m {
+        Message::Schedule { args, .. } => args.len(),
+        Message::Result {
+            outcome: Ok(w), ..
+        }
+        | Message::Value {
+            outcome: Ok(w), ..
+        } => w.len(),
+        Message::Access { packet, .. } => packet.len(),
+        Message::Ended { stats } => stats.len(),
+        _ => 0,
+    }
 }
 
 /// An outcome: tag 0 and the words, or tag 1 and the error's text.
@@ -236,10 +254,13 @@ fn put_u64(out: &mut Vec<u8>, w: u64) {
     out.extend_from_slice(&w.to_le_bytes());
 }
 
+/// The words, little-endian: one pass over a buffer sized once (this is
+/// a packet's copy into a message, and runs at memory speed).
 fn put_words(out: &mut Vec<u8>, words: &[u64]) {
-    out.reserve(words.len() * 8);
-    for &w in words {
-        put_u64(out, w);
+    let start = out.len();
+    out.resize(start + words.len() * 8, 0);
+    for (dst, w) in out[start..].chunks_exact_mut(8).zip(words) {
+        dst.copy_from_slice(&w.to_le_bytes());
     }
 }
 
@@ -409,11 +430,11 @@ impl<'a> Reader<'a> {
         if !rest.len().is_multiple_of(8) {
             return None;
         }
-        Some(
-            rest.chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect(),
-        )
+        let mut words = vec![0u64; rest.len() / 8];
+        for (w, c) in words.iter_mut().zip(rest.chunks_exact(8)) {
+            *w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        }
+        Some(words)
     }
 
     fn rest(&mut self) -> &'a [u8] {
