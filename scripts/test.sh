@@ -52,6 +52,11 @@ rm -rf "$out"
 for plan in split shared; do
   cargo run -q --release -p numagc-cli -- torture --seconds 40 --vprocs 2 --plan "$plan"
 done
+# Its hybrid mode (issue 19): 3 PEs in one process, references and objects
+# moving between them, the weight books checked empty after every round.
+for plan in split shared; do
+  cargo run -q --release -p numagc-cli -- torture --seconds 15 --pes 3 --plan "$plan"
+done
 # The fuzz targets' interpreters (fuzz/, a workspace of its own) on seeded
 # inputs, without libFuzzer; in the same target directory, so that it
 # reuses the numagc build above. The campaigns themselves: scripts/fuzz.sh.

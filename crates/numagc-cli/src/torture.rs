@@ -52,6 +52,9 @@ pub struct TortureArgs {
     /// Force a collection after every N-th allocation (1: the harshest; 0: never). Default: drawn per round from 1, 3, 10, 50, 300, 2000 and never.
     #[arg(long)]
     gc_every: Option<u32>,
+    /// Hybrid mode (issue 19): rounds on a group of this many PEs in one process (1 vproc each; 2 ..= 16), objects and references moving between them, the weight books checked at the end. 1: the ordinary rounds.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
+    pes: u64,
     /// Report a hang, and stop, when a round makes no progress for this many seconds.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     stall_timeout: u64,
@@ -97,6 +100,9 @@ pub fn run(args: TortureArgs) -> Result<(), String> {
         return Err("--rounds must be at least 1".into());
     }
     let fault = args.fault.as_deref().map(parse_fault).transpose()?;
+    if fault.is_some() && args.pes > 1 {
+        return Err("--fault injects into the ordinary rounds, not the hybrid mode (--pes)".into());
+    }
     let seed = args.seed.unwrap_or_else(clock_seed);
     // Refuse bad settings (vprocs, plan) here, with the library's message.
     RoundPlan::new(seed, args.vprocs, &args.plan, args.gc_every)?;
@@ -121,6 +127,11 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
     while args.rounds.is_none_or(|r| n < r) && (n == 0 || start.elapsed().as_secs() < args.seconds)
     {
         let round_seed = seed.wrapping_add(n);
+        if args.pes > 1 {
+            hybrid_round(args, n, round_seed)?;
+            n += 1;
+            continue;
+        }
         let plan = RoundPlan::new(round_seed, args.vprocs, &args.plan, args.gc_every)?;
         println!(
             "@round {n} {round_seed} {} {}",
@@ -167,6 +178,39 @@ fn worker(args: &TortureArgs, seed: u64, fault: Option<Fault>) -> Result<(), Str
     }
     println!("@end");
     Ok(())
+}
+
+/// A round of the hybrid mode, reported as the worker reports rounds.
+fn hybrid_round(args: &TortureArgs, n: u64, round_seed: u64) -> Result<(), String> {
+    let plan = numagc_torture::hybrid::HybridPlan::new(round_seed, args.pes as usize, &args.plan)?;
+    println!(
+        "@round {n} {round_seed} 0 hybrid: {} PEs, packet limit {} words, {} ops",
+        plan.pes,
+        plan.packet_limit,
+        plan.program.len()
+    );
+    if args.show_program {
+        for (i, op) in plan.program.iter().enumerate() {
+            println!("op {i}: {op:?}");
+        }
+    }
+    let r = numagc_torture::hybrid::run(&plan);
+    println!("@done ops={} checks={}", r.ops_run, r.reads_checked);
+    match r.failure {
+        None => {
+            println!("@pass");
+            Ok(())
+        }
+        Some(f) => {
+            println!(
+                "@fail violation {} {}",
+                r.ops_run.saturating_sub(1),
+                f.replace('\n', " | ")
+            );
+            std::io::stdout().flush().ok();
+            std::process::exit(1);
+        }
+    }
 }
 
 const FIELDS: [&str; 28] = [
@@ -308,6 +352,7 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         &args.vprocs.to_string(),
     ]);
     cmd.args(["--seed", &seed.to_string(), "--plan", &args.plan]);
+    cmd.args(["--pes", &args.pes.to_string()]);
     if let Some(r) = args.rounds {
         cmd.args(["--rounds", &r.to_string()]);
     }
@@ -348,8 +393,19 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         .gc_every
         .map_or("drawn per round".to_string(), |n| n.to_string());
     println!(
-        "numagc torture: {} s on {} vproc(s), plan {}, first seed {seed}, gc-every {every}, verifier on",
-        args.seconds, args.vprocs, args.plan
+        "numagc torture: {} s on {}, plan {}, first seed {seed}, {}, verifier on",
+        args.seconds,
+        if args.pes > 1 {
+            format!("{} PEs of 1 vproc (hybrid mode)", args.pes)
+        } else {
+            format!("{} vproc(s)", args.vprocs)
+        },
+        args.plan,
+        if args.pes > 1 {
+            "packet limit drawn per round".to_string()
+        } else {
+            format!("gc-every {every}")
+        }
     );
     let t0 = Instant::now();
     let (mut report, mut counts) = (Report::default(), RuntimeCounts::default());
@@ -421,22 +477,29 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         "rounds: {rounds} run, {passed} passed, in {elapsed:.1} s; {} operations",
         report.ops
     );
-    println!(
-        "collections: minor {}, major {}, promotion {}, global {} (full {})",
-        counts.minor, counts.major, counts.promotion, counts.global, counts.full_global
-    );
-    println!(
+    if args.pes > 1 {
+        println!(
+            "checked: {} reads against the shadow; every round's weight books settled empty",
+            report.checks
+        );
+    }
+    if args.pes == 1 {
+        println!(
+            "collections: minor {}, major {}, promotion {}, global {} (full {})",
+            counts.minor, counts.major, counts.promotion, counts.global, counts.full_global
+        );
+        println!(
         "forced by the programs: minor {}, major {}, young global {}, full global {}, compactions {}; promotions {}",
         report.forced_minor, report.forced_major, report.forced_young, report.forced_global, report.forced_compact, report.promotions
     );
-    println!(
-        "sharing: {} tasks stolen, {} threads stolen, {} rendezvous, {:.1} MiB promoted",
-        counts.tasks_stolen,
-        counts.threads_stolen,
-        counts.rendezvous,
-        mib(counts.bytes_promoted)
-    );
-    println!(
+        println!(
+            "sharing: {} tasks stolen, {} threads stolen, {} rendezvous, {:.1} MiB promoted",
+            counts.tasks_stolen,
+            counts.threads_stolen,
+            counts.rendezvous,
+            mib(counts.bytes_promoted)
+        );
+        println!(
         "compiled ops: {} in {} sections; {} inline allocations ({} of them by register code), {} shared, {} barrier stores, {} reads, {} par2 forks, {} polls",
         report.compiled_ops,
         report.compiled_sections,
@@ -448,12 +511,13 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         report.compiled_forks,
         report.compiled_polls
     );
-    println!(
-        "checked: {} objects, {:.1} MiB, in {} digests",
-        report.objects_checked,
-        mib(report.bytes_checked),
-        report.checks
-    );
+        println!(
+            "checked: {} objects, {:.1} MiB, in {} digests",
+            report.objects_checked,
+            mib(report.bytes_checked),
+            report.checks
+        );
+    }
     match violation {
         None => {
             println!("violations: 0");
@@ -473,9 +537,12 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
             if !pos.desc.is_empty() {
                 println!("round settings: {}", pos.desc);
             }
-            let gc = args
+            let mut gc = args
                 .gc_every
                 .map_or(String::new(), |g| format!(" --gc-every {g}"));
+            if args.pes > 1 {
+                gc.push_str(&format!(" --pes {}", args.pes));
+            }
             println!(
                 "reproduce: numagc torture --seed {} --rounds 1 --vprocs {} --plan {}{gc}",
                 pos.seed, args.vprocs, args.plan

@@ -144,3 +144,30 @@ fn bad_input_is_a_clear_error() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_hybrid_mode_runs_rounds_over_pes_and_refuses_faults() {
+    for plan in ["split", "shared"] {
+        let (ok, out, err) = numagc(&[
+            "--seconds",
+            "2",
+            "--pes",
+            "3",
+            "--plan",
+            plan,
+            "--seed",
+            "5",
+        ]);
+        assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
+        assert!(out.contains("3 PEs of 1 vproc (hybrid mode)"), "{out}");
+        assert!(
+            out.contains("every round's weight books settled empty"),
+            "{out}"
+        );
+        assert!(out.contains("violations: 0"), "{out}");
+    }
+    let (ok, _, err) = numagc(&["--seconds", "1", "--pes", "3", "--fault", "abort"]);
+    assert!(!ok && err.contains("not the hybrid mode"), "{err}");
+    let (ok, _, err) = numagc(&["--seconds", "1", "--pes", "17"]);
+    assert!(!ok && err.contains("pes"), "{err}");
+}

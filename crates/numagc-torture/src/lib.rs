@@ -28,6 +28,7 @@
 
 pub mod check;
 pub mod compiled;
+pub mod hybrid;
 pub mod interp;
 pub mod layout;
 pub mod program;

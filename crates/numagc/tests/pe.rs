@@ -231,7 +231,10 @@ fn a_mutable_argument_travels_as_a_global_address_and_is_written_at_home() {
     // Every reference PE 1 held is dropped and its weight back home.
     assert_eq!(g.settle(), (0, 0), "{:?}", g.stats());
     let st = g.finish();
-    assert!(st.iter().all(|s| s.git_entries == 0 && s.imports == 0), "{st:?}");
+    assert!(
+        st.iter().all(|s| s.git_entries == 0 && s.imports == 0),
+        "{st:?}"
+    );
     assert!(st[1].weight_returns > 0, "{st:?}");
 }
 

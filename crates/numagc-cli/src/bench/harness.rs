@@ -332,7 +332,12 @@ fn run_one(
             .pe_stats
             .iter()
             .filter(|p| p.git_entries + p.imports > 0)
-            .map(|p| format!("PE {}: {} GIT entries, {} imports", p.pe, p.git_entries, p.imports))
+            .map(|p| {
+                format!(
+                    "PE {}: {} GIT entries, {} imports",
+                    p.pe, p.git_entries, p.imports
+                )
+            })
             .collect();
         if cfg!(debug_assertions) && !left.is_empty() && record.error.is_none() {
             record.error = Some(format!(

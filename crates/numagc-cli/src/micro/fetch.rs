@@ -75,7 +75,9 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
         ));
     }
     if let Some(n) = bytes.iter().find(|&&n| n == 0 || n % 8 != 0) {
-        return Err(format!("--bytes {n}: sizes are whole words (multiples of 8, not 0)"));
+        return Err(format!(
+            "--bytes {n}: sizes are whole words (multiples of 8, not 0)"
+        ));
     }
     let me = session.rank();
     let world = SimpleCommunicator::world();
@@ -163,7 +165,11 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
                                 let v = s.view(copy);
                                 let ws = v.raw_words().unwrap_or_default();
                                 Ok(ws.len() == words
-                                    && (!last || ws.iter().enumerate().all(|(i, &w)| w == pattern(i as u64))))
+                                    && (!last
+                                        || ws
+                                            .iter()
+                                            .enumerate()
+                                            .all(|(i, &w)| w == pattern(i as u64))))
                             })?;
                         }
                         Ok((t.elapsed().as_secs_f64() / rounds as f64, ok))
@@ -187,7 +193,12 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
     let left: Vec<String> = stats
         .iter()
         .filter(|p| p.git_entries + p.imports > 0)
-        .map(|p| format!("PE {}: {} GIT entries, {} imports", p.pe, p.git_entries, p.imports))
+        .map(|p| {
+            format!(
+                "PE {}: {} GIT entries, {} imports",
+                p.pe, p.git_entries, p.imports
+            )
+        })
         .collect();
     println!(
         "fetch over MPI, 2 ranks: remote_get of a raw object of N bytes against raw MPI \

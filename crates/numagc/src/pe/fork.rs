@@ -97,7 +97,12 @@ impl<'s> Scope<'s> {
     /// Errors: `pe` outside the group ([`ErrorKind::Misuse`]); arguments
     /// that cannot travel ([`ErrorKind::NotExportable`]); the task's error,
     /// or the loss of PE `pe`, as [`ErrorKind::Pe`].
-    pub fn call_on(&mut self, pe: usize, export: Export, args: &[Handle<'_>]) -> Result<Handle<'s>> {
+    pub fn call_on(
+        &mut self,
+        pe: usize,
+        export: Export,
+        args: &[Handle<'_>],
+    ) -> Result<Handle<'s>> {
         let ctx = self.vproc_mut().shared.pe.get().cloned();
         let (pes, here) = ctx.as_ref().map_or((1, 0), |c| (c.pes, c.pe));
         if pe >= pes {
@@ -129,7 +134,9 @@ impl<'s> Scope<'s> {
         let claimed = offer.claim(EXPORTED);
         debug_assert!(claimed);
         offer.to.store(pe, std::sync::atomic::Ordering::Release);
-        let task = ctx.next_task.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let task = ctx
+            .next_task
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         crate::sync::lock(&ctx.exported).insert(task, offer.clone());
         ctx.counters
             .tasks_exported

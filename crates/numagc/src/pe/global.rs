@@ -55,7 +55,7 @@
 //!   packet that never leaves takes no weight with it.
 
 use super::group::PeContext;
-use super::weight::{GlobalAddress, GlobalId, Git, Imports, Split, WeightError};
+use super::weight::{Git, GlobalAddress, GlobalId, Imports, Split, WeightError};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::resolve;
 use crate::mutator::{Handle, Scope};
@@ -198,7 +198,9 @@ impl GaUndo {
         }
         for ga in self.split {
             // The FetchMe is alive (it was being packed): its entry is.
-            let _ = b.imports.import(ga, || unreachable!("a split entry is held"));
+            let _ = b
+                .imports
+                .import(ga, || unreachable!("a split entry is held"));
         }
     }
 }
@@ -286,7 +288,9 @@ impl PeContext {
         {
             let mut b = lock(&self.books);
             if let Some(h) = self.live_fetchme(s, &b, ga.gid) {
-                b.imports.import(ga, || unreachable!("held")).map_err(refuse)?;
+                b.imports
+                    .import(ga, || unreachable!("held"))
+                    .map_err(refuse)?;
                 return Ok(h);
             }
         }
@@ -301,10 +305,15 @@ impl PeContext {
         if let Some(h) = self.live_fetchme(s, &b, ga.gid) {
             // Another vproc made one meanwhile: ours is garbage.
             shared.global_roots.remove(weak_slot);
-            b.imports.import(ga, || unreachable!("held")).map_err(refuse)?;
+            b.imports
+                .import(ga, || unreachable!("held"))
+                .map_err(refuse)?;
             return Ok(h);
         }
-        let old = b.imports.replace(ga, Imported { weak_slot }).map_err(refuse)?;
+        let old = b
+            .imports
+            .replace(ga, Imported { weak_slot })
+            .map_err(refuse)?;
         if let Some(old) = old {
             shared.global_roots.remove(old.weak_slot);
         }
@@ -350,7 +359,9 @@ impl PeContext {
         }
         let n = returns.len();
         for (g, weight) in returns {
-            self.counters.weight_returned.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .weight_returned
+                .fetch_add(1, Ordering::Relaxed);
             let m = super::message::Message::ReturnWeight { gid: g.id, weight };
             if let Err(e) = self.send(g.pe as usize, &m) {
                 self.record(e);
@@ -361,7 +372,13 @@ impl PeContext {
 
     /// `weight` of this PE's entry `id` came back from PE `from` (the
     /// service, on `return-weight`).
-    pub(crate) fn weight_returned(&self, shared: &Shared, from: usize, id: u64, weight: u32) -> Result<()> {
+    pub(crate) fn weight_returned(
+        &self,
+        shared: &Shared,
+        from: usize,
+        id: u64,
+        weight: u32,
+    ) -> Result<()> {
         let mut b = lock(&self.books);
         match b.git.returned(id, weight) {
             Ok(Some(e)) => b.release(shared, id, e),
@@ -374,7 +391,9 @@ impl PeContext {
                 .into())
             }
         }
-        self.counters.weight_received.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .weight_received
+            .fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

@@ -24,7 +24,9 @@ fn boxed_in_array<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'
 
 fn group(pes: usize) -> PeGroup {
     // The verifier after every collection, on the tests' plan.
-    let config = small_test_config(test_plan(), 1, true, 1 << 20).build().unwrap();
+    let config = small_test_config(test_plan(), 1, true, 1 << 20)
+        .build()
+        .unwrap();
     let mut e = Exports::new();
     e.register("boxed_in_array", boxed_in_array).unwrap();
     PeGroup::new(pes, config, e, |_| Ok(())).unwrap()
@@ -165,7 +167,10 @@ fn global_addresses_that_break_the_books_are_refused_naming_the_sender() {
     assert!(refused(0, ga_packet(0, 99, 1, array)).contains("no global object 0/99"));
     let (p, root) = on(&g, 0, |s, c| {
         let arr = s.alloc_array(1, Handle::int(5)).unwrap();
-        (pack_in(s, &[arr], TASK, c).unwrap(), s.global_root(arr).unwrap())
+        (
+            pack_in(s, &[arr], TASK, c).unwrap(),
+            s.global_root(arr).unwrap(),
+        )
     });
     let id = p[5];
     let m = refused(0, ga_packet(0, id, u64::from(FULL_WEIGHT) + 1, array));
@@ -213,7 +218,9 @@ fn graphs_past_the_limit_travel_as_fetchmes_that_resolve() {
                 fetches += 1;
             }
             let v = s.view(cur);
-            let Some(k) = v.field(0).as_int() else { unreachable!() };
+            let Some(k) = v.field(0).as_int() else {
+                unreachable!()
+            };
             sum += k;
             if v.field(1).as_int() == Some(-1) {
                 break;
@@ -244,7 +251,9 @@ fn graphs_past_the_limit_travel_as_fetchmes_that_resolve() {
 #[test]
 fn a_dropped_group_frees_its_runtimes_after_global_objects_moved() {
     let g = group(2);
-    let weak: Vec<_> = (0..2).map(|p| Arc::downgrade(g.runtime(p).shared())).collect();
+    let weak: Vec<_> = (0..2)
+        .map(|p| Arc::downgrade(g.runtime(p).shared()))
+        .collect();
     let root = on(&g, 0, |s, _| {
         let arr = s.alloc_array(1, Handle::int(5)).unwrap();
         let fm = s.call_on(1, array_export(), &[arr]).unwrap();
@@ -258,4 +267,3 @@ fn a_dropped_group_frees_its_runtimes_after_global_objects_moved() {
         assert!(w.upgrade().is_none(), "PE {p}'s runtime outlives its group");
     }
 }
-

@@ -42,8 +42,8 @@
 use super::export::{Export, Exports};
 use super::global::Books;
 use super::message::{encode, AccessOp, Message};
-use super::remote::Pending;
 use super::pack;
+use super::remote::Pending;
 use super::service::{ring_all, Service, StopMark, MIN_BACKOFF};
 use super::transport::{InProcess, Liveness, Transport};
 use crate::config::Config;
@@ -71,6 +71,9 @@ pub const MAX_PES: usize = 1024;
 /// Largest packet of a task's arguments or result, in words; a larger
 /// graph is not exported (the task runs on its PE).
 pub const PACKET_LIMIT_WORDS: usize = 1 << 16;
+/// The smallest packet limit ([`PeGroup::set_packet_limit`]): room for a
+/// task's few arguments as global addresses.
+pub const MIN_PACKET_LIMIT_WORDS: usize = 64;
 
 // The states of an offered task (`Offered::state`).
 pub(crate) const OFFERED: u8 = 0;
@@ -297,7 +300,8 @@ pub(crate) struct PeContext {
     pub pe: usize,
     pub pes: usize,
     pub exports: Arc<Exports>,
-    pub packet_limit: usize,
+    /// The largest packet, in words ([`PeGroup::set_packet_limit`]).
+    packet_limit: AtomicUsize,
     pub(super) transport: Arc<dyn Transport>,
     pub(super) liveness: Arc<Liveness>,
     /// Offered tasks, oldest first.
@@ -526,10 +530,15 @@ impl PeContext {
         }
     }
 
+    /// The largest packet this PE makes, in words.
+    pub(crate) fn packet_limit(&self) -> usize {
+        self.packet_limit.load(Ordering::Relaxed)
+    }
+
     /// How tasks' arguments and results are packed.
     pub(super) fn task_packing(&self) -> pack::Packing {
         pack::Packing::Task {
-            limit: self.packet_limit,
+            limit: self.packet_limit(),
         }
     }
 
@@ -702,7 +711,7 @@ impl PeGroup {
                 pe,
                 pes,
                 exports: exports.clone(),
-                packet_limit: PACKET_LIMIT_WORDS,
+                packet_limit: AtomicUsize::new(PACKET_LIMIT_WORDS),
                 transport: t,
                 liveness: liveness.clone(),
                 pool: Mutex::new(VecDeque::new()),
@@ -754,6 +763,32 @@ impl PeGroup {
             g.services.push(h);
         }
         Ok(g)
+    }
+
+    /// Sets the largest packet the PEs of this process make, in words
+    /// (default [`PACKET_LIMIT_WORDS`]): past it, immutable graphs travel
+    /// as global addresses, fetched when they are resolved. Small limits
+    /// are for tests (the torture tester's hybrid mode), large ones for
+    /// programs whose tasks carry big immutable data.
+    ///
+    /// Errors: [`ErrorKind::Config`] for a limit outside
+    /// `MIN_PACKET_LIMIT_WORDS ..= MAX_ANSWER_WORDS`.
+    pub fn set_packet_limit(&self, words: usize) -> Result<()> {
+        if !(MIN_PACKET_LIMIT_WORDS..=pack::MAX_ANSWER_WORDS).contains(&words) {
+            return Err(ErrorKind::Config(Box::new(crate::error::ConfigError {
+                setting: "packet limit",
+                value: words.to_string(),
+                allowed: format!(
+                    "{MIN_PACKET_LIMIT_WORDS} ..= {} words",
+                    pack::MAX_ANSWER_WORDS
+                ),
+            }))
+            .into());
+        }
+        for c in &self.contexts {
+            c.packet_limit.store(words, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Number of PEs in the group (here and elsewhere).

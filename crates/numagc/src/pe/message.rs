@@ -224,12 +224,7 @@ pub(crate) fn encode(sender: usize, m: &Message) -> Vec<u8> {
 fn words_in(m: &Message) -> usize {
     match m {
         Message::Schedule { args, .. } => args.len(),
-        Message::Result {
-            outcome: Ok(w), ..
-        }
-        | Message::Value {
-            outcome: Ok(w), ..
-        } => w.len(),
+        Message::Result { outcome: Ok(w), .. } | Message::Value { outcome: Ok(w), .. } => w.len(),
         Message::Access { packet, .. } => packet.len(),
         Message::Ended { stats } => stats.len(),
         _ => 0,
@@ -360,7 +355,9 @@ pub(crate) fn decode(from: usize, pes: usize, bytes: &[u8]) -> Result<Message> {
             }
         }
         VALUE => {
-            let req = r.u64().ok_or_else(|| refuse("value: no request id".into()))?;
+            let req = r
+                .u64()
+                .ok_or_else(|| refuse("value: no request id".into()))?;
             let outcome = r.outcome("value").map_err(refuse)?;
             Message::Value { req, outcome }
         }

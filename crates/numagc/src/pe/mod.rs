@@ -48,9 +48,9 @@ pub mod weight;
 mod weight_tests;
 
 pub use export::{Export, ExportFn, Exports, MAX_EXPORTS};
-pub use group::{PeGroup, PeStats, MAX_PES, PACKET_LIMIT_WORDS};
+pub(crate) use global::fetchme_descriptor;
+pub use group::{PeGroup, PeStats, MAX_PES, MIN_PACKET_LIMIT_WORDS, PACKET_LIMIT_WORDS};
 /// Packing an immutable graph into a portable packet, and back (the
 /// format: `pack`'s module doc).
 pub use pack::{pack as pack_graph, unpack as unpack_graph};
 pub use transport::{InProcess, Transport};
-pub(crate) use global::fetchme_descriptor;

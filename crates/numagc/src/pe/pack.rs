@@ -68,12 +68,12 @@
 //!   root slots left is refused), so collections during unpacking move it
 //!   safely.
 
-use crate::compiled::record::ROOT_STACK_SLOTS;
-use crate::error::{Error, ErrorKind, Result};
-use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
 use super::global::{valid_header, GaUndo};
 use super::group::PeContext;
 use super::weight::{GlobalAddress, GlobalId};
+use crate::compiled::record::ROOT_STACK_SLOTS;
+use crate::error::{Error, ErrorKind, Result};
+use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
 use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_FETCHME, ID_LIMIT};
 use crate::object::value_int;
 use crate::{Handle, ObjectKind, Scope, View};
@@ -265,11 +265,16 @@ impl<'d> Packer<'d, '_> {
             Some(ObjectKind::Mixed(id)) if id.id() == ID_FETCHME => {
                 self.global(obj, &"a FetchMe (the name of another PE's object)")?
             }
-            Some(ObjectKind::Mixed(id)) if self.descs.get(id.id()).is_some_and(|d| d.is_mutable()) => {
+            Some(ObjectKind::Mixed(id))
+                if self.descs.get(id.id()).is_some_and(|d| d.is_mutable()) =>
+            {
                 let name = self.descs.get(id.id()).map_or("", |d| d.name());
                 self.global(
                     obj,
-                    &format_args!("an object of the mutable descriptor `{name}` (id {})", id.id()),
+                    &format_args!(
+                        "an object of the mutable descriptor `{name}` (id {})",
+                        id.id()
+                    ),
                 )?
             }
             Some(ObjectKind::Mixed(id)) => self.mixed_shape(id)?,
@@ -767,9 +772,7 @@ impl Reader<'_, '_> {
             }
         };
         if valid_header(header).is_none() {
-            return Err(self.refuse(format!(
-                "object {k}: {header:#x} is not an object header"
-            )));
+            return Err(self.refuse(format!("object {k}: {header:#x} is not an object header")));
         }
         let ga = GlobalAddress {
             gid: GlobalId { pe, id },

@@ -51,6 +51,12 @@ impl Pending {
 }
 
 impl<'s> Scope<'s> {
+    /// This runtime's place in its PE group: its PE and the group's
+    /// number of PEs; `None` outside a group.
+    pub fn pe(&self) -> Option<(usize, usize)> {
+        self.shared().pe.get().map(|c| (c.pe, c.pes))
+    }
+
     /// Whether `h` is a FetchMe: the local name of an object another PE
     /// of the group owns.
     pub fn is_remote(&self, h: Handle<'_>) -> bool {
@@ -101,7 +107,10 @@ impl<'s> Scope<'s> {
             return self.view(obj).try_raw(i);
         };
         let pe = target.0.pe as usize;
-        match self.access(target, i, AccessOp::GetRaw, Vec::new())?.as_slice() {
+        match self
+            .access(target, i, AccessOp::GetRaw, Vec::new())?
+            .as_slice()
+        {
             [w] => Ok(*w),
             ws => Err(ErrorKind::Pe {
                 pe,
@@ -134,7 +143,8 @@ impl<'s> Scope<'s> {
         let Some(target) = self.remote_target(obj, i)? else {
             return self.set_raw(obj, i, raw);
         };
-        self.access(target, i, AccessOp::SetRaw, vec![raw]).map(drop)
+        self.access(target, i, AccessOp::SetRaw, vec![raw])
+            .map(drop)
     }
 
     /// `h`'s value here: for a FetchMe of an immutable object, a copy of
@@ -316,7 +326,9 @@ impl PeContext {
     /// Serves an access to one of this PE's global objects, on `s`'s
     /// vproc, and sends the answer.
     pub(crate) fn serve_access(&self, s: &mut Scope<'_>, a: AccessWork) {
-        self.counters.accesses_served.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .accesses_served
+            .fetch_add(1, Ordering::Relaxed);
         let outcome = s
             .scope(|s| self.do_access(s, &a))
             .map_err(|e| e.to_string());
@@ -345,7 +357,7 @@ impl PeContext {
                 }
                 let t0 = Instant::now();
                 let answer = pack::Packing::Answer {
-                    limit: self.packet_limit,
+                    limit: self.packet_limit(),
                 };
                 let r = pack::pack_in(s, &[v], answer, self);
                 self.add_ns(&self.counters.pack_ns, t0);
@@ -376,7 +388,7 @@ impl PeContext {
                 }
                 let t0 = Instant::now();
                 let answer = pack::Packing::Answer {
-                    limit: self.packet_limit,
+                    limit: self.packet_limit(),
                 };
                 let r = pack::pack_in(s, &[obj], answer, self);
                 self.add_ns(&self.counters.pack_ns, t0);

@@ -227,7 +227,9 @@ impl Service {
                              back)",
                             ctx.pe
                         ));
-                        if let Err(e) = ctx.send(reply_to as usize, &Message::Value { req, outcome }) {
+                        if let Err(e) =
+                            ctx.send(reply_to as usize, &Message::Value { req, outcome })
+                        {
                             ctx.record(e);
                         }
                     }
