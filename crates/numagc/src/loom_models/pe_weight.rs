@@ -45,3 +45,102 @@ fn a_reexport_racing_the_last_return_names_a_live_entry() {
         assert_eq!(freed.is_some(), sent.gid.id != first.gid.id);
     });
 }
+
+/// A FetchMe in the import model: live and unreferenced, held by a
+/// handle (a collection cannot clear it), or dead (its weak reference
+/// cleared).
+const UNHELD: u8 = 0;
+const HELD: u8 = 1;
+const DEAD: u8 = 2;
+
+type FetchMe = Arc<loom::sync::atomic::AtomicU8>;
+
+/// Holds `fm` if it is alive (`weak_get` then a handle, which a collection
+/// cannot interleave with in the runtime: here one compare-and-swap).
+fn hold(fm: &FetchMe) -> bool {
+    use std::sync::atomic::Ordering::SeqCst;
+    fm.compare_exchange(UNHELD, HELD, SeqCst, SeqCst).is_ok() || fm.load(SeqCst) == HELD
+}
+
+/// The holder's books (`pe/global.rs`): the import scan drops an entry
+/// whose FetchMe died and returns its weight, while a vproc unpacks a new
+/// share of the same GA (`PeContext::import_global`: a live FetchMe joins
+/// the weight; else a new FetchMe, made outside the lock, replaces the dead
+/// one or starts the entry), while a collection clears the old FetchMe.
+///
+/// Whatever the interleaving, the share joins a live entry whose FetchMe
+/// is the one the vproc got, never a dropped one, and no weight is lost:
+/// what the entry holds plus what the scan returned is all that came in.
+///
+/// Mutation check (done while writing this model, then reverted): the
+/// vproc merging into the entry it found without holding its FetchMe
+/// (taking `get` for alive, no compare-and-swap) fails: a collection
+/// clears the FetchMe after the check, the scan drops the entry, and the
+/// share's weight goes back with it while the vproc uses a dead FetchMe.
+#[test]
+fn a_share_racing_the_import_scan_joins_a_live_entry() {
+    use crate::pe::weight::{GlobalAddress, GlobalId, Imports};
+    use std::sync::atomic::Ordering::SeqCst;
+    loom::model(|| {
+        let gid = GlobalId { pe: 1, id: 7 };
+        let old: FetchMe = Arc::new(loom::sync::atomic::AtomicU8::new(UNHELD));
+        let books = Arc::new(Mutex::new(Imports::<FetchMe>::default()));
+        let first = GlobalAddress { gid, weight: 8 };
+        let _ = lock(&books).import(first, || old.clone());
+        let returned = Arc::new(loom::sync::atomic::AtomicU64::new(0));
+        // A collection finds the old FetchMe unreachable (if unheld).
+        let collector = {
+            let old = old.clone();
+            thread::spawn(move || {
+                let _ = old.compare_exchange(UNHELD, DEAD, SeqCst, SeqCst);
+            })
+        };
+        // The service's import scan.
+        let scan = {
+            let (books, returned) = (books.clone(), returned.clone());
+            thread::spawn(move || {
+                let mut b = lock(&books);
+                if b.get(gid).is_some_and(|fm| fm.load(SeqCst) == DEAD) {
+                    let w: u64 = b.dropped(gid).unwrap().iter().map(|&w| u64::from(w)).sum();
+                    returned.fetch_add(w, SeqCst);
+                }
+            })
+        };
+        // A vproc unpacks a new share.
+        let share = GlobalAddress { gid, weight: 4 };
+        let vproc = {
+            let books = books.clone();
+            thread::spawn(move || -> FetchMe {
+                {
+                    let mut b = lock(&books);
+                    if let Some(fm) = b.get(gid).filter(|fm| hold(fm)).cloned() {
+                        let _ = b.import(share, || unreachable!());
+                        return fm;
+                    }
+                }
+                // A new FetchMe, made outside the lock (allocation).
+                let new: FetchMe = Arc::new(loom::sync::atomic::AtomicU8::new(HELD));
+                let mut b = lock(&books);
+                if let Some(fm) = b.get(gid).filter(|fm| hold(fm)).cloned() {
+                    let _ = b.import(share, || unreachable!());
+                    return fm;
+                }
+                let _ = b.replace(share, new.clone()).unwrap();
+                new
+            })
+        };
+        collector.join().unwrap();
+        scan.join().unwrap();
+        let got = vproc.join().unwrap();
+        let b = lock(&books);
+        assert_eq!(got.load(SeqCst), HELD, "the vproc's FetchMe is alive");
+        assert!(Arc::ptr_eq(b.get(gid).unwrap(), &got), "and it is the entry's");
+        let held = b.weight(gid).unwrap();
+        assert!(held >= u64::from(share.weight), "the share joined the live entry");
+        assert_eq!(
+            held + returned.load(SeqCst),
+            u64::from(first.weight + share.weight),
+            "no weight lost"
+        );
+    });
+}
