@@ -192,6 +192,17 @@ typedef enum numagc_status {
    * `vproc-stack` setting.
    */
   NUMAGC_ERR_STACK_EXHAUSTED = 15,
+  /**
+   * Another PE of the group failed the request: its task or access
+   * failed there, it refused a message, or it was lost (the message
+   * names the PE).
+   */
+  NUMAGC_ERR_PE = 16,
+  /**
+   * A value that cannot travel between PEs (an ephemeron or weak
+   * reference, in the arguments of `numagc_call_on`).
+   */
+  NUMAGC_ERR_NOT_EXPORTABLE = 17,
 } numagc_status;
 
 /**
@@ -227,11 +238,25 @@ typedef struct numagc_channel numagc_channel;
 typedef struct numagc_config numagc_config;
 
 /**
+ * Exportable functions being registered: made by `numagc_exports_new`,
+ * given to `numagc_pe_group_new` (which takes it) or freed by
+ * `numagc_exports_free`.
+ */
+typedef struct numagc_exports numagc_exports;
+
+/**
  * What a C thread body is given to say what it does next: call exactly
  * one `numagc_next_*` function on it before returning 0. Valid only during
  * the body, on its thread (an opaque token, checked like a scope).
  */
 typedef struct numagc_next numagc_next;
+
+/**
+ * A group of PEs in this process, each a runtime with its own heap and
+ * vprocs, sharing nothing but messages. Made by `numagc_pe_group_new`,
+ * freed by `numagc_pe_group_free`.
+ */
+typedef struct numagc_pe_group numagc_pe_group;
 
 /**
  * A running numagc runtime with its vproc threads. Made by
@@ -779,6 +804,161 @@ int numagc_par2(struct numagc_scope *scope,
                 void *userdata_b,
                 numagc_value *out_a,
                 numagc_value *out_b);
+
+/**
+ * A new, empty table of exportable functions (`*out` NULL on failure).
+ */
+int numagc_exports_new(struct numagc_exports **out_exports);
+
+/**
+ * Registers `f` with `userdata` under `name` (unique in the table);
+ * `*out_id` is its id, the same on every PE of a program that registers
+ * its functions in the same order. The function runs on whichever PE
+ * takes the task, as a `numagc_par2` task does (its arguments as `env`);
+ * `userdata` is this process's and may be used from any vproc thread.
+ * `NUMAGC_ERR_MISUSE` for a name registered already or a full table.
+ */
+int numagc_exports_register(struct numagc_exports *exports,
+                            const char *name,
+                            numagc_task_fn f,
+                            void *userdata,
+                            uint32_t *out_id);
+
+/**
+ * Frees a table that was not given to a group. NULL is ignored.
+ */
+int numagc_exports_free(struct numagc_exports *exports);
+
+/**
+ * Starts `pes` PEs in this process, each a runtime of `cfg` (its
+ * `vprocs` per PE), running the functions of `exports`, which the group
+ * takes (it is freed, and must not be used again, whatever the outcome).
+ * `*out` is NULL on failure: `NUMAGC_ERR_INVALID_CONFIG` for `pes`
+ * outside 1 ..= 1024 or settings that do not fit, `NUMAGC_ERR_OS` when
+ * memory or threads cannot be had. Refused from inside a callback.
+ */
+int numagc_pe_group_new(size_t pes,
+                        const struct numagc_config *cfg,
+                        struct numagc_exports *exports,
+                        struct numagc_pe_group **out_group);
+
+/**
+ * Registers a mixed-object descriptor on every PE of the group, at the
+ * same id: as `numagc_register_mixed`.
+ */
+int numagc_pe_group_register_mixed(const struct numagc_pe_group *group,
+                                   const char *name,
+                                   size_t size,
+                                   const size_t *pointer_offsets,
+                                   size_t n_offsets,
+                                   int is_mutable,
+                                   numagc_desc *out_desc);
+
+/**
+ * Runs `callback(scope, user_data)` on PE 0's vproc 0 and waits for it;
+ * the other PEs take work from it as they go idle. Returns as
+ * `numagc_run_on` does.
+ */
+int numagc_pe_group_run(const struct numagc_pe_group *group,
+                        numagc_callback callback,
+                        void *user_data);
+
+/**
+ * Settles the group's weight books after a run (`PeGroup::settle`): every
+ * reference to another PE's object that the run dropped gives its weight
+ * back. `*out_git` and `*out_imports` are the entries left over all PEs
+ * (both 0 when the run let go of every global object). Refused from
+ * inside a callback.
+ */
+int numagc_pe_group_settle(const struct numagc_pe_group *group,
+                           size_t *out_git,
+                           size_t *out_imports);
+
+/**
+ * Stops a group: its PEs' services, vprocs and heaps. NULL is ignored.
+ * Refused from inside a callback.
+ */
+int numagc_pe_group_free(struct numagc_pe_group *group);
+
+/**
+ * Forks: runs task `a` here and the exportable function `export_id` on
+ * the `n` values of `args`, in parallel, and waits for both, as
+ * `numagc_par2` does; another PE that runs out of work may take the
+ * exported half (its arguments travel packed, mutable objects as global
+ * addresses). Errors: as `numagc_par2`; an unknown `export_id` is
+ * `NUMAGC_ERR_INVALID_ARGUMENT`; the exported half's failure on another PE,
+ * or that PE's loss, `NUMAGC_ERR_PE`.
+ */
+int numagc_par2_export(struct numagc_scope *scope,
+                       uint32_t export_id,
+                       const numagc_value *args,
+                       size_t n,
+                       numagc_task_fn a,
+                       void *userdata_a,
+                       numagc_value *out_a,
+                       numagc_value *out_b);
+
+/**
+ * Runs the exportable function `export_id` on the `n` values of `args`
+ * on PE `pe` of the scope's group and waits for its value (`*out`): only
+ * this callback waits, its vproc runs other PEs' work meanwhile. On this
+ * PE it is a call. A mutable object made there comes back as a FetchMe
+ * (read it with `numagc_remote_get`). Errors: `pe` outside the group
+ * `NUMAGC_ERR_MISUSE`; the function's failure there, or the loss of PE
+ * `pe`, `NUMAGC_ERR_PE`; arguments that cannot travel
+ * `NUMAGC_ERR_NOT_EXPORTABLE`.
+ */
+int numagc_call_on(struct numagc_scope *scope,
+                   size_t pe,
+                   uint32_t export_id,
+                   const numagc_value *args,
+                   size_t n,
+                   numagc_value *out_value);
+
+/**
+ * Value field `i` of `obj`, read where `obj` lives: here for a local
+ * object, at its owner for a FetchMe (`Scope::remote_get`).
+ */
+int numagc_remote_get(struct numagc_scope *scope,
+                      numagc_value obj,
+                      size_t i,
+                      numagc_value *out_value);
+
+/**
+ * Raw field `i` of `obj`, read where `obj` lives.
+ */
+int numagc_remote_get_raw(struct numagc_scope *scope,
+                          numagc_value obj,
+                          size_t i,
+                          uint64_t *out_word);
+
+/**
+ * Stores `value` into value field `i` of the mutable object `obj`, where
+ * it lives (the value travels packed to a remote owner).
+ */
+int numagc_remote_set(struct numagc_scope *scope, numagc_value obj, size_t i, numagc_value value);
+
+/**
+ * Stores `word` into raw field `i` of the mutable object `obj`, where it
+ * lives.
+ */
+int numagc_remote_set_raw(struct numagc_scope *scope, numagc_value obj, size_t i, uint64_t word);
+
+/**
+ * `*out` is a copy of the immutable object a FetchMe stands for, fetched
+ * from its owner; any other value is itself (`Scope::resolve`).
+ */
+int numagc_resolve(struct numagc_scope *scope, numagc_value v, numagc_value *out_value);
+
+/**
+ * `*out` is 1 when `v` is a FetchMe (the name of another PE's object),
+ * else 0; `*out_len` (when not NULL) its object's number of fields, local
+ * or remote.
+ */
+int numagc_remote_info(struct numagc_scope *scope,
+                       numagc_value v,
+                       int *out_remote,
+                       size_t *out_len);
 
 /**
  * A configuration with every setting at its default (not read from the

@@ -37,7 +37,7 @@ pub type numagc_task_fn = Option<
     ) -> c_int,
 >;
 
-type TaskFn = unsafe extern "C" fn(
+pub(crate) type TaskFn = unsafe extern "C" fn(
     *mut numagc_scope,
     *const numagc_value,
     usize,
@@ -46,16 +46,17 @@ type TaskFn = unsafe extern "C" fn(
 ) -> c_int;
 
 /// Where a side's failure waits for `numagc_par2`.
-type Failed = Arc<Mutex<Option<Fail>>>;
+pub(crate) type Failed = Arc<Mutex<Option<Fail>>>;
 
-/// Runs side `side` ("a" or "b") of a fork as a C body on `s`.
-fn run_task<'i>(
+/// Runs `what` (side "a" or "b" of a fork, an exported function) as a C
+/// body on `s`.
+pub(crate) fn run_task<'i>(
     s: &mut Scope<'i>,
     env: &[Handle<'i>],
     f: TaskFn,
     data: UserData,
     rt: &Arc<RtShared>,
-    side: &str,
+    what: &str,
     failed: &Failed,
 ) -> numagc_rs::Result<Handle<'i>> {
     let vproc = s.vproc();
@@ -73,7 +74,7 @@ fn run_task<'i>(
         // vproc thread). C code cannot unwind into Rust.
         unsafe { f(scope, env.as_ptr(), env.len(), data.0, result.as_ptr()) }
     };
-    let what = format!("par2 task {side} on vproc {vproc}");
+    let what = format!("{what} on vproc {vproc}");
     let r = run_body(
         s,
         rt,
@@ -154,8 +155,8 @@ pub unsafe extern "C" fn numagc_par2(
             st.produce_n(|s, [slot_a, slot_b]| {
                 let r = s.par2(
                     hs.as_slice(),
-                    move |s, env| run_task(s, env, fa, da, &rt_a, "a", &fail_a),
-                    move |s, env| run_task(s, env, fb, db, &rt_b, "b", &fail_b),
+                    move |s, env| run_task(s, env, fa, da, &rt_a, "par2 task a", &fail_a),
+                    move |s, env| run_task(s, env, fb, db, &rt_b, "par2 task b", &fail_b),
                 );
                 match r {
                     Ok((x, y)) => {

@@ -17,6 +17,13 @@ pub struct numagc_config {
     builder: ConfigBuilder,
 }
 
+impl numagc_config {
+    /// The configuration its settings make.
+    pub(crate) fn build(&self) -> Res<numagc_rs::Config> {
+        Ok(self.builder.build()?)
+    }
+}
+
 /// A running numagc runtime with its vproc threads. Made by
 /// `numagc_runtime_new`, freed by `numagc_runtime_free`.
 pub struct numagc_runtime {
@@ -41,6 +48,8 @@ pub(crate) struct RtShared {
     /// so counts from C are checked against it before anything is sized
     /// by them.
     pub max_heap: usize,
+    /// The exportable functions of a PE group (`crate::pe`), by id.
+    pub exports: std::sync::OnceLock<numagc_rs::pe::Exports>,
 }
 
 /// A registered descriptor with its field counts, which the counts that C
@@ -56,6 +65,16 @@ pub(crate) struct DescInfo {
 }
 
 impl RtShared {
+    /// A new runtime's (or PE group's) state, its heap limit `max_heap`.
+    pub(crate) fn new(max_heap: usize) -> RtShared {
+        RtShared {
+            id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
+            descs: Mutex::new(Vec::new()),
+            max_heap,
+            exports: std::sync::OnceLock::new(),
+        }
+    }
+
     /// A copy of the registered descriptors (callbacks cache it).
     pub fn descriptors(&self) -> Vec<Option<DescInfo>> {
         lock(&self.descs).clone()
@@ -166,11 +185,7 @@ pub unsafe extern "C" fn numagc_runtime_new(
         let cfg = unsafe { &*cfg };
         let config = cfg.builder.build()?;
         let rt = Runtime::new(config)?;
-        let shared = Arc::new(RtShared {
-            id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
-            descs: Mutex::new(Vec::new()),
-            max_heap: rt.config().max_heap,
-        });
+        let shared = Arc::new(RtShared::new(rt.config().max_heap));
         *o = Box::into_raw(Box::new(numagc_runtime { rt, shared }));
         Ok(())
     })
@@ -240,40 +255,73 @@ pub unsafe extern "C" fn numagc_register_mixed(
         let o = out(out_desc, "out")?;
         *o = 0;
         let rt = runtime_ref(rt)?;
-        let name = str_arg(name, "name")?;
-        let is_mutable = bool_arg(is_mutable, "is_mutable")?;
-        array_not_null(pointer_offsets, n_offsets, "pointer_offsets")?;
-        // More offsets than fields cannot all be in range and distinct:
-        // refused before `pointer_offsets` is read as an array of that many.
-        if n_offsets > size.min(MAX_MIXED_SIZE) {
-            return Err(Fail::new(
-                NUMAGC_ERR_INVALID_DESCRIPTOR,
-                format!(
-                    "descriptor `{name}`: n_offsets = {n_offsets} is more than its size ({size} words, at most {MAX_MIXED_SIZE}): an offset would be out of range or listed twice"
-                ),
-            ));
-        }
-        let offsets = slice_arg(pointer_offsets, n_offsets, "pointer_offsets")?;
-        let mut d = Descriptor::mixed(name, size, offsets)?;
-        if is_mutable {
-            d = d.mutable();
-        }
-        let info = (d.pointer_offsets().len(), d.raw_offsets().len());
-        let id = rt.rt.register(d)?;
-        let raw = id.id() as usize;
-        let mut descs = lock(&rt.shared.descs);
-        if descs.len() <= raw {
-            descs.resize(raw + 1, None);
-        }
-        descs[raw] = Some(DescInfo {
-            id,
-            name: name.into(),
-            values: info.0,
-            raw: info.1,
-        });
-        *o = raw as numagc_desc;
+        *o = register_mixed_on(
+            &[&rt.rt],
+            &rt.shared,
+            name,
+            size,
+            pointer_offsets,
+            n_offsets,
+            is_mutable,
+        )?;
         Ok(())
     })
+}
+
+/// `numagc_register_mixed` on each of `runtimes` (the PEs of a group get
+/// the same descriptors, at the same ids), recorded in `shared`.
+pub(crate) fn register_mixed_on(
+    runtimes: &[&Runtime],
+    shared: &RtShared,
+    name: *const c_char,
+    size: usize,
+    pointer_offsets: *const usize,
+    n_offsets: usize,
+    is_mutable: c_int,
+) -> Res<numagc_desc> {
+    let name = str_arg(name, "name")?;
+    let is_mutable = bool_arg(is_mutable, "is_mutable")?;
+    array_not_null(pointer_offsets, n_offsets, "pointer_offsets")?;
+    // More offsets than fields cannot all be in range and distinct:
+    // refused before `pointer_offsets` is read as an array of that many.
+    if n_offsets > size.min(MAX_MIXED_SIZE) {
+        return Err(Fail::new(
+            NUMAGC_ERR_INVALID_DESCRIPTOR,
+            format!(
+                "descriptor `{name}`: n_offsets = {n_offsets} is more than its size ({size} words, at most {MAX_MIXED_SIZE}): an offset would be out of range or listed twice"
+            ),
+        ));
+    }
+    let offsets = slice_arg(pointer_offsets, n_offsets, "pointer_offsets")?;
+    let mut d = Descriptor::mixed(name, size, offsets)?;
+    if is_mutable {
+        d = d.mutable();
+    }
+    let info = (d.pointer_offsets().len(), d.raw_offsets().len());
+    let mut id = None;
+    for rt in runtimes {
+        let got = rt.register(d.clone())?;
+        if id.is_some_and(|i| i != got) {
+            return Err(Fail::new(
+                NUMAGC_ERR_INVALID_DESCRIPTOR,
+                format!("descriptor `{name}`: the PEs gave it different ids"),
+            ));
+        }
+        id = Some(got);
+    }
+    let id = id.ok_or_else(|| Fail::new(NUMAGC_ERR_INTERNAL, "no runtime to register on"))?;
+    let raw = id.id() as usize;
+    let mut descs = lock(&shared.descs);
+    if descs.len() <= raw {
+        descs.resize(raw + 1, None);
+    }
+    descs[raw] = Some(DescInfo {
+        id,
+        name: name.into(),
+        values: info.0,
+        raw: info.1,
+    });
+    Ok(raw as numagc_desc)
 }
 
 /// A C callback run on a vproc. `scope` is valid only on this thread and
@@ -282,7 +330,7 @@ pub unsafe extern "C" fn numagc_register_mixed(
 pub type numagc_callback =
     Option<unsafe extern "C" fn(scope: *mut crate::numagc_scope, user_data: *mut c_void) -> c_int>;
 
-fn report(rc: c_int, message: Option<String>) -> Res {
+pub(crate) fn report(rc: c_int, message: Option<String>) -> Res {
     if rc == NUMAGC_OK as c_int {
         return Ok(());
     }

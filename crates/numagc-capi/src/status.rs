@@ -66,12 +66,19 @@ pub enum numagc_status {
     /// nothing was forked. Forks nested that deep need a larger
     /// `vproc-stack` setting.
     NUMAGC_ERR_STACK_EXHAUSTED = 15,
+    /// Another PE of the group failed the request: its task or access
+    /// failed there, it refused a message, or it was lost (the message
+    /// names the PE).
+    NUMAGC_ERR_PE = 16,
+    /// A value that cannot travel between PEs (an ephemeron or weak
+    /// reference, in the arguments of `numagc_call_on`).
+    NUMAGC_ERR_NOT_EXPORTABLE = 17,
 }
 
 use numagc_status::*;
 
 impl numagc_status {
-    const ALL: [numagc_status; 16] = [
+    const ALL: [numagc_status; 18] = [
         NUMAGC_OK,
         NUMAGC_ERR_NULL_ARGUMENT,
         NUMAGC_ERR_NOT_ON_VPROC,
@@ -88,6 +95,8 @@ impl numagc_status {
         NUMAGC_ERR_INTERNAL,
         NUMAGC_ERR_SAFEPOINT_TIMEOUT,
         NUMAGC_ERR_STACK_EXHAUSTED,
+        NUMAGC_ERR_PE,
+        NUMAGC_ERR_NOT_EXPORTABLE,
     ];
 
     /// The status with this code, if it is one.
@@ -114,6 +123,8 @@ impl numagc_status {
             NUMAGC_ERR_INTERNAL => c"NUMAGC_ERR_INTERNAL",
             NUMAGC_ERR_SAFEPOINT_TIMEOUT => c"NUMAGC_ERR_SAFEPOINT_TIMEOUT",
             NUMAGC_ERR_STACK_EXHAUSTED => c"NUMAGC_ERR_STACK_EXHAUSTED",
+            NUMAGC_ERR_PE => c"NUMAGC_ERR_PE",
+            NUMAGC_ERR_NOT_EXPORTABLE => c"NUMAGC_ERR_NOT_EXPORTABLE",
         }
     }
 }
@@ -156,6 +167,8 @@ impl From<numagc_rs::Error> for Fail {
             E::MapFailed { .. } => NUMAGC_ERR_OS,
             E::SafepointTimeout { .. } => NUMAGC_ERR_SAFEPOINT_TIMEOUT,
             E::StackExhausted { .. } => NUMAGC_ERR_STACK_EXHAUSTED,
+            E::Pe { .. } => NUMAGC_ERR_PE,
+            E::NotExportable(_) => NUMAGC_ERR_NOT_EXPORTABLE,
             _ => NUMAGC_ERR_MISUSE,
         };
         Fail::new(code, e.to_string())

@@ -1,5 +1,6 @@
 //! Builds `examples/c/trees.c`, `examples/c/channels.c`,
-//! `examples/c/bad_input.c`, `examples/c/blocking.c` (and the program of
+//! `examples/c/bad_input.c`, `examples/c/blocking.c`, `examples/c/pe.c`
+//! (and the program of
 //! `docs/c-api.md`) with the
 //! system C compiler against `libnumagc.a` (and `libnumagc.so`), runs them,
 //! runs them again built with AddressSanitizer and UndefinedBehaviorSanitizer
@@ -520,6 +521,32 @@ fn c_examples_run_and_are_memcheck_clean() {
     check_blocking_run(&o, "blocking (static)");
     print!("{}", String::from_utf8_lossy(&o.stdout));
 
+    // PE groups (issue 19): exportable tasks, a task sent to a PE, another
+    // PE's array read and written, weight books settled; on both plans.
+    let pe = dir.join("pe");
+    compile("pe", &static_dir, &pe, &[]);
+    let pe_codes = [
+        "NUMAGC_ERR_MISUSE",
+        "NUMAGC_ERR_INVALID_CONFIG",
+        "NUMAGC_ERR_PE",
+        "NUMAGC_ERR_INVALID_ARGUMENT",
+    ];
+    let o = Command::new(&pe).arg("22").output().unwrap();
+    check_example_run(
+        &o,
+        "pe (static)",
+        "pe",
+        &pe_codes,
+        &["pfib 22 on 2 PEs = 17711"],
+    );
+    check_example_run(
+        &on_shared(&pe),
+        "pe (static, shared plan)",
+        "pe",
+        &pe_codes,
+        &[],
+    );
+
     // The program of docs/c-api.md.
     let doc = std::fs::read_to_string(repo_root().join("docs/c-api.md")).unwrap();
     let program = doc
@@ -593,6 +620,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                 ("bad_input", &[][..]),
                 ("blocking", &["600"][..]),
                 ("compiled", &["8"][..]),
+                ("pe", &["18"][..]),
             ] {
                 let exe = dir.join(format!("{example}-sanitized"));
                 compile(example, &static_dir, &exe, SANITIZE);
@@ -603,6 +631,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                     "channels" => check_channels_run(&o, &what),
                     "blocking" => check_blocking_run(&o, &what),
                     "compiled" => check_compiled_run(&o, &what),
+                    "pe" => check_example_run(&o, &what, "pe", &[], &["pfib 18 on 2 PEs = 2584"]),
                     _ => check_bad_input_run(&o, &what),
                 }
                 check_no_sanitizer_report(&o, &what);
@@ -616,7 +645,7 @@ fn c_examples_run_and_are_memcheck_clean() {
                 check_stdout_run(&o, &what, expected);
                 check_no_sanitizer_report(&o, &what);
             }
-            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled, parfib, binarytrees, coins)");
+            println!("sanitizers: no reports (trees, channels, bad_input, blocking, compiled, pe, parfib, binarytrees, coins)");
         }
     }
 
@@ -663,6 +692,25 @@ fn c_examples_run_and_are_memcheck_clean() {
         .output()
         .unwrap();
     check_bad_input_run(&o, "bad_input under valgrind");
+    let o = Command::new("valgrind")
+        .args([
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+            "--show-leak-kinds=definite",
+            "--quiet",
+        ])
+        .arg(&pe)
+        .arg("16")
+        .output()
+        .unwrap();
+    check_example_run(
+        &o,
+        "pe under valgrind",
+        "pe",
+        &[],
+        &["pfib 16 on 2 PEs = 987"],
+    );
     let o = Command::new("valgrind")
         .args([
             "--error-exitcode=1",

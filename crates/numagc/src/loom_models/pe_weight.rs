@@ -134,9 +134,15 @@ fn a_share_racing_the_import_scan_joins_a_live_entry() {
         let got = vproc.join().unwrap();
         let b = lock(&books);
         assert_eq!(got.load(SeqCst), HELD, "the vproc's FetchMe is alive");
-        assert!(Arc::ptr_eq(b.get(gid).unwrap(), &got), "and it is the entry's");
+        assert!(
+            Arc::ptr_eq(b.get(gid).unwrap(), &got),
+            "and it is the entry's"
+        );
         let held = b.weight(gid).unwrap();
-        assert!(held >= u64::from(share.weight), "the share joined the live entry");
+        assert!(
+            held >= u64::from(share.weight),
+            "the share joined the live entry"
+        );
         assert_eq!(
             held + returned.load(SeqCst),
             u64::from(first.weight + share.weight),

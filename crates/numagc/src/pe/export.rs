@@ -18,19 +18,42 @@ use crate::mutator::{Handle, Scope};
 /// The code of an exportable task: its arguments in, its value out.
 pub type ExportFn = for<'s> fn(&mut Scope<'s>, &[Handle<'s>]) -> Result<Handle<'s>>;
 
+/// The code of an exportable task that carries data of this process (the
+/// C ABI's function and user pointer): registered once, kept for the life
+/// of the program.
+pub type ExportClosure =
+    dyn for<'s> Fn(&mut Scope<'s>, &[Handle<'s>]) -> Result<Handle<'s>> + Send + Sync;
+
+/// Every registered closure: [`Export`]s name them by `&'static`.
+static CLOSURES: std::sync::Mutex<Vec<&'static ExportClosure>> = std::sync::Mutex::new(Vec::new());
+
+#[derive(Clone, Copy)]
+pub(crate) enum Code {
+    Fn(ExportFn),
+    Closure(&'static ExportClosure),
+}
+
 /// A registered exportable function: its number in the [`Exports`] table,
 /// and its code.
 #[derive(Clone, Copy)]
 pub struct Export {
     pub(crate) id: u32,
     pub(crate) name_hash: u64,
-    pub(crate) f: ExportFn,
+    pub(crate) code: Code,
 }
 
 impl Export {
     /// The function's number in its table.
     pub fn id(self) -> u32 {
         self.id
+    }
+
+    /// Runs the function here.
+    pub fn call<'s>(self, s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> {
+        match self.code {
+            Code::Fn(f) => f(s, args),
+            Code::Closure(f) => f(s, args),
+        }
     }
 }
 
@@ -58,6 +81,35 @@ impl Exports {
     /// Registers `f` under `name` (unique in the table).
     /// Errors: a name registered already, or a full table.
     pub fn register(&mut self, name: &str, f: ExportFn) -> Result<Export> {
+        self.add(name, Code::Fn(f))
+    }
+
+    /// Registers `f` under `name`, as [`Exports::register`], for code
+    /// that carries data of this process (every PE's process registers its
+    /// own). The closure is kept for the life of the program (a program
+    /// registers its exportable functions once, at start-up).
+    ///
+    /// Errors: as [`Exports::register`].
+    pub fn register_closure(
+        &mut self,
+        name: &str,
+        f: impl for<'s> Fn(&mut Scope<'s>, &[Handle<'s>]) -> Result<Handle<'s>> + Send + Sync + 'static,
+    ) -> Result<Export> {
+        self.check(name)?;
+        let f: &'static ExportClosure = Box::leak(Box::new(f));
+        // Kept reachable for the life of the program (a leak checker sees
+        // it held, as it is).
+        CLOSURES.lock().unwrap_or_else(|e| e.into_inner()).push(f);
+        self.add(name, Code::Closure(f))
+    }
+
+    /// The function numbered `id`, for the callers that name functions by
+    /// number (the C ABI).
+    pub fn by_id(&self, id: u32) -> Option<Export> {
+        self.fns.get(id as usize).copied()
+    }
+
+    fn check(&self, name: &str) -> Result<()> {
         if self.names.iter().any(|n| n == name) {
             return Err(Error::misuse(format!(
                 "exportable function `{name}` is registered twice"
@@ -68,10 +120,15 @@ impl Exports {
                 "at most {MAX_EXPORTS} exportable functions"
             )));
         }
+        Ok(())
+    }
+
+    fn add(&mut self, name: &str, code: Code) -> Result<Export> {
+        self.check(name)?;
         let e = Export {
             id: self.fns.len() as u32,
             name_hash: name_hash(name),
-            f,
+            code,
         };
         self.names.push(name.to_string());
         self.fns.push(e);

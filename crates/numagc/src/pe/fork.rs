@@ -36,10 +36,9 @@ impl<'s> Scope<'s> {
     where
         A: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>>,
     {
-        let f = export.f;
         let ctx = match self.vproc_mut().shared.pe.get() {
             Some(c) if c.pes > 1 => c.clone(),
-            _ => return self.par2(args, a, f),
+            _ => return self.par2(args, a, move |s, env| export.call(s, env)),
         };
         // The arguments in slots of a scope of their own, where the
         // forker packs them if another PE takes the task; the offer is
@@ -57,7 +56,7 @@ impl<'s> Scope<'s> {
             let (x, y) = s.par2(args, a, move |s, env| {
                 if side.claim_local() {
                     home.withdraw(&side);
-                    return f(s, env);
+                    return export.call(s, env);
                 }
                 // Exported: the forker waits for the result after the
                 // join, in its own frame. Waiting here could bury frames:
@@ -73,7 +72,7 @@ impl<'s> Scope<'s> {
                     // this PE's after all.
                     Err(e) if matches!(e.kind(), ErrorKind::NotExportable(_)) => {
                         let env = SlotHandles::new(base, args.len());
-                        f(s, env.as_slice())?
+                        export.call(s, env.as_slice())?
                     }
                     r => r?,
                 }
@@ -116,7 +115,7 @@ impl<'s> Scope<'s> {
                 let w = self.scope(|s| -> Result<u64> {
                     let env: Vec<Handle<'_>> =
                         args.iter().map(|&h| s.push_root(s.word(h))).collect();
-                    let r = (export.f)(s, &env)?;
+                    let r = export.call(s, &env)?;
                     Ok(s.word(r))
                 })?;
                 return Ok(self.push_root(w));

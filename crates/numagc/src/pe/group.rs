@@ -441,7 +441,7 @@ impl PeContext {
                 let t0 = Instant::now();
                 let hs = pack::unpack_in(s, &args, from, Some(self))?;
                 self.add_ns(&self.counters.unpack_ns, t0);
-                let h = (export.f)(s, &hs)?;
+                let h = export.call(s, &hs)?;
                 let t0 = Instant::now();
                 let r = pack::pack_in(s, &[h], self.task_packing(), self);
                 self.add_ns(&self.counters.pack_ns, t0);

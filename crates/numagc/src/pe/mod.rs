@@ -47,7 +47,7 @@ pub mod weight;
 #[cfg(test)]
 mod weight_tests;
 
-pub use export::{Export, ExportFn, Exports, MAX_EXPORTS};
+pub use export::{Export, ExportClosure, ExportFn, Exports, MAX_EXPORTS};
 pub(crate) use global::fetchme_descriptor;
 pub use group::{PeGroup, PeStats, MAX_PES, MIN_PACKET_LIMIT_WORDS, PACKET_LIMIT_WORDS};
 /// Packing an immutable graph into a portable packet, and back (the
