@@ -155,6 +155,8 @@ mod tests_blocking;
 #[cfg(test)]
 mod tests_parallel;
 #[cfg(test)]
+mod tests_pe;
+#[cfg(test)]
 mod tests_weak;
 mod thread;
 mod weak;
