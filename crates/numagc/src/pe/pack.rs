@@ -80,10 +80,9 @@ use crate::{Handle, ObjectKind, Scope, View};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// The hash of [`Packer::index`]: object addresses are distinct words
-/// (8-byte aligned), so one multiply by an odd constant, its high bits
-/// folded down, spreads them; SipHash, the default, cost most of the
-/// packing time (`numagc micro pack`).
+/// The hash of [`AddressIndex`]'s pages: page numbers are distinct words,
+/// so one multiply by an odd constant, its high bits folded down, spreads
+/// them (SipHash, the default, cost a large share of the packing time).
 #[derive(Default)]
 struct AddressHasher(u64);
 
@@ -104,7 +103,55 @@ impl Hasher for AddressHasher {
     }
 }
 
-type AddressMap = HashMap<u64, u64, BuildHasherDefault<AddressHasher>>;
+/// A packet's descriptor table: packet id → the receiver's descriptor.
+type DescMap<'d> = HashMap<u16, &'d Descriptor, BuildHasherDefault<AddressHasher>>;
+
+/// Words of the heap one page of an [`AddressIndex`] covers.
+const PAGE_WORDS: usize = 512;
+
+/// Object address → packet index (or [`VISITING`]), the packer's side
+/// table: a page of `u32` entries per `PAGE_WORDS` words of heap that the
+/// graph touches, found by the page's number. A graph laid out in order
+/// (as allocation and copying collections lay it out) walks its pages in
+/// order, so the table's accesses stay in cache; a hash map of one entry
+/// per object missed the cache on every access of a large graph (`numagc
+/// micro pack`: 5 times slower). An entry is 0 when absent, else the
+/// value plus one. Objects are 8-byte aligned: an address's word number
+/// names its entry.
+#[derive(Default)]
+struct AddressIndex {
+    pages: HashMap<u64, Box<[u32]>, BuildHasherDefault<AddressHasher>>,
+}
+
+impl AddressIndex {
+    fn split(addr: u64) -> (u64, usize) {
+        let word = addr >> 3;
+        (word / PAGE_WORDS as u64, (word % PAGE_WORDS as u64) as usize)
+    }
+
+    fn get(&self, addr: u64) -> Option<u64> {
+        let (page, at) = Self::split(addr);
+        match self.pages.get(&page)?[at] {
+            0 => None,
+            e => Some(if e == u32::MAX { VISITING } else { u64::from(e - 1) }),
+        }
+    }
+
+    fn contains(&self, addr: u64) -> bool {
+        self.get(addr).is_some()
+    }
+
+    /// Sets `addr`'s entry; `v` is [`VISITING`] or an index below
+    /// `u32::MAX - 1` (a packet has fewer objects than words, and at most
+    /// `MAX_ANSWER_WORDS`).
+    fn set(&mut self, addr: u64, v: u64) {
+        let (page, at) = Self::split(addr);
+        let e = if v == VISITING { u32::MAX } else { v as u32 + 1 };
+        self.pages
+            .entry(page)
+            .or_insert_with(|| vec![0u32; PAGE_WORDS].into_boxed_slice())[at] = e;
+    }
+}
 
 /// Words before the descriptor table: `v`, `n`, `d`.
 const HEADER_WORDS: usize = 3;
@@ -205,7 +252,7 @@ struct Packer<'d, 'c> {
     is_private: &'c dyn Fn(u64) -> bool,
     failure: Failure,
     /// Object identity → packet index (or [`VISITING`]).
-    index: AddressMap,
+    index: AddressIndex,
     /// The descriptor table of the packet, in order of first use.
     table: Vec<(u16, u64)>,
     /// The objects, packed.
@@ -282,7 +329,7 @@ impl<'d> Packer<'d, '_> {
         };
         if let Shape::Global(..) = shape {
             self.charge(GLOBAL_FIELDS + 1)?;
-            self.index.insert(obj.identity(), VISITING);
+            self.index.set(obj.identity(), VISITING);
             return Ok(Frame {
                 obj,
                 shape,
@@ -296,7 +343,7 @@ impl<'d> Packer<'d, '_> {
             )));
         }
         self.charge(len.saturating_add(1))?;
-        self.index.insert(obj.identity(), VISITING);
+        self.index.set(obj.identity(), VISITING);
         Ok(Frame {
             obj,
             shape,
@@ -357,8 +404,8 @@ impl<'d> Packer<'d, '_> {
         if v.is_int() {
             return Ok(v.identity());
         }
-        match self.index.get(&v.identity()) {
-            Some(&k) if k != VISITING => Ok(k << 1),
+        match self.index.get(v.identity()) {
+            Some(k) if k != VISITING => Ok(k << 1),
             _ => Err(not_exportable(format!("{v:?} met before it was packed"))),
         }
     }
@@ -400,7 +447,7 @@ impl<'d> Packer<'d, '_> {
                 }
             }
         }
-        self.index.insert(obj.identity(), self.objects);
+        self.index.set(obj.identity(), self.objects);
         self.objects += 1;
         Ok(())
     }
@@ -408,7 +455,7 @@ impl<'d> Packer<'d, '_> {
     /// Packs every object reachable from `root` that is not packed yet,
     /// in post-order.
     fn visit(&mut self, root: View<'_>) -> Result<()> {
-        if root.is_int() || self.index.contains_key(&root.identity()) {
+        if root.is_int() || self.index.contains(root.identity()) {
             return Ok(());
         }
         let mut stack = vec![self.discover(root, true)?];
@@ -421,12 +468,12 @@ impl<'d> Packer<'d, '_> {
             if child.is_int() {
                 continue;
             }
-            match self.index.get(&child.identity()) {
+            match self.index.get(child.identity()) {
                 None => {
                     let frame = self.discover(child, false)?;
                     stack.push(frame);
                 }
-                Some(&VISITING) => {
+                Some(VISITING) => {
                     return Err(not_exportable(format!(
                         "a cycle through {child:?} (immutable objects cannot form one)"
                     )))
@@ -523,7 +570,7 @@ fn pack_core(
         }),
         is_private: &is_private,
         failure: Failure::Other,
-        index: AddressMap::default(),
+        index: AddressIndex::default(),
         table: Vec::new(),
         body: Vec::new(),
         objects: 0,
@@ -535,15 +582,22 @@ fn pack_core(
         .charge(HEADER_WORDS.saturating_add(values.len()))
         .and_then(|()| roots.iter().try_for_each(|&root| p.visit(root)))
         .and_then(|()| {
-            let mut out = Vec::with_capacity(p.words);
-            out.extend([values.len() as u64, p.objects, p.table.len() as u64]);
+            // The header and the descriptor table go in front of the
+            // objects, in the objects' buffer (no second buffer of the
+            // packet's size).
+            let mut prefix = Vec::with_capacity(HEADER_WORDS + 2 * p.table.len());
+            prefix.extend([values.len() as u64, p.objects, p.table.len() as u64]);
             for &(id, fp) in &p.table {
-                out.extend([u64::from(id), fp]);
+                prefix.extend([u64::from(id), fp]);
             }
-            out.append(&mut p.body);
+            let mut values_words = Vec::with_capacity(roots.len());
             for &root in &roots {
-                out.push(p.encode(root)?);
+                values_words.push(p.encode(root)?);
             }
+            let mut out = std::mem::take(&mut p.body);
+            out.reserve_exact(prefix.len() + values_words.len());
+            out.splice(0..0, prefix);
+            out.extend(values_words);
             debug_assert_eq!(out.len(), p.words);
             Ok(out)
         });
@@ -622,8 +676,8 @@ impl<'w> Reader<'w, '_> {
         &mut self,
         d: usize,
         descs: &'d DescriptorTable,
-    ) -> Result<HashMap<u16, &'d Descriptor>> {
-        let mut table = HashMap::with_capacity(d);
+    ) -> Result<DescMap<'d>> {
+        let mut table = DescMap::with_capacity_and_hasher(d, Default::default());
         for j in 0..d {
             let entry = self.take(2, &format_args!("descriptor entry {j}"))?;
             let (id, fp) = (entry[0], entry[1]);
@@ -673,7 +727,8 @@ impl<'w> Reader<'w, '_> {
         s: &mut Scope<'i>,
         k: usize,
         objs: &[Handle<'i>],
-        table: &HashMap<u16, &Descriptor>,
+        table: &DescMap<'_>,
+        scratch: &mut (Vec<Handle<'i>>, Vec<u64>),
     ) -> Result<Handle<'i>> {
         let t = self.next(&format_args!("the tag of object {k}"))?;
         let (kind, id) = (t & KIND_BITS, ((t >> ID_SHIFT) & 0xffff) as u16);
@@ -702,11 +757,12 @@ impl<'w> Reader<'w, '_> {
             }
             KIND_VECTOR => {
                 let fields = self.take(count, &what)?;
-                let values = fields
-                    .iter()
-                    .map(|&w| self.value(w, Some(k), objs))
-                    .collect::<Result<Vec<_>>>()?;
-                s.alloc_vector(&values)
+                let values = &mut scratch.0;
+                values.clear();
+                for &w in fields {
+                    values.push(self.value(w, Some(k), objs)?);
+                }
+                s.alloc_vector(values)
             }
             _ => {
                 let Some(&d) = table.get(&id) else {
@@ -723,8 +779,9 @@ impl<'w> Reader<'w, '_> {
                     )));
                 }
                 let fields = self.take(count, &what)?;
-                let mut values = Vec::with_capacity(d.pointer_offsets().len());
-                let mut raw = Vec::with_capacity(d.raw_offsets().len());
+                let (values, raw) = (&mut scratch.0, &mut scratch.1);
+                values.clear();
+                raw.clear();
                 for (i, &w) in fields.iter().enumerate() {
                     if d.is_pointer_field(i) {
                         values.push(self.value(w, Some(k), objs)?);
@@ -732,7 +789,7 @@ impl<'w> Reader<'w, '_> {
                         raw.push(w);
                     }
                 }
-                s.alloc_mixed(DescId(id), &values, &raw)
+                s.alloc_mixed(DescId(id), values, raw)
             }
         }
     }
@@ -836,8 +893,9 @@ pub(crate) fn unpack_in<'s>(
     // rooted again below before anything can collect.
     let values: Vec<u64> = s.scope(|s| -> Result<Vec<u64>> {
         let mut objs = Vec::with_capacity(n);
+        let mut scratch = (Vec::new(), Vec::new());
         for k in 0..n {
-            let h = r.object(s, k, &objs, &table)?;
+            let h = r.object(s, k, &objs, &table, &mut scratch)?;
             objs.push(h);
         }
         let encoded = r.take(v, &"the values")?;
