@@ -11,7 +11,7 @@
 //! | concept | module |
 //! |---|---|
 //! | exportable functions, by name | `export` |
-//! | the fork that offers its second half | `fork` (`Scope::par2_export`) |
+//! | the fork that offers its second half, a task sent to a chosen PE | `fork` (`Scope::par2_export`, `Scope::call_on`) |
 //! | packing a graph into a portable packet | `pack` |
 //! | the messages and their wire format | `message` |
 //! | moving the bytes (in process) | `transport` |
@@ -19,16 +19,19 @@
 //! | the group, what its vprocs and services share | `group` |
 //! | the service thread: the work protocol | `service` |
 //! | weighted reference counting: the GIT and import books | `weight` |
+//! | global addresses in the heap: GIT roots, FetchMes, imports held weakly, weight returned | `global` |
+//! | reads, writes and fetches of other PEs' objects | `remote` (`Scope::remote_get`, `remote_set`, `resolve`) |
 //!
 //! Where its PEs run: all in one process ([`PeGroup::new`], the
 //! in-process transport) or one per MPI rank (`mpi::MpiSession::group`,
 //! feature `mpi`), each PE's vprocs on one node
 //! (`Topology::place_pe_vprocs`: PE `p` on node `p % nodes`).
 //!
-//! Not built yet (issue 19): global addresses, the global indirection
-//! table, FetchMe placeholders and weighted reference counting (so a
-//! mutable object or a graph past the packet limit cannot travel yet:
-//! the task stays on its PE); the C ABI of exportable tasks.
+//! What travels how: immutable graphs are copied (`pack`); mutable
+//! objects, FetchMes and immutable objects past the packet limit travel as
+//! global addresses (`global`), whose weight comes back when the holder's
+//! collection finds its FetchMe dead. The C ABI of all this is
+//! `numagc-capi`'s `pe.rs`.
 
 mod export;
 mod fork;

@@ -39,11 +39,10 @@
 //! of weight under the same id ([`Git::reexport`]), so the receiver's
 //! import table merges it.
 //!
-//! Not yet wired to the heap: the FetchMe placeholders, the GIT as a root
-//! set updated by both plans' collectors, and the `fetch` and
-//! `return-weight` messages come next (issue 19); this module is the
-//! bookkeeping they use, generic over what a table holds. The plan for
-//! the rest: `docs/design/global-addresses.md`.
+//! This module is the bookkeeping, generic over what a table holds;
+//! `super::global` ties it to the heap (GIT entries in global-root slots,
+//! imports as weak references to FetchMes, the `return-weight` message),
+//! as `docs/design/global-addresses.md` planned it.
 
 use std::collections::HashMap;
 
