@@ -145,7 +145,7 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
                                         print!("{}", stats.table());
                                     }
                                     for p in &record.pe_stats {
-                                        println!("{}", pe_line(p));
+                                        println!("{}", pe_line(p, record.wall_s));
                                     }
                                 });
                             }
@@ -436,10 +436,11 @@ pub fn plan_label(plan: &str, pes: usize) -> String {
     }
 }
 
-/// One line of a PE's traffic (`--stats`).
-fn pe_line(p: &numagc::pe::PeStats) -> String {
+/// One line of a PE's traffic (`--stats`); `wall_s` is the run's time,
+/// for the PE's collection share.
+fn pe_line(p: &numagc::pe::PeStats, wall_s: f64) -> String {
     format!(
-        "PE {}: {} messages, {} bytes sent; {} work requests ({} answered no work); tasks exported {}, imported {}; packing {:.1} ms, unpacking {:.1} ms, waiting for remote results {:.1} ms; {} messages refused; {} remote accesses ({:.1} ms waiting), {} served; {} weight returns; left: {} GIT entries, {} imports",
+        "PE {}: {} messages, {} bytes sent; {} work requests ({} answered no work); tasks exported {}, imported {}; packing {:.1} ms, unpacking {:.1} ms, waiting for remote results {:.1} ms; {} messages refused; {} remote accesses ({:.1} ms waiting), {} served; {} weight returns; left: {} GIT entries, {} imports; collections {:.1} ms ({:.1} % of the run, summed over its vprocs)",
         p.pe,
         p.messages_sent,
         p.bytes_sent,
@@ -456,6 +457,8 @@ fn pe_line(p: &numagc::pe::PeStats) -> String {
         p.accesses_served,
         p.weight_returns,
         p.git_entries,
-        p.imports
+        p.imports,
+        p.gc_ms,
+        if wall_s > 0.0 { p.gc_ms / (wall_s * 10.0) } else { 0.0 }
     )
 }

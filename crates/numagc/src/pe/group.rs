@@ -207,7 +207,10 @@ pub(super) struct Counters {
 }
 
 /// What one PE did, since the group started.
+///
+/// Read from JSON, a figure that an older file lacks is 0.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct PeStats {
     pub pe: usize,
     pub messages_sent: u64,
@@ -241,6 +244,8 @@ pub struct PeStats {
     /// of a job: every weight came back).
     pub git_entries: u64,
     pub imports: u64,
+    /// Time this PE's vprocs spent collecting, summed over them.
+    pub gc_ms: f64,
 }
 
 impl PeStats {
@@ -264,6 +269,7 @@ impl PeStats {
             self.weight_returns,
             self.git_entries,
             self.imports,
+            self.gc_ms.to_bits(),
         ]
     }
 
@@ -291,6 +297,7 @@ impl PeStats {
             weight_returns: w[14],
             git_entries: w[15],
             imports: w[16],
+            gc_ms: f64::from_bits(w[17]),
         })
     }
 }
@@ -585,7 +592,8 @@ impl PeContext {
         self.remote_waiters.fetch_sub(1, Ordering::SeqCst);
     }
 
-    pub(super) fn stats(&self) -> PeStats {
+    /// This PE's figures; `shared` is its runtime's.
+    pub(super) fn stats(&self, shared: &Shared) -> PeStats {
         let c = &self.counters;
         let (git, imports) = self.books_len();
         let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -608,6 +616,11 @@ impl PeContext {
             weight_returns: n(&c.weight_returned),
             git_entries: git as u64,
             imports: imports as u64,
+            gc_ms: shared
+                .stats
+                .iter()
+                .map(|m| lock(m).gc_ns() as f64 / 1e6)
+                .sum(),
         }
     }
 }
@@ -865,7 +878,11 @@ impl PeGroup {
 
     /// Each PE's traffic, in PE order.
     pub fn stats(&self) -> Vec<PeStats> {
-        self.contexts.iter().map(|c| c.stats()).collect()
+        self.contexts
+            .iter()
+            .zip(&self.runtimes)
+            .map(|(c, rt)| c.stats(rt.shared()))
+            .collect()
     }
 
     /// The errors the PEs' services met (refused messages, failed sends),

@@ -58,7 +58,7 @@ const VALUE: u8 = 9;
 const RETURN_WEIGHT: u8 = 10;
 
 /// Words of [`Message::Ended`]'s figures (`PeStats::to_words`).
-pub(crate) const STATS_WORDS: usize = 17;
+pub(crate) const STATS_WORDS: usize = 18;
 
 /// What a [`Message::Access`] does to its field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -599,7 +599,7 @@ mod tests {
         assert!(refused(0, 1, &b).contains("not whole words"));
         // Figures of the wrong length.
         let b = encode(0, &Message::Ended { stats: vec![0; 3] });
-        assert!(refused(0, 1, &b).contains("not 17 words of figures"));
+        assert!(refused(0, 1, &b).contains("not 18 words of figures"));
         // An access answered to a PE outside the group, or of no operation.
         let access = Message::Access {
             req: 1,

@@ -70,7 +70,7 @@ impl Service {
                             // references that died here goes home, then
                             // this PE's figures go to PE 0.
                             self.settle_here();
-                            let stats = self.ctx.stats().to_words();
+                            let stats = self.ctx.stats(&self.shared).to_words();
                             if let Err(e) = self.ctx.send(0, &Message::Ended { stats }) {
                                 self.ctx.record(e);
                             }
