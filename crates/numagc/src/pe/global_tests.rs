@@ -267,3 +267,40 @@ fn a_dropped_group_frees_its_runtimes_after_global_objects_moved() {
         assert!(w.upgrade().is_none(), "PE {p}'s runtime outlives its group");
     }
 }
+
+#[test]
+fn a_busy_owner_serves_reads_at_its_safepoints() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let g = Arc::new(group(2));
+    // PE 0 holds a FetchMe of an array on PE 1.
+    let fm = on(&g, 0, |s, _| {
+        let fm = s.call_on(1, array_export(), &[Handle::int(5)]).unwrap();
+        assert!(s.is_remote(fm));
+        s.global_root(fm).unwrap()
+    });
+    // PE 1's only vproc computes (allocating: it reaches safepoints) until
+    // PE 0 has read, or 20 s.
+    let read = Arc::new(AtomicBool::new(false));
+    let busy = {
+        let (g, read) = (g.clone(), read.clone());
+        std::thread::spawn(move || {
+            on(&g, 1, move |s, _| {
+                let t0 = std::time::Instant::now();
+                while !read.load(Ordering::SeqCst) && t0.elapsed().as_secs() < 20 {
+                    s.scope(|s| s.alloc_vector(&[Handle::int(1); 4]).map(drop)).unwrap();
+                }
+                read.load(Ordering::SeqCst)
+            })
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let r = read.clone();
+    on(&g, 0, move |s, _| {
+        let fm = s.get_global(&fm).unwrap();
+        let x = s.remote_get(fm, 0).unwrap();
+        assert_eq!(s.as_int(x), Some(5));
+        r.store(true, Ordering::SeqCst);
+    });
+    assert!(busy.join().unwrap(), "the read waited for PE 1's computation to end");
+    assert_eq!(g.settle(), (0, 0));
+}

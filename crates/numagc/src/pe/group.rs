@@ -183,7 +183,12 @@ pub(crate) struct AccessWork {
 /// Work other PEs sent, which this PE's vprocs run.
 pub(super) enum Work {
     Task(Imported),
+    /// A write to one of this PE's objects (it may allocate: only a job
+    /// runs it).
     Access(AccessWork),
+    /// Reads wait in `reads`: whoever comes first — this job on an idle
+    /// vproc, or a busy vproc at its next safepoint — serves them.
+    Reads,
 }
 
 /// Counters of one PE's traffic.
@@ -322,6 +327,10 @@ pub(crate) struct PeContext {
     /// The weight books: GIT and imports, tied to the heap
     /// (`super::global`).
     pub(crate) books: Mutex<Books>,
+    /// Reads of this PE's objects, served by a job or at a safepoint
+    /// (`PeContext::serve_reads`), and whether any wait.
+    pub(super) reads: Mutex<VecDeque<AccessWork>>,
+    pub(super) has_reads: AtomicBool,
     /// Accesses sent, by id, until their answer comes (`super::remote`).
     pub(super) requests: Mutex<HashMap<u64, Arc<Pending>>>,
     pub(super) next_req: AtomicU64,
@@ -418,6 +427,32 @@ impl PeContext {
         t
     }
 
+    /// Queues a read of one of this PE's objects (the service), to be
+    /// served by a job or at a vproc's safepoint.
+    pub(super) fn push_read(&self, a: AccessWork) {
+        lock(&self.reads).push_back(a);
+        self.has_reads.store(true, Ordering::Release);
+    }
+
+    /// Serves the reads waiting, on `s`'s vproc. At a safepoint too: a
+    /// read packs (copies out) and allocates nothing in the heap — a GIT
+    /// entry is a global object, whose graph is global, so the packer
+    /// never promotes (`pack::pack_in`).
+    pub(super) fn serve_reads(&self, s: &mut Scope<'_>) {
+        loop {
+            let a = {
+                let mut q = lock(&self.reads);
+                let a = q.pop_front();
+                self.has_reads.store(!q.is_empty(), Ordering::Release);
+                a
+            };
+            match a {
+                Some(a) => self.serve_access(s, a),
+                None => return,
+            }
+        }
+    }
+
     /// Queues work another PE sent (the service).
     pub(super) fn push_work(&self, w: Work) {
         let mut q = lock(&self.imported);
@@ -432,6 +467,7 @@ impl PeContext {
             match w {
                 Work::Task(t) => self.run_one(s, t),
                 Work::Access(a) => self.serve_access(s, a),
+                Work::Reads => self.serve_reads(s),
             }
         }
     }
@@ -496,6 +532,10 @@ impl PeContext {
     /// the forker runs the task itself and the PE that asked gets "no
     /// work".
     pub(crate) fn serve_pack_requests(&self, vp: &mut crate::vproc::Vproc) {
+        if self.has_reads.load(Ordering::Acquire) {
+            let mut s = Scope::root(vp);
+            self.serve_reads(&mut s);
+        }
         if !self.pack_pending[vp.id].swap(false, Ordering::SeqCst) {
             return;
         }
@@ -733,6 +773,8 @@ impl PeGroup {
                 has_imported: AtomicBool::new(false),
                 next_task: AtomicU64::new(0),
                 books: Mutex::new(Books::new(pe)),
+                reads: Mutex::new(VecDeque::new()),
+                has_reads: AtomicBool::new(false),
                 requests: Mutex::new(HashMap::new()),
                 next_req: AtomicU64::new(0),
                 scan_pending: AtomicBool::new(false),

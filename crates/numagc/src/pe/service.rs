@@ -4,7 +4,7 @@
 //! module doc of `super::group` says what it does and why.
 
 use super::group::{AccessWork, Imported, Offered, PeContext, PeStats, Work};
-use super::message::{decode, Message};
+use super::message::{decode, AccessOp, Message};
 use super::transport::Liveness;
 use crate::error::{Error, ErrorKind};
 use crate::sync::lock;
@@ -213,14 +213,26 @@ impl Service {
                             ctx.record(e);
                         }
                     }
-                    Some(None) => self.give_work(Work::Access(AccessWork {
-                        reply_to: reply_to as usize,
-                        req,
-                        gid,
-                        field,
-                        op,
-                        packet,
-                    })),
+                    Some(None) => {
+                        let a = AccessWork {
+                            reply_to: reply_to as usize,
+                            req,
+                            gid,
+                            field,
+                            op,
+                            packet,
+                        };
+                        if matches!(op, AccessOp::Set | AccessOp::SetRaw) {
+                            self.give_work(Work::Access(a));
+                        } else {
+                            // A read: an idle vproc's job, or a busy
+                            // vproc's next safepoint, whichever comes first.
+                            ctx.push_read(a);
+                            let v = self.next_vproc % self.shared.coord.vprocs();
+                            self.shared.coord.signal(v);
+                            self.give_work(Work::Reads);
+                        }
+                    }
                     None => {
                         let outcome = Err(format!(
                             "no global object {}/{gid} (never exported, or all its weight came \
