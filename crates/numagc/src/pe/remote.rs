@@ -84,19 +84,7 @@ impl<'s> Scope<'s> {
         let Some(target) = self.remote_target(obj, i)? else {
             return self.field(obj, i);
         };
-        let (owner, ctx) = (target.0.pe as usize, target.1.clone());
-        let words = self.access(target, i, AccessOp::Get, Vec::new())?;
-        let t0 = Instant::now();
-        let hs = pack::unpack_in(self, &words, owner, Some(&ctx))?;
-        ctx.add_ns(&ctx.counters.unpack_ns, t0);
-        match hs.as_slice() {
-            [h] => Ok(*h),
-            _ => Err(ErrorKind::Pe {
-                pe: owner,
-                message: format!("a read answered with {} values, not 1", hs.len()),
-            }
-            .into()),
-        }
+        self.access_value(target, i, AccessOp::Get)
     }
 
     /// Raw field `i` of `obj`, local or remote.
@@ -175,8 +163,19 @@ impl<'s> Scope<'s> {
             return Ok(self.push_root(w));
         }
         let target = self.remote_target(h, 0)?.expect("a FetchMe");
+        self.access_value(target, 0, AccessOp::Fetch)
+    }
+
+    /// A read or a fetch (`op`) whose answer is one packed value,
+    /// unpacked here.
+    fn access_value(
+        &mut self,
+        target: (GlobalId, Arc<PeContext>),
+        field: usize,
+        op: AccessOp,
+    ) -> Result<Handle<'s>> {
         let (owner, ctx) = (target.0.pe as usize, target.1.clone());
-        let words = self.access(target, 0, AccessOp::Fetch, Vec::new())?;
+        let words = self.access(target, field, op, Vec::new())?;
         let t0 = Instant::now();
         let hs = pack::unpack_in(self, &words, owner, Some(&ctx))?;
         ctx.add_ns(&ctx.counters.unpack_ns, t0);
@@ -184,7 +183,7 @@ impl<'s> Scope<'s> {
             [h] => Ok(*h),
             _ => Err(ErrorKind::Pe {
                 pe: owner,
-                message: format!("a fetch answered with {} values, not 1", hs.len()),
+                message: format!("{op:?} answered with {} values, not 1", hs.len()),
             }
             .into()),
         }
