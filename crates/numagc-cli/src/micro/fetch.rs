@@ -59,21 +59,14 @@ fn make_array<'s>(
 
 #[cfg(feature = "mpi")]
 pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
-    use crate::bench::record::{median, min_max};
+    use super::roundtrip::{print_rows, two_ranks};
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::*;
-    use numagc::pe::mpi::MpiSession;
     use numagc::pe::Exports;
     use numagc::{Config, Handle};
     use std::time::{Duration, Instant};
 
-    let session = MpiSession::init().map_err(|e| e.to_string())?;
-    if session.size() != 2 {
-        return Err(format!(
-            "micro fetch runs on 2 MPI ranks (mpirun -n 2), not {}",
-            session.size()
-        ));
-    }
+    let session = two_ranks("fetch")?;
     if let Some(n) = bytes.iter().find(|&&n| n == 0 || n % 8 != 0) {
         return Err(format!(
             "--bytes {n}: sizes are whole words (multiples of 8, not 0)"
@@ -205,22 +198,7 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
          send/recv of the same message sizes; {rounds} round trips a measurement, {repeat} \
          measurements each, alternating"
     );
-    println!(
-        "{:>9}  {:>22}  {:>22}  numagc/raw",
-        "bytes", "raw MPI µs (range)", "numagc µs (range)"
-    );
-    let us = |xs: &[f64]| {
-        let (lo, hi) = min_max(xs);
-        (median(xs) * 1e6, lo * 1e6, hi * 1e6)
-    };
-    for (n, raw, ours) in &rows {
-        let (rm, rl, rh) = us(raw);
-        let (om, ol, oh) = us(ours);
-        println!(
-            "{n:>9}  {rm:>9.2} ({rl:.2}..{rh:.2})  {om:>9.2} ({ol:.2}..{oh:.2})  {:>10.2}",
-            om / rm
-        );
-    }
+    print_rows(&rows);
     if !left.is_empty() {
         return Err(format!("weight books not settled: {}", left.join("; ")));
     }

@@ -23,20 +23,12 @@ pub fn run(_bytes: &[usize], _rounds: u64, _repeat: usize) -> Result<(), String>
 
 #[cfg(feature = "mpi")]
 pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
-    use crate::bench::record::{median, min_max};
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::*;
-    use numagc::pe::mpi::MpiSession;
     use numagc::pe::Transport;
     use std::time::{Duration, Instant};
 
-    let session = MpiSession::init().map_err(|e| e.to_string())?;
-    if session.size() != 2 {
-        return Err(format!(
-            "micro roundtrip runs on 2 MPI ranks (mpirun -n 2), not {}",
-            session.size()
-        ));
-    }
+    let session = two_ranks("roundtrip")?;
     let me = session.rank();
     let world = SimpleCommunicator::world();
     let (rounds, repeat) = (rounds.max(1), repeat.max(1));
@@ -111,6 +103,30 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
         return Ok(());
     }
     println!("round trip over MPI, 2 ranks; {rounds} round trips a measurement, {repeat} measurements each, alternating");
+    print_rows(&rows);
+    println!("answers ok (every echo had the bytes sent)");
+    Ok(())
+}
+
+/// The MPI session of a measurement between two ranks (`micro roundtrip`,
+/// `micro fetch`): refused on any other number of ranks.
+#[cfg(feature = "mpi")]
+pub(crate) fn two_ranks(what: &str) -> Result<numagc::pe::mpi::MpiSession, String> {
+    let session = numagc::pe::mpi::MpiSession::init().map_err(|e| e.to_string())?;
+    if session.size() != 2 {
+        return Err(format!(
+            "micro {what} runs on 2 MPI ranks (mpirun -n 2), not {}",
+            session.size()
+        ));
+    }
+    Ok(session)
+}
+
+/// Prints one line per message size: raw MPI's and numagc's round trip
+/// (median and range of the measurements, in µs) and their ratio.
+#[cfg(feature = "mpi")]
+pub(crate) fn print_rows(rows: &[(usize, Vec<f64>, Vec<f64>)]) {
+    use crate::bench::record::{median, min_max};
     println!(
         "{:>9}  {:>22}  {:>22}  numagc/raw",
         "bytes", "raw MPI µs (range)", "numagc µs (range)"
@@ -119,7 +135,7 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
         let (lo, hi) = min_max(xs);
         (median(xs) * 1e6, lo * 1e6, hi * 1e6)
     };
-    for (n, raw, ours) in &rows {
+    for (n, raw, ours) in rows {
         let (rm, rl, rh) = us(raw);
         let (om, ol, oh) = us(ours);
         println!(
@@ -127,6 +143,4 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
             om / rm
         );
     }
-    println!("answers ok (every echo had the bytes sent)");
-    Ok(())
 }

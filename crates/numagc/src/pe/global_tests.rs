@@ -287,7 +287,8 @@ fn a_busy_owner_serves_reads_at_its_safepoints() {
             on(&g, 1, move |s, _| {
                 let t0 = std::time::Instant::now();
                 while !read.load(Ordering::SeqCst) && t0.elapsed().as_secs() < 20 {
-                    s.scope(|s| s.alloc_vector(&[Handle::int(1); 4]).map(drop)).unwrap();
+                    s.scope(|s| s.alloc_vector(&[Handle::int(1); 4]).map(drop))
+                        .unwrap();
                 }
                 read.load(Ordering::SeqCst)
             })
@@ -301,6 +302,9 @@ fn a_busy_owner_serves_reads_at_its_safepoints() {
         assert_eq!(s.as_int(x), Some(5));
         r.store(true, Ordering::SeqCst);
     });
-    assert!(busy.join().unwrap(), "the read waited for PE 1's computation to end");
+    assert!(
+        busy.join().unwrap(),
+        "the read waited for PE 1's computation to end"
+    );
     assert_eq!(g.settle(), (0, 0));
 }

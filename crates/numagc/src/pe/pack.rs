@@ -126,14 +126,21 @@ struct AddressIndex {
 impl AddressIndex {
     fn split(addr: u64) -> (u64, usize) {
         let word = addr >> 3;
-        (word / PAGE_WORDS as u64, (word % PAGE_WORDS as u64) as usize)
+        (
+            word / PAGE_WORDS as u64,
+            (word % PAGE_WORDS as u64) as usize,
+        )
     }
 
     fn get(&self, addr: u64) -> Option<u64> {
         let (page, at) = Self::split(addr);
         match self.pages.get(&page)?[at] {
             0 => None,
-            e => Some(if e == u32::MAX { VISITING } else { u64::from(e - 1) }),
+            e => Some(if e == u32::MAX {
+                VISITING
+            } else {
+                u64::from(e - 1)
+            }),
         }
     }
 
@@ -146,7 +153,11 @@ impl AddressIndex {
     /// `MAX_ANSWER_WORDS`).
     fn set(&mut self, addr: u64, v: u64) {
         let (page, at) = Self::split(addr);
-        let e = if v == VISITING { u32::MAX } else { v as u32 + 1 };
+        let e = if v == VISITING {
+            u32::MAX
+        } else {
+            v as u32 + 1
+        };
         self.pages
             .entry(page)
             .or_insert_with(|| vec![0u32; PAGE_WORDS].into_boxed_slice())[at] = e;
@@ -672,11 +683,7 @@ impl<'w> Reader<'w, '_> {
     }
 
     /// The descriptor table: packet id → the receiver's descriptor.
-    fn descriptors<'d>(
-        &mut self,
-        d: usize,
-        descs: &'d DescriptorTable,
-    ) -> Result<DescMap<'d>> {
+    fn descriptors<'d>(&mut self, d: usize, descs: &'d DescriptorTable) -> Result<DescMap<'d>> {
         let mut table = DescMap::with_capacity_and_hasher(d, Default::default());
         for j in 0..d {
             let entry = self.take(2, &format_args!("descriptor entry {j}"))?;
