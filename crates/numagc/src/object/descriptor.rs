@@ -15,7 +15,7 @@
 //! rope node of parallel sequences (`crate::mutator::tabulate`),
 //! [`ID_EPHEMERON`], the one before, ephemerons and weak references
 //! (`crate::weak`), and [`ID_FETCHME`], the one before that, a PE's
-//! placeholders of other PEs' objects (`crate::pe::global`). The table
+//! FetchMes: the local names of other PEs' objects (`crate::pe::global`). The table
 //! registers them on creation and never hands them to an embedder.
 
 use crate::error::DescriptorError;

@@ -34,7 +34,7 @@ pub const ID_ROPE: u16 = (ID_LIMIT - 1) as u16;
 /// ordinary fields: the plan's weak processing (`crate::weak::process`)
 /// decides what they keep alive and clears them.
 pub const ID_EPHEMERON: u16 = (ID_LIMIT - 2) as u16;
-/// ID of a PE's FetchMe placeholders (`crate::pe::global`): the local name
+/// ID of a PE's FetchMes (`crate::pe::global`): the local name
 /// of an object another PE owns, reserved like [`ID_ROPE`] so that every
 /// runtime of a group knows it by the same ID. Two raw fields (the owner
 /// PE and the id in its global indirection table) and the remote object's

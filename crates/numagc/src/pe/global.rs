@@ -1,6 +1,6 @@
 //! Global addresses wired to the heap: the global indirection table (GIT)
-//! as a root set, FetchMe placeholders, the import table held weakly, and
-//! the weight that comes back when a placeholder dies.
+//! as a root set, FetchMes, the import table held weakly, and
+//! the weight that comes back when a FetchMe dies.
 //!
 //! `gumsmp-shared-distributed-heaps.txt` §2.1: an object that cannot be
 //! copied to another PE travels as a global address (GA: owner PE, id in
@@ -76,7 +76,7 @@ pub(crate) const FM_ID: usize = 1;
 pub(crate) const FM_HEADER: usize = 2;
 const FETCHME_SIZE: usize = 3;
 
-/// The built-in descriptor of FetchMe placeholders (`ID_FETCHME`):
+/// The built-in descriptor of FetchMes (`ID_FETCHME`):
 /// immutable, no value field.
 pub(crate) fn fetchme_descriptor() -> Descriptor {
     Descriptor::mixed("numagc.fetchme", FETCHME_SIZE, &[]).expect("the FetchMe layout is valid")
@@ -363,9 +363,7 @@ impl PeContext {
                 .weight_returned
                 .fetch_add(1, Ordering::Relaxed);
             let m = super::message::Message::ReturnWeight { gid: g.id, weight };
-            if let Err(e) = self.send(g.pe as usize, &m) {
-                self.record(e);
-            }
+            self.send_or_record(g.pe as usize, &m);
         }
         n
     }

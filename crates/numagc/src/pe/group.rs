@@ -365,6 +365,14 @@ impl PeContext {
         self.transport.send(to, bytes)
     }
 
+    /// Sends `m` to PE `to`; a failure is recorded, not returned (for the
+    /// answers and notices whose sender has no one to tell).
+    pub(super) fn send_or_record(&self, to: usize, m: &Message) {
+        if let Err(e) = self.send(to, m) {
+            self.record(e);
+        }
+    }
+
     /// Whether PE `p` still runs: its service here has not stopped, and
     /// the transport has not lost it.
     pub(super) fn alive(&self, p: usize) -> bool {
@@ -512,9 +520,7 @@ impl PeContext {
                 outcome: Err(crate::runtime::panic_error(s.vproc(), p).to_string()),
             },
         };
-        if let Err(e) = self.send(from, &m) {
-            self.record(e);
-        }
+        self.send_or_record(from, &m);
     }
 
     /// Asks the forker's vproc to pack `o`'s arguments and send them to
@@ -604,15 +610,26 @@ impl PeContext {
         let words = lock(&o.outcome)
             .take()
             .expect("a done task has its outcome")?;
-        let from = o.to.load(Ordering::Acquire);
+        self.unpack_one(s, &words, o.to.load(Ordering::Acquire), "a result")
+    }
+
+    /// Unpacks a packet from PE `from` that must hold one value (`what`
+    /// it answers: a task's result, a read, a fetch).
+    pub(super) fn unpack_one<'s>(
+        &self,
+        s: &mut Scope<'s>,
+        words: &[u64],
+        from: usize,
+        what: &str,
+    ) -> Result<Handle<'s>> {
         let t0 = Instant::now();
-        let hs = pack::unpack_in(s, &words, from, Some(self))?;
+        let hs = pack::unpack_in(s, words, from, Some(self))?;
         self.add_ns(&self.counters.unpack_ns, t0);
         match hs.as_slice() {
             [h] => Ok(*h),
             _ => Err(ErrorKind::Pe {
                 pe: from,
-                message: format!("result packet holds {} values, not 1", hs.len()),
+                message: format!("{what} packet holds {} values, not 1", hs.len()),
             }
             .into()),
         }

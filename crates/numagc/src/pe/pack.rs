@@ -304,38 +304,15 @@ impl<'d> Packer<'d, '_> {
     /// Checks that `obj` can travel, charges its words and marks it
     /// visiting; `root`: it is one of the values packed.
     fn discover<'a>(&mut self, obj: View<'a>, root: bool) -> Result<Frame<'a, 'd>> {
+        let past_limit = "an immutable object past the packet's limit";
         let shape = match obj.kind() {
+            Some(ObjectKind::Array) => self.global(obj, &"a mutable array")?,
             Some(ObjectKind::Raw | ObjectKind::Vector) if self.as_global(obj.len(), root) => {
-                self.global(obj, &"an immutable object past the packet's limit")?
-            }
-            Some(ObjectKind::Mixed(id))
-                if id.id() >= FIRST_MIXED_ID
-                    && id.id() != ID_EPHEMERON
-                    && id.id() != ID_FETCHME
-                    && self.descs.get(id.id()).is_some_and(|d| !d.is_mutable())
-                    && self.as_global(obj.len(), root) =>
-            {
-                self.global(obj, &"an immutable object past the packet's limit")?
+                self.global(obj, &past_limit)?
             }
             Some(ObjectKind::Raw) => Shape::Raw,
             Some(ObjectKind::Vector) => Shape::Vector,
-            Some(ObjectKind::Array) => self.global(obj, &"a mutable array")?,
-            Some(ObjectKind::Mixed(id)) if id.id() == ID_FETCHME => {
-                self.global(obj, &"a FetchMe (the name of another PE's object)")?
-            }
-            Some(ObjectKind::Mixed(id))
-                if self.descs.get(id.id()).is_some_and(|d| d.is_mutable()) =>
-            {
-                let name = self.descs.get(id.id()).map_or("", |d| d.name());
-                self.global(
-                    obj,
-                    &format_args!(
-                        "an object of the mutable descriptor `{name}` (id {})",
-                        id.id()
-                    ),
-                )?
-            }
-            Some(ObjectKind::Mixed(id)) => self.mixed_shape(id)?,
+            Some(ObjectKind::Mixed(id)) => self.mixed_shape(obj, id, root)?,
             None => return Err(not_exportable(format!("{obj:?} is not an object"))),
         };
         if let Shape::Global(..) = shape {
@@ -379,8 +356,14 @@ impl<'d> Packer<'d, '_> {
         Ok(Shape::Global(ga, header))
     }
 
-    fn mixed_shape(&mut self, id: DescId) -> Result<Shape<'d>> {
+    /// How a mixed object travels: a FetchMe or an object of a mutable
+    /// descriptor as a GA, an immutable one copied (or as a GA past the
+    /// soft limit); `root`: it is one of the values packed.
+    fn mixed_shape(&mut self, obj: View<'_>, id: DescId, root: bool) -> Result<Shape<'d>> {
         let id = id.id();
+        if id == ID_FETCHME {
+            return self.global(obj, &"a FetchMe (the name of another PE's object)");
+        }
         if id == ID_EPHEMERON {
             return Err(not_exportable(
                 "an ephemeron or weak reference (numagc.ephemeron): its key and data are not \
@@ -397,11 +380,16 @@ impl<'d> Packer<'d, '_> {
             }
         };
         if d.is_mutable() {
-            return Err(not_exportable(format!(
-                "an object of the mutable descriptor `{}` (id {id}; mutable objects will \
-                 travel as global addresses)",
-                d.name()
-            )));
+            return self.global(
+                obj,
+                &format_args!(
+                    "an object of the mutable descriptor `{}` (id {id})",
+                    d.name()
+                ),
+            );
+        }
+        if self.as_global(obj.len(), root) {
+            return self.global(obj, &"an immutable object past the packet's limit");
         }
         if !self.table.iter().any(|&(t, _)| t == id) {
             self.charge(2)?;

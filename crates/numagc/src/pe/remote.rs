@@ -176,17 +176,7 @@ impl<'s> Scope<'s> {
     ) -> Result<Handle<'s>> {
         let (owner, ctx) = (target.0.pe as usize, target.1.clone());
         let words = self.access(target, field, op, Vec::new())?;
-        let t0 = Instant::now();
-        let hs = pack::unpack_in(self, &words, owner, Some(&ctx))?;
-        ctx.add_ns(&ctx.counters.unpack_ns, t0);
-        match hs.as_slice() {
-            [h] => Ok(*h),
-            _ => Err(ErrorKind::Pe {
-                pe: owner,
-                message: format!("{op:?} answered with {} values, not 1", hs.len()),
-            }
-            .into()),
-        }
+        ctx.unpack_one(self, &words, owner, &format!("the answer to {op:?}"))
     }
 
     /// The GA and PE context of `obj` when it is a FetchMe, its index
@@ -335,9 +325,7 @@ impl PeContext {
             req: a.req,
             outcome,
         };
-        if let Err(e) = self.send(a.reply_to, &m) {
-            self.record(e);
-        }
+        self.send_or_record(a.reply_to, &m);
     }
 
     fn do_access(&self, s: &mut Scope<'_>, a: &AccessWork) -> Result<Vec<u64>> {

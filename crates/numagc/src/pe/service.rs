@@ -71,9 +71,7 @@ impl Service {
                             // this PE's figures go to PE 0.
                             self.settle_here();
                             let stats = self.ctx.stats(&self.shared).to_words();
-                            if let Err(e) = self.ctx.send(0, &Message::Ended { stats }) {
-                                self.ctx.record(e);
-                            }
+                            self.ctx.send_or_record(0, &Message::Ended { stats });
                             self.ctx.ended.store(true, Ordering::SeqCst);
                         }
                         break;
@@ -150,9 +148,7 @@ impl Service {
                         ctx.request_pack(&self.shared, task, o);
                     }
                     None => {
-                        if let Err(e) = ctx.send(from, &Message::NoWork) {
-                            ctx.record(e);
-                        }
+                        ctx.send_or_record(from, &Message::NoWork);
                     }
                 }
             }
@@ -175,9 +171,7 @@ impl Service {
                         "PE {} has no exportable function {export} of that name",
                         ctx.pe
                     ));
-                    if let Err(e) = ctx.send(from, &Message::Result { task, outcome }) {
-                        ctx.record(e);
-                    }
+                    ctx.send_or_record(from, &Message::Result { task, outcome });
                     return;
                 };
                 ctx.counters.tasks_imported.fetch_add(1, Ordering::Relaxed);
@@ -209,9 +203,7 @@ impl Service {
                             op,
                             packet,
                         };
-                        if let Err(e) = ctx.send(g.pe as usize, &m) {
-                            ctx.record(e);
-                        }
+                        ctx.send_or_record(g.pe as usize, &m);
                     }
                     Some(None) => {
                         let a = AccessWork {
@@ -228,9 +220,9 @@ impl Service {
                             // A read: an idle vproc's job, or a busy
                             // vproc's next safepoint, whichever comes first.
                             ctx.push_read(a);
-                            let v = self.next_vproc % self.shared.coord.vprocs();
+                            let v = self.next_vproc();
                             self.shared.coord.signal(v);
-                            self.give_work(Work::Reads);
+                            self.submit(v, Work::Reads);
                         }
                     }
                     None => {
@@ -239,11 +231,7 @@ impl Service {
                              back)",
                             ctx.pe
                         ));
-                        if let Err(e) =
-                            ctx.send(reply_to as usize, &Message::Value { req, outcome })
-                        {
-                            ctx.record(e);
-                        }
+                        ctx.send_or_record(reply_to as usize, &Message::Value { req, outcome });
                     }
                 }
             }
@@ -355,9 +343,21 @@ impl Service {
     /// Queues work for this PE's vprocs: a job for an idle vproc, and a
     /// ring for waiting ones; whichever comes first runs it.
     fn give_work(&mut self, w: Work) {
-        self.ctx.push_work(w);
+        let v = self.next_vproc();
+        self.submit(v, w);
+    }
+
+    /// The vproc to give the next job to, round robin.
+    fn next_vproc(&mut self) -> usize {
         let v = self.next_vproc % self.shared.coord.vprocs();
         self.next_vproc += 1;
+        v
+    }
+
+    /// Queues `w` and gives vproc `v` a job that runs the queue; rings
+    /// the waiting vprocs.
+    fn submit(&mut self, v: usize, w: Work) {
+        self.ctx.push_work(w);
         let c = self.ctx.clone();
         crate::runtime::submit_detached(&self.shared, v, move |s| c.run_imported(s));
         ring_all(&self.shared);
@@ -366,17 +366,18 @@ impl Service {
     /// Asks a vproc to scan the imports when a collection has run since
     /// the last scan and some are held (`super::global`).
     fn maybe_scan(&mut self) {
+        // Cheapest first: the service loops often, and the collection
+        // count is read under the collector's lock.
+        if self.ctx.scan_pending.load(Ordering::Acquire) || self.ctx.books_len().1 == 0 {
+            return;
+        }
         let collections = self.shared.coord.collections();
-        if collections == self.scanned_at
-            || self.ctx.books_len().1 == 0
-            || self.ctx.scan_pending.swap(true, Ordering::AcqRel)
-        {
+        if collections == self.scanned_at || self.ctx.scan_pending.swap(true, Ordering::AcqRel) {
             return;
         }
         self.scanned_at = collections;
         let c = self.ctx.clone();
-        let v = self.next_vproc % self.shared.coord.vprocs();
-        self.next_vproc += 1;
+        let v = self.next_vproc();
         crate::runtime::submit_detached(&self.shared, v, move |s| {
             c.scan_imports(s);
             c.scan_pending.store(false, Ordering::Release);

@@ -19,13 +19,13 @@
 //! - **Sending a reference on** splits the sender's weight in halves: one
 //!   travels, one stays; the owner is not told.
 //! - **A holder's reference dying** (its local collection finds the
-//!   placeholder dead) returns its whole weight to the owner, which drops
+//!   FetchMe dead) returns its whole weight to the owner, which drops
 //!   the entry when its outstanding weight reaches zero.
 //! - **Weight underflow**, a weight of 1 that must be split, is handled
 //!   by an *indirection* (the choice of the literature that needs no
 //!   round trip: Bevan 1987, Watson & Watson 1987): the holder exports its
-//!   own placeholder under a GA of its own, with full weight, and sends
-//!   that; its placeholder keeps its weight of 1 to the owner, and lives
+//!   own FetchMe under a GA of its own, with full weight, and sends
+//!   that; its FetchMe keeps its weight of 1 to the owner, and lives
 //!   as long as the indirection's entry does. (The other choice, asking
 //!   the owner for more weight, blocks the sender for a round trip.)
 //! - **Importing a GA already held** merges the weights into the one
@@ -228,14 +228,14 @@ struct Held<T> {
 pub enum Split {
     /// Send this GA; half the weight stayed.
     Half(GlobalAddress),
-    /// The weight held is 1: export this PE's own placeholder (an
+    /// The weight held is 1: export this PE's own FetchMe (an
     /// indirection, [`Git::export`]) and send that GA instead; the held
     /// reference stays, with its weight, as long as the indirection does.
     Underflow,
 }
 
 /// A holder's books: the GAs of other PEs' objects held here, each with
-/// its one local object (placeholder or copy) and the weight held.
+/// its one local object (FetchMe or copy) and the weight held.
 pub struct Imports<T> {
     entries: HashMap<GlobalId, Held<T>>,
 }
@@ -355,7 +355,7 @@ impl<T> Imports<T> {
         self.entries.keys().copied()
     }
 
-    /// Every held entry's local object (the placeholders a collection
+    /// Every held entry's local object (the FetchMes a collection
     /// scans weakly).
     pub fn locals_mut(&mut self) -> impl Iterator<Item = &mut T> {
         self.entries.values_mut().map(|e| &mut e.local)
