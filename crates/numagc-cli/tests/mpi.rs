@@ -274,20 +274,25 @@ fn a_pe_reads_another_pes_object_over_mpi_and_every_weight_comes_back() {
         return;
     }
     // `micro fetch` checks every copy's bytes and, at the end, that both
-    // PEs' weight books are empty; a small run of it is the test.
-    let (ok, out, err) = output(mpirun(
-        2,
-        &[
-            "micro", "fetch", "--bytes", "64,65536", "--rounds", "20", "--repeat", "1",
-        ],
-    ));
-    assert!(ok, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("answers ok"), "{out}");
-    assert_eq!(
-        out.lines()
-            .filter(|l| l.trim_start().starts_with("65536"))
-            .count(),
-        1,
-        "{out}"
-    );
+    // PEs' weight books are empty; a small run of it, on each plan, is the
+    // test.
+    for plan in ["split", "shared"] {
+        let mut c = mpirun(
+            2,
+            &[
+                "micro", "fetch", "--bytes", "64,65536", "--rounds", "20", "--repeat", "1",
+            ],
+        );
+        c.env("NUMAGC_PLAN", plan);
+        let (ok, out, err) = output(c);
+        assert!(ok, "{plan}: stdout:\n{out}\nstderr:\n{err}");
+        assert!(out.contains("answers ok"), "{plan}: {out}");
+        assert_eq!(
+            out.lines()
+                .filter(|l| l.trim_start().starts_with("65536"))
+                .count(),
+            1,
+            "{plan}: {out}"
+        );
+    }
 }

@@ -16,6 +16,9 @@
 //!   (the packet's header and tag words besides the N bytes). What a
 //!   hand-written MPI program pays to move the same bytes.
 //!
+//! Each PE is a runtime of the `NUMAGC_*` settings (`NUMAGC_PLAN=shared`
+//! runs it on the shared plan), with one vproc.
+//!
 //! The figure is the time of one round trip (median over the
 //! measurements, each the mean of `rounds`). Checked: every copy has N
 //! bytes, and the last one the bytes PE 1 wrote; at the end, the weight
@@ -63,7 +66,7 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::*;
     use numagc::pe::Exports;
-    use numagc::{Config, Handle};
+    use numagc::Handle;
     use std::time::{Duration, Instant};
 
     let session = two_ranks("fetch")?;
@@ -93,7 +96,9 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
     let make = exports
         .register("make_array", make_array)
         .map_err(|e| e.to_string())?;
-    let config = Config::builder()
+    // The NUMAGC_* settings apply (`NUMAGC_PLAN=shared`); one vproc per PE.
+    let config = numagc::ConfigBuilder::from_env()
+        .map_err(|e| e.to_string())?
         .vprocs(1)
         .pin(false)
         .build()
