@@ -28,6 +28,9 @@ pub struct Experiment<'a> {
     pub vprocs: Vec<usize>,
     /// PE group sizes (`--pes`); empty: one runtime per run.
     pub pes: Vec<usize>,
+    /// `--cores`: `vprocs[i]` goes with `pes[i]` alone (the total held
+    /// fixed) instead of every vproc count with every group size.
+    pub cores: Option<usize>,
     /// The groups are made over MPI, one PE per rank (`--transport
     /// mpi`); rank 0 runs the programs, the other ranks serve them.
     pub mpi: Option<&'a MpiSession>,
@@ -49,17 +52,28 @@ impl Experiment<'_> {
             * self.apis.len()
             * self.plans.len()
             * self.policies.len()
-            * self.vprocs.len()
-            * self.pes.len().max(1)
+            * self.pe_vprocs().len()
     }
 
-    /// The PE counts to run: 0 stands for a plain runtime.
-    fn pe_counts(&self) -> Vec<usize> {
-        if self.pes.is_empty() {
+    /// The (PE count, vprocs) pairs to run; a PE count of 0 stands for a
+    /// plain runtime.
+    fn pe_vprocs(&self) -> Vec<(usize, usize)> {
+        if self.cores.is_some() {
+            return self
+                .pes
+                .iter()
+                .copied()
+                .zip(self.vprocs.iter().copied())
+                .collect();
+        }
+        let pes = if self.pes.is_empty() {
             vec![0]
         } else {
             self.pes.clone()
-        }
+        };
+        pes.into_iter()
+            .flat_map(|p| self.vprocs.iter().map(move |&v| (p, v)))
+            .collect()
     }
 }
 
@@ -92,11 +106,7 @@ pub fn run(experiment: &Experiment<'_>) -> Result<Results, String> {
             for &api in &experiment.apis {
                 for &plan in &experiment.plans {
                     for &policy in &experiment.policies {
-                        for (pes, &vprocs) in experiment
-                            .pe_counts()
-                            .into_iter()
-                            .flat_map(|p| experiment.vprocs.iter().map(move |v| (p, v)))
-                        {
+                        for (pes, vprocs) in experiment.pe_vprocs() {
                             let label = run_label(
                                 &bench_label(bench.name(), api.name()),
                                 &plan_label(plan.name(), pes),
