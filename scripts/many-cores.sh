@@ -9,6 +9,7 @@
 #      1, 2, 4, ... PEs with the total vprocs held at the CPU count (--pes ... --cores N), both
 #      plans, alternated by the harness's repetitions;
 #   3. scaling of the whole suite, 1 vproc against all CPUs, on each plan.
+# Timed-out steps keep the figures of the benchmarks that finished.
 # Usage: scripts/many-cores.sh BIN OUTDIR [paper|quick]   (BIN: a release `numagc`, stripped or
 # not; the machine needs nothing else). Summarise with scripts/many-cores-summary.py OUTDIR.
 set -u
@@ -39,14 +40,36 @@ while [ $p -le "$cores" ]; do
   p=$((p * 2))
 done
 
-step torture-split 40 "$bin" torture --seconds 12 --vprocs "$cores" --plan split
-step torture-shared 40 "$bin" torture --seconds 12 --vprocs "$cores" --plan shared
-step torture-hybrid 40 "$bin" torture --seconds 8 --pes 4 --plan shared
-step hybrid 170 "$bin" bench parfib coins sumeuler worpitzky maze mandelbrot blackscholes \
-  --suite "$size" --pes "$pes" --cores "$cores" --plan split,shared --repeat 3 --quiet \
-  --json "$out/hybrid.json"
-for plan in split shared; do
-  step "scaling-$plan" 130 "$bin" bench --suite "$size" --plan "$plan" --vprocs "1,$cores" \
-    --quiet --json "$out/scaling-$plan.json" --plot "$out/plots-$plan"
+# Phases run against time budgets (seconds; HYBRID_S, SCALING_S, TORTURE=0 skips the torture
+# runs): each benchmark is its own invocation with its own JSON, so a phase cut short keeps what
+# finished, and each table is printed as it comes.
+phase_end=0
+budget() { phase_end=$(( $(date +%s) + $1 )); }
+left() { echo $(( phase_end - $(date +%s) )); }
+bench() { # bench NAME ARGS...: one invocation, within what is left of the phase
+  local name=$1; shift
+  local t=$(left)
+  if [ "$t" -le 5 ]; then echo "$name: skipped, phase budget spent" | tee -a "$out/steps.txt"; return; fi
+  step "$name" "$t" "$bin" bench "$@" --quiet --json "$out/$name.json"
+  grep -E '^[a-z0-9_-]+ +(split|shared)' "$out/$name.txt" | awk '{print $1, $2, $4, $6, $7}'
+}
+if [ "${TORTURE:-1}" != 0 ]; then
+  step torture-split 40 "$bin" torture --seconds 12 --vprocs "$cores" --plan split
+  step torture-shared 40 "$bin" torture --seconds 12 --vprocs "$cores" --plan shared
+  step torture-hybrid 40 "$bin" torture --seconds 8 --pes 4 --plan shared
+fi
+budget "${HYBRID_S:-300}"
+for b in parfib coins sumeuler worpitzky maze mandelbrot blackscholes; do
+  bench "hybrid-$b" "$b" --suite "$size" --pes "$pes" --cores "$cores" --plan split,shared \
+    --repeat "${HYBRID_REPEAT:-3}"
+done
+budget "${SCALING_S:-600}"
+for plan in ${SCALING_PLANS:-split shared}; do
+  # Shortest first, so that a phase cut short still covers most of the suite.
+  for b in gcbench dmm smvm raytracer lu_decomposition parfib matrix_multiplication nbody \
+    mandelbrot quicksort spectralnorm floyd_warshall mandelbrot6 worpitzky coins game_of_life \
+    blackscholes maze sumeuler binarytrees barnes-hut; do
+    bench "scaling-$plan-$b" "$b" --suite "$size" --plan "$plan" --vprocs "1,$cores"
+  done
 done
 tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
