@@ -716,6 +716,48 @@ fn pe_groups_run_the_pe_benchmarks_on_both_plans_and_refuse_what_they_cannot_run
 }
 
 #[test]
+fn cores_holds_the_total_vprocs_fixed_across_the_pe_counts() {
+    // Table 2's configurations: --pes 1,2,4 --cores 4 runs 1 x 4, 2 x 2
+    // and 4 x 1, and nothing else.
+    let (ok, out, err) = numagc(&[
+        "bench", "parfib", "--suite", "quick", "--pes", "1,2,4", "--cores", "4", "--quiet",
+    ]);
+    assert!(ok, "stderr: {err}");
+    let rows: Vec<(String, String)> = out
+        .lines()
+        .filter(|l| l.starts_with("parfib "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[1].to_string(), f[3].to_string())
+        })
+        .collect();
+    let plan = rows
+        .first()
+        .map(|r| r.0.split('/').next().unwrap().to_string());
+    let plan = plan.unwrap_or_else(|| panic!("no rows:\n{out}"));
+    let expected: Vec<(String, String)> = [(1, 4), (2, 2), (4, 1)]
+        .iter()
+        .map(|(p, v)| (format!("{plan}/{p}pe"), v.to_string()))
+        .collect();
+    assert_eq!(rows, expected, "{out}");
+    assert!(
+        out.lines()
+            .filter(|l| l.starts_with("parfib "))
+            .all(|l| l.trim_end().ends_with("ok")),
+        "{out}"
+    );
+
+    let (ok, _, err) = numagc(&["bench", "parfib", "--pes", "2,3", "--cores", "4"]);
+    assert!(!ok && err.contains("--cores 4 --pes 3"), "{err}");
+    let (ok, _, err) = numagc(&["bench", "parfib", "--cores", "4"]);
+    assert!(!ok && err.contains("give --pes"), "{err}");
+    let (ok, _, err) = numagc(&[
+        "bench", "parfib", "--pes", "2", "--cores", "4", "--vprocs", "2",
+    ]);
+    assert!(!ok && err.contains("--vprocs"), "{err}");
+}
+
+#[test]
 fn an_unknown_transport_is_refused_and_mpi_needs_a_build_with_mpi() {
     let (ok, _, err) = numagc(&["bench", "parfib", "--transport", "tcp", "--suite", "quick"]);
     assert!(!ok);

@@ -44,7 +44,7 @@ pub struct BenchArgs {
     /// Run each configuration on groups of this many PEs, comma-separated (`numagc::pe`, gumsmp-shared-distributed-heaps.txt): P runtimes of --vprocs vprocs each, sharing nothing but messages, work moving between them; for the benchmarks with a PE version (parfib, coins, maze, sumeuler, worpitzky, mandelbrot, blackscholes). Default: one runtime, no group.
     #[arg(long, value_delimiter = ',')]
     pes: Vec<usize>,
-    /// With --pes: hold the total number of vprocs fixed at this, so each group of P PEs gets N / P vprocs per PE (Table 2's configurations, e.g. `--pes 1,2,4 --cores 4` runs 1 × 4, 2 × 2 and 4 × 1); every P must divide N. Replaces --vprocs.
+    /// With --pes (or over MPI): hold the total number of vprocs fixed at this, so each group of P PEs gets N / P vprocs per PE (Table 2's configurations, e.g. `--pes 1,2,4 --cores 4` runs 1 × 4, 2 × 2 and 4 × 1; `mpirun -n 4 ... --cores 16` runs 4 vprocs per rank); every P must divide N. Replaces --vprocs.
     #[arg(long, conflicts_with = "vprocs")]
     cores: Option<usize>,
     /// How the PEs of a group talk: inprocess (PEs as thread groups of this process) or mpi (one PE per MPI rank: run under `mpirun -n P`, each rank the same command; --pes must be P, and is P by default; needs a build with `--features mpi`).
@@ -159,9 +159,7 @@ fn run_on(a: BenchArgs, session: Option<&mpi::MpiSession>) -> Result<(), String>
     let runtime = a.runtime.0.clone();
     let base = move || runtime.builder();
     let defaults = base()?.build().map_err(|e| e.to_string())?;
-    let vprocs = if let Some(cores) = a.cores {
-        per_pe_vprocs(cores, &a.pes)?
-    } else if a.vprocs.is_empty() {
+    let vprocs = if a.vprocs.is_empty() {
         vec![defaults.vprocs]
     } else {
         a.vprocs.clone()
@@ -203,6 +201,10 @@ fn run_on(a: BenchArgs, session: Option<&mpi::MpiSession>) -> Result<(), String>
             ));
         }
     }
+    let vprocs = match a.cores {
+        Some(cores) => per_pe_vprocs(cores, &pes)?,
+        None => vprocs,
+    };
     if !pes.is_empty() {
         check_pe_counts(&pes)?;
         let missing: Vec<&str> = benchmarks
