@@ -282,6 +282,34 @@ impl<'a> View<'a> {
         Some(unsafe { std::slice::from_raw_parts(o.field_ptr(0), h.len()) })
     }
 
+    /// The field words of an immutable object (raw, vector, or mixed of
+    /// an immutable descriptor) as they lie in the heap: value fields
+    /// unresolved (they may name a forwarded object: [`resolve`] them),
+    /// raw fields as they are. `None` for an immediate or a mutable
+    /// object, whose fields may change under the slice. For code of this
+    /// crate that reads every field of many objects (the packer of
+    /// `crate::pe`), without a header read and a layout check per field.
+    pub(crate) fn immutable_words(self) -> Option<&'a [u64]> {
+        let (o, h) = self.obj()?;
+        match h.id() {
+            ID_RAW | ID_VECTOR => {}
+            id if id >= FIRST_MIXED_ID && self.descs.get(id).is_some_and(|d| !d.is_mutable()) => {}
+            _ => return None,
+        }
+        // SAFETY: the object is immutable (checked above): no store
+        // changes its fields after allocation, and it cannot move while
+        // `'a` lasts (no collection runs); its `len` words follow the
+        // header.
+        Some(unsafe { std::slice::from_raw_parts(o.field_ptr(0), h.len()) })
+    }
+
+    /// The view of `w`, a word read from a field of this view's object,
+    /// resolved.
+    #[inline(always)]
+    pub(crate) fn of_field_word(self, w: u64) -> View<'a> {
+        View::new(resolve(w), self.descs)
+    }
+
     /// Raw word `i` read as an `f64`.
     #[inline]
     pub fn f64(self, i: usize) -> f64 {

@@ -214,19 +214,23 @@ enum Shape<'a> {
 struct Frame<'a, 'd> {
     obj: View<'a>,
     shape: Shape<'d>,
+    /// The object's field words (`View::immutable_words`); empty for a
+    /// GA, whose fields do not travel.
+    words: &'a [u64],
     next: usize,
 }
 
 impl<'a> Frame<'a, '_> {
     /// The next value field to visit, if any.
+    #[inline]
     fn next_child(&mut self) -> Option<View<'a>> {
         let field = match self.shape {
             Shape::Raw | Shape::Global(..) => return None,
-            Shape::Vector => (self.next < self.obj.len()).then_some(self.next)?,
+            Shape::Vector => (self.next < self.words.len()).then_some(self.next)?,
             Shape::Mixed(_, d) => *d.pointer_offsets().get(self.next)? as usize,
         };
         self.next += 1;
-        Some(self.obj.field(field))
+        Some(self.obj.of_field_word(self.words[field]))
     }
 }
 
@@ -321,9 +325,13 @@ impl<'d> Packer<'d, '_> {
             return Ok(Frame {
                 obj,
                 shape,
+                words: &[],
                 next: 0,
             });
         }
+        let words = obj
+            .immutable_words()
+            .ok_or_else(|| not_exportable(format!("{obj:?} is not an immutable object")))?;
         let len = obj.len();
         if len as u64 > MAX_COUNT {
             return Err(not_exportable(format!(
@@ -335,6 +343,7 @@ impl<'d> Packer<'d, '_> {
         Ok(Frame {
             obj,
             shape,
+            words,
             next: 0,
         })
     }
@@ -409,6 +418,22 @@ impl<'d> Packer<'d, '_> {
         }
     }
 
+    /// The encoding of a value field's word, read from an object whose
+    /// fields are all packed already.
+    #[inline]
+    fn encode_word(&self, w: u64) -> Result<u64> {
+        let w = crate::mutator::resolve(w);
+        if !crate::object::is_pointer(w) {
+            return Ok(w);
+        }
+        match self.index.get(w) {
+            Some(k) if k != VISITING => Ok(k << 1),
+            _ => Err(not_exportable(format!(
+                "an object at {w:#x} met before it was packed"
+            ))),
+        }
+    }
+
     /// Appends the object of a visited frame and gives it the next index.
     fn emit(&mut self, f: &Frame<'_, '_>) -> Result<()> {
         let (obj, len) = (f.obj, f.obj.len() as u64);
@@ -424,25 +449,26 @@ impl<'d> Packer<'d, '_> {
             }
             Shape::Raw => {
                 self.body.push(tag(KIND_RAW, 0, len));
-                self.body
-                    .extend_from_slice(obj.raw_words().unwrap_or_default());
+                self.body.extend_from_slice(f.words);
             }
             Shape::Vector => {
                 self.body.push(tag(KIND_VECTOR, 0, len));
-                for i in 0..obj.len() {
-                    let w = self.encode(obj.field(i))?;
-                    self.body.push(w);
+                self.body.reserve(f.words.len());
+                for &w in f.words {
+                    let e = self.encode_word(w)?;
+                    self.body.push(e);
                 }
             }
             Shape::Mixed(id, d) => {
+                // The fields as they lie, then each value field's word
+                // replaced by its encoding.
                 self.body.push(tag(KIND_MIXED, id, len));
-                for i in 0..obj.len() {
-                    let w = if d.is_pointer_field(i) {
-                        self.encode(obj.field(i))?
-                    } else {
-                        obj.raw(i)
-                    };
-                    self.body.push(w);
+                let base = self.body.len();
+                self.body.extend_from_slice(f.words);
+                for &off in d.pointer_offsets() {
+                    let off = off as usize;
+                    let e = self.encode_word(f.words[off])?;
+                    self.body[base + off] = e;
                 }
             }
         }
