@@ -280,13 +280,22 @@ fn a_pe_reads_another_pes_object_over_mpi_and_every_weight_comes_back() {
         let mut c = mpirun(
             2,
             &[
-                "micro", "fetch", "--bytes", "64,65536", "--rounds", "20", "--repeat", "1",
+                "micro",
+                "fetch",
+                "--bytes",
+                "64,65536",
+                "--rounds",
+                "20",
+                "--repeat",
+                "1",
+                "--concurrent",
             ],
         );
         c.env("NUMAGC_PLAN", plan);
         let (ok, out, err) = output(c);
         assert!(ok, "{plan}: stdout:\n{out}\nstderr:\n{err}");
         assert!(out.contains("answers ok"), "{plan}: {out}");
+        assert!(out.contains("concurrent: 2 readers"), "{plan}: {out}");
         assert_eq!(
             out.lines()
                 .filter(|l| l.trim_start().starts_with("65536"))

@@ -330,7 +330,7 @@ fn per_pe_vprocs(cores: usize, pes: &[usize]) -> Result<Vec<usize>, String> {
     }
     pes.iter()
         .map(|&p| {
-            if p == 0 || cores % p != 0 || cores / p == 0 {
+            if p == 0 || !cores.is_multiple_of(p) || cores / p == 0 {
                 Err(format!(
                     "--cores {cores} --pes {p}: each group size must divide the cores"
                 ))

@@ -25,7 +25,12 @@
 //! books of both PEs are empty.
 
 #[cfg(not(feature = "mpi"))]
-pub fn run(_bytes: &[usize], _rounds: u64, _repeat: usize) -> Result<(), String> {
+pub fn run(
+    _bytes: &[usize],
+    _rounds: u64,
+    _repeat: usize,
+    _concurrent: bool,
+) -> Result<(), String> {
     Err("micro fetch measures PEs over MPI: build it with `cargo build --release -p numagc-cli --features mpi` and run it under `mpirun -n 2`".into())
 }
 
@@ -61,7 +66,7 @@ fn make_array<'s>(
 }
 
 #[cfg(feature = "mpi")]
-pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
+pub fn run(bytes: &[usize], rounds: u64, repeat: usize, concurrent: bool) -> Result<(), String> {
     use super::roundtrip::{print_rows, two_ranks};
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::*;
@@ -96,10 +101,11 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
     let make = exports
         .register("make_array", make_array)
         .map_err(|e| e.to_string())?;
-    // The NUMAGC_* settings apply (`NUMAGC_PLAN=shared`); one vproc per PE.
+    // The NUMAGC_* settings apply (`NUMAGC_PLAN=shared`); one vproc per PE
+    // (two for --concurrent).
     let config = numagc::ConfigBuilder::from_env()
         .map_err(|e| e.to_string())?
-        .vprocs(1)
+        .vprocs(if concurrent { 2 } else { 1 })
         .pin(false)
         .build()
         .map_err(|e| e.to_string())?;
@@ -182,6 +188,12 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
             barrier();
         }
         rows.push((n, raw, ours));
+        if concurrent && n == *bytes.last().expect("sizes given") {
+            if let Some(array) = &array {
+                read_concurrently(&mut g, array.clone(), words, rounds)?;
+            }
+            barrier();
+        }
     }
     if me != 0 {
         // Until PE 0 ends the job.
@@ -207,6 +219,61 @@ pub fn run(bytes: &[usize], rounds: u64, repeat: usize) -> Result<(), String> {
     if !left.is_empty() {
         return Err(format!("weight books not settled: {}", left.join("; ")));
     }
+    if concurrent {
+        println!(
+            "concurrent: 2 readers on PE 0 x {rounds} reads of the last size, every copy checked"
+        );
+    }
     println!("answers ok (every copy had the bytes PE 1 wrote; every weight came back)");
     Ok(())
+}
+
+/// Two readers at once on PE 0, `rounds` reads each of field 0 of the
+/// array, every copy's bytes checked.
+#[cfg(feature = "mpi")]
+fn read_concurrently(
+    g: &mut numagc::pe::PeGroup,
+    array: std::sync::Arc<numagc::GlobalRoot>,
+    words: usize,
+    rounds: u64,
+) -> Result<(), String> {
+    use numagc::Handle;
+    fn reads<'i>(
+        s: &mut numagc::Scope<'i>,
+        fm: Handle<'_>,
+        words: usize,
+        rounds: u64,
+    ) -> numagc::Result<Handle<'i>> {
+        for _ in 0..rounds {
+            let ok =
+                s.scope(|s| -> numagc::Result<bool> {
+                    let copy = s.remote_get(fm, 0)?;
+                    let v = s.view(copy);
+                    let ws = v.raw_words().unwrap_or_default();
+                    Ok(ws.len() == words
+                        && ws.iter().enumerate().all(|(i, &w)| w == pattern(i as u64)))
+                })?;
+            if !ok {
+                return Ok(Handle::int(0));
+            }
+        }
+        Ok(Handle::int(1))
+    }
+    let ok = g
+        .run(move |s| -> numagc::Result<bool> {
+            let fm = s.get_global(&array)?;
+            let (a, b) = s.par2(
+                &[fm],
+                move |s, env| reads(s, env[0], words, rounds),
+                move |s, env| reads(s, env[0], words, rounds),
+            )?;
+            Ok(s.as_int(a) == Some(1) && s.as_int(b) == Some(1))
+        })
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    if ok {
+        Ok(())
+    } else {
+        Err("concurrent readers: a copy came back damaged".into())
+    }
 }

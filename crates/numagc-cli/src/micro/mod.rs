@@ -100,6 +100,12 @@ pub enum Micro {
         /// Measurements of each kind (alternating); medians are reported.
         #[arg(long, default_value_t = 5)]
         repeat: usize,
+        /// Then two readers at once on PE 0 (two vprocs), `rounds` reads
+        /// each of the last size, every copy checked: a vproc that takes
+        /// messages from the transport while it waits answers the other's
+        /// reads too.
+        #[arg(long)]
+        concurrent: bool,
     },
     /// The cost of an empty blocking section, and other vprocs' global
     /// collections while vproc 1 blocks inside and outside one.
@@ -155,7 +161,8 @@ pub fn run(m: Micro) -> Result<(), String> {
             bytes,
             rounds,
             repeat,
-        } => fetch::run(&bytes, rounds, repeat),
+            concurrent,
+        } => fetch::run(&bytes, rounds, repeat, concurrent),
         Micro::Blocking {
             sections,
             block_ms,

@@ -263,6 +263,19 @@ fn put_words(out: &mut Vec<u8>, words: &[u64]) {
     }
 }
 
+/// Whether `bytes` are a `value` message of this version (its header
+/// alone looked at; [`decode`] checks the rest).
+pub(crate) fn is_value(bytes: &[u8]) -> bool {
+    is_kind(bytes, VALUE)
+}
+
+fn is_kind(bytes: &[u8], kind: u8) -> bool {
+    bytes.len() >= HEADER
+        && bytes[0..4] == MAGIC
+        && bytes[4..6] == VERSION.to_le_bytes()
+        && bytes[6] == kind
+}
+
 /// Reads a message that the transport says PE `from` sent to a group of
 /// `pes` PEs. Errors: [`ErrorKind::Pe`] naming `from` and what was wrong.
 pub(crate) fn decode(from: usize, pes: usize, bytes: &[u8]) -> Result<Message> {

@@ -584,6 +584,25 @@ impl Transport for MpiTransport {
         pe < self.pes && !self.peers.lost[pe].load(Ordering::SeqCst)
     }
 
+    /// Probes MPI under the token when nobody holds it: what `take`
+    /// declines joins the queue (the communication thread's, which the
+    /// service empties before it probes), so each sender's messages reach
+    /// the service in order, as the token's protocol keeps them.
+    fn poll(&self, take: &mut dyn FnMut(usize, &[u8]) -> bool) -> bool {
+        let Ok(_token) = self.peers.token.try_lock() else {
+            return false;
+        };
+        let world = SimpleCommunicator::world();
+        let mut got = false;
+        while let Some((from, bytes)) = receive_one(&world, self.tag, self.pes, &self.peers) {
+            got = true;
+            if !take(from, &bytes) && self.to_self.send((from, bytes)).is_err() {
+                break;
+            }
+        }
+        got
+    }
+
     /// Stops the communication thread and waits for it (its group is
     /// gone, or the transport dropped).
     fn close(&self) {

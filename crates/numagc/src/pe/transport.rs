@@ -38,6 +38,17 @@ pub trait Transport: Send + Sync {
     /// still hold the transport (a value rooted in a PE's runtime keeps
     /// the PE's context), and nothing of it may run past the end of MPI.
     fn close(&self) {}
+    /// Takes the messages that have come, if no other thread is taking
+    /// them now, without waiting: each goes to `take`, and what `take`
+    /// declines (returns `false` for) goes on to the service's queue, in
+    /// order. For a vproc that waits for an answer: it takes the answer
+    /// itself rather than wait for the service to hand it over. Returns
+    /// whether any message came. A transport whose messages reach the
+    /// service without a thread of its own in between (in process: a
+    /// channel) has nothing to gain, and takes none.
+    fn poll(&self, _take: &mut dyn FnMut(usize, &[u8]) -> bool) -> bool {
+        false
+    }
 }
 
 /// Which PEs of a group are still running; a PE's entry goes false when
