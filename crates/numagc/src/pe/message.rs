@@ -269,6 +269,12 @@ pub(crate) fn is_value(bytes: &[u8]) -> bool {
     is_kind(bytes, VALUE)
 }
 
+/// Whether `bytes` are an `access` message of this version (as
+/// [`is_value`]).
+pub(crate) fn is_access(bytes: &[u8]) -> bool {
+    is_kind(bytes, ACCESS)
+}
+
 fn is_kind(bytes: &[u8], kind: u8) -> bool {
     bytes.len() >= HEADER
         && bytes[0..4] == MAGIC

@@ -588,6 +588,10 @@ impl Transport for MpiTransport {
     /// declines joins the queue (the communication thread's, which the
     /// service empties before it probes), so each sender's messages reach
     /// the service in order, as the token's protocol keeps them.
+    fn polls(&self) -> bool {
+        true
+    }
+
     fn poll(&self, take: &mut dyn FnMut(usize, &[u8]) -> bool) -> bool {
         let Ok(_token) = self.peers.token.try_lock() else {
             return false;

@@ -24,7 +24,7 @@
 
 use super::global::fetchme_of;
 use super::group::{AccessWork, PeContext};
-use super::message::{decode, is_value, AccessOp, Message};
+use super::message::{decode, is_access, is_value, AccessOp, Message};
 use super::pack;
 use super::weight::GlobalId;
 use crate::error::{Error, ErrorKind, Result};
@@ -293,6 +293,9 @@ impl PeContext {
     /// everything else goes on to the service. It stops early when a
     /// collection is requested: the wait that follows joins it.
     fn take_answer(&self, s: &Scope<'_>, p: &Pending) {
+        if !self.transport.polls() {
+            return;
+        }
         let shared = s.shared();
         let t0 = Instant::now();
         while !p.done.load(Ordering::Acquire)
@@ -323,6 +326,74 @@ impl PeContext {
             return false;
         }
         super::service::ring_all(shared);
+        true
+    }
+
+    /// Serves the reads that come after a job served reads on an idle
+    /// vproc (the service's job for reads, `Service::submit_reads`),
+    /// taking them from the transport itself for at most
+    /// `TAKE_ANSWER_FOR` after the last one: the owner's half of what
+    /// [`PeContext::take_answer`] saves the asker, the hand-off from the
+    /// service to a vproc woken for each read. Only reads of objects this
+    /// PE holds (no indirection) are taken; everything else goes on to
+    /// the service, and the reads the service queues meanwhile are served
+    /// here too. It stops at once for anything else the vproc has to do:
+    /// a collection, a job (another PE's task or write, which the reads
+    /// must not starve), work to steal.
+    pub(super) fn keep_serving_reads(&self, s: &mut Scope<'_>) {
+        if !self.transport.polls() {
+            return;
+        }
+        let shared = s.shared();
+        let me = s.vproc();
+        let mut last = Instant::now();
+        while !shared.coord.pending()
+            && !shared.coord.interrupted(me)
+            && !shared.sched.has_work(me)
+            && last.elapsed() < TAKE_ANSWER_FOR
+        {
+            let got = self
+                .transport
+                .poll(&mut |from, bytes| self.take_read(from, bytes));
+            if self.has_reads.load(Ordering::Acquire) {
+                self.serve_reads(s);
+                last = Instant::now();
+            } else if !got {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Queues an `access` message that reads an object this PE holds;
+    /// `false` for anything else (the service's).
+    fn take_read(&self, from: usize, bytes: &[u8]) -> bool {
+        if !is_access(bytes) {
+            return false;
+        }
+        let Ok(Message::Access {
+            req,
+            reply_to,
+            gid,
+            field,
+            op,
+            packet,
+        }) = decode(from, self.pes, bytes)
+        else {
+            return false;
+        };
+        if matches!(op, AccessOp::Set | AccessOp::SetRaw)
+            || lock(&self.books).git.get(gid).map(|e| e.forward) != Some(None)
+        {
+            return false;
+        }
+        self.push_read(AccessWork {
+            reply_to: reply_to as usize,
+            req,
+            gid,
+            field,
+            op,
+            packet,
+        });
         true
     }
 

@@ -49,6 +49,11 @@ pub trait Transport: Send + Sync {
     fn poll(&self, _take: &mut dyn FnMut(usize, &[u8]) -> bool) -> bool {
         false
     }
+    /// Whether [`Transport::poll`] can take anything: whether a waiting
+    /// vproc gains by polling rather than sleeping.
+    fn polls(&self) -> bool {
+        false
+    }
 }
 
 /// Which PEs of a group are still running; a PE's entry goes false when
