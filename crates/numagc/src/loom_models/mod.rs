@@ -37,6 +37,7 @@
 //! | an offered task of a PE group: claimed once by its forker or the service, an exported one finished once and its outcome read by the waiting forker (GUMSMP §2.1) | `pe/group.rs`: `Offered`; `sched/doorbell.rs`; `pe/service.rs`, `PeContext::take_offer`, `wait_remote` (replayed) | [`pe_offer::offer_is_claimed_once_by_its_forker_or_the_service`], [`pe_offer::exported_result_reaches_the_waiting_forker`], [`pe_offer::a_failure_racing_a_late_result_finishes_once`] |
 //! | the owner's weight books of a global object: a re-export racing the last weight's return names a live entry (GUMSMP §2.1) | `pe/weight.rs`: `Git::share`, `Git::returned` | [`pe_weight::a_reexport_racing_the_last_return_names_a_live_entry`] |
 //! | the holder's weight books: a share unpacked while the import scan drops the entry of a dead FetchMe joins a live entry, no weight lost (GUMSMP §2.1) | `pe/global.rs`: `PeContext::import_global`, `scan_imports`; `pe/weight.rs`: `Imports` | [`pe_weight::a_share_racing_the_import_scan_joins_a_live_entry`] |
+//! | a PE's incoming messages over MPI: the service, the communication thread and polling vprocs take them under one token, and what a vproc declines reaches the service before later messages (GUMSMP §2.1) | `pe/inbox.rs`: `ProbeToken::receive`, `poll` | [`pe_inbox::what_a_polling_vproc_declines_keeps_its_place`] |
 //!
 //! Each model lives in the file its link names (`handshake::…` in
 //! `loom_models/handshake.rs`, and so on); the helpers the files share
@@ -199,6 +200,7 @@ mod blocking;
 mod channels;
 mod handshake;
 mod heap;
+mod pe_inbox;
 mod pe_offer;
 mod pe_weight;
 mod safepoint;

@@ -39,6 +39,10 @@ pub(crate) mod global;
 #[cfg(all(test, not(loom)))]
 mod global_tests;
 pub(crate) mod group;
+// The MPI transport's (its protocol also runs in the unit tests and the
+// loom model).
+#[cfg(any(feature = "mpi", loom, test))]
+pub(crate) mod inbox;
 mod message;
 #[cfg(feature = "mpi")]
 pub mod mpi;

@@ -43,6 +43,7 @@
 
 use super::export::Exports;
 use super::group::PeGroup;
+use super::inbox::ProbeToken;
 use super::transport::Transport;
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
@@ -296,11 +297,12 @@ struct Peers {
     t0: Instant,
     stop: AtomicBool,
     /// Held by whoever probes MPI for the group's messages: the service
-    /// in `recv`, or the communication thread when the service does not.
-    /// Whoever holds it queues what it takes before letting go, and the
-    /// service takes the queue's messages before probing itself, so each
-    /// sender's messages reach the service in order.
-    token: Mutex<()>,
+    /// in `recv`, the communication thread when the service does not, a
+    /// vproc that polls (`Transport::poll`). Whoever holds it queues what
+    /// it declines before letting go, and the service takes the queue's
+    /// messages before probing itself, so each sender's messages reach
+    /// the service in order (`super::inbox`).
+    token: ProbeToken,
 }
 
 impl Peers {
@@ -335,7 +337,7 @@ impl MpiTransport {
             lost,
             t0: Instant::now(),
             stop: AtomicBool::new(false),
-            token: Mutex::new(()),
+            token: ProbeToken::new(),
         });
         let (tx, rx) = mpsc::channel();
         let comm = {
@@ -411,15 +413,11 @@ fn receive_loop(me: usize, pes: usize, tag: i32, peers: &Peers, tx: &Sender<(usi
     // not receive (stopped) never makes this thread wait or pile them up.
     let mut beats: Vec<Option<Beat>> = (0..pes).map(|_| None).collect();
     while !peers.stop.load(Ordering::SeqCst) {
-        let mut got = false;
-        if let Ok(_token) = peers.token.try_lock() {
-            while let Some(m) = receive_one(&world, tag, pes, peers) {
-                got = true;
-                if tx.send(m).is_err() {
-                    break;
-                }
-            }
-        }
+        let got = peers.token.poll(
+            || receive_one(&world, tag, pes, peers),
+            |_| false,
+            |m| tx.send(m).is_ok(),
+        );
         let now = Instant::now();
         if now >= next_beat {
             next_beat = now + HEARTBEAT;
@@ -542,20 +540,21 @@ impl Transport for MpiTransport {
             // The queue first (the loopback, and what the communication
             // thread took), then MPI itself, under the token: no thread
             // hand-off on the way from the sender to the service.
-            let got = match rx.try_recv() {
-                Ok(m) => Some(m),
-                Err(TryRecvError::Disconnected) => return Err(ended()),
-                Err(TryRecvError::Empty) => {
-                    let _token = self.peers.token.lock().unwrap_or_else(|e| e.into_inner());
-                    match rx.try_recv() {
-                        Ok(m) => Some(m),
-                        Err(TryRecvError::Disconnected) => return Err(ended()),
-                        Err(TryRecvError::Empty) => {
-                            receive_one(&world, self.tag, self.pes, &self.peers)
-                        }
+            let mut disconnected = false;
+            let got = self.peers.token.receive(
+                || match rx.try_recv() {
+                    Ok(m) => Some(m),
+                    Err(TryRecvError::Disconnected) => {
+                        disconnected = true;
+                        None
                     }
-                }
-            };
+                    Err(TryRecvError::Empty) => None,
+                },
+                || receive_one(&world, self.tag, self.pes, &self.peers),
+            );
+            if disconnected && got.is_none() {
+                return Err(ended());
+            }
             if got.is_some() {
                 pause.reset();
                 return Ok(got);
@@ -593,18 +592,12 @@ impl Transport for MpiTransport {
     }
 
     fn poll(&self, take: &mut dyn FnMut(usize, &[u8]) -> bool) -> bool {
-        let Ok(_token) = self.peers.token.try_lock() else {
-            return false;
-        };
         let world = SimpleCommunicator::world();
-        let mut got = false;
-        while let Some((from, bytes)) = receive_one(&world, self.tag, self.pes, &self.peers) {
-            got = true;
-            if !take(from, &bytes) && self.to_self.send((from, bytes)).is_err() {
-                break;
-            }
-        }
-        got
+        self.peers.token.poll(
+            || receive_one(&world, self.tag, self.pes, &self.peers),
+            |(from, bytes)| take(*from, bytes),
+            |m| self.to_self.send(m).is_ok(),
+        )
     }
 
     /// Stops the communication thread and waits for it (its group is
