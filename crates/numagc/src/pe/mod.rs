@@ -41,7 +41,7 @@ mod global_tests;
 pub(crate) mod group;
 // The MPI transport's (its protocol also runs in the unit tests and the
 // loom model).
-#[cfg(any(feature = "mpi", loom, test))]
+#[cfg(any(feature = "mpi", test))]
 pub(crate) mod inbox;
 mod message;
 #[cfg(feature = "mpi")]
