@@ -180,6 +180,49 @@ pub(crate) struct AccessWork {
     pub(crate) packet: Vec<u64>,
 }
 
+impl AccessWork {
+    /// The access an `access` message asks for; `None` for another
+    /// message.
+    pub(super) fn of(m: Message) -> Option<AccessWork> {
+        match m {
+            Message::Access {
+                req,
+                reply_to,
+                gid,
+                field,
+                op,
+                packet,
+            } => Some(AccessWork {
+                reply_to: reply_to as usize,
+                req,
+                gid,
+                field,
+                op,
+                packet,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The same access, of object `gid` of the PE it is sent to (on
+    /// from an indirection).
+    pub(super) fn message_to(self, gid: u64) -> Message {
+        Message::Access {
+            req: self.req,
+            reply_to: self.reply_to as u32,
+            gid,
+            field: self.field,
+            op: self.op,
+            packet: self.packet,
+        }
+    }
+
+    /// Whether it writes (a job must run it: the value is unpacked).
+    pub(super) fn writes(&self) -> bool {
+        matches!(self.op, AccessOp::Set | AccessOp::SetRaw)
+    }
+}
+
 /// Work other PEs sent, which this PE's vprocs run.
 pub(super) enum Work {
     Task(Imported),

@@ -370,30 +370,13 @@ impl PeContext {
         if !is_access(bytes) {
             return false;
         }
-        let Ok(Message::Access {
-            req,
-            reply_to,
-            gid,
-            field,
-            op,
-            packet,
-        }) = decode(from, self.pes, bytes)
-        else {
+        let Some(a) = decode(from, self.pes, bytes).ok().and_then(AccessWork::of) else {
             return false;
         };
-        if matches!(op, AccessOp::Set | AccessOp::SetRaw)
-            || lock(&self.books).git.get(gid).map(|e| e.forward) != Some(None)
-        {
+        if a.writes() || lock(&self.books).git.get(a.gid).map(|e| e.forward) != Some(None) {
             return false;
         }
-        self.push_read(AccessWork {
-            reply_to: reply_to as usize,
-            req,
-            gid,
-            field,
-            op,
-            packet,
-        });
+        self.push_read(a);
         true
     }
 

@@ -4,7 +4,7 @@
 //! module doc of `super::group` says what it does and why.
 
 use super::group::{AccessWork, Imported, Offered, PeContext, PeStats, Work};
-use super::message::{decode, AccessOp, Message};
+use super::message::{decode, Message};
 use super::transport::Liveness;
 use crate::error::{Error, ErrorKind};
 use crate::sync::lock;
@@ -182,56 +182,35 @@ impl Service {
                     args,
                 }));
             }
-            Message::Access {
-                req,
-                reply_to,
-                gid,
-                field,
-                op,
-                packet,
-            } => {
-                let forward = lock(&ctx.books).git.get(gid).map(|e| e.forward);
+            m @ Message::Access { .. } => {
+                let a = AccessWork::of(m).expect("an access message");
+                let forward = lock(&ctx.books).git.get(a.gid).map(|e| e.forward);
                 match forward {
                     // An indirection: on to the owner it stands for; the
                     // answer goes straight to `reply_to`.
-                    Some(Some(g)) => {
-                        let m = Message::Access {
-                            req,
-                            reply_to,
-                            gid: g.id,
-                            field,
-                            op,
-                            packet,
-                        };
-                        ctx.send_or_record(g.pe as usize, &m);
-                    }
+                    Some(Some(g)) => ctx.send_or_record(g.pe as usize, &a.message_to(g.id)),
+                    Some(None) if a.writes() => self.give_work(Work::Access(a)),
                     Some(None) => {
-                        let a = AccessWork {
-                            reply_to: reply_to as usize,
-                            req,
-                            gid,
-                            field,
-                            op,
-                            packet,
-                        };
-                        if matches!(op, AccessOp::Set | AccessOp::SetRaw) {
-                            self.give_work(Work::Access(a));
-                        } else {
-                            // A read: an idle vproc's job, or a busy
-                            // vproc's next safepoint, whichever comes first.
-                            ctx.push_read(a);
-                            let v = self.next_vproc();
-                            self.shared.coord.signal(v);
-                            self.submit_reads(v);
-                        }
+                        // A read: an idle vproc's job, or a busy vproc's
+                        // next safepoint, whichever comes first.
+                        ctx.push_read(a);
+                        let v = self.next_vproc();
+                        self.shared.coord.signal(v);
+                        self.submit_reads(v);
                     }
                     None => {
                         let outcome = Err(format!(
-                            "no global object {}/{gid} (never exported, or all its weight came \
+                            "no global object {}/{} (never exported, or all its weight came \
                              back)",
-                            ctx.pe
+                            ctx.pe, a.gid
                         ));
-                        ctx.send_or_record(reply_to as usize, &Message::Value { req, outcome });
+                        ctx.send_or_record(
+                            a.reply_to,
+                            &Message::Value {
+                                req: a.req,
+                                outcome,
+                            },
+                        );
                     }
                 }
             }
