@@ -10,7 +10,13 @@
 //!   bound to for its whole life, so reuse keeps affinity.
 //! * Objects of at least `large_object_size` bytes get a run of chunks of
 //!   their own in the large-object space. They never move: a global
-//!   collection marks them and frees unmarked runs.
+//!   collection marks them and frees unmarked runs. A freed run is kept,
+//!   its pages still committed, for the next large object of its length
+//!   and node, up to `WARM_LARGE_BYTES` in all (the oldest given back
+//!   first): a program that allocates and drops large objects of one size
+//!   (a PE's fetch of a megabyte, `numagc micro fetch`) would otherwise
+//!   fault every page of each one in again. A compaction gives them all
+//!   back, as it gives the chunk pools' chunks ([`GlobalHeap::trim_pools`]).
 //! * `in_use` counts bytes of global chunks and large runs. A global
 //!   collection is due when it exceeds the trigger, which starts at
 //!   vprocs × `global_gc_threshold` (the paper's footnote 2) and afterwards is
@@ -96,8 +102,16 @@ pub(crate) struct GlobalHeap {
     per_node: Box<[AtomicUsize]>,
     large: Mutex<Vec<usize>>,
     large_bytes: AtomicUsize,
+    /// Freed large runs kept for reuse, oldest first: (first chunk,
+    /// chunks, node).
+    warm_large: Mutex<std::collections::VecDeque<(usize, usize, usize)>>,
     bindings: Mutex<BindLog>,
 }
+
+/// The most bytes of freed large runs kept committed for reuse (see the
+/// module doc): a few large objects' worth, little beside a heap that
+/// allocates them.
+const WARM_LARGE_BYTES: usize = 16 << 20;
 
 impl GlobalHeap {
     pub fn new(
@@ -121,6 +135,7 @@ impl GlobalHeap {
             per_node: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
             large: Mutex::new(Vec::new()),
             large_bytes: AtomicUsize::new(0),
+            warm_large: Mutex::new(std::collections::VecDeque::new()),
             bindings: Mutex::new(BindLog::default()),
         }
     }
@@ -334,12 +349,12 @@ impl GlobalHeap {
         self.pool.put(node, id as u32);
     }
 
-    /// Gives every chunk in the chunk pools back to the system (a
-    /// compaction: memory freed is returned, not kept for reuse). Call only
-    /// while no one else takes chunks (all vprocs stopped). Returns the
-    /// chunks given back.
+    /// Gives every chunk in the chunk pools, and every freed large run kept
+    /// for reuse, back to the system (a compaction: memory freed is
+    /// returned, not kept for reuse). Call only while no one else takes
+    /// chunks (all vprocs stopped). Returns the chunks given back.
     pub fn trim_pools(&self) -> usize {
-        let mut n = 0;
+        let mut n = self.trim_warm_large();
         for node in 0..self.topology.num_nodes() {
             while let Some(id) = self.pool.take(node) {
                 self.space.release(id as usize, 1);
@@ -384,20 +399,32 @@ impl GlobalHeap {
     }
 
     /// Allocates a run of chunks for one large object of `bytes` bytes and
-    /// returns its address. The memory is zero (fresh or `MADV_DONTNEED`).
+    /// returns its address: a freed run of that length and node kept warm,
+    /// else a new one. The memory is not zeroed (a warm run holds what its
+    /// last object left); the caller writes every word of the object.
     pub fn alloc_large(&self, bytes: usize, node: usize, force: bool) -> Result<usize, Refused> {
         let n = bytes.div_ceil(self.chunk_size());
         let run = n * self.chunk_size();
         self.budget.charge(run, force).map_err(Refused::OverLimit)?;
         let home = self.home_node(node);
-        let start = match self.space.carve(n) {
-            Ok(start) => start,
-            Err(e) => {
-                self.budget.uncharge(run);
-                return Err(Refused::Map(e));
-            }
+        let warm = {
+            let mut w = lock(&self.warm_large);
+            let at = w.iter().position(|&(_, len, nd)| len == n && nd == home);
+            at.and_then(|i| w.remove(i)).map(|(start, _, _)| start)
         };
-        self.bind(start, n, home);
+        let start = match warm {
+            Some(start) => start,
+            None => match self.space.carve(n) {
+                Ok(start) => {
+                    self.bind(start, n, home);
+                    start
+                }
+                Err(e) => {
+                    self.budget.uncharge(run);
+                    return Err(Refused::Map(e));
+                }
+            },
+        };
         for id in start..start + n {
             let info = self.space.info(id);
             info.node.store(home as u32, Ordering::Relaxed);
@@ -440,11 +467,39 @@ impl GlobalHeap {
             self.budget.uncharge(run);
             self.per_node[node].fetch_sub(run, Ordering::Relaxed);
             self.large_bytes.fetch_sub(run, Ordering::Relaxed);
-            self.space.release(head, n);
+            self.keep_warm(head, n, node);
             freed += run;
             false
         });
         freed
+    }
+
+    /// Keeps a freed large run for reuse (`alloc_large`), giving back the
+    /// oldest runs past `WARM_LARGE_BYTES`. A run larger than that is given
+    /// back at once.
+    fn keep_warm(&self, head: usize, n: usize, node: usize) {
+        for id in head..head + n {
+            self.space.info(id).set_kind(ChunkKind::Free);
+        }
+        let mut w = lock(&self.warm_large);
+        w.push_back((head, n, node));
+        let mut kept: usize = w.iter().map(|&(_, len, _)| len).sum::<usize>() * self.chunk_size();
+        while kept > WARM_LARGE_BYTES {
+            let (start, len, _) = w.pop_front().expect("runs are kept");
+            self.space.release(start, len);
+            kept -= len * self.chunk_size();
+        }
+    }
+
+    /// Gives every freed large run kept for reuse back to the system.
+    pub(crate) fn trim_warm_large(&self) -> usize {
+        let mut w = lock(&self.warm_large);
+        let mut n = 0;
+        while let Some((start, len, _)) = w.pop_front() {
+            self.space.release(start, len);
+            n += len;
+        }
+        n
     }
 
     /// Calls `f` with the address of every large object.

@@ -153,6 +153,49 @@ fn large_objects_are_roots_of_young_collections_and_swept_by_full_ones() {
 }
 
 #[test]
+fn a_freed_large_run_is_reused_warm_by_the_next_of_its_length_and_trimmed_by_compaction() {
+    let rt = runtime(1);
+    // A large raw object (1 MiB of words), dropped and swept; the next of
+    // its length takes the same run, with its own contents.
+    let words = 1 << 17;
+    let first = rt
+        .run_on(0, move |s| {
+            let h = s.alloc_raw_with(words, |b| b.fill(7)).unwrap();
+            s.view(h).identity()
+        })
+        .unwrap();
+    rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
+    assert_eq!(rt.stats().heap.large_object_bytes, 0);
+    let (second, ok) = rt
+        .run_on(0, move |s| {
+            let h = s
+                .alloc_raw_with(words, |b| {
+                    for (i, w) in b.iter_mut().enumerate() {
+                        *w = i as u64;
+                    }
+                })
+                .unwrap();
+            let v = s.view(h);
+            let ok = v
+                .raw_words()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .all(|(i, &w)| w == i as u64);
+            (v.identity(), ok)
+        })
+        .unwrap();
+    assert_eq!(second, first, "the warm run is reused");
+    assert!(ok, "the new object has its own words");
+    // Swept again, it is kept warm until a trim gives it back.
+    rt.run_on(0, |s| s.collect_global().unwrap()).unwrap();
+    let shared = rt.run_on(0, |s| s.vproc_mut().shared.clone()).unwrap();
+    let chunks = (words * 8 + 8).div_ceil(shared.heap.chunk_size());
+    assert_eq!(shared.heap.trim_warm_large(), chunks);
+    assert_eq!(shared.heap.trim_warm_large(), 0);
+}
+
+#[test]
 fn tenured_garbage_is_reclaimed_by_a_full_collection() {
     let rt = runtime(1);
     let before = rt.run_on(0, |s| {
