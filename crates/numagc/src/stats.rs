@@ -192,6 +192,12 @@ pub struct VprocStats {
     pub sync_waits: u64,
     pub bytes_promoted: u64,
     pub bytes_copied_global: u64,
+    /// Bytes this vproc copied in each global collection, in order (split
+    /// plan; every vproc takes part in every one, so index `i` is the
+    /// same collection on every vproc): the balance of the parallel copy
+    /// ([`StatsReport::global_copy_imbalance`]). In a merged total, the
+    /// bytes of all vprocs per collection.
+    pub global_copied: Vec<u64>,
     /// Bytes copied in global collections from chunks on this vproc's node.
     pub copied_local_node: u64,
     /// Bytes copied in global collections from chunks on other nodes.
@@ -237,6 +243,12 @@ impl VprocStats {
             (&mut self.compactions, o.compactions),
             (&mut self.bytes_compacted, o.bytes_compacted),
         ] {
+            *mine = mine.saturating_add(theirs);
+        }
+        if self.global_copied.len() < o.global_copied.len() {
+            self.global_copied.resize(o.global_copied.len(), 0);
+        }
+        for (mine, &theirs) in self.global_copied.iter_mut().zip(&o.global_copied) {
             *mine = mine.saturating_add(theirs);
         }
         self.pauses.merge(&o.pauses);
@@ -296,6 +308,30 @@ impl StatsReport {
             total,
             heap,
         }
+    }
+
+    /// Per global collection in which anything was copied: the most bytes
+    /// one vproc copied over the mean of all (1: perfectly balanced; the
+    /// others wait for the busiest). Empty for a plan without global
+    /// collections, or a single vproc.
+    pub fn global_copy_imbalance(&self) -> Vec<f64> {
+        let n = self.vprocs.len();
+        if n < 2 {
+            return Vec::new();
+        }
+        let collections = self
+            .vprocs
+            .iter()
+            .map(|v| v.global_copied.len())
+            .min()
+            .unwrap_or(0);
+        (0..collections)
+            .filter_map(|i| {
+                let xs = self.vprocs.iter().map(|v| v.global_copied[i]);
+                let (sum, max) = xs.fold((0u64, 0u64), |(s, m), x| (s + x, m.max(x)));
+                (sum > 0).then(|| max as f64 * n as f64 / sum as f64)
+            })
+            .collect()
     }
 
     /// An aligned text table, one row per vproc and a total row, then the heap lines.
@@ -388,6 +424,17 @@ impl StatsReport {
             "NUMA bindings: {} applied, {} skipped, {} failed\n",
             b.applied, b.skipped, b.failed
         );
+        let imbalance = self.global_copy_imbalance();
+        if !imbalance.is_empty() {
+            let mut sorted = imbalance.clone();
+            sorted.sort_by(f64::total_cmp);
+            out += &format!(
+                "global copy balance (most bytes one vproc copied / mean): median {:.2}, max {:.2} over {} collections\n",
+                sorted[sorted.len() / 2],
+                sorted[sorted.len() - 1],
+                sorted.len()
+            );
+        }
         out
     }
 
@@ -407,6 +454,28 @@ impl StatsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn global_copy_imbalance_is_the_busiest_vproc_over_the_mean_per_collection() {
+        let copied = |id: usize, xs: &[u64]| VprocStats {
+            vproc: id,
+            global_copied: xs.to_vec(),
+            ..Default::default()
+        };
+        // Collection 0 balanced, 1 all on one vproc, 2 nothing copied
+        // (left out), 3 seen by one vproc only (left out).
+        let r = StatsReport::new(
+            vec![copied(0, &[10, 0, 0, 5]), copied(1, &[10, 30, 0])],
+            HeapReport::default(),
+        );
+        assert_eq!(r.global_copy_imbalance(), [1.0, 2.0]);
+        assert_eq!(r.total.global_copied, [20, 30, 0, 5]);
+        assert!(r
+            .table()
+            .contains("median 2.00, max 2.00 over 2 collections"));
+        let one = StatsReport::new(vec![copied(0, &[10])], HeapReport::default());
+        assert!(one.global_copy_imbalance().is_empty());
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

@@ -230,6 +230,8 @@ fn run_one(
         tasks_forked: 0,
         tasks_stolen: 0,
         numa_locality: None,
+        copy_imbalance_median: None,
+        copy_imbalance_max: None,
         correct: false,
         error: None,
     };
@@ -311,6 +313,15 @@ fn run_one(
     record.tasks_forked = t.tasks_forked;
     record.tasks_stolen = t.tasks_stolen;
     record.numa_locality = t.numa_locality();
+    // Per runtime: a collection's index means the same collection only
+    // among one runtime's vprocs.
+    let mut imbalance: Vec<f64> = runtimes
+        .iter()
+        .flat_map(|rt| rt.stats().global_copy_imbalance())
+        .collect();
+    imbalance.sort_by(f64::total_cmp);
+    record.copy_imbalance_median = imbalance.get(imbalance.len() / 2).copied();
+    record.copy_imbalance_max = imbalance.last().copied();
     // One timeline per runtime of this process (a group's PEs: a process
     // each in the viewer), on PE 0's clock.
     let epoch0 = runtimes[0].trace_epoch();

@@ -1229,6 +1229,8 @@ mod tests {
             tasks_forked: 9,
             tasks_stolen: 5,
             numa_locality: Some(0.9),
+            copy_imbalance_median: None,
+            copy_imbalance_max: None,
             correct: true,
             error: None,
         }

@@ -64,6 +64,15 @@ pub struct RunRecord {
     pub tasks_stolen: u64,
     /// Share of global-collection copying that read node-local chunks.
     pub numa_locality: Option<f64>,
+    /// The balance of the global collections' parallel copy: per
+    /// collection, the most bytes one vproc copied over the mean
+    /// (`StatsReport::global_copy_imbalance`), its median and maximum over
+    /// the run's collections; none without global collections or with one
+    /// vproc.
+    #[serde(default)]
+    pub copy_imbalance_median: Option<f64>,
+    #[serde(default)]
+    pub copy_imbalance_max: Option<f64>,
     /// The answer passed its independent check.
     pub correct: bool,
     /// Why the run failed or its answer was wrong.
@@ -288,6 +297,8 @@ mod tests {
             tasks_forked: 0,
             tasks_stolen: 0,
             numa_locality: None,
+            copy_imbalance_median: None,
+            copy_imbalance_max: None,
             correct: ok,
             error: (!ok).then(|| "wrong".into()),
         }

@@ -433,6 +433,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         major::collect(v, false);
     }
     let t_global = Instant::now();
+    let copied_before = v.stats.bytes_copied_global;
     v.split.cursor.retire(heap);
     lock(&gc.from_space).append(&mut v.split.cursor.owned);
     let gathered = coord.gather(
@@ -622,6 +623,8 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     if shared.config.verify {
         verify::local_heap(v, "global collection");
     }
+    let copied = v.stats.bytes_copied_global - copied_before;
+    v.stats.global_copied.push(copied);
     v.record_pause_from(crate::trace::SpanKind::Global, t0, t_global);
     v.publish_stats();
     Joined::Collected

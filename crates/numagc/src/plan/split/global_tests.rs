@@ -196,6 +196,36 @@ fn a_freed_large_run_is_reused_warm_by_the_next_of_its_length_and_trimmed_by_com
 }
 
 #[test]
+fn every_vproc_records_what_it_copied_in_each_global_collection() {
+    let rt = runtime(2);
+    rt.run_on(0, |s| {
+        let keep: Vec<Handle<'_>> = (0..2000)
+            .map(|i| s.alloc_vector(&[Handle::int(i)]).unwrap())
+            .collect();
+        let list = s.alloc_vector(&keep).unwrap();
+        let list = s.promote(list).unwrap();
+        s.collect_global().unwrap();
+        s.collect_global().unwrap();
+        assert_eq!(s.view(list).field(1999).field(0).as_int(), Some(1999));
+    })
+    .unwrap();
+    // Vproc 1 finishes the last collection's tail (and publishes its
+    // figures) before it runs a job.
+    rt.run_on(1, |_| ()).unwrap();
+    let stats = rt.stats();
+    let collections = rt.global_collections() as usize;
+    assert!(collections >= 2);
+    for v in &stats.vprocs {
+        assert_eq!(v.global_copied.len(), collections, "vproc {}", v.vproc);
+        assert_eq!(v.global_copied.iter().sum::<u64>(), v.bytes_copied_global);
+    }
+    assert!(
+        stats.total.global_copied.iter().sum::<u64>() > 0,
+        "something was copied"
+    );
+}
+
+#[test]
 fn tenured_garbage_is_reclaimed_by_a_full_collection() {
     let rt = runtime(1);
     let before = rt.run_on(0, |s| {
