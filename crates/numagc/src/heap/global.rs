@@ -478,6 +478,10 @@ impl GlobalHeap {
     /// oldest runs past `WARM_LARGE_BYTES`. A run larger than that is given
     /// back at once.
     fn keep_warm(&self, head: usize, n: usize, node: usize) {
+        if n * self.chunk_size() > WARM_LARGE_BYTES {
+            self.space.release(head, n);
+            return;
+        }
         for id in head..head + n {
             self.space.info(id).set_kind(ChunkKind::Free);
         }

@@ -653,7 +653,7 @@ impl PeContext {
         let words = lock(&o.outcome)
             .take()
             .expect("a done task has its outcome")?;
-        self.unpack_one(s, &words, o.to.load(Ordering::Acquire), "a result")
+        self.unpack_one(s, &words, o.to.load(Ordering::Acquire), &"a result")
     }
 
     /// Unpacks a packet from PE `from` that must hold one value (`what`
@@ -663,7 +663,7 @@ impl PeContext {
         s: &mut Scope<'s>,
         words: &[u64],
         from: usize,
-        what: &str,
+        what: &dyn std::fmt::Display,
     ) -> Result<Handle<'s>> {
         let t0 = Instant::now();
         let hs = pack::unpack_in(s, words, from, Some(self))?;

@@ -583,14 +583,14 @@ impl Transport for MpiTransport {
         pe < self.pes && !self.peers.lost[pe].load(Ordering::SeqCst)
     }
 
-    /// Probes MPI under the token when nobody holds it: what `take`
-    /// declines joins the queue (the communication thread's, which the
-    /// service empties before it probes), so each sender's messages reach
-    /// the service in order, as the token's protocol keeps them.
     fn polls(&self) -> bool {
         true
     }
 
+    /// Probes MPI under the token when nobody holds it: what `take`
+    /// declines joins the queue (the communication thread's, which the
+    /// service empties before it probes), so each sender's messages reach
+    /// the service in order, as the token's protocol keeps them.
     fn poll(&self, take: &mut dyn FnMut(usize, &[u8]) -> bool) -> bool {
         let world = SimpleCommunicator::world();
         self.peers.token.poll(

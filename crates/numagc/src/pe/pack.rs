@@ -407,19 +407,8 @@ impl<'d> Packer<'d, '_> {
         Ok(Shape::Mixed(id, d))
     }
 
-    /// The encoding of a value whose object (if any) is packed already.
-    fn encode(&self, v: View<'_>) -> Result<u64> {
-        if v.is_int() {
-            return Ok(v.identity());
-        }
-        match self.index.get(v.identity()) {
-            Some(k) if k != VISITING => Ok(k << 1),
-            _ => Err(not_exportable(format!("{v:?} met before it was packed"))),
-        }
-    }
-
-    /// The encoding of a value field's word, read from an object whose
-    /// fields are all packed already.
+    /// The encoding of a value word (a value field's, or a value's), whose
+    /// object (if any) is packed already.
     #[inline]
     fn encode_word(&self, w: u64) -> Result<u64> {
         let w = crate::mutator::resolve(w);
@@ -617,7 +606,7 @@ fn pack_core(
             }
             let mut values_words = Vec::with_capacity(roots.len());
             for &root in &roots {
-                values_words.push(p.encode(root)?);
+                values_words.push(p.encode_word(root.identity())?);
             }
             let mut out = std::mem::take(&mut p.body);
             out.reserve_exact(prefix.len() + values_words.len());

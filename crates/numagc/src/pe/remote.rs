@@ -187,7 +187,7 @@ impl<'s> Scope<'s> {
     ) -> Result<Handle<'s>> {
         let (owner, ctx) = (target.0.pe as usize, target.1.clone());
         let words = self.access(target, field, op, Vec::new())?;
-        ctx.unpack_one(self, &words, owner, &format!("the answer to {op:?}"))
+        ctx.unpack_one(self, &words, owner, &format_args!("the answer to {op:?}"))
     }
 
     /// The GA and PE context of `obj` when it is a FetchMe, its index

@@ -196,7 +196,7 @@ impl Service {
                         ctx.push_read(a);
                         let v = self.next_vproc();
                         self.shared.coord.signal(v);
-                        self.submit_reads(v);
+                        self.submit(v, Work::Reads);
                     }
                     None => {
                         let outcome = Err(format!(
@@ -334,23 +334,17 @@ impl Service {
     }
 
     /// Queues `w` and gives vproc `v` a job that runs the queue; rings
-    /// the waiting vprocs.
+    /// the waiting vprocs. A job given reads goes on taking the reads that
+    /// follow from the transport itself (`PeContext::keep_serving_reads`).
     fn submit(&mut self, v: usize, w: Work) {
+        let reads = matches!(w, Work::Reads);
         self.ctx.push_work(w);
-        let c = self.ctx.clone();
-        crate::runtime::submit_detached(&self.shared, v, move |s| c.run_imported(s));
-        ring_all(&self.shared);
-    }
-
-    /// `submit` of the reads queued: the job that serves them goes on
-    /// taking the reads that follow from the transport itself
-    /// (`PeContext::keep_serving_reads`).
-    fn submit_reads(&mut self, v: usize) {
-        self.ctx.push_work(Work::Reads);
         let c = self.ctx.clone();
         crate::runtime::submit_detached(&self.shared, v, move |s| {
             c.run_imported(s);
-            c.keep_serving_reads(s);
+            if reads {
+                c.keep_serving_reads(s);
+            }
         });
         ring_all(&self.shared);
     }
