@@ -81,9 +81,10 @@ pub fn run(
             let mut words = 0;
             let mut got = (0, 0);
             let mut dst: Vec<u64> = Vec::new();
+            let mut packet: Vec<u64> = Vec::new();
             for _ in 0..repeat {
                 let t = Instant::now();
-                let packet = numagc::pe::pack_graph(s, &[root.get()], usize::MAX)?;
+                numagc::pe::pack_graph_into(s, &[root.get()], usize::MAX, &mut packet)?;
                 pack.push(t.elapsed().as_secs_f64());
                 words = packet.len();
                 if dst.len() != words {

@@ -1,7 +1,7 @@
 //! Read-only views of values.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::descriptor::{DescId, DescriptorTable};
+use crate::object::descriptor::{DescId, DescriptorTable, FastLayout};
 use crate::object::header::{Header, FIRST_MIXED_ID, ID_ARRAY, ID_RAW, ID_VECTOR};
 use crate::object::{is_pointer, value_int, Obj};
 use std::marker::PhantomData;
@@ -303,11 +303,26 @@ impl<'a> View<'a> {
         Some(unsafe { std::slice::from_raw_parts(o.field_ptr(0), h.len()) })
     }
 
-    /// The view of `w`, a word read from a field of this view's object,
-    /// resolved.
+    /// The packer's fast case of [`Self::immutable_words`], from one read
+    /// of the header and one load of the packed layout: the descriptor id,
+    /// the packed layout and the field words of a mixed object of a small
+    /// immutable descriptor (one with a [`FastLayout`]); `None` for any
+    /// other value.
     #[inline(always)]
-    pub(crate) fn of_field_word(self, w: u64) -> View<'a> {
-        View::new(resolve(w), self.descs)
+    pub(crate) fn small_immutable(self) -> Option<(u16, FastLayout, &'a [u64])> {
+        let (o, h) = self.obj()?;
+        let id = h.id();
+        let layout = self.descs.fast(id);
+        if !layout.is_some() {
+            return None;
+        }
+        // SAFETY: only an immutable registered descriptor has a packed
+        // layout (`FastLayout::of`), so no store changes the fields after
+        // allocation; the object cannot move while `'a` lasts (no
+        // collection runs); its `len` words follow the header.
+        Some((id, layout, unsafe {
+            std::slice::from_raw_parts(o.field_ptr(0), h.len())
+        }))
     }
 
     /// Raw word `i` read as an `f64`.

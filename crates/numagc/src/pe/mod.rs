@@ -47,6 +47,7 @@ mod message;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub(crate) mod pack;
+mod unpack;
 mod remote;
 mod service;
 mod transport;
@@ -59,5 +60,5 @@ pub(crate) use global::fetchme_descriptor;
 pub use group::{PeGroup, PeStats, MAX_PES, MIN_PACKET_LIMIT_WORDS, PACKET_LIMIT_WORDS};
 /// Packing an immutable graph into a portable packet, and back (the
 /// format: `pack`'s module doc).
-pub use pack::{pack as pack_graph, unpack as unpack_graph};
+pub use pack::{pack as pack_graph, pack_into as pack_graph_into, unpack as unpack_graph};
 pub use transport::{InProcess, Transport};

@@ -1,5 +1,5 @@
 //! Packing: an immutable object graph of one runtime as a portable packet
-//! of `u64` words, and its unpacking into another runtime's heap.
+//! of `u64` words, for another runtime's heap (`super::unpack`).
 //!
 //! This is the packing of GUM (`gumsmp-shared-distributed-heaps.txt`,
 //! §2.1): work and data move between PEs — runtime instances that share no
@@ -23,10 +23,14 @@
 //! word 0          v: number of values
 //! word 1          n: number of objects
 //! word 2          d: number of descriptor entries
-//! 2 words × d     (descriptor id, fingerprint)
 //! n objects       tag word, then the object's fields
 //! v words         the values, encoded as value fields
+//! 2 words × d     (descriptor id, fingerprint)
 //! ```
+//!
+//! The descriptor table comes last so that the packer writes each object
+//! once, where it lies in the packet, and learns the table only at the
+//! end; the receiver reads it first, from the packet's last `2 d` words.
 //!
 //! * A *fingerprint* is the descriptor's size in fields in bits 32..64 and,
 //!   in bits 0..32, the FNV-1a hash (64-bit, folded) of its mutability flag
@@ -58,25 +62,26 @@
 //!   sender's fingerprint, and its field count is the descriptor's size.
 //! * [`pack`] walks the graph with an explicit stack (lists of millions of
 //!   cells are fine) and stops at the first object past `limit_words`.
-//! * [`unpack`] trusts nothing: every count is checked against the packet's
-//!   length before anything is allocated, every id against the receiver's
-//!   table, every reference against the objects built so far; a packet
-//!   that breaks a rule gives [`ErrorKind::Pe`] naming the sender and the
-//!   rule ("refused packet: ..."), never a panic. Everything it builds is
-//!   held by handles (one root slot per object, in a scope of its own that
-//!   ends with the unpacking: a packet of more objects than the vproc has
-//!   root slots left is refused), so collections during unpacking move it
-//!   safely.
+//!   An object's words wait in a side buffer while the objects below it
+//!   are packed, and its value words are replaced by their encodings as
+//!   those objects get their indices: each object is looked up once per
+//!   reference to it (by the object that references it) and its fields are
+//!   read once.
+//! * Unpacking (`super::unpack`) trusts nothing: every count is checked
+//!   against the packet's length before anything is allocated, every id
+//!   against the receiver's table, every reference against the objects
+//!   built so far.
 
-use super::global::{valid_header, GaUndo};
+use super::global::GaUndo;
 use super::group::PeContext;
-use super::weight::{GlobalAddress, GlobalId};
-use crate::compiled::record::ROOT_STACK_SLOTS;
+use super::weight::GlobalAddress;
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
-use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_FETCHME, ID_LIMIT};
-use crate::object::value_int;
+use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_FETCHME};
 use crate::{Handle, ObjectKind, Scope, View};
+pub use super::unpack::unpack;
+pub(crate) use super::unpack::unpack_in;
+use crate::heap::prefetch;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -84,7 +89,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// so one multiply by an odd constant, its high bits folded down, spreads
 /// them (SipHash, the default, cost a large share of the packing time).
 #[derive(Default)]
-struct AddressHasher(u64);
+pub(super) struct AddressHasher(u64);
 
 impl Hasher for AddressHasher {
     fn finish(&self) -> u64 {
@@ -103,27 +108,37 @@ impl Hasher for AddressHasher {
     }
 }
 
-/// A packet's descriptor table: packet id → the receiver's descriptor.
-type DescMap<'d> = HashMap<u16, &'d Descriptor, BuildHasherDefault<AddressHasher>>;
-
 /// Words of the heap one page of an [`AddressIndex`] covers.
 const PAGE_WORDS: usize = 512;
 
-/// Object address → packet index (or [`VISITING`]), the packer's side
-/// table: a page of `u32` entries per `PAGE_WORDS` words of heap that the
-/// graph touches, found by the page's number. A graph laid out in order
-/// (as allocation and copying collections lay it out) walks its pages in
-/// order, so the table's accesses stay in cache; a hash map of one entry
-/// per object missed the cache on every access of a large graph (`numagc
-/// micro pack`: 5 times slower). An entry is 0 when absent, else the
-/// value plus one. Objects are 8-byte aligned: an address's word number
-/// names its entry.
-#[derive(Default)]
+/// Object address → packet index, the packer's side table: a page of
+/// `u32` entries per `PAGE_WORDS` words of heap that the graph touches,
+/// found by the page's number. A graph laid out in order (as allocation
+/// and copying collections lay it out) walks its pages in order, so the
+/// table's accesses stay in cache (a hash map of one entry per object
+/// missed the cache on every access of a large graph), and the page of
+/// the last look-up is kept at hand: most objects lie in the page of the
+/// object met before them. An entry is 0 when absent, else the index plus
+/// one. Objects are 8-byte aligned: an address's word number names its
+/// entry.
 struct AddressIndex {
-    pages: HashMap<u64, Box<[u32]>, BuildHasherDefault<AddressHasher>>,
+    slots: HashMap<u64, u32, BuildHasherDefault<AddressHasher>>,
+    pages: Vec<[u32; PAGE_WORDS]>,
+    /// The page number and slot of the last look-up (`u64::MAX`: none;
+    /// page numbers are below 2^61).
+    last: (u64, u32),
 }
 
 impl AddressIndex {
+    fn new() -> AddressIndex {
+        AddressIndex {
+            slots: HashMap::default(),
+            pages: Vec::new(),
+            last: (u64::MAX, 0),
+        }
+    }
+
+    #[inline(always)]
     fn split(addr: u64) -> (u64, usize) {
         let word = addr >> 3;
         (
@@ -132,52 +147,64 @@ impl AddressIndex {
         )
     }
 
-    fn get(&self, addr: u64) -> Option<u64> {
+    /// The slot of page `page`, made if new, when it is not the last
+    /// page looked up.
+    #[cold]
+    #[inline(never)]
+    fn slot_of(&mut self, page: u64) -> u32 {
+        let next = self.pages.len() as u32;
+        let slot = *self.slots.entry(page).or_insert(next);
+        if slot == next {
+            self.pages.push([0; PAGE_WORDS]);
+        }
+        self.last = (page, slot);
+        slot
+    }
+
+    /// The index of the object at `addr`, or `None` when it had none: it
+    /// has `next` now. `next` is below `u32::MAX` (a packet has fewer
+    /// objects than words, and at most `MAX_ANSWER_WORDS`).
+    #[inline(always)]
+    fn index_or(&mut self, addr: u64, next: u64) -> Option<u64> {
         let (page, at) = Self::split(addr);
-        match self.pages.get(&page)?[at] {
-            0 => None,
-            e => Some(if e == u32::MAX {
-                VISITING
-            } else {
-                u64::from(e - 1)
-            }),
+        let slot = if self.last.0 == page {
+            self.last.1
+        } else {
+            self.slot_of(page)
+        };
+        let e = &mut self.pages[slot as usize][at];
+        if *e == 0 {
+            *e = next as u32 + 1;
+            None
+        } else {
+            Some(u64::from(*e - 1))
         }
     }
 
-    fn contains(&self, addr: u64) -> bool {
-        self.get(addr).is_some()
-    }
-
-    /// Sets `addr`'s entry; `v` is [`VISITING`] or an index below
-    /// `u32::MAX - 1` (a packet has fewer objects than words, and at most
-    /// `MAX_ANSWER_WORDS`).
-    fn set(&mut self, addr: u64, v: u64) {
+    /// The index of the object at `addr`, if it has one.
+    fn get(&self, addr: u64) -> Option<u64> {
         let (page, at) = Self::split(addr);
-        let e = if v == VISITING {
-            u32::MAX
-        } else {
-            v as u32 + 1
-        };
-        self.pages
-            .entry(page)
-            .or_insert_with(|| vec![0u32; PAGE_WORDS].into_boxed_slice())[at] = e;
+        match self.pages[*self.slots.get(&page)? as usize][at] {
+            0 => None,
+            k => Some(u64::from(k - 1)),
+        }
     }
 }
 
-/// Words before the descriptor table: `v`, `n`, `d`.
-const HEADER_WORDS: usize = 3;
-const KIND_RAW: u64 = 0;
-const KIND_VECTOR: u64 = 1;
-const KIND_MIXED: u64 = 2;
+/// Words before the objects: `v`, `n`, `d`.
+pub(super) const HEADER_WORDS: usize = 3;
+pub(super) const KIND_RAW: u64 = 0;
+pub(super) const KIND_VECTOR: u64 = 1;
+pub(super) const KIND_MIXED: u64 = 2;
 pub(super) const KIND_GLOBAL: u64 = 3;
 /// Fields of a global address: PE, id, weight, header.
-const GLOBAL_FIELDS: usize = 4;
+pub(super) const GLOBAL_FIELDS: usize = 4;
 /// Bits 0..8 of a tag: the kind and the reserved bits that must be zero.
-const KIND_BITS: u64 = 0xff;
-const ID_SHIFT: u32 = 8;
-const COUNT_SHIFT: u32 = 24;
+pub(super) const KIND_BITS: u64 = 0xff;
+pub(super) const ID_SHIFT: u32 = 8;
+pub(super) const COUNT_SHIFT: u32 = 24;
 /// The largest field count a tag word holds (40 bits).
-const MAX_COUNT: u64 = (1 << (64 - COUNT_SHIFT)) - 1;
+pub(super) const MAX_COUNT: u64 = (1 << (64 - COUNT_SHIFT)) - 1;
 
 /// A tag word (see the module doc).
 pub(super) fn tag(kind: u64, id: u16, count: u64) -> u64 {
@@ -185,7 +212,7 @@ pub(super) fn tag(kind: u64, id: u16, count: u64) -> u64 {
 }
 
 /// The layout fingerprint of a descriptor (see the module doc).
-fn fingerprint(d: &Descriptor) -> u64 {
+pub(super) fn fingerprint(d: &Descriptor) -> u64 {
     const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
     let eat = |h: u64, b: u8| (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
@@ -200,42 +227,69 @@ fn not_exportable(message: String) -> Error {
     ErrorKind::NotExportable(message).into()
 }
 
-/// How [`pack`] reads an object's fields.
+/// How [`Packer::copy`] found an object to travel, before it is written
+/// out.
 #[derive(Clone, Copy)]
-enum Shape<'a> {
+enum Shape<'d> {
     Raw,
     Vector,
-    Mixed(u16, &'a Descriptor),
+    Mixed(u16, &'d Descriptor),
     /// Travels as this GA; the header word of the object it names.
     Global(GlobalAddress, u64),
 }
 
-/// An object being visited: its value fields `next..` are still to visit.
-struct Frame<'a, 'd> {
-    obj: View<'a>,
-    shape: Shape<'d>,
-    /// The object's field words (`View::immutable_words`); empty for a
-    /// GA, whose fields do not travel.
-    words: &'a [u64],
-    next: usize,
+/// The value fields of an object copied by [`Packer::copy_other`].
+#[derive(Clone, Copy)]
+enum Walk<'d> {
+    /// No value fields (a raw object).
+    None,
+    /// Fields `next..len` (a vector).
+    All { next: usize, len: usize },
+    /// Fields `offsets[next..]` (a mixed object of a large descriptor).
+    Offsets { offsets: &'d [u32], next: usize },
 }
 
-impl<'a> Frame<'a, '_> {
-    /// The next value field to visit, if any.
+impl Walk<'_> {
     #[inline]
-    fn next_child(&mut self) -> Option<View<'a>> {
-        let field = match self.shape {
-            Shape::Raw | Shape::Global(..) => return None,
-            Shape::Vector => (self.next < self.words.len()).then_some(self.next)?,
-            Shape::Mixed(_, d) => *d.pointer_offsets().get(self.next)? as usize,
-        };
-        self.next += 1;
-        Some(self.obj.of_field_word(self.words[field]))
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Walk::None => None,
+            Walk::All { next, len } => {
+                let f = *next;
+                (f < *len).then(|| {
+                    *next += 1;
+                    f
+                })
+            }
+            Walk::Offsets { offsets, next } => {
+                let f = *offsets.get(*next)? as usize;
+                *next += 1;
+                Some(f)
+            }
+        }
     }
 }
 
-/// Marks an object in [`Packer::index`] that is being visited.
-const VISITING: u64 = u64::MAX;
+/// A small mixed object copied into the packet whose value fields are
+/// still to be encoded: its fields start at word `at` of the packet, its
+/// value fields are the set bits of `mask`.
+#[derive(Clone, Copy)]
+struct Copied {
+    at: usize,
+    mask: u32,
+}
+
+/// How many objects the copying runs ahead of the encoding of value
+/// fields, so that the objects a copied object names are on their way
+/// into the cache (prefetched when it is copied) before the encoding
+/// reads their headers. A breadth-first walk has that many objects known
+/// ahead of it whenever the graph is wider than that.
+const LOOKAHEAD: usize = 16;
+
+/// Entries of [`Packer::copied`], a ring: above `LOOKAHEAD`, a power of
+/// two.
+const COPIED_RING: usize = 32;
+const _: () = assert!(COPIED_RING > LOOKAHEAD && COPIED_RING.is_power_of_two());
 
 /// What a packing within a PE group needs for global addresses.
 struct Globals<'c> {
@@ -266,14 +320,21 @@ struct Packer<'d, 'c> {
     /// Whether an address is in the packing vproc's private heap.
     is_private: &'c dyn Fn(u64) -> bool,
     failure: Failure,
-    /// Object identity → packet index (or [`VISITING`]).
     index: AddressIndex,
+    /// The address of every object met, in the order of their indices.
+    met: Vec<u64>,
+    /// Objects `0..roots` are the values' own.
+    roots: usize,
+    /// The objects copied and not yet encoded: object `k`'s at
+    /// `k % COPIED_RING` (at most `LOOKAHEAD + 1` are).
+    copied: [Copied; COPIED_RING],
     /// The descriptor table of the packet, in order of first use.
     table: Vec<(u16, u64)>,
-    /// The objects, packed.
+    /// The last descriptor id found in `table`.
+    listed: u16,
+    /// The packet: the header (filled in at the end), then the objects.
     body: Vec<u64>,
-    objects: u64,
-    /// Words the packet will have with every object discovered so far.
+    /// Words the packet will have with every object copied so far.
     words: usize,
     limit: usize,
 }
@@ -291,10 +352,11 @@ impl<'d> Packer<'d, '_> {
         Ok(())
     }
 
-    /// Whether an immutable object of `len` fields, met at `root` level or
-    /// below, travels as a GA rather than copied: within a group, when the
-    /// roots are to be GAs, or when it would take the packet past its soft
-    /// limit (a root packed whole never does).
+    /// Whether an immutable object of `len` fields, a value's own
+    /// (`root`) or below one, travels as a GA rather than copied: within a
+    /// group, when the roots are to be GAs, or when it would take the
+    /// packet past its soft limit (a root packed whole never does).
+    #[inline]
     fn as_global(&self, len: usize, root: bool) -> bool {
         let Some(g) = self.globals.as_ref() else {
             return false;
@@ -305,9 +367,71 @@ impl<'d> Packer<'d, '_> {
         self.words.saturating_add(len).saturating_add(1) > g.soft_limit
     }
 
-    /// Checks that `obj` can travel, charges its words and marks it
-    /// visiting; `root`: it is one of the values packed.
-    fn discover<'a>(&mut self, obj: View<'a>, root: bool) -> Result<Frame<'a, 'd>> {
+    /// Lists descriptor `id` in the packet's table, once.
+    #[inline]
+    fn list(&mut self, id: u16, d: &Descriptor) -> Result<()> {
+        if id == self.listed {
+            return Ok(());
+        }
+        if !self.table.iter().any(|&(t, _)| t == id) {
+            self.charge(2)?;
+            self.table.push((id, fingerprint(d)));
+        }
+        self.listed = id;
+        Ok(())
+    }
+
+    /// The index of the object at `w` (a resolved pointer), given now if
+    /// it is met for the first time.
+    #[inline(always)]
+    fn index_of(&mut self, w: u64) -> u64 {
+        let next = self.met.len() as u64;
+        self.index.index_or(w, next).unwrap_or_else(|| {
+            self.met.push(w);
+            next
+        })
+    }
+
+    /// Writes out object `k` (met at `addr`): its tag and fields, or the
+    /// GA it travels as, after checking that it can travel and charging
+    /// its words; asks for the objects it names to come into the cache.
+    #[inline]
+    fn copy(&mut self, k: usize, addr: u64) -> Result<()> {
+        let obj = View::new(addr, self.descs);
+        let root = k < self.roots;
+        // The common case first: a small immutable mixed object, copied,
+        // from one header read.
+        if let Some((id, layout, words)) = obj.small_immutable() {
+            if id != ID_FETCHME && id != ID_EPHEMERON && !self.as_global(words.len(), root) {
+                if id != self.listed {
+                    let d = self.descs.get(id).expect("a packed layout is registered");
+                    self.list(id, d)?;
+                }
+                self.charge(words.len() + 1)?;
+                self.body.push(tag(KIND_MIXED, id, words.len() as u64));
+                let at = self.body.len();
+                // Not `extend_from_slice`: a call of `memcpy` costs more
+                // than the few words of such an object.
+                self.body.extend(words.iter().copied());
+                let mask = layout.pointer_mask();
+                let mut m = mask;
+                while m != 0 {
+                    prefetch::for_read(words[m.trailing_zeros() as usize] as usize);
+                    m &= m - 1;
+                }
+                self.copied[k % COPIED_RING] = Copied { at, mask };
+                return Ok(());
+            }
+        }
+        self.copied[k % COPIED_RING] = Copied { at: 0, mask: 0 };
+        self.copy_other(obj, root)
+    }
+
+    /// [`Self::copy`] for every other object. Its value fields are
+    /// encoded at once: the objects they name get their indices before
+    /// those of the objects copied ahead of it, which is as good an order
+    /// (every reference still names a later object).
+    fn copy_other(&mut self, obj: View<'_>, root: bool) -> Result<()> {
         let past_limit = "an immutable object past the packet's limit";
         let shape = match obj.kind() {
             Some(ObjectKind::Array) => self.global(obj, &"a mutable array")?,
@@ -319,33 +443,44 @@ impl<'d> Packer<'d, '_> {
             Some(ObjectKind::Mixed(id)) => self.mixed_shape(obj, id, root)?,
             None => return Err(not_exportable(format!("{obj:?} is not an object"))),
         };
-        if let Shape::Global(..) = shape {
+        if let Shape::Global(ga, header) = shape {
             self.charge(GLOBAL_FIELDS + 1)?;
-            self.index.set(obj.identity(), VISITING);
-            return Ok(Frame {
-                obj,
-                shape,
-                words: &[],
-                next: 0,
-            });
+            self.body.extend([
+                tag(KIND_GLOBAL, 0, GLOBAL_FIELDS as u64),
+                u64::from(ga.gid.pe),
+                ga.gid.id,
+                u64::from(ga.weight),
+                header,
+            ]);
+            return Ok(());
         }
         let words = obj
             .immutable_words()
             .ok_or_else(|| not_exportable(format!("{obj:?} is not an immutable object")))?;
-        let len = obj.len();
+        let len = words.len();
         if len as u64 > MAX_COUNT {
             return Err(not_exportable(format!(
                 "an object of {len} fields (a packet carries at most {MAX_COUNT})"
             )));
         }
         self.charge(len.saturating_add(1))?;
-        self.index.set(obj.identity(), VISITING);
-        Ok(Frame {
-            obj,
-            shape,
-            words,
-            next: 0,
-        })
+        let (kind, id, walk) = match shape {
+            Shape::Raw | Shape::Global(..) => (KIND_RAW, 0, Walk::None),
+            Shape::Vector => (KIND_VECTOR, 0, Walk::All { next: 0, len }),
+            Shape::Mixed(id, d) => (
+                KIND_MIXED,
+                id,
+                Walk::Offsets {
+                    offsets: d.pointer_offsets(),
+                    next: 0,
+                },
+            ),
+        };
+        self.body.push(tag(kind, id, len as u64));
+        let at = self.body.len();
+        self.body.extend_from_slice(words);
+        self.encode_walk(at, walk);
+        Ok(())
     }
 
     /// The GA `obj` travels as, within a group; outside one, an error.
@@ -367,7 +502,7 @@ impl<'d> Packer<'d, '_> {
 
     /// How a mixed object travels: a FetchMe or an object of a mutable
     /// descriptor as a GA, an immutable one copied (or as a GA past the
-    /// soft limit); `root`: it is one of the values packed.
+    /// soft limit); `root`: it is one of the values' own.
     fn mixed_shape(&mut self, obj: View<'_>, id: DescId, root: bool) -> Result<Shape<'d>> {
         let id = id.id();
         if id == ID_FETCHME {
@@ -400,102 +535,71 @@ impl<'d> Packer<'d, '_> {
         if self.as_global(obj.len(), root) {
             return self.global(obj, &"an immutable object past the packet's limit");
         }
-        if !self.table.iter().any(|&(t, _)| t == id) {
-            self.charge(2)?;
-            self.table.push((id, fingerprint(d)));
-        }
+        self.list(id, d)?;
         Ok(Shape::Mixed(id, d))
     }
 
-    /// The encoding of a value word (a value field's, or a value's), whose
-    /// object (if any) is packed already.
-    #[inline]
-    fn encode_word(&self, w: u64) -> Result<u64> {
+    /// Replaces the value fields of copied object `k` by their encodings,
+    /// giving an index to each object met for the first time.
+    #[inline(always)]
+    fn encode(&mut self, k: usize) {
+        let Copied { at, mut mask } = self.copied[k % COPIED_RING];
+        while mask != 0 {
+            let f = at + mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let w = crate::mutator::resolve(self.body[f]);
+            if crate::object::is_pointer(w) {
+                self.body[f] = self.index_of(w) << 1;
+            }
+        }
+    }
+
+    /// [`Self::encode`] of the value fields `walk` names, of an object
+    /// whose fields start at word `at`.
+    fn encode_walk(&mut self, at: usize, mut walk: Walk<'_>) {
+        while let Some(f) = walk.next() {
+            let w = crate::mutator::resolve(self.body[at + f]);
+            if crate::object::is_pointer(w) {
+                self.body[at + f] = self.index_of(w) << 1;
+            }
+        }
+    }
+
+    /// Packs every object reachable from `roots`, breadth first: object
+    /// `k` is copied when the encoding has reached `k - LOOKAHEAD`.
+    fn pack_from(&mut self, roots: &[View<'_>]) -> Result<()> {
+        for &root in roots {
+            if root.is_object() {
+                self.index_of(root.identity());
+            }
+        }
+        self.roots = self.met.len();
+        let mut copied = 0;
+        let mut encoded = 0;
+        while encoded < self.met.len() {
+            while copied < self.met.len() && copied <= encoded + LOOKAHEAD {
+                if let Some(&ahead) = self.met.get(copied + LOOKAHEAD) {
+                    prefetch::for_read(ahead as usize);
+                }
+                self.copy(copied, self.met[copied])?;
+                copied += 1;
+            }
+            self.encode(encoded);
+            encoded += 1;
+        }
+        Ok(())
+    }
+
+    /// The encoding of a value, whose object (if any) is packed.
+    fn encode_value(&self, w: u64) -> Result<u64> {
         let w = crate::mutator::resolve(w);
         if !crate::object::is_pointer(w) {
             return Ok(w);
         }
         match self.index.get(w) {
-            Some(k) if k != VISITING => Ok(k << 1),
-            _ => Err(not_exportable(format!(
-                "an object at {w:#x} met before it was packed"
-            ))),
+            Some(k) => Ok(k << 1),
+            None => Err(not_exportable(format!("a value at {w:#x} was not packed"))),
         }
-    }
-
-    /// Appends the object of a visited frame and gives it the next index.
-    fn emit(&mut self, f: &Frame<'_, '_>) -> Result<()> {
-        let (obj, len) = (f.obj, f.obj.len() as u64);
-        match f.shape {
-            Shape::Global(ga, header) => {
-                self.body.extend([
-                    tag(KIND_GLOBAL, 0, GLOBAL_FIELDS as u64),
-                    u64::from(ga.gid.pe),
-                    ga.gid.id,
-                    u64::from(ga.weight),
-                    header,
-                ]);
-            }
-            Shape::Raw => {
-                self.body.push(tag(KIND_RAW, 0, len));
-                self.body.extend_from_slice(f.words);
-            }
-            Shape::Vector => {
-                self.body.push(tag(KIND_VECTOR, 0, len));
-                self.body.reserve(f.words.len());
-                for &w in f.words {
-                    let e = self.encode_word(w)?;
-                    self.body.push(e);
-                }
-            }
-            Shape::Mixed(id, d) => {
-                // The fields as they lie, then each value field's word
-                // replaced by its encoding.
-                self.body.push(tag(KIND_MIXED, id, len));
-                let base = self.body.len();
-                self.body.extend_from_slice(f.words);
-                for &off in d.pointer_offsets() {
-                    let off = off as usize;
-                    let e = self.encode_word(f.words[off])?;
-                    self.body[base + off] = e;
-                }
-            }
-        }
-        self.index.set(obj.identity(), self.objects);
-        self.objects += 1;
-        Ok(())
-    }
-
-    /// Packs every object reachable from `root` that is not packed yet,
-    /// in post-order.
-    fn visit(&mut self, root: View<'_>) -> Result<()> {
-        if root.is_int() || self.index.contains(root.identity()) {
-            return Ok(());
-        }
-        let mut stack = vec![self.discover(root, true)?];
-        while let Some(top) = stack.last_mut() {
-            let Some(child) = top.next_child() else {
-                let done = stack.pop().expect("the stack has a top");
-                self.emit(&done)?;
-                continue;
-            };
-            if child.is_int() {
-                continue;
-            }
-            match self.index.get(child.identity()) {
-                None => {
-                    let frame = self.discover(child, false)?;
-                    stack.push(frame);
-                }
-                Some(VISITING) => {
-                    return Err(not_exportable(format!(
-                        "a cycle through {child:?} (immutable objects cannot form one)"
-                    )))
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(())
     }
 }
 
@@ -505,7 +609,21 @@ impl<'d> Packer<'d, '_> {
 /// or an object of unknown kind anywhere in the graphs, and for a packet
 /// that would exceed `limit_words`.
 pub fn pack(s: &Scope<'_>, values: &[Handle<'_>], limit_words: usize) -> Result<Vec<u64>> {
-    pack_core(s, values, limit_words, None).map_err(|(e, _)| e)
+    pack_core(s, values, limit_words, None, Vec::new()).map_err(|(e, _)| e)
+}
+
+/// [`pack`] into `out`, which it replaces (its memory is reused: a caller
+/// that packs again and again does not ask the system for fresh pages
+/// each time). On an error `out` is left empty.
+pub fn pack_into(
+    s: &Scope<'_>,
+    values: &[Handle<'_>],
+    limit_words: usize,
+    out: &mut Vec<u64>,
+) -> Result<()> {
+    let buf = std::mem::take(out);
+    *out = pack_core(s, values, limit_words, None, buf).map_err(|(e, _)| e)?;
+    Ok(())
 }
 
 /// How [`pack_in`] packs within a group.
@@ -546,7 +664,7 @@ pub(crate) fn pack_in(
     let mut promoted: Option<Vec<Handle<'_>>> = None;
     loop {
         let vals = promoted.as_deref().unwrap_or(values);
-        match pack_core(s, vals, hard, Some((ctx, soft, roots_global))) {
+        match pack_core(s, vals, hard, Some((ctx, soft, roots_global)), Vec::new()) {
             Ok(p) => return Ok(p),
             Err((_, Failure::Private)) if promoted.is_none() => {
                 let mut ps = Vec::with_capacity(values.len());
@@ -564,13 +682,17 @@ pub(crate) fn pack_in(
     }
 }
 
-/// One packing; a failure says why, and has given its weight back.
+/// One packing into `body`; a failure says why, and has given its weight
+/// back.
 fn pack_core(
     s: &Scope<'_>,
     values: &[Handle<'_>],
     limit_words: usize,
     group: Option<(&PeContext, usize, bool)>,
+    mut body: Vec<u64>,
 ) -> std::result::Result<Vec<u64>, (Error, Failure)> {
+    body.clear();
+    body.extend([0; HEADER_WORDS]);
     let shared = s.shared();
     let is_private = |w: u64| s.is_private(w);
     let mut p = Packer {
@@ -584,34 +706,38 @@ fn pack_core(
         }),
         is_private: &is_private,
         failure: Failure::Other,
-        index: AddressIndex::default(),
+        index: AddressIndex::new(),
+        met: Vec::new(),
+        roots: 0,
+        copied: [Copied { at: 0, mask: 0 }; COPIED_RING],
         table: Vec::new(),
-        body: Vec::new(),
-        objects: 0,
+        listed: 0,
+        body,
         words: 0,
         limit: limit_words,
     };
     let roots: Vec<View<'_>> = values.iter().map(|&h| s.view(h)).collect();
     let packed = p
         .charge(HEADER_WORDS.saturating_add(values.len()))
-        .and_then(|()| roots.iter().try_for_each(|&root| p.visit(root)))
+        .and_then(|()| p.pack_from(&roots))
         .and_then(|()| {
-            // The header and the descriptor table go in front of the
-            // objects, in the objects' buffer (no second buffer of the
-            // packet's size).
-            let mut prefix = Vec::with_capacity(HEADER_WORDS + 2 * p.table.len());
-            prefix.extend([values.len() as u64, p.objects, p.table.len() as u64]);
-            for &(id, fp) in &p.table {
-                prefix.extend([u64::from(id), fp]);
-            }
-            let mut values_words = Vec::with_capacity(roots.len());
+            // The values and the descriptor table follow the objects, and
+            // the header is filled in: the objects are written where they
+            // lie (no second buffer of the packet's size, no move).
+            let mut tail = Vec::with_capacity(roots.len() + 2 * p.table.len());
             for &root in &roots {
-                values_words.push(p.encode_word(root.identity())?);
+                tail.push(p.encode_value(root.identity())?);
+            }
+            for &(id, fp) in &p.table {
+                tail.extend([u64::from(id), fp]);
             }
             let mut out = std::mem::take(&mut p.body);
-            out.reserve_exact(prefix.len() + values_words.len());
-            out.splice(0..0, prefix);
-            out.extend(values_words);
+            out[..HEADER_WORDS].copy_from_slice(&[
+                values.len() as u64,
+                p.met.len() as u64,
+                p.table.len() as u64,
+            ]);
+            out.extend(tail);
             debug_assert_eq!(out.len(), p.words);
             Ok(out)
         });
@@ -621,304 +747,6 @@ fn pack_core(
         }
         (e, p.failure)
     })
-}
-
-/// Reads a packet from PE `sender`, refusing what does not fit.
-struct Reader<'w, 'c> {
-    words: &'w [u64],
-    pos: usize,
-    sender: usize,
-    /// The receiving PE, for global addresses.
-    ctx: Option<&'c PeContext>,
-}
-
-impl<'w> Reader<'w, '_> {
-    fn refuse(&self, message: String) -> Error {
-        ErrorKind::Pe {
-            pe: self.sender,
-            message: format!("refused packet: {message}"),
-        }
-        .into()
-    }
-
-    fn left(&self) -> usize {
-        self.words.len() - self.pos
-    }
-
-    /// The next `count` words.
-    fn take(&mut self, count: usize, what: &dyn std::fmt::Display) -> Result<&'w [u64]> {
-        if count > self.left() {
-            return Err(self.refuse(format!(
-                "truncated: {what} needs {count} words at word {}, past the end of a packet of {} \
-                 words",
-                self.pos,
-                self.words.len()
-            )));
-        }
-        let taken = &self.words[self.pos..self.pos + count];
-        self.pos += count;
-        Ok(taken)
-    }
-
-    fn next(&mut self, what: &dyn std::fmt::Display) -> Result<u64> {
-        Ok(self.take(1, what)?[0])
-    }
-
-    /// The handle a value word of object `at` (of the values: `None`)
-    /// stands for; `objs` holds the objects before it.
-    fn value<'i>(&self, w: u64, at: Option<usize>, objs: &[Handle<'i>]) -> Result<Handle<'i>> {
-        if w & 1 == 1 {
-            return Ok(Handle::int(value_int(w)));
-        }
-        let k = w >> 1;
-        match usize::try_from(k).ok().and_then(|k| objs.get(k)) {
-            Some(&h) => Ok(h),
-            None => Err(self.refuse(match at {
-                Some(at) => format!(
-                    "object {at} references object {k}: only objects 0..{at} come before it"
-                ),
-                None => format!(
-                    "a value references object {k}, but the packet has {} objects",
-                    objs.len()
-                ),
-            })),
-        }
-    }
-
-    /// The descriptor table: packet id → the receiver's descriptor.
-    fn descriptors<'d>(&mut self, d: usize, descs: &'d DescriptorTable) -> Result<DescMap<'d>> {
-        let mut table = DescMap::with_capacity_and_hasher(d, Default::default());
-        for j in 0..d {
-            let entry = self.take(2, &format_args!("descriptor entry {j}"))?;
-            let (id, fp) = (entry[0], entry[1]);
-            let id = match u16::try_from(id) {
-                Ok(id) if id >= FIRST_MIXED_ID && u32::from(id) < ID_LIMIT => id,
-                _ => {
-                    return Err(self.refuse(format!(
-                        "descriptor entry {j}: {id} is not a mixed-object descriptor id"
-                    )))
-                }
-            };
-            if id == ID_EPHEMERON || id == ID_FETCHME {
-                return Err(self.refuse(format!(
-                    "descriptor entry {j}: id {id} is a built-in descriptor that does not travel \
-                     as an object (ephemerons do not travel, FetchMes travel as global addresses)"
-                )));
-            }
-            let Some(desc) = descs.get(id) else {
-                return Err(self.refuse(format!(
-                    "descriptor entry {j}: unknown descriptor id {id} (not registered here)"
-                )));
-            };
-            if desc.is_mutable() {
-                return Err(self.refuse(format!(
-                    "descriptor entry {j}: descriptor `{}` (id {id}) is mutable",
-                    desc.name()
-                )));
-            }
-            if fp != fingerprint(desc) {
-                return Err(self.refuse(format!(
-                    "descriptor entry {j}: fingerprint mismatch for id {id} (`{}`): the packet \
-                     has {fp:#x}, this PE {:#x} — another layout",
-                    desc.name(),
-                    fingerprint(desc)
-                )));
-            }
-            if table.insert(id, desc).is_some() {
-                return Err(self.refuse(format!("descriptor entry {j}: id {id} is listed twice")));
-            }
-        }
-        Ok(table)
-    }
-
-    /// Reads object `k` and allocates it; `objs` holds objects `0..k`.
-    fn object<'i>(
-        &mut self,
-        s: &mut Scope<'i>,
-        k: usize,
-        objs: &[Handle<'i>],
-        table: &DescMap<'_>,
-        scratch: &mut (Vec<Handle<'i>>, Vec<u64>),
-    ) -> Result<Handle<'i>> {
-        let t = self.next(&format_args!("the tag of object {k}"))?;
-        let (kind, id) = (t & KIND_BITS, ((t >> ID_SHIFT) & 0xffff) as u16);
-        let count = t >> COUNT_SHIFT;
-        if kind > KIND_GLOBAL || (kind != KIND_MIXED && id != 0) {
-            return Err(self.refuse(format!("object {k}: unknown tag {t:#x}")));
-        }
-        // Checked before anything is sized by it.
-        let count = match usize::try_from(count) {
-            Ok(c) if c <= self.left() => c,
-            _ => {
-                return Err(self.refuse(format!(
-                    "object {k}: {count} fields, but only {} words are left in the packet",
-                    self.left()
-                )))
-            }
-        };
-        let what = format_args!("the fields of object {k}");
-        if kind == KIND_GLOBAL {
-            return self.global(s, k, count);
-        }
-        match kind {
-            KIND_RAW => {
-                let fields = self.take(count, &what)?;
-                s.alloc_raw(fields)
-            }
-            KIND_VECTOR => {
-                let fields = self.take(count, &what)?;
-                let values = &mut scratch.0;
-                values.clear();
-                for &w in fields {
-                    values.push(self.value(w, Some(k), objs)?);
-                }
-                s.alloc_vector(values)
-            }
-            _ => {
-                let Some(&d) = table.get(&id) else {
-                    return Err(self.refuse(format!(
-                        "object {k}: descriptor id {id} is not listed in the packet's descriptor \
-                         table"
-                    )));
-                };
-                if count != d.size() {
-                    return Err(self.refuse(format!(
-                        "object {k}: {count} fields, but descriptor `{}` (id {id}) has {}",
-                        d.name(),
-                        d.size()
-                    )));
-                }
-                let fields = self.take(count, &what)?;
-                let (values, raw) = (&mut scratch.0, &mut scratch.1);
-                values.clear();
-                raw.clear();
-                for (i, &w) in fields.iter().enumerate() {
-                    if d.is_pointer_field(i) {
-                        values.push(self.value(w, Some(k), objs)?);
-                    } else {
-                        raw.push(w);
-                    }
-                }
-                s.alloc_mixed(DescId(id), values, raw)
-            }
-        }
-    }
-}
-
-impl Reader<'_, '_> {
-    /// Reads global address `k` of `count` fields and makes it this PE's
-    /// object or FetchMe.
-    fn global<'i>(&mut self, s: &mut Scope<'i>, k: usize, count: usize) -> Result<Handle<'i>> {
-        if count != GLOBAL_FIELDS {
-            return Err(self.refuse(format!(
-                "object {k}: a global address of {count} fields, not {GLOBAL_FIELDS}"
-            )));
-        }
-        let f = self.take(GLOBAL_FIELDS, &format_args!("the fields of object {k}"))?;
-        let (pe, id, weight, header) = (f[0], f[1], f[2], f[3]);
-        let Some(ctx) = self.ctx else {
-            return Err(self.refuse(format!(
-                "object {k}: a global address, but this runtime is not a PE of a group"
-            )));
-        };
-        let pe = match u32::try_from(pe) {
-            Ok(p) if (p as usize) < ctx.pes => p,
-            _ => {
-                return Err(self.refuse(format!(
-                    "object {k}: a global address of PE {pe}, outside the group of {} PEs",
-                    ctx.pes
-                )))
-            }
-        };
-        let weight = match u32::try_from(weight) {
-            Ok(w) if w > 0 => w,
-            _ => {
-                return Err(self.refuse(format!(
-                    "object {k}: a global address of weight {weight} (1 ..= 2^32 - 1)"
-                )))
-            }
-        };
-        if valid_header(header).is_none() {
-            return Err(self.refuse(format!("object {k}: {header:#x} is not an object header")));
-        }
-        let ga = GlobalAddress {
-            gid: GlobalId { pe, id },
-            weight,
-        };
-        ctx.import_global(s, ga, header, self.sender)
-    }
-}
-
-/// Unpacks a packet from PE `sender` into `s`'s heap: one handle per packed
-/// value, in order.
-///
-/// Errors: [`ErrorKind::Pe`] naming `sender` for a packet that breaks the
-/// format or does not fit this runtime's descriptors (nothing is returned
-/// then; what was built is garbage); the allocation errors (the heap limit)
-/// as they are.
-pub fn unpack<'s>(s: &mut Scope<'s>, words: &[u64], sender: usize) -> Result<Vec<Handle<'s>>> {
-    unpack_in(s, words, sender, None)
-}
-
-/// [`unpack`] on a PE of a group (`ctx`): global addresses become this
-/// PE's objects or FetchMes. A packet refused halfway leaves the weight
-/// of the GAs read so far in FetchMes that are garbage: the next import
-/// scan returns it.
-pub(crate) fn unpack_in<'s>(
-    s: &mut Scope<'s>,
-    words: &[u64],
-    sender: usize,
-    ctx: Option<&PeContext>,
-) -> Result<Vec<Handle<'s>>> {
-    let mut r = Reader {
-        words,
-        pos: 0,
-        sender,
-        ctx,
-    };
-    let header = r.take(HEADER_WORDS, &"the header")?;
-    let (v, n, d) = (header[0], header[1], header[2]);
-    // Each object takes at least its tag word: the counts must fit in the
-    // packet before anything is sized by them.
-    let least = u128::from(v) + u128::from(n) + 2 * u128::from(d) + HEADER_WORDS as u128;
-    if least > words.len() as u128 {
-        return Err(r.refuse(format!(
-            "{v} values, {n} objects and {d} descriptor entries do not fit in a packet of {} \
-             words",
-            words.len()
-        )));
-    }
-    // All three are below the packet's length now.
-    let (v, n, d) = (v as usize, n as usize, d as usize);
-    let free = ROOT_STACK_SLOTS.saturating_sub(s.roots_in_use());
-    if n + v > free {
-        return Err(r.refuse(format!(
-            "{n} objects and {v} values need more root slots than the {free} left on this vproc"
-        )));
-    }
-    let shared = s.shared();
-    let table = r.descriptors(d, &shared.descs)?;
-    // The objects are held by handles of an inner scope, so collections
-    // move them safely; only the values' words leave it, and they are
-    // rooted again below before anything can collect.
-    let values: Vec<u64> = s.scope(|s| -> Result<Vec<u64>> {
-        let mut objs = Vec::with_capacity(n);
-        let mut scratch = (Vec::new(), Vec::new());
-        for k in 0..n {
-            let h = r.object(s, k, &objs, &table, &mut scratch)?;
-            objs.push(h);
-        }
-        let encoded = r.take(v, &"the values")?;
-        let values = encoded
-            .iter()
-            .map(|&w| r.value(w, None, &objs).map(|h| s.word(h)))
-            .collect::<Result<Vec<u64>>>()?;
-        if r.left() != 0 {
-            return Err(r.refuse(format!("{} trailing words after the values", r.left())));
-        }
-        Ok(values)
-    })?;
-    Ok(values.into_iter().map(|w| s.push_root(w)).collect())
 }
 
 #[cfg(all(test, not(loom)))]

@@ -523,8 +523,13 @@ fn truncated_and_padded_packets_are_refused() {
     for len in 0..packet.len() {
         refused(&b, packet[..len].to_vec());
     }
+    // A word more: the descriptor table moves by one and is refused.
     let mut long = packet.clone();
     long.push(1);
+    refused(&b, long);
+    // A word more before the table: trailing.
+    let mut long = packet.clone();
+    long.insert(packet.len() - 2 * packet[2] as usize, 1);
     assert!(refused(&b, long).contains("trailing"));
     // The packet itself is fine.
     b.run_on(0, move |s| {
@@ -537,7 +542,8 @@ fn truncated_and_padded_packets_are_refused() {
 fn corrupt_tags_ids_and_references_are_refused() {
     let (a, b, d) = two();
     let packet = sample(&a, d);
-    let first = 3 + 2 * packet[2] as usize; // the first object's tag
+    let first = 3; // the first object's tag
+    let table = packet.len() - 2 * packet[2] as usize; // the first entry
     let with = |i: usize, w: u64| {
         let mut p = packet.clone();
         p[i] = w;
@@ -550,15 +556,15 @@ fn corrupt_tags_ids_and_references_are_refused() {
     assert!(refused(&b, with(first, tag(KIND_GLOBAL, 7, 4))).contains("unknown tag"));
     assert!(refused(&b, with(first, packet[first] | 0x10)).contains("unknown tag"));
     assert!(refused(&b, with(first, tag(KIND_VECTOR, 5, 0))).contains("unknown tag"));
-    assert!(refused(&b, with(3, 500)).contains("unknown descriptor id 500"));
-    assert!(refused(&b, with(3, u64::from(ID_EPHEMERON))).contains("ephemeron"));
-    assert!(refused(&b, with(3, 1)).contains("not a mixed-object descriptor id"));
-    assert!(refused(&b, with(3, 1 << 40)).contains("not a mixed-object descriptor id"));
-    assert!(refused(&b, with(4, packet[4] ^ 1)).contains("fingerprint mismatch"));
+    assert!(refused(&b, with(table, 500)).contains("unknown descriptor id 500"));
+    assert!(refused(&b, with(table, u64::from(ID_EPHEMERON))).contains("ephemeron"));
+    assert!(refused(&b, with(table, 1)).contains("not a mixed-object descriptor id"));
+    assert!(refused(&b, with(table, 1 << 40)).contains("not a mixed-object descriptor id"));
+    assert!(refused(&b, with(table + 1, packet[table + 1] ^ 1)).contains("fingerprint mismatch"));
     // A value referencing an object past the last.
-    let last = packet.len() - 1;
-    assert!(refused(&b, with(last, packet[1] << 1)).contains("references object"));
-    // By hand: references forward, to itself, to an unlisted descriptor.
+    let last_value = table - 1;
+    assert!(refused(&b, with(last_value, packet[1] << 1)).contains("references object"));
+    // By hand: references in either direction are fine, a cycle is not.
     let fwd = vec![
         1,
         2,
@@ -568,9 +574,61 @@ fn corrupt_tags_ids_and_references_are_refused() {
         tag(KIND_VECTOR, 0, 0),
         0,
     ];
-    assert!(refused(&b, fwd).contains("object 0 references object 1"));
+    b.run_on(0, move |s| {
+        let v = unpack(s, &fwd, SENDER).unwrap();
+        let outer = s.view(v[0]);
+        assert_eq!(outer.len(), 1);
+        assert_eq!(outer.field(0).len(), 0);
+    })
+    .unwrap();
+    // References backward only (packet order), and both ways (a sort):
+    // 1 → 0 and 0 → 2 ← 1, the values 1 and 0.
+    let back = vec![1, 2, 0, tag(KIND_VECTOR, 0, 0), tag(KIND_VECTOR, 0, 1), 0, 1 << 1];
+    let both = vec![
+        2,
+        3,
+        0,
+        tag(KIND_VECTOR, 0, 1),
+        2 << 1,
+        tag(KIND_VECTOR, 0, 2),
+        0,
+        2 << 1,
+        tag(KIND_RAW, 0, 1),
+        42,
+        1 << 1,
+        0,
+    ];
+    b.run_on(0, move |s| {
+        let v = unpack(s, &back, SENDER).unwrap();
+        assert_eq!(s.view(v[0]).field(0).len(), 0);
+        let v = unpack(s, &both, SENDER).unwrap();
+        let (one, zero) = (s.view(v[0]), s.view(v[1]));
+        assert!(one.field(0).same(zero), "object 1 names object 0");
+        assert!(one.field(1).same(zero.field(0)), "object 2 is shared");
+        assert_eq!(zero.field(0).raw_words(), Some(&[42][..]));
+    })
+    .unwrap();
     let own = vec![1, 1, 0, tag(KIND_VECTOR, 0, 1), 0, 0];
-    assert!(refused(&b, own).contains("object 0 references object 0"));
+    assert!(refused(&b, own).contains("object 0 references itself"));
+    // 0 → 1 → 2 → 0, with 3 → 0 first in the other direction: a cycle
+    // that only the sort meets.
+    let cycle = vec![
+        1,
+        4,
+        0,
+        tag(KIND_VECTOR, 0, 1),
+        1 << 1,
+        tag(KIND_VECTOR, 0, 1),
+        2 << 1,
+        tag(KIND_VECTOR, 0, 1),
+        0,
+        tag(KIND_VECTOR, 0, 1),
+        0,
+        3 << 1,
+    ];
+    assert!(refused(&b, cycle).contains("a cycle"));
+    let past = vec![1, 1, 0, tag(KIND_VECTOR, 0, 1), 1 << 1, 0];
+    assert!(refused(&b, past).contains("object 0 references object 1, but the packet has 1"));
     let unlisted = vec![1, 1, 0, tag(KIND_MIXED, d.blob.id(), 2), 1, 2, 0];
     assert!(refused(&b, unlisted).contains("not listed"));
     let blob = fingerprint(&descriptors()[3]);
@@ -578,11 +636,11 @@ fn corrupt_tags_ids_and_references_are_refused() {
         1,
         1,
         1,
-        u64::from(d.blob.id()),
-        blob,
         tag(KIND_MIXED, d.blob.id(), 1),
         1,
         0,
+        u64::from(d.blob.id()),
+        blob,
     ];
     assert!(refused(&b, short).contains("has 2"));
     let twice = vec![

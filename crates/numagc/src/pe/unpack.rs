@@ -1,0 +1,503 @@
+//! Unpacking: a packet of another runtime (`super::pack`, whose module
+//! doc gives the format) built into this runtime's heap, in packet order.
+//!
+//! This is the receiving half of GUM's packing
+//! (`gumsmp-shared-distributed-heaps.txt`, §2.1). It trusts nothing: every
+//! count is checked against the packet's length before anything is
+//! allocated, every id against the receiver's table, every reference
+//! against the objects built so far; a packet that breaks a rule gives
+//! [`ErrorKind::Pe`] naming the sender and the rule ("refused packet:
+//! ..."), never a panic. Everything it builds is held by handles (one root
+//! slot per object, in a scope of its own that ends with the unpacking: a
+//! packet of more objects than the vproc has root slots left is refused),
+//! so collections during unpacking move it safely.
+
+use super::global::valid_header;
+use super::group::PeContext;
+use super::pack::{
+    fingerprint, AddressHasher, COUNT_SHIFT, GLOBAL_FIELDS, HEADER_WORDS, ID_SHIFT, KIND_BITS,
+    KIND_GLOBAL, KIND_MIXED, KIND_RAW, KIND_VECTOR,
+};
+use super::weight::{GlobalAddress, GlobalId};
+use crate::compiled::record::ROOT_STACK_SLOTS;
+use crate::error::{Error, ErrorKind, Result};
+use crate::object::descriptor::{DescId, Descriptor, DescriptorTable};
+use crate::object::header::{FIRST_MIXED_ID, ID_EPHEMERON, ID_FETCHME, ID_LIMIT};
+use crate::object::value_int;
+use crate::{Handle, Scope};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// A packet's descriptor table: packet id → the receiver's descriptor.
+type DescMap<'d> = HashMap<u16, &'d Descriptor, BuildHasherDefault<AddressHasher>>;
+
+/// Reads a packet from PE `sender`, refusing what does not fit.
+struct Reader<'w, 'c> {
+    words: &'w [u64],
+    pos: usize,
+    sender: usize,
+    /// The receiving PE, for global addresses.
+    ctx: Option<&'c PeContext>,
+}
+
+impl<'w> Reader<'w, '_> {
+    fn refuse(&self, message: String) -> Error {
+        ErrorKind::Pe {
+            pe: self.sender,
+            message: format!("refused packet: {message}"),
+        }
+        .into()
+    }
+
+    fn left(&self) -> usize {
+        self.words.len() - self.pos
+    }
+
+    /// The next `count` words.
+    fn take(&mut self, count: usize, what: &dyn std::fmt::Display) -> Result<&'w [u64]> {
+        if count > self.left() {
+            return Err(self.refuse(format!(
+                "truncated: {what} needs {count} words at word {}, past the end of a packet of {} \
+                 words",
+                self.pos,
+                self.words.len()
+            )));
+        }
+        let taken = &self.words[self.pos..self.pos + count];
+        self.pos += count;
+        Ok(taken)
+    }
+
+    fn next(&mut self, what: &dyn std::fmt::Display) -> Result<u64> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    /// The handle a value word of object `at` (of the values: `None`)
+    /// stands for; `objs` holds the objects built so far.
+    fn value<'i>(
+        &self,
+        w: u64,
+        at: Option<usize>,
+        objs: &[Option<Handle<'i>>],
+    ) -> Result<Handle<'i>> {
+        if w & 1 == 1 {
+            return Ok(Handle::int(value_int(w)));
+        }
+        let k = w >> 1;
+        match usize::try_from(k).ok().and_then(|k| objs.get(k)) {
+            Some(&Some(h)) => Ok(h),
+            _ => Err(self.refuse(match at {
+                Some(at) => format!("object {at} references object {k} before it is built"),
+                None => format!("a value references object {k}, which is not built"),
+            })),
+        }
+    }
+
+    /// Checks a value word of object `k` of `n`: a reference names another
+    /// object of the packet. Notes the reference's direction in `dir`.
+    fn check_ref(&self, w: u64, k: usize, n: usize, dir: &mut Directions) -> Result<()> {
+        if w & 1 == 1 {
+            return Ok(());
+        }
+        let r = w >> 1;
+        if r >= n as u64 {
+            return Err(self.refuse(format!(
+                "object {k} references object {r}, but the packet has {n} objects"
+            )));
+        }
+        let r = r as usize;
+        if r == k {
+            return Err(self.refuse(format!(
+                "object {k} references itself (immutable objects cannot form a cycle)"
+            )));
+        }
+        if r > k {
+            dir.backward = false;
+        } else {
+            dir.forward = false;
+        }
+        Ok(())
+    }
+
+    /// The descriptor table: packet id → the receiver's descriptor.
+    fn descriptors<'d>(&mut self, d: usize, descs: &'d DescriptorTable) -> Result<DescMap<'d>> {
+        let mut table = DescMap::with_capacity_and_hasher(d, Default::default());
+        for j in 0..d {
+            let entry = self.take(2, &format_args!("descriptor entry {j}"))?;
+            let (id, fp) = (entry[0], entry[1]);
+            let id = match u16::try_from(id) {
+                Ok(id) if id >= FIRST_MIXED_ID && u32::from(id) < ID_LIMIT => id,
+                _ => {
+                    return Err(self.refuse(format!(
+                        "descriptor entry {j}: {id} is not a mixed-object descriptor id"
+                    )))
+                }
+            };
+            if id == ID_EPHEMERON || id == ID_FETCHME {
+                return Err(self.refuse(format!(
+                    "descriptor entry {j}: id {id} is a built-in descriptor that does not travel \
+                     as an object (ephemerons do not travel, FetchMes travel as global addresses)"
+                )));
+            }
+            let Some(desc) = descs.get(id) else {
+                return Err(self.refuse(format!(
+                    "descriptor entry {j}: unknown descriptor id {id} (not registered here)"
+                )));
+            };
+            if desc.is_mutable() {
+                return Err(self.refuse(format!(
+                    "descriptor entry {j}: descriptor `{}` (id {id}) is mutable",
+                    desc.name()
+                )));
+            }
+            if fp != fingerprint(desc) {
+                return Err(self.refuse(format!(
+                    "descriptor entry {j}: fingerprint mismatch for id {id} (`{}`): the packet \
+                     has {fp:#x}, this PE {:#x} — another layout",
+                    desc.name(),
+                    fingerprint(desc)
+                )));
+            }
+            if table.insert(id, desc).is_some() {
+                return Err(self.refuse(format!("descriptor entry {j}: id {id} is listed twice")));
+            }
+        }
+        Ok(table)
+    }
+
+    /// Reads object `k` of `n` and checks it: its tag, its field count
+    /// against its descriptor, its references against the packet, a
+    /// global address's fields.
+    fn check_object<'d>(
+        &mut self,
+        k: usize,
+        n: usize,
+        table: &DescMap<'d>,
+        dir: &mut Directions,
+    ) -> Result<Checked<'w, 'd>> {
+        let t = self.next(&format_args!("the tag of object {k}"))?;
+        let (kind, id) = (t & KIND_BITS, ((t >> ID_SHIFT) & 0xffff) as u16);
+        let count = t >> COUNT_SHIFT;
+        if kind > KIND_GLOBAL || (kind != KIND_MIXED && id != 0) {
+            return Err(self.refuse(format!("object {k}: unknown tag {t:#x}")));
+        }
+        // Checked before anything is sized by it.
+        let count = match usize::try_from(count) {
+            Ok(c) if c <= self.left() => c,
+            _ => {
+                return Err(self.refuse(format!(
+                    "object {k}: {count} fields, but only {} words are left in the packet",
+                    self.left()
+                )))
+            }
+        };
+        let layout = match kind {
+            KIND_GLOBAL if count != GLOBAL_FIELDS => {
+                return Err(self.refuse(format!(
+                    "object {k}: a global address of {count} fields, not {GLOBAL_FIELDS}"
+                )))
+            }
+            KIND_GLOBAL => Layout::Global,
+            KIND_RAW => Layout::Raw,
+            KIND_VECTOR => Layout::Vector,
+            _ => {
+                let Some(&d) = table.get(&id) else {
+                    return Err(self.refuse(format!(
+                        "object {k}: descriptor id {id} is not listed in the packet's descriptor \
+                         table"
+                    )));
+                };
+                if count != d.size() {
+                    return Err(self.refuse(format!(
+                        "object {k}: {count} fields, but descriptor `{}` (id {id}) has {}",
+                        d.name(),
+                        d.size()
+                    )));
+                }
+                Layout::Mixed(id, d)
+            }
+        };
+        let fields = self.take(count, &format_args!("the fields of object {k}"))?;
+        let c = Checked { fields, layout };
+        if let Layout::Global = layout {
+            self.global_address(k, fields)?;
+        }
+        let mut i = 0;
+        while let Some(w) = c.value_field(i) {
+            self.check_ref(w, k, n, dir)?;
+            i += 1;
+        }
+        Ok(c)
+    }
+
+    /// Allocates checked object `k`; `objs` holds the objects it
+    /// references.
+    fn build<'i>(
+        &self,
+        s: &mut Scope<'i>,
+        k: usize,
+        c: &Checked<'_, '_>,
+        objs: &[Option<Handle<'i>>],
+        scratch: &mut (Vec<Handle<'i>>, Vec<u64>),
+    ) -> Result<Handle<'i>> {
+        match c.layout {
+            Layout::Global => {
+                let (ga, header) = self.global_address(k, c.fields)?;
+                let ctx = self.ctx.expect("checked: a PE of a group");
+                ctx.import_global(s, ga, header, self.sender)
+            }
+            Layout::Raw => s.alloc_raw(c.fields),
+            Layout::Vector => {
+                let values = &mut scratch.0;
+                values.clear();
+                for &w in c.fields {
+                    values.push(self.value(w, Some(k), objs)?);
+                }
+                s.alloc_vector(values)
+            }
+            Layout::Mixed(id, d) => {
+                let (values, raw) = (&mut scratch.0, &mut scratch.1);
+                values.clear();
+                raw.clear();
+                for (i, &w) in c.fields.iter().enumerate() {
+                    if d.is_pointer_field(i) {
+                        values.push(self.value(w, Some(k), objs)?);
+                    } else {
+                        raw.push(w);
+                    }
+                }
+                s.alloc_mixed(DescId(id), values, raw)
+            }
+        }
+    }
+
+    /// The global address of object `k`, from its fields, checked.
+    fn global_address(&self, k: usize, f: &[u64]) -> Result<(GlobalAddress, u64)> {
+        let (pe, id, weight, header) = (f[0], f[1], f[2], f[3]);
+        let Some(ctx) = self.ctx else {
+            return Err(self.refuse(format!(
+                "object {k}: a global address, but this runtime is not a PE of a group"
+            )));
+        };
+        let pe = match u32::try_from(pe) {
+            Ok(p) if (p as usize) < ctx.pes => p,
+            _ => {
+                return Err(self.refuse(format!(
+                    "object {k}: a global address of PE {pe}, outside the group of {} PEs",
+                    ctx.pes
+                )))
+            }
+        };
+        let weight = match u32::try_from(weight) {
+            Ok(w) if w > 0 => w,
+            _ => {
+                return Err(self.refuse(format!(
+                    "object {k}: a global address of weight {weight} (1 ..= 2^32 - 1)"
+                )))
+            }
+        };
+        if valid_header(header).is_none() {
+            return Err(self.refuse(format!("object {k}: {header:#x} is not an object header")));
+        }
+        let ga = GlobalAddress {
+            gid: GlobalId { pe, id },
+            weight,
+        };
+        Ok((ga, header))
+    }
+
+    /// An order to build `objects` in, each after every object it
+    /// references: packet order when every reference names an earlier
+    /// object (a depth-first packing), its reverse when every reference
+    /// names a later one (a breadth-first packing of a tree), else a
+    /// depth-first sort of the packet's graph, which refuses a cycle.
+    fn order(&self, objects: &[Checked<'_, '_>], dir: Directions) -> Result<Vec<u32>> {
+        let n = objects.len() as u32;
+        if dir.backward {
+            return Ok((0..n).collect());
+        }
+        if dir.forward {
+            return Ok((0..n).rev().collect());
+        }
+        const NEW: u8 = 0;
+        const OPEN: u8 = 1;
+        const DONE: u8 = 2;
+        let mut state = vec![NEW; objects.len()];
+        let mut order = Vec::with_capacity(objects.len());
+        // (object, its next value field to follow)
+        let mut stack: Vec<(u32, usize)> = Vec::new();
+        for start in 0..n {
+            if state[start as usize] != NEW {
+                continue;
+            }
+            state[start as usize] = OPEN;
+            stack.push((start, 0));
+            while let Some(top) = stack.last_mut() {
+                let (k, i) = *top;
+                let Some(w) = objects[k as usize].value_field(i) else {
+                    state[k as usize] = DONE;
+                    order.push(k);
+                    stack.pop();
+                    continue;
+                };
+                top.1 += 1;
+                if w & 1 == 1 {
+                    continue;
+                }
+                // Below `n`: checked with the object.
+                let r = (w >> 1) as u32;
+                match state[r as usize] {
+                    NEW => {
+                        state[r as usize] = OPEN;
+                        stack.push((r, 0));
+                    }
+                    OPEN => {
+                        return Err(self.refuse(format!(
+                            "a cycle through objects {r} and {k} (immutable objects cannot \
+                             form one)"
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(order)
+    }
+}
+
+/// Which way the references of a packet go: every one to a later object
+/// (`forward`), every one to an earlier one (`backward`); both when there
+/// are none.
+#[derive(Clone, Copy)]
+struct Directions {
+    forward: bool,
+    backward: bool,
+}
+
+/// How the fields of a checked object are read.
+#[derive(Clone, Copy)]
+enum Layout<'d> {
+    Raw,
+    Global,
+    Vector,
+    Mixed(u16, &'d Descriptor),
+}
+
+/// An object of the packet, checked: its layout and fields.
+struct Checked<'w, 'd> {
+    fields: &'w [u64],
+    layout: Layout<'d>,
+}
+
+impl Checked<'_, '_> {
+    /// Value field `i`, counting value fields only, if it has one.
+    #[inline]
+    fn value_field(&self, i: usize) -> Option<u64> {
+        match self.layout {
+            Layout::Raw | Layout::Global => None,
+            Layout::Vector => self.fields.get(i).copied(),
+            Layout::Mixed(_, d) => d.pointer_offsets().get(i).map(|&o| self.fields[o as usize]),
+        }
+    }
+}
+
+/// Unpacks a packet from PE `sender` into `s`'s heap: one handle per packed
+/// value, in order.
+///
+/// Errors: [`ErrorKind::Pe`] naming `sender` for a packet that breaks the
+/// format or does not fit this runtime's descriptors (nothing is returned
+/// then; what was built is garbage); the allocation errors (the heap limit)
+/// as they are.
+pub fn unpack<'s>(s: &mut Scope<'s>, words: &[u64], sender: usize) -> Result<Vec<Handle<'s>>> {
+    unpack_in(s, words, sender, None)
+}
+
+/// [`unpack`] on a PE of a group (`ctx`): global addresses become this
+/// PE's objects or FetchMes. A packet refused halfway leaves the weight
+/// of the GAs read so far in FetchMes that are garbage: the next import
+/// scan returns it.
+pub(crate) fn unpack_in<'s>(
+    s: &mut Scope<'s>,
+    words: &[u64],
+    sender: usize,
+    ctx: Option<&PeContext>,
+) -> Result<Vec<Handle<'s>>> {
+    let mut r = Reader {
+        words,
+        pos: 0,
+        sender,
+        ctx,
+    };
+    let header = r.take(HEADER_WORDS, &"the header")?;
+    let (v, n, d) = (header[0], header[1], header[2]);
+    // Each object takes at least its tag word: the counts must fit in the
+    // packet before anything is sized by them.
+    let least = u128::from(v) + u128::from(n) + 2 * u128::from(d) + HEADER_WORDS as u128;
+    if least > words.len() as u128 {
+        return Err(r.refuse(format!(
+            "{v} values, {n} objects and {d} descriptor entries do not fit in a packet of {} \
+             words",
+            words.len()
+        )));
+    }
+    // All three are below the packet's length now.
+    let (v, n, d) = (v as usize, n as usize, d as usize);
+    let free = ROOT_STACK_SLOTS.saturating_sub(s.roots_in_use());
+    if n + v > free {
+        return Err(r.refuse(format!(
+            "{n} objects and {v} values need more root slots than the {free} left on this vproc"
+        )));
+    }
+    // The descriptor table is the packet's last `2 d` words: read it
+    // first, and the objects and values from the words before it.
+    let table_at = words.len() - 2 * d;
+    let shared = s.shared();
+    let table = Reader {
+        words,
+        pos: table_at,
+        sender,
+        ctx,
+    }
+    .descriptors(d, &shared.descs)?;
+    r.words = &words[..table_at];
+    // Everything is read and checked before anything is built.
+    let mut dir = Directions {
+        forward: true,
+        backward: true,
+    };
+    let mut objects = Vec::with_capacity(n);
+    for k in 0..n {
+        objects.push(r.check_object(k, n, &table, &mut dir)?);
+    }
+    let encoded = r.take(v, &"the values")?;
+    if let Some(&w) = encoded.iter().find(|&&w| w & 1 == 0 && w >> 1 >= n as u64) {
+        return Err(r.refuse(format!(
+            "a value references object {}, but the packet has {n} objects",
+            w >> 1
+        )));
+    }
+    if r.left() != 0 {
+        return Err(r.refuse(format!(
+            "{} trailing words after the values, before the descriptor table",
+            r.left()
+        )));
+    }
+    let order = r.order(&objects, dir)?;
+    // The objects are held by handles of an inner scope, so collections
+    // move them safely; only the values' words leave it, and they are
+    // rooted again below before anything can collect.
+    let values: Vec<u64> = s.scope(|s| -> Result<Vec<u64>> {
+        let mut objs = vec![None; n];
+        let mut scratch = (Vec::new(), Vec::new());
+        for k in order {
+            let k = k as usize;
+            objs[k] = Some(r.build(s, k, &objects[k], &objs, &mut scratch)?);
+        }
+        encoded
+            .iter()
+            .map(|&w| r.value(w, None, &objs).map(|h| s.word(h)))
+            .collect::<Result<Vec<u64>>>()
+    })?;
+    Ok(values.into_iter().map(|w| s.push_root(w)).collect())
+}
+
