@@ -20,6 +20,14 @@ pub struct Handle<'s> {
     pub(super) _not_send: PhantomData<*const ()>,
 }
 
+impl Handle<'_> {
+    /// Whether the handle is an immediate rather than a root slot.
+    #[inline(always)]
+    pub(crate) fn is_immediate(self) -> bool {
+        self.bits & 1 == 1
+    }
+}
+
 impl Handle<'static> {
     /// The unit / empty value (the integer 0).
     pub const NIL: Handle<'static> = Handle::int(0);

@@ -111,19 +111,38 @@ impl Hasher for AddressHasher {
 /// Words of the heap one page of an [`AddressIndex`] covers.
 const PAGE_WORDS: usize = 512;
 
-/// Object address → packet index, the packer's side table: a page of
-/// `u32` entries per `PAGE_WORDS` words of heap that the graph touches,
-/// found by the page's number. A graph laid out in order (as allocation
-/// and copying collections lay it out) walks its pages in order, so the
-/// table's accesses stay in cache (a hash map of one entry per object
-/// missed the cache on every access of a large graph), and the page of
-/// the last look-up is kept at hand: most objects lie in the page of the
-/// object met before them. An entry is 0 when absent, else the index plus
-/// one. Objects are 8-byte aligned: an address's word number names its
-/// entry.
+/// What an [`AddressIndex`] keeps of one page of heap: a bit per word
+/// (an object starts there and is met), and once the index has numbers,
+/// the slot of the page's numbers in [`AddressIndex::numbers`].
+struct Page {
+    met: [u64; PAGE_WORDS / 64],
+    numbers: u32,
+}
+
+/// [`Page::numbers`] of a page without numbers.
+const NO_NUMBERS: u32 = u32::MAX;
+
+/// Object address → packet index, the packer's side table, found by the
+/// page of heap (`PAGE_WORDS` words) the object lies in.
+///
+/// Most graphs that travel are trees, where no object is met twice and
+/// no index is ever asked for: the table then keeps one bit per heap word
+/// (a cache line per 4 KiB page of heap) and the indices are only the
+/// order of [`Packer::met`]. The first object met twice makes it number
+/// every object met so far from that list and keep a `u32` per heap word
+/// from then on (the index plus one, 0 when absent). A graph laid out in
+/// order (as allocation and copying collections lay it out) walks its
+/// pages in order, so the table's accesses stay in cache (a hash map of
+/// one entry per object missed the cache on every access of a large
+/// graph), and the page of the last look-up is kept at hand: most
+/// objects lie in the page of the object met before them. Objects are
+/// 8-byte aligned: an address's word number names its bit and entry.
 struct AddressIndex {
     slots: HashMap<u64, u32, BuildHasherDefault<AddressHasher>>,
-    pages: Vec<[u32; PAGE_WORDS]>,
+    pages: Vec<Page>,
+    numbers: Vec<[u32; PAGE_WORDS]>,
+    /// Whether every met object has its number in `numbers`.
+    numbered: bool,
     /// The page number and slot of the last look-up (`u64::MAX`: none;
     /// page numbers are below 2^61).
     last: (u64, u32),
@@ -134,6 +153,8 @@ impl AddressIndex {
         AddressIndex {
             slots: HashMap::default(),
             pages: Vec::new(),
+            numbers: Vec::new(),
+            numbered: false,
             last: (u64::MAX, 0),
         }
     }
@@ -155,38 +176,67 @@ impl AddressIndex {
         let next = self.pages.len() as u32;
         let slot = *self.slots.entry(page).or_insert(next);
         if slot == next {
-            self.pages.push([0; PAGE_WORDS]);
+            self.pages.push(Page {
+                met: [0; PAGE_WORDS / 64],
+                numbers: NO_NUMBERS,
+            });
         }
         self.last = (page, slot);
         slot
     }
 
-    /// The index of the object at `addr`, or `None` when it had none: it
-    /// has `next` now. `next` is below `u32::MAX` (a packet has fewer
-    /// objects than words, and at most `MAX_ANSWER_WORDS`).
     #[inline(always)]
-    fn index_or(&mut self, addr: u64, next: u64) -> Option<u64> {
-        let (page, at) = Self::split(addr);
-        let slot = if self.last.0 == page {
+    fn slot(&mut self, page: u64) -> u32 {
+        if self.last.0 == page {
             self.last.1
         } else {
             self.slot_of(page)
-        };
-        let e = &mut self.pages[slot as usize][at];
-        if *e == 0 {
-            *e = next as u32 + 1;
-            None
-        } else {
-            Some(u64::from(*e - 1))
         }
     }
 
-    /// The index of the object at `addr`, if it has one.
-    fn get(&self, addr: u64) -> Option<u64> {
+    /// The numbers of the page in `slot`, made if it has none.
+    #[inline]
+    fn numbers_of(&mut self, slot: u32) -> &mut [u32; PAGE_WORDS] {
+        let page = &mut self.pages[slot as usize];
+        if page.numbers == NO_NUMBERS {
+            page.numbers = self.numbers.len() as u32;
+            self.numbers.push([0; PAGE_WORDS]);
+        }
+        &mut self.numbers[page.numbers as usize]
+    }
+
+    /// The index of the object at `addr`, or `None` when it had none: it
+    /// has `next` now. `met` lists the objects met so far by index;
+    /// `next` is below `u32::MAX` (a packet has fewer objects than words,
+    /// and at most `MAX_ANSWER_WORDS`).
+    #[inline(always)]
+    fn index_or(&mut self, addr: u64, next: u64, met: &[u64]) -> Option<u64> {
         let (page, at) = Self::split(addr);
-        match self.pages[*self.slots.get(&page)? as usize][at] {
-            0 => None,
-            k => Some(u64::from(k - 1)),
+        let slot = self.slot(page);
+        let bits = &mut self.pages[slot as usize].met[at / 64];
+        let bit = 1u64 << (at % 64);
+        if *bits & bit == 0 {
+            *bits |= bit;
+            if self.numbered {
+                self.numbers_of(slot)[at] = next as u32 + 1;
+            }
+            return None;
+        }
+        if !self.numbered {
+            self.number(met);
+        }
+        Some(u64::from(self.numbers_of(slot)[at] - 1))
+    }
+
+    /// Numbers every object of `met`, at the first object met twice.
+    #[cold]
+    #[inline(never)]
+    fn number(&mut self, met: &[u64]) {
+        self.numbered = true;
+        for (k, &addr) in met.iter().enumerate() {
+            let (page, at) = Self::split(addr);
+            let slot = self.slot(page);
+            self.numbers_of(slot)[at] = k as u32 + 1;
         }
     }
 }
@@ -279,6 +329,17 @@ struct Copied {
     mask: u32,
 }
 
+/// The index of the object at `w` (a resolved pointer), given now, and
+/// `w` added to `met`, if it is met for the first time.
+#[inline(always)]
+fn index_of(index: &mut AddressIndex, met: &mut Vec<u64>, w: u64) -> u64 {
+    let next = met.len() as u64;
+    index.index_or(w, next, met).unwrap_or_else(|| {
+        met.push(w);
+        next
+    })
+}
+
 /// How many objects the copying runs ahead of the encoding of value
 /// fields, so that the objects a copied object names are on their way
 /// into the cache (prefetched when it is copied) before the encoding
@@ -325,6 +386,8 @@ struct Packer<'d, 'c> {
     met: Vec<u64>,
     /// Objects `0..roots` are the values' own.
     roots: usize,
+    /// The values, encoded.
+    values: Vec<u64>,
     /// The objects copied and not yet encoded: object `k`'s at
     /// `k % COPIED_RING` (at most `LOOKAHEAD + 1` are).
     copied: [Copied; COPIED_RING],
@@ -381,15 +444,10 @@ impl<'d> Packer<'d, '_> {
         Ok(())
     }
 
-    /// The index of the object at `w` (a resolved pointer), given now if
-    /// it is met for the first time.
+    /// [`index_of`] on this packer's tables.
     #[inline(always)]
     fn index_of(&mut self, w: u64) -> u64 {
-        let next = self.met.len() as u64;
-        self.index.index_or(w, next).unwrap_or_else(|| {
-            self.met.push(w);
-            next
-        })
+        index_of(&mut self.index, &mut self.met, w)
     }
 
     /// Writes out object `k` (met at `addr`): its tag and fields, or the
@@ -407,12 +465,18 @@ impl<'d> Packer<'d, '_> {
                     let d = self.descs.get(id).expect("a packed layout is registered");
                     self.list(id, d)?;
                 }
-                self.charge(words.len() + 1)?;
-                self.body.push(tag(KIND_MIXED, id, words.len() as u64));
-                let at = self.body.len();
-                // Not `extend_from_slice`: a call of `memcpy` costs more
-                // than the few words of such an object.
-                self.body.extend(words.iter().copied());
+                let len = words.len();
+                self.charge(len + 1)?;
+                // The tag and the words, written past the length and then
+                // taken in: no check of the capacity per word.
+                let at = self.body.len() + 1;
+                self.body.reserve(len + 1);
+                let spare = &mut self.body.spare_capacity_mut()[..len + 1];
+                spare[0].write(tag(KIND_MIXED, id, len as u64));
+                spare[1..].write_copy_of_slice(words);
+                // SAFETY: the `len + 1` words past the length, within the
+                // capacity reserved above, were all written just above.
+                unsafe { self.body.set_len(at + len) };
                 let mask = layout.pointer_mask();
                 let mut m = mask;
                 while m != 0 {
@@ -544,12 +608,19 @@ impl<'d> Packer<'d, '_> {
     #[inline(always)]
     fn encode(&mut self, k: usize) {
         let Copied { at, mut mask } = self.copied[k % COPIED_RING];
+        if mask == 0 {
+            return;
+        }
+        let Packer {
+            body, index, met, ..
+        } = self;
+        let fields = &mut body[at..];
         while mask != 0 {
-            let f = at + mask.trailing_zeros() as usize;
+            let field = &mut fields[mask.trailing_zeros() as usize];
             mask &= mask - 1;
-            let w = crate::mutator::resolve(self.body[f]);
+            let w = crate::mutator::resolve(*field);
             if crate::object::is_pointer(w) {
-                self.body[f] = self.index_of(w) << 1;
+                *field = index_of(index, met, w) << 1;
             }
         }
     }
@@ -569,9 +640,13 @@ impl<'d> Packer<'d, '_> {
     /// `k` is copied when the encoding has reached `k - LOOKAHEAD`.
     fn pack_from(&mut self, roots: &[View<'_>]) -> Result<()> {
         for &root in roots {
-            if root.is_object() {
-                self.index_of(root.identity());
-            }
+            let w = crate::mutator::resolve(root.identity());
+            let e = if crate::object::is_pointer(w) {
+                self.index_of(w) << 1
+            } else {
+                w
+            };
+            self.values.push(e);
         }
         self.roots = self.met.len();
         let mut copied = 0;
@@ -588,18 +663,6 @@ impl<'d> Packer<'d, '_> {
             encoded += 1;
         }
         Ok(())
-    }
-
-    /// The encoding of a value, whose object (if any) is packed.
-    fn encode_value(&self, w: u64) -> Result<u64> {
-        let w = crate::mutator::resolve(w);
-        if !crate::object::is_pointer(w) {
-            return Ok(w);
-        }
-        match self.index.get(w) {
-            Some(k) => Ok(k << 1),
-            None => Err(not_exportable(format!("a value at {w:#x} was not packed"))),
-        }
     }
 }
 
@@ -709,6 +772,7 @@ fn pack_core(
         index: AddressIndex::new(),
         met: Vec::new(),
         roots: 0,
+        values: Vec::with_capacity(values.len()),
         copied: [Copied { at: 0, mask: 0 }; COPIED_RING],
         table: Vec::new(),
         listed: 0,
@@ -720,26 +784,22 @@ fn pack_core(
     let packed = p
         .charge(HEADER_WORDS.saturating_add(values.len()))
         .and_then(|()| p.pack_from(&roots))
-        .and_then(|()| {
+        .map(|()| {
             // The values and the descriptor table follow the objects, and
             // the header is filled in: the objects are written where they
             // lie (no second buffer of the packet's size, no move).
-            let mut tail = Vec::with_capacity(roots.len() + 2 * p.table.len());
-            for &root in &roots {
-                tail.push(p.encode_value(root.identity())?);
-            }
-            for &(id, fp) in &p.table {
-                tail.extend([u64::from(id), fp]);
-            }
             let mut out = std::mem::take(&mut p.body);
             out[..HEADER_WORDS].copy_from_slice(&[
                 values.len() as u64,
                 p.met.len() as u64,
                 p.table.len() as u64,
             ]);
-            out.extend(tail);
+            out.extend_from_slice(&p.values);
+            for &(id, fp) in &p.table {
+                out.extend([u64::from(id), fp]);
+            }
             debug_assert_eq!(out.len(), p.words);
-            Ok(out)
+            out
         });
     packed.map_err(|e| {
         if let Some(g) = p.globals.take() {

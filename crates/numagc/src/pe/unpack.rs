@@ -53,39 +53,43 @@ impl<'w> Reader<'w, '_> {
         self.words.len() - self.pos
     }
 
-    /// The next `count` words.
-    fn take(&mut self, count: usize, what: &dyn std::fmt::Display) -> Result<&'w [u64]> {
+    /// The next `count` words; `what` names them for the error (a
+    /// closure, so that nothing is formatted unless it is needed).
+    #[inline]
+    fn take<D: std::fmt::Display>(
+        &mut self,
+        count: usize,
+        what: impl FnOnce() -> D,
+    ) -> Result<&'w [u64]> {
         if count > self.left() {
-            return Err(self.refuse(format!(
-                "truncated: {what} needs {count} words at word {}, past the end of a packet of {} \
-                 words",
-                self.pos,
-                self.words.len()
-            )));
+            return Err(self.truncated(count, &what()));
         }
         let taken = &self.words[self.pos..self.pos + count];
         self.pos += count;
         Ok(taken)
     }
 
-    fn next(&mut self, what: &dyn std::fmt::Display) -> Result<u64> {
-        Ok(self.take(1, what)?[0])
+    #[cold]
+    fn truncated(&self, count: usize, what: &dyn std::fmt::Display) -> Error {
+        self.refuse(format!(
+            "truncated: {what} needs {count} words at word {}, past the end of a packet of {} \
+             words",
+            self.pos,
+            self.words.len()
+        ))
     }
 
     /// The handle a value word of object `at` (of the values: `None`)
-    /// stands for; `objs` holds the objects built so far.
-    fn value<'i>(
-        &self,
-        w: u64,
-        at: Option<usize>,
-        objs: &[Option<Handle<'i>>],
-    ) -> Result<Handle<'i>> {
+    /// stands for; `objs` holds the objects built so far (an immediate
+    /// where none is yet).
+    #[inline]
+    fn value<'i>(&self, w: u64, at: Option<usize>, objs: &[Handle<'i>]) -> Result<Handle<'i>> {
         if w & 1 == 1 {
             return Ok(Handle::int(value_int(w)));
         }
         let k = w >> 1;
         match usize::try_from(k).ok().and_then(|k| objs.get(k)) {
-            Some(&Some(h)) => Ok(h),
+            Some(&h) if !h.is_immediate() => Ok(h),
             _ => Err(self.refuse(match at {
                 Some(at) => format!("object {at} references object {k} before it is built"),
                 None => format!("a value references object {k}, which is not built"),
@@ -123,7 +127,7 @@ impl<'w> Reader<'w, '_> {
     fn descriptors<'d>(&mut self, d: usize, descs: &'d DescriptorTable) -> Result<DescMap<'d>> {
         let mut table = DescMap::with_capacity_and_hasher(d, Default::default());
         for j in 0..d {
-            let entry = self.take(2, &format_args!("descriptor entry {j}"))?;
+            let entry = self.take(2, || format!("descriptor entry {j}"))?;
             let (id, fp) = (entry[0], entry[1]);
             let id = match u16::try_from(id) {
                 Ok(id) if id >= FIRST_MIXED_ID && u32::from(id) < ID_LIMIT => id,
@@ -165,7 +169,8 @@ impl<'w> Reader<'w, '_> {
         Ok(table)
     }
 
-    /// Reads object `k` of `n` and checks it: its tag, its field count
+    /// Reads object `k` of `n` and checks it (nothing is kept: see
+    /// [`Self::checked`]): its tag, its field count
     /// against its descriptor, its references against the packet, a
     /// global address's fields.
     fn check_object<'d>(
@@ -174,8 +179,8 @@ impl<'w> Reader<'w, '_> {
         n: usize,
         table: &DescMap<'d>,
         dir: &mut Directions,
-    ) -> Result<Checked<'w, 'd>> {
-        let t = self.next(&format_args!("the tag of object {k}"))?;
+    ) -> Result<()> {
+        let t = self.take(1, || format!("the tag of object {k}"))?[0];
         let (kind, id) = (t & KIND_BITS, ((t >> ID_SHIFT) & 0xffff) as u16);
         let count = t >> COUNT_SHIFT;
         if kind > KIND_GLOBAL || (kind != KIND_MIXED && id != 0) {
@@ -217,7 +222,7 @@ impl<'w> Reader<'w, '_> {
                 Layout::Mixed(id, d)
             }
         };
-        let fields = self.take(count, &format_args!("the fields of object {k}"))?;
+        let fields = self.take(count, || format!("the fields of object {k}"))?;
         let c = Checked { fields, layout };
         if let Layout::Global = layout {
             self.global_address(k, fields)?;
@@ -227,7 +232,30 @@ impl<'w> Reader<'w, '_> {
             self.check_ref(w, k, n, dir)?;
             i += 1;
         }
-        Ok(c)
+        Ok(())
+    }
+
+    /// Object `k`, whose tag is at `start`, checked by
+    /// [`Self::check_object`] already.
+    fn checked<'d>(&self, k: usize, start: usize, table: &DescMap<'d>) -> Checked<'w, 'd> {
+        let t = self.words[start];
+        let (kind, id) = (t & KIND_BITS, ((t >> ID_SHIFT) & 0xffff) as u16);
+        let count = (t >> COUNT_SHIFT) as usize;
+        let layout = match kind {
+            KIND_GLOBAL => Layout::Global,
+            KIND_RAW => Layout::Raw,
+            KIND_VECTOR => Layout::Vector,
+            _ => Layout::Mixed(
+                id,
+                table
+                    .get(&id)
+                    .unwrap_or_else(|| panic!("object {k} was checked: its descriptor is listed")),
+            ),
+        };
+        Checked {
+            fields: &self.words[start + 1..start + 1 + count],
+            layout,
+        }
     }
 
     /// Allocates checked object `k`; `objs` holds the objects it
@@ -237,7 +265,7 @@ impl<'w> Reader<'w, '_> {
         s: &mut Scope<'i>,
         k: usize,
         c: &Checked<'_, '_>,
-        objs: &[Option<Handle<'i>>],
+        objs: &[Handle<'i>],
         scratch: &mut (Vec<Handle<'i>>, Vec<u64>),
     ) -> Result<Handle<'i>> {
         match c.layout {
@@ -306,24 +334,17 @@ impl<'w> Reader<'w, '_> {
         Ok((ga, header))
     }
 
-    /// An order to build `objects` in, each after every object it
-    /// references: packet order when every reference names an earlier
-    /// object (a depth-first packing), its reverse when every reference
-    /// names a later one (a breadth-first packing of a tree), else a
-    /// depth-first sort of the packet's graph, which refuses a cycle.
-    fn order(&self, objects: &[Checked<'_, '_>], dir: Directions) -> Result<Vec<u32>> {
-        let n = objects.len() as u32;
-        if dir.backward {
-            return Ok((0..n).collect());
-        }
-        if dir.forward {
-            return Ok((0..n).rev().collect());
-        }
+    /// An order to build the objects whose tags are at `starts` in, each
+    /// after every object it references, when their references go both
+    /// ways (else packet order, or its reverse, is one): a depth-first sort
+    /// of the packet's graph, which refuses a cycle.
+    fn sort(&self, starts: &[usize], table: &DescMap<'_>) -> Result<Vec<u32>> {
         const NEW: u8 = 0;
         const OPEN: u8 = 1;
         const DONE: u8 = 2;
-        let mut state = vec![NEW; objects.len()];
-        let mut order = Vec::with_capacity(objects.len());
+        let n = starts.len() as u32;
+        let mut state = vec![NEW; starts.len()];
+        let mut order = Vec::with_capacity(starts.len());
         // (object, its next value field to follow)
         let mut stack: Vec<(u32, usize)> = Vec::new();
         for start in 0..n {
@@ -334,7 +355,8 @@ impl<'w> Reader<'w, '_> {
             stack.push((start, 0));
             while let Some(top) = stack.last_mut() {
                 let (k, i) = *top;
-                let Some(w) = objects[k as usize].value_field(i) else {
+                let object = self.checked(k as usize, starts[k as usize], table);
+                let Some(w) = object.value_field(i) else {
                     state[k as usize] = DONE;
                     order.push(k);
                     stack.pop();
@@ -362,6 +384,24 @@ impl<'w> Reader<'w, '_> {
             }
         }
         Ok(order)
+    }
+
+    /// Builds the objects whose tags are at `starts`, in `order`, into
+    /// `objs`.
+    fn build_all<'i>(
+        &self,
+        s: &mut Scope<'i>,
+        starts: &[usize],
+        table: &DescMap<'_>,
+        order: impl Iterator<Item = usize>,
+        objs: &mut [Handle<'i>],
+    ) -> Result<()> {
+        let mut scratch = (Vec::new(), Vec::new());
+        for k in order {
+            let c = self.checked(k, starts[k], table);
+            objs[k] = self.build(s, k, &c, objs, &mut scratch)?;
+        }
+        Ok(())
     }
 }
 
@@ -428,7 +468,7 @@ pub(crate) fn unpack_in<'s>(
         sender,
         ctx,
     };
-    let header = r.take(HEADER_WORDS, &"the header")?;
+    let header = r.take(HEADER_WORDS, || "the header")?;
     let (v, n, d) = (header[0], header[1], header[2]);
     // Each object takes at least its tag word: the counts must fit in the
     // packet before anything is sized by them.
@@ -465,11 +505,12 @@ pub(crate) fn unpack_in<'s>(
         forward: true,
         backward: true,
     };
-    let mut objects = Vec::with_capacity(n);
+    let mut starts = Vec::with_capacity(n);
     for k in 0..n {
-        objects.push(r.check_object(k, n, &table, &mut dir)?);
+        starts.push(r.pos);
+        r.check_object(k, n, &table, &mut dir)?;
     }
-    let encoded = r.take(v, &"the values")?;
+    let encoded = r.take(v, || "the values")?;
     if let Some(&w) = encoded.iter().find(|&&w| w & 1 == 0 && w >> 1 >= n as u64) {
         return Err(r.refuse(format!(
             "a value references object {}, but the packet has {n} objects",
@@ -482,16 +523,23 @@ pub(crate) fn unpack_in<'s>(
             r.left()
         )));
     }
-    let order = r.order(&objects, dir)?;
+    let sorted = if dir.backward || dir.forward {
+        None
+    } else {
+        Some(r.sort(&starts, &table)?)
+    };
     // The objects are held by handles of an inner scope, so collections
     // move them safely; only the values' words leave it, and they are
     // rooted again below before anything can collect.
     let values: Vec<u64> = s.scope(|s| -> Result<Vec<u64>> {
-        let mut objs = vec![None; n];
-        let mut scratch = (Vec::new(), Vec::new());
-        for k in order {
-            let k = k as usize;
-            objs[k] = Some(r.build(s, k, &objects[k], &objs, &mut scratch)?);
+        let mut objs = vec![Handle::NIL; n];
+        match sorted {
+            Some(order) => {
+                let order = order.into_iter().map(|k| k as usize);
+                r.build_all(s, &starts, &table, order, &mut objs)?
+            }
+            None if dir.backward => r.build_all(s, &starts, &table, 0..n, &mut objs)?,
+            None => r.build_all(s, &starts, &table, (0..n).rev(), &mut objs)?,
         }
         encoded
             .iter()
