@@ -1,8 +1,10 @@
 //! pack: the bandwidth of packing an immutable graph into a PE packet
-//! (`numagc::pe::pack_graph`, gumsmp-shared-distributed-heaps.txt §2.1),
-//! and of unpacking it, against `memcpy` of the packet's bytes, measured
-//! alternately in one run (issue 19 asks packing for ≥ 50 % of `memcpy`'s
-//! bandwidth on a 10 MB tree).
+//! (`numagc::pe::pack_graph_into`, gumsmp-shared-distributed-heaps.txt
+//! §2.1), and of unpacking it, against `memcpy` of the packet's bytes,
+//! measured alternately in one run (issue 19 asks packing for ≥ 50 % of
+//! `memcpy`'s bandwidth on a 10 MB tree). Both packing and `memcpy` write
+//! into a buffer they reuse from one measurement to the next, so neither
+//! pays for fresh pages.
 //!
 //! The graph is a complete binary tree of `depth` levels of immutable
 //! mixed nodes (left, right, a raw payload word): 2^depth − 1 nodes of

@@ -35,13 +35,7 @@ pub const DISTANCE: usize = 512;
 #[inline(always)]
 pub fn for_write(addr: usize) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint that never faults and writes nothing,
-    // whatever the address; SSE, which the intrinsic needs, is part of the
-    // x86_64 baseline.
-    unsafe {
-        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
-        _mm_prefetch::<_MM_HINT_ET0>(addr as *const i8);
-    }
+    hint::<{ core::arch::x86_64::_MM_HINT_ET0 }>(addr);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = addr;
 }
@@ -53,11 +47,16 @@ pub fn for_write(addr: usize) {
 #[inline(always)]
 pub fn for_read(addr: usize) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `for_write`: a hint that never faults.
-    unsafe {
-        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(addr as *const i8);
-    }
+    hint::<{ core::arch::x86_64::_MM_HINT_T0 }>(addr);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = addr;
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn hint<const HINT: i32>(addr: usize) {
+    // SAFETY: a prefetch is a hint that never faults and writes nothing,
+    // whatever the address; SSE, which the intrinsic needs, is part of the
+    // x86_64 baseline.
+    unsafe { core::arch::x86_64::_mm_prefetch::<HINT>(addr as *const i8) };
 }

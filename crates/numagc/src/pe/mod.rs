@@ -47,10 +47,10 @@ mod message;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub(crate) mod pack;
-mod unpack;
 mod remote;
 mod service;
 mod transport;
+mod unpack;
 pub mod weight;
 #[cfg(test)]
 mod weight_tests;

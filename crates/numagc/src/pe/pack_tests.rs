@@ -583,7 +583,15 @@ fn corrupt_tags_ids_and_references_are_refused() {
     .unwrap();
     // References backward only (packet order), and both ways (a sort):
     // 1 → 0 and 0 → 2 ← 1, the values 1 and 0.
-    let back = vec![1, 2, 0, tag(KIND_VECTOR, 0, 0), tag(KIND_VECTOR, 0, 1), 0, 1 << 1];
+    let back = vec![
+        1,
+        2,
+        0,
+        tag(KIND_VECTOR, 0, 0),
+        tag(KIND_VECTOR, 0, 1),
+        0,
+        1 << 1,
+    ];
     let both = vec![
         2,
         3,

@@ -548,4 +548,3 @@ pub(crate) fn unpack_in<'s>(
     })?;
     Ok(values.into_iter().map(|w| s.push_root(w)).collect())
 }
-
