@@ -12,7 +12,9 @@
 //! |---|---|
 //! | exportable functions, by name | `export` |
 //! | the fork that offers its second half, a task sent to a chosen PE | `fork` (`Scope::par2_export`, `Scope::call_on`) |
-//! | packing a graph into a portable packet | `pack` |
+//! | packing a graph into a portable packet (breadth first) | `pack` |
+//! | the packer's table of visited objects | `address_index` |
+//! | unpacking: checking a packet, building it in an order its references allow | `unpack` |
 //! | the messages and their wire format | `message` |
 //! | moving the bytes (in process) | `transport` |
 //! | moving the bytes between processes (feature `mpi`) | `mpi` |
@@ -33,6 +35,7 @@
 //! collection finds its FetchMe dead. The C ABI of all this is
 //! `numagc-capi`'s `pe.rs`.
 
+mod address_index;
 mod export;
 mod fork;
 pub(crate) mod global;

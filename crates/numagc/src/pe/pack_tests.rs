@@ -6,7 +6,7 @@ use super::*;
 use crate::runtime::{small_test_config, test_plan};
 use crate::{Config, Runtime};
 use proptest::prelude::*;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::OnceLock;
 
 /// The PE number the receiving side gives to the sender.

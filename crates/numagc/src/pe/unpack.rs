@@ -12,11 +12,12 @@
 //! packet of more objects than the vproc has root slots left is refused),
 //! so collections during unpacking move it safely.
 
+use super::address_index::AddressHasher;
 use super::global::valid_header;
 use super::group::PeContext;
 use super::pack::{
-    fingerprint, AddressHasher, COUNT_SHIFT, GLOBAL_FIELDS, HEADER_WORDS, ID_SHIFT, KIND_BITS,
-    KIND_GLOBAL, KIND_MIXED, KIND_RAW, KIND_VECTOR,
+    fingerprint, COUNT_SHIFT, GLOBAL_FIELDS, HEADER_WORDS, ID_SHIFT, KIND_BITS, KIND_GLOBAL,
+    KIND_MIXED, KIND_RAW, KIND_VECTOR,
 };
 use super::weight::{GlobalAddress, GlobalId};
 use crate::compiled::record::ROOT_STACK_SLOTS;
