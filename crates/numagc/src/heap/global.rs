@@ -417,6 +417,9 @@ impl GlobalHeap {
             None => match self.space.carve(n) {
                 Ok(start) => {
                     self.bind(start, n, home);
+                    // The caller writes every word at once: commit the
+                    // pages in one call instead of a fault per page.
+                    self.space.populate(self.space.chunk_start(start), bytes);
                     start
                 }
                 Err(e) => {
