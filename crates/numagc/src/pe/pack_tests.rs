@@ -711,3 +711,29 @@ fn another_layout_under_the_same_id_is_refused() {
     let bare = Runtime::new(config()).unwrap();
     assert!(refused(&bare, packet).contains("unknown descriptor id"));
 }
+
+#[test]
+fn pack_into_reuses_the_buffer_and_packs_alike() {
+    let (a, _, d) = two();
+    a.run_on(0, move |s| -> Result<()> {
+        let mut list = s.nil();
+        for i in 0..1000 {
+            list = s.alloc_mixed(d.cons, &[Handle::int(i), list], &[i as u64])?;
+        }
+        let small = s.alloc_vector(&[Handle::int(1)])?;
+        let fresh = pack(s, &[list], usize::MAX)?;
+        let mut buf = vec![7; 3];
+        pack_into(s, &[list], usize::MAX, &mut buf)?;
+        assert_eq!(buf, fresh, "into a used buffer: the same packet");
+        let capacity = buf.capacity();
+        pack_into(s, &[small], usize::MAX, &mut buf)?;
+        assert_eq!(buf, pack(s, &[small], usize::MAX)?);
+        assert_eq!(buf.capacity(), capacity, "the memory is kept");
+        // A refusal leaves the buffer empty.
+        let past = pack_into(s, &[list], 10, &mut buf);
+        assert!(past.is_err() && buf.is_empty());
+        Ok(())
+    })
+    .unwrap()
+    .unwrap();
+}
