@@ -287,14 +287,25 @@ impl<'d> Packer<'d, '_> {
         self.words.saturating_add(len).saturating_add(1) > g.soft_limit
     }
 
-    /// Lists descriptor `id` in the packet's table, once.
-    #[inline]
-    fn list(&mut self, id: u16, d: &Descriptor) -> Result<()> {
+    /// Lists descriptor `id` (registered) in the packet's table, once.
+    #[inline(always)]
+    fn list(&mut self, id: u16) -> Result<()> {
         if id == self.listed {
             return Ok(());
         }
+        self.list_other(id)
+    }
+
+    /// [`Self::list`] of another descriptor than the last one listed.
+    #[cold]
+    #[inline(never)]
+    fn list_other(&mut self, id: u16) -> Result<()> {
         if !self.table.iter().any(|&(t, _)| t == id) {
             self.charge(2)?;
+            let d = self
+                .descs
+                .get(id)
+                .expect("a listed descriptor is registered");
             self.table.push((id, fingerprint(d)));
         }
         self.listed = id;
@@ -318,10 +329,7 @@ impl<'d> Packer<'d, '_> {
         // from one header read.
         if let Some((id, layout, words)) = obj.small_immutable() {
             if id != ID_FETCHME && id != ID_EPHEMERON && !self.as_global(words.len(), root) {
-                if id != self.listed {
-                    let d = self.descs.get(id).expect("a packed layout is registered");
-                    self.list(id, d)?;
-                }
+                self.list(id)?;
                 let len = words.len();
                 self.charge(len + 1)?;
                 // The tag and the words, written past the length and then
@@ -364,29 +372,20 @@ impl<'d> Packer<'d, '_> {
             Some(ObjectKind::Mixed(id)) => self.mixed_shape(obj, id, root)?,
             None => return Err(not_exportable(format!("{obj:?} is not an object"))),
         };
-        if let Shape::Global(ga, header) = shape {
-            self.charge(GLOBAL_FIELDS + 1)?;
-            self.body.extend([
-                tag(KIND_GLOBAL, 0, GLOBAL_FIELDS as u64),
-                u64::from(ga.gid.pe),
-                ga.gid.id,
-                u64::from(ga.weight),
-                header,
-            ]);
-            return Ok(());
-        }
-        let words = obj
-            .immutable_words()
-            .ok_or_else(|| not_exportable(format!("{obj:?} is not an immutable object")))?;
-        let len = words.len();
-        if len as u64 > MAX_COUNT {
-            return Err(not_exportable(format!(
-                "an object of {len} fields (a packet carries at most {MAX_COUNT})"
-            )));
-        }
-        self.charge(len.saturating_add(1))?;
+        let len = obj.len();
         let (kind, id, walk) = match shape {
-            Shape::Raw | Shape::Global(..) => (KIND_RAW, 0, Walk::None),
+            Shape::Global(ga, header) => {
+                self.charge(GLOBAL_FIELDS + 1)?;
+                self.body.extend([
+                    tag(KIND_GLOBAL, 0, GLOBAL_FIELDS as u64),
+                    u64::from(ga.gid.pe),
+                    ga.gid.id,
+                    u64::from(ga.weight),
+                    header,
+                ]);
+                return Ok(());
+            }
+            Shape::Raw => (KIND_RAW, 0, Walk::None),
             Shape::Vector => (KIND_VECTOR, 0, Walk::All { next: 0, len }),
             Shape::Mixed(id, d) => (
                 KIND_MIXED,
@@ -397,6 +396,15 @@ impl<'d> Packer<'d, '_> {
                 },
             ),
         };
+        if len as u64 > MAX_COUNT {
+            return Err(not_exportable(format!(
+                "an object of {len} fields (a packet carries at most {MAX_COUNT})"
+            )));
+        }
+        let words = obj
+            .immutable_words()
+            .ok_or_else(|| not_exportable(format!("{obj:?} is not an immutable object")))?;
+        self.charge(len.saturating_add(1))?;
         self.body.push(tag(kind, id, len as u64));
         let at = self.body.len();
         self.body.extend_from_slice(words);
@@ -456,7 +464,7 @@ impl<'d> Packer<'d, '_> {
         if self.as_global(obj.len(), root) {
             return self.global(obj, &"an immutable object past the packet's limit");
         }
-        self.list(id, d)?;
+        self.list(id)?;
         Ok(Shape::Mixed(id, d))
     }
 

@@ -197,36 +197,35 @@ impl<'w> Reader<'w, '_> {
                 )))
             }
         };
-        let layout = match kind {
+        match kind {
             KIND_GLOBAL if count != GLOBAL_FIELDS => {
                 return Err(self.refuse(format!(
                     "object {k}: a global address of {count} fields, not {GLOBAL_FIELDS}"
                 )))
             }
-            KIND_GLOBAL => Layout::Global,
-            KIND_RAW => Layout::Raw,
-            KIND_VECTOR => Layout::Vector,
-            _ => {
-                let Some(&d) = table.get(&id) else {
+            KIND_MIXED => match table.get(&id) {
+                None => {
                     return Err(self.refuse(format!(
                         "object {k}: descriptor id {id} is not listed in the packet's descriptor \
                          table"
-                    )));
-                };
-                if count != d.size() {
+                    )))
+                }
+                Some(d) if count != d.size() => {
                     return Err(self.refuse(format!(
                         "object {k}: {count} fields, but descriptor `{}` (id {id}) has {}",
                         d.name(),
                         d.size()
-                    )));
+                    )))
                 }
-                Layout::Mixed(id, d)
-            }
-        };
-        let fields = self.take(count, || format!("the fields of object {k}"))?;
-        let c = Checked { fields, layout };
-        if let Layout::Global = layout {
-            self.global_address(k, fields)?;
+                Some(_) => {}
+            },
+            _ => {}
+        }
+        // The tag is sound and its fields lie in the packet.
+        let c = self.checked(k, self.pos - 1, table);
+        self.pos += count;
+        if let Layout::Global = c.layout {
+            self.global_address(k, c.fields)?;
         }
         let mut i = 0;
         while let Some(w) = c.value_field(i) {
@@ -236,10 +235,11 @@ impl<'w> Reader<'w, '_> {
         Ok(())
     }
 
-    /// Object `k`, whose tag is at `start`, checked by
-    /// [`Self::check_object`] already.
+    /// Object `k`, whose tag is at `start`, with a sound tag, its fields
+    /// in the packet and its descriptor listed ([`Self::check_object`]).
     fn checked<'d>(&self, k: usize, start: usize, table: &DescMap<'d>) -> Checked<'w, 'd> {
-        let t = self.words[start];
+        let words: &'w [u64] = self.words;
+        let t = words[start];
         let (kind, id) = (t & KIND_BITS, ((t >> ID_SHIFT) & 0xffff) as u16);
         let count = (t >> COUNT_SHIFT) as usize;
         let layout = match kind {
@@ -254,7 +254,7 @@ impl<'w> Reader<'w, '_> {
             ),
         };
         Checked {
-            fields: &self.words[start + 1..start + 1 + count],
+            fields: &words[start + 1..start + 1 + count],
             layout,
         }
     }
