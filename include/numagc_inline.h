@@ -190,6 +190,15 @@ static inline int numagc_inline_store(numagc_mutator *m, uint64_t obj, size_t i,
     return NUMAGC_OK;
 }
 
+/* Stores the raw word w into raw field i of obj, an object from
+ * numagc_alloc_shared (raw data over NUMAGC_MAX_SMALL_FIELDS words, say)
+ * or a mutable one: no barrier, raw words are not values (the Rust
+ * module's Mutator::store_raw). A release store, as numagc_inline_store's,
+ * for other vprocs that read the object. */
+static inline void numagc_inline_store_raw(uint64_t obj, size_t i, uint64_t w) {
+    __atomic_store_n(&((uint64_t *)obj)[1 + i], w, __ATOMIC_RELEASE);
+}
+
 /* ---- Register code --------------------------------------------------------
  * The allocation pointer and the root stack's top held in C locals (which
  * the C compiler keeps in registers) instead of the record, as GHC keeps

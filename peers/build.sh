@@ -86,14 +86,14 @@ else
     echo "build.sh: $cc not found; C peers skipped" >&2
 fi
 
-# numagc from C (examples/c/parfib.c, binarytrees.c, coins.c: the compiled-code interface's
+# numagc from C (examples/c/parfib.c, binarytrees.c, coins.c, gcbench.c: the compiled-code interface's
 # register code from C), against the static library, -O2 as the C
 # examples are built; `numagc compare` runs it as `numagc-c`.
 root="$(cd "$here/.." && pwd)"
 if command -v "$cc" >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
     if (cd "$root" && cargo build --release -q -p numagc-capi); then
         mkdir -p "$out/numagc-c"
-        for name in parfib binarytrees coins; do
+        for name in parfib binarytrees coins gcbench; do
             echo "$cc -O2 (numagc_inline.h, libnumagc.a): $name"
             "$cc" -std=c11 -O2 -I"$root/include" -o "$out/numagc-c/$name" \
                 "$root/examples/c/$name.c" -L"$root/target/release" -l:libnumagc.a \

@@ -1,5 +1,6 @@
 /*
- * bench.h: what the benchmarks in C (parfib.c, binarytrees.c, coins.c)
+ * bench.h: what the benchmarks in C (parfib.c, binarytrees.c, coins.c,
+ * gcbench.c)
  * share: their integer arguments, a runtime configured from the NUMAGC_*
  * variables and the optional vproc count of the command line, the
  * registration of the layouts whose header words the program has as
@@ -54,12 +55,14 @@ static int bench_fail(const char *prog, const char *what, int rc) {
 }
 
 /* A runtime from the NUMAGC_* settings, with `vprocs` vprocs unless it is
- * NULL, and the n layouts of `fields` value fields each, named `names`,
- * registered first, in order: their ids are NUMAGC_FIRST_DESCRIPTOR_ID,
+ * NULL, and n immutable layouts registered first, in order: layout k is
+ * named names[k], has sizes[k] fields of which the first values[k] hold
+ * values (the rest are raw words). Their ids are NUMAGC_FIRST_DESCRIPTOR_ID,
  * + 1, ..., which the program's header words were compiled for (checked).
  * 0 and *out set, or 1 with the error reported. */
-static int bench_runtime(const char *prog, const char *vprocs, const char *const *names,
-                         const size_t *fields, size_t n, numagc_runtime **out) {
+static int bench_runtime_layouts(const char *prog, const char *vprocs, const char *const *names,
+                                 const size_t *sizes, const size_t *values, size_t n,
+                                 numagc_runtime **out) {
     numagc_config *cfg;
     int rc = numagc_config_from_env(&cfg);
     if (rc != NUMAGC_OK) return bench_fail(prog, "configuration", rc);
@@ -72,10 +75,11 @@ static int bench_runtime(const char *prog, const char *vprocs, const char *const
     numagc_config_free(cfg);
     if (rc != NUMAGC_OK) return bench_fail(prog, "starting the runtime", rc);
     for (size_t k = 0; k < n; k++) {
-        size_t values[32];
-        for (size_t i = 0; i < fields[k] && i < 32; i++) values[i] = i;
+        size_t offsets[32];
+        size_t v = values[k] < 32 ? values[k] : 32;
+        for (size_t i = 0; i < v; i++) offsets[i] = i;
         numagc_desc d;
-        rc = numagc_register_mixed(rt, names[k], fields[k], values, fields[k], false, &d);
+        rc = numagc_register_mixed(rt, names[k], sizes[k], offsets, v, false, &d);
         if (rc != NUMAGC_OK) {
             numagc_runtime_free(rt);
             return bench_fail(prog, names[k], rc);
@@ -89,6 +93,13 @@ static int bench_runtime(const char *prog, const char *vprocs, const char *const
     }
     *out = rt;
     return 0;
+}
+
+/* bench_runtime_layouts with every field of every layout a value, layout k
+ * of fields[k] fields. */
+static inline int bench_runtime(const char *prog, const char *vprocs, const char *const *names,
+                                const size_t *fields, size_t n, numagc_runtime **out) {
+    return bench_runtime_layouts(prog, vprocs, names, fields, fields, n, out);
 }
 
 #endif

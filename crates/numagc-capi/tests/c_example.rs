@@ -264,10 +264,12 @@ fn run_compiled_example(static_dir: &Path, dir: &Path) {
 }
 
 /// The benchmarks in C on the register code of `numagc_inline.h`
-/// (`examples/c/{parfib,coins,binarytrees}.c`): a small run of each and
-/// the output it must print (each program checks its answer itself and
-/// exits 1 when it is wrong).
-const C_BENCHMARKS: [(&str, &[&str], &str); 4] = [
+/// (`examples/c/{parfib,coins,binarytrees,gcbench}.c`): a small run of
+/// each and the output it must print (each program checks its answer
+/// itself and exits 1 when it is wrong). gcbench's is `numagc bench
+/// gcbench`'s at the same parameters; its stretch tree is forked (deeper
+/// than 12).
+const C_BENCHMARKS: [(&str, &[&str], &str); 5] = [
     (
         "parfib",
         &["27", "12", "1"],
@@ -293,6 +295,20 @@ const C_BENCHMARKS: [(&str, &[&str], &str); 4] = [
          16\t trees of depth 10\t check: 32752\n\
          long lived tree of depth 10\t check: 2047\n",
     ),
+    (
+        "gcbench",
+        &["14", "13", "12", "4000", "512", "2"],
+        "Garbage Collector Test\n \
+         Stretching memory with a binary tree of depth 14: 32767 nodes\n \
+         Creating a long-lived binary tree of depth 13\n \
+         Creating a long-lived array of 4000 doubles\n\
+         Creating 2114 trees of depth 4: top down 65534 nodes, bottom up 65534 nodes\n\
+         Creating 516 trees of depth 6: top down 65532 nodes, bottom up 65532 nodes\n\
+         Creating 128 trees of depth 8: top down 65408 nodes, bottom up 65408 nodes\n\
+         Creating 32 trees of depth 10: top down 65504 nodes, bottom up 65504 nodes\n\
+         Creating 8 trees of depth 12: top down 65528 nodes, bottom up 65528 nodes\n\
+         Long-lived tree: 16383 nodes; array[1000] == 1/1000: true\n",
+    ),
 ];
 
 /// No report of AddressSanitizer or UndefinedBehaviorSanitizer in a run.
@@ -317,7 +333,7 @@ fn check_stdout_run(o: &Output, what: &str, expected: &str) {
 /// The benchmarks in C on both plans, and their refusals of bad
 /// arguments.
 fn run_c_benchmarks(static_dir: &Path, dir: &Path) {
-    for name in ["parfib", "coins", "binarytrees"] {
+    for name in ["parfib", "coins", "binarytrees", "gcbench"] {
         compile(name, static_dir, &dir.join(name), &[]);
     }
     for plan in ["split", "shared"] {
@@ -334,6 +350,16 @@ fn run_c_benchmarks(static_dir: &Path, dir: &Path) {
     let parfib = dir.join("parfib");
     let o = Command::new(&parfib).args(["90", "12"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "parfib 90:\n{}", show(&o));
+    let o = Command::new(dir.join("gcbench"))
+        .args(["10", "8", "11", "4000", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.code() == Some(2)
+            && String::from_utf8_lossy(&o.stderr).contains("MAX_DEPTH 11 exceeds STRETCH_DEPTH 10"),
+        "gcbench with MAX_DEPTH over STRETCH_DEPTH:\n{}",
+        show(&o)
+    );
     let o = Command::new(&parfib)
         .args(["20", "5", "0"])
         .output()

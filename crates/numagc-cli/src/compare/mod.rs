@@ -50,8 +50,8 @@
 //! - C (`c-arena`, binarytrees only): `peers/c/binarytrees.c`, bump arenas
 //!   reset after each tree, K threads; a reference point of what allocation
 //!   can cost, never counted as the best peer.
-//! - numagc from C (`numagc-c`, parfib, binarytrees and coins):
-//!   `examples/c/{parfib,binarytrees,coins}.c`, the benchmarks in C on
+//! - numagc from C (`numagc-c`, parfib, binarytrees, coins and gcbench):
+//!   `examples/c/{parfib,binarytrees,coins,gcbench}.c`, the benchmarks in C on
 //!   `numagc_inline.h`'s register code, built by
 //!   `peers/build.sh` against `libnumagc.a` into `numagc-c/`; K vprocs,
 //!   numagc's defaults (`NUMAGC_*` apply). Not a peer either: numagc's
@@ -108,9 +108,12 @@ const REFERENCES: [&str; 2] = ["c-arena", "numagc-c"];
 
 const NO_C_PROGRAM: &str = "no C program for this benchmark (peers/c/ has binarytrees only)";
 const NO_NUMAGC_C_PROGRAM: &str =
-    "no C program on numagc for this benchmark (examples/c/ has parfib, binarytrees, coins)";
+    "no C program on numagc for this benchmark (examples/c/ has parfib, binarytrees, coins, gcbench)";
 const NOT_BUILT_NUMAGC_C: &str =
-    "not built (peers/build.sh builds examples/c/parfib.c, binarytrees.c and coins.c)";
+    "not built (peers/build.sh builds examples/c/parfib.c, binarytrees.c, coins.c and gcbench.c)";
+
+/// The benchmarks `examples/c/` has in C on numagc (`numagc-c`).
+const NUMAGC_C_PROGRAMS: [&str; 4] = ["parfib", "binarytrees", "coins", "gcbench"];
 
 /// The name of numagc's runtime for the programs on `api` (`numagc` for the
 /// safe API, `numagc-compiled` for the compiled-code interface).
@@ -442,7 +445,7 @@ fn launch(
                 c.args(args).arg(k.to_string());
                 Launch::Run(c)
             }
-            None if bench == "parfib" || bench == "binarytrees" => Launch::Skip(NOT_BUILT_NUMAGC_C),
+            None if NUMAGC_C_PROGRAMS.contains(&bench) => Launch::Skip(NOT_BUILT_NUMAGC_C),
             None => Launch::Skip(NO_NUMAGC_C_PROGRAM),
         },
         _ => unreachable!("runtime {runtime}"),
