@@ -197,6 +197,36 @@ fn index_of(index: &mut AddressIndex, met: &mut Vec<u64>, w: u64) -> u64 {
     })
 }
 
+/// Copies `words` into `out` (of the same length): the small lengths of
+/// most objects as plain moves, longer ones with `memcpy` (whose call
+/// costs more than the copy of a few words).
+#[inline(always)]
+fn copy_small(out: &mut [std::mem::MaybeUninit<u64>], words: &[u64]) {
+    match (out, words) {
+        ([o0], [w0]) => {
+            o0.write(*w0);
+        }
+        ([o0, o1], [w0, w1]) => {
+            o0.write(*w0);
+            o1.write(*w1);
+        }
+        ([o0, o1, o2], [w0, w1, w2]) => {
+            o0.write(*w0);
+            o1.write(*w1);
+            o2.write(*w2);
+        }
+        ([o0, o1, o2, o3], [w0, w1, w2, w3]) => {
+            o0.write(*w0);
+            o1.write(*w1);
+            o2.write(*w2);
+            o3.write(*w3);
+        }
+        (out, words) => {
+            out.write_copy_of_slice(words);
+        }
+    }
+}
+
 /// How many objects the copying runs ahead of the encoding of value
 /// fields, so that the objects a copied object names are on their way
 /// into the cache (prefetched when it is copied) before the encoding
@@ -338,7 +368,7 @@ impl<'d> Packer<'d, '_> {
                 self.body.reserve(len + 1);
                 let spare = &mut self.body.spare_capacity_mut()[..len + 1];
                 spare[0].write(tag(KIND_MIXED, id, len as u64));
-                spare[1..].write_copy_of_slice(words);
+                copy_small(&mut spare[1..], words);
                 // SAFETY: the `len + 1` words past the length, within the
                 // capacity reserved above, were all written just above.
                 unsafe { self.body.set_len(at + len) };
