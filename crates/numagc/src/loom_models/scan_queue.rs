@@ -105,3 +105,54 @@ fn scan_queue_push_wakes_idle_worker() {
         assert_eq!(w1.join().unwrap(), vec![5]);
     });
 }
+
+/// Sharing on request (`ScanQueue::wants_work`): worker 0 holds all the
+/// work (items 10 and 11) and gives item 11 away only once the queue says
+/// another worker waits with nothing queued for it; worker 1 has nothing
+/// and pops. Every item is taken exactly once, both stop, and the hint is
+/// false again once the work is finished. Worker 0 also leaves off waiting
+/// for the hint when its own work is done (a hint can be missed; an item
+/// never is).
+#[test]
+fn scan_queue_shares_when_asked() {
+    bounded(3).check(|| {
+        let q = Arc::new(ScanQueue::<u32>::new(1));
+        q.reset(2);
+        let q1 = q.clone();
+        let w1 = thread::spawn(move || {
+            q1.arrive();
+            let mut got = Vec::new();
+            while let Some(item) = q1.pop(0) {
+                got.push(item);
+            }
+            got
+        });
+        let q0 = q.clone();
+        let w0 = thread::spawn(move || {
+            q0.arrive();
+            let mut mine = vec![10];
+            let mut shared = false;
+            for _ in 0..3 {
+                if q0.wants_work() {
+                    q0.push(0, 11);
+                    shared = true;
+                    break;
+                }
+                thread::yield_now();
+            }
+            if !shared {
+                mine.push(11);
+            }
+            while let Some(item) = q0.pop(0) {
+                mine.push(item);
+            }
+            mine
+        });
+        let mut all = w0.join().unwrap();
+        all.extend(w1.join().unwrap());
+        all.sort_unstable();
+        assert_eq!(all, vec![10, 11], "each item taken exactly once");
+        assert!(!q.wants_work(), "no worker waits after the end");
+        assert!(!q.someone_absent(), "both workers arrived");
+    });
+}

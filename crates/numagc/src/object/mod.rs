@@ -179,6 +179,24 @@ pub(crate) fn for_each_value_field(h: Header, descs: &DescriptorTable, mut f: im
     }
 }
 
+/// How many fields of an object with header `h` hold values: what a scan
+/// of it may have to forward.
+#[inline]
+pub(crate) fn value_field_count(h: Header, descs: &DescriptorTable) -> usize {
+    match h.id() {
+        ID_RAW => 0,
+        ID_VECTOR | ID_ARRAY => h.len(),
+        id => {
+            let fast = descs.fast(id);
+            if fast.is_some() {
+                fast.values()
+            } else {
+                descs.get(id).map_or(0, |d| d.pointer_offsets().len())
+            }
+        }
+    }
+}
+
 /// Replaces every value field `w` of `o` (header `h`) by `f(w)`: the scan
 /// step of every copying collection. Writes only fields that change.
 #[inline(always)]

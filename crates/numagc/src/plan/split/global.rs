@@ -98,6 +98,14 @@ use std::time::Instant;
 /// Age of tenured chunks.
 pub(crate) const TENURED: u8 = 2;
 
+/// The fewest bytes of unscanned copies a vproc gives to one that waits
+/// for work: below it, the push and the wake-up cost more than the scan.
+const SHARE_FLOOR: usize = 512;
+
+/// Objects a vproc scans between two looks at whether another has not
+/// begun to scan yet (`Evacuator::pace`).
+const PACE: u32 = 64;
+
 /// Work of the parallel scan.
 pub(crate) enum ScanItem {
     /// Objects in `[start, end)` of a retired to-space chunk.
@@ -174,6 +182,14 @@ pub(super) struct Evacuator<'a> {
     generational: bool,
     /// Those slots (the next collection's remembered set).
     remember: Vec<usize>,
+    /// Per cursor (survivor, tenured), after a try of
+    /// [`Evacuator::scan_own`] found nothing worth sharing: the chunk and
+    /// the address its top must reach before the next try. Each try walks
+    /// the unscanned run, so the next waits until the run has doubled:
+    /// the walks cost at most twice the scan.
+    share_retry: [(Option<usize>, usize); 2],
+    /// Objects scanned, for [`Evacuator::pace`].
+    paced: u32,
 }
 
 impl Evacuator<'_> {
@@ -337,10 +353,51 @@ impl Evacuator<'_> {
             .expect("object larger than a chunk")
     }
 
+    /// Pushes `[start, end)`, objects of this collection's copies, on the
+    /// queue of their chunk's node for another vproc to scan.
+    fn share(&self, start: usize, end: usize) {
+        let space = &self.heap.space;
+        let node = space
+            .info(space.chunk_of(start).expect("region in the heap"))
+            .node
+            .load(Ordering::Relaxed) as usize;
+        self.queue.push(node, ScanItem::Region { start, end });
+        // With more vprocs than CPUs, the vproc woken for it may wait for
+        // this one's CPU; where each has its own, this returns at once.
+        std::thread::yield_now();
+    }
+
+    /// Whether to give away `bytes` of unscanned copies now: another vproc
+    /// waits for work and there are enough of them to be worth its while.
+    #[inline]
+    fn should_share(&self, bytes: usize) -> bool {
+        bytes >= SHARE_FLOOR && !self.alone && self.queue.wants_work()
+    }
+
     /// Scans the next unscanned object of one of this vproc's to-space
-    /// chunks; `false` when both are scanned up to their tops.
+    /// chunks; `false` when both are scanned up to their tops. When another
+    /// vproc waits for work, the unscanned copies go to the queue instead
+    /// (and this vproc takes work from there like the others).
     fn scan_own(&mut self) -> bool {
         for tenure in [false, true] {
+            let c = self.cursor(tenure);
+            let (chunk, scan, top) = (c.chunk, c.scan, c.top);
+            let which = usize::from(tenure);
+            let (retry_chunk, retry_at) = self.share_retry[which];
+            if (chunk != retry_chunk || top >= retry_at) && self.should_share(top - scan) {
+                // The later half of the scan work goes to the queue, this
+                // vproc scans the first; its own copies go on from `top`.
+                let cut = split_point(self.descs, scan, top);
+                if cut == top {
+                    self.share_retry[which] = (chunk, top + (top - scan));
+                } else {
+                    self.cursor(tenure).scan = top;
+                    self.share(cut, top);
+                    self.scan_region(scan, cut, tenure);
+                    return true;
+                }
+            }
+            self.pace();
             let c = self.cursor(tenure);
             if c.scan < c.top {
                 // SAFETY: objects below a cursor's top are this collection's
@@ -356,27 +413,58 @@ impl Evacuator<'_> {
         false
     }
 
+    /// Scans the copies in `[start, end)` (of a `tenured` chunk or not).
+    /// When another vproc waits for work, the later half of what is left
+    /// goes to the queue.
+    fn scan_region(&mut self, mut start: usize, mut end: usize, tenured: bool) {
+        // Past this address, a run with nothing worth sharing is not tried
+        // again (each try walks the run).
+        let mut retry = start;
+        while start < end {
+            if start >= retry && self.should_share(end - start) {
+                let cut = split_point(self.descs, start, end);
+                if cut < end {
+                    self.share(cut, end);
+                    end = cut;
+                } else {
+                    retry = end;
+                }
+            }
+            self.pace();
+            // SAFETY: a region holds this collection's copies, laid out one
+            // after another.
+            let o = unsafe { Obj::at(start) };
+            let h = o.header().expect("copied object has a header");
+            start += h.size_bytes();
+            self.scan_copy(o, h, tenured);
+        }
+    }
+
+    /// Counts a scanned object; every [`PACE`] objects, while some vproc
+    /// has not begun to scan (a thread waiting for a CPU when vprocs
+    /// outnumber CPUs), gives the CPU up so that it can take its share.
+    #[inline(always)]
+    fn pace(&mut self) {
+        self.paced = self.paced.wrapping_add(1);
+        if self.paced.is_multiple_of(PACE) && self.queue.someone_absent() {
+            std::thread::yield_now();
+        }
+    }
+
     /// Scans until no vproc has work left (or, once the parallel scan has
     /// ended, until the work this vproc made since is done).
     pub(super) fn drain(&mut self) {
         loop {
             while self.scan_own() {}
             match self.queue.pop(self.node) {
-                Some(ScanItem::Region { mut start, end }) => {
+                Some(ScanItem::Region { start, end }) => {
                     let space = &self.heap.space;
                     let tenured = space
                         .info(space.chunk_of(start).expect("region in the heap"))
                         .age
                         .load(Ordering::Relaxed)
                         == TENURED;
-                    while start < end {
-                        // SAFETY: a region holds this collection's copies,
-                        // laid out one after another.
-                        let o = unsafe { Obj::at(start) };
-                        let h = o.header().expect("copied object has a header");
-                        start += h.size_bytes();
-                        self.scan_copy(o, h, tenured);
-                    }
+                    self.scan_region(start, end, tenured);
                 }
                 Some(ScanItem::Large(a)) => {
                     self.scan_object(a);
@@ -385,6 +473,50 @@ impl Evacuator<'_> {
             }
         }
     }
+}
+
+/// Calls `f` with the header of each object of a run of copies
+/// `[start, end)` until it returns `false`; returns the address of that
+/// object, or `end`.
+fn walk_copies(start: usize, end: usize, mut f: impl FnMut(Header) -> bool) -> usize {
+    let mut p = start;
+    while p < end {
+        // SAFETY: `p` is an object boundary of a run of this collection's
+        // copies, laid out one after another, below its end.
+        let h = unsafe { Obj::at(p) }
+            .header()
+            .expect("copied object has a header");
+        if !f(h) {
+            return p;
+        }
+        p += h.size_bytes();
+    }
+    end
+}
+
+/// Where to cut a run of copies `[start, end)` in two for sharing: the
+/// object boundary before which at most half of the run's value fields
+/// lie (the scan work: a scan copies what value fields name; raw words
+/// cost it nothing, so a cut by bytes would give away rows of numbers and
+/// keep the nodes that name them). The first object always stays before
+/// the cut, so both parts of a split are smaller than the run (no run is
+/// passed on whole, between vprocs, for ever). `end` when the run has
+/// fewer than two value fields, or all but the first object's are none.
+fn split_point(descs: &DescriptorTable, start: usize, end: usize) -> usize {
+    let mut total = 0;
+    walk_copies(start, end, |h| {
+        total += crate::object::value_field_count(h, descs);
+        true
+    });
+    if total < 2 {
+        return end;
+    }
+    let mut seen = 0;
+    let mut first = true;
+    walk_copies(start, end, |h| {
+        seen += crate::object::value_field_count(h, descs);
+        std::mem::take(&mut first) || seen <= total / 2
+    })
 }
 
 impl<'a> Scan<'a> for Evacuator<'a> {
@@ -533,6 +665,8 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
             full,
             generational: shared.config.young_global_gc,
             remember: Vec::new(),
+            share_retry: [(None, 0); 2],
+            paced: 0,
         };
         e.survivor.begin_copy();
         for r in roots.iter_mut() {
@@ -564,6 +698,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         }
         // 3. Parallel scan; then the leader processes every vproc's
         //    ephemerons and finalisers (`plan::split::weak`).
+        gc.queue.arrive();
         e.drain();
         if weak {
             coord.phase(v.id, || super::weak::global(&shared, &mut e));

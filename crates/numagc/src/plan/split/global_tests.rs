@@ -259,3 +259,54 @@ fn tenured_garbage_is_reclaimed_by_a_full_collection() {
         "a full collection reclaimed the tenured garbage: {after} of {tenured}"
     );
 }
+
+/// A run of copies laid out in `words`: vectors of `n` value fields for
+/// `Some(n)`, raw objects of 100 words for `None`. Returns each object's
+/// address, and the run's end.
+fn run_of(words: &mut Vec<u64>, objects: &[Option<u64>]) -> (Vec<usize>, usize) {
+    use crate::object::header::{ID_RAW, ID_VECTOR};
+    words.clear();
+    let mut offsets = Vec::new();
+    for &o in objects {
+        offsets.push(words.len());
+        let h = match o {
+            Some(n) => Header::new(ID_VECTOR, n),
+            None => Header::new(ID_RAW, 100),
+        };
+        words.push(h.bits());
+        words.extend(std::iter::repeat_n(1u64, h.len()));
+    }
+    let base = words.as_ptr() as usize;
+    let end = base + words.len() * 8;
+    (offsets.into_iter().map(|o| base + o * 8).collect(), end)
+}
+
+/// The cut of a run for sharing weighs value fields, not bytes: raw rows
+/// after the nodes that name them go with the later half of the nodes.
+#[test]
+fn a_run_is_shared_by_its_value_fields() {
+    let descs = DescriptorTable::new();
+    let mut words = Vec::new();
+    // Four nodes of 2 value fields, then four raw rows of 100 words: by
+    // bytes the middle is among the rows, by value fields after node 2.
+    let (at, end) = run_of(
+        &mut words,
+        &[Some(2), Some(2), Some(2), Some(2), None, None, None, None],
+    );
+    assert_eq!(split_point(&descs, at[0], end), at[2]);
+    // Raw objects only, or one value field: nothing to share.
+    let (at, end) = run_of(&mut words, &[None, None, None]);
+    assert_eq!(split_point(&descs, at[0], end), end);
+    let (at, end) = run_of(&mut words, &[None, Some(1), None]);
+    assert_eq!(split_point(&descs, at[0], end), end);
+    // One heavy object first: it stays, the rest goes (a run is never
+    // passed on whole).
+    let (at, end) = run_of(&mut words, &[Some(50), Some(1), Some(1)]);
+    assert_eq!(split_point(&descs, at[0], end), at[1]);
+    // A heavy object alone: nothing to cut.
+    let (at, end) = run_of(&mut words, &[Some(50)]);
+    assert_eq!(split_point(&descs, at[0], end), end);
+    // Heavy last: the cut is before it.
+    let (at, end) = run_of(&mut words, &[Some(1), Some(1), Some(50)]);
+    assert_eq!(split_point(&descs, at[0], end), at[2]);
+}
