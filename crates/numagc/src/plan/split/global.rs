@@ -16,7 +16,14 @@
 //! 3. Each vproc scans its own to-space chunks; a full chunk with unscanned
 //!    objects goes on its node's [`ScanQueue`], and idle vprocs take work
 //!    from their node first, then from other nodes. Large objects are marked
-//!    in place and queued for scanning.
+//!    in place and queued for scanning. Work is also shared on request
+//!    (numagc's addition, issue 20): while another vproc waits with nothing
+//!    queued for it, a vproc gives away the later half of its unscanned
+//!    copies, halved by value fields (the scan's work) rather than bytes
+//!    ([`split_point`]), whether they are in its current chunk or a run it
+//!    took from the queue; and while some vproc has not begun to scan (with
+//!    more vprocs than CPUs, a thread waiting for one), busy vprocs give up
+//!    their CPU every [`PACE`] objects.
 //!    With ephemerons or finalisers anywhere, the leader then runs their
 //!    rounds serially over every vproc's lists, copying what they keep
 //!    (`plan::split::weak`), while the others wait.
