@@ -198,6 +198,10 @@ pub struct VprocStats {
     /// ([`StatsReport::global_copy_imbalance`]). In a merged total, the
     /// bytes of all vprocs per collection.
     pub global_copied: Vec<u64>,
+    /// Nanoseconds this vproc waited for scan work in each global
+    /// collection, in order, as `global_copied` (split plan): the time the
+    /// busiest vproc made the others wait. Merged: summed per collection.
+    pub global_waited_ns: Vec<u64>,
     /// Bytes copied in global collections from chunks on this vproc's node.
     pub copied_local_node: u64,
     /// Bytes copied in global collections from chunks on other nodes.
@@ -245,11 +249,16 @@ impl VprocStats {
         ] {
             *mine = mine.saturating_add(theirs);
         }
-        if self.global_copied.len() < o.global_copied.len() {
-            self.global_copied.resize(o.global_copied.len(), 0);
-        }
-        for (mine, &theirs) in self.global_copied.iter_mut().zip(&o.global_copied) {
-            *mine = mine.saturating_add(theirs);
+        for (mine, theirs) in [
+            (&mut self.global_copied, &o.global_copied),
+            (&mut self.global_waited_ns, &o.global_waited_ns),
+        ] {
+            if mine.len() < theirs.len() {
+                mine.resize(theirs.len(), 0);
+            }
+            for (m, &t) in mine.iter_mut().zip(theirs) {
+                *m = m.saturating_add(t);
+            }
         }
         self.pauses.merge(&o.pauses);
     }
@@ -330,6 +339,28 @@ impl StatsReport {
                 let xs = self.vprocs.iter().map(|v| v.global_copied[i]);
                 let (sum, max) = xs.fold((0u64, 0u64), |(s, m), x| (s + x, m.max(x)));
                 (sum > 0).then(|| max as f64 * n as f64 / sum as f64)
+            })
+            .collect()
+    }
+
+    /// Per global collection: the mean over the vprocs of the time each
+    /// waited for scan work, in microseconds. Empty as
+    /// [`Self::global_copy_imbalance`] is.
+    pub fn global_scan_wait_us(&self) -> Vec<f64> {
+        let n = self.vprocs.len();
+        if n < 2 {
+            return Vec::new();
+        }
+        let collections = self
+            .vprocs
+            .iter()
+            .map(|v| v.global_waited_ns.len())
+            .min()
+            .unwrap_or(0);
+        (0..collections)
+            .map(|i| {
+                let sum: u64 = self.vprocs.iter().map(|v| v.global_waited_ns[i]).sum();
+                sum as f64 / n as f64 / 1000.0
             })
             .collect()
     }
@@ -435,6 +466,16 @@ impl StatsReport {
                 sorted.len()
             );
         }
+        let mut waits = self.global_scan_wait_us();
+        if !waits.is_empty() {
+            waits.sort_by(f64::total_cmp);
+            out += &format!(
+                "global scan waiting (mean per vproc, waiting for scan work): median {:.0} us, max {:.0} us over {} collections\n",
+                waits[waits.len() / 2],
+                waits[waits.len() - 1],
+                waits.len()
+            );
+        }
         out
     }
 
@@ -475,6 +516,27 @@ mod tests {
             .contains("median 2.00, max 2.00 over 2 collections"));
         let one = StatsReport::new(vec![copied(0, &[10])], HeapReport::default());
         assert!(one.global_copy_imbalance().is_empty());
+    }
+
+    #[test]
+    fn global_scan_wait_is_the_mean_wait_per_collection() {
+        let waited = |id: usize, ns: &[u64]| VprocStats {
+            vproc: id,
+            global_waited_ns: ns.to_vec(),
+            ..Default::default()
+        };
+        // Collection 1 seen by one vproc only (left out).
+        let r = StatsReport::new(
+            vec![waited(0, &[4000, 1000]), waited(1, &[0])],
+            HeapReport::default(),
+        );
+        assert_eq!(r.global_scan_wait_us(), [2.0]);
+        assert_eq!(r.total.global_waited_ns, [4000, 1000]);
+        assert!(r
+            .table()
+            .contains("median 2 us, max 2 us over 1 collections"));
+        let one = StatsReport::new(vec![waited(0, &[10])], HeapReport::default());
+        assert!(one.global_scan_wait_us().is_empty());
     }
 
     fn ms(n: u64) -> Duration {

@@ -34,7 +34,8 @@ pub enum SpanKind {
     Promotion,
     Global,
     /// Waiting for a stolen task's result or a rendezvous (with the work
-    /// done meanwhile nested inside).
+    /// done meanwhile nested inside); inside a global collection, waiting
+    /// for scan work (from 20 µs up).
     Wait,
     /// Asleep with nothing to do.
     Sleep,

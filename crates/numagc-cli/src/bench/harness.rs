@@ -232,6 +232,7 @@ fn run_one(
         numa_locality: None,
         copy_imbalance_median: None,
         copy_imbalance_max: None,
+        scan_wait_median_us: None,
         correct: false,
         error: None,
     };
@@ -322,6 +323,12 @@ fn run_one(
     imbalance.sort_by(f64::total_cmp);
     record.copy_imbalance_median = imbalance.get(imbalance.len() / 2).copied();
     record.copy_imbalance_max = imbalance.last().copied();
+    let mut waits: Vec<f64> = runtimes
+        .iter()
+        .flat_map(|rt| rt.stats().global_scan_wait_us())
+        .collect();
+    waits.sort_by(f64::total_cmp);
+    record.scan_wait_median_us = waits.get(waits.len() / 2).copied();
     // One timeline per runtime of this process (a group's PEs: a process
     // each in the viewer), on PE 0's clock.
     let epoch0 = runtimes[0].trace_epoch();

@@ -1231,6 +1231,7 @@ mod tests {
             numa_locality: Some(0.9),
             copy_imbalance_median: None,
             copy_imbalance_max: None,
+            scan_wait_median_us: None,
             correct: true,
             error: None,
         }

@@ -73,6 +73,11 @@ pub struct RunRecord {
     pub copy_imbalance_median: Option<f64>,
     #[serde(default)]
     pub copy_imbalance_max: Option<f64>,
+    /// Microseconds a vproc waited for scan work in a global collection,
+    /// mean over the vprocs (`StatsReport::global_scan_wait_us`): the
+    /// median over the run's collections; none as above.
+    #[serde(default)]
+    pub scan_wait_median_us: Option<f64>,
     /// The answer passed its independent check.
     pub correct: bool,
     /// Why the run failed or its answer was wrong.
@@ -299,6 +304,7 @@ mod tests {
             numa_locality: None,
             copy_imbalance_median: None,
             copy_imbalance_max: None,
+            scan_wait_median_us: None,
             correct: ok,
             error: (!ok).then(|| "wrong".into()),
         }

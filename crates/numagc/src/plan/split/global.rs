@@ -100,7 +100,7 @@ use crate::stats::VprocStats;
 use crate::sync::{lock, Mutex};
 use crate::vproc::Vproc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Age of tenured chunks.
 pub(crate) const TENURED: u8 = 2;
@@ -108,6 +108,9 @@ pub(crate) const TENURED: u8 = 2;
 /// The fewest bytes of unscanned copies a vproc gives to one that waits
 /// for work: below it, the push and the wake-up cost more than the scan.
 const SHARE_FLOOR: usize = 512;
+
+/// The shortest wait for scan work the trace shows as a span of its own.
+const WAIT_SPAN_FLOOR: Duration = Duration::from_micros(20);
 
 /// Objects a vproc scans between two looks at whether another has not
 /// begun to scan yet (`Evacuator::pace`).
@@ -197,6 +200,11 @@ pub(super) struct Evacuator<'a> {
     share_retry: [(Option<usize>, usize); 2],
     /// Objects scanned, for [`Evacuator::pace`].
     paced: u32,
+    /// Time spent waiting for scan work in [`Evacuator::drain`].
+    waited: Duration,
+    /// The waits of at least [`WAIT_SPAN_FLOOR`], when tracing is on (for
+    /// the trace's `wait` spans inside the collection's).
+    waits: Option<Vec<(Instant, Duration)>>,
 }
 
 impl Evacuator<'_> {
@@ -463,7 +471,14 @@ impl Evacuator<'_> {
     pub(super) fn drain(&mut self) {
         loop {
             while self.scan_own() {}
-            match self.queue.pop(self.node) {
+            let t = Instant::now();
+            let item = self.queue.pop(self.node);
+            let d = t.elapsed();
+            self.waited += d;
+            if let Some(w) = self.waits.as_mut().filter(|_| d >= WAIT_SPAN_FLOOR) {
+                w.push((t, d));
+            }
+            match item {
                 Some(ScanItem::Region { start, end }) => {
                     let space = &self.heap.space;
                     let tenured = space
@@ -658,6 +673,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     };
     v.split.cursor.age = 1;
     let next_remembered;
+    let waited;
     {
         let roots = v.roots.as_mut_slice();
         let mut e = Evacuator {
@@ -674,6 +690,8 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
             remember: Vec::new(),
             share_retry: [(None, 0); 2],
             paced: 0,
+            waited: Duration::ZERO,
+            waits: v.tracer.start().map(|_| Vec::new()),
         };
         e.survivor.begin_copy();
         for r in roots.iter_mut() {
@@ -711,6 +729,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
             coord.phase(v.id, || super::weak::global(&shared, &mut e));
         }
         next_remembered = std::mem::take(&mut e.remember);
+        waited = (e.waited, e.waits.take());
     }
     // Allocation starts in fresh chunks (of age 0).
     v.split.remembered = next_remembered;
@@ -767,6 +786,13 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     }
     let copied = v.stats.bytes_copied_global - copied_before;
     v.stats.global_copied.push(copied);
+    let (waited, waits) = waited;
+    v.stats
+        .global_waited_ns
+        .push(u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX));
+    for (t, d) in waits.into_iter().flatten() {
+        v.tracer.span(crate::trace::SpanKind::Wait, t, d);
+    }
     v.record_pause_from(crate::trace::SpanKind::Global, t0, t_global);
     v.publish_stats();
     Joined::Collected
