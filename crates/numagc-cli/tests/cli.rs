@@ -777,3 +777,21 @@ fn an_unknown_transport_is_refused_and_mpi_needs_a_build_with_mpi() {
         );
     }
 }
+
+#[test]
+fn micro_copy_checks_its_tree_and_bytes_on_one_and_two_vprocs() {
+    for vprocs in ["1", "2"] {
+        let (ok, out, err) = numagc(&[
+            "micro", "copy", "--depth", "14", "--repeat", "2", "--vprocs", vprocs, "--verify",
+        ]);
+        assert!(ok, "{vprocs} vprocs: stderr: {err}");
+        assert!(
+            out.contains("16383 nodes") && out.contains("answer ok"),
+            "{vprocs} vprocs: output:\n{out}"
+        );
+    }
+    let (ok, _, err) = numagc(&["micro", "copy", "--plan", "shared"]);
+    assert!(!ok && err.contains("split plan"), "stderr: {err}");
+    let (ok, _, err) = numagc(&["micro", "copy", "--depth", "40"]);
+    assert!(!ok && err.contains("--depth 40"), "stderr: {err}");
+}

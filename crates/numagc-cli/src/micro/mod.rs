@@ -5,6 +5,7 @@
 pub mod alloc;
 pub mod blocking;
 pub mod compact;
+pub mod copy;
 pub mod fetch;
 pub mod pack;
 pub mod pingpong;
@@ -63,6 +64,22 @@ pub enum Micro {
         /// Levels of the complete binary tree (2^depth - 1 nodes, 32
         /// bytes each in the packet; 19: 16.8 MB).
         #[arg(long, default_value_t = 19)]
+        depth: u32,
+        /// Measurements of each kind (alternating); medians are reported.
+        #[arg(long, default_value_t = 7)]
+        repeat: usize,
+        /// Write the results as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    },
+    /// The split plan's global collection copying a tree, against memcpy
+    /// of the same bytes, alternately (issue 20).
+    Copy {
+        /// Levels of the complete binary tree (2^depth - 1 nodes of 32
+        /// bytes; 20: 33.6 MB).
+        #[arg(long, default_value_t = 20)]
         depth: u32,
         /// Measurements of each kind (alternating); medians are reported.
         #[arg(long, default_value_t = 7)]
@@ -152,6 +169,12 @@ pub fn run(m: Micro) -> Result<(), String> {
             json,
             runtime,
         } => pack::run(depth, repeat, json, &runtime),
+        Micro::Copy {
+            depth,
+            repeat,
+            json,
+            runtime,
+        } => copy::run(depth, repeat, json, &runtime),
         Micro::Roundtrip {
             bytes,
             rounds,
