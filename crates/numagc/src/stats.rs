@@ -319,26 +319,34 @@ impl StatsReport {
         }
     }
 
+    /// Per global collection seen by every vproc, in order: each vproc's
+    /// entry of `per_collection` for it (`global_copied`,
+    /// `global_waited_ns`). Empty for a single vproc.
+    fn per_global_collection(
+        &self,
+        per_collection: fn(&VprocStats) -> &[u64],
+    ) -> impl Iterator<Item = Vec<u64>> + '_ {
+        let collections = if self.vprocs.len() < 2 {
+            0
+        } else {
+            self.vprocs
+                .iter()
+                .map(|v| per_collection(v).len())
+                .min()
+                .unwrap_or(0)
+        };
+        (0..collections).map(move |i| self.vprocs.iter().map(|v| per_collection(v)[i]).collect())
+    }
+
     /// Per global collection in which anything was copied: the most bytes
     /// one vproc copied over the mean of all (1: perfectly balanced; the
     /// others wait for the busiest). Empty for a plan without global
     /// collections, or a single vproc.
     pub fn global_copy_imbalance(&self) -> Vec<f64> {
-        let n = self.vprocs.len();
-        if n < 2 {
-            return Vec::new();
-        }
-        let collections = self
-            .vprocs
-            .iter()
-            .map(|v| v.global_copied.len())
-            .min()
-            .unwrap_or(0);
-        (0..collections)
-            .filter_map(|i| {
-                let xs = self.vprocs.iter().map(|v| v.global_copied[i]);
-                let (sum, max) = xs.fold((0u64, 0u64), |(s, m), x| (s + x, m.max(x)));
-                (sum > 0).then(|| max as f64 * n as f64 / sum as f64)
+        self.per_global_collection(|v| &v.global_copied)
+            .filter_map(|xs| {
+                let (sum, max) = xs.iter().fold((0u64, 0u64), |(s, m), &x| (s + x, m.max(x)));
+                (sum > 0).then(|| max as f64 * xs.len() as f64 / sum as f64)
             })
             .collect()
     }
@@ -347,21 +355,8 @@ impl StatsReport {
     /// waited for scan work, in microseconds. Empty as
     /// [`Self::global_copy_imbalance`] is.
     pub fn global_scan_wait_us(&self) -> Vec<f64> {
-        let n = self.vprocs.len();
-        if n < 2 {
-            return Vec::new();
-        }
-        let collections = self
-            .vprocs
-            .iter()
-            .map(|v| v.global_waited_ns.len())
-            .min()
-            .unwrap_or(0);
-        (0..collections)
-            .map(|i| {
-                let sum: u64 = self.vprocs.iter().map(|v| v.global_waited_ns[i]).sum();
-                sum as f64 / n as f64 / 1000.0
-            })
+        self.per_global_collection(|v| &v.global_waited_ns)
+            .map(|xs| xs.iter().sum::<u64>() as f64 / xs.len() as f64 / 1000.0)
             .collect()
     }
 

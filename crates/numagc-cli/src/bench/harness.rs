@@ -316,18 +316,18 @@ fn run_one(
     record.numa_locality = t.numa_locality();
     // Per runtime: a collection's index means the same collection only
     // among one runtime's vprocs.
-    let mut imbalance: Vec<f64> = runtimes
-        .iter()
-        .flat_map(|rt| rt.stats().global_copy_imbalance())
-        .collect();
-    imbalance.sort_by(f64::total_cmp);
+    let sorted = |per_collection: fn(&numagc::StatsReport) -> Vec<f64>| {
+        let mut xs: Vec<f64> = runtimes
+            .iter()
+            .flat_map(|rt| per_collection(&rt.stats()))
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs
+    };
+    let imbalance = sorted(numagc::StatsReport::global_copy_imbalance);
     record.copy_imbalance_median = imbalance.get(imbalance.len() / 2).copied();
     record.copy_imbalance_max = imbalance.last().copied();
-    let mut waits: Vec<f64> = runtimes
-        .iter()
-        .flat_map(|rt| rt.stats().global_scan_wait_us())
-        .collect();
-    waits.sort_by(f64::total_cmp);
+    let waits = sorted(numagc::StatsReport::global_scan_wait_us);
     record.scan_wait_median_us = waits.get(waits.len() / 2).copied();
     // One timeline per runtime of this process (a group's PEs: a process
     // each in the viewer), on PE 0's clock.

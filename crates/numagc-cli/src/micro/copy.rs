@@ -19,45 +19,13 @@
 //! Checked: each collection copied the tree's bytes, and the tree after
 //! the last one has every node and the payload sum of the formula.
 
+use super::tree::{census, payload, tree};
 use crate::bench::record::{median, min_max};
 use crate::runtime_args::RuntimeArgs;
-use numagc::{DescId, Descriptor, Handle, PlanKind, Result, Runtime, Scope, StatsReport, View};
+use numagc::{Descriptor, PlanKind, Runtime, StatsReport};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
-
-fn payload(i: u64) -> u64 {
-    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
-}
-
-/// The tree of `depth` levels whose nodes are numbered in pre-order from
-/// `first`.
-fn tree<'s>(s: &mut Scope<'s>, node: DescId, depth: u32, first: u64) -> Result<Handle<'s>> {
-    if depth == 0 {
-        return Ok(Handle::NIL);
-    }
-    s.scope_value(|s| {
-        let l = tree(s, node, depth - 1, first + 1)?;
-        let r = tree(s, node, depth - 1, first + (1 << (depth - 1)))?;
-        s.alloc_mixed(node, &[l, r], &[payload(first)])
-    })
-}
-
-/// (nodes, wrapping sum of payloads) of the tree at `root`, iteratively.
-fn census(root: View<'_>) -> (u64, u64) {
-    let (mut nodes, mut sum) = (0u64, 0u64);
-    let mut stack = vec![root];
-    while let Some(v) = stack.pop() {
-        if !v.is_object() {
-            continue;
-        }
-        nodes += 1;
-        sum = sum.wrapping_add(v.raw(2));
-        stack.push(v.field(0));
-        stack.push(v.field(1));
-    }
-    (nodes, sum)
-}
 
 /// The runtime's statistics once every vproc has published those of
 /// `collections` global collections (each publishes its own just after a

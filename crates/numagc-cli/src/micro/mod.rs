@@ -10,6 +10,7 @@ pub mod fetch;
 pub mod pack;
 pub mod pingpong;
 pub mod roundtrip;
+mod tree;
 
 use crate::runtime_args::RuntimeArgs;
 use clap::Subcommand;

@@ -15,45 +15,13 @@
 //! unpacked tree has every payload, summed, equal to the sum computed
 //! from the formula of the payloads, and the right node count.
 
+use super::tree::{census, payload, tree};
 use crate::bench::record::{median, min_max};
 use crate::runtime_args::RuntimeArgs;
-use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
+use numagc::{Descriptor, Result, Runtime};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
-
-fn payload(i: u64) -> u64 {
-    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
-}
-
-/// The tree of `depth` levels whose nodes are numbered in pre-order from
-/// `first` (a subtree of `d` levels has 2^d − 1 nodes).
-fn tree<'s>(s: &mut Scope<'s>, node: DescId, depth: u32, first: u64) -> Result<Handle<'s>> {
-    if depth == 0 {
-        return Ok(Handle::NIL);
-    }
-    s.scope_value(|s| {
-        let l = tree(s, node, depth - 1, first + 1)?;
-        let r = tree(s, node, depth - 1, first + (1 << (depth - 1)))?;
-        s.alloc_mixed(node, &[l, r], &[payload(first)])
-    })
-}
-
-/// (nodes, wrapping sum of payloads) of the tree at `root`, iteratively.
-fn census(root: View<'_>) -> (u64, u64) {
-    let (mut nodes, mut sum) = (0u64, 0u64);
-    let mut stack = vec![root];
-    while let Some(v) = stack.pop() {
-        if !v.is_object() {
-            continue;
-        }
-        nodes += 1;
-        sum = sum.wrapping_add(v.raw(2));
-        stack.push(v.field(0));
-        stack.push(v.field(1));
-    }
-    (nodes, sum)
-}
 
 /// (pack, unpack, memcpy seconds; packet words; (nodes, payload sum)
 /// of the last unpacked tree).

@@ -1,0 +1,39 @@
+//! The test graph of `micro pack` and `micro copy`: a complete binary
+//! tree of immutable mixed nodes (left, right, a raw payload word) whose
+//! payloads follow a formula, and its census to check it.
+
+use numagc::{DescId, Handle, Result, Scope, View};
+
+/// The payload of node `i` (pre-order).
+pub fn payload(i: u64) -> u64 {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
+}
+
+/// The tree of `depth` levels whose nodes are numbered in pre-order from
+/// `first` (a subtree of `d` levels has 2^d − 1 nodes).
+pub fn tree<'s>(s: &mut Scope<'s>, node: DescId, depth: u32, first: u64) -> Result<Handle<'s>> {
+    if depth == 0 {
+        return Ok(Handle::NIL);
+    }
+    s.scope_value(|s| {
+        let l = tree(s, node, depth - 1, first + 1)?;
+        let r = tree(s, node, depth - 1, first + (1 << (depth - 1)))?;
+        s.alloc_mixed(node, &[l, r], &[payload(first)])
+    })
+}
+
+/// (nodes, wrapping sum of payloads) of the tree at `root`, iteratively.
+pub fn census(root: View<'_>) -> (u64, u64) {
+    let (mut nodes, mut sum) = (0u64, 0u64);
+    let mut stack = vec![root];
+    while let Some(v) = stack.pop() {
+        if !v.is_object() {
+            continue;
+        }
+        nodes += 1;
+        sum = sum.wrapping_add(v.raw(2));
+        stack.push(v.field(0));
+        stack.push(v.field(1));
+    }
+    (nodes, sum)
+}
