@@ -298,7 +298,9 @@ impl Evacuator<'_> {
         if n != w {
             cell.store(n, Ordering::Relaxed);
         }
-        if self.generational && self.is_survivor(n) {
+        // A full collection tenures every copy: no survivor to remember,
+        // and no chunk to look up for it.
+        if self.generational && !self.full && self.is_survivor(n) {
             self.remember.push(slot as usize);
         }
     }
