@@ -12,7 +12,8 @@
  *     may collect: numagc_inline_alloc, numagc_inline_alloc_block,
  *     numagc_alloc_shared, numagc_inline_poll, numagc_inline_store, the
  *     register forms numagc_alloc_at, numagc_alloc_block_at and
- *     numagc_poll_at, and every numagc.h function taking a scope. Values
+ *     numagc_poll_at, numagc_store_at, and every numagc.h function taking
+ *     a scope. Values
  *     live across such a call are kept in frame slots and reloaded.
  *  2. Every value field of an object from numagc_inline_alloc (and every
  *     header and field of a block from numagc_inline_alloc_block) is
@@ -174,17 +175,18 @@ static inline uint64_t numagc_inline_header_fields(uint64_t h) { return h >> 16;
  *     and with young global collections every store is remembered;
  *   shared (plan 1): the deletion barrier for an overwritten major-heap
  *     value, the remembered set for a stored minor-heap value. */
+static inline bool numagc_inline_store_is_slow(const numagc_mutator *m, const uint64_t *cell,
+                                               uint64_t w) {
+    uint64_t lo = m->barrier_lo, len = m->barrier_len;
+    if (m->plan == 0)
+        return (w - lo) < len || m->remember_all;
+    uint64_t old = __atomic_load_n(cell, __ATOMIC_RELAXED);
+    return ((old & 1u) == 0 && (old - lo) >= len) || (w - lo) < len;
+}
+
 static inline int numagc_inline_store(numagc_mutator *m, uint64_t obj, size_t i, uint64_t w) {
     uint64_t *cell = &((uint64_t *)obj)[1 + i];
-    uint64_t lo = m->barrier_lo, len = m->barrier_len;
-    int slow;
-    if (m->plan == 0) {
-        slow = (w - lo) < len || m->remember_all;
-    } else {
-        uint64_t old = __atomic_load_n(cell, __ATOMIC_RELAXED);
-        slow = ((old & 1u) == 0 && (old - lo) >= len) || (w - lo) < len;
-    }
-    if (__builtin_expect(slow, 0))
+    if (__builtin_expect(numagc_inline_store_is_slow(m, cell, w), 0))
         return numagc_store_slow(m, obj, i, w);
     __atomic_store_n(cell, w, __ATOMIC_RELEASE);
     return NUMAGC_OK;
@@ -279,6 +281,23 @@ static inline int numagc_poll_at(numagc_mutator *m, size_t *hp, uint64_t *sp) {
         return NUMAGC_OK;
     numagc_regs_store(m, *hp, sp);
     int rc = numagc_poll_slow(m);
+    *hp = m->alloc_ptr;
+    return rc;
+}
+
+/* numagc_inline_store from register code: the same inline test; past
+ * it the registers are stored, the slow path runs (it may promote w and
+ * collect: values in C locals are then stale, reload them from frames)
+ * and *hp is reloaded. */
+static inline int numagc_store_at(numagc_mutator *m, size_t *hp, uint64_t *sp, uint64_t obj,
+                                  size_t i, uint64_t w) {
+    uint64_t *cell = &((uint64_t *)obj)[1 + i];
+    if (__builtin_expect(!numagc_inline_store_is_slow(m, cell, w), 1)) {
+        __atomic_store_n(cell, w, __ATOMIC_RELEASE);
+        return NUMAGC_OK;
+    }
+    numagc_regs_store(m, *hp, sp);
+    int rc = numagc_store_slow(m, obj, i, w);
     *hp = m->alloc_ptr;
     return rc;
 }

@@ -145,20 +145,33 @@ static int trees(numagc_scope *s, void *ud) {
 }
 
 /* Each vproc: the trees of `trees` built by register code, a long-lived
- * one in a frame slot across the others, a poll after each; the record is
- * brought up to date when the register code is left. */
+ * one and the mutable array in frame slots across the others, each young
+ * tree stored into the array through the register form of the barrier
+ * (numagc_store_at), a poll after each; the record is brought up to date
+ * when the register code is left. */
 static int trees_at(numagc_scope *s, void *ud) {
     (void)ud;
     numagc_mutator *m;
     TRY(numagc_mutator_get(s, &m));
     uint64_t *sp0 = numagc_regs_sp(m);
     size_t hp = numagc_regs_hp(m);
-    uint64_t *sp = numagc_push_at(m, sp0, 1);
+    uint64_t *sp = numagc_push_at(m, sp0, 2);
     if (sp == NULL) return NUMAGC_ERR_INVALID_ARGUMENT;
-    tree_at long_lived = make_at(m, hp, sp, DEPTH);
-    int rc = long_lived.obj != 0 ? NUMAGC_OK : at_status;
-    if (rc == NUMAGC_OK) sp0[0] = long_lived.obj;
-    hp = long_lived.hp;
+    /* numagc_alloc_shared reads the record: store the registers. */
+    numagc_regs_store(m, hp, sp);
+    uint64_t arr;
+    int rc = numagc_alloc_shared(m, numagc_inline_header(NUMAGC_ARRAY_ID, 64), &arr);
+    hp = numagc_regs_hp(m);
+    if (rc == NUMAGC_OK) sp0[1] = arr;
+    tree_at long_lived = {0, hp};
+    if (rc == NUMAGC_OK) {
+        long_lived = make_at(m, hp, sp, DEPTH);
+        rc = long_lived.obj != 0 ? NUMAGC_OK : at_status;
+    }
+    if (rc == NUMAGC_OK) {
+        sp0[0] = long_lived.obj;
+        hp = long_lived.hp;
+    }
     int iterations = 1 << (20 - DEPTH > 0 ? 20 - DEPTH : 0);
     for (int i = 0; rc == NUMAGC_OK && i < iterations; i++) {
         tree_at t = make_at(m, hp, sp, DEPTH - 4);
@@ -168,12 +181,18 @@ static int trees_at(numagc_scope *s, void *ud) {
         }
         ASSERT(check_tree(t.obj) == expected_nodes(DEPTH - 4));
         hp = t.hp;
-        rc = numagc_poll_at(m, &hp, sp);
+        /* The array is reloaded from its slot: make_at may have moved it. */
+        rc = numagc_store_at(m, &hp, sp, sp0[1], (size_t)i % 64, t.obj);
+        if (rc == NUMAGC_OK) rc = numagc_poll_at(m, &hp, sp);
     }
     if (rc != NUMAGC_OK) {
         /* The record is current; its top is that of the failed call. */
         numagc_regs_store(m, numagc_regs_hp(m), sp0);
         return rc;
+    }
+    for (size_t i = 0; i < 64 && (int)i < iterations; i++) {
+        uint64_t t = numagc_inline_field_shared(sp0[1], i);
+        ASSERT(check_tree(t) == expected_nodes(DEPTH - 4));
     }
     ASSERT(check_tree(sp0[0]) == expected_nodes(DEPTH));
     numagc_regs_store(m, hp, sp0);
