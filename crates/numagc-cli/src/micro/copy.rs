@@ -19,10 +19,10 @@
 //! Checked: each collection copied the tree's bytes, and the tree after
 //! the last one has every node and the payload sum of the formula.
 
-use super::tree::{census, payload, tree};
+use super::tree::{census, payload, register_node, tree};
 use crate::bench::record::{median, min_max};
 use crate::runtime_args::RuntimeArgs;
-use numagc::{Descriptor, PlanKind, Runtime, StatsReport};
+use numagc::{PlanKind, Runtime, StatsReport};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -64,9 +64,7 @@ pub fn run(
         );
     }
     let rt = Runtime::new(config).map_err(|e| e.to_string())?;
-    let node = rt
-        .register(Descriptor::mixed("node", 3, &[0, 1]).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+    let node = register_node(&rt)?;
     let nodes = (1u64 << depth) - 1;
     let tree_bytes = nodes * 32;
     let want_sum = (0..nodes).fold(0u64, |a, i| a.wrapping_add(payload(i)));
@@ -175,11 +173,7 @@ pub fn run(
             "per_vproc_over_memcpy": per_vproc_gbs / mm,
             "collection_over_memcpy": cm / mm,
         });
-        std::fs::write(
-            &path,
-            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::bench::write_json(&path, &v)?;
         println!("wrote {}", path.display());
     }
     Ok(())

@@ -15,10 +15,10 @@
 //! unpacked tree has every payload, summed, equal to the sum computed
 //! from the formula of the payloads, and the right node count.
 
-use super::tree::{census, payload, tree};
+use super::tree::{census, payload, register_node, tree};
 use crate::bench::record::{median, min_max};
 use crate::runtime_args::RuntimeArgs;
-use numagc::{Descriptor, Result, Runtime};
+use numagc::{Result, Runtime};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -37,9 +37,7 @@ pub fn run(
         return Err(format!("--depth {depth}: 1 ..= 26"));
     }
     let rt = Runtime::new(args.config()?).map_err(|e| e.to_string())?;
-    let node = rt
-        .register(Descriptor::mixed("node", 3, &[0, 1]).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+    let node = register_node(&rt)?;
     let nodes = (1u64 << depth) - 1;
     let want_sum = (0..nodes).fold(0u64, |a, i| a.wrapping_add(payload(i)));
     let repeat = repeat.max(1);
@@ -111,11 +109,7 @@ pub fn run(
             "pack_gbs": p, "unpack_gbs": u, "memcpy_gbs": c,
             "pack_over_memcpy": pm / cm, "unpack_over_memcpy": um / cm,
         });
-        std::fs::write(
-            &path,
-            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::bench::write_json(&path, &v)?;
         println!("wrote {}", path.display());
     }
     Ok(())

@@ -2,7 +2,13 @@
 //! tree of immutable mixed nodes (left, right, a raw payload word) whose
 //! payloads follow a formula, and its census to check it.
 
-use numagc::{DescId, Handle, Result, Scope, View};
+use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
+
+/// Registers the nodes' descriptor (left, right, the payload).
+pub fn register_node(rt: &Runtime) -> std::result::Result<DescId, String> {
+    rt.register(Descriptor::mixed("node", 3, &[0, 1]).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())
+}
 
 /// The payload of node `i` (pre-order).
 pub fn payload(i: u64) -> u64 {

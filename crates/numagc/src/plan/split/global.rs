@@ -192,12 +192,6 @@ pub(super) struct Evacuator<'a> {
     generational: bool,
     /// Those slots (the next collection's remembered set).
     remember: Vec<usize>,
-    /// Per cursor (survivor, tenured), after a try of
-    /// [`Evacuator::scan_own`] found nothing worth sharing: the chunk and
-    /// the address its top must reach before the next try. Each try walks
-    /// the unscanned run, so the next waits until the run has doubled:
-    /// the walks cost at most twice the scan.
-    share_retry: [(Option<usize>, usize); 2],
     /// Objects scanned, for [`Evacuator::pace`].
     paced: u32,
     /// Time spent waiting for scan work in [`Evacuator::drain`].
@@ -398,34 +392,29 @@ impl Evacuator<'_> {
     fn scan_own(&mut self) -> bool {
         for tenure in [false, true] {
             let c = self.cursor(tenure);
-            let (chunk, scan, top) = (c.chunk, c.scan, c.top);
-            let which = usize::from(tenure);
-            let (retry_chunk, retry_at) = self.share_retry[which];
-            if (chunk != retry_chunk || top >= retry_at) && self.should_share(top - scan) {
-                // The later half of the scan work goes to the queue, this
-                // vproc scans the first; its own copies go on from `top`.
-                let cut = split_point(self.descs, scan, top);
-                if cut == top {
-                    self.share_retry[which] = (chunk, top + (top - scan));
-                } else {
-                    self.cursor(tenure).scan = top;
-                    self.share(cut, top);
-                    self.scan_region(scan, cut, tenure);
-                    return true;
-                }
+            let (scan, top) = (c.scan, c.top);
+            if scan == top {
+                continue;
             }
-            self.pace();
-            let c = self.cursor(tenure);
-            if c.scan < c.top {
-                // SAFETY: objects below a cursor's top are this collection's
-                // copies, laid out one after another.
-                let o = unsafe { Obj::at(c.scan) };
-                let h = o.header().expect("copied object has a header");
-                // Advance before scanning: the chunk may be retired meanwhile.
-                c.scan += h.size_bytes();
-                self.scan_copy(o, h, tenure);
+            if self.should_share(top - scan) {
+                // The run so far goes through `scan_region`, which gives
+                // the later half of its scan work to the queue; this
+                // vproc's own copies go on from `top`. A run found not
+                // worth sharing is not walked again: the next try walks
+                // only the copies made after it.
+                self.cursor(tenure).scan = top;
+                self.scan_region(scan, top, tenure);
                 return true;
             }
+            self.pace();
+            // SAFETY: objects below a cursor's top are this collection's
+            // copies, laid out one after another.
+            let o = unsafe { Obj::at(scan) };
+            let h = o.header().expect("copied object has a header");
+            // Advance before scanning: the chunk may be retired meanwhile.
+            self.cursor(tenure).scan = scan + h.size_bytes();
+            self.scan_copy(o, h, tenure);
+            return true;
         }
         false
     }
@@ -690,7 +679,6 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
             full,
             generational: shared.config.young_global_gc,
             remember: Vec::new(),
-            share_retry: [(None, 0); 2],
             paced: 0,
             waited: Duration::ZERO,
             waits: v.tracer.start().map(|_| Vec::new()),
