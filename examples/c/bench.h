@@ -54,15 +54,27 @@ static int bench_fail(const char *prog, const char *what, int rc) {
     return 1;
 }
 
+/* The most value fields a layout registered here may have. */
+#define BENCH_MAX_VALUE_FIELDS 32
+
 /* A runtime from the NUMAGC_* settings, with `vprocs` vprocs unless it is
  * NULL, and n immutable layouts registered first, in order: layout k is
  * named names[k], has sizes[k] fields of which the first values[k] hold
  * values (the rest are raw words). Their ids are NUMAGC_FIRST_DESCRIPTOR_ID,
  * + 1, ..., which the program's header words were compiled for (checked).
+ * A layout of more than BENCH_MAX_VALUE_FIELDS value fields, or of more
+ * value fields than fields, is refused before the runtime starts.
  * 0 and *out set, or 1 with the error reported. */
 static int bench_runtime_layouts(const char *prog, const char *vprocs, const char *const *names,
                                  const size_t *sizes, const size_t *values, size_t n,
                                  numagc_runtime **out) {
+    for (size_t k = 0; k < n; k++) {
+        if (values[k] > BENCH_MAX_VALUE_FIELDS || values[k] > sizes[k]) {
+            fprintf(stderr, "%s: %s has %zu value fields of %zu: at most %d, and at most its size\n",
+                    prog, names[k], values[k], sizes[k], BENCH_MAX_VALUE_FIELDS);
+            return 1;
+        }
+    }
     numagc_config *cfg;
     int rc = numagc_config_from_env(&cfg);
     if (rc != NUMAGC_OK) return bench_fail(prog, "configuration", rc);
@@ -75,8 +87,8 @@ static int bench_runtime_layouts(const char *prog, const char *vprocs, const cha
     numagc_config_free(cfg);
     if (rc != NUMAGC_OK) return bench_fail(prog, "starting the runtime", rc);
     for (size_t k = 0; k < n; k++) {
-        size_t offsets[32];
-        size_t v = values[k] < 32 ? values[k] : 32;
+        size_t offsets[BENCH_MAX_VALUE_FIELDS];
+        size_t v = values[k];
         for (size_t i = 0; i < v; i++) offsets[i] = i;
         numagc_desc d;
         rc = numagc_register_mixed(rt, names[k], sizes[k], offsets, v, false, &d);
