@@ -539,6 +539,34 @@ fn nested_scopes_pop_roots() {
             r1 + 1,
             "a failed scope_value pops everything"
         );
+        // An outer handle's value, rooted inside and kept.
+        let again = s
+            .scope_value(|s| Ok::<_, Error>(s.handle(s.view(a))))
+            .unwrap();
+        assert_eq!(s.roots_in_use(), r1 + 2, "an outer handle kept again");
+        assert!(s.view(again).same(s.view(a)));
+        // An immediate takes no slot, and the inner slots are popped.
+        let seven = s
+            .scope_value(|s| {
+                s.alloc_vector(&[Handle::int(1)])?;
+                Ok::<_, Error>(Handle::int(7))
+            })
+            .unwrap();
+        assert_eq!(s.as_int(seven), Some(7));
+        assert_eq!(
+            s.roots_in_use(),
+            r1 + 2,
+            "an immediate result takes no slot"
+        );
+        // A panic inside pops the inner slots on its way out.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.scope_value(|s| -> Result<Handle<'_>, Error> {
+                s.alloc_vector(&[Handle::int(1)])?;
+                panic!("inside a scope_value")
+            })
+        }));
+        assert!(caught.is_err());
+        assert_eq!(s.roots_in_use(), r1 + 2, "a panic pops the inner slots");
         garbage(s, cons, 10_000);
         s.collect_minor();
         s.collect_major().unwrap();
@@ -551,10 +579,11 @@ fn nested_scopes_pop_roots() {
             "handle returned by scope_value",
         );
         assert_eq!(s.view(a).field(0).as_int(), Some(1));
-        assert_eq!(s.roots_in_use(), r1 + 1);
+        assert_eq!(s.view(again).field(0).as_int(), Some(1));
+        assert_eq!(s.roots_in_use(), r1 + 2);
         // Field handles are rooted too.
         let f = s.field(kept, 2).unwrap();
-        assert_eq!(s.roots_in_use(), r1 + 2);
+        assert_eq!(s.roots_in_use(), r1 + 3);
         s.collect_global().unwrap();
         check_list(s, f, cons, &model_list(8, 299), "field handle");
         assert!(s.field(kept, 3).is_err());

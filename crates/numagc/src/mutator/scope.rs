@@ -228,9 +228,9 @@ impl<'s> Scope<'s> {
                 base,
                 _not_send: PhantomData,
             };
+            // `inner`'s drop pops its slots, after `f` returns or unwinds.
             f(&mut inner)
         };
-        self.vp.roots.truncate(base);
         r
     }
 
@@ -242,19 +242,41 @@ impl<'s> Scope<'s> {
         f: impl for<'i> FnOnce(&mut Scope<'i>) -> std::result::Result<Handle<'i>, E>,
     ) -> std::result::Result<Handle<'s>, E> {
         let base = self.roots().len();
-        let w = {
-            let mut inner = Scope {
-                vp: &mut *self.vp,
-                layouts: self.layouts,
-                rec: self.rec,
-                base,
-                _not_send: PhantomData,
-            };
-            let h = f(&mut inner);
-            h.map(|h| inner.word(h))
+        let mut inner = Scope {
+            vp: &mut *self.vp,
+            layouts: self.layouts,
+            rec: self.rec,
+            base,
+            _not_send: PhantomData,
         };
-        self.vp.roots.truncate(base);
-        w.map(|w| self.push_root(w))
+        // On unwinding, `inner`'s drop pops its slots.
+        let w = f(&mut inner).map(|h| inner.word(h));
+        // `inner`'s slots are popped here, and the result pushed into the
+        // first of them, with one store of the top (`truncate_push`);
+        // `inner` holds nothing else to drop.
+        std::mem::forget(inner);
+        let roots = self.roots();
+        w.map(|w| {
+            if is_pointer(w) {
+                let slot = roots.truncate_push(base, w);
+                Handle {
+                    bits: (slot as u64) << 1,
+                    _scope: PhantomData,
+                    _not_send: PhantomData,
+                }
+            } else {
+                roots.truncate(base);
+                Handle {
+                    bits: w,
+                    _scope: PhantomData,
+                    _not_send: PhantomData,
+                }
+            }
+        })
+        .map_err(|e| {
+            roots.truncate(base);
+            e
+        })
     }
 
     // ---- reading ------------------------------------------------------------
@@ -780,7 +802,8 @@ impl<'s> Scope<'s> {
 }
 
 impl Drop for Scope<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        self.vp.roots.truncate(self.base);
+        self.roots().truncate(self.base);
     }
 }
