@@ -70,7 +70,7 @@ pub use mutator::{
 };
 pub use object::descriptor::{DescId, Descriptor};
 pub use runtime::{Runtime, RuntimeInfo};
-pub use stats::StatsReport;
+pub use stats::{PromotionCost, StatsReport};
 pub use topology::Topology;
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -151,6 +151,17 @@ impl serde::Serialize for PauseHistogram {
     }
 }
 
+/// The cost of promotion over a run ([`StatsReport::promotion_cost`]).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct PromotionCost {
+    /// Promotions that copied something.
+    pub promotions: u64,
+    pub objects: u64,
+    pub bytes: u64,
+    pub ns_per_object: f64,
+    pub ns_per_kib: f64,
+}
+
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct VprocStats {
     pub vproc: usize,
@@ -191,6 +202,10 @@ pub struct VprocStats {
     /// job blocked in `Scope::send`, `recv` or `select`.
     pub sync_waits: u64,
     pub bytes_promoted: u64,
+    /// Objects copied by promotions (split plan): with `bytes_promoted`
+    /// and `promotion`'s time, the cost of promotion per object and per
+    /// byte ([`StatsReport::promotion_cost`]).
+    pub objects_promoted: u64,
     pub bytes_copied_global: u64,
     /// Bytes this vproc copied in each global collection, in order (split
     /// plan; every vproc takes part in every one, so index `i` is the
@@ -240,6 +255,7 @@ impl VprocStats {
             (&mut self.rendezvous, o.rendezvous),
             (&mut self.sync_waits, o.sync_waits),
             (&mut self.bytes_promoted, o.bytes_promoted),
+            (&mut self.objects_promoted, o.objects_promoted),
             (&mut self.bytes_copied_global, o.bytes_copied_global),
             (&mut self.copied_local_node, o.copied_local_node),
             (&mut self.copied_remote_node, o.copied_remote_node),
@@ -360,6 +376,21 @@ impl StatsReport {
             .collect()
     }
 
+    /// What a promotion costs over the run, all vprocs together: the time
+    /// in promotions (the `promotion` phase, which counts those that
+    /// copied something) over the objects and over the bytes they copied.
+    /// `None` when nothing was promoted.
+    pub fn promotion_cost(&self) -> Option<PromotionCost> {
+        let t = &self.total;
+        (t.objects_promoted > 0 && t.bytes_promoted > 0).then(|| PromotionCost {
+            promotions: t.promotion.count,
+            objects: t.objects_promoted,
+            bytes: t.bytes_promoted,
+            ns_per_object: t.promotion.total_ns as f64 / t.objects_promoted as f64,
+            ns_per_kib: t.promotion.total_ns as f64 * 1024.0 / t.bytes_promoted as f64,
+        })
+    }
+
     /// An aligned text table, one row per vproc and a total row, then the heap lines.
     pub fn table(&self) -> String {
         const HEADER: [&str; 11] = [
@@ -461,6 +492,16 @@ impl StatsReport {
                 sorted.len()
             );
         }
+        if let Some(c) = self.promotion_cost() {
+            out += &format!(
+                "promotion cost: {:.1} ns per object, {:.1} ns per KiB ({} promotions, {} objects, {} MiB)\n",
+                c.ns_per_object,
+                c.ns_per_kib,
+                c.promotions,
+                c.objects,
+                mib(c.bytes)
+            );
+        }
         let mut waits = self.global_scan_wait_us();
         if !waits.is_empty() {
             waits.sort_by(f64::total_cmp);
@@ -532,6 +573,34 @@ mod tests {
             .contains("median 2 us, max 2 us over 1 collections"));
         let one = StatsReport::new(vec![waited(0, &[10])], HeapReport::default());
         assert!(one.global_scan_wait_us().is_empty());
+    }
+
+    #[test]
+    fn promotion_cost_is_time_over_objects_and_bytes() {
+        let promoted = |id: usize, us: u64, objects: u64, bytes: u64| {
+            let mut v = VprocStats {
+                vproc: id,
+                objects_promoted: objects,
+                bytes_promoted: bytes,
+                ..Default::default()
+            };
+            v.promotion.record(Duration::from_micros(us));
+            v
+        };
+        let r = StatsReport::new(
+            vec![promoted(0, 30, 100, 4096), promoted(1, 10, 300, 4096)],
+            HeapReport::default(),
+        );
+        let c = r.promotion_cost().expect("promotions");
+        assert_eq!((c.promotions, c.objects, c.bytes), (2, 400, 8192));
+        assert_eq!(c.ns_per_object, 100.0);
+        assert_eq!(c.ns_per_kib, 5000.0);
+        assert!(r
+            .table()
+            .contains("promotion cost: 100.0 ns per object, 5000.0 ns per KiB (2 promotions, 400 objects, 0.01 MiB)"));
+        let none = StatsReport::new(vec![VprocStats::default()], HeapReport::default());
+        assert_eq!(none.promotion_cost(), None);
+        assert!(!none.table().contains("promotion cost"));
     }
 
     fn ms(n: u64) -> Duration {

@@ -246,6 +246,16 @@ fn promotion_copies_transitive_closure() {
         "promotion count {}",
         after.promotion.count
     );
+    // The 500 cells of the list and the vector holding it, at least.
+    assert!(
+        after.objects_promoted >= before.objects_promoted + 501 || !split_plan(),
+        "objects promoted {}",
+        after.objects_promoted
+    );
+    if split_plan() {
+        let c = rt.stats().promotion_cost().expect("promotions happened");
+        assert!(c.ns_per_object > 0.0 && c.ns_per_kib > 0.0, "{c:?}");
+    }
 }
 
 #[test]

@@ -233,6 +233,8 @@ fn run_one(
         copy_imbalance_median: None,
         copy_imbalance_max: None,
         scan_wait_median_us: None,
+        promotion_ns_per_object: None,
+        promotion_ns_per_kib: None,
         correct: false,
         error: None,
     };
@@ -329,6 +331,10 @@ fn run_one(
     record.copy_imbalance_max = imbalance.last().copied();
     let waits = sorted(numagc::StatsReport::global_scan_wait_us);
     record.scan_wait_median_us = waits.get(waits.len() / 2).copied();
+    if let Some(c) = stats.promotion_cost() {
+        record.promotion_ns_per_object = Some(c.ns_per_object);
+        record.promotion_ns_per_kib = Some(c.ns_per_kib);
+    }
     // One timeline per runtime of this process (a group's PEs: a process
     // each in the viewer), on PE 0's clock.
     let epoch0 = runtimes[0].trace_epoch();

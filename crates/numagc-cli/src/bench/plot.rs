@@ -1232,6 +1232,10 @@ mod tests {
             copy_imbalance_median: None,
             copy_imbalance_max: None,
             scan_wait_median_us: None,
+        promotion_ns_per_object: None,
+        promotion_ns_per_kib: None,
+            promotion_ns_per_object: None,
+            promotion_ns_per_kib: None,
             correct: true,
             error: None,
         }

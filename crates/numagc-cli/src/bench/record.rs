@@ -78,6 +78,13 @@ pub struct RunRecord {
     /// median over the run's collections; none as above.
     #[serde(default)]
     pub scan_wait_median_us: Option<f64>,
+    /// Promotion's cost over the run (`StatsReport::promotion_cost`):
+    /// nanoseconds per object and per KiB promoted; none when nothing was
+    /// promoted.
+    #[serde(default)]
+    pub promotion_ns_per_object: Option<f64>,
+    #[serde(default)]
+    pub promotion_ns_per_kib: Option<f64>,
     /// The answer passed its independent check.
     pub correct: bool,
     /// Why the run failed or its answer was wrong.
@@ -305,6 +312,8 @@ mod tests {
             copy_imbalance_median: None,
             copy_imbalance_max: None,
             scan_wait_median_us: None,
+            promotion_ns_per_object: None,
+            promotion_ns_per_kib: None,
             correct: ok,
             error: (!ok).then(|| "wrong".into()),
         }

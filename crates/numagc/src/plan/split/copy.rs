@@ -41,7 +41,9 @@ pub(crate) struct ToGlobal<'a> {
     pub local_lo: usize,
     pub local_hi: usize,
     pending: Vec<(usize, usize)>,
+    /// Bytes and objects copied so far.
     pub copied: usize,
+    pub objects: usize,
 }
 
 impl<'a> ToGlobal<'a> {
@@ -68,6 +70,7 @@ impl<'a> ToGlobal<'a> {
             local_hi: local.1,
             pending: Vec::new(),
             copied: 0,
+            objects: 0,
         }
     }
 
@@ -97,6 +100,7 @@ impl<'a> ToGlobal<'a> {
         o.copy_to(h, dst);
         o.forward_to(dst);
         self.copied += size;
+        self.objects += 1;
         dst as u64
     }
 

@@ -34,10 +34,11 @@ pub(crate) fn promote(v: &mut Vproc, words: &mut [u64]) -> usize {
         // Promotion treats ephemerons as strong: see `plan::split::weak`.
         super::weak::promoted(&shared, v.id, &mut c, (lo, hi));
     }
-    let copied = c.copied;
+    let (copied, objects) = (c.copied, c.objects);
     if copied > 0 {
         v.record_pause(crate::trace::SpanKind::Promotion, t0);
         v.stats.bytes_promoted += copied as u64;
+        v.stats.objects_promoted += objects as u64;
     }
     copied
 }
