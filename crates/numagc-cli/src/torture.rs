@@ -213,7 +213,7 @@ fn hybrid_round(args: &TortureArgs, n: u64, round_seed: u64) -> Result<(), Strin
     }
 }
 
-const FIELDS: [&str; 28] = [
+const FIELDS: [&str; 29] = [
     "ops",
     "checks",
     "objects",
@@ -242,6 +242,7 @@ const FIELDS: [&str; 28] = [
     "cforks",
     "cpolls",
     "cregs",
+    "cregstores",
 ];
 
 fn encode(r: &Report, c: &RuntimeCounts) -> String {
@@ -274,6 +275,7 @@ fn encode(r: &Report, c: &RuntimeCounts) -> String {
         r.compiled_forks,
         r.compiled_polls,
         r.compiled_register_allocs,
+        r.compiled_register_stores,
     ];
     FIELDS
         .iter()
@@ -309,6 +311,7 @@ fn decode(s: &str, r: &mut Report, c: &mut RuntimeCounts) {
     r.compiled_forks += g("cforks");
     r.compiled_polls += g("cpolls");
     r.compiled_register_allocs += g("cregs");
+    r.compiled_register_stores += g("cregstores");
     c.add(&RuntimeCounts {
         minor: g("minor"),
         major: g("major"),
@@ -500,13 +503,14 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
             mib(counts.bytes_promoted)
         );
         println!(
-        "compiled ops: {} in {} sections; {} inline allocations ({} of them by register code), {} shared, {} barrier stores, {} reads, {} par2 forks, {} polls",
+        "compiled ops: {} in {} sections; {} inline allocations ({} of them by register code), {} shared, {} barrier stores ({} by register code), {} reads, {} par2 forks, {} polls",
         report.compiled_ops,
         report.compiled_sections,
         report.compiled_allocs,
         report.compiled_register_allocs,
         report.compiled_shared_allocs,
         report.compiled_stores,
+        report.compiled_register_stores,
         report.compiled_reads,
         report.compiled_forks,
         report.compiled_polls

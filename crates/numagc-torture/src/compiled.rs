@@ -13,7 +13,9 @@
 //! `alloc_many`) and through `alloc_shared` (mutable arrays and
 //! cells filled with `store` and `store_raw`, vectors longer than
 //! `MAX_SMALL_FIELDS` and above the large-object size filled with
-//! `init_shared`), store through the inline barrier, poll, read with
+//! `init_shared`), store through the inline barrier (the record's
+//! `store`, or register code's `store_at` after an `alloc_at` of the
+//! stored pair), poll, read with
 //! `header`, `field` and `field_shared`, fork with `par2` and force minor
 //! collections. The shadow predicts every read (a value read is compared
 //! with the shadow's value at once: an integer exactly, an object by its
@@ -506,6 +508,54 @@ fn list_regs(cm: &mut Cm<'_, '_>, len: usize, elem: Src, env: &[Loc], ids: &mut 
     finish(cm, w)
 }
 
+/// A store into value field `at` of the mutable object in slot `target`
+/// by register code: with `fresh` (the new pair's id), the pair
+/// `[id, value, 1]` allocated with `alloc_at` and stored, else `value`
+/// itself; then `store_at` (the inline test, the slow path past it) and
+/// a `poll_at`. The target and the value are read from their slots after
+/// the allocation, which may collect.
+fn store_regs(
+    cm: &mut Cm<'_, '_>,
+    target: Loc,
+    at: usize,
+    value: Src,
+    env: &[Loc],
+    fresh: Option<u64>,
+) -> R<()> {
+    let h = header(cm.cx.descs.pair, 3);
+    cm.m.with_regs(|m, hp, sp| {
+        let mut hp = hp;
+        let w = match fresh {
+            Some(id) => {
+                let p;
+                (p, hp) = m.alloc_at(hp, sp, h, 3);
+                // SAFETY: fresh, of 3 fields; the source is read now.
+                unsafe {
+                    m.init(p, 0, id);
+                    m.init(p, 1, wsrc(value, env, 0));
+                    m.init(p, 2, int_value(1));
+                }
+                p
+            }
+            None => wsrc(value, env, 0),
+        };
+        // SAFETY: the target is a live array or cell read from its slot
+        // after the allocation; `at` is one of its value fields; `w` is a
+        // value read since the last call that may collect.
+        hp = unsafe { m.store_at(hp, sp, get(target), at, w) };
+        hp = m.poll_at(hp, sp);
+        ((), hp)
+    })?;
+    if fresh.is_some() {
+        cm.cx.tally.count(ctr::ALLOCS);
+        cm.cx.tally.count(ctr::REG_ALLOCS);
+    }
+    cm.cx.tally.count(ctr::STORES);
+    cm.cx.tally.count(ctr::REG_STORES);
+    cm.cx.tally.count(ctr::POLLS);
+    Ok(())
+}
+
 /// A complete binary tree (`Build::Tree`, as [`tree`]) built by register
 /// code: the left subtree in a frame slot across the right one's build,
 /// both across the node's allocation.
@@ -890,6 +940,7 @@ impl<'s> Machine<'s> {
                 index,
                 value,
                 fresh,
+                regs,
             } => {
                 let oi = cs.at(*obj);
                 let target = cs.slots[oi];
@@ -900,7 +951,13 @@ impl<'s> Machine<'s> {
                 };
                 let Some(at) = at else { return Ok(()) };
                 let mut v = src_val(*value, &cs.slots, 0);
-                if *fresh {
+                if *regs {
+                    let id = fresh.then(|| id_word(self.sh.next_oid()));
+                    if *fresh {
+                        v = self.sh.pair(v, SVal::Int(1));
+                    }
+                    store_regs(cm, locs[oi], at, *value, &locs, id)?;
+                } else if *fresh {
                     // A new object in the nursery: the barrier promotes it
                     // (split) or remembers the store (shared).
                     let base = self.sh.next_oid();

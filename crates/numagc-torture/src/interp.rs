@@ -162,8 +162,9 @@ pub struct Report {
     /// the compiled code did: inline allocations (`alloc`), `alloc_shared`,
     /// barrier stores (`store`, `init_shared`, `store_raw`), reads the
     /// shadow predicted (`field`, `field_shared`, `header`), `par2` forks,
-    /// polls, and the inline allocations of register code (among the
-    /// others). (Its forced minor collections count in `forced_minor`.)
+    /// polls, and the inline allocations and barrier stores of register
+    /// code (among the others). (Its forced minor collections count in
+    /// `forced_minor`.)
     pub compiled_sections: u64,
     pub compiled_ops: u64,
     pub compiled_allocs: u64,
@@ -173,6 +174,7 @@ pub struct Report {
     pub compiled_forks: u64,
     pub compiled_polls: u64,
     pub compiled_register_allocs: u64,
+    pub compiled_register_stores: u64,
 }
 
 /// Indices of [`Tally::compiled`], in [`Report`]'s order.
@@ -186,6 +188,7 @@ pub(crate) mod ctr {
     pub const FORKS: usize = 6;
     pub const POLLS: usize = 7;
     pub const REG_ALLOCS: usize = 8;
+    pub const REG_STORES: usize = 9;
 }
 
 /// Counters shared by every vproc a program runs on.
@@ -197,7 +200,7 @@ pub(crate) struct Tally {
     /// Minor, major, full global, young global, compaction; promotions.
     pub(crate) forced: [AtomicU64; 6],
     /// What compiled code did ([`ctr`]).
-    pub(crate) compiled: [AtomicU64; 9],
+    pub(crate) compiled: [AtomicU64; 10],
     /// A violation found where only a runtime error can be returned (a
     /// `par2` branch, a thread, an element function).
     failure: Mutex<Option<String>>,
@@ -233,6 +236,7 @@ impl Tally {
             compiled_forks: c(ctr::FORKS),
             compiled_polls: c(ctr::POLLS),
             compiled_register_allocs: c(ctr::REG_ALLOCS),
+            compiled_register_stores: c(ctr::REG_STORES),
         }
     }
 

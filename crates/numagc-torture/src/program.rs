@@ -159,12 +159,15 @@ pub enum COp {
         field: u32,
     },
     /// Stores `value` (or a fresh inline-allocated pair holding it) into
-    /// the array or cell in `obj` through the inline barrier (`store`).
+    /// the array or cell in `obj` through the inline barrier (`store`);
+    /// with `regs`, by register code (`Mutator::with_regs`: `alloc_at`,
+    /// `store_at`, `poll_at`), where only the slow paths collect.
     Store {
         obj: u8,
         index: u32,
         value: Src,
         fresh: bool,
+        regs: bool,
     },
     /// `store_raw` into the raw field of the cell in `obj`.
     StoreRaw {
@@ -544,6 +547,7 @@ pub fn generate_cop(c: &mut impl Choices, s: &Sizes) -> COp {
             index: c.choose(1 << 16) as u32,
             value: csrc(c),
             fresh: c.chance(50),
+            regs: c.chance(50),
         },
         9 => COp::StoreRaw {
             obj: slot(c),

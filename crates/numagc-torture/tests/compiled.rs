@@ -139,19 +139,21 @@ fn a_hand_written_section_passes_on_every_plan() {
             field: 1,
         });
     }
+    // Stores into the array (slot 9) and the cell (slot 10), a fresh pair
+    // and a value of a slot, through the record's barrier and then by
+    // register code.
+    for regs in [false, true] {
+        for (obj, value, fresh) in [(9, Src::Reg(0), true), (10, Src::Reg(7), false)] {
+            cops.push(COp::Store {
+                obj,
+                index: 2,
+                value,
+                fresh,
+                regs,
+            });
+        }
+    }
     cops.extend([
-        COp::Store {
-            obj: 9,
-            index: 2,
-            value: Src::Reg(0),
-            fresh: true,
-        },
-        COp::Store {
-            obj: 10,
-            index: 0,
-            value: Src::Reg(7),
-            fresh: false,
-        },
         COp::StoreRaw { obj: 10, value: 99 },
         COp::Poll { times: 3 },
         COp::Collect,
@@ -191,6 +193,7 @@ fn a_hand_written_section_passes_on_every_plan() {
                 assert_eq!(r.compiled_sections, 2);
                 assert!(r.compiled_ops >= 40 && r.compiled_forks == 1, "{r:?}");
                 assert!(r.compiled_shared_allocs >= 4, "{r:?}");
+                assert_eq!(r.compiled_register_stores, 2, "{r:?}");
                 assert!(r.forced_minor > 0, "{r:?}");
             }
         }
