@@ -10,7 +10,7 @@
 #      plans, alternated by the harness's repetitions;
 #   3. scaling of the whole suite, 1 vproc against all CPUs, on each plan.
 # Timed-out steps keep the figures of the benchmarks that finished.
-# Usage: scripts/many-cores.sh BIN OUTDIR [paper|quick]   (BIN: a release `numagc`, stripped or
+# Usage: scripts/many-cores.sh BIN OUTDIR [paper|quick|scale]   (BIN: a release `numagc`, stripped or
 # not; the machine needs nothing else). Summarise with scripts/many-cores-summary.py OUTDIR.
 set -u
 bin=$1

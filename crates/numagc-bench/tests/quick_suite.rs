@@ -78,8 +78,17 @@ fn every_benchmark_is_listed_once_with_its_parameters_in_range() {
                 b.name(),
                 p.name
             );
+            assert!(
+                p.min <= p.scale && p.scale <= p.max,
+                "{} --{}: scale value out of range",
+                b.name(),
+                p.name
+            );
         }
-        assert!(Params::new(b, Size::Quick, &[]).is_ok());
+        for size in [Size::Quick, Size::Paper, Size::Scale] {
+            assert!(Params::new(b, size, &[]).is_ok());
+        }
+        assert_eq!(Size::parse(Size::Scale.name()), Ok(Size::Scale));
     }
 }
 

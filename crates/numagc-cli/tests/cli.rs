@@ -330,7 +330,7 @@ fn harness_errors_name_the_problem() {
     assert!(!ok && err.contains("everywhere"), "{err}");
     let (ok, out, _) = numagc(&["bench", "--list"]);
     assert!(
-        ok && out.contains("binarytrees") && out.contains("depth=18/21"),
+        ok && out.contains("binarytrees") && out.contains("depth=18/21/22"),
         "{out}"
     );
 }

@@ -82,6 +82,7 @@ impl Benchmark for BinaryTrees {
             help: "maximum tree depth",
             quick: 18,
             paper: 21,
+            scale: 22,
             min: 6,
             max: 30,
         }]

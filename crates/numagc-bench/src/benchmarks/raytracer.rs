@@ -493,6 +493,7 @@ impl Benchmark for Raytracer {
             help: "image width and height in pixels",
             quick: 256,
             paper: 512,
+            scale: 2_400,
             min: 1,
             max: 8192,
         }]

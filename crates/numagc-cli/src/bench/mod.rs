@@ -32,10 +32,10 @@ use std::str::FromStr;
 pub struct BenchArgs {
     /// Benchmarks to run (default: the whole suite); see --list.
     names: Vec<String>,
-    /// List the benchmarks with their parameters at both sizes, and exit.
+    /// List the benchmarks with their parameters at the three sizes, and exit.
     #[arg(long)]
     list: bool,
-    /// Sizes of the benchmarks: paper (the papers' sizes) or quick (each under about a second).
+    /// Sizes of the benchmarks: paper (the papers' sizes), quick (each under about a second) or scale (for speedup curves up to 16 vprocs: about 8 s on one core of the development machine, 16 s on one of the 16-core machine).
     #[arg(long, default_value = "paper")]
     suite: String,
     /// Vproc counts to run, comma-separated (default: the vprocs setting, NUMAGC_VPROCS or all CPUs).
@@ -85,14 +85,14 @@ pub struct BenchArgs {
 
 fn list() {
     println!(
-        "{:<22} {:<44} parameters (quick / paper)",
+        "{:<22} {:<44} parameters (quick / paper / scale)",
         "benchmark", "source"
     );
     for b in numagc_bench::all() {
         let ps: Vec<String> = b
             .params()
             .iter()
-            .map(|p| format!("{}={}/{}", p.name, p.quick, p.paper))
+            .map(|p| format!("{}={}/{}/{}", p.name, p.quick, p.paper, p.scale))
             .collect();
         println!("{:<22} {:<44} {}", b.name(), b.source(), ps.join(" "));
         println!("{:<22} {}", "", b.description());

@@ -156,7 +156,7 @@ const SEQUENTIAL: &str = "sequential (runs at vprocs 1 only)";
 pub struct CompareArgs {
     /// Benchmarks to compare (default: the 8 with peers: binarytrees, gcbench, parfib, coins, sumeuler, mandelbrot, nbody, quicksort).
     names: Vec<String>,
-    /// Sizes of the benchmarks: paper or quick.
+    /// Sizes of the benchmarks: paper, quick or scale (see `numagc bench --help`).
     #[arg(long, default_value = "paper")]
     suite: String,
     /// Vproc (worker) counts, comma-separated.
