@@ -1234,8 +1234,6 @@ mod tests {
             scan_wait_median_us: None,
             promotion_ns_per_object: None,
             promotion_ns_per_kib: None,
-            promotion_ns_per_object: None,
-            promotion_ns_per_kib: None,
             correct: true,
             error: None,
         }

@@ -220,18 +220,15 @@ impl<'s> Scope<'s> {
     #[inline]
     pub fn scope<R>(&mut self, f: impl for<'i> FnOnce(&mut Scope<'i>) -> R) -> R {
         let base = self.roots().len();
-        let r = {
-            let mut inner = Scope {
-                vp: &mut *self.vp,
-                layouts: self.layouts,
-                rec: self.rec,
-                base,
-                _not_send: PhantomData,
-            };
-            // `inner`'s drop pops its slots, after `f` returns or unwinds.
-            f(&mut inner)
+        let mut inner = Scope {
+            vp: &mut *self.vp,
+            layouts: self.layouts,
+            rec: self.rec,
+            base,
+            _not_send: PhantomData,
         };
-        r
+        // `inner`'s drop pops its slots, after `f` returns or unwinds.
+        f(&mut inner)
     }
 
     /// Runs `f` in a nested scope and keeps the handle it returns, which is
@@ -273,10 +270,7 @@ impl<'s> Scope<'s> {
                 }
             }
         })
-        .map_err(|e| {
-            roots.truncate(base);
-            e
-        })
+        .inspect_err(|_| roots.truncate(base))
     }
 
     // ---- reading ------------------------------------------------------------
