@@ -219,16 +219,22 @@ impl<'s> Scope<'s> {
     /// Runs `f` in a nested scope; its handles are popped afterwards.
     #[inline]
     pub fn scope<R>(&mut self, f: impl for<'i> FnOnce(&mut Scope<'i>) -> R) -> R {
+        // `nested`'s drop pops its slots, after `f` returns or unwinds.
+        f(&mut self.nested())
+    }
+
+    /// A scope nested in this one: its slots are those pushed from the
+    /// root stack's current top on, popped when it is dropped.
+    #[inline(always)]
+    fn nested(&mut self) -> Scope<'_> {
         let base = self.roots().len();
-        let mut inner = Scope {
+        Scope {
             vp: &mut *self.vp,
             layouts: self.layouts,
             rec: self.rec,
             base,
             _not_send: PhantomData,
-        };
-        // `inner`'s drop pops its slots, after `f` returns or unwinds.
-        f(&mut inner)
+        }
     }
 
     /// Runs `f` in a nested scope and keeps the handle it returns, which is
@@ -238,14 +244,8 @@ impl<'s> Scope<'s> {
         &mut self,
         f: impl for<'i> FnOnce(&mut Scope<'i>) -> std::result::Result<Handle<'i>, E>,
     ) -> std::result::Result<Handle<'s>, E> {
-        let base = self.roots().len();
-        let mut inner = Scope {
-            vp: &mut *self.vp,
-            layouts: self.layouts,
-            rec: self.rec,
-            base,
-            _not_send: PhantomData,
-        };
+        let mut inner = self.nested();
+        let base = inner.base;
         // On unwinding, `inner`'s drop pops its slots.
         let w = f(&mut inner).map(|h| inner.word(h));
         // `inner`'s slots are popped here, and the result pushed into the
