@@ -19,8 +19,11 @@ if command -v cc >/dev/null 2>&1 &&
     missing+=(gcc)
 fi
 command -v mpicc >/dev/null 2>&1 || missing+=(libopenmpi-dev openmpi-bin)
+# libclang itself (libclang.so, libclang-N.so), not libclang-cpp, a
+# different library that other packages bring and bindgen cannot use.
 ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 ||
-  ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+  ls /usr/lib/x86_64-linux-gnu/libclang.so* >/dev/null 2>&1 ||
+  ls /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: nothing to install"
     exit 0
