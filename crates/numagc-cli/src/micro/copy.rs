@@ -19,7 +19,7 @@
 //! Checked: each collection copied the tree's bytes, and the tree after
 //! the last one has every node and the payload sum of the formula.
 
-use super::tree::{census, payload, register_node, tree};
+use super::tree::{census, start, tree, TreeRun};
 use crate::bench::record::{median, min_max};
 use crate::runtime_args::RuntimeArgs;
 use numagc::{PlanKind, Runtime, StatsReport};
@@ -54,20 +54,19 @@ pub fn run(
     json: Option<PathBuf>,
     args: &RuntimeArgs,
 ) -> std::result::Result<(), String> {
-    if !(1..=25).contains(&depth) {
-        return Err(format!("--depth {depth}: 1 ..= 25"));
-    }
     let config = args.config()?;
     if config.plan != PlanKind::SplitHeap {
         return Err(
             "micro copy measures the split plan's copying global collection (--plan split)".into(),
         );
     }
-    let rt = Runtime::new(config).map_err(|e| e.to_string())?;
-    let node = register_node(&rt)?;
-    let nodes = (1u64 << depth) - 1;
+    let TreeRun {
+        rt,
+        node,
+        nodes,
+        want_sum,
+    } = start(depth, 25, config)?;
     let tree_bytes = nodes * 32;
-    let want_sum = (0..nodes).fold(0u64, |a, i| a.wrapping_add(payload(i)));
     let repeat = repeat.max(1);
     let rt = std::sync::Arc::new(rt);
     let job_rt = rt.clone();

@@ -15,10 +15,10 @@
 //! unpacked tree has every payload, summed, equal to the sum computed
 //! from the formula of the payloads, and the right node count.
 
-use super::tree::{census, payload, register_node, tree};
+use super::tree::{census, start, tree, TreeRun};
 use crate::bench::record::{median, min_max};
 use crate::runtime_args::RuntimeArgs;
-use numagc::{Result, Runtime};
+use numagc::Result;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -33,13 +33,12 @@ pub fn run(
     json: Option<PathBuf>,
     args: &RuntimeArgs,
 ) -> std::result::Result<(), String> {
-    if !(1..=26).contains(&depth) {
-        return Err(format!("--depth {depth}: 1 ..= 26"));
-    }
-    let rt = Runtime::new(args.config()?).map_err(|e| e.to_string())?;
-    let node = register_node(&rt)?;
-    let nodes = (1u64 << depth) - 1;
-    let want_sum = (0..nodes).fold(0u64, |a, i| a.wrapping_add(payload(i)));
+    let TreeRun {
+        rt,
+        node,
+        nodes,
+        want_sum,
+    } = start(depth, 26, args.config()?)?;
     let repeat = repeat.max(1);
     let r = rt
         .run_on(0, move |s| -> Result<Measured> {

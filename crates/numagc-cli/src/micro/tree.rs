@@ -2,10 +2,39 @@
 //! tree of immutable mixed nodes (left, right, a raw payload word) whose
 //! payloads follow a formula, and its census to check it.
 
-use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope, View};
+use numagc::{Config, DescId, Descriptor, Handle, Result, Runtime, Scope, View};
+
+/// A runtime set up for a tree of `depth` levels: the nodes' descriptor
+/// registered, and what the census of the tree must find.
+pub struct TreeRun {
+    pub rt: Runtime,
+    pub node: DescId,
+    /// 2^depth − 1.
+    pub nodes: u64,
+    /// The wrapping sum of every node's payload.
+    pub want_sum: u64,
+}
+
+/// Checks `depth` (1 ..= `max_depth`), starts a runtime on `config` and
+/// registers the nodes' descriptor.
+pub fn start(depth: u32, max_depth: u32, config: Config) -> std::result::Result<TreeRun, String> {
+    if !(1..=max_depth).contains(&depth) {
+        return Err(format!("--depth {depth}: 1 ..= {max_depth}"));
+    }
+    let rt = Runtime::new(config).map_err(|e| e.to_string())?;
+    let node = register_node(&rt)?;
+    let nodes = (1u64 << depth) - 1;
+    let want_sum = (0..nodes).fold(0u64, |a, i| a.wrapping_add(payload(i)));
+    Ok(TreeRun {
+        rt,
+        node,
+        nodes,
+        want_sum,
+    })
+}
 
 /// Registers the nodes' descriptor (left, right, the payload).
-pub fn register_node(rt: &Runtime) -> std::result::Result<DescId, String> {
+fn register_node(rt: &Runtime) -> std::result::Result<DescId, String> {
     rt.register(Descriptor::mixed("node", 3, &[0, 1]).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())
 }
