@@ -151,6 +151,15 @@ impl serde::Serialize for PauseHistogram {
     }
 }
 
+/// The median (the upper one of an even count) and the maximum of `xs`,
+/// which it sorts; `None` when it is empty. For the per-collection
+/// figures ([`StatsReport::global_copy_imbalance`],
+/// [`StatsReport::global_scan_wait_us`]).
+pub fn median_and_max(xs: &mut [f64]) -> Option<(f64, f64)> {
+    xs.sort_by(f64::total_cmp);
+    Some((*xs.get(xs.len() / 2)?, *xs.last()?))
+}
+
 /// The cost of promotion over a run ([`StatsReport::promotion_cost`]).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct PromotionCost {
@@ -481,15 +490,11 @@ impl StatsReport {
             "NUMA bindings: {} applied, {} skipped, {} failed\n",
             b.applied, b.skipped, b.failed
         );
-        let imbalance = self.global_copy_imbalance();
-        if !imbalance.is_empty() {
-            let mut sorted = imbalance.clone();
-            sorted.sort_by(f64::total_cmp);
+        let mut imbalance = self.global_copy_imbalance();
+        if let Some((median, max)) = median_and_max(&mut imbalance) {
             out += &format!(
-                "global copy balance (most bytes one vproc copied / mean): median {:.2}, max {:.2} over {} collections\n",
-                sorted[sorted.len() / 2],
-                sorted[sorted.len() - 1],
-                sorted.len()
+                "global copy balance (most bytes one vproc copied / mean): median {median:.2}, max {max:.2} over {} collections\n",
+                imbalance.len()
             );
         }
         if let Some(c) = self.promotion_cost() {
@@ -503,12 +508,9 @@ impl StatsReport {
             );
         }
         let mut waits = self.global_scan_wait_us();
-        if !waits.is_empty() {
-            waits.sort_by(f64::total_cmp);
+        if let Some((median, max)) = median_and_max(&mut waits) {
             out += &format!(
-                "global scan waiting (mean per vproc, waiting for scan work): median {:.0} us, max {:.0} us over {} collections\n",
-                waits[waits.len() / 2],
-                waits[waits.len() - 1],
+                "global scan waiting (mean per vproc, waiting for scan work): median {median:.0} us, max {max:.0} us over {} collections\n",
                 waits.len()
             );
         }

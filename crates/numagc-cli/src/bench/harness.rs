@@ -318,19 +318,18 @@ fn run_one(
     record.numa_locality = t.numa_locality();
     // Per runtime: a collection's index means the same collection only
     // among one runtime's vprocs.
-    let sorted = |per_collection: fn(&numagc::StatsReport) -> Vec<f64>| {
+    let median_and_max = |per_collection: fn(&numagc::StatsReport) -> Vec<f64>| {
         let mut xs: Vec<f64> = runtimes
             .iter()
             .flat_map(|rt| per_collection(&rt.stats()))
             .collect();
-        xs.sort_by(f64::total_cmp);
-        xs
+        numagc::stats::median_and_max(&mut xs)
     };
-    let imbalance = sorted(numagc::StatsReport::global_copy_imbalance);
-    record.copy_imbalance_median = imbalance.get(imbalance.len() / 2).copied();
-    record.copy_imbalance_max = imbalance.last().copied();
-    let waits = sorted(numagc::StatsReport::global_scan_wait_us);
-    record.scan_wait_median_us = waits.get(waits.len() / 2).copied();
+    let imbalance = median_and_max(numagc::StatsReport::global_copy_imbalance);
+    record.copy_imbalance_median = imbalance.map(|(median, _)| median);
+    record.copy_imbalance_max = imbalance.map(|(_, max)| max);
+    record.scan_wait_median_us =
+        median_and_max(numagc::StatsReport::global_scan_wait_us).map(|(median, _)| median);
     if let Some(c) = stats.promotion_cost() {
         record.promotion_ns_per_object = Some(c.ns_per_object);
         record.promotion_ns_per_kib = Some(c.ns_per_kib);
