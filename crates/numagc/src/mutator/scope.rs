@@ -278,7 +278,7 @@ impl<'s> Scope<'s> {
     /// A view of a handle's value for reading without root-stack traffic.
     #[inline(always)]
     pub fn view(&self, h: Handle<'_>) -> View<'_> {
-        View::new(resolve(self.word(h)), &self.vp.shared.descs)
+        View::new(self.word(h), &self.vp.shared.descs)
     }
 
     /// Roots a value found through a view.

@@ -33,8 +33,19 @@ pub(crate) fn resolve(w: u64) -> u64 {
 
 /// A value read directly from the heap. It borrows its [`crate::Scope`]
 /// shared, so no collection can move the object while the view exists.
+///
+/// The word it holds is the value as it was found (in a root slot or a
+/// field), not yet resolved: on the split plan it may name a local object
+/// that promotion has since copied to the global heap, whose header is a
+/// forwarding pointer to the copy. A view follows that pointer when it
+/// reads the header ([`View::obj`]), which every dereference does anyway,
+/// so a read pays no separate resolution: reading an immediate field
+/// touches no other object, and reading an object's fields reads its
+/// header once. What compares or hands out the word ([`View::same`],
+/// [`View::identity`], rooting it again) resolves it first.
 #[derive(Clone, Copy)]
 pub struct View<'a> {
+    /// The value, possibly a forwarded object's old address.
     w: u64,
     descs: &'a DescriptorTable,
     _scope: PhantomData<&'a ()>,
@@ -50,20 +61,36 @@ impl<'a> View<'a> {
         }
     }
 
+    /// The value, resolved: a forwarded object's copy.
     #[inline(always)]
     pub(crate) fn word(self) -> u64 {
-        self.w
+        resolve(self.w)
     }
 
+    /// The object and its header, following a forwarding pointer: one
+    /// load of the header word in the common case.
     #[inline(always)]
     fn obj(self) -> Option<(Obj, Header)> {
         if !is_pointer(self.w) {
             return None;
         }
-        // SAFETY: `w` is a resolved pointer value, so it targets a live
-        // object with a header (no collection runs while `'a` lasts).
+        // SAFETY: pointer values held by the mutator target object headers
+        // (no collection runs while `'a` lasts).
         let o = unsafe { Obj::at(self.w as usize) };
-        Some((o, o.header().expect("resolved object has a header")))
+        match Header::decode(o.header_word()) {
+            Some(h) => Some((o, h)),
+            None => Some(Self::forwarded(o)),
+        }
+    }
+
+    /// A promoted object's copy and its header.
+    #[cold]
+    #[inline(never)]
+    fn forwarded(o: Obj) -> (Obj, Header) {
+        // SAFETY: a forwarding pointer names the object's copy, which has a
+        // header (promotion forwards once, to a global object).
+        let copy = unsafe { Obj::at(o.header_word() as usize) };
+        (copy, copy.header().expect("a forwarded object's copy has a header"))
     }
 
     /// Whether `self` and `other` are the same value: the same immediate,
@@ -89,7 +116,7 @@ impl<'a> View<'a> {
     /// ```
     #[inline]
     pub fn same(self, other: View<'_>) -> bool {
-        self.w == other.w
+        self.w == other.w || self.word() == other.word()
     }
 
     /// A key of this value's identity: two views of one scope have equal
@@ -100,7 +127,7 @@ impl<'a> View<'a> {
     /// give the address to another.
     #[inline]
     pub fn identity(self) -> u64 {
-        self.w
+        self.word()
     }
 
     pub fn is_int(self) -> bool {
@@ -174,7 +201,7 @@ impl<'a> View<'a> {
                 }
             }
         };
-        Ok(View::new(resolve(w), self.descs))
+        Ok(View::new(w, self.descs))
     }
 
     /// Value field `i`. Panics with a message on a bad index (like slice
@@ -185,10 +212,10 @@ impl<'a> View<'a> {
             if i < h.len() {
                 let id = h.id();
                 if id == ID_VECTOR {
-                    return View::new(resolve(o.field(i)), self.descs);
+                    return View::new(o.field(i), self.descs);
                 }
                 if id >= FIRST_MIXED_ID && self.descs.fast(id).is_pointer_field(i) {
-                    return View::new(resolve(o.field(i)), self.descs);
+                    return View::new(o.field(i), self.descs);
                 }
             }
         }
@@ -336,7 +363,7 @@ impl std::fmt::Debug for View<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.as_int() {
             Some(i) => write!(f, "Int({i})"),
-            None => write!(f, "{:?}@{:#x}[{}]", self.kind(), self.w, self.len()),
+            None => write!(f, "{:?}@{:#x}[{}]", self.kind(), self.word(), self.len()),
         }
     }
 }
