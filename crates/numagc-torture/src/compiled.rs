@@ -600,6 +600,158 @@ fn tree_regs(cm: &mut Cm<'_, '_>, depth: u8, leaf: Src, env: &[Loc], ids: &mut I
     finish(cm, w)
 }
 
+/// A DAG (`Build::Dag`, as the record path builds it) by register code:
+/// each node a pair allocated with `alloc_at`, its fields picked from the
+/// sources and the nodes before it, then pushed in a frame of its own
+/// (`push_at`) above theirs, a `poll_at` after each. The vector gathering
+/// the nodes is allocated by register code too when it fits
+/// `MAX_SMALL_FIELDS`; a longer one is built by [`vector_of`], from a
+/// record frame into which the nodes are copied as the register code ends
+/// (no allocation in between).
+fn dag_regs(
+    cm: &mut Cm<'_, '_>,
+    nodes: usize,
+    seed: u64,
+    srcs: [Src; 2],
+    env: &[Loc],
+    ids: &mut Ids,
+) -> R<u64> {
+    let h = header(cm.cx.descs.pair, 3);
+    let plan = dag_plan(seed, nodes);
+    let node_ids: Vec<u64> = (0..nodes).map(|_| ids.next()).collect();
+    let vid = ids.next();
+    let inline = nodes < MAX_SMALL_FIELDS;
+    let d = cm.depth();
+    // The nodes' record frame, for a vector built outside register code.
+    let nf = (!inline).then(|| cm.push(nodes, true));
+    let w = cm.m.with_regs(|m, hp, sp| {
+        let mut hp = hp;
+        // `tops[k]`: the top at which node `k` was pushed (its slot 0).
+        let mut tops: Vec<Sp> = Vec::with_capacity(nodes);
+        let mut top = sp;
+        for (k, picks) in plan.iter().enumerate() {
+            let p;
+            (p, hp) = m.alloc_at(hp, top, h, 3);
+            // SAFETY: fresh, of 3 fields; the sources and the earlier
+            // nodes are read from their slots after the allocation.
+            unsafe {
+                m.init(p, 0, node_ids[k]);
+                for (f, &pick) in picks.iter().enumerate() {
+                    let w = match pick {
+                        Pick::Node(j) => tops[j].get(0),
+                        pick => wpick(pick, &srcs, env, None, None),
+                    };
+                    m.init(p, 1 + f, w);
+                }
+            }
+            tops.push(top);
+            top = m.push_at(top, [p]);
+            hp = m.poll_at(hp, top);
+        }
+        if let Some(nf) = nf {
+            for (k, t) in tops.iter().enumerate() {
+                // SAFETY: node `k`'s slot, read with nothing allocated
+                // since the last poll.
+                nf.set(k, unsafe { t.get(0) });
+            }
+            return (NIL, hp);
+        }
+        let v;
+        (v, hp) = m.alloc_at(hp, top, header(VECTOR, nodes + 1), nodes + 1);
+        // SAFETY: fresh, of `nodes + 1` fields (at most MAX_SMALL_FIELDS);
+        // the nodes are read from their slots after the allocation.
+        unsafe {
+            m.init(v, 0, int_value(vid as i64));
+            for (k, t) in tops.iter().enumerate() {
+                m.init(v, 1 + k, t.get(0));
+            }
+        }
+        (v, hp)
+    })?;
+    let allocs = nodes as u64 + u64::from(inline);
+    for _ in 0..allocs {
+        cm.cx.tally.count(ctr::ALLOCS);
+        cm.cx.tally.count(ctr::REG_ALLOCS);
+    }
+    for _ in 0..nodes {
+        cm.cx.tally.count(ctr::POLLS);
+    }
+    let w = match nf {
+        None => w,
+        Some(nf) => vector_of(cm, nodes + 1, |i| {
+            if i == 0 {
+                int_value(vid as i64)
+            } else {
+                nf.get(i - 1)
+            }
+        })?,
+    };
+    cm.pop_to(d);
+    finish(cm, w)
+}
+
+/// A vector of at most `MAX_SMALL_FIELDS` elements with its fresh pairs
+/// (`Build::Vector`, as [`vector`] builds it) by register code: the fresh
+/// pairs allocated with `alloc_at`, each pushed in a frame of its own
+/// (`push_at`), a `poll_at` after each; then the vector with `alloc_at`,
+/// its elements read after the allocation.
+fn vector_regs(
+    cm: &mut Cm<'_, '_>,
+    len: usize,
+    seed: u64,
+    srcs: [Src; 2],
+    env: &[Loc],
+    ids: &mut Ids,
+) -> R<u64> {
+    debug_assert!(len <= MAX_SMALL_FIELDS);
+    let ph = header(cm.cx.descs.pair, 3);
+    let nfresh = fresh_count(len);
+    let fresh_ids: Vec<u64> = (0..nfresh).map(|_| ids.next()).collect();
+    let vid = ids.next();
+    let plan = elem_plan(seed, len, true);
+    let w = cm.m.with_regs(|m, hp, sp| {
+        let mut hp = hp;
+        let mut tops: Vec<Sp> = Vec::with_capacity(nfresh);
+        let mut top = sp;
+        for (k, &id) in fresh_ids.iter().enumerate() {
+            let p;
+            (p, hp) = m.alloc_at(hp, top, ph, 3);
+            // SAFETY: fresh, of 3 fields.
+            unsafe {
+                m.init(p, 0, id);
+                m.init(p, 1, int_value(k as i64));
+                m.init(p, 2, NIL);
+            }
+            tops.push(top);
+            top = m.push_at(top, [p]);
+            hp = m.poll_at(hp, top);
+        }
+        let v;
+        (v, hp) = m.alloc_at(hp, top, header(VECTOR, len), len);
+        // SAFETY: fresh, of `len` fields; the sources and the fresh pairs
+        // are read from their slots after the allocation.
+        unsafe {
+            m.init(v, 0, int_value(vid as i64));
+            for (i, &pick) in plan.iter().enumerate() {
+                let w = match pick {
+                    Pick::Fresh(k) => tops[k].get(0),
+                    pick => wpick(pick, &srcs, env, None, None),
+                };
+                m.init(v, 1 + i, w);
+            }
+        }
+        (v, hp)
+    })?;
+    for _ in 0..=nfresh {
+        cm.cx.tally.count(ctr::ALLOCS);
+        cm.cx.tally.count(ctr::REG_ALLOCS);
+    }
+    for _ in 0..nfresh {
+        cm.cx.tally.count(ctr::POLLS);
+    }
+    finish(cm, w)
+}
+
 /// A vector of `len` elements with its fresh pairs (`Shadow::vector`).
 fn vector(
     cm: &mut Cm<'_, '_>,
@@ -862,6 +1014,12 @@ impl<'s> Machine<'s> {
                     }
                     (true, Build::Tree { depth, leaf }) => {
                         tree_regs(cm, *depth, *leaf, &locs, &mut Ids(base))?
+                    }
+                    (true, Build::Dag { nodes, seed, srcs }) => {
+                        dag_regs(cm, *nodes as usize, *seed, *srcs, &locs, &mut Ids(base))?
+                    }
+                    (true, Build::Vector { len, seed, srcs }) if *len as usize <= MAX_SMALL_FIELDS => {
+                        vector_regs(cm, *len as usize, *seed, *srcs, &locs, &mut Ids(base))?
                     }
                     _ => cbuild(cm, build, &locs, base)?,
                 };

@@ -137,7 +137,8 @@ pub enum COp {
     /// `MAX_SMALL_FIELDS` fields and mutable ones through `alloc_shared`,
     /// filled with `init_shared` or `store`), forcing minor collections
     /// after allocations when due; the result goes to slot `dst`. With
-    /// `regs`, lists and trees are built by register code
+    /// `regs`, lists, trees, DAGs and vectors of at most
+    /// `MAX_SMALL_FIELDS` elements are built by register code
     /// (`Mutator::with_regs`: `alloc_at`, `alloc_many_at`, `push_at`,
     /// `poll_at`), where only the slow paths collect.
     Build {
