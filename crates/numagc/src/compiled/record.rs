@@ -428,10 +428,9 @@ impl Roots<'_> {
         let p = base.wrapping_add(i);
         // Both bounds: an `i` so large that the address wraps would
         // otherwise pass as below the top.
-        assert!(
-            p >= base && p < r.roots_top(),
-            "root slot {i} is not in use"
-        );
+        if p < base || p >= r.roots_top() {
+            slot_not_in_use(i);
+        }
         p
     }
 
@@ -454,6 +453,15 @@ impl Roots<'_> {
     pub(crate) fn copy_range(self, from: usize, to: usize) -> Vec<u64> {
         (from..to).map(|i| self.get(i)).collect()
     }
+}
+
+/// The panic of a handle whose slot is not in use, out of line: with the
+/// message's formatting inline, every function that reads a handle kept
+/// a stack frame for it (and a store of the index) on its fast path.
+#[cold]
+#[inline(never)]
+fn slot_not_in_use(i: usize) -> ! {
+    panic!("root slot {i} is not in use")
 }
 
 impl Drop for RootStack {
