@@ -197,6 +197,28 @@ impl Drop for ChunkTable {
     }
 }
 
+/// What the address arithmetic of an [`AddressSpace`] needs, in a value of
+/// its own: the base, the chunk size and the chunk table, none of which
+/// changes while the space lives. A collector's scan loop keeps it in
+/// registers (`AddressSpace::index`), where reading it through the space
+/// was reloaded after every store into the heap (the compiler cannot tell
+/// such a store from a write to the space).
+#[derive(Clone, Copy)]
+pub(crate) struct ChunkIndex<'a> {
+    base: usize,
+    shift: u32,
+    chunks: &'a [ChunkInfo],
+}
+
+impl<'a> ChunkIndex<'a> {
+    /// The chunk holding `addr`, if it is inside the reservation
+    /// ([`AddressSpace::chunk_of`] and [`AddressSpace::info`] in one).
+    #[inline(always)]
+    pub fn info_of(self, addr: usize) -> Option<&'a ChunkInfo> {
+        self.chunks.get(addr.wrapping_sub(self.base) >> self.shift)
+    }
+}
+
 /// The reserved range and its chunk table.
 pub(crate) struct AddressSpace {
     base: usize,
@@ -254,6 +276,16 @@ impl AddressSpace {
     /// Number of chunks the reservation holds (ids are below it).
     pub fn num_chunks(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// The space's address arithmetic as a value (see [`ChunkIndex`]).
+    #[inline(always)]
+    pub fn index(&self) -> ChunkIndex<'_> {
+        ChunkIndex {
+            base: self.base,
+            shift: self.chunk_shift,
+            chunks: &self.chunks,
+        }
     }
 
     /// The chunk holding `addr`, if it is inside the reservation.

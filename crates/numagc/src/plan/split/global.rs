@@ -92,7 +92,7 @@ use crate::gc::handshake::Abandoned;
 use crate::gc::work_queue::ScanQueue;
 use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
-use crate::heap::space::ChunkKind;
+use crate::heap::space::{ChunkIndex, ChunkKind};
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
 use crate::object::{is_pointer, Obj};
@@ -177,6 +177,8 @@ impl GlobalGc {
 /// `survivor`, everything older through `tenured`.
 pub(super) struct Evacuator<'a> {
     pub(super) heap: &'a GlobalHeap,
+    /// `heap.space`'s address arithmetic, kept here for the scan loops.
+    index: ChunkIndex<'a>,
     descs: &'a DescriptorTable,
     queue: &'a ScanQueue<ScanItem>,
     survivor: &'a mut ChunkCursor,
@@ -208,10 +210,9 @@ impl Evacuator<'_> {
             return w;
         }
         let a = w as usize;
-        let Some(cid) = self.heap.space.chunk_of(a) else {
+        let Some(info) = self.index.info_of(a) else {
             return w;
         };
-        let info = self.heap.space.info(cid);
         match info.kind() {
             ChunkKind::FromSpace => {
                 let age = info.age.load(Ordering::Relaxed);
@@ -275,10 +276,9 @@ impl Evacuator<'_> {
         if !is_pointer(w) {
             return false;
         }
-        let Some(c) = self.heap.space.chunk_of(w as usize) else {
+        let Some(info) = self.index.info_of(w as usize) else {
             return false;
         };
-        let info = self.heap.space.info(c);
         info.kind() == ChunkKind::Global && info.age.load(Ordering::Relaxed) == 1
     }
 
@@ -676,6 +676,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         let roots = v.roots.as_mut_slice();
         let mut e = Evacuator {
             heap,
+            index: heap.space.index(),
             descs: &shared.descs,
             queue: &gc.queue,
             survivor: &mut v.split.cursor,
