@@ -58,30 +58,43 @@ fn duration_ns(d: Duration) -> u64 {
 }
 
 /// Pause times in nanoseconds (3 significant digits, resizing as needed).
+///
+/// Copy on write: a clone shares the counts until one side records. A
+/// histogram of pauses up to a few hundred milliseconds holds some 90 KB of
+/// counts, and a vproc publishes its statistics (a clone of them) after
+/// every job and every stolen task (`Vproc::publish_stats`), most of which
+/// recorded no pause: sharing makes those publications copy nothing of it,
+/// and the counts are copied once, by the next pause recorded after one.
 #[derive(Clone, Debug)]
 pub struct PauseHistogram {
-    histogram: Histogram<u64>,
+    histogram: std::sync::Arc<Histogram<u64>>,
 }
 
 impl PauseHistogram {
     pub fn new() -> Self {
         PauseHistogram {
-            histogram: Histogram::new(3).expect("3 significant digits is a valid precision"),
+            histogram: std::sync::Arc::new(
+                Histogram::new(3).expect("3 significant digits is a valid precision"),
+            ),
         }
     }
 
     pub fn record(&mut self, d: Duration) {
         let ns = duration_ns(d);
+        let h = std::sync::Arc::make_mut(&mut self.histogram);
         // Only values beyond the histogram's largest trackable one (~146 years) fail; clamp those.
-        if self.histogram.record(ns).is_err() {
-            self.histogram.saturating_record(ns);
+        if h.record(ns).is_err() {
+            h.saturating_record(ns);
         }
     }
 
     pub fn merge(&mut self, o: &PauseHistogram) {
+        if o.histogram.is_empty() {
+            return;
+        }
         // Both histograms auto-resize over the same value range, so addition cannot fail.
-        self.histogram
-            .add(&o.histogram)
+        std::sync::Arc::make_mut(&mut self.histogram)
+            .add(&*o.histogram)
             .expect("auto-resizing histograms add");
     }
 
