@@ -459,6 +459,14 @@ fn tree(cm: &mut Cm<'_, '_>, ids: &mut Ids, depth: u8, leaf: Src, env: &[Loc]) -
     finish(cm, p)
 }
 
+/// Counts what a build by register code did: `allocs` inline allocations
+/// (`alloc_at`, `alloc_many_at`) and `polls` polls (`poll_at`).
+fn count_register_code(cm: &Cm<'_, '_>, allocs: u64, polls: u64) {
+    cm.cx.tally.count_n(ctr::ALLOCS, allocs);
+    cm.cx.tally.count_n(ctr::REG_ALLOCS, allocs);
+    cm.cx.tally.count_n(ctr::POLLS, polls);
+}
+
 /// A list (`Build::List`, `Shadow::list`) built by register code: the
 /// pairs two at a time with one `alloc_many_at` (an odd last one with
 /// `alloc_at`), the list so far in a frame slot at `sp`, a `poll_at` after
@@ -501,10 +509,7 @@ fn list_regs(cm: &mut Cm<'_, '_>, len: usize, elem: Src, env: &[Loc], ids: &mut 
         // SAFETY: the slot holds the list.
         (unsafe { sp.get(0) }, hp)
     })?;
-    for _ in 0..len {
-        cm.cx.tally.count(ctr::ALLOCS);
-        cm.cx.tally.count(ctr::REG_ALLOCS);
-    }
+    count_register_code(cm, len as u64, 0);
     finish(cm, w)
 }
 
@@ -593,10 +598,7 @@ fn tree_regs(cm: &mut Cm<'_, '_>, depth: u8, leaf: Src, env: &[Loc], ids: &mut I
     let h = header(cm.cx.descs.pair, 3);
     let w =
         cm.m.with_regs(|m, hp, sp| node(m, hp, sp, (h, depth, leaf, env), ids))?;
-    for _ in 0..(2u64 << depth) - 1 {
-        cm.cx.tally.count(ctr::ALLOCS);
-        cm.cx.tally.count(ctr::REG_ALLOCS);
-    }
+    count_register_code(cm, (2u64 << depth) - 1, 0);
     finish(cm, w)
 }
 
@@ -668,14 +670,7 @@ fn dag_regs(
         }
         (v, hp)
     })?;
-    let allocs = nodes as u64 + u64::from(inline);
-    for _ in 0..allocs {
-        cm.cx.tally.count(ctr::ALLOCS);
-        cm.cx.tally.count(ctr::REG_ALLOCS);
-    }
-    for _ in 0..nodes {
-        cm.cx.tally.count(ctr::POLLS);
-    }
+    count_register_code(cm, nodes as u64 + u64::from(inline), nodes as u64);
     let w = match nf {
         None => w,
         Some(nf) => vector_of(cm, nodes + 1, |i| {
@@ -742,13 +737,7 @@ fn vector_regs(
         }
         (v, hp)
     })?;
-    for _ in 0..=nfresh {
-        cm.cx.tally.count(ctr::ALLOCS);
-        cm.cx.tally.count(ctr::REG_ALLOCS);
-    }
-    for _ in 0..nfresh {
-        cm.cx.tally.count(ctr::POLLS);
-    }
+    count_register_code(cm, nfresh as u64 + 1, nfresh as u64);
     finish(cm, w)
 }
 

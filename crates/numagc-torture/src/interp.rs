@@ -241,7 +241,12 @@ impl Tally {
     }
 
     pub(crate) fn count(&self, i: usize) {
-        self.compiled[i].fetch_add(1, Ordering::Relaxed);
+        self.count_n(i, 1);
+    }
+
+    /// Counts `n` events of counter `i` at once.
+    pub(crate) fn count_n(&self, i: usize, n: u64) {
+        self.compiled[i].fetch_add(n, Ordering::Relaxed);
     }
 
     /// Keeps the first violation and turns it into a runtime error that a
