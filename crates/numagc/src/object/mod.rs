@@ -206,9 +206,12 @@ pub(crate) fn for_each_value_field(h: Header, descs: &DescriptorTable, mut f: im
 }
 
 /// The indices of the fields of an object that hold values, in ascending
-/// order: [`for_each_value_field`] as an iterator, for the hot loops of the
-/// collectors, where a loop over it inlines whole while a closure called
-/// per field may be left a call (with the registers it saves).
+/// order: [`for_each_value_field`] as an iterator, for the global scan,
+/// where the closure called per field was left a call (with the registers
+/// it saves). The two stay separate: [`for_each_value_field`] written over
+/// this iterator made the split plan's minor collections 4 % more
+/// instructions (binarytrees depth 16 on the compiled interface, 704.9 M
+/// → 733.0 M, callgrind), its three loops needing no dispatch per field.
 #[derive(Clone)]
 pub(crate) enum ValueFields<'a> {
     /// Every field from `.0` below `.1` (vectors and arrays).
