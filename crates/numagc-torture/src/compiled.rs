@@ -602,6 +602,15 @@ fn tree_regs(cm: &mut Cm<'_, '_>, depth: u8, leaf: Src, env: &[Loc], ids: &mut I
     finish(cm, w)
 }
 
+/// Pushes `p` in a frame of its own at `top` (recorded in `tops`, whose
+/// `k`-th entry reads the `k`-th object pushed) and polls: the new top and
+/// allocation pointer, for the DAG's nodes and the vector's fresh pairs.
+fn push_own_frame(m: Ctx<'_>, hp: Hp, top: Sp, p: u64, tops: &mut Vec<Sp>) -> (Sp, Hp) {
+    tops.push(top);
+    let top = m.push_at(top, [p]);
+    (top, m.poll_at(hp, top))
+}
+
 /// A DAG (`Build::Dag`, as the record path builds it) by register code:
 /// each node a pair allocated with `alloc_at`, its fields picked from the
 /// sources and the nodes before it, then pushed in a frame of its own
@@ -646,9 +655,7 @@ fn dag_regs(
                     m.init(p, 1 + f, w);
                 }
             }
-            tops.push(top);
-            top = m.push_at(top, [p]);
-            hp = m.poll_at(hp, top);
+            (top, hp) = push_own_frame(m, hp, top, p, &mut tops);
         }
         if let Some(nf) = nf {
             for (k, t) in tops.iter().enumerate() {
@@ -717,9 +724,7 @@ fn vector_regs(
                 m.init(p, 1, int_value(k as i64));
                 m.init(p, 2, NIL);
             }
-            tops.push(top);
-            top = m.push_at(top, [p]);
-            hp = m.poll_at(hp, top);
+            (top, hp) = push_own_frame(m, hp, top, p, &mut tops);
         }
         let v;
         (v, hp) = m.alloc_at(hp, top, header(VECTOR, len), len);
