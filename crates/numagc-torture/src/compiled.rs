@@ -1012,7 +1012,9 @@ impl<'s> Machine<'s> {
                     (true, Build::Dag { nodes, seed, srcs }) => {
                         dag_regs(cm, *nodes as usize, *seed, *srcs, &locs, &mut Ids(base))?
                     }
-                    (true, Build::Vector { len, seed, srcs }) if *len as usize <= MAX_SMALL_FIELDS => {
+                    (true, Build::Vector { len, seed, srcs })
+                        if *len as usize <= MAX_SMALL_FIELDS =>
+                    {
                         vector_regs(cm, *len as usize, *seed, *srcs, &locs, &mut Ids(base))?
                     }
                     _ => cbuild(cm, build, &locs, base)?,

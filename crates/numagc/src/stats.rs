@@ -59,29 +59,38 @@ fn duration_ns(d: Duration) -> u64 {
 
 /// Pause times in nanoseconds (3 significant digits, resizing as needed).
 ///
-/// Copy on write: a clone shares the counts until one side records. A
-/// histogram of pauses up to a few hundred milliseconds holds some 90 KB of
-/// counts, and a vproc publishes its statistics (a clone of them) after
-/// every job and every stolen task (`Vproc::publish_stats`), most of which
-/// recorded no pause: sharing makes those publications copy nothing of it,
-/// and the counts are copied once, by the next pause recorded after one.
-#[derive(Clone, Debug)]
+/// Copy on write, and nothing until the first pause: a histogram of pauses
+/// up to a few hundred milliseconds holds some 90 KB of counts, and a vproc
+/// publishes its statistics (a clone of them) after every job and every
+/// stolen task (`Vproc::publish_stats`), most of which recorded no pause.
+/// So an empty histogram holds no counts at all (making one zeroes no
+/// memory), a clone shares the counts until one side records, and merging
+/// into an empty histogram shares the other's counts instead of adding
+/// them to zeros; the counts are copied once, by the next pause recorded
+/// after a sharing.
+#[derive(Clone, Debug, Default)]
 pub struct PauseHistogram {
-    histogram: std::sync::Arc<Histogram<u64>>,
+    /// `None` until a pause is recorded or merged in.
+    histogram: Option<std::sync::Arc<Histogram<u64>>>,
 }
 
 impl PauseHistogram {
     pub fn new() -> Self {
-        PauseHistogram {
-            histogram: std::sync::Arc::new(
-                Histogram::new(3).expect("3 significant digits is a valid precision"),
-            ),
-        }
+        PauseHistogram { histogram: None }
+    }
+
+    /// The counts, if any pause was recorded.
+    fn counts(&self) -> Option<&Histogram<u64>> {
+        self.histogram.as_deref().filter(|h| !h.is_empty())
     }
 
     pub fn record(&mut self, d: Duration) {
         let ns = duration_ns(d);
-        let h = std::sync::Arc::make_mut(&mut self.histogram);
+        let h = std::sync::Arc::make_mut(self.histogram.get_or_insert_with(|| {
+            std::sync::Arc::new(
+                Histogram::new(3).expect("3 significant digits is a valid precision"),
+            )
+        }));
         // Only values beyond the histogram's largest trackable one (~146 years) fail; clamp those.
         if h.record(ns).is_err() {
             h.saturating_record(ns);
@@ -89,36 +98,50 @@ impl PauseHistogram {
     }
 
     pub fn merge(&mut self, o: &PauseHistogram) {
-        if o.histogram.is_empty() {
+        let Some(theirs) = o.histogram.as_ref().filter(|h| !h.is_empty()) else {
             return;
+        };
+        match self.histogram.as_mut().filter(|h| !h.is_empty()) {
+            // Both histograms auto-resize over the same value range, so addition cannot fail.
+            Some(mine) => std::sync::Arc::make_mut(mine)
+                .add(&**theirs)
+                .expect("auto-resizing histograms add"),
+            None => self.histogram = Some(theirs.clone()),
         }
-        // Both histograms auto-resize over the same value range, so addition cannot fail.
-        std::sync::Arc::make_mut(&mut self.histogram)
-            .add(&*o.histogram)
-            .expect("auto-resizing histograms add");
     }
 
     pub fn count(&self) -> u64 {
-        self.histogram.len()
+        self.counts().map_or(0, |h| h.len())
     }
 
     /// The pause at percentile `q` (0 ..= 100), 0 when nothing was recorded.
     pub fn percentile_ns(&self, q: f64) -> u64 {
-        if self.histogram.is_empty() {
-            return 0;
-        }
-        self.histogram.value_at_percentile(q.clamp(0.0, 100.0))
+        self.counts()
+            .map_or(0, |h| h.value_at_percentile(q.clamp(0.0, 100.0)))
+    }
+
+    /// The median, 99th and 99.9th percentiles and the maximum, 0 each
+    /// when nothing was recorded: what the table and the JSON report.
+    pub fn summary_ns(&self) -> [u64; 4] {
+        [
+            self.percentile_ns(50.0),
+            self.percentile_ns(99.0),
+            self.percentile_ns(99.9),
+            self.max_ns(),
+        ]
     }
 
     /// Every distinct recorded pause (to the histogram's precision, 3
     /// significant digits) with how many times it occurred, shortest first:
     /// the data of a pause-time histogram plot.
     pub fn recorded(&self) -> Vec<(u64, u64)> {
-        self.histogram
-            .iter_recorded()
+        let Some(h) = self.counts() else {
+            return Vec::new();
+        };
+        h.iter_recorded()
             .map(|v| {
                 (
-                    self.histogram.highest_equivalent(v.value_iterated_to()),
+                    h.highest_equivalent(v.value_iterated_to()),
                     v.count_at_value(),
                 )
             })
@@ -126,40 +149,25 @@ impl PauseHistogram {
     }
 
     pub fn max_ns(&self) -> u64 {
-        if self.histogram.is_empty() {
-            0
-        } else {
-            self.histogram.max()
-        }
+        self.counts().map_or(0, |h| h.max())
     }
 
     /// "p50/p99/p99.9/max" in microseconds, for the table.
     fn cell(&self) -> String {
-        let us = |ns: u64| ns as f64 / 1e3;
-        format!(
-            "{:.1}/{:.1}/{:.1}/{:.1}",
-            us(self.percentile_ns(50.0)),
-            us(self.percentile_ns(99.0)),
-            us(self.percentile_ns(99.9)),
-            us(self.max_ns())
-        )
-    }
-}
-
-impl Default for PauseHistogram {
-    fn default() -> Self {
-        Self::new()
+        let [p50, p99, p999, max] = self.summary_ns().map(|ns| ns as f64 / 1e3);
+        format!("{p50:.1}/{p99:.1}/{p999:.1}/{max:.1}")
     }
 }
 
 impl serde::Serialize for PauseHistogram {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let [p50, p99, p999, max] = self.summary_ns();
         let mut s = serializer.serialize_struct("PauseHistogram", 5)?;
         s.serialize_field("count", &self.count())?;
-        s.serialize_field("p50_ns", &self.percentile_ns(50.0))?;
-        s.serialize_field("p99_ns", &self.percentile_ns(99.0))?;
-        s.serialize_field("p999_ns", &self.percentile_ns(99.9))?;
-        s.serialize_field("max_ns", &self.max_ns())?;
+        s.serialize_field("p50_ns", &p50)?;
+        s.serialize_field("p99_ns", &p99)?;
+        s.serialize_field("p999_ns", &p999)?;
+        s.serialize_field("max_ns", &max)?;
         s.end()
     }
 }
@@ -711,6 +719,30 @@ mod tests {
         assert_eq!(a.count(), 3);
         assert!(a.max_ns() >= 30_000_000_000 && a.max_ns() <= 30_030_000_000);
         assert_eq!(b.count(), 2);
+    }
+
+    #[test]
+    fn histogram_merged_into_an_empty_one_is_shared_until_written() {
+        let empty = PauseHistogram::new();
+        assert_eq!(
+            (empty.count(), empty.max_ns(), empty.percentile_ns(99.0)),
+            (0, 0, 0)
+        );
+        assert!(empty.recorded().is_empty());
+        let mut b = PauseHistogram::new();
+        b.record(Duration::from_micros(20));
+        let mut a = PauseHistogram::new();
+        a.merge(&empty);
+        assert_eq!(a.count(), 0);
+        a.merge(&b);
+        assert_eq!(a.count(), 1);
+        // Writing either side leaves the other as it was.
+        a.record(Duration::from_micros(40));
+        b.record(Duration::from_micros(60));
+        b.record(Duration::from_micros(80));
+        assert_eq!((a.count(), b.count()), (2, 3));
+        assert_eq!(a.recorded().len(), 2);
+        assert!(a.max_ns() < 41_000 && b.max_ns() >= 80_000);
     }
 
     #[test]

@@ -90,7 +90,11 @@ impl<'a> View<'a> {
         // SAFETY: a forwarding pointer names the object's copy, which has a
         // header (promotion forwards once, to a global object).
         let copy = unsafe { Obj::at(o.header_word() as usize) };
-        (copy, copy.header().expect("a forwarded object's copy has a header"))
+        (
+            copy,
+            copy.header()
+                .expect("a forwarded object's copy has a header"),
+        )
     }
 
     /// Whether `self` and `other` are the same value: the same immediate,

