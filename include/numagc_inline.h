@@ -253,6 +253,28 @@ static inline int numagc_alloc_at(numagc_mutator *m, size_t *hp, uint64_t *sp, u
     return NUMAGC_OK;
 }
 
+/* numagc_alloc_at's fast path alone: the object's address with *hp bumped
+ * past it, or 0 (and *hp unchanged) when the nursery cannot hold it; the
+ * caller then takes a slow path of its own, out of line (numagc_alloc_at
+ * in a cold function), and the function that allocates keeps no stack
+ * frame for the slow path's sake (gcc sets up the frame a slow call
+ * needs on entry, even where the call is rarely made). */
+static inline uint64_t numagc_try_alloc_at(const numagc_mutator *m, size_t *hp, uint64_t header,
+                                           size_t fields) {
+    size_t p = *hp;
+    size_t next = p + (fields + 1) * 8;
+    if (__builtin_expect(next > numagc_inline_limit(m), 0)) return 0;
+#if defined(__GNUC__)
+    /* A nursery is never at address 0: the caller's test of the result
+     * then folds into the limit compare. */
+    if (p == 0) __builtin_unreachable();
+#endif
+    *hp = next;
+    __builtin_prefetch((const void *)(next + NUMAGC_ALLOC_PREFETCH_DISTANCE), 1, 3);
+    *(uint64_t *)p = header;
+    return (uint64_t)p;
+}
+
 /* numagc_inline_alloc_block at *hp, as numagc_alloc_at. */
 static inline int numagc_alloc_block_at(numagc_mutator *m, size_t *hp, uint64_t *sp,
                                         uint64_t first_header, size_t words, uint64_t *out) {

@@ -30,18 +30,28 @@
 /* Register code returns a box and the allocation pointer (bench.h's
  * `at`); obj 0: a slow path failed, its status in at_status. */
 
-/* A box holding the immediate x at hp. */
-static inline at box_at(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t x) {
+/* box_at through the allocation's slow path, out of line: a tail call of
+ * box_at, so that a leaf sets up no stack frame for it. */
+__attribute__((noinline, cold)) static at box_at_slow(numagc_mutator *m, size_t hp,
+                                                      uint64_t *sp, uint64_t x) {
     at r = {0, hp};
     uint64_t b;
     int rc = numagc_alloc_at(m, &r.hp, sp, CELL, 1, &b);
-    if (__builtin_expect(rc != NUMAGC_OK, 0)) {
+    if (rc != NUMAGC_OK) {
         at_status = rc;
         return r;
     }
     numagc_inline_init(b, 0, x);
     r.obj = b;
     return r;
+}
+
+/* A box holding the immediate x at hp. */
+static inline at box_at(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t x) {
+    uint64_t b = numagc_try_alloc_at(m, &hp, CELL, 1);
+    if (__builtin_expect(b == 0, 0)) return box_at_slow(m, hp, sp, x);
+    numagc_inline_init(b, 0, x);
+    return (at){b, hp};
 }
 
 static at seq_inner(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t n);

@@ -6,25 +6,55 @@
 //! body, only while it runs, and through one `&mut` at a time: `ACTIVE` is
 //! empty while the state is lent (`Lend`), and a nested body's activation
 //! puts back the enclosing body's entry when it ends (`Activation`), both
-//! even on a panic. `LIVE` holds the tokens of the bodies running, for
-//! error messages only.
+//! even on a panic. Each thread's `BODIES` holds the tokens of the bodies
+//! running or waiting on it, for error messages only.
 
 use crate::runtime::lock;
 use crate::scope::{numagc_scope, CallState};
 use crate::status::numagc_status::*;
 use crate::status::{Fail, Res};
 use std::cell::Cell;
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
 
-/// Live tokens with the vproc and thread of their callback, for error
-/// messages only.
-static LIVE: Mutex<BTreeMap<usize, (usize, ThreadId)>> = Mutex::new(BTreeMap::new());
+/// The live tokens of one thread's bodies with their vprocs, innermost
+/// last (bodies nest on a thread). One list per thread, so that starting
+/// and ending a body (two per fork) locks only its own thread's list,
+/// uncontended, where one list of the process made every vproc's forks
+/// take the same lock; only the message of a misused scope reads the
+/// others' lists (`THREADS`).
+type Bodies = Mutex<Vec<(usize, usize)>>;
+
+/// Every thread's `BODIES`, for the messages (dead threads' entries are
+/// dropped when a thread registers).
+static THREADS: Mutex<Vec<(ThreadId, Weak<Bodies>)>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// The callback running on this thread: its token and its state.
     static ACTIVE: Cell<Option<(usize, *mut CallState)>> = const { Cell::new(None) };
+
+    /// This thread's live tokens (see `Bodies`).
+    static BODIES: Arc<Bodies> = {
+        let mine = Arc::new(Mutex::new(Vec::new()));
+        let mut threads = lock(&THREADS);
+        threads.retain(|(_, w)| w.strong_count() > 0);
+        threads.push((std::thread::current().id(), Arc::downgrade(&mine)));
+        mine
+    };
+}
+
+/// The vproc and thread of the body whose token is `token`, if it is live.
+fn owner_of(token: usize) -> Option<(usize, ThreadId)> {
+    let find = |b: &Bodies| lock(b).iter().find(|e| e.0 == token).map(|e| e.1);
+    let here = std::thread::current().id();
+    if let Some(v) = BODIES.try_with(|b| find(b)).ok().flatten() {
+        return Some((v, here));
+    }
+    let threads: Vec<_> = lock(&THREADS).clone();
+    threads
+        .into_iter()
+        .filter(|(t, _)| *t != here)
+        .find_map(|(t, w)| w.upgrade().and_then(|b| find(&b)).map(|v| (v, t)))
 }
 
 /// Whether a callback is running on this thread.
@@ -108,7 +138,7 @@ impl Drop for Lend {
 }
 
 fn not_on_vproc(token: usize, here: Option<usize>) -> Fail {
-    let owner = lock(&LIVE).get(&token).copied();
+    let owner = owner_of(token);
     let what = match owner {
         Some((v, thread)) if thread == std::thread::current().id() => format!(
             "scope {token:#x} belongs to the callback on vproc {v} that is waiting for a nested one on this thread (a par2 task or a thread body): inside it, use the scope it was given"
@@ -127,7 +157,7 @@ fn not_on_vproc(token: usize, here: Option<usize>) -> Fail {
 
 /// Sets `ACTIVE` for one C body and, on drop (even on a panic), puts back
 /// what was there before (nothing, or the entry a waiting `with_state` will
-/// restore) and removes the token's `LIVE` entry.
+/// restore) and removes the token from this thread's `BODIES`.
 pub(crate) struct Activation {
     token: usize,
     previous: Option<(usize, *mut CallState)>,
@@ -135,7 +165,7 @@ pub(crate) struct Activation {
 
 impl Activation {
     pub fn new(token: usize, vproc: usize, st: *mut CallState) -> Activation {
-        lock(&LIVE).insert(token, (vproc, std::thread::current().id()));
+        let _ = BODIES.try_with(|b| lock(b).push((token, vproc)));
         let previous = ACTIVE.with(|a| a.replace(Some((token, st))));
         Activation { token, previous }
     }
@@ -145,6 +175,12 @@ impl Drop for Activation {
     fn drop(&mut self) {
         let previous = self.previous;
         let _ = ACTIVE.try_with(|a| a.set(previous));
-        lock(&LIVE).remove(&self.token);
+        let token = self.token;
+        let _ = BODIES.try_with(|b| {
+            let mut b = lock(b);
+            if let Some(i) = b.iter().rposition(|e| e.0 == token) {
+                b.remove(i);
+            }
+        });
     }
 }

@@ -13,7 +13,7 @@ use crate::numagc_value;
 use crate::runtime::RtShared;
 use crate::scope::{numagc_scope, CallState};
 use crate::status::numagc_status::{self, *};
-use crate::status::{clear_last_error, last_error, set_last_error, Fail};
+use crate::status::{last_error, restore_last_error, set_last_error, take_last_error, Fail};
 use crate::thread::numagc_next;
 use numagc_rs::{Handle, Scope};
 #[cfg(test)]
@@ -62,8 +62,8 @@ pub(crate) struct Ended {
 
 impl Ended {
     /// The failure this end is, if any; `what` names the body ("the
-    /// callback on vproc 1").
-    pub fn failure(&self, what: &str) -> Option<Fail> {
+    /// callback on vproc 1"), formatted only when it failed.
+    pub fn failure(&self, what: &dyn std::fmt::Display) -> Option<Fail> {
         let (rc, open) = (self.rc, self.open);
         if rc == NUMAGC_OK as c_int {
             if self.blocking {
@@ -128,8 +128,7 @@ pub(crate) fn run_body<'i, R>(
     call: impl FnOnce(*mut numagc_scope, &[numagc_value], numagc_value, *mut numagc_next) -> c_int,
     finish: impl FnOnce(&mut CallState, Ended) -> R,
 ) -> R {
-    let saved = last_error();
-    clear_last_error();
+    let saved = take_last_error();
     let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
     let token = (generation as usize) << 4;
     let vproc = s.vproc();
@@ -144,11 +143,19 @@ pub(crate) fn run_body<'i, R>(
     );
     // The environment: handles outside any frame, so they live until the
     // body returns. Rooting cannot fail short of 2^31 entries.
-    let mut env = Vec::with_capacity(args.env.len());
+    // Up to 8 values on the stack (a fork's environment is a few), so a
+    // body allocates nothing for them.
+    let (mut inline, mut heap) = ([0 as numagc_value; 8], Vec::new());
+    let env: &mut [numagc_value] = if args.env.len() <= inline.len() {
+        &mut inline[..args.env.len()]
+    } else {
+        heap.resize(args.env.len(), 0);
+        &mut heap
+    };
     let mut rooted = Ok(());
-    for &h in args.env {
+    for (v, &h) in env.iter_mut().zip(args.env) {
         match st.root(h) {
-            Ok(v) => env.push(v),
+            Ok(r) => *v = r,
             Err(e) => rooted = Err(e),
         }
     }
@@ -165,7 +172,7 @@ pub(crate) fn run_body<'i, R>(
             }
             let scope_ptr = std::ptr::without_provenance_mut::<numagc_scope>(token);
             let next_ptr = std::ptr::without_provenance_mut::<numagc_next>(token | NEXT_BIT);
-            let rc = call(scope_ptr, &env, received, next_ptr);
+            let rc = call(scope_ptr, env, received, next_ptr);
             drop(activation);
             // A body that returns inside a blocking section has it left
             // here, before anything touches the scope again.
@@ -182,10 +189,7 @@ pub(crate) fn run_body<'i, R>(
     } else {
         last_error()
     };
-    match saved {
-        Some(m) => set_last_error(&m),
-        None => clear_last_error(),
-    }
+    restore_last_error(saved);
     finish(
         &mut st,
         Ended {
@@ -217,7 +221,7 @@ pub(crate) fn run_callback(
     // (`extern "C"` aborts on unwinding).
     let call = |scope, _: &[numagc_value], _, _| unsafe { cb(scope, data.0) };
     run_body(s, rt, args, call, |_, ended| {
-        match ended.failure(&format!("the callback on vproc {vproc}")) {
+        match ended.failure(&format_args!("the callback on vproc {vproc}")) {
             None => (NUMAGC_OK as c_int, None),
             Some(f) => (f.code, Some(f.message)),
         }

@@ -45,8 +45,9 @@ pub(crate) type TaskFn = unsafe extern "C" fn(
     *mut numagc_value,
 ) -> c_int;
 
-/// Where a side's failure waits for `numagc_par2`.
-pub(crate) type Failed = Arc<Mutex<Option<Fail>>>;
+/// Where a side's failure waits for `numagc_par2`: a local of the fork,
+/// which both sides borrow (`par2` returns only after both ended).
+pub(crate) type Failed = Mutex<Option<Fail>>;
 
 /// Runs `what` (side "a" or "b" of a fork, an exported function) as a C
 /// body on `s`.
@@ -74,14 +75,15 @@ pub(crate) fn run_task<'i>(
         // vproc thread). C code cannot unwind into Rust.
         unsafe { f(scope, env.as_ptr(), env.len(), data.0, result.as_ptr()) }
     };
-    let what = format!("{what} on vproc {vproc}");
+    // The body's name, formatted only into a failure's message.
+    let what = format_args!("{what} on vproc {vproc}");
     let r = run_body(
         s,
         rt,
         args,
         call,
         |st: &mut CallState, ended: Ended| -> Res<Handle<'static>> {
-            if let Some(f) = ended.failure(&format!("the {what}")) {
+            if let Some(f) = ended.failure(&format_args!("the {what}")) {
                 return Err(f);
             }
             let result = result.get();
@@ -149,14 +151,14 @@ pub unsafe extern "C" fn numagc_par2(
         let (da, db) = (UserData(userdata_a), UserData(userdata_b));
         let [va, vb] = with_state(scope, |st| {
             let hs = st.handles_arg(env, n, "env")?;
-            let (rt_a, rt_b) = (st.rt.clone(), st.rt.clone());
+            let rt = st.rt.clone();
             let (failed_a, failed_b): (Failed, Failed) = Default::default();
-            let (fail_a, fail_b) = (failed_a.clone(), failed_b.clone());
+            let (rt_a, rt_b, fail_a, fail_b) = (&rt, &rt, &failed_a, &failed_b);
             st.produce_n(|s, [slot_a, slot_b]| {
                 let r = s.par2(
                     hs.as_slice(),
-                    move |s, env| run_task(s, env, fa, da, &rt_a, "par2 task a", &fail_a),
-                    move |s, env| run_task(s, env, fb, db, &rt_b, "par2 task b", &fail_b),
+                    move |s, env| run_task(s, env, fa, da, rt_a, "par2 task a", fail_a),
+                    move |s, env| run_task(s, env, fb, db, rt_b, "par2 task b", fail_b),
                 );
                 match r {
                     Ok((x, y)) => {

@@ -323,10 +323,10 @@ pub unsafe extern "C" fn numagc_par2_export(
             let hs = st.handles_arg(args, n, "args")?;
             let rt_a = st.rt.clone();
             let failed_a = Failed::default();
-            let fail_a = failed_a.clone();
+            let fail_a = &failed_a;
             st.produce_n(|s, [slot_a, slot_b]| {
                 let r = s.par2_export(export, hs.as_slice(), move |s, env| {
-                    run_task(s, env, fa, da, &rt_a, "par2_export task a", &fail_a)
+                    run_task(s, env, fa, da, &rt_a, "par2_export task a", fail_a)
                 });
                 match r {
                     Ok((x, y)) => {

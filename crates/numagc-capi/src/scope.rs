@@ -95,16 +95,19 @@ impl CallState {
         rt: &Arc<RtShared>,
         thread: bool,
     ) -> CallState {
+        let (slots, tags, frames) = SpareTables::take();
         CallState {
             scope,
-            slots: Vec::new(),
-            tags: Vec::new(),
+            slots,
+            tags,
             top: 0,
-            frames: Vec::new(),
+            frames,
             next_tag: (generation as u32).wrapping_mul(0x9E37_79B9),
             vproc,
             rt: rt.clone(),
-            descs: rt.descriptors(),
+            // Copied on the first look-up (`desc`): most bodies (a fork's
+            // tasks) never look one up.
+            descs: Vec::new(),
             next: thread.then(NextSlot::default),
             blocking: None,
         }
@@ -311,6 +314,63 @@ impl CallState {
                 format!("descriptor id {id} is not registered with this runtime"),
             )
         })
+    }
+}
+
+impl Drop for CallState {
+    fn drop(&mut self) {
+        SpareTables::give(
+            std::mem::take(&mut self.slots),
+            std::mem::take(&mut self.tags),
+            std::mem::take(&mut self.frames),
+        );
+    }
+}
+
+/// The emptied handle tables of ended bodies on this thread, for the next
+/// bodies to fill: a fork runs two bodies, and without these each body
+/// allocated and freed its tables (a few `malloc`s and `realloc`s of the
+/// ~12,000 instructions a C fork took). At most `KEPT` sets, none with
+/// more than `LARGEST` entries, so a body that once held many handles
+/// does not keep their memory.
+struct SpareTables;
+
+type Tables = (Vec<Slot<'static>>, Vec<u32>, Vec<Frame>);
+
+thread_local! {
+    static SPARE_TABLES: std::cell::RefCell<Vec<Tables>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl SpareTables {
+    const KEPT: usize = 16;
+    const LARGEST: usize = 1024;
+
+    fn take() -> Tables {
+        SPARE_TABLES
+            .try_with(|s| s.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn give(mut slots: Vec<Slot<'static>>, mut tags: Vec<u32>, mut frames: Vec<Frame>) {
+        if slots.capacity() > Self::LARGEST
+            || tags.capacity() > Self::LARGEST
+            || frames.capacity() > Self::LARGEST
+        {
+            return;
+        }
+        slots.clear();
+        tags.clear();
+        frames.clear();
+        // During thread teardown the thread-local may be gone: the tables
+        // are then simply freed.
+        let _ = SPARE_TABLES.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < Self::KEPT {
+                s.push((slots, tags, frames));
+            }
+        });
     }
 }
 

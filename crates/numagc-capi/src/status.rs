@@ -213,8 +213,19 @@ pub(crate) fn last_error() -> Option<String> {
         .flatten()
 }
 
-pub(crate) fn clear_last_error() {
-    let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = None);
+/// This thread's last error, taken out (none is left): with
+/// [`restore_last_error`], how a body nested in a C call keeps the
+/// caller's message without copying it (a fork runs two bodies).
+pub(crate) fn take_last_error() -> Option<CString> {
+    LAST_ERROR
+        .try_with(|m| m.borrow_mut().take())
+        .ok()
+        .flatten()
+}
+
+/// Makes `saved` (from [`take_last_error`]) this thread's last error again.
+pub(crate) fn restore_last_error(saved: Option<CString>) {
+    let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = saved);
 }
 
 pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {

@@ -132,7 +132,7 @@ fn step<'i>(
         unsafe { f(scope, env.as_ptr(), env.len(), received, data.0, next) }
     };
     let spec = run_body(s, rt, args, call, |st: &mut CallState, ended| -> Res<NextSpec> {
-        let what = format!("the C thread body on vproc {vproc}");
+        let what = format_args!("the C thread body on vproc {vproc}");
         if let Some(fail) = ended.failure(&what) {
             return Err(fail);
         }

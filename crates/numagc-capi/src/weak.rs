@@ -141,7 +141,7 @@ pub unsafe extern "C" fn numagc_ephemeron_data(
 /// The Rust error of a failed C finaliser (kept for
 /// `numagc_take_thread_errors`).
 fn finaliser_failed(vproc: usize, ended: crate::body::Ended) -> numagc_rs::Result<()> {
-    match ended.failure(&format!("a finaliser on vproc {vproc}")) {
+    match ended.failure(&format_args!("a finaliser on vproc {vproc}")) {
         None => Ok(()),
         Some(f) => Err(Error::misuse(f.message)),
     }
