@@ -131,6 +131,36 @@ impl<'s> Scope<'s> {
         }
     }
 
+    /// Roots a new object's address (a pointer: no immediate test).
+    #[inline(always)]
+    fn push_new(&self, p: usize) -> Handle<'s> {
+        let slot = self.roots().push_slot(p as u64);
+        Handle {
+            bits: (slot as u64) << 1,
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The nursery bump alone, through the record this scope holds: the
+    /// address of `bytes` fresh bytes, or `None` past the limit (the
+    /// caller then takes its general path, which runs the slow
+    /// allocation). With no call to come back from, the fast paths that
+    /// use it need no stack frame.
+    #[inline(always)]
+    fn bump(&self, bytes: usize) -> Option<usize> {
+        // SAFETY: as in `roots`.
+        let rec = unsafe { &*self.rec };
+        let p = rec.alloc_ptr();
+        let next = p + bytes;
+        if next > rec.limit() {
+            return None;
+        }
+        rec.set_alloc_ptr(next);
+        crate::heap::prefetch::for_write(next + crate::heap::prefetch::DISTANCE);
+        Some(p)
+    }
+
     /// Pushes `w` (immediate or not) into a new slot of this scope.
     pub(crate) fn push_slot_word(&self, w: u64) {
         self.roots().push(w);
@@ -390,8 +420,8 @@ impl<'s> Scope<'s> {
         values: &[Handle<'_>],
         raw: &[u64],
     ) -> Result<Handle<'s>> {
-        match self.alloc_mixed_fast(d, values, raw)? {
-            Some(p) => Ok(self.push_root(p as u64)),
+        match self.alloc_mixed_fast(d, values, raw) {
+            Some(p) => Ok(self.push_new(p)),
             None => self.alloc_mixed_general(d, values, raw),
         }
     }
@@ -406,7 +436,7 @@ impl<'s> Scope<'s> {
         values: &[Handle<'_>],
         raw: &[u64],
     ) -> Result<()> {
-        let w = match self.alloc_mixed_fast(d, values, raw)? {
+        let w = match self.alloc_mixed_fast(d, values, raw) {
             Some(p) => p as u64,
             None => {
                 let h = self.alloc_mixed_general(d, values, raw)?;
@@ -417,21 +447,18 @@ impl<'s> Scope<'s> {
         Ok(())
     }
 
-    /// The nursery fast path of mixed allocation: `Ok(None)` when the object
+    /// The nursery fast path of mixed allocation: `None` when the object
     /// needs the general path (not small and immutable, or the nursery
-    /// cannot hold it).
+    /// cannot hold it: the general path runs the slow allocation).
     #[inline(always)]
-    fn alloc_mixed_fast(
-        &mut self,
-        d: DescId,
-        values: &[Handle<'_>],
-        raw: &[u64],
-    ) -> Result<Option<usize>> {
+    fn alloc_mixed_fast(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Option<usize> {
         let f = self.layouts.get(d.0);
         let mask = f.pointer_mask();
         if f.is_some() && values.len() == f.values() && raw.len() + values.len() == f.size() {
             let size = f.size();
-            if let Some(p) = self.reserve_small(size)? {
+            // A packed layout's object is below every allowed
+            // large-object size (`FastLayout::MAX_SIZE`).
+            if let Some(p) = self.bump((size + 1) * 8) {
                 // SAFETY: `p` is a fresh nursery reservation of `size` fields.
                 let o = unsafe { Obj::at(p) };
                 if raw.is_empty() {
@@ -447,7 +474,7 @@ impl<'s> Scope<'s> {
                     for (i, &w) in words[..values.len()].iter().enumerate() {
                         o.set_field(i, w);
                     }
-                    return Ok(Some(p));
+                    return Some(p);
                 }
                 o.init_header(Header::new(d.0, size as u64));
                 let (mut vi, mut ri) = (0, 0);
@@ -460,10 +487,10 @@ impl<'s> Scope<'s> {
                         ri += 1;
                     }
                 }
-                return Ok(Some(p));
+                return Some(p);
             }
         }
-        Ok(None)
+        None
     }
 
     /// `alloc_mixed` for large, mutable or global objects, and errors.

@@ -83,6 +83,23 @@ impl<'a> View<'a> {
         }
     }
 
+    /// The object and its header when its header is here: `None` for an
+    /// immediate and for a forwarded object, which the fast paths of
+    /// [`View::field`] and [`View::raw`] leave to their slow paths (those
+    /// follow the pointer). Their fast paths then make no call they must
+    /// come back from, so they save no registers: a forwarded object
+    /// followed inline cost every field read a stack frame (parfib's
+    /// `unbox` pushed and popped three registers).
+    #[inline(always)]
+    fn obj_here(self) -> Option<(Obj, Header)> {
+        if !is_pointer(self.w) {
+            return None;
+        }
+        // SAFETY: as in `obj`.
+        let o = unsafe { Obj::at(self.w as usize) };
+        Header::decode(o.header_word()).map(|h| (o, h))
+    }
+
     /// A promoted object's copy and its header.
     #[cold]
     #[inline(never)]
@@ -212,13 +229,13 @@ impl<'a> View<'a> {
     /// indexing); use [`View::try_field`] to get an error instead.
     #[inline]
     pub fn field(self, i: usize) -> View<'a> {
-        if let Some((o, h)) = self.obj() {
+        if let Some((o, h)) = self.obj_here() {
             if i < h.len() {
                 let id = h.id();
                 if id == ID_VECTOR {
                     return View::new(o.field(i), self.descs);
                 }
-                if id >= FIRST_MIXED_ID && self.descs.fast(id).is_pointer_field(i) {
+                if id >= FIRST_MIXED_ID && self.descs.fast(id).is_pointer_field_below_len(i) {
                     return View::new(o.field(i), self.descs);
                 }
             }
@@ -276,7 +293,7 @@ impl<'a> View<'a> {
     /// no descriptor lookup.
     #[inline]
     pub fn raw(self, i: usize) -> u64 {
-        if let Some((o, h)) = self.obj() {
+        if let Some((o, h)) = self.obj_here() {
             if i < h.len() {
                 let id = h.id();
                 if id == ID_RAW {

@@ -244,6 +244,15 @@ impl FastLayout {
     pub fn is_pointer_field(self, i: usize) -> bool {
         i < self.size() && (self.pointer_mask() >> i) & 1 == 1
     }
+
+    /// [`FastLayout::is_pointer_field`] for a field `i` known to be below
+    /// the length of an object of this layout's descriptor: an object's
+    /// length is its descriptor's size, so only the mask is tested (an ID
+    /// without a packed layout has an empty mask).
+    #[inline(always)]
+    pub fn is_pointer_field_below_len(self, i: usize) -> bool {
+        i < 32 && (self.pointer_mask() >> i) & 1 == 1
+    }
 }
 
 impl DescriptorTable {
