@@ -11,7 +11,7 @@
 use crate::activation::Activation;
 use crate::numagc_value;
 use crate::runtime::RtShared;
-use crate::scope::{numagc_scope, CallState};
+use crate::scope::{numagc_scope, CallState, Small};
 use crate::status::numagc_status::{self, *};
 use crate::status::{last_error, restore_last_error, set_last_error, take_last_error, Fail};
 use crate::thread::numagc_next;
@@ -143,17 +143,11 @@ pub(crate) fn run_body<'i, R>(
     );
     // The environment: handles outside any frame, so they live until the
     // body returns. Rooting cannot fail short of 2^31 entries.
-    // Up to 8 values on the stack (a fork's environment is a few), so a
-    // body allocates nothing for them.
-    let (mut inline, mut heap) = ([0 as numagc_value; 8], Vec::new());
-    let env: &mut [numagc_value] = if args.env.len() <= inline.len() {
-        &mut inline[..args.env.len()]
-    } else {
-        heap.resize(args.env.len(), 0);
-        &mut heap
+    let (mut env, mut rooted) = match Small::with_len(args.env.len(), 0, "env") {
+        Ok(env) => (env, Ok(())),
+        Err(e) => (Small::Inline([0; 8], 0), Err(e)),
     };
-    let mut rooted = Ok(());
-    for (v, &h) in env.iter_mut().zip(args.env) {
+    for (v, &h) in env.as_mut_slice().iter_mut().zip(args.env) {
         match st.root(h) {
             Ok(r) => *v = r,
             Err(e) => rooted = Err(e),
@@ -172,7 +166,7 @@ pub(crate) fn run_body<'i, R>(
             }
             let scope_ptr = std::ptr::without_provenance_mut::<numagc_scope>(token);
             let next_ptr = std::ptr::without_provenance_mut::<numagc_next>(token | NEXT_BIT);
-            let rc = call(scope_ptr, env, received, next_ptr);
+            let rc = call(scope_ptr, env.as_slice(), received, next_ptr);
             drop(activation);
             // A body that returns inside a blocking section has it left
             // here, before anything touches the scope again.

@@ -161,7 +161,7 @@ impl CallState {
     /// is reserved fallibly (`NUMAGC_ERR_OS`) and the size of the array
     /// checked before `p` is read, so no count aborts the process.
     pub fn handles_arg(&self, p: *const numagc_value, n: usize, what: &str) -> Res<Handles> {
-        let mut hs = Handles::with_len(n, what)?;
+        let mut hs = Handles::with_len(n, Handle::NIL, what)?;
         let vs = slice_arg(p, n, what)?;
         for (h, &v) in hs.as_mut_slice().iter_mut().zip(vs) {
             *h = self.handle(v)?;
@@ -380,41 +380,47 @@ pub(crate) fn int_word(i: i64) -> numagc_value {
     ((i as u64) << 1) | 1
 }
 
-/// Up to 8 handles inline, more on the heap (mixed objects are small).
-pub(crate) enum Handles {
-    Inline([Handle<'static>; 8], usize),
-    Heap(Vec<Handle<'static>>),
+/// Up to 8 values inline, more on the heap: the handles of an argument
+/// array (mixed objects are small) and a body's environment (a fork's
+/// is a few values), which then allocate nothing.
+pub(crate) enum Small<T> {
+    Inline([T; 8], usize),
+    Heap(Vec<T>),
 }
 
-impl Handles {
-    /// `n` NIL handles; more than 8 on the heap, reserved fallibly:
+/// The Rust handles of a C argument array.
+pub(crate) type Handles = Small<Handle<'static>>;
+
+impl<T: Copy> Small<T> {
+    /// `n` copies of `fill`; more than 8 on the heap, reserved fallibly:
     /// `NUMAGC_ERR_OS` when the memory cannot be had (never an abort).
-    fn with_len(n: usize, what: &str) -> Res<Handles> {
+    /// `what` names the array for that message.
+    pub(crate) fn with_len(n: usize, fill: T, what: &str) -> Res<Small<T>> {
         if n <= 8 {
-            return Ok(Handles::Inline([Handle::NIL; 8], n));
+            return Ok(Small::Inline([fill; 8], n));
         }
         let mut v = Vec::new();
         v.try_reserve_exact(n).map_err(|e| {
             Fail::new(
                 NUMAGC_ERR_OS,
-                format!("argument `{what}`: no memory for the {n} handles it announces: {e}"),
+                format!("argument `{what}`: no memory for the {n} values it announces: {e}"),
             )
         })?;
-        v.resize(n, Handle::NIL);
-        Ok(Handles::Heap(v))
+        v.resize(n, fill);
+        Ok(Small::Heap(v))
     }
 
-    fn as_mut_slice(&mut self) -> &mut [Handle<'static>] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
         match self {
-            Handles::Inline(a, n) => &mut a[..*n],
-            Handles::Heap(v) => v,
+            Small::Inline(a, n) => &mut a[..*n],
+            Small::Heap(v) => v,
         }
     }
 
-    pub fn as_slice(&self) -> &[Handle<'static>] {
+    pub fn as_slice(&self) -> &[T] {
         match self {
-            Handles::Inline(a, n) => &a[..*n],
-            Handles::Heap(v) => v,
+            Small::Inline(a, n) => &a[..*n],
+            Small::Heap(v) => v,
         }
     }
 }

@@ -246,16 +246,7 @@ impl Vproc {
     /// Bump-allocates `bytes` in the nursery: the inlined fast path.
     #[inline(always)]
     pub fn bump(&mut self, bytes: usize) -> Option<usize> {
-        let rec = self.rec();
-        let p = rec.alloc_ptr();
-        let next = p + bytes;
-        if next <= rec.limit() {
-            rec.set_alloc_ptr(next);
-            crate::heap::prefetch::for_write(next + crate::heap::prefetch::DISTANCE);
-            Some(p)
-        } else {
-            None
-        }
+        self.rec().bump(bytes)
     }
 
     /// Installs the end of the bump region as allocation limit; `true`

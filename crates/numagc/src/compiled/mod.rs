@@ -370,15 +370,8 @@ impl<'a> Mutator<'a> {
         debug_assert!(fields <= MAX_SMALL_FIELDS, "alloc of {fields} fields");
         #[cfg(debug_assertions)]
         slow::check_alloc(self.vp(), header, fields);
-        let rec = self.rec();
-        let p = rec.alloc_ptr();
-        let next = p + (fields + 1) * 8;
-        if next > rec.limit() {
-            return None;
-        }
-        rec.set_alloc_ptr(next);
-        prefetch::for_write(next + prefetch::DISTANCE);
-        // SAFETY: `[p, next)` is a fresh nursery reservation.
+        let p = self.rec().bump((fields + 1) * 8)?;
+        // SAFETY: `p` starts a fresh nursery reservation of `fields + 1` words.
         unsafe { (p as *mut u64).write(header) };
         Some(p as u64)
     }
@@ -421,17 +414,10 @@ impl<'a> Mutator<'a> {
     /// path tests no `Result` it knows to be `Ok`.
     #[inline(always)]
     fn bump(&mut self, header: u64, bytes: usize) -> Result<u64> {
-        let rec = self.rec();
-        let p = rec.alloc_ptr();
-        let next = p + bytes;
-        let p = if next > rec.limit() {
-            self.alloc_slow(header, bytes)?
-        } else {
-            rec.set_alloc_ptr(next);
-            prefetch::for_write(next + prefetch::DISTANCE);
-            p as u64
-        };
-        Ok(p)
+        match self.rec().bump(bytes) {
+            Some(p) => Ok(p as u64),
+            None => self.alloc_slow(header, bytes),
+        }
     }
 
     #[inline(never)]

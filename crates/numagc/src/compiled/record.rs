@@ -118,6 +118,23 @@ impl MutatorRecord {
     pub(crate) fn limit(&self) -> usize {
         self.alloc_limit.load(Ordering::Relaxed)
     }
+
+    /// The nursery bump every inline allocation makes (the compiled
+    /// fast paths, the safe API's, the vproc's): the address of `bytes`
+    /// fresh bytes with the allocation pointer moved past them and the
+    /// line ahead prefetched (`heap::prefetch`), or `None` past the limit,
+    /// where the caller takes its slow path.
+    #[inline(always)]
+    pub(crate) fn bump(&self, bytes: usize) -> Option<usize> {
+        let p = self.alloc_ptr();
+        let next = p + bytes;
+        if next > self.limit() {
+            return None;
+        }
+        self.set_alloc_ptr(next);
+        crate::heap::prefetch::for_write(next + crate::heap::prefetch::DISTANCE);
+        Some(p)
+    }
     #[inline(always)]
     pub(crate) fn roots_top(&self) -> *mut u64 {
         // SAFETY: see above.

@@ -123,17 +123,13 @@ impl<'s> Scope<'s> {
                 _not_send: PhantomData,
             };
         }
-        let slot = self.roots().push_slot(w);
-        Handle {
-            bits: (slot as u64) << 1,
-            _scope: PhantomData,
-            _not_send: PhantomData,
-        }
+        self.push_pointer(w as usize)
     }
 
-    /// Roots a new object's address (a pointer: no immediate test).
+    /// Roots a pointer value: a new object, or a word known not to be an
+    /// immediate (no test for one).
     #[inline(always)]
-    fn push_new(&self, p: usize) -> Handle<'s> {
+    fn push_pointer(&self, p: usize) -> Handle<'s> {
         let slot = self.roots().push_slot(p as u64);
         Handle {
             bits: (slot as u64) << 1,
@@ -142,23 +138,15 @@ impl<'s> Scope<'s> {
         }
     }
 
-    /// The nursery bump alone, through the record this scope holds: the
-    /// address of `bytes` fresh bytes, or `None` past the limit (the
-    /// caller then takes its general path, which runs the slow
-    /// allocation). With no call to come back from, the fast paths that
-    /// use it need no stack frame.
+    /// The nursery bump alone, through the record this scope holds (one
+    /// load less than through the vproc): `None` past the limit, where the
+    /// caller takes its general path, which runs the slow allocation.
+    /// With no call to come back from, the fast paths that use it need no
+    /// stack frame.
     #[inline(always)]
     fn bump(&self, bytes: usize) -> Option<usize> {
         // SAFETY: as in `roots`.
-        let rec = unsafe { &*self.rec };
-        let p = rec.alloc_ptr();
-        let next = p + bytes;
-        if next > rec.limit() {
-            return None;
-        }
-        rec.set_alloc_ptr(next);
-        crate::heap::prefetch::for_write(next + crate::heap::prefetch::DISTANCE);
-        Some(p)
+        unsafe { &*self.rec }.bump(bytes)
     }
 
     /// Pushes `w` (immediate or not) into a new slot of this scope.
@@ -355,19 +343,11 @@ impl<'s> Scope<'s> {
     /// in the global heap".
     #[inline(always)]
     fn reserve(&mut self, words: usize) -> Result<Option<usize>> {
-        if (words + 1) * 8 >= self.vp.large_object_size {
+        let bytes = (words + 1) * 8;
+        if bytes >= self.vp.large_object_size {
             return Ok(None);
         }
-        self.reserve_small(words)
-    }
-
-    /// [`Scope::reserve`] for an object known to be below every allowed
-    /// large-object size (a packed layout's object, see the assertion
-    /// below): the fast path is the bump and the limit check alone.
-    #[inline(always)]
-    fn reserve_small(&mut self, words: usize) -> Result<Option<usize>> {
-        let bytes = (words + 1) * 8;
-        if let Some(p) = self.vp.bump(bytes) {
+        if let Some(p) = self.bump(bytes) {
             return Ok(Some(p));
         }
         plan::alloc_slow(self.vp, bytes)
@@ -421,7 +401,7 @@ impl<'s> Scope<'s> {
         raw: &[u64],
     ) -> Result<Handle<'s>> {
         match self.alloc_mixed_fast(d, values, raw) {
-            Some(p) => Ok(self.push_new(p)),
+            Some(p) => Ok(self.push_pointer(p)),
             None => self.alloc_mixed_general(d, values, raw),
         }
     }

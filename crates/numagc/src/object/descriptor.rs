@@ -251,7 +251,7 @@ impl FastLayout {
     /// without a packed layout has an empty mask).
     #[inline(always)]
     pub fn is_pointer_field_below_len(self, i: usize) -> bool {
-        i < 32 && (self.pointer_mask() >> i) & 1 == 1
+        i < u32::BITS as usize && (self.pointer_mask() >> i) & 1 == 1
     }
 }
 
