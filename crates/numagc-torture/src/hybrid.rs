@@ -278,10 +278,12 @@ pub fn run(plan: &HybridPlan) -> HybridResult {
             )
         })
     });
-    result.failure = result
-        .failure
-        .take()
-        .or_else(|| (!errors.is_empty()).then(|| format!("the PEs' services failed: {errors:?}")));
+    result.failure = match (result.failure.take(), errors.is_empty()) {
+        (f, true) => f,
+        (None, false) => Some(format!("the PEs' services failed: {errors:?}")),
+        // Both: the services' errors may be the cause.
+        (Some(f), false) => Some(format!("{f}; the PEs' services failed too: {errors:?}")),
+    };
     result
 }
 

@@ -150,3 +150,102 @@ fn a_share_racing_the_import_scan_joins_a_live_entry() {
         );
     });
 }
+
+/// The end of a job (`PeGroup::settle`, `pe/group.rs`) racing an import
+/// scan the service started (`PeContext::scan_imports`, `pe/global.rs`):
+/// the scan drops the entry of a dead FetchMe under the holder's lock and
+/// sends its weight home after the lock is released, while the settling
+/// thread runs its own scan, waits until the returns counted as sent are
+/// all taken by the owner, and reads the books, in rounds until they are
+/// empty or two rounds read the same.
+///
+/// Whatever the interleaving, the settling reads empty books: the
+/// service's scan counts its returns as sent under the lock, before the
+/// dropped entry can be seen gone, so a settling round that sees the
+/// import gone also waits for its weight.
+///
+/// Mutation check (done while writing this model, then reverted; it is
+/// the hybrid torture tester's rare "GIT entries left, 0 imports" of
+/// 2026-11-28): counting the returns when they are sent, after the lock,
+/// fails: a round reads the counters even, then the books with the import
+/// gone and its weight not yet sent, and the next round reads the same.
+#[test]
+fn settling_waits_for_the_weight_a_racing_scan_has_not_sent_yet() {
+    use crate::pe::weight::{GlobalId, Imports};
+    use loom::sync::atomic::AtomicU64;
+    use loom::sync::mpsc::{channel, Sender};
+    use loom::sync::Condvar;
+    use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+
+    struct Books {
+        owner: Mutex<Git<()>>,
+        holder: Mutex<Imports<()>>,
+        sent: AtomicU64,
+        taken: AtomicU64,
+        /// Rung when a return is taken (the real settling sleeps and
+        /// reads the counters again).
+        bell: (Mutex<()>, Condvar),
+    }
+    /// The import scan: the one FetchMe is dead.
+    fn scan(b: &Books, gid: GlobalId, to_owner: &Sender<(u64, u32)>) {
+        let returns = {
+            let mut h = lock(&b.holder);
+            let returns = h.dropped(gid).unwrap_or_default();
+            b.sent.fetch_add(returns.len() as u64, Relaxed);
+            returns
+        };
+        for w in returns {
+            to_owner.send((gid.id, w)).unwrap();
+        }
+    }
+    loom::model(|| {
+        let mut git = Git::new(0);
+        let ga = git.export(());
+        let mut imports = Imports::default();
+        let _ = imports.import(ga, || ());
+        let b = Arc::new(Books {
+            owner: Mutex::new(git),
+            holder: Mutex::new(imports),
+            sent: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+            bell: (Mutex::new(()), Condvar::new()),
+        });
+        let (tx, rx) = channel();
+        let scanner = {
+            let (b, tx) = (b.clone(), tx.clone());
+            thread::spawn(move || scan(&b, ga.gid, &tx))
+        };
+        // The owner's service: takes the one return that comes.
+        let service = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let (id, w) = rx.recv().unwrap();
+                let _ = lock(&b.owner).returned(id, w).unwrap();
+                b.taken.fetch_add(1, SeqCst);
+                let _g = lock(&b.bell.0);
+                b.bell.1.notify_all();
+            })
+        };
+        // The settling thread.
+        let mut last = None;
+        let left = loop {
+            if !lock(&b.holder).is_empty() {
+                scan(&b, ga.gid, &tx);
+            }
+            {
+                let mut g = lock(&b.bell.0);
+                while b.sent.load(SeqCst) != b.taken.load(SeqCst) {
+                    g = b.bell.1.wait(g).unwrap();
+                }
+            }
+            let left = (lock(&b.owner).len(), lock(&b.holder).len());
+            if left == (0, 0) || last == Some(left) {
+                break left;
+            }
+            last = Some(left);
+        };
+        scanner.join().unwrap();
+        service.join().unwrap();
+        assert_eq!(left, (0, 0), "the settling read the books settled");
+    });
+}

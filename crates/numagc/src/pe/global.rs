@@ -356,12 +356,18 @@ impl PeContext {
                     returns.push((g, w));
                 }
             }
+            // Counted as sent before the entries' disappearance can be
+            // seen (under the lock): `PeGroup::settle` reads the books
+            // and waits while the returns sent outnumber those taken, so a
+            // scan that dropped entries and has not sent their weight yet
+            // (its thread preempted) is waited for, not mistaken for lost
+            // weight.
+            self.counters
+                .weight_returned
+                .fetch_add(returns.len() as u64, Ordering::Relaxed);
         }
         let n = returns.len();
         for (g, weight) in returns {
-            self.counters
-                .weight_returned
-                .fetch_add(1, Ordering::Relaxed);
             let m = super::message::Message::ReturnWeight { gid: g.id, weight };
             self.send_or_record(g.pe as usize, &m);
         }

@@ -1072,7 +1072,10 @@ impl PeGroup {
                     }
                 }
             }
-            // Until the weight sent between this process's PEs is taken.
+            // Until the weight sent between this process's PEs is taken
+            // (an import scan counts its returns as sent before its
+            // dropped entries show in the books, `PeContext::scan_imports`:
+            // a round that reads them gone waits for their weight).
             let t0 = Instant::now();
             while all_here && t0.elapsed() < SETTLE_DRAIN {
                 let (sent, taken) = self.contexts.iter().fold((0, 0), |(s, t), c| {
