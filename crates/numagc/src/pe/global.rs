@@ -53,6 +53,13 @@
 //!   has dropped (the scan holds the same lock).
 //! - Every GA a failed packing made or split is undone ([`GaUndo`]), so a
 //!   packet that never leaves takes no weight with it.
+//! - A packet whose message is refused (a task of an unknown function, a
+//!   write to an object that is gone, an answer no one waits for) gives
+//!   the weight of its GAs back to their owners ([`PeContext::give_back`]),
+//!   as if it had been unpacked and dropped. (A packet that breaks the
+//!   format gives nothing back, and one whose unpacking stops at the heap
+//!   limit keeps the weight of the GAs it did not reach: both are errors
+//!   of the job.)
 
 use super::group::PeContext;
 use super::weight::{Git, GlobalAddress, GlobalId, Imports, Split, WeightError};
@@ -399,6 +406,43 @@ impl PeContext {
             .weight_received
             .fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Returns the weight of the global addresses in `packet`, a packet
+    /// from PE `sender` that will not be unpacked (its message was
+    /// refused): what this PE owns goes back to its entries, the rest to
+    /// the owners in `return-weight` messages, as if this PE had imported
+    /// the references and dropped them. A packet that breaks the format
+    /// gives nothing back (nothing in it can be trusted). Returns how many
+    /// global addresses were given back.
+    pub(crate) fn give_back(&self, shared: &Shared, packet: &[u64], sender: usize) -> usize {
+        let gas = super::unpack::globals_of(packet, sender, self, &shared.descs);
+        for ga in &gas {
+            if ga.gid.pe as usize == self.pe {
+                let mut b = lock(&self.books);
+                match b.git.returned(ga.gid.id, ga.weight) {
+                    Ok(Some(e)) => b.release(shared, ga.gid.id, e),
+                    Ok(None) => {}
+                    Err(e) => self.record(
+                        ErrorKind::Pe {
+                            pe: sender,
+                            message: format!("refused packet: {e}"),
+                        }
+                        .into(),
+                    ),
+                }
+            } else {
+                self.counters
+                    .weight_returned
+                    .fetch_add(1, Ordering::Relaxed);
+                let m = super::message::Message::ReturnWeight {
+                    gid: ga.gid.id,
+                    weight: ga.weight,
+                };
+                self.send_or_record(ga.gid.pe as usize, &m);
+            }
+        }
+        gas.len()
     }
 
     /// The end of a job on this PE: a full collection, then the import

@@ -308,3 +308,90 @@ fn a_busy_owner_serves_reads_at_its_safepoints() {
     );
     assert_eq!(g.settle(), (0, 0));
 }
+
+/// Waits (at most 10 s) until `done`.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while !done() {
+        if t0.elapsed() > std::time::Duration::from_secs(10) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    true
+}
+
+#[test]
+fn a_refused_message_gives_back_the_weight_its_packet_carried() {
+    use super::message::{AccessOp, Message};
+    let g = group(3);
+    // PE 0 packs two of its arrays, PE 1 one of its own.
+    let pack_array = |pe: usize| {
+        on(&g, pe, |s, c| {
+            let arr = s.alloc_array(1, Handle::int(5)).unwrap();
+            (
+                pack_in(s, &[arr], TASK, c).unwrap(),
+                s.global_root(arr).unwrap(),
+            )
+        })
+    };
+    let (task_args, root_a) = pack_array(0);
+    let (stored, root_b) = pack_array(0);
+    let (own, root_c) = pack_array(1);
+    let books = |pe: usize| on(&g, pe, |_, c| c.books_len());
+    assert_eq!((books(0), books(1)), ((2, 0), (1, 0)));
+    on(&g, 2, move |_, c| {
+        // A task of a function PE 1 does not have, carrying PE 0's array
+        // and PE 1's own; a write to an object PE 1 never exported.
+        let args: Vec<u64> = task_args.clone();
+        c.send(
+            1,
+            &Message::Schedule {
+                task: 7,
+                export: 99,
+                name_hash: 0,
+                args,
+            },
+        )
+        .unwrap();
+        c.send(
+            1,
+            &Message::Schedule {
+                task: 8,
+                export: 99,
+                name_hash: 0,
+                args: own,
+            },
+        )
+        .unwrap();
+        c.send(
+            1,
+            &Message::Access {
+                req: 1,
+                reply_to: 2,
+                gid: 12_345,
+                field: 0,
+                op: AccessOp::Set,
+                packet: stored,
+            },
+        )
+        .unwrap();
+    });
+    // Every weight came home: the owners dropped their entries.
+    assert!(
+        eventually(|| books(0) == (0, 0) && books(1) == (0, 0)),
+        "books left: PE 0 {:?}, PE 1 {:?}",
+        books(0),
+        books(1)
+    );
+    drop((root_a, root_b, root_c));
+    assert_eq!(g.settle(), (0, 0));
+    // The answers PE 2 got for what it never asked were refused too.
+    let errors = g.take_errors();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.to_string().contains("unknown task 7")),
+        "{errors:?}"
+    );
+}

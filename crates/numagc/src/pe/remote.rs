@@ -45,17 +45,20 @@ use std::time::{Duration, Instant};
 /// answer costs its core nothing.
 const TAKE_ANSWER_FOR: Duration = Duration::from_micros(200);
 
+/// What an access gets: the answer's words, or the owner's error.
+pub(crate) type Outcome = std::result::Result<Vec<u64>, String>;
+
 /// An access sent, until its answer comes.
 pub(crate) struct Pending {
     /// The PE it went to (its loss fails the access).
     pub(crate) to: usize,
-    outcome: Mutex<Option<std::result::Result<Vec<u64>, String>>>,
+    outcome: Mutex<Option<Outcome>>,
     done: AtomicBool,
 }
 
 impl Pending {
     /// Completes the access: its outcome, then `done` (Release).
-    pub(crate) fn finish(&self, outcome: std::result::Result<Vec<u64>, String>) {
+    pub(crate) fn finish(&self, outcome: Outcome) {
         *lock(&self.outcome) = Some(outcome);
         self.done.store(true, Ordering::Release);
     }
@@ -322,7 +325,7 @@ impl PeContext {
         let Ok(Message::Value { req, outcome }) = decode(from, self.pes, bytes) else {
             return false;
         };
-        if !self.answer(req, outcome) {
+        if self.answer(req, outcome).is_err() {
             return false;
         }
         super::service::ring_all(shared);
@@ -380,15 +383,16 @@ impl PeContext {
         true
     }
 
-    /// The answer to access `req` came (the service, on `value`).
-    /// `false` when no access of that id waits.
-    pub(crate) fn answer(&self, req: u64, outcome: std::result::Result<Vec<u64>, String>) -> bool {
+    /// The answer to access `req` came (the service, on `value`). The
+    /// outcome comes back when no access of that id waits (its packet's
+    /// weight is to be given back).
+    pub(crate) fn answer(&self, req: u64, outcome: Outcome) -> std::result::Result<(), Outcome> {
         match lock(&self.requests).remove(&req) {
             Some(p) => {
                 p.finish(outcome);
-                true
+                Ok(())
             }
-            None => false,
+            None => Err(outcome),
         }
     }
 
@@ -434,12 +438,16 @@ impl PeContext {
     }
 
     fn do_access(&self, s: &mut Scope<'_>, a: &AccessWork) -> Result<Vec<u64>> {
-        let obj = self.global_object(s, a.gid).ok_or_else(|| {
-            Error::misuse(format!(
+        let Some(obj) = self.global_object(s, a.gid) else {
+            if a.op == AccessOp::Set {
+                // The value will not be stored: its weight goes back.
+                self.give_back(&s.shared(), &a.packet, a.reply_to);
+            }
+            return Err(Error::misuse(format!(
                 "no global object {}/{} (all its weight came back)",
                 self.pe, a.gid
-            ))
-        })?;
+            )));
+        };
         let field = usize::try_from(a.field).unwrap_or(usize::MAX);
         match a.op {
             AccessOp::Get => {

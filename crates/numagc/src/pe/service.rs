@@ -4,7 +4,7 @@
 //! module doc of `super::group` says what it does and why.
 
 use super::group::{AccessWork, Imported, Offered, PeContext, PeStats, Work};
-use super::message::{decode, Message};
+use super::message::{decode, AccessOp, Message};
 use super::transport::Liveness;
 use crate::error::{Error, ErrorKind};
 use crate::sync::lock;
@@ -167,6 +167,7 @@ impl Service {
                 self.fishing = None;
                 self.backoff = MIN_BACKOFF;
                 let Some(e) = ctx.exports.get(export, name_hash) else {
+                    ctx.give_back(&self.shared, &args, from);
                     let outcome = Err(format!(
                         "PE {} has no exportable function {export} of that name",
                         ctx.pe
@@ -199,6 +200,9 @@ impl Service {
                         self.submit(v, Work::Reads);
                     }
                     None => {
+                        if a.op == AccessOp::Set {
+                            ctx.give_back(&self.shared, &a.packet, from);
+                        }
                         let outcome = Err(format!(
                             "no global object {}/{} (never exported, or all its weight came \
                              back)",
@@ -215,18 +219,21 @@ impl Service {
                 }
             }
             Message::Value { req, outcome } => {
-                if ctx.answer(req, outcome) {
+                let Err(outcome) = ctx.answer(req, outcome) else {
                     ring_all(&self.shared);
-                } else {
-                    self.refuse(
-                        from,
-                        ErrorKind::Pe {
-                            pe: from,
-                            message: format!("refused message: answer to unknown access {req}"),
-                        }
-                        .into(),
-                    );
+                    return;
+                };
+                if let Ok(words) = outcome {
+                    ctx.give_back(&self.shared, &words, from);
                 }
+                self.refuse(
+                    from,
+                    ErrorKind::Pe {
+                        pe: from,
+                        message: format!("refused message: answer to unknown access {req}"),
+                    }
+                    .into(),
+                );
             }
             Message::ReturnWeight { gid, weight } => {
                 if let Err(e) = ctx.weight_returned(&self.shared, from, gid, weight) {
@@ -235,6 +242,9 @@ impl Service {
             }
             Message::Result { task, outcome } => {
                 let Some(o) = lock(&ctx.exported).remove(&task) else {
+                    if let Ok(words) = &outcome {
+                        ctx.give_back(&self.shared, words, from);
+                    }
                     self.refuse(
                         from,
                         ErrorKind::Pe {

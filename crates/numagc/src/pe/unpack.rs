@@ -463,67 +463,16 @@ pub(crate) fn unpack_in<'s>(
     sender: usize,
     ctx: Option<&PeContext>,
 ) -> Result<Vec<Handle<'s>>> {
-    let mut r = Reader {
-        words,
-        pos: 0,
-        sender,
-        ctx,
-    };
-    let header = r.take(HEADER_WORDS, || "the header")?;
-    let (v, n, d) = (header[0], header[1], header[2]);
-    // Each object takes at least its tag word: the counts must fit in the
-    // packet before anything is sized by them.
-    let least = u128::from(v) + u128::from(n) + 2 * u128::from(d) + HEADER_WORDS as u128;
-    if least > words.len() as u128 {
-        return Err(r.refuse(format!(
-            "{v} values, {n} objects and {d} descriptor entries do not fit in a packet of {} \
-             words",
-            words.len()
-        )));
-    }
-    // All three are below the packet's length now.
-    let (v, n, d) = (v as usize, n as usize, d as usize);
-    let free = ROOT_STACK_SLOTS.saturating_sub(s.roots_in_use());
-    if n + v > free {
-        return Err(r.refuse(format!(
-            "{n} objects and {v} values need more root slots than the {free} left on this vproc"
-        )));
-    }
-    // The descriptor table is the packet's last `2 d` words: read it
-    // first, and the objects and values from the words before it.
-    let table_at = words.len() - 2 * d;
     let shared = s.shared();
-    let table = Reader {
-        words,
-        pos: table_at,
-        sender,
-        ctx,
-    }
-    .descriptors(d, &shared.descs)?;
-    r.words = &words[..table_at];
-    // Everything is read and checked before anything is built.
-    let mut dir = Directions {
-        forward: true,
-        backward: true,
-    };
-    let mut starts = Vec::with_capacity(n);
-    for k in 0..n {
-        starts.push(r.pos);
-        r.check_object(k, n, &table, &mut dir)?;
-    }
-    let encoded = r.take(v, || "the values")?;
-    if let Some(&w) = encoded.iter().find(|&&w| w & 1 == 0 && w >> 1 >= n as u64) {
-        return Err(r.refuse(format!(
-            "a value references object {}, but the packet has {n} objects",
-            w >> 1
-        )));
-    }
-    if r.left() != 0 {
-        return Err(r.refuse(format!(
-            "{} trailing words after the values, before the descriptor table",
-            r.left()
-        )));
-    }
+    let free = ROOT_STACK_SLOTS.saturating_sub(s.roots_in_use());
+    let Parsed {
+        r,
+        table,
+        starts,
+        encoded,
+        dir,
+    } = parse(words, sender, ctx, &shared.descs, free)?;
+    let n = starts.len();
     let sorted = if dir.backward || dir.forward {
         None
     } else {
@@ -548,4 +497,118 @@ pub(crate) fn unpack_in<'s>(
             .collect::<Result<Vec<u64>>>()
     })?;
     Ok(values.into_iter().map(|w| s.push_root(w)).collect())
+}
+
+/// A packet read and checked, nothing built yet.
+struct Parsed<'w, 'c, 'd> {
+    /// At the values' end, reading the words before the descriptor table.
+    r: Reader<'w, 'c>,
+    table: DescMap<'d>,
+    /// Where each object's tag is.
+    starts: Vec<usize>,
+    /// The values, encoded.
+    encoded: &'w [u64],
+    dir: Directions,
+}
+
+/// Reads and checks the whole of a packet from PE `sender` against
+/// `descs`, refusing it ([`ErrorKind::Pe`]) when it breaks the format, or
+/// when its objects and values need more than `free` root slots.
+fn parse<'w, 'c, 'd>(
+    words: &'w [u64],
+    sender: usize,
+    ctx: Option<&'c PeContext>,
+    descs: &'d DescriptorTable,
+    free: usize,
+) -> Result<Parsed<'w, 'c, 'd>> {
+    let mut r = Reader {
+        words,
+        pos: 0,
+        sender,
+        ctx,
+    };
+    let header = r.take(HEADER_WORDS, || "the header")?;
+    let (v, n, d) = (header[0], header[1], header[2]);
+    // Each object takes at least its tag word: the counts must fit in the
+    // packet before anything is sized by them.
+    let least = u128::from(v) + u128::from(n) + 2 * u128::from(d) + HEADER_WORDS as u128;
+    if least > words.len() as u128 {
+        return Err(r.refuse(format!(
+            "{v} values, {n} objects and {d} descriptor entries do not fit in a packet of {} \
+             words",
+            words.len()
+        )));
+    }
+    // All three are below the packet's length now.
+    let (v, n, d) = (v as usize, n as usize, d as usize);
+    if n + v > free {
+        return Err(r.refuse(format!(
+            "{n} objects and {v} values need more root slots than the {free} left on this vproc"
+        )));
+    }
+    // The descriptor table is the packet's last `2 d` words: read it
+    // first, and the objects and values from the words before it.
+    let table_at = words.len() - 2 * d;
+    let table = Reader {
+        words,
+        pos: table_at,
+        sender,
+        ctx,
+    }
+    .descriptors(d, descs)?;
+    r.words = &words[..table_at];
+    // Everything is read and checked before anything is built.
+    let mut dir = Directions {
+        forward: true,
+        backward: true,
+    };
+    let mut starts = Vec::with_capacity(n);
+    for k in 0..n {
+        starts.push(r.pos);
+        r.check_object(k, n, &table, &mut dir)?;
+    }
+    let encoded = r.take(v, || "the values")?;
+    if let Some(&w) = encoded.iter().find(|&&w| w & 1 == 0 && w >> 1 >= n as u64) {
+        return Err(r.refuse(format!(
+            "a value references object {}, but the packet has {n} objects",
+            w >> 1
+        )));
+    }
+    if r.left() != 0 {
+        return Err(r.refuse(format!(
+            "{} trailing words after the values, before the descriptor table",
+            r.left()
+        )));
+    }
+    Ok(Parsed {
+        r,
+        table,
+        starts,
+        encoded,
+        dir,
+    })
+}
+
+/// The global addresses a packet from PE `sender` carries, for a packet
+/// that will not be unpacked (its message was refused): their weight is
+/// to go back to their owners (`PeContext::give_back`). None for a packet
+/// that breaks the format: nothing in it can be trusted.
+pub(crate) fn globals_of(
+    words: &[u64],
+    sender: usize,
+    ctx: &PeContext,
+    descs: &DescriptorTable,
+) -> Vec<GlobalAddress> {
+    let Ok(p) = parse(words, sender, Some(ctx), descs, usize::MAX) else {
+        return Vec::new();
+    };
+    (0..p.starts.len())
+        .filter_map(|k| {
+            let c = p.r.checked(k, p.starts[k], &p.table);
+            match c.layout {
+                Layout::Global => p.r.global_address(k, c.fields).ok().map(|(ga, _)| ga),
+                _ => None,
+            }
+        })
+        .collect()
 }
