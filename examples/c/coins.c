@@ -5,8 +5,8 @@
  * pair and cons cell for every coin paid, allocated together with one
  * bump (numagc_alloc_block_at); the sequential count is register code
  * (the allocation pointer and the root stack's top passed to every call,
- * the allocation pointer returned with the count, the list in a frame
- * slot across both recursive calls); while the depth is above 0 the right
+ * the allocation pointer returned with the count, the list's tail in a
+ * frame slot across both recursive calls); while the depth is above 0 the right
  * branch is forked with numagc_par2.
  *
  *   cargo build --release -p numagc-capi
@@ -47,13 +47,13 @@ static inline void head(uint64_t coins, int64_t *c, int64_t *q) {
     *q = numagc_inline_word_to_int(numagc_inline_field(pair, 1));
 }
 
-/* (c, q-1) :: rest, or rest when the last coin of value c was used; the
- * list is in slot 0 of the frame at sp, whose top is top. */
+/* (c, q-1) :: rest, or rest when the last coin of value c was used; rest
+ * (the list's tail) is in slot 0 of the frame at sp, whose top is top. */
 static inline at pay_one(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t *top, int64_t c,
                          int64_t q) {
     at r = {0, hp};
     if (q == 1) {
-        r.obj = numagc_inline_field(sp[0], 1);
+        r.obj = sp[0];
         return r;
     }
     uint64_t pair;
@@ -67,7 +67,7 @@ static inline at pay_one(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t *t
     numagc_inline_init(pair, 0, numagc_inline_word_int(c));
     numagc_inline_init(pair, 1, numagc_inline_word_int(q - 1));
     numagc_inline_init(cell, 0, pair);
-    numagc_inline_init(cell, 1, numagc_inline_field(sp[0], 1));
+    numagc_inline_init(cell, 1, sp[0]);
     r.obj = cell;
     return r;
 }
@@ -89,19 +89,22 @@ static cnt pay_n(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t val, uint64
 }
 
 /* payN val coins when the first coin fits: the left branch pays it, the
- * right one drops its value; the list in a frame slot across both. */
+ * right one drops its value; the list's tail in a frame slot across both,
+ * as a compiler keeps the variable its pattern bound rather than the cell
+ * it was read from (which the left branch's allocation has long pushed
+ * out of the cache). */
 __attribute__((noinline)) static cnt pay_n_both(numagc_mutator *m, size_t hp, uint64_t *sp,
                                                 int64_t val, uint64_t coins) {
     int64_t c, q;
     head(coins, &c, &q);
     uint64_t *top = bench_push_at(m, sp, 1);
     if (top == NULL) return (cnt){0, 0};
-    sp[0] = coins;
+    sp[0] = numagc_inline_field(coins, 1);
     at lc = pay_one(m, hp, sp, top, c, q);
     if (__builtin_expect(lc.hp == 0, 0)) return (cnt){0, 0};
     cnt left = pay_n(m, lc.hp, top, val - c, lc.obj);
     if (__builtin_expect(left.hp == 0, 0)) return left;
-    cnt right = pay_n(m, left.hp, top, val, numagc_inline_field(sp[0], 1));
+    cnt right = pay_n(m, left.hp, top, val, sp[0]);
     right.n += left.n;
     return right;
 }
@@ -112,8 +115,8 @@ typedef struct {
     int64_t depth, left_depth, val, c, q;
 } fork_args;
 
-/* The left branch: pays the first coin (the list from the environment in
- * a frame slot across the allocation), then counts on. */
+/* The left branch: pays the first coin (the tail of the list from the
+ * environment in a frame slot across the allocation), then counts on. */
 static int left_task(numagc_scope *s, const numagc_value *env, size_t n, void *ud,
                      numagc_value *result) {
     (void)n;
@@ -126,7 +129,7 @@ static int left_task(numagc_scope *s, const numagc_value *env, size_t n, void *u
     uint64_t *sp = numagc_regs_sp(m);
     uint64_t *top = numagc_push_at(m, sp, 1);
     if (top == NULL) return NUMAGC_ERR_INVALID_ARGUMENT;
-    sp[0] = w;
+    sp[0] = numagc_inline_field(w, 1);
     at lc = pay_one(m, numagc_regs_hp(m), sp, top, a->c, a->q);
     if (lc.hp == 0) {
         numagc_regs_store(m, numagc_regs_hp(m), sp);

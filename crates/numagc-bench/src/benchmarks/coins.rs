@@ -101,11 +101,10 @@ fn head_coin(s: &Scope<'_>, coins: Handle<'_>) -> Option<(i64, i64)> {
 fn pay_one<'s>(
     s: &mut Scope<'s>,
     l: Layout,
-    coins: Handle<'_>,
+    rest: Handle<'s>,
     c: i64,
     q: i64,
 ) -> Result<Handle<'s>> {
-    let rest = s.field(coins, 1)?;
     if q == 1 {
         return Ok(rest);
     }
@@ -124,13 +123,14 @@ fn pay_n(s: &mut Scope<'_>, l: Layout, val: i64, coins: Handle<'_>) -> Result<u6
     // Each call's handles are popped when it returns, so the root stack
     // grows with the recursion depth only.
     s.scope(|s| {
+        // The tail, held across the left branch as a compiler holds the
+        // variable its pattern bound.
+        let rest = s.field(coins, 1)?;
         if c > val {
-            let rest = s.field(coins, 1)?;
             return pay_n(s, l, val, rest);
         }
-        let left_coins = pay_one(s, l, coins, c, q)?;
+        let left_coins = pay_one(s, l, rest, c, q)?;
         let left = pay_n(s, l, val - c, left_coins)?;
-        let rest = s.field(coins, 1)?;
         let right = pay_n(s, l, val, rest)?;
         Ok(left + right)
     })
@@ -165,7 +165,8 @@ fn pay_n_par<'s>(
             EXPORTS.export(0),
             &[coins, Handle::int(depth), Handle::int(val)],
             move |s, env| {
-                let left_coins = pay_one(s, l, env[0], c, q)?;
+                let rest = s.field(env[0], 1)?;
+                let left_coins = pay_one(s, l, rest, c, q)?;
                 pay_n_par(s, l, left_depth, val - c, left_coins)
             },
         )?;

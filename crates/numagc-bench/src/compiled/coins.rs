@@ -2,9 +2,9 @@
 //! `benchmarks/coins.rs` (version 7 of nofib's `coins`: a heap list of
 //! `(value, quantity)` pairs, a new pair and cons cell for every coin
 //! paid, the right branch forked while the depth is above 0), emitted
-//! against the inline allocator. The coin list is kept in a frame slot
-//! across the left branch's call, as a compiler keeps `coins` live for the
-//! right branch.
+//! against the inline allocator. The tail of the coin list is kept in a
+//! frame slot across the left branch's call, as a compiler keeps the `cs`
+//! of `Coin c q : cs` live for the right branch.
 
 use crate::benchmarks::coins::{outcome, COINS};
 use crate::{rt_err, Outcome, Params};
@@ -47,18 +47,18 @@ unsafe fn head(m: Ctx<'_>, coins: u64) -> (i64, i64) {
 }
 
 /// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
-/// last coin of value `c` was used. `coins` is in slot 0 of the frame at
-/// `sp`, whose top is `top`. The pair and its cons cell are allocated
+/// last coin of value `c` was used. `rest`, the list's tail, is in slot 0
+/// of the frame at `sp`, whose top is `top`. The pair and its cons cell are allocated
 /// together (one bump, one limit test), as a compiler allocates
 /// `(c, q - 1) :: rest`; past the limit, [`pay_one_slow`].
 #[inline(always)]
 fn pay_one(m: Ctx<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp) {
     if q == 1 {
-        // SAFETY: the list is live in its slot.
-        return (unsafe { m.field(sp.get(0), 1) }, hp);
+        // SAFETY: the frame at `sp` is live, its slot 0 set.
+        return (unsafe { sp.get(0) }, hp);
     }
     match m.try_alloc_many_at(hp, [(PAIR, 2), (CONS, 2)]) {
-        // SAFETY: both are fresh, with two value fields each; the list is
+        // SAFETY: both are fresh, with two value fields each; the tail is
         // in its slot.
         Some(([pair, cell], hp)) => (unsafe { init_pay_one(m, sp, pair, cell, c, q) }, hp),
         None => pay_one_slow(m, hp, sp, top, c, q),
@@ -70,24 +70,24 @@ fn pay_one(m: Ctx<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp) {
 #[inline(never)]
 fn pay_one_slow(m: Ctx<'_>, hp: Hp, sp: Sp, top: Sp, c: i64, q: i64) -> (u64, Hp) {
     let ([pair, cell], hp) = m.alloc_many_at_slow(hp, top, [(PAIR, 2), (CONS, 2)]);
-    // SAFETY: as in `pay_one`; the list is reloaded from its slot after
+    // SAFETY: as in `pay_one`; the tail is reloaded from its slot after
     // the allocation.
     (unsafe { init_pay_one(m, sp, pair, cell, c, q) }, hp)
 }
 
 /// Writes the fields of `pair` and `cell`: `(c, q - 1) :: rest`, `rest`
-/// the tail of the list in slot 0 of the frame at `sp`.
+/// in slot 0 of the frame at `sp`.
 ///
 /// # Safety
 /// `pair` and `cell` are fresh, with two value fields each.
 #[inline(always)]
 unsafe fn init_pay_one(m: Ctx<'_>, sp: Sp, pair: u64, cell: u64, c: i64, q: i64) -> u64 {
-    // SAFETY: the caller's contract; the list is live in its slot.
+    // SAFETY: the caller's contract.
     unsafe {
         m.init(pair, 0, int_value(c));
         m.init(pair, 1, int_value(q - 1));
         m.init(cell, 0, pair);
-        m.init(cell, 1, m.field(sp.get(0), 1));
+        m.init(cell, 1, sp.get(0));
     }
     cell
 }
@@ -118,17 +118,20 @@ fn pay_n(m: Ctx<'_>, hp: Hp, sp: Sp, val: i64, mut coins: u64) -> (u64, Hp) {
 }
 
 /// `payN val coins` when the first coin fits: the left branch pays it,
-/// the right one drops its value; the list in a frame slot across both.
+/// the right one drops its value; the list's tail in a frame slot across
+/// both, as a compiler keeps the variable the pattern bound
+/// (`(c, q) : rest`) rather than the cell it was read from, which the
+/// left branch's allocation has long pushed out of the cache.
 #[inline(never)]
 fn pay_n_both(m: Ctx<'_>, hp: Hp, sp: Sp, val: i64, coins: u64) -> (u64, Hp) {
     // SAFETY: `coins` is a live cons cell (`pay_n` checked it).
-    let (c, q) = unsafe { head(m, coins) };
-    let top = m.push_at(sp, [coins]);
+    let ((c, q), rest) = unsafe { (head(m, coins), m.field(coins, 1)) };
+    let top = m.push_at(sp, [rest]);
     let (left_coins, hp) = pay_one(m, hp, sp, top, c, q);
     let (left, hp) = pay_n(m, hp, top, val - c, left_coins);
-    // SAFETY: the list is reloaded from its slot.
-    let rest = unsafe { m.field(sp.get(0), 1) };
-    let (right, hp) = pay_n(m, hp, top, val, rest);
+    // SAFETY: the tail is reloaded from its slot (the left branch may
+    // have moved it).
+    let (right, hp) = pay_n(m, hp, top, val, unsafe { sp.get(0) });
     (left + right, hp)
 }
 
@@ -154,7 +157,8 @@ fn pay_n_par(m: &mut Mutator<'_>, depth: i64, val: i64, coins: u64) -> Result<u6
         &[coins],
         move |m, env| {
             let lc = m.with_regs(|m, hp, sp| {
-                let top = m.push_at(sp, [env[0]]);
+                // SAFETY: `env[0]` is the live list.
+                let top = m.push_at(sp, [unsafe { m.field(env[0], 1) }]);
                 pay_one(m, hp, sp, top, c, q)
             })?;
             pay_n_par(m, left_depth, val - c, lc).map(|n| int_value(n as i64))
