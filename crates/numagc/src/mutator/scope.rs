@@ -306,7 +306,18 @@ impl<'s> Scope<'s> {
     }
 
     /// Field `i` of an object, rooted. Errors name what was wrong.
+    #[inline]
     pub fn field(&self, h: Handle<'_>, i: usize) -> Result<Handle<'s>> {
+        match self.view(h).field_here(i) {
+            Some(v) => Ok(self.handle(v)),
+            None => self.field_checked(h, i),
+        }
+    }
+
+    /// [`Scope::field`] past its fast path: arrays, mutable and forwarded
+    /// objects, and the errors.
+    #[inline(never)]
+    fn field_checked(&self, h: Handle<'_>, i: usize) -> Result<Handle<'s>> {
         let v = self.view(h).try_field(i)?;
         Ok(self.handle(v))
     }

@@ -229,18 +229,30 @@ impl<'a> View<'a> {
     /// indexing); use [`View::try_field`] to get an error instead.
     #[inline]
     pub fn field(self, i: usize) -> View<'a> {
-        if let Some((o, h)) = self.obj_here() {
-            if i < h.len() {
-                let id = h.id();
-                if id == ID_VECTOR {
-                    return View::new(o.field(i), self.descs);
-                }
-                if id >= FIRST_MIXED_ID && self.descs.fast(id).is_pointer_field_below_len(i) {
-                    return View::new(o.field(i), self.descs);
-                }
+        match self.field_here(i) {
+            Some(v) => v,
+            None => self.field_slow(i),
+        }
+    }
+
+    /// Value field `i` when the common case answers it without a look at
+    /// the descriptor table: an object here (not forwarded) whose field
+    /// `i` is a value, a vector's or an immutable mixed object's of a
+    /// packed layout. `None` leaves the rest (arrays, mutable objects,
+    /// forwarded objects, errors) to [`View::try_field`].
+    #[inline(always)]
+    pub(crate) fn field_here(self, i: usize) -> Option<View<'a>> {
+        let (o, h) = self.obj_here()?;
+        if i < h.len() {
+            let id = h.id();
+            if id == ID_VECTOR {
+                return Some(View::new(o.field(i), self.descs));
+            }
+            if id >= FIRST_MIXED_ID && self.descs.fast(id).is_pointer_field_below_len(i) {
+                return Some(View::new(o.field(i), self.descs));
             }
         }
-        self.field_slow(i)
+        None
     }
 
     #[cold]
