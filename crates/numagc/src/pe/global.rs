@@ -176,6 +176,16 @@ impl Books {
         ga
     }
 
+    /// `weight` of this PE's entry `id` comes back: the entry, and its
+    /// root, go with the last of it. Errors as [`Git::returned`] (the
+    /// books are left as they were).
+    fn take_back(&mut self, shared: &Shared, id: u64, weight: u32) -> Result<(), WeightError> {
+        if let Some(e) = self.git.returned(id, weight)? {
+            self.release(shared, id, e);
+        }
+        Ok(())
+    }
+
     /// Frees a dropped entry's root.
     fn release(&mut self, shared: &Shared, id: u64, e: Exported) {
         shared.global_roots.remove(e.slot);
@@ -199,9 +209,8 @@ impl GaUndo {
     pub(crate) fn undo(self, ctx: &PeContext, shared: &Shared) {
         let mut b = lock(&ctx.books);
         for ga in self.owned {
-            if let Ok(Some(e)) = b.git.returned(ga.gid.id, ga.weight) {
-                b.release(shared, ga.gid.id, e);
-            }
+            // The share was taken from this entry: it cannot be refused.
+            let _ = b.take_back(shared, ga.gid.id, ga.weight);
         }
         for ga in self.split {
             // The FetchMe is alive (it was being packed): its entry is.
@@ -286,9 +295,7 @@ impl PeContext {
             };
             // Rooted before the weight that may free the entry goes back.
             let h = s.push_root(shared.global_roots.get(e.slot));
-            if let Some(e) = b.git.returned(ga.gid.id, ga.weight).map_err(refuse)? {
-                b.release(&shared, ga.gid.id, e);
-            }
+            b.take_back(&shared, ga.gid.id, ga.weight).map_err(refuse)?;
             return Ok(h);
         }
         // A live FetchMe joins the weight; no allocation under the lock.
@@ -390,18 +397,15 @@ impl PeContext {
         id: u64,
         weight: u32,
     ) -> Result<()> {
-        let mut b = lock(&self.books);
-        match b.git.returned(id, weight) {
-            Ok(Some(e)) => b.release(shared, id, e),
-            Ok(None) => {}
-            Err(e) => {
-                return Err(ErrorKind::Pe {
+        lock(&self.books)
+            .take_back(shared, id, weight)
+            .map_err(|e| -> Error {
+                ErrorKind::Pe {
                     pe: from,
                     message: format!("refused message: return-weight: {e}"),
                 }
-                .into())
-            }
-        }
+                .into()
+            })?;
         self.counters
             .weight_received
             .fetch_add(1, Ordering::Relaxed);
@@ -419,17 +423,15 @@ impl PeContext {
         let gas = super::unpack::globals_of(packet, sender, self, &shared.descs);
         for ga in &gas {
             if ga.gid.pe as usize == self.pe {
-                let mut b = lock(&self.books);
-                match b.git.returned(ga.gid.id, ga.weight) {
-                    Ok(Some(e)) => b.release(shared, ga.gid.id, e),
-                    Ok(None) => {}
-                    Err(e) => self.record(
+                let taken = lock(&self.books).take_back(shared, ga.gid.id, ga.weight);
+                if let Err(e) = taken {
+                    self.record(
                         ErrorKind::Pe {
                             pe: sender,
                             message: format!("refused packet: {e}"),
                         }
                         .into(),
-                    ),
+                    );
                 }
             } else {
                 self.counters
