@@ -222,6 +222,27 @@ pub trait Benchmark: Sync {
     fn run_compiled(&self, _rt: &Runtime, _params: &Params) -> Result<Outcome, String> {
         Err(format!("{} has no compiled version", self.name()))
     }
+    /// Whether the compiled program is also written with the machine's
+    /// calls and returns (`--api compiled-calls`, [`compiled::Returns`]).
+    fn has_compiled_calls(&self) -> bool {
+        false
+    }
+    /// The compiled program with the machine's calls and returns: the
+    /// same work, output and check as [`Benchmark::run_compiled`].
+    fn run_compiled_calls(&self, _rt: &Runtime, _params: &Params) -> Result<Outcome, String> {
+        Err(format!(
+            "{} has no compiled version with machine calls",
+            self.name()
+        ))
+    }
+    /// Whether the program is written on `api`.
+    fn has_api(&self, api: Api) -> bool {
+        match api {
+            Api::Safe => true,
+            Api::Compiled => self.has_compiled(),
+            Api::CompiledCalls => self.has_compiled_calls(),
+        }
+    }
     /// The program's exportable functions and the setup every PE runs
     /// (descriptors, registered in the same order everywhere), when its
     /// forks are exportable tasks (`numagc::pe`, `--pes`).
@@ -239,6 +260,7 @@ pub trait Benchmark: Sync {
         match api {
             Api::Safe => self.run(rt, params),
             Api::Compiled => self.run_compiled(rt, params),
+            Api::CompiledCalls => self.run_compiled_calls(rt, params),
         }
     }
 }
@@ -274,8 +296,12 @@ pub enum Api {
     /// The safe API: handles, scopes, views (`numagc::Scope`).
     Safe,
     /// The compiled-code interface: inline allocation, frames, raw reads
-    /// (`numagc::compiled`).
+    /// (`numagc::compiled`); recursion returns through the shadow stack
+    /// where the program is written both ways ([`compiled::Returns`]).
     Compiled,
+    /// The compiled-code interface with the machine's calls and returns
+    /// (coins and parfib, [`compiled::Returns::Calls`]).
+    CompiledCalls,
 }
 
 impl Api {
@@ -283,6 +309,7 @@ impl Api {
         match self {
             Api::Safe => "safe",
             Api::Compiled => "compiled",
+            Api::CompiledCalls => "compiled-calls",
         }
     }
 
@@ -290,7 +317,10 @@ impl Api {
         match s.to_ascii_lowercase().as_str() {
             "safe" => Ok(Api::Safe),
             "compiled" => Ok(Api::Compiled),
-            other => Err(format!("unknown API {other:?}: expected safe or compiled")),
+            "compiled-calls" => Ok(Api::CompiledCalls),
+            other => Err(format!(
+                "unknown API {other:?}: expected safe, compiled or compiled-calls"
+            )),
         }
     }
 }

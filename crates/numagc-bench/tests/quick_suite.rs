@@ -118,24 +118,34 @@ fn compiled_versions_on_every_plan() {
                 .all(|n| names.contains(n)),
             "{names:?}"
         );
+        assert!(compiled
+            .iter()
+            .filter(|b| ["parfib", "coins"].contains(&b.name()))
+            .all(|b| b.has_compiled_calls()));
     }
+    let apis = [
+        numagc_bench::Api::Compiled,
+        numagc_bench::Api::CompiledCalls,
+    ];
     for b in compiled {
-        for plan in [numagc::PlanKind::SplitHeap, numagc::PlanKind::SharedHeap] {
-            for vprocs in [1, 2] {
-                let params = Params::new(b, Size::Quick, &[]).unwrap();
-                let config = Config::builder()
-                    .plan(plan)
-                    .vprocs(vprocs)
-                    .verify(true)
-                    .build()
-                    .unwrap();
-                let rt = Runtime::new(config).unwrap();
-                let what = format!("{} (compiled) on {plan:?} x{vprocs}", b.name());
-                let outcome = b
-                    .run_api(&rt, &params, numagc_bench::Api::Compiled)
-                    .unwrap_or_else(|e| panic!("{what} failed: {e}"));
-                (outcome.check)().unwrap_or_else(|e| panic!("{what}: wrong answer: {e}"));
-                assert!(rt.take_thread_errors().is_empty(), "{what}: thread errors");
+        for api in apis.into_iter().filter(|&api| b.has_api(api)) {
+            for plan in [numagc::PlanKind::SplitHeap, numagc::PlanKind::SharedHeap] {
+                for vprocs in [1, 2] {
+                    let params = Params::new(b, Size::Quick, &[]).unwrap();
+                    let config = Config::builder()
+                        .plan(plan)
+                        .vprocs(vprocs)
+                        .verify(true)
+                        .build()
+                        .unwrap();
+                    let rt = Runtime::new(config).unwrap();
+                    let what = format!("{} ({}) on {plan:?} x{vprocs}", b.name(), api.name());
+                    let outcome = b
+                        .run_api(&rt, &params, api)
+                        .unwrap_or_else(|e| panic!("{what} failed: {e}"));
+                    (outcome.check)().unwrap_or_else(|e| panic!("{what}: wrong answer: {e}"));
+                    assert!(rt.take_thread_errors().is_empty(), "{what}: thread errors");
+                }
             }
         }
     }

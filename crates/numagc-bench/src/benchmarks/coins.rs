@@ -279,7 +279,15 @@ impl Benchmark for Coins {
     }
 
     fn run_compiled(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        crate::compiled::coins::run(rt, p)
+        crate::compiled::coins::run(rt, p, crate::compiled::Returns::Stack)
+    }
+
+    fn has_compiled_calls(&self) -> bool {
+        true
+    }
+
+    fn run_compiled_calls(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+        crate::compiled::coins::run(rt, p, crate::compiled::Returns::Calls)
     }
 }
 

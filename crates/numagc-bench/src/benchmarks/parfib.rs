@@ -141,7 +141,15 @@ impl Benchmark for Parfib {
     }
 
     fn run_compiled(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
-        crate::compiled::parfib::run(rt, p)
+        crate::compiled::parfib::run(rt, p, crate::compiled::Returns::Stack)
+    }
+
+    fn has_compiled_calls(&self) -> bool {
+        true
+    }
+
+    fn run_compiled_calls(&self, rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+        crate::compiled::parfib::run(rt, p, crate::compiled::Returns::Calls)
     }
 }
 

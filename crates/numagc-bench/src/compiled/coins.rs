@@ -5,7 +5,14 @@
 //! against the inline allocator. The tail of the coin list is kept in a
 //! frame slot across the left branch's call, as a compiler keeps the `cs`
 //! of `Coin c q : cs` live for the right branch.
+//!
+//! The sequential count is written twice ([`super::Returns`]): [`pay_n`]
+//! returns through the shadow stack, its frames naming their
+//! continuation, as GHC's code for `payN` does; [`pay_n_calls`] uses the
+//! machine's calls and returns, as OCaml's and a C compiler's code does.
+//! Both make the same calls, allocations and frames.
 
+use super::Returns;
 use crate::benchmarks::coins::{outcome, COINS};
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Ctx, Hp, Mutator, Sp};
@@ -92,14 +99,81 @@ unsafe fn init_pay_one(m: Ctx<'_>, sp: Sp, pair: u64, cell: u64, c: i64, q: i64)
     cell
 }
 
+/// The continuation of a frame of [`pay_n`] whose left call runs:
+/// `[rest, val, AFTER_LEFT]`, the right call `payN val rest` to come.
+/// Continuations are immediates, which the collector skips.
+const AFTER_LEFT: u64 = int_value(0);
+/// The continuation of a frame whose right call runs: `[left, _,
+/// AFTER_RIGHT]`, `left` the left call's count (an immediate), to be
+/// added to the right call's.
+const AFTER_RIGHT: u64 = int_value(1);
+
 /// `payN`: the sequential count, in register code (`numagc::compiled::Hp`,
-/// `Sp`). The cases that return at once, and the skipping of coins larger
+/// `Sp`), returning through the shadow stack. Where the program calls
+/// `payN (val - c) coins'` it pushes a frame `[rest, val, AFTER_LEFT]`
+/// and goes on with the left call's arguments; where a call returns `r`
+/// at once (nothing to pay, no coins left), it pops frames and runs
+/// their continuations: an `AFTER_LEFT` frame becomes `[r, _,
+/// AFTER_RIGHT]` and the right call `payN val rest` starts; an
+/// `AFTER_RIGHT` frame adds its count to `r`, which returns on. The
+/// count is done when no frame above `sp0` is left.
+#[inline(never)]
+fn pay_n(m: Ctx<'_>, hp: Hp, sp0: Sp, val: i64, coins: u64) -> (u64, Hp) {
+    let (mut hp, mut sp, mut val, mut coins) = (hp, sp0, val, coins);
+    loop {
+        // Calls `payN val coins` until one returns `r` at once.
+        let mut r = loop {
+            if val == 0 {
+                break 1;
+            }
+            if !is_pointer(coins) {
+                break 0;
+            }
+            // SAFETY: `coins` is a live cons cell (just checked not NIL;
+            // it was read or allocated since the last call that may
+            // collect).
+            let ((c, q), rest) = unsafe { (head(m, coins), m.field(coins, 1)) };
+            if c > val {
+                coins = rest;
+                continue;
+            }
+            let top = m.push_at(sp, [rest, int_value(val), AFTER_LEFT]);
+            let (left_coins, next_hp) = pay_one(m, hp, sp, top, c, q);
+            (hp, sp, val, coins) = (next_hp, top, val - c, left_coins);
+        };
+        // Returns `r` to the continuations of the frames.
+        loop {
+            if sp == sp0 {
+                return (r, hp);
+            }
+            // SAFETY: every frame above `sp0` was pushed by this loop with
+            // three slots, and the frames above the last were popped.
+            let f = unsafe { sp.pop(3) };
+            // SAFETY (the `get`s and `set`s below): `f`'s frame is live.
+            if unsafe { f.get(2) } == AFTER_LEFT {
+                // The right call, the left count kept in the frame; `rest`
+                // is read from its slot (the left call may have moved it).
+                (coins, val) = unsafe { (f.get(0), value_int(f.get(1))) };
+                unsafe {
+                    f.set(0, int_value(r as i64));
+                    f.set(2, AFTER_RIGHT);
+                }
+                break;
+            }
+            r += value_int(unsafe { f.get(0) }) as u64;
+            sp = f;
+        }
+    }
+}
+
+/// `payN` with the machine's calls and returns ([`super::Returns::Calls`]).
+/// The cases that return at once, and the skipping of coins larger
 /// than `val` (a tail call: a loop), run before anything is saved; the
 /// two recursive calls go on in [`pay_n_both`] (a jump, not a call), as a
 /// native code generator shrink-wraps them (`parfib.rs` says why it is
 /// written by hand).
 #[inline(never)]
-fn pay_n(m: Ctx<'_>, hp: Hp, sp: Sp, val: i64, mut coins: u64) -> (u64, Hp) {
+fn pay_n_calls(m: Ctx<'_>, hp: Hp, sp: Sp, val: i64, mut coins: u64) -> (u64, Hp) {
     loop {
         if val == 0 {
             return (1, hp);
@@ -124,21 +198,30 @@ fn pay_n(m: Ctx<'_>, hp: Hp, sp: Sp, val: i64, mut coins: u64) -> (u64, Hp) {
 /// left branch's allocation has long pushed out of the cache.
 #[inline(never)]
 fn pay_n_both(m: Ctx<'_>, hp: Hp, sp: Sp, val: i64, coins: u64) -> (u64, Hp) {
-    // SAFETY: `coins` is a live cons cell (`pay_n` checked it).
+    // SAFETY: `coins` is a live cons cell (`pay_n_calls` checked it).
     let ((c, q), rest) = unsafe { (head(m, coins), m.field(coins, 1)) };
     let top = m.push_at(sp, [rest]);
     let (left_coins, hp) = pay_one(m, hp, sp, top, c, q);
-    let (left, hp) = pay_n(m, hp, top, val - c, left_coins);
+    let (left, hp) = pay_n_calls(m, hp, top, val - c, left_coins);
     // SAFETY: the tail is reloaded from its slot (the left branch may
     // have moved it).
-    let (right, hp) = pay_n(m, hp, top, val, unsafe { sp.get(0) });
+    let (right, hp) = pay_n_calls(m, hp, top, val, unsafe { sp.get(0) });
     (left + right, hp)
 }
 
 /// `payN_par`: forks the right branch while `depth > 0`.
-fn pay_n_par(m: &mut Mutator<'_>, depth: i64, val: i64, coins: u64) -> Result<u64> {
+fn pay_n_par(
+    m: &mut Mutator<'_>,
+    returns: Returns,
+    depth: i64,
+    val: i64,
+    coins: u64,
+) -> Result<u64> {
     if depth == 0 {
-        return m.with_regs(|m, hp, sp| pay_n(m, hp, sp, val, coins));
+        return m.with_regs(|m, hp, sp| match returns {
+            Returns::Stack => pay_n(m, hp, sp, val, coins),
+            Returns::Calls => pay_n_calls(m, hp, sp, val, coins),
+        });
     }
     if val == 0 {
         return Ok(1);
@@ -150,7 +233,7 @@ fn pay_n_par(m: &mut Mutator<'_>, depth: i64, val: i64, coins: u64) -> Result<u6
     let (c, q) = unsafe { head(m.ctx(), coins) };
     if c > val {
         // SAFETY: as above.
-        return pay_n_par(m, depth, val, unsafe { m.field(coins, 1) });
+        return pay_n_par(m, returns, depth, val, unsafe { m.field(coins, 1) });
     }
     let left_depth = if q == 1 { depth - 1 } else { depth };
     let (left, right) = m.par2(
@@ -161,12 +244,12 @@ fn pay_n_par(m: &mut Mutator<'_>, depth: i64, val: i64, coins: u64) -> Result<u6
                 let top = m.push_at(sp, [unsafe { m.field(env[0], 1) }]);
                 pay_one(m, hp, sp, top, c, q)
             })?;
-            pay_n_par(m, left_depth, val - c, lc).map(|n| int_value(n as i64))
+            pay_n_par(m, returns, left_depth, val - c, lc).map(|n| int_value(n as i64))
         },
         move |m, env| {
             // SAFETY: `env[0]` is the live list.
             let rest = unsafe { m.field(env[0], 1) };
-            pay_n_par(m, depth - 1, val, rest).map(|n| int_value(n as i64))
+            pay_n_par(m, returns, depth - 1, val, rest).map(|n| int_value(n as i64))
         },
     )?;
     Ok((value_int(left) + value_int(right)) as u64)
@@ -194,7 +277,7 @@ fn coin_list(m: &mut Mutator<'_>) -> Result<u64> {
     Ok(list)
 }
 
-pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+pub fn run(rt: &Runtime, p: &Params, returns: Returns) -> std::result::Result<Outcome, String> {
     let (val, depth) = (p.get("value"), p.get("depth"));
     super::register_nth(
         rt,
@@ -211,7 +294,7 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
             // SAFETY: this module keeps the interface's contract.
             let mut m = unsafe { s.compiled() };
             let coins = coin_list(&mut m)?;
-            Ok(pay_n_par(&mut m, depth, val, coins)? as i64)
+            Ok(pay_n_par(&mut m, returns, depth, val, coins)? as i64)
         })
         .map_err(rt_err)?
         .map_err(rt_err)?;

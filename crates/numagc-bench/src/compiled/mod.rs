@@ -11,6 +11,19 @@
 //! `numagc::compiled`): the comments at the `unsafe` blocks say which value
 //! is fresh or reloaded from a slot.
 
+/// How the recursive part of a compiled program returns from its calls
+/// (the module doc of `numagc::compiled::registers`, "Returns through
+/// the shadow stack"). coins and parfib are written both ways.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Returns {
+    /// A loop over frames of the shadow stack that name their
+    /// continuation, as GHC's code returns (`--api compiled`).
+    Stack,
+    /// The machine's calls and returns, as OCaml's and C compilers' code
+    /// does (`--api compiled-calls`).
+    Calls,
+}
+
 pub mod binarytrees;
 pub mod coins;
 pub mod gcbench;

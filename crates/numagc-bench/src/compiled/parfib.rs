@@ -2,20 +2,23 @@
 //! `benchmarks/parfib.rs` (every call returns its result boxed in a heap
 //! cell; above the threshold the two calls are forked with the closure's
 //! environment, a boxed `n`, as argument), emitted against the inline
-//! allocator. Every call of the program is one machine call of [`pfib`]
-//! or [`seq`].
+//! allocator.
 //!
 //! The sequential part is register code (`numagc::compiled::Hp`, `Sp`):
 //! the allocation pointer and the shadow stack's top are arguments and
-//! the allocation pointer a result of every call, as GHC's `Hp` and `Sp`
-//! and OCaml's `r15` are registers, and the first call's result lies in
-//! a frame slot across the second call.
+//! the allocation pointer a result, as GHC's `Hp` and `Sp` and OCaml's
+//! `r15` are registers, and the first call's result lies in a frame slot
+//! across the second call. It is written twice ([`super::Returns`]):
+//! [`seq`] returns through the shadow stack, its frames naming their
+//! continuation, as GHC's code does; [`seq_calls`] makes every call of the
+//! program a machine call, as OCaml's and a C compiler's code does. Both
+//! make the same allocations and frames.
 
-use super::{boxed, unbox};
+use super::{boxed, unbox, Returns};
 use crate::benchmarks::parfib::outcome;
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Ctx, Hp, Mutator, Sp};
-use numagc::object::int_value;
+use numagc::object::{int_value, value_int};
 use numagc::{DescId, Descriptor, Result, Runtime};
 
 /// The header word of the boxes: a constant, the runtime's first
@@ -26,11 +29,14 @@ const CELL: u64 = header(DescId::nth_registered(0), 1);
 /// call is [`seq`]'s, register code (`Mutator::with_regs`); above it the two calls are forked (the
 /// structure of the OCaml 5 peer, whose `seq` takes no threshold either).
 #[inline(never)]
-fn pfib(m: &mut Mutator<'_>, n: i64, threshold: i64) -> Result<u64> {
+fn pfib(m: &mut Mutator<'_>, returns: Returns, n: i64, threshold: i64) -> Result<u64> {
     if n <= threshold {
-        return m.with_regs(|m, hp, sp| seq(m, hp, sp, n));
+        return m.with_regs(|m, hp, sp| match returns {
+            Returns::Stack => seq(m, hp, sp, n),
+            Returns::Calls => seq_calls(m, hp, sp, n),
+        });
     }
-    pfib_fork(m, n, threshold)
+    pfib_fork(m, returns, n, threshold)
 }
 
 /// A box holding the immediate `x` at `hp`: the inline fast path, past
@@ -59,14 +65,70 @@ fn boxed_at_slow(m: Ctx<'_>, hp: Hp, sp: Sp, x: u64) -> (u64, Hp) {
     (b, hp)
 }
 
-/// `seq n`: a leaf returns its boxed `n` at once; an inner call goes on
+/// The continuation of a frame of [`seq`] whose first call runs: `[n,
+/// AFTER_FIRST]`, the second call `seq (n - 2)` to come. Continuations
+/// are immediates, which the collector skips.
+const AFTER_FIRST: u64 = int_value(0);
+/// The continuation of a frame whose second call runs: `[x,
+/// AFTER_SECOND]`, `x` the first call's box, whose value is to be added to
+/// the second's and the sum boxed.
+const AFTER_SECOND: u64 = int_value(1);
+
+/// `seq n`, returning through the shadow stack. Where the program calls
+/// `seq (n - 1)` it pushes a frame `[n, AFTER_FIRST]` and goes on with
+/// `n - 1`; a leaf boxes its `n` into `r` and pops frames, running their
+/// continuations: an `AFTER_FIRST` frame becomes `[r, AFTER_SECOND]` and
+/// the second call `seq (n - 2)` starts; an `AFTER_SECOND` frame boxes
+/// the sum of its box and `r` into `r`, which returns on. The call is
+/// done when no frame above `sp0` is left.
+#[inline(never)]
+fn seq(m: Ctx<'_>, hp: Hp, sp0: Sp, n: i64) -> (u64, Hp) {
+    let (mut hp, mut sp, mut n) = (hp, sp0, n);
+    loop {
+        while n >= 2 {
+            sp = m.push_at(sp, [int_value(n), AFTER_FIRST]);
+            n -= 1;
+        }
+        let (mut r, next_hp) = boxed_at(m, hp, sp, int_value(n));
+        hp = next_hp;
+        loop {
+            if sp == sp0 {
+                return (r, hp);
+            }
+            // SAFETY: every frame above `sp0` was pushed by this loop with
+            // two slots, and the frames above the last were popped.
+            let f = unsafe { sp.pop(2) };
+            // SAFETY (the `get`s and `set`s below): `f`'s frame is live.
+            if unsafe { f.get(1) } == AFTER_FIRST {
+                // The second call, the first's box kept in the frame.
+                n = value_int(unsafe { f.get(0) }) - 2;
+                unsafe {
+                    f.set(0, r);
+                    f.set(1, AFTER_SECOND);
+                }
+                break;
+            }
+            // The sum of two immediates `2a + 1` and `2b + 1` is their
+            // words' sum less one, as a compiler adds tagged integers.
+            // SAFETY: the first box is reloaded from its slot, `r` was
+            // just allocated; both are read before the frame is popped.
+            let sum = unsafe { m.field(f.get(0), 0).wrapping_add(m.field(r, 0)) - 1 };
+            sp = f;
+            (r, hp) = boxed_at(m, hp, sp, sum);
+        }
+    }
+}
+
+/// `seq n` with the machine's calls ([`super::Returns::Calls`]): every
+/// call of the program is one machine call of [`pfib`] or [`seq_calls`].
+/// A leaf returns its boxed `n` at once; an inner call goes on
 /// in [`seq_inner`] (a jump, not a call). The split is the
 /// shrink-wrapping a native code generator does: a leaf saves none of the
 /// registers an inner call needs. (LLVM does not do it on its own here: it
 /// merges the leaf's boxing with the inner call's, and the merged tail
 /// needs them.)
 #[inline(never)]
-fn seq(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
+fn seq_calls(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
     if n < 2 {
         return boxed_at(m, hp, sp, int_value(n));
     }
@@ -77,9 +139,9 @@ fn seq(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
 /// across the second call.
 #[inline(never)]
 fn seq_inner(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
-    let (x, hp) = seq(m, hp, sp, n - 1);
+    let (x, hp) = seq_calls(m, hp, sp, n - 1);
     let top = m.push_at(sp, [x]);
-    let (y, hp) = seq(m, hp, top, n - 2);
+    let (y, hp) = seq_calls(m, hp, top, n - 2);
     // The sum of two immediates `2a + 1` and `2b + 1` is their words'
     // sum less one, as a compiler adds tagged integers.
     // SAFETY: `x` is reloaded from its slot, `y` was just returned.
@@ -90,19 +152,19 @@ fn seq_inner(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
 /// A call above the threshold: the two calls forked with the closure's
 /// environment, a boxed `n`.
 #[inline(never)]
-fn pfib_fork(m: &mut Mutator<'_>, n: i64, threshold: i64) -> Result<u64> {
+fn pfib_fork(m: &mut Mutator<'_>, returns: Returns, n: i64, threshold: i64) -> Result<u64> {
     let env = boxed(m, CELL, n)?;
     let (x, y) = m.par2(
         &[env],
         // SAFETY (both sides): `env[0]` is the live boxed `n`.
-        move |m, env| pfib(m, unsafe { unbox(m, env[0]) } - 1, threshold),
-        move |m, env| pfib(m, unsafe { unbox(m, env[0]) } - 2, threshold),
+        move |m, env| pfib(m, returns, unsafe { unbox(m, env[0]) } - 1, threshold),
+        move |m, env| pfib(m, returns, unsafe { unbox(m, env[0]) } - 2, threshold),
     )?;
     // SAFETY: both results were just returned by `par2`.
     boxed(m, CELL, unsafe { unbox(m, x) + unbox(m, y) })
 }
 
-pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
+pub fn run(rt: &Runtime, p: &Params, returns: Returns) -> std::result::Result<Outcome, String> {
     let (n, threshold) = (p.get("n"), p.get("threshold"));
     super::register_nth(
         rt,
@@ -113,7 +175,7 @@ pub fn run(rt: &Runtime, p: &Params) -> std::result::Result<Outcome, String> {
         .run_on(0, move |s| -> Result<i64> {
             // SAFETY: this module keeps the interface's contract.
             let mut m = unsafe { s.compiled() };
-            let b = pfib(&mut m, n, threshold)?;
+            let b = pfib(&mut m, returns, n, threshold)?;
             // SAFETY: `b` was just returned.
             Ok(unsafe { unbox(&m, b) })
         })

@@ -53,7 +53,7 @@ pub struct BenchArgs {
     /// Collector plans to run, comma-separated: the plan setting's names, e.g. split,shared (default: the plan setting, NUMAGC_PLAN).
     #[arg(long, value_delimiter = ',')]
     plan: Vec<String>,
-    /// Interfaces the benchmark programs are written on, comma-separated: safe (handles and scopes) and compiled (the compiled-code interface: inline allocation, frames, raw reads; the benchmarks that have such a version). Default: safe.
+    /// Interfaces the benchmark programs are written on, comma-separated: safe (handles and scopes), compiled (the compiled-code interface: inline allocation, frames, raw reads; the benchmarks that have such a version) and compiled-calls (coins and parfib on the compiled-code interface with the machine's calls and returns, where compiled returns through the shadow stack). Default: safe.
     #[arg(long, value_delimiter = ',')]
     api: Vec<String>,
     /// Placement policies to run, comma-separated: local, interleave, node0 (default: the numa-policy setting).
@@ -170,20 +170,21 @@ fn run_on(a: BenchArgs, session: Option<&mpi::MpiSession>) -> Result<(), String>
         parse_list::<PlanKind>("--plan", &a.plan)?
     };
     let apis = parse_apis(&a.api)?;
-    if apis.contains(&Api::Compiled) {
+    for &api in apis.iter().filter(|&&api| api != Api::Safe) {
         let missing: Vec<&str> = benchmarks
             .iter()
-            .filter(|(b, _)| !b.has_compiled())
+            .filter(|(b, _)| !b.has_api(api))
             .map(|(b, _)| b.name())
             .collect();
         if !missing.is_empty() {
             let have: Vec<&str> = numagc_bench::all()
                 .into_iter()
-                .filter(|b| b.has_compiled())
+                .filter(|b| b.has_api(api))
                 .map(|b| b.name())
                 .collect();
             return Err(format!(
-                "--api compiled: no compiled version of {}; those with one: {}",
+                "--api {}: no such version of {}; those with one: {}",
+                api.name(),
                 missing.join(", "),
                 have.join(", ")
             ));
@@ -224,7 +225,7 @@ fn run_on(a: BenchArgs, session: Option<&mpi::MpiSession>) -> Result<(), String>
                 have.join(", ")
             ));
         }
-        if apis.contains(&Api::Compiled) {
+        if apis.iter().any(|&api| api != Api::Safe) {
             return Err("--pes runs the safe programs only (--api safe)".into());
         }
     }

@@ -116,17 +116,19 @@ const NOT_BUILT_NUMAGC_C: &str =
 const NUMAGC_C_PROGRAMS: [&str; 4] = ["parfib", "binarytrees", "coins", "gcbench"];
 
 /// The name of numagc's runtime for the programs on `api` (`numagc` for the
-/// safe API, `numagc-compiled` for the compiled-code interface).
+/// safe API, `numagc-compiled` for the compiled-code interface,
+/// `numagc-compiled-calls` for its programs with machine calls).
 fn numagc_runtime(api: Api) -> &'static str {
     match api {
         Api::Safe => "numagc",
         Api::Compiled => "numagc-compiled",
+        Api::CompiledCalls => "numagc-compiled-calls",
     }
 }
 
 /// Whether `runtime` is one of numagc's (its PE groups' included).
 fn is_numagc(runtime: &str) -> bool {
-    runtime == "numagc" || runtime == "numagc-compiled" || runtime.starts_with("numagc ")
+    runtime == "numagc" || runtime.starts_with("numagc-compiled") || runtime.starts_with("numagc ")
 }
 
 /// The name of numagc on groups of `pes` PEs of `plan` (`--pes`).
@@ -165,7 +167,7 @@ pub struct CompareArgs {
     /// numagc on groups of this many PEs too, comma-separated (`numagc::pe`, as numagc bench --pes): at K workers, P PEs of K/P vprocs each, runtime `numagc PLAN/Ppe`, the safe programs; the benchmarks without a PE version, and K that P does not divide, are skipped with a note. 1: one runtime (`numagc`).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pes: Vec<usize>,
-    /// numagc's programs to run, comma-separated: safe (the handle API) and compiled (the compiled-code interface, runtime `numagc-compiled`); the first is the one the numagc/ ratios divide by. Default: safe.
+    /// numagc's programs to run, comma-separated: safe (the handle API), compiled (the compiled-code interface, runtime `numagc-compiled`) and compiled-calls (coins and parfib on it with the machine's calls and returns instead of returns through the shadow stack, `numagc-compiled-calls`); the first is the one the numagc/ ratios divide by. Default: safe.
     #[arg(long, value_delimiter = ',')]
     api: Vec<String>,
     /// Runs of each runtime per benchmark and vproc count (alternated).
@@ -356,11 +358,11 @@ fn launch(
 ) -> Result<Launch, String> {
     let exe = |p: PathBuf| is_executable(&p).then_some(p);
     let mut launch = match runtime {
-        "numagc" | "numagc-compiled" => {
-            let api = if runtime == "numagc" {
-                "safe"
-            } else {
-                "compiled"
+        "numagc" | "numagc-compiled" | "numagc-compiled-calls" => {
+            let api = match runtime {
+                "numagc" => "safe",
+                "numagc-compiled" => "compiled",
+                _ => "compiled-calls",
             };
             Launch::Run(numagc_run(bench, size, k, &["--api", api])?)
         }
@@ -596,9 +598,10 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                     with.join(", ")
                 )
             })?;
-        if apis.contains(&Api::Compiled) && !b.has_compiled() {
+        if let Some(api) = apis.iter().find(|&&api| !b.has_api(api)) {
             return Err(format!(
-                "--api compiled: {} has no compiled version (see numagc bench --api)",
+                "--api {}: {} has no such version (see numagc bench --api)",
+                api.name(),
                 b.name()
             ));
         }
