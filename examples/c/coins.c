@@ -4,10 +4,11 @@
  * against numagc_inline.h: a heap list of (value, quantity) pairs, a new
  * pair and cons cell for every coin paid, allocated together with one
  * bump (numagc_alloc_block_at); the sequential count is register code
- * (the allocation pointer and the root stack's top passed to every call,
- * the allocation pointer returned with the count, the list's tail in a
- * frame slot across both recursive calls); while the depth is above 0 the right
- * branch is forked with numagc_par2.
+ * (the allocation pointer and the root stack's top held in locals, the
+ * list's tail in a frame slot across both recursive calls) that returns
+ * through the shadow stack, its frames naming their continuation, as
+ * GHC's code does and as the Rust program (--api compiled) does; while the
+ * depth is above 0 the right branch is forked with numagc_par2.
  *
  *   cargo build --release -p numagc-capi
  *   cc -std=c11 -O2 -Wall -Wextra -Iinclude examples/c/coins.c \
@@ -72,41 +73,68 @@ static inline at pay_one(numagc_mutator *m, size_t hp, uint64_t *sp, uint64_t *t
     return r;
 }
 
-static cnt pay_n_both(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t val, uint64_t coins);
+/* The continuations of pay_n's frames, immediates (which the collector
+ * skips): [rest, val, AFTER_LEFT] while a left call runs, the right call
+ * payN val rest to come; [left, _, AFTER_RIGHT] while a right call runs,
+ * left the left call's count, to be added to the right one's. */
+#define AFTER_LEFT numagc_inline_word_int(0)
+#define AFTER_RIGHT numagc_inline_word_int(1)
 
-/* payN: the cases that return at once and the skipping of coins larger
- * than val (a loop) before anything is saved; the two recursive calls go
- * on in pay_n_both, a tail call. */
-static cnt pay_n(numagc_mutator *m, size_t hp, uint64_t *sp, int64_t val, uint64_t coins) {
+/* payN, returning through the shadow stack as GHC's code does (the Rust
+ * program's pay_n): where the program calls payN (val - c) coins' it
+ * pushes a frame [rest, val, AFTER_LEFT] and goes on with the left call's
+ * arguments; where a call returns r at once it pops frames and runs their
+ * continuations, until no frame above sp0 is left. */
+static cnt pay_n(numagc_mutator *m, size_t hp, uint64_t *sp0, int64_t val, uint64_t coins) {
+    uint64_t *sp = sp0;
     for (;;) {
-        if (val == 0) return (cnt){1, hp};
-        if (!numagc_inline_word_is_ptr(coins)) return (cnt){0, hp};
-        int64_t c, q;
-        head(coins, &c, &q);
-        if (c <= val) return pay_n_both(m, hp, sp, val, coins);
-        coins = numagc_inline_field(coins, 1);
+        uint64_t r;
+        /* Calls payN val coins until one returns r at once. */
+        for (;;) {
+            if (val == 0) {
+                r = 1;
+                break;
+            }
+            if (!numagc_inline_word_is_ptr(coins)) {
+                r = 0;
+                break;
+            }
+            int64_t c, q;
+            head(coins, &c, &q);
+            uint64_t rest = numagc_inline_field(coins, 1);
+            if (c > val) {
+                coins = rest;
+                continue;
+            }
+            uint64_t *top = bench_push_at(m, sp, 3);
+            if (top == NULL) return (cnt){0, 0};
+            sp[0] = rest;
+            sp[1] = numagc_inline_word_int(val);
+            sp[2] = AFTER_LEFT;
+            at lc = pay_one(m, hp, sp, top, c, q);
+            if (__builtin_expect(lc.hp == 0, 0)) return (cnt){0, 0};
+            hp = lc.hp;
+            sp = top;
+            val -= c;
+            coins = lc.obj;
+        }
+        /* Returns r to the continuations of the frames. */
+        for (;;) {
+            if (sp == sp0) return (cnt){r, hp};
+            uint64_t *f = sp - 3;
+            if (f[2] == AFTER_LEFT) {
+                /* The right call; rest is read from its slot (the left
+                 * call may have moved it). */
+                coins = f[0];
+                val = numagc_inline_word_to_int(f[1]);
+                f[0] = numagc_inline_word_int((int64_t)r);
+                f[2] = AFTER_RIGHT;
+                break;
+            }
+            r += (uint64_t)numagc_inline_word_to_int(f[0]);
+            sp = f;
+        }
     }
-}
-
-/* payN val coins when the first coin fits: the left branch pays it, the
- * right one drops its value; the list's tail in a frame slot across both,
- * as a compiler keeps the variable its pattern bound rather than the cell
- * it was read from (which the left branch's allocation has long pushed
- * out of the cache). */
-__attribute__((noinline)) static cnt pay_n_both(numagc_mutator *m, size_t hp, uint64_t *sp,
-                                                int64_t val, uint64_t coins) {
-    int64_t c, q;
-    head(coins, &c, &q);
-    uint64_t *top = bench_push_at(m, sp, 1);
-    if (top == NULL) return (cnt){0, 0};
-    sp[0] = numagc_inline_field(coins, 1);
-    at lc = pay_one(m, hp, sp, top, c, q);
-    if (__builtin_expect(lc.hp == 0, 0)) return (cnt){0, 0};
-    cnt left = pay_n(m, lc.hp, top, val - c, lc.obj);
-    if (__builtin_expect(left.hp == 0, 0)) return left;
-    cnt right = pay_n(m, left.hp, top, val, sp[0]);
-    right.n += left.n;
-    return right;
 }
 
 static int pay_n_par(numagc_scope *s, int64_t depth, int64_t val, uint64_t coins, int64_t *out);

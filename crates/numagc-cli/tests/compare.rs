@@ -128,12 +128,15 @@ fn a_fake_peer_printing_numagcs_output_is_ok_and_gets_the_positional_parameters(
     let o = rows(&v, "ocaml");
     assert_eq!(o[0]["answers_ok"], true);
     assert_eq!(o[1]["status"], "sequential (runs at vprocs 1 only)");
-    // Parameters in the order of parfib's params() (n threshold), quick size; GHC's RTS flags.
+    // Parameters in the order of parfib's params() (n threshold), quick size; GHC's RTS flags
+    // (`haskell` with -A32m, then `haskell-default`, the same program, in each round).
     let args = std::fs::read_to_string(dir.join("haskell-args.txt")).unwrap();
     assert_eq!(
         args,
-        "30 15 +RTS -N1 -A32m -RTS\n".repeat(2) + &"30 15 +RTS -N2 -A32m -RTS\n".repeat(2)
+        "30 15 +RTS -N1 -A32m -RTS\n30 15 +RTS -N1 -RTS\n".repeat(2)
+            + &"30 15 +RTS -N2 -A32m -RTS\n30 15 +RTS -N2 -RTS\n".repeat(2)
     );
+    assert_eq!(rows(&v, "haskell-default").len(), 2);
     assert_eq!(
         std::fs::read_to_string(dir.join("ocaml-args.txt")).unwrap(),
         "30 15\n30 15\n"
@@ -148,7 +151,7 @@ fn a_fake_peer_printing_numagcs_output_is_ok_and_gets_the_positional_parameters(
         .collect();
     assert_eq!(
         order,
-        ["numagc", "haskell", "ocaml", "numagc", "haskell", "ocaml"]
+        ["numagc", "haskell", "haskell-default", "ocaml"].repeat(2)
     );
     let best: Vec<&serde_json::Value> = v["best"].as_array().unwrap().iter().collect();
     assert_eq!(best.len(), 2);
@@ -424,7 +427,7 @@ fn breakdown_reads_each_runtimes_own_accounting() {
     );
     let v = read_json(&json);
     let b = v["breakdown"].as_array().unwrap();
-    assert_eq!(b.len(), 2, "{b:?}");
+    assert_eq!(b.len(), 3, "{b:?}");
     let of = |rt: &str| {
         b.iter()
             .find(|r| r["runtime"] == rt)
@@ -442,7 +445,8 @@ fn breakdown_reads_each_runtimes_own_accounting() {
     assert_eq!(h["ok"], true);
     assert_eq!(h["accounting"]["allocated_bytes"], 1_500_000);
     assert_eq!(h["accounting"]["gc_s"], 0.05);
+    assert_eq!(of("haskell-default")["accounting"]["gc_s"], 0.05);
     // The accounted runs are not among the timed ones.
-    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
     std::fs::remove_dir_all(&dir).ok();
 }

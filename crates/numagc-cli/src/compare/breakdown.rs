@@ -55,7 +55,7 @@ pub fn account(runtime: &str, cmd: &mut Command) {
         numagc if super::is_numagc(numagc) => {
             cmd.arg("--account");
         }
-        "haskell" => {
+        "haskell" | "haskell-default" => {
             cmd.args(["+RTS", "-s", "-RTS"]);
         }
         "ocaml" | "ocaml5" => {
@@ -94,7 +94,7 @@ pub fn parse(runtime: &str, stderr: &str, wall_s: f64, k: usize) -> Accounting {
                 allocated_bytes: field("allocated_bytes"),
             }
         }
-        "haskell" => {
+        "haskell" | "haskell-default" => {
             // "  GC      time    0.010s  (  0.005s elapsed)"
             let gc_s = stderr
                 .lines()

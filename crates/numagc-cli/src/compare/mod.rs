@@ -28,6 +28,11 @@
 //!   allocation area per capability, the nursery size GHC's user guide
 //!   recommends for parallel programs (the default 4 MB nursery makes
 //!   parallel GHC programs collect far too often). No other RTS flag.
+//!   `haskell-default` runs the same program with GHC's default allocation
+//!   area (`+RTS -N{K} -RTS`; 1 MB in GHC 9.0), which fits the cache and
+//!   was the faster of the two on coins at K = 1 on the development
+//!   machine (1.52 against 1.92 s, `docs/results/compiled.md`): the best
+//!   peer is the faster of both.
 //! - OCaml (4.x, one domain): sequential; run at K = 1 only, shown as
 //!   "sequential" at larger counts.
 //! - OCaml 5 (`ocaml5`, built by `peers/install-ocaml5.sh`): K domains (the
@@ -90,8 +95,9 @@ const PEERED: [(&str, &str); 8] = [
 ];
 
 /// The peers compared, in the order they run (after numagc's programs).
-const PEERS: [&str; 7] = [
+const PEERS: [&str; 8] = [
     "haskell",
+    "haskell-default",
     "ocaml",
     "ocaml5",
     "java-parallelgc",
@@ -277,14 +283,14 @@ fn render_breakdown(accounts: &[AccountedRun]) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{:<12} {:>2} {:<16} {:>8} {:>8} {:>7} {:>10} {:>12}",
+        "{:<12} {:>2} {:<21} {:>8} {:>8} {:>7} {:>10} {:>12}",
         "benchmark", "K", "runtime", "wall s", "GC s", "GC %", "mutator s", "alloc MB"
     );
     for r in accounts {
         let [b, k, rt, wall, gc, share, mutator, alloc, flag] = r.cells();
         let _ = writeln!(
             t,
-            "{b:<12} {k:>2} {rt:<16} {wall:>8} {gc:>8} {share:>7} {mutator:>10} {alloc:>12}{}",
+            "{b:<12} {k:>2} {rt:<21} {wall:>8} {gc:>8} {share:>7} {mutator:>10} {alloc:>12}{}",
             if flag.is_empty() {
                 ""
             } else {
@@ -381,11 +387,14 @@ fn launch(
                 )?)
             }
         }
-        "haskell" => match exe(dir.join("haskell").join(bench)) {
+        "haskell" | "haskell-default" => match exe(dir.join("haskell").join(bench)) {
             Some(p) => {
                 let mut c = Command::new(p);
-                c.args(args)
-                    .args(["+RTS", &format!("-N{k}"), "-A32m", "-RTS"]);
+                c.args(args).args(["+RTS", &format!("-N{k}")]);
+                if runtime == "haskell" {
+                    c.arg("-A32m");
+                }
+                c.arg("-RTS");
                 Launch::Run(c)
             }
             None => Launch::Skip(NOT_INSTALLED),
@@ -672,7 +681,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                     }
                     let p = pauses::parse(&m.stderr);
                     println!(
-                        "  x{k} {rt:<16} #{rep}: {:>8.3} s wall, {:>8.3} s CPU, {:>8} KiB peak RSS{}{}",
+                        "  x{k} {rt:<21} #{rep}: {:>8.3} s wall, {:>8.3} s CPU, {:>8} KiB peak RSS{}{}",
                         m.wall_s,
                         m.cpu_s,
                         m.max_rss_kib,
@@ -707,7 +716,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
                     }
                     let acc = breakdown::parse(rt, &m.stderr, m.wall_s, k);
                     println!(
-                        "  x{k} {rt:<16} accounted: {:>8.3} s wall, GC {}, allocated {}",
+                        "  x{k} {rt:<21} accounted: {:>8.3} s wall, GC {}, allocated {}",
                         m.wall_s,
                         acc.gc_s.map_or("-".into(), |g| format!("{g:.3} s")),
                         acc.allocated_bytes
@@ -757,6 +766,7 @@ pub fn run(a: CompareArgs) -> Result<(), String> {
             "peers_dir": a.peers_dir,
             "tuning": {
                 "haskell": "+RTS -N{K} -A32m -RTS",
+                "haskell-default": "+RTS -N{K} -RTS (GHC's default allocation area)",
                 "ocaml": "sequential, vprocs 1 only",
                 "ocaml5": "OCaml 5.3, K domains, default GC settings, under gcpauses (Runtime_events on)",
                 "java-parallelgc": "-XX:+UseParallelGC, K workers, default heap",
@@ -892,7 +902,7 @@ fn render(summaries: &[Summary], bests: &[Best], primary: &str) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{:<12} {:>2} {:<16} {:>28} {:>9} {:>10} {:>6} {:>8} {:>17}",
+        "{:<12} {:>2} {:<21} {:>28} {:>9} {:>10} {:>6} {:>8} {:>17}",
         "benchmark",
         "K",
         "runtime",
@@ -904,7 +914,7 @@ fn render(summaries: &[Summary], bests: &[Best], primary: &str) -> String {
         "pause ms p99.9/max"
     );
     for s in summaries {
-        let head = format!("{:<12} {:>2} {:<16}", s.benchmark, s.vprocs, s.runtime);
+        let head = format!("{:<12} {:>2} {:<21}", s.benchmark, s.vprocs, s.runtime);
         match (s.wall_median_s, s.wall_min_s, s.wall_max_s) {
             (Some(m), Some(lo), Some(hi)) => {
                 let _ = writeln!(
@@ -948,7 +958,7 @@ fn render(summaries: &[Summary], bests: &[Best], primary: &str) -> String {
             (Some(p), Some(r)) => {
                 let _ = writeln!(
                     t,
-                    "{:<12} {:>2} {:<16} numagc/best {r:.2}",
+                    "{:<12} {:>2} {:<21} numagc/best {r:.2}",
                     b.benchmark, b.vprocs, p
                 );
             }
@@ -960,7 +970,7 @@ fn render(summaries: &[Summary], bests: &[Best], primary: &str) -> String {
     let _ = writeln!(
         t,
         "\nnumagc/ = numagc's median wall time over the runtime's (below 1: numagc faster). Tuning: Haskell +RTS -N<K> -A32m\n\
-         (GHC's recommended nursery for parallel programs); Java K ForkJoin workers, default heap; OCaml 4 sequential;\n\
+         (GHC's recommended nursery for parallel programs), haskell-default +RTS -N<K>; Java K ForkJoin workers, default heap; OCaml 4 sequential;\n\
          OCaml 5 K domains, default GC settings. Pauses (numagc, OCaml 5 from Runtime_events): the largest p99.9 and the\n\
          largest maximum over the runs; \"*\": some run lost events, so its figures miss pauses."
     );
