@@ -308,6 +308,9 @@ impl PeContext {
                 return Ok(h);
             }
         }
+        // Allocated before the weight is recorded: an unpacking that fails
+        // here with the heap limit gives this GA's weight back
+        // (`unpack::unpack_in`).
         let fm = s.alloc_mixed(
             crate::object::descriptor::DescId(ID_FETCHME),
             &[],
@@ -421,7 +424,21 @@ impl PeContext {
     /// global addresses were given back.
     pub(crate) fn give_back(&self, shared: &Shared, packet: &[u64], sender: usize) -> usize {
         let gas = super::unpack::globals_of(packet, sender, self, &shared.descs);
-        for ga in &gas {
+        self.give_back_addresses(shared, &gas, sender);
+        gas.len()
+    }
+
+    /// Returns the weight of `gas`, global addresses that came from PE
+    /// `sender` and that this PE will not import (a refused message's, or
+    /// those an unpacking did not reach): what this PE owns goes back to
+    /// its entries, the rest to the owners in `return-weight` messages.
+    pub(crate) fn give_back_addresses(
+        &self,
+        shared: &Shared,
+        gas: &[GlobalAddress],
+        sender: usize,
+    ) {
+        for ga in gas {
             if ga.gid.pe as usize == self.pe {
                 let taken = lock(&self.books).take_back(shared, ga.gid.id, ga.weight);
                 if let Err(e) = taken {
@@ -444,7 +461,6 @@ impl PeContext {
                 self.send_or_record(ga.gid.pe as usize, &m);
             }
         }
-        gas.len()
     }
 
     /// The end of a job on this PE: a full collection, then the import

@@ -395,3 +395,53 @@ fn a_refused_message_gives_back_the_weight_its_packet_carried() {
     });
     assert!(refused, "{errors:?}");
 }
+
+/// An unpacking stopped by the heap limit gives back the weight of the
+/// global addresses it did not reach: PE 0's entries all come home.
+#[test]
+fn an_unpacking_stopped_by_the_heap_limit_gives_back_the_weight_it_did_not_reach() {
+    use super::pack::KIND_RAW;
+    let config = small_test_config(test_plan(), 1, true, 1 << 20)
+        .max_heap(8 << 20)
+        .build()
+        .unwrap();
+    let g = PeGroup::new(2, config, Exports::new(), |_| Ok(())).unwrap();
+    // Two arrays of PE 0, each packed alone: a packet of one global
+    // address, whose object (tag and four words) is `p[3..8]`.
+    let (gas, roots) = on(&g, 0, |s, c| {
+        let mut out = (Vec::new(), Vec::new());
+        for _ in 0..2 {
+            let arr = s.alloc_array(1, Handle::int(5)).unwrap();
+            let p = pack_in(s, &[arr], TASK, c).unwrap();
+            assert_eq!((p.len(), p[3]), (9, tag(KIND_GLOBAL, 0, 4)));
+            out.0.push(p[3..8].to_vec());
+            out.1.push(s.global_root(arr).unwrap());
+        }
+        out
+    });
+    let books = |pe: usize| on(&g, pe, |_, c| c.books_len());
+    assert_eq!(books(0), (2, 0));
+    // [the first GA, a raw object of 16 MiB, past PE 1's heap limit, the
+    // second GA], built in that order: the second is never reached.
+    let big = 2 << 20;
+    let mut p = vec![3, 3, 0];
+    p.extend(&gas[0]);
+    p.push(tag(KIND_RAW, 0, big as u64));
+    p.extend(std::iter::repeat_n(7, big));
+    p.extend(&gas[1]);
+    p.extend([0, 2, 4]);
+    let e = on(&g, 1, move |s, c| unpack_in(s, &p, 0, Some(c)).map(|_| ()));
+    let e = e.unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::HeapLimit { .. }), "{e}");
+    // The first GA's FetchMe is garbage (the import scan returns its
+    // weight); the second's weight went back when the unpacking stopped.
+    drop(roots);
+    assert_eq!(g.settle(), (0, 0));
+    assert!(
+        eventually(|| books(0) == (0, 0) && books(1) == (0, 0)),
+        "books left: PE 0 {:?}, PE 1 {:?}",
+        books(0),
+        books(1)
+    );
+    assert!(g.take_errors().is_empty());
+}

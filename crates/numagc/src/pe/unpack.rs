@@ -388,7 +388,8 @@ impl<'w> Reader<'w, '_> {
     }
 
     /// Builds the objects whose tags are at `starts`, in `order`, into
-    /// `objs`.
+    /// `objs`. On an error, the object it stopped at comes with it; that
+    /// one and those after it in `order` are left `Handle::NIL`.
     fn build_all<'i>(
         &self,
         s: &mut Scope<'i>,
@@ -396,11 +397,13 @@ impl<'w> Reader<'w, '_> {
         table: &DescMap<'_>,
         order: impl Iterator<Item = usize>,
         objs: &mut [Handle<'i>],
-    ) -> Result<()> {
+    ) -> std::result::Result<(), (usize, Error)> {
         let mut scratch = (Vec::new(), Vec::new());
         for k in order {
             let c = self.checked(k, starts[k], table);
-            objs[k] = self.build(s, k, &c, objs, &mut scratch)?;
+            objs[k] = self
+                .build(s, k, &c, objs, &mut scratch)
+                .map_err(|e| (k, e))?;
         }
         Ok(())
     }
@@ -454,9 +457,11 @@ pub fn unpack<'s>(s: &mut Scope<'s>, words: &[u64], sender: usize) -> Result<Vec
 }
 
 /// [`unpack`] on a PE of a group (`ctx`): global addresses become this
-/// PE's objects or FetchMes. A packet refused halfway leaves the weight
-/// of the GAs read so far in FetchMes that are garbage: the next import
-/// scan returns it.
+/// PE's objects or FetchMes. An unpacking that stops halfway (the heap
+/// limit, a GA refused) leaves the weight of the GAs imported so far in
+/// FetchMes that are garbage, which the next import scan returns; the GAs
+/// it did not reach, and the one whose FetchMe could not be allocated,
+/// give their weight back at once (`PeContext::give_back_addresses`).
 pub(crate) fn unpack_in<'s>(
     s: &mut Scope<'s>,
     words: &[u64],
@@ -483,14 +488,36 @@ pub(crate) fn unpack_in<'s>(
     // rooted again below before anything can collect.
     let values: Vec<u64> = s.scope(|s| -> Result<Vec<u64>> {
         let mut objs = vec![Handle::NIL; n];
-        match sorted {
+        let built = match sorted {
             Some(order) => {
                 let order = order.into_iter().map(|k| k as usize);
-                r.build_all(s, &starts, &table, order, &mut objs)?
+                r.build_all(s, &starts, &table, order, &mut objs)
             }
-            None if dir.backward => r.build_all(s, &starts, &table, 0..n, &mut objs)?,
-            None => r.build_all(s, &starts, &table, (0..n).rev(), &mut objs)?,
+            None if dir.backward => r.build_all(s, &starts, &table, 0..n, &mut objs),
+            None => r.build_all(s, &starts, &table, (0..n).rev(), &mut objs),
+        };
+        if let (Err((failed, e)), Some(ctx)) = (&built, ctx) {
+            // The object it stopped at gives its GA's weight back only when
+            // its allocation failed: `import_global` allocates the FetchMe
+            // before it records the weight. A GA refused (`ErrorKind::Pe`)
+            // carries no weight this PE can vouch for.
+            let unrecorded = matches!(
+                e.kind(),
+                ErrorKind::HeapLimit { .. } | ErrorKind::MapFailed { .. }
+            );
+            let unreached: Vec<GlobalAddress> = (0..n)
+                .filter(|&k| objs[k] == Handle::NIL && (unrecorded || k != *failed))
+                .filter_map(|k| {
+                    let c = r.checked(k, starts[k], &table);
+                    match c.layout {
+                        Layout::Global => r.global_address(k, c.fields).ok().map(|(ga, _)| ga),
+                        _ => None,
+                    }
+                })
+                .collect();
+            ctx.give_back_addresses(&shared, &unreached, sender);
         }
+        built.map_err(|(_, e)| e)?;
         encoded
             .iter()
             .map(|&w| r.value(w, None, &objs).map(|h| s.word(h)))
