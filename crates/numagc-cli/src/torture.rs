@@ -213,7 +213,7 @@ fn hybrid_round(args: &TortureArgs, n: u64, round_seed: u64) -> Result<(), Strin
     }
 }
 
-const FIELDS: [&str; 29] = [
+const FIELDS: [&str; 30] = [
     "ops",
     "checks",
     "objects",
@@ -243,6 +243,7 @@ const FIELDS: [&str; 29] = [
     "cpolls",
     "cregs",
     "cregstores",
+    "cstackret",
 ];
 
 fn encode(r: &Report, c: &RuntimeCounts) -> String {
@@ -276,6 +277,7 @@ fn encode(r: &Report, c: &RuntimeCounts) -> String {
         r.compiled_polls,
         r.compiled_register_allocs,
         r.compiled_register_stores,
+        r.compiled_stack_returns,
     ];
     FIELDS
         .iter()
@@ -312,6 +314,7 @@ fn decode(s: &str, r: &mut Report, c: &mut RuntimeCounts) {
     r.compiled_polls += g("cpolls");
     r.compiled_register_allocs += g("cregs");
     r.compiled_register_stores += g("cregstores");
+    r.compiled_stack_returns += g("cstackret");
     c.add(&RuntimeCounts {
         minor: g("minor"),
         major: g("major"),
@@ -503,7 +506,7 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
             mib(counts.bytes_promoted)
         );
         println!(
-        "compiled ops: {} in {} sections; {} inline allocations ({} of them by register code), {} shared, {} barrier stores ({} by register code), {} reads, {} par2 forks, {} polls",
+        "compiled ops: {} in {} sections; {} inline allocations ({} of them by register code), {} shared, {} barrier stores ({} by register code), {} reads, {} par2 forks, {} polls; {} trees by code returning through the shadow stack",
         report.compiled_ops,
         report.compiled_sections,
         report.compiled_allocs,
@@ -513,7 +516,8 @@ fn parent(args: &TortureArgs, seed: u64) -> Result<(), String> {
         report.compiled_register_stores,
         report.compiled_reads,
         report.compiled_forks,
-        report.compiled_polls
+        report.compiled_polls,
+        report.compiled_stack_returns
     );
         println!(
             "checked: {} objects, {:.1} MiB, in {} digests",

@@ -602,6 +602,71 @@ fn tree_regs(cm: &mut Cm<'_, '_>, depth: u8, leaf: Src, env: &[Loc], ids: &mut I
     finish(cm, w)
 }
 
+/// The tree of [`tree_regs`], in the same order of allocation, built by
+/// register code that returns through the shadow stack (`Sp::pop`): a
+/// frame `[NIL, depth, AFTER_LEFT]` while a left subtree is built, turned
+/// into `[left, depth, AFTER_RIGHT]` for the right one; the right subtree
+/// in a frame of its own above it across the node's allocation.
+fn tree_stack_regs(
+    cm: &mut Cm<'_, '_>,
+    depth: u8,
+    leaf: Src,
+    env: &[Loc],
+    ids: &mut Ids,
+) -> R<u64> {
+    const AFTER_LEFT: u64 = int_value(0);
+    const AFTER_RIGHT: u64 = int_value(1);
+    let h = header(cm.cx.descs.pair, 3);
+    let build = |m: Ctx<'_>, hp: Hp, sp0: Sp| -> (u64, Hp) {
+        let (mut hp, mut sp, mut d) = (hp, sp0, depth);
+        loop {
+            while d > 0 {
+                sp = m.push_at(sp, [NIL, int_value(i64::from(d)), AFTER_LEFT]);
+                d -= 1;
+            }
+            let (mut r, next) = m.alloc_at(hp, sp, h, 3);
+            // SAFETY: fresh, of 3 fields; the source is read now.
+            unsafe {
+                m.init(r, 0, ids.next());
+                m.init(r, 1, wsrc(leaf, env, 0));
+                m.init(r, 2, NIL);
+            }
+            hp = next;
+            loop {
+                if sp == sp0 {
+                    return (r, hp);
+                }
+                // SAFETY: every frame above `sp0` was pushed by this loop
+                // with three slots, the frames above the last popped.
+                let f = unsafe { sp.pop(3) };
+                // SAFETY (the `get`s and `set`s): `f`'s frame is live.
+                if unsafe { f.get(2) } == AFTER_LEFT {
+                    unsafe {
+                        f.set(0, r);
+                        f.set(2, AFTER_RIGHT);
+                    }
+                    d = (numagc::object::value_int(unsafe { f.get(1) }) - 1) as u8;
+                    break;
+                }
+                let above = m.push_at(sp, [r]);
+                let (p, next) = m.alloc_at(hp, above, h, 3);
+                // SAFETY: fresh; both subtrees are reloaded from their
+                // slots after the allocation.
+                unsafe {
+                    m.init(p, 0, ids.next());
+                    m.init(p, 1, f.get(0));
+                    m.init(p, 2, sp.get(0));
+                }
+                (r, hp, sp) = (p, next, f);
+            }
+        }
+    };
+    let w = cm.m.with_regs(build)?;
+    cm.cx.tally.count(ctr::STACK_RETURNS);
+    count_register_code(cm, (2u64 << depth) - 1, 0);
+    finish(cm, w)
+}
+
 /// Pushes `p` in a frame of its own at `top` (recorded in `tops`, whose
 /// `k`-th entry reads the `k`-th object pushed) and polls: the new top and
 /// allocation pointer, for the DAG's nodes and the vector's fresh pairs.
@@ -1005,6 +1070,11 @@ impl<'s> Machine<'s> {
                 let w = match (*regs, build) {
                     (true, Build::List { len, elem }) => {
                         list_regs(cm, *len as usize, *elem, &locs, &mut Ids(base))?
+                    }
+                    // Half the trees by code that returns through the
+                    // shadow stack (the parity of the first id: any).
+                    (true, Build::Tree { depth, leaf }) if base % 2 == 1 => {
+                        tree_stack_regs(cm, *depth, *leaf, &locs, &mut Ids(base))?
                     }
                     (true, Build::Tree { depth, leaf }) => {
                         tree_regs(cm, *depth, *leaf, &locs, &mut Ids(base))?

@@ -175,6 +175,9 @@ pub struct Report {
     pub compiled_polls: u64,
     pub compiled_register_allocs: u64,
     pub compiled_register_stores: u64,
+    /// Builds by register code that returns through the shadow stack
+    /// (`Sp::pop`).
+    pub compiled_stack_returns: u64,
 }
 
 /// Indices of [`Tally::compiled`], in [`Report`]'s order.
@@ -189,6 +192,7 @@ pub(crate) mod ctr {
     pub const POLLS: usize = 7;
     pub const REG_ALLOCS: usize = 8;
     pub const REG_STORES: usize = 9;
+    pub const STACK_RETURNS: usize = 10;
 }
 
 /// Counters shared by every vproc a program runs on.
@@ -200,7 +204,7 @@ pub(crate) struct Tally {
     /// Minor, major, full global, young global, compaction; promotions.
     pub(crate) forced: [AtomicU64; 6],
     /// What compiled code did ([`ctr`]).
-    pub(crate) compiled: [AtomicU64; 10],
+    pub(crate) compiled: [AtomicU64; 11],
     /// A violation found where only a runtime error can be returned (a
     /// `par2` branch, a thread, an element function).
     failure: Mutex<Option<String>>,
@@ -237,6 +241,7 @@ impl Tally {
             compiled_polls: c(ctr::POLLS),
             compiled_register_allocs: c(ctr::REG_ALLOCS),
             compiled_register_stores: c(ctr::REG_STORES),
+            compiled_stack_returns: c(ctr::STACK_RETURNS),
         }
     }
 

@@ -483,6 +483,91 @@ fn make_r(m: Ctx<'_>, hp: Hp, sp: Sp, node: u64, depth: u32) -> (u64, Hp) {
     (t, hp)
 }
 
+/// [`make_r`] returning through the shadow stack (`Sp::pop`; the module
+/// doc of `registers`): a frame `[NIL, depth, AFTER_LEFT]` while a left
+/// subtree is built, `[left, depth, AFTER_RIGHT]` while the right one is,
+/// and the right subtree in a frame above it across the node's allocation.
+fn make_s(m: Ctx<'_>, hp: Hp, sp0: Sp, node: u64, depth: u32) -> (u64, Hp) {
+    const AFTER_LEFT: u64 = int_value(0);
+    const AFTER_RIGHT: u64 = int_value(1);
+    let (mut hp, mut sp, mut d) = (hp, sp0, depth);
+    loop {
+        while d > 0 {
+            sp = m.push_at(sp, [NIL, int_value(i64::from(d)), AFTER_LEFT]);
+            d -= 1;
+        }
+        let (mut r, next) = m.alloc_at(hp, sp, node, 2);
+        // SAFETY: fresh, with two fields.
+        unsafe {
+            m.init(r, 0, NIL);
+            m.init(r, 1, NIL);
+        }
+        hp = next;
+        loop {
+            if sp == sp0 {
+                return (r, hp);
+            }
+            // SAFETY: every frame above `sp0` was pushed by this loop with
+            // three slots, the frames above the last popped.
+            let f = unsafe { sp.pop(3) };
+            // SAFETY (the `get`s and `set`s): `f`'s frame is live.
+            if unsafe { f.get(2) } == AFTER_LEFT {
+                unsafe {
+                    f.set(0, r);
+                    f.set(2, AFTER_RIGHT);
+                }
+                d = value_int(unsafe { f.get(1) }) as u32 - 1;
+                break;
+            }
+            let above = m.push_at(sp, [r]);
+            let (t, next) = m.alloc_at(hp, above, node, 2);
+            // SAFETY: fresh; both subtrees reloaded from their slots.
+            unsafe {
+                m.init(t, 0, f.get(0));
+                m.init(t, 1, sp.get(0));
+            }
+            (r, hp, sp) = (t, next, f);
+        }
+    }
+}
+
+#[test]
+fn shadow_stack_returns_survive_collections_on_every_plan() {
+    for plan in PLANS {
+        let rt = runtime(plan, 2);
+        let node = node_desc(&rt);
+        let got = rt
+            .run_each(move |s| -> Result<Vec<u64>> {
+                // SAFETY: `make_s` and `make_r` keep the interface's contract.
+                let mut m = unsafe { s.compiled() };
+                let h = header(node, 2);
+                let before = m.regs().1;
+                let keep = m.push_frame(1);
+                let t = m.with_regs(|m, hp, sp| make_s(m, hp, sp, h, 12))?;
+                keep.set(0, t);
+                let mut counts = Vec::new();
+                for i in 0..40 {
+                    // Machine returns and shadow-stack returns alternate.
+                    let t = if i % 2 == 0 {
+                        m.with_regs(|m, hp, sp| make_s(m, hp, sp, h, 10))?
+                    } else {
+                        m.with_regs(|m, hp, sp| make_r(m, hp, sp, h, 10))?
+                    };
+                    counts.push(check(&m, t));
+                }
+                counts.push(check(&m, keep.get(0)));
+                m.pop_frame(keep);
+                assert_eq!(m.regs().1, before, "the stack's top after register code");
+                Ok(counts)
+            })
+            .unwrap();
+        for c in got {
+            assert_tree_counts(plan, &c.unwrap());
+        }
+        assert_collected(&rt, plan);
+    }
+}
+
 /// [`check`] in register code.
 #[cfg(debug_assertions)]
 fn check_c(c: Ctx<'_>, t: u64) -> u64 {
