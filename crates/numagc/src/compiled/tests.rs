@@ -533,39 +533,8 @@ fn make_s(m: Ctx<'_>, hp: Hp, sp0: Sp, node: u64, depth: u32) -> (u64, Hp) {
 
 #[test]
 fn shadow_stack_returns_survive_collections_on_every_plan() {
-    for plan in PLANS {
-        let rt = runtime(plan, 2);
-        let node = node_desc(&rt);
-        let got = rt
-            .run_each(move |s| -> Result<Vec<u64>> {
-                // SAFETY: `make_s` and `make_r` keep the interface's contract.
-                let mut m = unsafe { s.compiled() };
-                let h = header(node, 2);
-                let before = m.regs().1;
-                let keep = m.push_frame(1);
-                let t = m.with_regs(|m, hp, sp| make_s(m, hp, sp, h, 12))?;
-                keep.set(0, t);
-                let mut counts = Vec::new();
-                for i in 0..40 {
-                    // Machine returns and shadow-stack returns alternate.
-                    let t = if i % 2 == 0 {
-                        m.with_regs(|m, hp, sp| make_s(m, hp, sp, h, 10))?
-                    } else {
-                        m.with_regs(|m, hp, sp| make_r(m, hp, sp, h, 10))?
-                    };
-                    counts.push(check(&m, t));
-                }
-                counts.push(check(&m, keep.get(0)));
-                m.pop_frame(keep);
-                assert_eq!(m.regs().1, before, "the stack's top after register code");
-                Ok(counts)
-            })
-            .unwrap();
-        for c in got {
-            assert_tree_counts(plan, &c.unwrap());
-        }
-        assert_collected(&rt, plan);
-    }
+    // Machine returns and shadow-stack returns alternate.
+    trees_alternate(via_make_s, via_make_r);
 }
 
 /// [`check`] in register code.
@@ -575,27 +544,42 @@ fn check_c(c: Ctx<'_>, t: u64) -> u64 {
     count_nodes(&|o, i| unsafe { c.field(o, i) }, t)
 }
 
-#[test]
-fn register_code_trees_survive_collections_on_every_plan() {
+/// A tree of depth `depth` by [`make_r`], from code on the record.
+fn via_make_r(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+    m.with_regs(|m, hp, sp| make_r(m, hp, sp, node, depth))
+}
+
+/// A tree of depth `depth` by [`make_s`], from code on the record.
+fn via_make_s(m: &mut Mutator<'_>, node: u64, depth: u32) -> Result<u64> {
+    m.with_regs(|m, hp, sp| make_s(m, hp, sp, node, depth))
+}
+
+/// On both plans, 2 vprocs: a tree of depth 12 by `even` kept in a frame
+/// across 40 trees of depth 10 built alternately by `even` and `odd`,
+/// under collections; every tree's node count checked, and the stack's
+/// top back where it was.
+fn trees_alternate(
+    even: fn(&mut Mutator<'_>, u64, u32) -> Result<u64>,
+    odd: fn(&mut Mutator<'_>, u64, u32) -> Result<u64>,
+) {
     for plan in PLANS {
         let rt = runtime(plan, 2);
         let node = node_desc(&rt);
         let got = rt
             .run_each(move |s| -> Result<Vec<u64>> {
-                // SAFETY: `make_r` keeps the interface's contract.
+                // SAFETY: the builders keep the interface's contract.
                 let mut m = unsafe { s.compiled() };
                 let h = header(node, 2);
                 let before = m.regs().1;
                 let keep = m.push_frame(1);
-                let t = m.with_regs(|m, hp, sp| make_r(m, hp, sp, h, 12))?;
+                let t = even(&mut m, h, 12)?;
                 keep.set(0, t);
                 let mut counts = Vec::new();
                 for i in 0..40 {
-                    // Record code and register code alternate.
                     let t = if i % 2 == 0 {
-                        m.with_regs(|m, hp, sp| make_r(m, hp, sp, h, 10))?
+                        even(&mut m, h, 10)?
                     } else {
-                        make(&mut m, h, 10)?
+                        odd(&mut m, h, 10)?
                     };
                     counts.push(check(&m, t));
                 }
@@ -610,6 +594,12 @@ fn register_code_trees_survive_collections_on_every_plan() {
         }
         assert_collected(&rt, plan);
     }
+}
+
+#[test]
+fn register_code_trees_survive_collections_on_every_plan() {
+    // Register code and record code alternate.
+    trees_alternate(via_make_r, make);
 }
 
 #[test]
