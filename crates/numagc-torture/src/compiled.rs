@@ -50,7 +50,7 @@ use crate::program::{Build, COp, Src, MAX_FRAMES, MAX_FRAME_LEN, REGS};
 use crate::shadow::{src_val, Field, SObj, SVal};
 use numagc::compiled::{header, Ctx, Frame, Hp, Mutator, Sp, MAX_SMALL_FIELDS, RAW, VECTOR};
 use numagc::object::header::{Header, ID_ARRAY};
-use numagc::object::{int_value, is_pointer, NIL};
+use numagc::object::{int_value, is_pointer, value_int, NIL};
 use numagc::Scope;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -639,13 +639,16 @@ fn tree_stack_regs(
                 // SAFETY: every frame above `sp0` was pushed by this loop
                 // with three slots, the frames above the last popped.
                 let f = unsafe { sp.pop(3) };
-                // SAFETY (the `get`s and `set`s): `f`'s frame is live.
+                // SAFETY: `f`'s frame is live (popped, not passed since to a
+                // call that may collect).
                 if unsafe { f.get(2) } == AFTER_LEFT {
+                    // SAFETY: as above; the frame stays pushed for the right subtree.
                     unsafe {
                         f.set(0, r);
                         f.set(2, AFTER_RIGHT);
                     }
-                    d = (numagc::object::value_int(unsafe { f.get(1) }) - 1) as u8;
+                    // SAFETY: as above.
+                    d = (value_int(unsafe { f.get(1) }) - 1) as u8;
                     break;
                 }
                 let above = m.push_at(sp, [r]);

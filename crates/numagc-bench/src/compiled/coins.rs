@@ -149,17 +149,21 @@ fn pay_n(m: Ctx<'_>, hp: Hp, sp0: Sp, val: i64, coins: u64) -> (u64, Hp) {
             // SAFETY: every frame above `sp0` was pushed by this loop with
             // three slots, and the frames above the last were popped.
             let f = unsafe { sp.pop(3) };
-            // SAFETY (the `get`s and `set`s below): `f`'s frame is live.
+            // SAFETY: `f`'s frame is live (popped, and not passed since to
+            // a call that may collect).
             if unsafe { f.get(2) } == AFTER_LEFT {
                 // The right call, the left count kept in the frame; `rest`
                 // is read from its slot (the left call may have moved it).
+                // SAFETY: as above, for this and the next block.
                 (coins, val) = unsafe { (f.get(0), value_int(f.get(1))) };
+                // SAFETY: as above; the frame stays pushed for the right call.
                 unsafe {
                     f.set(0, int_value(r as i64));
                     f.set(2, AFTER_RIGHT);
                 }
                 break;
             }
+            // SAFETY: `f`'s frame is live until `sp` goes below it.
             r += value_int(unsafe { f.get(0) }) as u64;
             sp = f;
         }

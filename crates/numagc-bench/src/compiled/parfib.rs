@@ -98,10 +98,13 @@ fn seq(m: Ctx<'_>, hp: Hp, sp0: Sp, n: i64) -> (u64, Hp) {
             // SAFETY: every frame above `sp0` was pushed by this loop with
             // two slots, and the frames above the last were popped.
             let f = unsafe { sp.pop(2) };
-            // SAFETY (the `get`s and `set`s below): `f`'s frame is live.
+            // SAFETY: `f`'s frame is live (popped, and not passed since to
+            // a call that may collect).
             if unsafe { f.get(1) } == AFTER_FIRST {
                 // The second call, the first's box kept in the frame.
+                // SAFETY: as above.
                 n = value_int(unsafe { f.get(0) }) - 2;
+                // SAFETY: as above; the frame stays pushed for the call.
                 unsafe {
                     f.set(0, r);
                     f.set(1, AFTER_SECOND);

@@ -45,9 +45,11 @@
 //! collector skips) and run the program as a loop that pushes a frame
 //! where it would call and pops one ([`Sp::pop`]) where it would return.
 //! The collector sees the same frames either way. On the development
-//! machine, coins written so ran in 0.4–0.5 × the time of the same program
-//! with machine calls and returns, and parfib in 0.8–0.9 ×
-//! (`docs/results/compiled.md`, "Returns through the shadow stack").
+//! machine, coins (recursion hundreds of calls deep) written so ran in
+//! 0.38–0.47 × the time of the same program with machine calls and
+//! returns; parfib (20 deep) gained nothing clear, its runs within the
+//! machine's noise of each other (`docs/results/compiled.md`, "Returns
+//! through the shadow stack").
 //!
 //! **Errors** of the slow paths (the heap limit, a collection called off)
 //! cannot come back through a register-sized result: they are raised,

@@ -510,12 +510,15 @@ fn make_s(m: Ctx<'_>, hp: Hp, sp0: Sp, node: u64, depth: u32) -> (u64, Hp) {
             // SAFETY: every frame above `sp0` was pushed by this loop with
             // three slots, the frames above the last popped.
             let f = unsafe { sp.pop(3) };
-            // SAFETY (the `get`s and `set`s): `f`'s frame is live.
+            // SAFETY: `f`'s frame is live (popped, not passed since to a
+            // call that may collect).
             if unsafe { f.get(2) } == AFTER_LEFT {
+                // SAFETY: as above; the frame stays pushed for the right subtree.
                 unsafe {
                     f.set(0, r);
                     f.set(2, AFTER_RIGHT);
                 }
+                // SAFETY: as above.
                 d = value_int(unsafe { f.get(1) }) as u32 - 1;
                 break;
             }

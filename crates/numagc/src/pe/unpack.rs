@@ -387,6 +387,17 @@ impl<'w> Reader<'w, '_> {
         Ok(order)
     }
 
+    /// The global address checked object `k` (its tag at `start`) is,
+    /// if it is one: what a packet that is not unpacked, or not wholly,
+    /// gives back.
+    fn global_at(&self, k: usize, start: usize, table: &DescMap<'_>) -> Option<GlobalAddress> {
+        let c = self.checked(k, start, table);
+        match c.layout {
+            Layout::Global => self.global_address(k, c.fields).ok().map(|(ga, _)| ga),
+            _ => None,
+        }
+    }
+
     /// Builds the objects whose tags are at `starts`, in `order`, into
     /// `objs`. On an error, the object it stopped at comes with it; that
     /// one and those after it in `order` are left `Handle::NIL`.
@@ -507,13 +518,7 @@ pub(crate) fn unpack_in<'s>(
             );
             let unreached: Vec<GlobalAddress> = (0..n)
                 .filter(|&k| objs[k] == Handle::NIL && (unrecorded || k != *failed))
-                .filter_map(|k| {
-                    let c = r.checked(k, starts[k], &table);
-                    match c.layout {
-                        Layout::Global => r.global_address(k, c.fields).ok().map(|(ga, _)| ga),
-                        _ => None,
-                    }
-                })
+                .filter_map(|k| r.global_at(k, starts[k], &table))
                 .collect();
             ctx.give_back_addresses(&shared, &unreached, sender);
         }
@@ -630,12 +635,6 @@ pub(crate) fn globals_of(
         return Vec::new();
     };
     (0..p.starts.len())
-        .filter_map(|k| {
-            let c = p.r.checked(k, p.starts[k], &p.table);
-            match c.layout {
-                Layout::Global => p.r.global_address(k, c.fields).ok().map(|(ga, _)| ga),
-                _ => None,
-            }
-        })
+        .filter_map(|k| p.r.global_at(k, p.starts[k], &p.table))
         .collect()
 }
