@@ -31,8 +31,8 @@
 //!   `haskell-default` runs the same program with GHC's default allocation
 //!   area (`+RTS -N{K} -RTS`; 1 MB in GHC 9.0), which fits the cache and
 //!   was the faster of the two on coins at K = 1 on the development
-//!   machine (1.52 against 1.92 s, `docs/results/compiled.md`): the best
-//!   peer is the faster of both.
+//!   machine (0.79 × `-A32m`'s time, alternated in one run,
+//!   `docs/results/compiled.md`): the best peer is the faster of both.
 //! - OCaml (4.x, one domain): sequential; run at K = 1 only, shown as
 //!   "sequential" at larger counts.
 //! - OCaml 5 (`ocaml5`, built by `peers/install-ocaml5.sh`): K domains (the
