@@ -94,19 +94,16 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
     let n = coord.vprocs();
     let roles = gc.colours.roles();
     let id = v.id;
-    let mut p = Promoter {
+    let mut p = Promoter::new(
         heap,
         gc,
-        descs: &shared.descs,
-        pools: &mut v.shared_heap.pools,
-        owner: id,
-        node: v.node,
-        alone: n == 1,
-        marked: roles.marked,
-        garbage: roles.garbage,
-        grey: Vec::new(),
-        copied_bytes: 0,
-    };
+        &shared.descs,
+        &mut v.shared_heap.pools,
+        id,
+        v.node,
+        n == 1,
+        roles,
+    );
     for r in v.roots.as_mut_slice().iter_mut() {
         *r = p.forward(*r);
     }
@@ -139,6 +136,7 @@ pub(crate) fn participate(v: &mut Vproc) -> Joined {
         }
     });
     let copied = p.copied_bytes;
+    drop(p);
     v.stats.bytes_copied_minor += copied as u64;
     mark::owe(v, copied);
     if shared.config.verify {

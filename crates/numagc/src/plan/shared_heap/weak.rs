@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering;
 
 impl WeakTracer for Promoter<'_> {
     fn live(&self, w: u64) -> Option<u64> {
-        if !self.gc.is_minor(w) {
+        if !self.is_minor(w) {
             return Some(w); // not collected by a minor collection
         }
         // SAFETY: a pointer value into a minor heap targets an object
