@@ -205,6 +205,25 @@ pub(crate) fn for_each_value_field(h: Header, descs: &DescriptorTable, mut f: im
     }
 }
 
+/// The pointer mask of `h`'s packed layout (bit `i`: field `i` holds a
+/// value), for a mixed object that has one; `None` for raw objects,
+/// vectors, arrays and layouts without a packed form. Collectors scan the
+/// objects with a mask in a loop of their own, where their `forward` is
+/// inline, and leave the rest to [`update_value_fields`] with `forward` a
+/// call: a closure inlined into that function's three loops was too big to
+/// inline and stayed a call per field with its prologue (the shared
+/// plan's promoter: see `plan/shared_heap/minor.rs`).
+#[inline(always)]
+pub(crate) fn packed_pointer_mask(h: Header, descs: &DescriptorTable) -> Option<u32> {
+    match h.id() {
+        ID_RAW | ID_VECTOR | ID_ARRAY => None,
+        id => {
+            let fast = descs.fast(id);
+            fast.is_some().then(|| fast.pointer_mask())
+        }
+    }
+}
+
 /// The indices of the fields of an object that hold values, in ascending
 /// order: [`for_each_value_field`] as an iterator, for the global scan,
 /// where the closure called per field was left a call (with the registers

@@ -26,8 +26,8 @@ use super::pages::{Pools, Run};
 use super::state::{Roles, SharedHeapGc};
 use crate::heap::global::GlobalHeap;
 use crate::object::descriptor::DescriptorTable;
-use crate::object::header::{Header, ID_ARRAY, ID_RAW, ID_VECTOR};
-use crate::object::{update_value_fields, Obj};
+use crate::object::header::Header;
+use crate::object::{packed_pointer_mask, update_value_fields, Obj};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Objects of at most this many fields are copied inline
@@ -256,13 +256,8 @@ impl<'a> Promoter<'a> {
             // Small mixed objects (most of a functional heap) by their
             // packed layout, in this loop, where `forward` is inline; the
             // rest through the general walk, a call per field.
-            let fast = match h.id() {
-                ID_RAW | ID_VECTOR | ID_ARRAY => None,
-                id => Some(descs.fast(id)).filter(|f| f.is_some()),
-            };
-            match fast {
-                Some(f) => {
-                    let mut mask = f.pointer_mask();
+            match packed_pointer_mask(h, descs) {
+                Some(mut mask) => {
                     while mask != 0 {
                         let i = mask.trailing_zeros() as usize;
                         mask &= mask - 1;

@@ -25,7 +25,7 @@ use crate::heap::cursor::ChunkCursor;
 use crate::heap::global::GlobalHeap;
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
-use crate::object::{is_pointer, update_value_fields, Obj};
+use crate::object::{is_pointer, packed_pointer_mask, update_value_fields, Obj};
 
 pub(crate) struct ToGlobal<'a> {
     pub heap: &'a GlobalHeap,
@@ -180,11 +180,33 @@ pub(crate) trait Scan<'a> {
 
     fn forward(&mut self, w: u64) -> u64;
 
-    /// Replaces every value field of `o` by its forwarded value.
+    /// [`Scan::forward`] as a call, for the general walk of fields.
+    #[inline(never)]
+    fn forward_outlined(&mut self, w: u64) -> u64 {
+        self.forward(w)
+    }
+
+    /// Replaces every value field of `o` by its forwarded value: objects
+    /// of a packed layout (most of a functional heap) in a loop where
+    /// `forward` is inline, the rest through `update_value_fields` with
+    /// `forward` a call (`packed_pointer_mask` says why).
     #[inline(always)]
     fn scan_fields(&mut self, o: Obj, h: Header) {
         let descs = self.descs();
-        update_value_fields(o, h, descs, |w| self.forward(w));
+        match packed_pointer_mask(h, descs) {
+            Some(mut mask) => {
+                while mask != 0 {
+                    let i = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    let w = o.field(i);
+                    let n = self.forward(w);
+                    if n != w {
+                        o.set_field(i, n);
+                    }
+                }
+            }
+            None => update_value_fields(o, h, descs, |w| self.forward_outlined(w)),
+        }
     }
 
     /// Scans the object at `addr`, which must have a header (a copy of

@@ -7,9 +7,10 @@
 //! alone and no synchronisation is needed. The copies become the young data;
 //! the free space left is halved to make the new nursery.
 
+use super::copy::Scan;
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
-use crate::object::{is_pointer, update_value_fields, Obj};
+use crate::object::{is_pointer, Obj};
 use crate::vproc::Vproc;
 use std::time::Instant;
 
@@ -58,15 +59,25 @@ impl Minor<'_> {
     /// Scans the copies until none is left unscanned (Cheney).
     #[inline]
     pub fn drain(&mut self) {
-        let descs = self.descs;
         while self.scan < self.top {
             // SAFETY: `[young_start, top)` holds the objects this pass
             // copied, laid out one after another.
             let o = unsafe { Obj::at(self.scan) };
             let h = o.header().expect("copied object has a header");
             self.scan += h.size_bytes();
-            update_value_fields(o, h, descs, |w| self.forward(w));
+            self.scan_fields(o, h);
         }
+    }
+}
+
+impl<'a> Scan<'a> for Minor<'a> {
+    fn descs(&self) -> &'a DescriptorTable {
+        self.descs
+    }
+
+    #[inline(always)]
+    fn forward(&mut self, w: u64) -> u64 {
+        Minor::forward(self, w)
     }
 }
 
