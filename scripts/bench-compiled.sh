@@ -59,7 +59,7 @@ def instructions(cmd):
 # run (depth D0) gives what a run costs besides its nodes, and parfib's
 # (n = 1, one call) besides its calls: the process's start (the dynamic
 # loader, the CLI's argument parsing, the runtime's start) and end.
-D, D0 = 16, 4
+D, D0 = 16, 6
 def tree(d): return (1 << (d + 1)) - 1
 def all_nodes(top): return tree(top + 1) + tree(top) + sum((1 << (top - d + 4)) * tree(d) for d in range(4, top + 1, 2))
 nodes, nodes0 = all_nodes(D), all_nodes(D0)
