@@ -224,6 +224,23 @@ pub(crate) fn packed_pointer_mask(h: Header, descs: &DescriptorTable) -> Option<
     }
 }
 
+/// Replaces each value field of `o` that `mask` names (a packed layout's
+/// [`packed_pointer_mask`]) by `f` of its value, storing only the fields
+/// that change. Inline, with its one call of `f`: a collector's `forward`
+/// is inlined into it.
+#[inline(always)]
+pub(crate) fn update_packed_fields(o: Obj, mut mask: u32, mut f: impl FnMut(u64) -> u64) {
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let w = o.field(i);
+        let n = f(w);
+        if n != w {
+            o.set_field(i, n);
+        }
+    }
+}
+
 /// The indices of the fields of an object that hold values, in ascending
 /// order: [`for_each_value_field`] as an iterator, for the global scan,
 /// where the closure called per field was left a call (with the registers

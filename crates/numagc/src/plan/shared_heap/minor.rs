@@ -27,7 +27,7 @@ use super::state::{Roles, SharedHeapGc};
 use crate::heap::global::GlobalHeap;
 use crate::object::descriptor::DescriptorTable;
 use crate::object::header::Header;
-use crate::object::{packed_pointer_mask, update_value_fields, Obj};
+use crate::object::{packed_pointer_mask, update_packed_fields, update_value_fields, Obj};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Objects of at most this many fields are copied inline
@@ -257,17 +257,7 @@ impl<'a> Promoter<'a> {
             // packed layout, in this loop, where `forward` is inline; the
             // rest through the general walk, a call per field.
             match packed_pointer_mask(h, descs) {
-                Some(mut mask) => {
-                    while mask != 0 {
-                        let i = mask.trailing_zeros() as usize;
-                        mask &= mask - 1;
-                        let w = o.field(i);
-                        let n = self.forward(w);
-                        if n != w {
-                            o.set_field(i, n);
-                        }
-                    }
-                }
+                Some(mask) => update_packed_fields(o, mask, |w| self.forward(w)),
                 None => update_value_fields(o, h, descs, |w| self.forward_outlined(w)),
             }
             match self.grey.len() - mark {

@@ -194,6 +194,10 @@ pub(crate) trait Scan<'a> {
     fn scan_fields(&mut self, o: Obj, h: Header) {
         let descs = self.descs();
         match packed_pointer_mask(h, descs) {
+            // The loop of `update_packed_fields`, written out: through it,
+            // the global evacuator's `forward` (`global.rs`) stayed a call
+            // per field (callgrind, binarytrees 16 with 4 MiB global
+            // collections: `Evacuator::drain` 205 -> 234 M instructions).
             Some(mut mask) => {
                 while mask != 0 {
                     let i = mask.trailing_zeros() as usize;
