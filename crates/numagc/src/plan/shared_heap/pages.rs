@@ -697,6 +697,11 @@ mod tests {
         (page, layout, mem)
     }
 
+    /// A run claimed from class 0's current page.
+    fn claim(pools: &mut Pools) -> Option<Run> {
+        pools.classes[0].avail.last_mut().unwrap().claim_run()
+    }
+
     fn index(p: Page, a: usize) -> usize {
         p.index_of(a).expect("a slot of the page")
     }
@@ -712,12 +717,7 @@ mod tests {
         };
 
         // The first run: the free slots 2, 3 and 4, up to the object in 5.
-        let mut run = pools.classes[0]
-            .avail
-            .last_mut()
-            .unwrap()
-            .claim_run()
-            .unwrap();
+        let mut run = claim(&mut pools).unwrap();
         let a = run.take(7).unwrap();
         let b = run.take(7).unwrap();
         assert_eq!((index(p, a), index(p, b)), (2, 3));
@@ -740,21 +740,11 @@ mod tests {
 
         // Again from slot 3: to the object in slot 5, then (every slot
         // from the cursor on free) the rest of the page in one run.
-        let mut run = pools.classes[0]
-            .avail
-            .last_mut()
-            .unwrap()
-            .claim_run()
-            .unwrap();
+        let mut run = claim(&mut pools).unwrap();
         assert_eq!(index(p, run.take(1).unwrap()), 3);
         assert_eq!(index(p, run.take(1).unwrap()), 4);
         assert_eq!(run.take(1), None, "the run ends at the object in slot 5");
-        let mut run = pools.classes[0]
-            .avail
-            .last_mut()
-            .unwrap()
-            .claim_run()
-            .unwrap();
+        let mut run = claim(&mut pools).unwrap();
         assert_eq!(run.left(), n - 6);
         assert_eq!(index(p, run.take(1).unwrap()), 6);
         pools.return_run(0, run);
@@ -762,21 +752,11 @@ mod tests {
         pools.check_free_slots().unwrap();
 
         // A run used up gives nothing back, and the page has no run left.
-        let mut run = pools.classes[0]
-            .avail
-            .last_mut()
-            .unwrap()
-            .claim_run()
-            .unwrap();
+        let mut run = claim(&mut pools).unwrap();
         while run.take(1).is_some() {}
         pools.return_run(0, run);
         assert_eq!(cursor(&pools), (n, 0));
-        assert!(pools.classes[0]
-            .avail
-            .last_mut()
-            .unwrap()
-            .claim_run()
-            .is_none());
+        assert!(claim(&mut pools).is_none());
         pools.check_free_slots().unwrap();
         // SAFETY: `mem` came from `alloc_zeroed` with `layout`; no page
         // state refers to it after this test.
