@@ -6,14 +6,20 @@
 //! remembered sets (the sets are joined by the leader and split in equal
 //! contiguous parts: §4.4's static work sharing), and the leader the
 //! registered global roots; then it scans the copies it made (a stack of
-//! grey copies, since pool slots are not contiguous). A value in a minor
+//! grey copies: a class's copies are contiguous only within a run of
+//! free slots). Each size class copies into a run of consecutive free
+//! slots of one of its pages (`pages::Run`, a numagc choice where the
+//! paper allocates each copy from the pool): a copy is a pointer bump and
+//! a colour store, and what the runs did not take goes back to the pools
+//! when the promoter drains or is dropped. A value in a minor
 //! heap may be reached by several vprocs at once (minor heaps point into
 //! each other, §4.4); each copies it into its own pool and publishes the
 //! copy with one compare-and-swap on the original's header. The paper
 //! needs an intermediate header state here because OCaml writes the
 //! forwarding address into the first field; numagc's forwarding address
 //! *is* the header word, written only once the copy is complete, so a
-//! reader never sees a half-made forward. The loser gives its slot back.
+//! reader never sees a half-made forward. The loser gives its slot back
+//! to its run.
 //! With one vproc no one can race, and the store is plain.
 //!
 //! Copies are born marked (§3.2: allocation during a cycle is black).
