@@ -70,7 +70,7 @@ const RECENT_PAUSES: usize = 32;
 /// no counts at all (making one zeroes no memory), a clone shares the
 /// counts, and merging into an empty histogram shares the other's counts
 /// instead of adding them to zeros. A pause is recorded into a buffer of
-/// the last [`RECENT_PAUSES`] first, which a clone copies with the
+/// the last `RECENT_PAUSES` (32) first, which a clone copies with the
 /// rest (a few hundred bytes): the shared counts are copied, to add the
 /// buffer to them, once per that many pauses, not at the first pause
 /// after every publication (a collection's: 90 KB copied in each minor
