@@ -67,6 +67,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::gc::Joined;
 use crate::object::{for_each_value_field, Obj};
 use crate::vproc::Vproc;
+use pages::PageSource;
 use std::sync::atomic::Ordering;
 
 /// Joins the pending collection at a safepoint; an error only when this
@@ -176,16 +177,15 @@ pub(crate) fn alloc_global(v: &mut Vproc, bytes: usize) -> Result<usize> {
         } else {
             let class = gc.classes.class_of(bytes / 8);
             let slot = gc.classes.slot_words(class) * 8;
-            v.shared_heap.pools.alloc(
-                class,
-                slot,
-                roles.marked,
-                roles.garbage,
-                &shared.heap,
-                v.id,
-                v.node,
-                false,
-            )
+            let src = PageSource {
+                slot_bytes: slot,
+                garbage: roles.garbage,
+                heap: &shared.heap,
+                owner: v.id,
+                node: v.node,
+                force: false,
+            };
+            v.shared_heap.pools.alloc(class, roles.marked, src)
         };
         match got {
             Ok(p) => {

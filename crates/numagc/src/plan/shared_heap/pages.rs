@@ -33,8 +33,8 @@
 //! slots ([`Run`], [`Pools::claim_run`]): each copy is then a pointer bump
 //! and a colour store, as copying into a semispace is, where a slot taken
 //! through the page's cursor costs a walk from the class to its page and
-//! the page's header (the promoting copy, `minor`, took about 120
-//! instructions an object, most of them there). While a run is claimed its
+//! the page's header (the promoting copy, `minor`, took about 150
+//! instructions an object with its scan, most of them there). While a run is claimed its
 //! slots not taken yet are `FREE` but counted taken and below the cursor;
 //! [`Pools::return_run`] gives them back. The promoter that claims runs
 //! holds `&mut Pools` and returns its runs before it lets go of them, so
@@ -254,10 +254,7 @@ impl PageState {
         // out, or one whose tail is free): no colour needs reading.
         let all_free = self.nfree as usize == n - self.next as usize;
         let first = self.next_free()?;
-        let mut end = first + 1;
-        if all_free {
-            end = n;
-        }
+        let mut end = if all_free { n } else { first + 1 };
         while end < n && p.colour(end).load(Ordering::Relaxed) == FREE {
             end += 1;
         }
@@ -355,6 +352,22 @@ impl Run {
     }
 }
 
+/// Where a class's pages come from when its current one has no free slot
+/// left ([`Pools::alloc`], [`Pools::claim_run`]).
+#[derive(Clone, Copy)]
+pub(crate) struct PageSource<'h> {
+    /// The class's slot size, for a page laid out new.
+    pub slot_bytes: usize,
+    /// The colour of garbage, for a page swept.
+    pub garbage: u8,
+    pub heap: &'h GlobalHeap,
+    /// The vproc that takes a new chunk, and its node.
+    pub owner: usize,
+    pub node: usize,
+    /// A collector's request, past the heap limit (see `GlobalHeap`).
+    pub force: bool,
+}
+
 /// The pages of one class.
 #[derive(Default)]
 pub(super) struct ClassPages {
@@ -397,56 +410,43 @@ impl Pools {
         }
     }
 
-    /// A slot of class `class` (`slot_bytes` each) coloured `colour`:
-    /// from the current page, else by sweeping a page of the class not
-    /// swept yet (lazy sweeping, §3.3), else in a new page. `force`: a
-    /// collector's request, past the heap limit (see `GlobalHeap`).
-    #[allow(clippy::too_many_arguments)]
+    /// A slot of class `class` coloured `colour`: from the current page,
+    /// else by sweeping a page of the class not swept yet (lazy sweeping,
+    /// §3.3), else in a new page (`src`).
     #[inline(always)]
     pub fn alloc(
         &mut self,
         class: usize,
-        slot_bytes: usize,
         colour: u8,
-        garbage: u8,
-        heap: &GlobalHeap,
-        owner: usize,
-        node: usize,
-        force: bool,
+        src: PageSource<'_>,
     ) -> Result<usize, Refused> {
-        loop {
-            // The fast path: the current page's next free slot.
-            if let Some(ps) = self.classes[class].avail.last_mut() {
-                if let Some(a) = ps.take(colour) {
-                    return Ok(a);
-                }
-            }
-            self.refill(class, slot_bytes, garbage, heap, owner, node, force)?;
-        }
+        self.take_from_current_page(class, src, |ps| ps.take(colour))
     }
 
     /// A run of free slots of class `class`, the first coloured by no one
     /// yet ([`Run`]): from the current page, else as [`Pools::alloc`]
     /// finds a page. Until [`Pools::return_run`] gives back what is left,
     /// the caller allocates this class only from the run.
-    #[allow(clippy::too_many_arguments)]
-    pub fn claim_run(
+    pub fn claim_run(&mut self, class: usize, src: PageSource<'_>) -> Result<Run, Refused> {
+        self.take_from_current_page(class, src, PageState::claim_run)
+    }
+
+    /// `take` of class `class`'s current page, refilled until it answers.
+    #[inline(always)]
+    fn take_from_current_page<T>(
         &mut self,
         class: usize,
-        slot_bytes: usize,
-        garbage: u8,
-        heap: &GlobalHeap,
-        owner: usize,
-        node: usize,
-        force: bool,
-    ) -> Result<Run, Refused> {
+        src: PageSource<'_>,
+        mut take: impl FnMut(&mut PageState) -> Option<T>,
+    ) -> Result<T, Refused> {
         loop {
+            // The fast path: the current page.
             if let Some(ps) = self.classes[class].avail.last_mut() {
-                if let Some(run) = ps.claim_run() {
-                    return Ok(run);
+                if let Some(x) = take(ps) {
+                    return Ok(x);
                 }
             }
-            self.refill(class, slot_bytes, garbage, heap, owner, node, force)?;
+            self.refill(class, src)?;
         }
     }
 
@@ -475,18 +475,8 @@ impl Pools {
     /// Gives class `class` a current page with a free slot, or takes a
     /// step towards one: retires the exhausted current page, sweeps an
     /// unswept page of the class, or lays out a new page.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn refill(
-        &mut self,
-        class: usize,
-        slot_bytes: usize,
-        garbage: u8,
-        heap: &GlobalHeap,
-        owner: usize,
-        node: usize,
-        force: bool,
-    ) -> Result<(), Refused> {
+    fn refill(&mut self, class: usize, src: PageSource<'_>) -> Result<(), Refused> {
         let cp = &mut self.classes[class];
         if let Some(ps) = cp.avail.pop_if(|ps| ps.nfree == 0) {
             cp.full.push(ps);
@@ -496,12 +486,12 @@ impl Pools {
             return Ok(());
         }
         if let Some(mut ps) = cp.unswept.pop() {
-            let live = ps.sweep(garbage, |_| {});
+            let live = ps.sweep(src.garbage, |_| {});
             self.file(ps, live);
             return Ok(());
         }
-        let base = self.new_page(heap, owner, node, force)?;
-        let page = Page::init(base, self.page_bytes, class, slot_bytes);
+        let base = self.new_page(src.heap, src.owner, src.node, src.force)?;
+        let page = Page::init(base, self.page_bytes, class, src.slot_bytes);
         self.classes[class].avail.push(PageState::fresh(page));
         Ok(())
     }

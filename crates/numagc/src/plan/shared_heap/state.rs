@@ -75,6 +75,14 @@ impl Colours {
     }
 }
 
+/// Whether the value `w` points into `[start, start + len)`: one range
+/// check (values are immediates, odd, or object addresses, even).
+#[inline(always)]
+pub(crate) fn points_into(start: usize, len: usize, w: u64) -> bool {
+    let a = w as usize;
+    a & 1 == 0 && a.wrapping_sub(start) < len
+}
+
 /// State of the shared plan that every vproc sees.
 pub(crate) struct SharedHeapGc {
     pub colours: Colours,
@@ -182,8 +190,7 @@ impl SharedHeapGc {
     /// (values are immediates, odd, or object addresses, even).
     #[inline(always)]
     pub fn is_minor(&self, w: u64) -> bool {
-        let a = w as usize;
-        a & 1 == 0 && a.wrapping_sub(self.minor_heaps.start) < self.minor_heaps.len()
+        points_into(self.minor_heaps.start, self.minor_heaps.len(), w)
     }
 
     /// The state of a runtime on another plan.

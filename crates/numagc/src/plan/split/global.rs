@@ -320,21 +320,8 @@ impl Evacuator<'_> {
         // A full collection tenures every copy: no survivor to remember,
         // and no chunk to look up for it.
         let remember = self.generational && !self.full;
-        // Packed layouts by their mask, where the loop has no dispatch per
-        // field (`value_fields`' iterator has three kinds).
-        match crate::object::packed_pointer_mask(h, descs) {
-            Some(mut mask) => {
-                while mask != 0 {
-                    let i = mask.trailing_zeros() as usize;
-                    mask &= mask - 1;
-                    self.forward_tenured_slot(o.field_ptr(i), remember);
-                }
-            }
-            None => {
-                for i in crate::object::value_fields(h, descs) {
-                    self.forward_tenured_slot(o.field_ptr(i), remember);
-                }
-            }
+        for i in crate::object::value_fields(h, descs) {
+            self.forward_tenured_slot(o.field_ptr(i), remember);
         }
     }
 
