@@ -46,3 +46,44 @@ pub(crate) fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, 
         Err(p) => p.into_inner(),
     }
 }
+
+/// A cell whose accesses another synchronisation orders (a protocol's
+/// release store and acquire load, as `sched::task::Handoff`'s state), so
+/// that it needs no lock of its own. Under `--cfg loom` it is loom's
+/// `UnsafeCell`, which reports two accesses the protocol does not order.
+#[cfg(loom)]
+pub(crate) struct OrderedCell<T>(loom::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+pub(crate) struct OrderedCell<T>(std::cell::UnsafeCell<T>);
+
+impl<T> OrderedCell<T> {
+    pub(crate) fn new(v: T) -> OrderedCell<T> {
+        #[cfg(loom)]
+        return OrderedCell(loom::cell::UnsafeCell::new(v));
+        #[cfg(not(loom))]
+        OrderedCell(std::cell::UnsafeCell::new(v))
+    }
+
+    /// Replaces the value and returns the old one.
+    ///
+    /// # Safety
+    /// The caller's protocol orders this access after every other access
+    /// to the cell (no two threads touch it unordered).
+    #[inline(always)]
+    pub(crate) unsafe fn replace(&self, v: T) -> T {
+        #[cfg(loom)]
+        // SAFETY: the caller's contract.
+        return self.0.with_mut(|p| unsafe { std::ptr::replace(p, v) });
+        #[cfg(not(loom))]
+        // SAFETY: the caller's contract.
+        unsafe {
+            std::ptr::replace(self.0.get(), v)
+        }
+    }
+}
+
+// SAFETY: the value moves between threads (`T: Send`), and every access is
+// ordered by the protocol that `replace`'s callers keep, so no two threads
+// touch it at once.
+unsafe impl<T: Send> Sync for OrderedCell<T> {}

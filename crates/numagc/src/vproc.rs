@@ -138,6 +138,10 @@ pub(crate) struct Vproc {
     /// Objects of at least this many bytes go to the large-object space
     /// (a copy of the setting, read on every allocation).
     pub large_object_size: usize,
+    /// Whether forks promote their environments at once
+    /// (`--task-promotion eager`; a copy of the setting, read at every
+    /// fork).
+    pub eager_promotion: bool,
     /// The split plan's part: local heap, current chunk, copy reserve,
     /// remembered stores (`plan::split::Mutator`); empty on other plans.
     pub split: crate::plan::split::Mutator,
@@ -207,6 +211,7 @@ impl Vproc {
             rec,
             roots,
             large_object_size: cfg.large_object_size,
+            eager_promotion: cfg.task_promotion == crate::config::TaskPromotion::Eager,
             layouts: shared.descs.fast_layouts(),
             split,
             shared_heap,

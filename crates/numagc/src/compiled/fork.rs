@@ -25,9 +25,9 @@
 
 use super::Mutator;
 use crate::error::Result;
-use crate::mutator::parallel::{check_stack, new_task, Unjoined};
+use crate::mutator::parallel::{check_stack, park_eagerly, Unjoined};
 use crate::mutator::{Handle, Scope};
-use crate::sched;
+use crate::sched::{self, FrameTask, TaskBody};
 use crate::vproc::Vproc;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -51,6 +51,7 @@ enum EnvWords {
 
 impl EnvWords {
     /// Words `word(0) .. word(n - 1)`.
+    #[inline(always)]
     fn collect(n: usize, word: impl Fn(usize) -> u64) -> EnvWords {
         if n <= INLINE_ENV {
             let mut words = [0u64; INLINE_ENV];
@@ -63,12 +64,48 @@ impl EnvWords {
         }
     }
 
+    #[inline(always)]
     fn as_slice(&self) -> &[u64] {
         match self {
             EnvWords::Inline(w, n) => &w[..*n],
             EnvWords::Heap(w) => w,
         }
     }
+}
+
+/// A side of a fork on the compiled interface, called with a mutator
+/// and the environment's words (both sides run on the same vproc unless a
+/// thief takes the right one).
+struct CompiledBody<R>(R);
+
+impl<R> TaskBody for CompiledBody<R>
+where
+    R: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64> + Send,
+{
+    /// As a thief runs it: the environment's words from its handles, a
+    /// mutator on the thief's vproc, the result rooted in the scope.
+    fn run<'i>(self, s: &mut Scope<'i>, env: &[Handle<'i>]) -> Result<Handle<'i>> {
+        let words = EnvWords::collect(env.len(), |k| s.word(env[k]));
+        let w = {
+            // SAFETY: the compiled side keeps the interface's contract (it
+            // is the caller's code, under the same contract as its own
+            // mutator).
+            let mut m = unsafe { s.compiled() };
+            (self.0)(&mut m, words.as_slice())?
+        };
+        Ok(s.push_root(w))
+    }
+}
+
+/// A side run here on vproc `v`: the environment's words read from root
+/// slots `base .. base + n` (collections since the fork updated them).
+#[inline(always)]
+fn run_here<F>(v: &mut Vproc, base: usize, n: usize, f: F) -> Result<u64>
+where
+    F: for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
+{
+    let words = EnvWords::collect(n, |k| v.roots.ops().get(base + k));
+    f(&mut Mutator::on(v), words.as_slice())
 }
 
 pub(super) fn par2<L, R>(m: &mut Mutator<'_>, env: &[u64], left: L, right: R) -> Result<(u64, u64)>
@@ -86,15 +123,14 @@ where
         v.roots.ops().push(w);
     }
     poll(v);
-    let task = match new_task(v, base, n, move |s: &mut Scope<'_>, env: &[Handle<'_>]| {
-        side(s, env, right)
-    }) {
-        Ok(t) => t,
+    let parked = match park_eagerly(v, base, n) {
+        Ok(p) => p,
         Err(e) => {
             v.roots.truncate(base);
             return Err(e);
         }
     };
+    let task = FrameTask::new(v.id, base, n, parked, CompiledBody(right));
     let tref = task.task_ref();
     sched::push(v, tref);
     let unjoined = Unjoined;
@@ -104,16 +140,23 @@ where
         // this whole function; `v` above is not used while this lives,
         // and the left side's mutator is dropped inside it.
         let v = unsafe { &mut *vp };
-        let words = EnvWords::collect(n, |k| v.roots.ops().get(base + k));
-        let r = left(&mut Mutator::on(v), words.as_slice());
         // The left result is a root while the right side runs.
-        let r = r.map(|w| v.roots.ops().push(w));
+        let r = run_here(v, base, n, left).map(|w| v.roots.ops().push(w));
         poll(v);
         r
     }));
     // SAFETY: as above; the left side's mutator is gone.
     let v = unsafe { &mut *vp };
-    let rb = Scope::root(v).join(tref, base, n, unjoined);
+    let rb = if sched::pop_back(v, &tref) {
+        // No one else was handed the task: a panic of it run here may
+        // unwind.
+        std::mem::forget(unjoined);
+        // SAFETY: popped back off this vproc's deque.
+        let CompiledBody(right) = unsafe { task.take_body() };
+        run_here(v, base, n, right)
+    } else {
+        Scope::root(v).join_stolen(&tref, unjoined)
+    };
     let ra = match ra {
         Ok(r) => r,
         Err(p) => {
@@ -125,22 +168,4 @@ where
     let ra = ra.map(|()| v.roots.ops().get(base + n));
     v.roots.truncate(base);
     Ok((ra?, rb?))
-}
-
-/// The right side, run by whoever the deque handed the task to: the
-/// environment's words from its handles, a mutator, the result rooted in
-/// the side's scope.
-fn side<'i>(
-    s: &mut Scope<'i>,
-    env: &[Handle<'i>],
-    f: impl for<'m> FnOnce(&mut Mutator<'m>, &[u64]) -> Result<u64>,
-) -> Result<Handle<'i>> {
-    let words = EnvWords::collect(env.len(), |k| s.word(env[k]));
-    let w = {
-        // SAFETY: the compiled side keeps the interface's contract (it is
-        // the caller's code, under the same contract as its own mutator).
-        let mut m = unsafe { s.compiled() };
-        f(&mut m, words.as_slice())?
-    };
-    Ok(s.push_root(w))
 }

@@ -64,7 +64,8 @@
 //! calls [`notify_work`], which looks at `sleepers` after its push. With a
 //! SeqCst fence on each side one of them sees the other, and the notify
 //! happens under the state lock, so it cannot slip in between the sleeper's
-//! check and its wait.
+//! check and its wait. A fork calls it only when its push found the deque
+//! empty (`sched::push_waking` says why that is enough).
 //!
 //! [`request`]: Coordinator::request
 //! [`enter`]: Coordinator::enter

@@ -20,9 +20,9 @@
 //! | termination of the parallel scan (§3.4) | `gc/work_queue.rs`: `ScanQueue` | [`scan_queue::scan_queue_each_item_once_and_terminates`], [`scan_queue::scan_queue_push_wakes_idle_worker`] |
 //! | chunk pool, per node (§3.1) | `heap/chunk_pool.rs`: `ChunkPool` | [`heap::chunk_pool_affinity`] |
 //! | the heap limit: check and charge of global bytes (issue 2, item 10) | `heap/budget.rs`: `HeapBudget` | [`heap::heap_limit_is_never_overshot`] |
-//! | parking and waking of idle vprocs (jobs, collections, work, shutdown) | `gc/handshake.rs`: `wait_idle`, `submit`, `shutdown`, `notify_work` | [`handshake::wait_idle_job_then_shutdown`], [`handshake::phases_run_serial_once_with_idle_vproc`], [`waking::idle_vproc_wakes_for_pushed_work`], [`channels::blocked_thread_is_resumed_on_its_home_vproc`] |
+//! | parking and waking of idle vprocs (jobs, collections, work, shutdown) | `gc/handshake.rs`: `wait_idle`, `submit`, `shutdown`, `notify_work`; `sched/mod.rs`: `push_waking` | [`handshake::wait_idle_job_then_shutdown`], [`handshake::phases_run_serial_once_with_idle_vproc`], [`waking::idle_vproc_wakes_for_pushed_work`], [`waking::idle_vproc_wakes_when_a_deque_fills`], [`channels::blocked_thread_is_resumed_on_its_home_vproc`] |
 //! | parking and waking of vprocs waiting inside a computation (joins, environments) | `sched/doorbell.rs`; `gc/handshake.rs`: `wait_for_work_or` | [`waking::doorbell_ring_is_never_lost`], [`waking::waiting_vproc_wakes_for_pushed_work`], [`channels::blocked_vproc_joins_a_collection_then_completes`] |
-//! | work-stealing hand-off: who runs a task, its environment and result (§2.2–2.3) | `sched/task.rs`: `Handoff`; `sched/deque.rs` (loom stand-in) | [`tasks::stolen_task_handoff`] |
+//! | work-stealing hand-off: who runs a task, its environment and result (§2.2–2.3) | `sched/task.rs`: `Handoff` (its cells ordered by the state: `sync::OrderedCell`, loom's `UnsafeCell` under the model); `sched/deque.rs` (loom stand-in) | [`tasks::stolen_task_handoff`] |
 //! | promotion requests: thief to owner (§2.3, lazy promotion) | `sched/task.rs`: `Mailbox`, `serve_requests`; `gc/handshake.rs`: `signal`, `take_signal`; `mutator/roots.rs`: `GlobalRoots` | [`tasks::signal_is_never_missed_by_set_limit`], [`tasks::promotion_requests_of_two_thieves_are_served`], [`tasks::stolen_task_handoff`] |
 //! | channel rendezvous and choice (§2.1) | `sched/channel.rs`: `sync`, `Offer` | [`channels::channel_choice_is_claimed_once`], [`channels::channel_choices_on_both_sides_complete_one_case`] |
 //! | parking and waking of threads blocked on channels (§2.1) | `sched/thread.rs`: `synchronise`, `wake`, `push_ready` (replayed); ready queues; `notify_work` | [`channels::blocked_thread_is_resumed_on_its_home_vproc`] |
@@ -33,7 +33,7 @@
 //! | colour cycling at the barrier that ends a major cycle, shared plan (§3.2.2) | `gc/handshake.rs`: `phase`, `finish`; `plan/shared_heap/state.rs`: `Colours` | [`shared_heap::colour_rotation_at_the_cycle_barrier_is_seen_by_every_vproc`] |
 //! | ephemeron rounds at the barrier that ends a cycle (§5.1.2–5.1.3): every vproc's registrations seen | `weak/mod.rs`: `WeakRegistry`; `weak/process.rs`: `process`; `Coordinator::phase` | [`shared_heap::ephemeron_rounds_at_the_barrier_see_every_vprocs_registrations`] |
 //! | two vprocs promoting one object, shared plan (§4.4.2) | `plan/shared_heap/minor.rs`: `Promoter::forward` (the heap a replica, the orderings of `Obj`) | [`shared_heap::promotion_cas_publishes_one_complete_copy`] (control: [`shared_heap::promotion_cas_with_relaxed_orderings_is_caught`]) |
-//! | a stolen task whose environment cannot be promoted (issue 5) | `sched/task.rs`: `Handoff` (`env_failed`), `Mailbox` | [`tasks::stolen_task_whose_environment_cannot_be_promoted`] |
+//! | a stolen task whose environment cannot be promoted (issue 5) | `sched/task.rs`: `Handoff` (`env_ready` with the error), `Mailbox` | [`tasks::stolen_task_whose_environment_cannot_be_promoted`] |
 //! | an offered task of a PE group: claimed once by its forker or the service, an exported one finished once and its outcome read by the waiting forker (GUMSMP §2.1) | `pe/group.rs`: `Offered`; `sched/doorbell.rs`; `pe/service.rs`, `PeContext::take_offer`, `wait_remote` (replayed) | [`pe_offer::offer_is_claimed_once_by_its_forker_or_the_service`], [`pe_offer::exported_result_reaches_the_waiting_forker`], [`pe_offer::a_failure_racing_a_late_result_finishes_once`] |
 //! | the owner's weight books of a global object: a re-export racing the last weight's return names a live entry (GUMSMP §2.1) | `pe/weight.rs`: `Git::share`, `Git::returned` | [`pe_weight::a_reexport_racing_the_last_return_names_a_live_entry`] |
 //! | the holder's weight books: a share unpacked while the import scan drops the entry of a dead FetchMe joins a live entry, no weight lost (GUMSMP §2.1) | `pe/global.rs`: `PeContext::import_global`, `scan_imports`; `pe/weight.rs`: `Imports` | [`pe_weight::a_share_racing_the_import_scan_joins_a_live_entry`] |
@@ -117,6 +117,12 @@
 //!     `wait_idle` and a vproc pushing a task and calling `notify_work`: the
 //!     idle one always ends up stealing the task (no lost wake-up between its
 //!     "any work?" check and its sleep).
+//!   - [`waking::idle_vproc_wakes_when_a_deque_fills`]: with forks waking
+//!     sleepers only when their push finds the deque empty
+//!     (`sched::push_waking`), an idle vproc still gets a task whatever the
+//!     interleaving of a push, a pop back, a push onto the emptied deque
+//!     and one onto the deque that push filled, and no task is both popped
+//!     back and stolen.
 //!   - [`tasks::stolen_task_handoff`]: the owner pops its task back or, if a thief
 //!     stole it, serves the thief's request for the environment (mailbox,
 //!     `signal`, doorbell) while it waits for the result. The task runs

@@ -9,7 +9,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::sched::deque::{Steal, Worker};
-use crate::sched::task::{Handoff, Mailbox, DONE, READY};
+use crate::sched::task::{Handoff, Mailbox, TaskEnv, DONE, READY};
 use crate::{Error, ErrorKind};
 
 // ---------------------------------------------------------------------------
@@ -19,14 +19,14 @@ use crate::{Error, ErrorKind};
 #[test]
 fn stolen_task_handoff() {
     use crate::sched::deque::{Steal, Worker};
-    use crate::sched::task::{serve_requests, Handoff, Mailbox, DONE, READY};
+    use crate::sched::task::{serve_requests, Handoff, Mailbox, TaskEnv, DONE, READY};
     bounded(2).check(|| {
         let c = Arc::new(Coordinator::<u32>::new(2));
         let mailbox = Arc::new(Mailbox::<Arc<Handoff>>::new());
         let runs = Arc::new(AtomicUsize::new(0));
         let worker = Worker::<Arc<Handoff>>::new_lifo();
         let stealer = worker.stealer();
-        let task = Arc::new(Handoff::new(0, true));
+        let task = Arc::new(Handoff::new(0, TaskEnv::Lazy));
         worker.push(task.clone());
 
         // The owner's duty at a safepoint: `sched::serve_mail`, whose
@@ -48,7 +48,9 @@ fn stolen_task_handoff() {
             while t.state() < READY {
                 c1.bell(1).wait_unless(|| t.state() >= READY);
             }
-            assert_eq!(t.take_env(), vec![42], "the thief saw another environment");
+            // SAFETY: the deque handed the task to this thief, which saw `READY`.
+            let env = unsafe { t.take_env() }.expect("an environment");
+            assert_eq!(env, vec![42], "the thief saw another environment");
             r1.fetch_add(1, Ordering::Relaxed);
             t.finish(Ok(7));
             c1.bell(0).ring();
@@ -70,7 +72,8 @@ fn stolen_task_handoff() {
                         .wait_unless(|| task.state() == DONE || c.signalled(0));
                 }
                 assert!(
-                    matches!(task.take_result(), Some(Ok(7))),
+                    // SAFETY: the owner saw `DONE`.
+                    matches!(unsafe { task.take_result() }, Some(Ok(7))),
                     "the owner missed the result"
                 );
                 true
@@ -130,13 +133,15 @@ fn signal_is_never_missed_by_set_limit() {
 fn promotion_requests_of_two_thieves_are_served() {
     use crate::mutator::roots::GlobalRoots;
     use crate::sched::deque::{Steal, Worker};
-    use crate::sched::task::{serve_requests, Handoff, Mailbox, DONE, READY};
+    use crate::sched::task::{serve_requests, Handoff, Mailbox, TaskEnv, DONE, READY};
     bounded(2).check(|| {
         let c = Arc::new(Coordinator::<u32>::new(3));
         let mailbox = Arc::new(Mailbox::<Arc<Handoff>>::new());
         let roots = Arc::new(GlobalRoots::new());
         let worker = Worker::<Arc<Handoff>>::new_lifo();
-        let tasks: Vec<Arc<Handoff>> = (0..2).map(|_| Arc::new(Handoff::new(0, true))).collect();
+        let tasks: Vec<Arc<Handoff>> = (0..2)
+            .map(|_| Arc::new(Handoff::new(0, TaskEnv::Lazy)))
+            .collect();
         for t in &tasks {
             worker.push(t.clone());
         }
@@ -154,7 +159,13 @@ fn promotion_requests_of_two_thieves_are_served() {
                     while t.state() < READY {
                         c.bell(me).wait_unless(|| t.state() >= READY);
                     }
-                    let env: Vec<u64> = t.take_env().into_iter().map(|slot| r.take(slot)).collect();
+                    // SAFETY: the deque handed the task to this thief, which
+                    // saw `READY`.
+                    let env: Vec<u64> = unsafe { t.take_env() }
+                        .expect("an environment")
+                        .into_iter()
+                        .map(|slot| r.take(slot))
+                        .collect();
                     assert_eq!(env.len(), 1);
                     t.finish(Ok(env[0] as usize));
                     c.bell(0).ring();
@@ -191,7 +202,8 @@ fn promotion_requests_of_two_thieves_are_served() {
         assert_eq!(served, 2, "each environment is promoted once");
         for (k, t) in tasks.iter().enumerate() {
             assert!(
-                matches!(t.take_result(), Some(Ok(r)) if r == 100 + k),
+                // SAFETY: the owner saw `DONE`.
+                matches!(unsafe { t.take_result() }, Some(Ok(r)) if r == 100 + k),
                 "task {k}: the thief ran another environment"
             );
         }
@@ -208,7 +220,7 @@ fn promotion_requests_of_two_thieves_are_served() {
 // environment), must not run the task, and finishes it with the error,
 // which the owner's join reads. Nobody waits for ever, and the task runs
 // at most once (exactly once when the owner pops it back itself).
-// Mutation check: an `env_failed` that does not mark the task `READY`
+// Mutation check: an `env_ready` that does not mark the task `READY`
 // makes loom report the deadlock.
 
 fn refused() -> Error {
@@ -227,14 +239,14 @@ fn stolen_task_whose_environment_cannot_be_promoted() {
         let runs = Arc::new(AtomicUsize::new(0));
         let worker = Worker::<Arc<Handoff>>::new_lifo();
         let stealer = worker.stealer();
-        let task = Arc::new(Handoff::new(0, true));
+        let task = Arc::new(Handoff::new(0, TaskEnv::Lazy));
         worker.push(task.clone());
 
         // The owner's duty at a safepoint, with the promotion refused.
         let serve = |c: &Coordinator<u32>, mailbox: &Mailbox<Arc<Handoff>>| {
             if c.take_signal(0) {
                 for t in mailbox.take() {
-                    t.env_failed(refused());
+                    t.env_ready(Err(refused()));
                     c.bell(t.thief()).ring();
                 }
             }
@@ -252,12 +264,10 @@ fn stolen_task_whose_environment_cannot_be_promoted() {
             while t.state() < READY {
                 c1.bell(1).wait_unless(|| t.state() >= READY);
             }
-            match t.take_env_error() {
-                Some(e) => {
-                    assert!(t.take_env().is_empty(), "an environment beside the error");
-                    t.finish(Err(e));
-                }
-                None => {
+            // SAFETY: the deque handed the task to this thief, which saw `READY`.
+            match unsafe { t.take_env() } {
+                Err(e) => t.finish(Err(e)),
+                Ok(_) => {
                     r1.fetch_add(1, Ordering::Relaxed);
                     t.finish(Ok(7));
                 }
@@ -279,7 +289,8 @@ fn stolen_task_whose_environment_cannot_be_promoted() {
                     c.bell(0)
                         .wait_unless(|| task.state() == DONE || c.signalled(0));
                 }
-                let r = task.take_result();
+                // SAFETY: the owner saw `DONE`.
+                let r = unsafe { task.take_result() };
                 assert!(
                     matches!(&r, Some(Err(e)) if matches!(e.kind(), ErrorKind::MapFailed { .. })),
                     "the owner's join got {r:?}"

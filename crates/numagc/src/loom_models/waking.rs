@@ -77,3 +77,41 @@ fn waiting_vproc_wakes_for_pushed_work() {
         assert_eq!(waiter.join().unwrap(), 5);
     });
 }
+
+/// `sched::push_waking` wakes sleepers only for a push onto an empty
+/// deque. The owner here pushes a task, pops it back (unless the idle
+/// vproc stole it first), pushes a second onto the deque, now empty again,
+/// and a third onto the deque the second fills (no wake-up): the idle
+/// vproc, asleep or not at any of these points, still gets a task, and a
+/// popped-back task is never also stolen.
+#[test]
+fn idle_vproc_wakes_when_a_deque_fills() {
+    use crate::sched::deque::{Steal, Worker};
+    use crate::sched::push_waking;
+    bounded(3).check(|| {
+        let c = Arc::new(Coordinator::<u32>::new(2));
+        let worker = Worker::<u32>::new_lifo();
+        let stealer = Arc::new(worker.stealer());
+        let (c1, s1) = (c.clone(), stealer.clone());
+        let idle = thread::spawn(move || loop {
+            match c1.wait_idle(1, || !s1.is_empty()) {
+                Wake::Steal => {
+                    if let Steal::Success(x) = s1.steal() {
+                        return x;
+                    }
+                }
+                w => panic!("idle vproc woke for {}", wake_name(&w)),
+            }
+        });
+        push_waking(&worker, &c, 5);
+        let popped = worker.pop();
+        push_waking(&worker, &c, 6);
+        push_waking(&worker, &c, 7);
+        let stolen = idle.join().unwrap();
+        assert_ne!(popped, Some(stolen), "a task was run twice");
+        assert!(
+            popped.is_some() || stolen == 5,
+            "the idle vproc took {stolen} before 5"
+        );
+    });
+}

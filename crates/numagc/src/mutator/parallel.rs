@@ -2,11 +2,10 @@
 //! built on it. The scheduling, stealing and promotion protocol is in
 //! `crate::sched`; this file is the API side.
 
-use crate::config::TaskPromotion;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::scope::{Handle, Scope};
-use crate::sched::task::{Handoff, DONE};
-use crate::sched::{self, FrameTask, TaskRef};
+use crate::sched::task::DONE;
+use crate::sched::{self, FrameTask, ScopeBody, TaskRef};
 use crate::vproc::Vproc;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -66,7 +65,8 @@ impl<'s> Scope<'s> {
             let w = self.word(h);
             self.push_slot_word(w);
         }
-        let task = new_task(self.vp, base, n, b)?;
+        let parked = park_eagerly(self.vp, base, n)?;
+        let task = FrameTask::new(self.vp.id, base, n, parked, ScopeBody(b));
         let tref = task.task_ref();
         sched::push(self.vp, tref);
         // From here until the join, a thief may hold `task`: nothing may
@@ -85,7 +85,19 @@ impl<'s> Scope<'s> {
         // `b` is joined whatever became of `a`: a thief may still need the
         // environment, which lives in this frame of the root stack, and
         // the task, which lives in this frame of the Rust stack.
-        let rb = self.join(tref, base, n, unjoined);
+        let rb = if sched::pop_back(self.vp, &tref) {
+            // No one else was handed the task: a panic of it run here may
+            // unwind.
+            std::mem::forget(unjoined);
+            // SAFETY: popped back off this vproc's deque.
+            let ScopeBody(b) = unsafe { task.take_body() };
+            self.scope(|s| {
+                let env = SlotHandles::new(base, n);
+                b(s, env.as_slice()).map(|h| s.word(h))
+            })
+        } else {
+            self.join_stolen(&tref, unjoined)
+        };
         let ra = match ra {
             Ok(r) => r,
             Err(p) => resume_unwind(p),
@@ -94,34 +106,14 @@ impl<'s> Scope<'s> {
         Ok((self.word(ha), rb?))
     }
 
-    /// Joins the task `par2` forked (this scope's vproc's; environment in
-    /// root slots `base .. base + n`): runs it here if it is still on the
-    /// deque, else waits for the thief's result. Disarms `unjoined` once no
-    /// other vproc can hold the task. The result's word is rooted by the
-    /// caller before its next safepoint.
-    pub(crate) fn join(
-        &mut self,
-        tref: TaskRef,
-        base: usize,
-        n: usize,
-        unjoined: Unjoined,
-    ) -> Result<u64> {
-        if sched::pop_if(self.vp, &tref) {
-            // No one else was handed the task: a panic of it run here may
-            // unwind.
-            std::mem::forget(unjoined);
-            sched::unpark_env(self.vp, &tref);
-            self.vp.stats.tasks_inline += 1;
-            return self.scope(|s| {
-                let env = SlotHandles::new(base, n);
-                // SAFETY: popped back off this vproc's deque: no one else
-                // was handed the task.
-                unsafe { tref.run(s, env.as_slice()) }.map(|h| s.word(h))
-            });
-        }
+    /// Joins a task `par2` forked that a thief took: waits for its
+    /// result, doing a waiting vproc's duties meanwhile, then disarms
+    /// `unjoined` (no other vproc holds the task any more). The result's
+    /// word is rooted by the caller before its next safepoint.
+    pub(crate) fn join_stolen(&mut self, tref: &TaskRef, unjoined: Unjoined) -> Result<u64> {
         sched::wait_until(self, || tref.handoff.state() == DONE);
         std::mem::forget(unjoined);
-        sched::take_result(self.vp, &tref)
+        sched::take_result(self.vp, tref)
     }
 
     /// Parallel reduction over `lo..hi`: `leaf(s, env, i, j)` computes the
@@ -219,20 +211,22 @@ pub(crate) fn check_stack(vp: &Vproc) -> Result<()> {
     Ok(())
 }
 
-/// The task of a fork whose environment is in root slots `base .. base +
-/// n`, its environment parked already when promotion is eager. Nothing is
-/// forked yet if this fails.
-pub(crate) fn new_task<B>(vp: &mut Vproc, base: usize, n: usize, b: B) -> Result<FrameTask<B>>
-where
-    B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send,
-{
-    let task = FrameTask::new(Handoff::new(vp.id, n > 0), base, n, b);
-    if n > 0 && vp.shared.config.task_promotion == TaskPromotion::Eager {
-        let mut words = vp.roots.copy_range(base, base + n);
-        let slots = sched::park_env(vp, &mut words)?;
-        task.task().handoff.env_ready(slots);
+/// The environment of a fork, root slots `base .. base + n`, promoted
+/// and parked in global roots now when promotion is eager (`None` when it
+/// is lazy or there is none). Nothing is forked yet if this fails.
+#[inline(always)]
+pub(crate) fn park_eagerly(vp: &mut Vproc, base: usize, n: usize) -> Result<Option<Vec<usize>>> {
+    if n > 0 && vp.eager_promotion {
+        return park_now(vp, base, n).map(Some);
     }
-    Ok(task)
+    Ok(None)
+}
+
+#[cold]
+#[inline(never)]
+fn park_now(vp: &mut Vproc, base: usize, n: usize) -> Result<Vec<usize>> {
+    let mut words = vp.roots.copy_range(base, base + n);
+    sched::park_env(vp, &mut words)
 }
 
 /// Handles for root-stack slots `base .. base + n`, without an allocation

@@ -43,6 +43,9 @@ mod model {
         pub fn pop(&self) -> Option<T> {
             lock(&self.0).pop_back()
         }
+        pub fn is_empty(&self) -> bool {
+            lock(&self.0).is_empty()
+        }
         pub fn stealer(&self) -> Stealer<T> {
             Stealer(self.0.clone())
         }

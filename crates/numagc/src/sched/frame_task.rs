@@ -23,7 +23,7 @@
 //! owner's `pop` or one thief's `steal`; crossbeam's deque hands out each
 //! item once), which is what makes the unsynchronised cell sound.
 
-use super::task::Handoff;
+use super::task::{Handoff, TaskEnv};
 use crate::error::Result;
 use crate::mutator::{Handle, Scope};
 use std::cell::UnsafeCell;
@@ -35,74 +35,119 @@ pub(crate) struct Task {
     /// The environment: root-stack slots `env_base ..` of the owner.
     pub env_base: usize,
     pub env_len: usize,
-    /// Runs the closure of the [`FrameTask`] this task heads (`Some`), or
+    /// Whether the environment was parked in global roots at the fork
+    /// (eager promotion): an owner that pops the task back frees them.
+    pub parked: bool,
+    /// Runs the body of the [`FrameTask`] this task heads (`Some`), or
     /// drops it unrun (`None`: its environment could not be promoted).
     run: RunFn,
 }
 
-/// The type-erased runner of a [`FrameTask`]'s closure: runs it in the
+/// The type-erased runner of a [`FrameTask`]'s body: runs it in the
 /// scope with the environment given, or drops it (`None`).
 type RunFn = for<'a, 'i> unsafe fn(
     *const Task,
     Option<(&'a mut Scope<'i>, &'a [Handle<'i>])>,
 ) -> Option<Result<Handle<'i>>>;
 
-/// A task and its closure, in the forking frame. `repr(C)`: the task is at
+/// The right-hand side of a fork, as a thief runs it: in a scope of the
+/// thief's, with the environment as handles of that scope. The safe API's
+/// closures are bodies as they are ([`ScopeBody`]); the compiled
+/// interface's convert the handles to words (`compiled::fork`). The owner
+/// that pops its task back takes the body out ([`FrameTask::take_body`])
+/// and calls it in its own form, without the conversion.
+pub(crate) trait TaskBody: Send {
+    fn run<'i>(self, s: &mut Scope<'i>, env: &[Handle<'i>]) -> Result<Handle<'i>>;
+}
+
+/// A safe API closure as a task body.
+pub(crate) struct ScopeBody<B>(pub B);
+
+impl<B> TaskBody for ScopeBody<B>
+where
+    B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send,
+{
+    #[inline]
+    fn run<'i>(self, s: &mut Scope<'i>, env: &[Handle<'i>]) -> Result<Handle<'i>> {
+        (self.0)(s, env)
+    }
+}
+
+/// A task and its body, in the forking frame. `repr(C)`: the task is at
 /// offset 0, so a `*const Task` is the `FrameTask`'s address.
 #[repr(C)]
 pub(crate) struct FrameTask<B> {
     task: Task,
-    func: UnsafeCell<Option<B>>,
+    body: UnsafeCell<Option<B>>,
 }
 
-impl<B> FrameTask<B>
-where
-    B: for<'i> FnOnce(&mut Scope<'i>, &[Handle<'i>]) -> Result<Handle<'i>> + Send,
-{
-    pub fn new(handoff: Handoff, env_base: usize, env_len: usize, func: B) -> FrameTask<B> {
+impl<B: TaskBody> FrameTask<B> {
+    /// A task of vproc `owner` whose environment is in its root slots
+    /// `env_base .. env_base + env_len`; `parked`: their global-root slots
+    /// when promotion is eager (the environment promoted already).
+    #[inline(always)]
+    pub fn new(
+        owner: usize,
+        env_base: usize,
+        env_len: usize,
+        parked: Option<Vec<usize>>,
+        body: B,
+    ) -> FrameTask<B> {
+        let was_parked = parked.is_some();
+        let env = match parked {
+            Some(slots) => TaskEnv::Parked(slots),
+            None if env_len > 0 => TaskEnv::Lazy,
+            None => TaskEnv::None,
+        };
         FrameTask {
             task: Task {
-                handoff,
+                handoff: Handoff::new(owner, env),
                 env_base,
                 env_len,
+                parked: was_parked,
                 run: run_erased::<B>,
             },
-            func: UnsafeCell::new(Some(func)),
+            body: UnsafeCell::new(Some(body)),
         }
-    }
-
-    pub fn task(&self) -> &Task {
-        &self.task
     }
 
     /// The reference the deque carries. The caller keeps the module's
     /// invariant: `self` stays where it is until the task is joined.
+    #[inline(always)]
     pub fn task_ref(&self) -> TaskRef {
         TaskRef(NonNull::from(&self.task))
+    }
+
+    /// The body, for the owner that popped the task back to run it itself.
+    ///
+    /// # Safety
+    /// The deque handed the task back to its owner, the caller (no thief
+    /// has it).
+    #[inline(always)]
+    pub unsafe fn take_body(&self) -> B {
+        // SAFETY: the caller's contract: the cell's only access.
+        unsafe { (*self.body.get()).take() }.expect("a task runs once")
     }
 }
 
 /// # Safety
 /// `t` heads a live `FrameTask<B>`, and the caller is the one vproc the
-/// deque handed the task to (so no one else touches `func`).
-unsafe fn run_erased<'i, B>(
+/// deque handed the task to (so no one else touches `body`).
+unsafe fn run_erased<'i, B: TaskBody>(
     t: *const Task,
     with: Option<(&mut Scope<'i>, &[Handle<'i>])>,
-) -> Option<Result<Handle<'i>>>
-where
-    B: for<'k> FnOnce(&mut Scope<'k>, &[Handle<'k>]) -> Result<Handle<'k>> + Send,
-{
+) -> Option<Result<Handle<'i>>> {
     // SAFETY: `repr(C)` puts the task at offset 0 of its `FrameTask<B>`,
     // which is live (the caller's contract).
     let ft = unsafe { &*(t as *const FrameTask<B>) };
     // SAFETY: only the vproc that was handed the task gets here, once per
     // task (the caller's contract), so this is the cell's only access.
-    let f = unsafe { (*ft.func.get()).take() }.expect("a task runs once");
-    with.map(|(s, env)| f(s, env))
+    let f = unsafe { ft.take_body() };
+    with.map(|(s, env)| f.run(s, env))
 }
 
 impl Task {
-    /// Runs the task's closure in `s` with `env`.
+    /// Runs the task's body in `s` with `env`.
     ///
     /// # Safety
     /// The caller was handed the task by the deque (it runs it once).
@@ -112,7 +157,7 @@ impl Task {
         unsafe { (self.run)(self, Some((s, env))) }.expect("a run returns a result")
     }
 
-    /// Drops the task's closure without running it.
+    /// Drops the task's body without running it.
     ///
     /// # Safety
     /// As for [`Task::run`].
@@ -127,8 +172,8 @@ impl Task {
 pub(crate) struct TaskRef(NonNull<Task>);
 
 // SAFETY: a `TaskRef` is sent to thieves and mailboxes on other threads;
-// what it points to is `Sync` (`Handoff`'s atomics and mutexes, plain
-// integers, and the closure cell, which only the one vproc the deque
+// what it points to is `Sync` (`Handoff`'s atomics and the cells its
+// state orders, plain integers, and the body cell, which only the one vproc the deque
 // hands the task to touches, and whose closure is `Send`).
 unsafe impl Send for TaskRef {}
 // SAFETY: as for `Send`.

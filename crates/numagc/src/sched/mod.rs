@@ -17,8 +17,8 @@
 //! * A forked task lives in the frame of the fork that made it
 //!   ([`frame_task`]); the deque, the mailboxes and a thief hold its
 //!   address, which the fork keeps valid by joining before it returns. A
-//!   fork allocates nothing; a push wakes thieves only when one sleeps
-//!   (`Coordinator::notify_work`).
+//!   fork allocates nothing and takes no lock; a push wakes thieves only
+//!   when the deque was empty and one sleeps ([`push_waking`]).
 //! * A vproc that waits (to join a stolen task, or for the environment of a
 //!   task it stole) keeps answering: it joins pending global collections,
 //!   promotes environments that thieves asked it for, and steals other work;
@@ -38,6 +38,7 @@ pub(crate) mod task;
 pub(crate) mod thread;
 
 use crate::error::Result;
+use crate::gc::handshake::Coordinator;
 use crate::mutator::{Handle, Scope};
 use crate::trace::SpanKind;
 use crate::vproc::{Shared, Vproc};
@@ -46,7 +47,7 @@ use std::sync::Arc;
 use task::{Mailbox, DONE, READY};
 use thread::Runnable;
 
-pub(crate) use frame_task::{FrameTask, Task, TaskRef};
+pub(crate) use frame_task::{FrameTask, ScopeBody, Task, TaskBody, TaskRef};
 
 /// The scheduler state every vproc sees.
 pub(crate) struct Scheduler {
@@ -166,11 +167,39 @@ pub(crate) fn steal(vp: &mut Vproc) -> Option<TaskRef> {
     None
 }
 
-/// Pushes a forked task on `vp`'s deque and wakes sleeping thieves.
+/// Pushes a forked task on `vp`'s deque and wakes sleeping thieves if it
+/// was empty ([`push_waking`]).
+#[inline]
 pub(crate) fn push(vp: &mut Vproc, t: TaskRef) {
-    vp.worker.push(t);
+    push_waking(&vp.worker, &vp.shared.coord, t);
     vp.stats.tasks_forked += 1;
-    vp.shared.coord.notify_work();
+}
+
+/// Pushes `t` on `worker`, waking sleeping and waiting vprocs
+/// (`Coordinator::notify_work`) only when the deque was empty.
+///
+/// Why that is enough: a vproc goes to sleep only after it announced
+/// itself and then found every deque empty (`Coordinator::wait_idle`,
+/// `wait_for_work_or`). A deque that is not empty at a push was not
+/// empty since the push that made it so, which saw it empty and woke
+/// whoever had announced itself before; a vproc that looked later found
+/// a task and did not sleep. (The owner reads the deque's front without
+/// a fence, so a thief taking the last task at the same moment can make
+/// the owner see a task that is gone and skip the wake-up; that thief is
+/// awake and looks for more when it is done, and the owner runs the task
+/// itself if no one takes it. Java's fork/join pool makes the same
+/// choice: it signals only when a push finds its queue nearly empty.)
+///
+/// The point is the fence: `notify_work`'s costs about 12 ns on the
+/// development VM, a third of a fork (`docs/results/par2-cost.md`), and a
+/// fork nested in another finds the deque holding its parent's task.
+#[inline]
+pub(crate) fn push_waking<T, J>(worker: &Worker<T>, coord: &Coordinator<J>, t: T) {
+    let was_empty = worker.is_empty();
+    worker.push(t);
+    if was_empty {
+        coord.notify_work();
+    }
 }
 
 /// Pops `vp`'s newest task if it is `t`. Fork-join nesting means that when
@@ -185,6 +214,19 @@ pub(crate) fn pop_if(vp: &mut Vproc, t: &TaskRef) -> bool {
         }
         None => false,
     }
+}
+
+/// The owner's join of its task `t` when no thief took it: pops it back
+/// off `vp`'s deque (`true`; the caller then runs it) and frees an
+/// environment parked at the fork.
+#[inline]
+pub(crate) fn pop_back(vp: &mut Vproc, t: &TaskRef) -> bool {
+    if !pop_if(vp, t) {
+        return false;
+    }
+    unpark_env(vp, t);
+    vp.stats.tasks_inline += 1;
+    true
 }
 
 /// Promotes the environments thieves asked `vp` for (a safepoint duty).
@@ -222,10 +264,21 @@ pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Result<Vec<usize>> 
 /// The owner popped task `t` back: frees the global roots its environment
 /// was parked in. Only an eager fork parks an environment before a thief
 /// asks (a lazy one is parked for the thief that stole the task, which is
-/// then never popped back), so a lazy runtime skips the lock.
+/// then never popped back).
+#[inline]
 pub(crate) fn unpark_env(vp: &Vproc, t: &Task) {
-    if t.env_len > 0 && vp.shared.config.task_promotion == crate::config::TaskPromotion::Eager {
-        for slot in t.handoff.take_env() {
+    if t.parked {
+        unpark_env_slots(vp, t);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unpark_env_slots(vp: &Vproc, t: &Task) {
+    // SAFETY: the owner popped the task back (the caller's contract), so no
+    // thief was handed it; the owner built it `READY`.
+    if let Ok(slots) = unsafe { t.handoff.take_env() } {
+        for slot in slots {
             vp.shared.global_roots.remove(slot);
         }
     }
@@ -249,14 +302,16 @@ pub(crate) fn run_stolen(s: &mut Scope<'_>, t: &TaskRef) {
     wait_for(s, || t.handoff.state() >= READY, false);
     let result = s.scope(|s| {
         let shared = s.shared();
-        if let Some(e) = t.handoff.take_env_error() {
-            // SAFETY: the deque handed the task to this vproc.
-            unsafe { t.discard() };
-            return Err(e);
-        }
-        let env: Vec<Handle<'_>> = t
-            .handoff
-            .take_env()
+        // SAFETY: the deque handed the task to this vproc, which saw `READY`.
+        let slots = match unsafe { t.handoff.take_env() } {
+            Ok(slots) => slots,
+            Err(e) => {
+                // SAFETY: as above.
+                unsafe { t.discard() };
+                return Err(e);
+            }
+        };
+        let env: Vec<Handle<'_>> = slots
             .into_iter()
             .map(|slot| s.push_root(shared.global_roots.take(slot)))
             .collect();
@@ -333,10 +388,8 @@ fn wait_for(s: &mut Scope<'_>, done: impl Fn() -> bool, steal: bool) {
 /// be rooted before the next safepoint.
 pub(crate) fn take_result(vp: &Vproc, t: &Task) -> Result<u64> {
     debug_assert_eq!(t.handoff.state(), DONE);
-    let slot = t
-        .handoff
-        .take_result()
-        .expect("a finished task has a result")?;
+    // SAFETY: the caller saw `DONE` (the debug assertion above).
+    let slot = unsafe { t.handoff.take_result() }.expect("a finished task has a result")?;
     Ok(vp.shared.global_roots.take(slot))
 }
 

@@ -31,38 +31,60 @@
 
 use crate::error::Error;
 use crate::gc::handshake::Coordinator;
-use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, OrderedCell, Ordering};
 
 pub(crate) const QUEUED: usize = 0;
 pub(crate) const WANTED: usize = 1;
 pub(crate) const READY: usize = 2;
 pub(crate) const DONE: usize = 3;
 
+/// A forked task's environment, as its fork hands it to [`Handoff::new`].
+pub(crate) enum TaskEnv {
+    /// None: a thief can run the task at once.
+    None,
+    /// In the owner's root slots, promoted when a thief asks (lazy
+    /// promotion).
+    Lazy,
+    /// Promoted at the fork (eager promotion), in these global-root slots.
+    Parked(Vec<usize>),
+}
+
 /// The state of one forked task and what its two sides exchange.
+///
+/// The exchanged values need no lock: each cell has one writer at a time,
+/// and the state's release store that follows a write is what the reader
+/// acquires before it reads (`loom_models::tasks`). A fork builds this in
+/// its frame at every `par2`, so it is a few words, written once.
 pub(crate) struct Handoff {
     state: AtomicUsize,
     pub owner: usize,
     /// The vproc running the stolen task (for its doorbell).
     thief: AtomicUsize,
-    /// Global-root slots holding the promoted environment (READY).
-    env_roots: Mutex<Vec<usize>>,
-    /// Why the environment could not be promoted (READY without one).
-    env_error: Mutex<Option<Error>>,
-    /// The global-root slot of the promoted result, or the error (DONE).
-    result: Mutex<Option<Result<usize, Error>>>,
+    /// Owner to thief, published by `READY`: the global-root slots of the
+    /// promoted environment, or why it could not be promoted. Taken by
+    /// the vproc the deque handed the task to.
+    env: OrderedCell<Option<Result<Vec<usize>, Error>>>,
+    /// Thief to owner, published by `DONE`: the global-root slot of the
+    /// promoted result, or the task's error.
+    result: OrderedCell<Option<Result<usize, Error>>>,
 }
 
 impl Handoff {
-    /// A task of `owner`; `needs_env`: whether it has an environment to
-    /// hand over (a task without one starts `READY`: a thief need not ask).
-    pub fn new(owner: usize, needs_env: bool) -> Handoff {
+    /// A task of `owner` with environment `env`. A task without one, or
+    /// with one parked already, starts `READY`: a thief need not ask.
+    #[inline(always)]
+    pub fn new(owner: usize, env: TaskEnv) -> Handoff {
+        let (state, parked) = match env {
+            TaskEnv::Lazy => (QUEUED, None),
+            TaskEnv::Parked(slots) => (READY, Some(Ok(slots))),
+            TaskEnv::None => (READY, None),
+        };
         Handoff {
-            state: AtomicUsize::new(if needs_env { QUEUED } else { READY }),
+            state: AtomicUsize::new(state),
             owner,
             thief: AtomicUsize::new(usize::MAX),
-            env_roots: Mutex::new(Vec::new()),
-            env_error: Mutex::new(None),
-            result: Mutex::new(None),
+            env: OrderedCell::new(parked),
+            result: OrderedCell::new(None),
         }
     }
 
@@ -84,39 +106,48 @@ impl Handoff {
         self.thief.load(Ordering::Relaxed)
     }
 
-    /// Owner (or the forking vproc, when eager): the environment is in
-    /// global roots `slots`.
-    pub fn env_ready(&self, slots: Vec<usize>) {
-        *lock(&self.env_roots) = slots;
+    /// Owner, serving a thief's request (the task `WANTED`): the
+    /// environment is in global roots `slots`, or (`Err`) cannot be
+    /// promoted because the system refuses the memory; the thief then
+    /// finishes the task with the error instead of running it.
+    pub fn env_ready(&self, env: Result<Vec<usize>, Error>) {
+        debug_assert_eq!(self.state.load(Ordering::Relaxed), WANTED);
+        // SAFETY: while `WANTED`, the thief waits for `READY` before it
+        // touches the cell, and the owner, which serves the request once,
+        // is the only writer; the store below publishes the write.
+        unsafe { self.env.replace(Some(env)) };
         self.state.store(READY, Ordering::Release);
     }
 
-    /// Owner: the environment cannot be promoted (the system refuses the
-    /// memory). The thief, once `READY`, finishes the task with `e`
-    /// instead of running it.
-    pub fn env_failed(&self, e: Error) {
-        *lock(&self.env_error) = Some(e);
-        self.state.store(READY, Ordering::Release);
-    }
-
-    /// Thief, once `READY`: the error that replaced the environment.
-    pub fn take_env_error(&self) -> Option<Error> {
-        lock(&self.env_error).take()
-    }
-
-    /// Takes the global-root slots of the environment (once `READY`).
-    pub fn take_env(&self) -> Vec<usize> {
-        std::mem::take(&mut *lock(&self.env_roots))
+    /// Takes what `READY` published: the environment's global-root slots
+    /// (none when the task has no environment), or the error that replaced
+    /// them.
+    ///
+    /// # Safety
+    /// The caller was handed the task by the deque (the owner popping it
+    /// back, or its one thief) and has seen the state at `READY` or later
+    /// (the owner that pushed the task saw `READY` when it built it).
+    pub unsafe fn take_env(&self) -> Result<Vec<usize>, Error> {
+        // SAFETY: the caller's contract: the writer's release store was
+        // acquired, and no one else is handed the task.
+        unsafe { self.env.replace(None) }.unwrap_or_else(|| Ok(Vec::new()))
     }
 
     /// Thief: the result (a global-root slot) or the task's error.
     pub fn finish(&self, r: Result<usize, Error>) {
-        *lock(&self.result) = Some(r);
+        // SAFETY: the owner reads the cell only after it acquires `DONE`,
+        // stored below; the thief writes it once.
+        unsafe { self.result.replace(Some(r)) };
         self.state.store(DONE, Ordering::Release);
     }
 
-    pub fn take_result(&self) -> Option<Result<usize, Error>> {
-        lock(&self.result).take()
+    /// Owner, once it saw `DONE`: the thief's result.
+    ///
+    /// # Safety
+    /// The caller saw the state at `DONE` (acquired).
+    pub unsafe fn take_result(&self) -> Option<Result<usize, Error>> {
+        // SAFETY: the caller's contract: `finish` wrote it before `DONE`.
+        unsafe { self.result.replace(None) }
     }
 }
 
@@ -171,13 +202,10 @@ pub(crate) fn serve_requests<J, T>(
     for t in mailbox.take() {
         let r = promote(&t);
         let h = handoff(&t);
-        match r {
-            Ok(slots) => h.env_ready(slots),
-            // The environment cannot be promoted (the system refuses the
-            // memory): the thief does not run the task and hands the error
-            // to the join.
-            Err(e) => h.env_failed(e),
-        }
+        // An environment that cannot be promoted (the system refuses the
+        // memory) goes as the error: the thief does not run the task and
+        // hands the error to the join.
+        h.env_ready(r);
         coord.bell(h.thief()).ring();
     }
 }
