@@ -173,8 +173,8 @@ pub(crate) struct TaskRef(NonNull<Task>);
 
 // SAFETY: a `TaskRef` is sent to thieves and mailboxes on other threads;
 // what it points to is `Sync` (`Handoff`'s atomics and the cells its
-// state orders, plain integers, and the body cell, which only the one vproc the deque
-// hands the task to touches, and whose closure is `Send`).
+// state orders, plain integers, and the body cell, which only the one
+// vproc the deque hands the task to touches, and whose body is `Send`).
 unsafe impl Send for TaskRef {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for TaskRef {}

@@ -190,9 +190,10 @@ pub(crate) fn push(vp: &mut Vproc, t: TaskRef) {
 /// itself if no one takes it. Java's fork/join pool makes the same
 /// choice: it signals only when a push finds its queue nearly empty.)
 ///
-/// The point is the fence: `notify_work`'s costs about 12 ns on the
-/// development VM, a third of a fork (`docs/results/par2-cost.md`), and a
-/// fork nested in another finds the deque holding its parent's task.
+/// The point is the fence: `notify_work`'s costs 10–12 ns on the
+/// development VM (`scripts/fence-cost.sh`), where a whole fork costs
+/// 55–85 ns (`docs/results/par2-cost.md`), and a fork nested in another
+/// finds the deque holding its parent's task, so it skips the fence.
 #[inline]
 pub(crate) fn push_waking<T, J>(worker: &Worker<T>, coord: &Coordinator<J>, t: T) {
     let was_empty = worker.is_empty();
