@@ -251,6 +251,38 @@ fn lazy_promotion_promotes_less_than_eager() {
     );
 }
 
+/// An eager fork parks its environment in global roots at once; the owner
+/// that pops the task back frees them, a thief takes them, and a stolen
+/// task's result is taken by the join: none is left after the run, on 1
+/// vproc (every task popped back) or 2.
+#[test]
+fn eager_forks_leave_no_global_roots() {
+    const DEPTH: u32 = 7;
+    for vprocs in [1, 2] {
+        let rt = numagc::Runtime::new(
+            test_config(vprocs)
+                .task_promotion(TaskPromotion::Eager)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        let cons = register_cons(&rt);
+        let before = rt.global_roots();
+        let n = rt
+            .run_on(0, move |s| {
+                fork_tree(s, cons, DEPTH, 1).map(|h| s.view(h).field(0).as_int().unwrap())
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 20 * (1i64 << DEPTH) + 2 * 20 * ((1i64 << DEPTH) - 1));
+        assert_eq!(
+            rt.global_roots(),
+            before,
+            "global roots left by eager forks on {vprocs} vprocs"
+        );
+    }
+}
+
 /// Global collections forced inside tasks on both vprocs while others are
 /// stolen or waiting: every result stays correct (verifier on).
 #[test]
