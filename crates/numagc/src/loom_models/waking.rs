@@ -4,6 +4,7 @@
 
 use super::{bounded, wake_name};
 use crate::gc::handshake::{Coordinator, Wake};
+use crate::sched::deque::{Steal, Worker};
 use loom::sync::atomic::Ordering;
 use loom::sync::Arc;
 use loom::thread;
@@ -31,24 +32,28 @@ fn doorbell_ring_is_never_lost() {
     });
 }
 
+/// Vproc 1, idle: sleeps in `wait_idle` until `worker`'s deque has a
+/// task, steals it and returns it.
+fn idle_thief(c: &Arc<Coordinator<u32>>, worker: &Worker<u32>) -> thread::JoinHandle<u32> {
+    let (c, stealer) = (c.clone(), worker.stealer());
+    thread::spawn(move || loop {
+        match c.wait_idle(1, || !stealer.is_empty()) {
+            Wake::Steal => {
+                if let Steal::Success(x) = stealer.steal() {
+                    return x;
+                }
+            }
+            w => panic!("idle vproc woke for {}", wake_name(&w)),
+        }
+    })
+}
+
 #[test]
 fn idle_vproc_wakes_for_pushed_work() {
-    use crate::sched::deque::{Steal, Worker};
     bounded(3).check(|| {
         let c = Arc::new(Coordinator::<u32>::new(2));
         let worker = Worker::<u32>::new_lifo();
-        let stealer = Arc::new(worker.stealer());
-        let (c1, s1) = (c.clone(), stealer.clone());
-        let idle = thread::spawn(move || loop {
-            match c1.wait_idle(1, || !s1.is_empty()) {
-                Wake::Steal => {
-                    if let Steal::Success(x) = s1.steal() {
-                        return x;
-                    }
-                }
-                w => panic!("idle vproc woke for {}", wake_name(&w)),
-            }
-        });
+        let idle = idle_thief(&c, &worker);
         worker.push(5);
         c.notify_work();
         assert_eq!(idle.join().unwrap(), 5);
@@ -57,7 +62,6 @@ fn idle_vproc_wakes_for_pushed_work() {
 
 #[test]
 fn waiting_vproc_wakes_for_pushed_work() {
-    use crate::sched::deque::{Steal, Worker};
     // A vproc waiting in a join (`Coordinator::wait_for_work_or`) must hear
     // of a task pushed meanwhile (`notify_work`), or it would sit idle
     // beside work it could steal.
@@ -86,23 +90,11 @@ fn waiting_vproc_wakes_for_pushed_work() {
 /// popped-back task is never also stolen.
 #[test]
 fn idle_vproc_wakes_when_a_deque_fills() {
-    use crate::sched::deque::{Steal, Worker};
     use crate::sched::push_waking;
     bounded(3).check(|| {
         let c = Arc::new(Coordinator::<u32>::new(2));
         let worker = Worker::<u32>::new_lifo();
-        let stealer = Arc::new(worker.stealer());
-        let (c1, s1) = (c.clone(), stealer.clone());
-        let idle = thread::spawn(move || loop {
-            match c1.wait_idle(1, || !s1.is_empty()) {
-                Wake::Steal => {
-                    if let Steal::Success(x) = s1.steal() {
-                        return x;
-                    }
-                }
-                w => panic!("idle vproc woke for {}", wake_name(&w)),
-            }
-        });
+        let idle = idle_thief(&c, &worker);
         push_waking(&worker, &c, 5);
         let popped = worker.pop();
         push_waking(&worker, &c, 6);
