@@ -169,7 +169,7 @@ pub(crate) fn steal(vp: &mut Vproc) -> Option<TaskRef> {
 
 /// Pushes a forked task on `vp`'s deque and wakes sleeping thieves if it
 /// was empty ([`push_waking`]).
-#[inline]
+#[inline(always)]
 pub(crate) fn push(vp: &mut Vproc, t: TaskRef) {
     push_waking(&vp.worker, &vp.shared.coord, t);
     vp.stats.tasks_forked += 1;
@@ -194,7 +194,7 @@ pub(crate) fn push(vp: &mut Vproc, t: TaskRef) {
 /// development VM (`scripts/fence-cost.sh`), where a whole fork costs
 /// 55–85 ns (`docs/results/par2-cost.md`), and a fork nested in another
 /// finds the deque holding its parent's task, so it skips the fence.
-#[inline]
+#[inline(always)]
 pub(crate) fn push_waking<T, J>(worker: &Worker<T>, coord: &Coordinator<J>, t: T) {
     let was_empty = worker.is_empty();
     worker.push(t);
@@ -205,6 +205,7 @@ pub(crate) fn push_waking<T, J>(worker: &Worker<T>, coord: &Coordinator<J>, t: T
 
 /// Pops `vp`'s newest task if it is `t`. Fork-join nesting means that when
 /// `t` is not on top, it was stolen and the deque is empty.
+#[inline(always)]
 pub(crate) fn pop_if(vp: &mut Vproc, t: &TaskRef) -> bool {
     match vp.worker.pop() {
         Some(top) if top == *t => true,
