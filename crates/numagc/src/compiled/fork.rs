@@ -25,7 +25,7 @@
 
 use super::Mutator;
 use crate::error::Result;
-use crate::mutator::parallel::{check_stack, park_eagerly, Unjoined};
+use crate::mutator::parallel::{check_stack, park_eagerly, pop_back_body, Unjoined};
 use crate::mutator::{Handle, Scope};
 use crate::sched::{self, FrameTask, TaskBody};
 use crate::vproc::Vproc;
@@ -147,15 +147,9 @@ where
     }));
     // SAFETY: as above; the left side's mutator is gone.
     let v = unsafe { &mut *vp };
-    let rb = if sched::pop_back(v, &tref) {
-        // No one else was handed the task: a panic of it run here may
-        // unwind.
-        std::mem::forget(unjoined);
-        // SAFETY: popped back off this vproc's deque.
-        let CompiledBody(right) = unsafe { task.take_body() };
-        run_here(v, base, n, right)
-    } else {
-        Scope::root(v).join_stolen(&tref, unjoined)
+    let rb = match pop_back_body(v, &task, unjoined) {
+        Ok(CompiledBody(right)) => run_here(v, base, n, right),
+        Err(unjoined) => Scope::root(v).join_stolen(&tref, unjoined),
     };
     let ra = match ra {
         Ok(r) => r,

@@ -5,7 +5,7 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::scope::{Handle, Scope};
 use crate::sched::task::DONE;
-use crate::sched::{self, FrameTask, ScopeBody, TaskRef};
+use crate::sched::{self, FrameTask, ScopeBody, TaskBody, TaskRef};
 use crate::vproc::Vproc;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -85,18 +85,12 @@ impl<'s> Scope<'s> {
         // `b` is joined whatever became of `a`: a thief may still need the
         // environment, which lives in this frame of the root stack, and
         // the task, which lives in this frame of the Rust stack.
-        let rb = if sched::pop_back(self.vp, &tref) {
-            // No one else was handed the task: a panic of it run here may
-            // unwind.
-            std::mem::forget(unjoined);
-            // SAFETY: popped back off this vproc's deque.
-            let ScopeBody(b) = unsafe { task.take_body() };
-            self.scope(|s| {
+        let rb = match pop_back_body(self.vp, &task, unjoined) {
+            Ok(ScopeBody(b)) => self.scope(|s| {
                 let env = SlotHandles::new(base, n);
                 b(s, env.as_slice()).map(|h| s.word(h))
-            })
-        } else {
-            self.join_stolen(&tref, unjoined)
+            }),
+            Err(unjoined) => self.join_stolen(&tref, unjoined),
         };
         let ra = match ra {
             Ok(r) => r,
@@ -209,6 +203,25 @@ pub(crate) fn check_stack(vp: &Vproc) -> Result<()> {
         }));
     }
     Ok(())
+}
+
+/// The owner's join of `task` when no thief took it: pops it back off
+/// `vp`'s deque and returns its body to be run here, disarming `unjoined`
+/// (no other vproc holds the task, so a panic of the body may unwind).
+/// `Err(unjoined)` when a thief has it: join with [`Scope::join_stolen`].
+#[inline(always)]
+pub(crate) fn pop_back_body<B: TaskBody>(
+    vp: &mut Vproc,
+    task: &FrameTask<B>,
+    unjoined: Unjoined,
+) -> std::result::Result<B, Unjoined> {
+    if !sched::pop_back(vp, &task.task_ref()) {
+        return Err(unjoined);
+    }
+    std::mem::forget(unjoined);
+    // SAFETY: popped back off this vproc's deque: no one else was handed
+    // the task.
+    Ok(unsafe { task.take_body() })
 }
 
 /// The environment of a fork, root slots `base .. base + n`, promoted

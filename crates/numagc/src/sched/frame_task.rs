@@ -35,9 +35,6 @@ pub(crate) struct Task {
     /// The environment: root-stack slots `env_base ..` of the owner.
     pub env_base: usize,
     pub env_len: usize,
-    /// Whether the environment was parked in global roots at the fork
-    /// (eager promotion): an owner that pops the task back frees them.
-    pub parked: bool,
     /// Runs the body of the [`FrameTask`] this task heads (`Some`), or
     /// drops it unrun (`None`: its environment could not be promoted).
     run: RunFn,
@@ -93,7 +90,6 @@ impl<B: TaskBody> FrameTask<B> {
         parked: Option<Vec<usize>>,
         body: B,
     ) -> FrameTask<B> {
-        let was_parked = parked.is_some();
         let env = match parked {
             Some(slots) => TaskEnv::Parked(slots),
             None if env_len > 0 => TaskEnv::Lazy,
@@ -104,7 +100,6 @@ impl<B: TaskBody> FrameTask<B> {
                 handoff: Handoff::new(owner, env),
                 env_base,
                 env_len,
-                parked: was_parked,
                 run: run_erased::<B>,
             },
             body: UnsafeCell::new(Some(body)),

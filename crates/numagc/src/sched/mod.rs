@@ -190,7 +190,7 @@ pub(crate) fn push(vp: &mut Vproc, t: TaskRef) {
 /// itself if no one takes it. Java's fork/join pool makes the same
 /// choice: it signals only when a push finds its queue nearly empty.)
 ///
-/// The point is the fence: `notify_work`'s costs 10–12 ns on the
+/// The point is the fence: `notify_work`'s fence costs 10–12 ns on the
 /// development VM (`scripts/fence-cost.sh`), where a whole fork costs
 /// 55–85 ns (`docs/results/par2-cost.md`), and a fork nested in another
 /// finds the deque holding its parent's task, so it skips the fence.
@@ -266,10 +266,11 @@ pub(crate) fn park_env(vp: &mut Vproc, words: &mut [u64]) -> Result<Vec<usize>> 
 /// The owner popped task `t` back: frees the global roots its environment
 /// was parked in. Only an eager fork parks an environment before a thief
 /// asks (a lazy one is parked for the thief that stole the task, which is
-/// then never popped back).
+/// then never popped back): a task has one exactly when it has an
+/// environment and the vproc promotes eagerly (`park_eagerly`).
 #[inline]
 pub(crate) fn unpark_env(vp: &Vproc, t: &Task) {
-    if t.parked {
+    if vp.eager_promotion && t.env_len > 0 {
         unpark_env_slots(vp, t);
     }
 }
