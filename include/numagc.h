@@ -317,6 +317,23 @@ typedef struct numagc_mutator {
 } numagc_mutator;
 
 /**
+ * A task of `numagc_fork`: compiled code run on some vproc with that
+ * vproc's mutator record `m`, the fork's `n` environment words `env`
+ * (valid until its first call that may collect) and its `userdata`. It
+ * writes its result word to `*result` (an immediate or an object of this
+ * heap, valid until the fork's caller's next call that may collect) and
+ * returns 0; any other status fails the fork with that code. It leaves
+ * the root stack's top where it found it. Inside a task only the
+ * compiled interface may be used (the inline paths, the slow paths on
+ * `m`, `numagc_fork`): the scope's functions refuse it.
+ */
+typedef int (*numagc_word_task_fn)(struct numagc_mutator *m,
+                                   const uint64_t *env,
+                                   size_t n,
+                                   void *userdata,
+                                   uint64_t *result);
+
+/**
  * The id of a registered mixed-object descriptor.
  */
 typedef uint32_t numagc_desc;
@@ -558,6 +575,39 @@ int numagc_value_word(struct numagc_scope *scope, numagc_value value, uint64_t *
  * 8-aligned, inside a chunk in use, with an object header there).
  */
 int numagc_word_value(struct numagc_scope *scope, uint64_t word, numagc_value *out_value);
+
+/**
+ * Runs tasks `a` and `b` in parallel on words, each with the `n` words of
+ * `env`, and waits for both: `a` runs here at once with `m`, `b` is
+ * offered to idle vprocs and runs here after `a` unless one took it (its
+ * environment is then promoted, and it runs with that vproc's record).
+ * `*out_a` and `*out_b` are their result words, valid until the next call
+ * that may collect. The record must be current (`numagc_regs_store`
+ * after register code) and its vproc's, as for every slow path; tasks may
+ * fork again.
+ *
+ * `userdata_a` and `userdata_b` are handed to the tasks untouched; `b`'s
+ * may be used on another vproc thread, at the same time as `a` runs.
+ *
+ * Errors: a word of `env` that is not a value of this heap is
+ * `NUMAGC_ERR_BAD_VALUE` and no task runs, as is more than
+ * `NUMAGC_MAX_ENV` words (`NUMAGC_ERR_INVALID_ARGUMENT`); a task's
+ * nonzero status is returned with a message quoting its last error; a
+ * task that moved the root stack's top gives
+ * `NUMAGC_ERR_UNBALANCED_FRAME` (the top is put back), one whose result
+ * is not a value `NUMAGC_ERR_BAD_VALUE`. When both fail, `a`'s error is
+ * returned. Both tasks have finished when this returns, whatever
+ * happened; outputs are 0 after a failure.
+ */
+int numagc_fork(struct numagc_mutator *m,
+                const uint64_t *env,
+                size_t n,
+                numagc_word_task_fn a,
+                void *userdata_a,
+                numagc_word_task_fn b,
+                void *userdata_b,
+                uint64_t *out_a,
+                uint64_t *out_b);
 
 /**
  * The immediate integer `i` as a value. Immediates need no scope, are not

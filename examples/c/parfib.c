@@ -5,8 +5,8 @@
  * the calls are register code (the allocation pointer and the root
  * stack's top passed to every call and the allocation pointer returned
  * with the box, the first call's box in a frame slot across the second
- * call); above it the two calls are forked with numagc_par2, the
- * closure's environment a boxed n.
+ * call); above it the two calls are forked with numagc_fork (the fork of
+ * compiled code, on words), the closure's environment a boxed n.
  *
  *   cargo build --release -p numagc-capi
  *   cc -std=c11 -O2 -Wall -Wextra -Iinclude examples/c/parfib.c \
@@ -84,33 +84,27 @@ __attribute__((noinline)) static at seq_inner(numagc_mutator *m, size_t hp, uint
     return box_at(m, y.hp, sp, s);
 }
 
-static int pfib(numagc_scope *s, int64_t n, int64_t threshold, uint64_t *out);
+static int pfib(numagc_mutator *m, int64_t n, int64_t threshold, uint64_t *out);
 
 typedef struct {
     int64_t threshold;
     int64_t minus;
 } side;
 
-/* A forked call: pfib (n - minus), n the boxed environment. */
-static int task(numagc_scope *s, const numagc_value *env, size_t n, void *ud,
-                numagc_value *result) {
+/* A forked call: pfib (n - minus), n the boxed environment word. Tasks of
+ * numagc_fork are compiled code: they get the mutator record of the vproc
+ * that runs them and answer a word. */
+static int task(numagc_mutator *m, const uint64_t *env, size_t n, void *ud, uint64_t *result) {
     (void)n;
     const side *sd = ud;
-    uint64_t w;
-    int rc = numagc_value_word(s, env[0], &w);
-    if (rc != NUMAGC_OK) return rc;
-    int64_t k = numagc_inline_word_to_int(numagc_inline_field(w, 0));
-    uint64_t r;
-    if ((rc = pfib(s, k - sd->minus, sd->threshold, &r)) != NUMAGC_OK) return rc;
-    return numagc_word_value(s, r, result);
+    int64_t k = numagc_inline_word_to_int(numagc_inline_field(env[0], 0));
+    return pfib(m, k - sd->minus, sd->threshold, result);
 }
 
 /* pfib n: register code at or below the threshold, a fork above it. The
  * box in *out is valid until the next call that may collect. */
-static int pfib(numagc_scope *s, int64_t n, int64_t threshold, uint64_t *out) {
-    numagc_mutator *m;
-    int rc = numagc_mutator_get(s, &m);
-    if (rc != NUMAGC_OK) return rc;
+static int pfib(numagc_mutator *m, int64_t n, int64_t threshold, uint64_t *out) {
+    int rc;
     if (n <= threshold) {
         uint64_t *sp = numagc_regs_sp(m);
         at r = seq(m, numagc_regs_hp(m), sp, n);
@@ -123,18 +117,15 @@ static int pfib(numagc_scope *s, int64_t n, int64_t threshold, uint64_t *out) {
         *out = r.obj;
         return NUMAGC_OK;
     }
-    uint64_t env_w;
-    if ((rc = numagc_inline_alloc(m, CELL, 1, &env_w)) != NUMAGC_OK) return rc;
-    numagc_inline_init(env_w, 0, numagc_inline_word_int(n));
-    numagc_value env, x, y;
-    if ((rc = numagc_word_value(s, env_w, &env)) != NUMAGC_OK) return rc;
+    uint64_t env;
+    if ((rc = numagc_inline_alloc(m, CELL, 1, &env)) != NUMAGC_OK) return rc;
+    numagc_inline_init(env, 0, numagc_inline_word_int(n));
     side left = {threshold, 1}, right = {threshold, 2};
-    rc = numagc_par2(s, &env, 1, task, &left, task, &right, &x, &y);
+    uint64_t x, y;
+    rc = numagc_fork(m, &env, 1, task, &left, task, &right, &x, &y);
     if (rc != NUMAGC_OK) return rc;
-    uint64_t xw, yw;
-    if ((rc = numagc_value_word(s, x, &xw)) != NUMAGC_OK) return rc;
-    if ((rc = numagc_value_word(s, y, &yw)) != NUMAGC_OK) return rc;
-    uint64_t sum = numagc_inline_field(xw, 0) + numagc_inline_field(yw, 0) - 1;
+    /* x and y are valid until the allocation below. */
+    uint64_t sum = numagc_inline_field(x, 0) + numagc_inline_field(y, 0) - 1;
     uint64_t b;
     if ((rc = numagc_inline_alloc(m, CELL, 1, &b)) != NUMAGC_OK) return rc;
     numagc_inline_init(b, 0, sum);
@@ -148,8 +139,11 @@ typedef struct {
 
 static int run(numagc_scope *s, void *ud) {
     job *j = ud;
+    numagc_mutator *m;
+    int rc = numagc_mutator_get(s, &m);
+    if (rc != NUMAGC_OK) return rc;
     uint64_t b;
-    int rc = pfib(s, j->n, j->threshold, &b);
+    rc = pfib(m, j->n, j->threshold, &b);
     if (rc == NUMAGC_OK) j->answer = numagc_inline_word_to_int(numagc_inline_field(b, 0));
     return rc;
 }

@@ -69,14 +69,26 @@ pub(crate) fn with_state<R>(
     f: impl FnOnce(&mut CallState) -> Res<R>,
 ) -> Res<R> {
     with_any_state(scope, |st| {
-        if st.blocking.is_some() {
+        not_blocking(st)?;
+        if st.word_tasks > 0 {
             return Err(Fail::new(
                 NUMAGC_ERR_MISUSE,
-                "the scope is in a blocking section (numagc_enter_blocking): the heap cannot be used until numagc_leave_blocking",
+                "the scope was used inside a numagc_fork task: a task uses the mutator record it was given (the compiled interface); the scope's functions wait until it returns",
             ));
         }
         f(st)
     })
+}
+
+/// Refuses a state in a blocking section.
+fn not_blocking(st: &CallState) -> Res<()> {
+    if st.blocking.is_some() {
+        return Err(Fail::new(
+            NUMAGC_ERR_MISUSE,
+            "the scope is in a blocking section (numagc_enter_blocking): the heap cannot be used until numagc_leave_blocking",
+        ));
+    }
+    Ok(())
 }
 
 /// Lends the state of the C body running on this thread, whichever it is
@@ -84,13 +96,45 @@ pub(crate) fn with_state<R>(
 /// not a scope: the record must then be that body's vproc's, which the
 /// caller checks). `NUMAGC_ERR_NOT_ON_VPROC` when no body runs here;
 /// `NUMAGC_ERR_MISUSE` in a blocking section.
+///
+/// Unlike the scope's functions, the compiled interface stays open inside
+/// a `numagc_fork` task.
 pub(crate) fn with_active_state<R>(f: impl FnOnce(&mut CallState) -> Res<R>) -> Res<R> {
+    with_active_entry(|_, st| f(st))
+}
+
+/// [`with_active_state`] that also gives the body's token (`numagc_fork`
+/// puts the state back under it for its tasks: [`Reentry`]).
+pub(crate) fn with_active_entry<R>(f: impl FnOnce(usize, &mut CallState) -> Res<R>) -> Res<R> {
     match ACTIVE.with(|a| a.get()) {
-        Some((token, _)) => with_state(token as *mut numagc_scope, f),
+        Some((token, _)) => with_any_state(token as *mut numagc_scope, |st| {
+            not_blocking(st)?;
+            f(token, st)
+        }),
         None => Err(Fail::new(
             NUMAGC_ERR_NOT_ON_VPROC,
             "a compiled-code slow path was called on a thread that runs no numagc callback",
         )),
+    }
+}
+
+/// Puts a lent state back in `ACTIVE`, under its own token, while a
+/// `numagc_fork` task runs in the body that lent it, and empties `ACTIVE`
+/// again when dropped (even on a panic). The fork that lent the state
+/// holds no reference to it while the task runs (only the pointer it gives
+/// here), so the task's slow paths borrow it as the only `&mut`.
+pub(crate) struct Reentry(Option<(usize, *mut CallState)>);
+
+impl Reentry {
+    pub fn new(token: usize, st: *mut CallState) -> Reentry {
+        Reentry(ACTIVE.with(|a| a.replace(Some((token, st)))))
+    }
+}
+
+impl Drop for Reentry {
+    fn drop(&mut self) {
+        let previous = self.0;
+        let _ = ACTIVE.try_with(|a| a.set(previous));
     }
 }
 

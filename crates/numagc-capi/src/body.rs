@@ -110,6 +110,10 @@ pub(crate) struct BodyArgs<'e, 'i> {
     pub received: Option<Handle<'i>>,
     /// Whether the body is a thread step and gets a `numagc_next`.
     pub thread: bool,
+    /// Whether the body is a `numagc_fork` task stolen by this vproc: only
+    /// the compiled interface is open to it, and its slow paths keep the
+    /// root slots in use when it started.
+    pub word_task: bool,
 }
 
 /// Runs one C body — a callback, a par2 task, a thread step — on `s`:
@@ -132,6 +136,7 @@ pub(crate) fn run_body<'i, R>(
     let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
     let token = (generation as usize) << 4;
     let vproc = s.vproc();
+    let floor = if args.word_task { s.roots_in_use() } else { 0 };
     let mut st = CallState::new(
         // The lifetime is erased here; see `CallState::sc` for why no use
         // outlives the scope.
@@ -141,6 +146,10 @@ pub(crate) fn run_body<'i, R>(
         rt,
         args.thread,
     );
+    if args.word_task {
+        st.word_tasks = 1;
+        st.floor = floor;
+    }
     // The environment: handles outside any frame, so they live until the
     // body returns. Rooting cannot fail short of 2^31 entries.
     let (mut env, mut rooted) = match Small::with_len(args.env.len(), 0, "env") {
@@ -208,6 +217,7 @@ pub(crate) fn run_callback(
         env: &[],
         received: None,
         thread: false,
+        word_task: false,
     };
     // SAFETY: `cb` is a C function pointer given to `numagc_run_on` /
     // `numagc_run_each` with this signature; `data` is the caller's

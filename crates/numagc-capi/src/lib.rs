@@ -139,6 +139,7 @@ mod blocking;
 mod body;
 mod channel;
 mod compiled;
+mod fork;
 mod ops;
 mod parallel;
 mod pe;
@@ -153,6 +154,8 @@ mod tests_bad_input;
 #[cfg(test)]
 mod tests_blocking;
 #[cfg(test)]
+mod tests_fork;
+#[cfg(test)]
 mod tests_parallel;
 #[cfg(test)]
 mod tests_pe;
@@ -164,6 +167,7 @@ mod weak;
 pub use blocking::*;
 pub use channel::*;
 pub use compiled::*;
+pub use fork::*;
 pub use ops::*;
 pub use parallel::*;
 pub use pe::*;

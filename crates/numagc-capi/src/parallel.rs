@@ -66,6 +66,7 @@ pub(crate) fn run_task<'i>(
         env,
         received: None,
         thread: false,
+        word_task: false,
     };
     let call = |scope, env: &[numagc_value], _, _| {
         // SAFETY: `f` is the C function given to `numagc_par2` with this

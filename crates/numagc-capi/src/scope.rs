@@ -69,6 +69,16 @@ pub(crate) struct CallState {
     /// while there is one, every call but `numagc_leave_blocking` is
     /// refused, since the vproc's state belongs to its proxy.
     pub blocking: Option<numagc_rs::BlockingSection>,
+    /// `numagc_fork` tasks running in this body now (nested ones count
+    /// each): while there is one, the scope's own functions are refused
+    /// (the task's frames lie above the handle table's slots) and only the
+    /// compiled interface is open.
+    pub word_tasks: u32,
+    /// Root-stack slots the running `numagc_fork` task must leave in use:
+    /// its fork's slots (0 outside a task). The compiled slow paths check
+    /// the top against it, so nothing collects while a task has popped
+    /// them.
+    pub floor: usize,
 }
 
 impl CallState {
@@ -82,6 +92,24 @@ impl CallState {
         // reference. The erased lifetime never escapes: handles and slots
         // obtained through it are kept only in this state.
         unsafe { &mut *self.scope }
+    }
+
+    /// Makes `scope` the scope that the state at `st` lends (`sc`), and
+    /// returns the one it lent before: a `numagc_fork` task running here
+    /// gets the scope its fork made for it, so that its slow paths borrow
+    /// the vproc through the fork's borrow, and the fork's scope comes back
+    /// when the task returns.
+    ///
+    /// # Safety
+    /// `st` points at a live state that is not lent (no reference to it
+    /// exists), and `scope` stays valid for as long as it is lent.
+    pub unsafe fn swap_scope(
+        st: *mut CallState,
+        scope: *mut Scope<'static>,
+    ) -> *mut Scope<'static> {
+        // SAFETY: the caller's contract: a write of one field, no
+        // reference to the state alive.
+        unsafe { std::ptr::addr_of_mut!((*st).scope).replace(scope) }
     }
 
     /// The state of a new C body on `scope` (its lifetime erased by
@@ -110,6 +138,8 @@ impl CallState {
             descs: Vec::new(),
             next: thread.then(NextSlot::default),
             blocking: None,
+            word_tasks: 0,
+            floor: 0,
         }
     }
 
@@ -118,10 +148,14 @@ impl CallState {
         self.frames.len()
     }
 
-    /// Root-stack slots the handle table needs in use: one past its
-    /// highest slot (compiled frames must not be popped below it).
+    /// Root-stack slots that must stay in use: one past the handle
+    /// table's highest slot, or a running `numagc_fork` task's floor
+    /// (compiled frames must not be popped below either).
     pub fn roots_needed(&self) -> usize {
-        self.slots.last().map_or(0, |s| s.index() + 1)
+        self.slots
+            .last()
+            .map_or(0, |s| s.index() + 1)
+            .max(self.floor)
     }
 
     fn next_tag(&mut self) -> u32 {

@@ -363,6 +363,7 @@ pub(crate) fn array_not_null<T>(p: *const T, n: usize, what: &str) -> Res {
 /// An input array of `n` elements; NULL is allowed when `n` is 0. `n` is
 /// checked to fit in memory first (`NUMAGC_ERR_INVALID_ARGUMENT`); callers
 /// check it against their own, smaller limits before this.
+#[inline]
 pub(crate) fn slice_arg<'a, T>(p: *const T, n: usize, what: &str) -> Res<&'a [T]> {
     if n == 0 {
         return Ok(&[]);

@@ -122,6 +122,7 @@ fn step<'i>(
         env,
         received,
         thread: true,
+        word_task: false,
     };
     let call = |scope, env: &[numagc_value], received, next| {
         // SAFETY: `f` is a C function given to `numagc_spawn` or a

@@ -159,6 +159,7 @@ fn run_finaliser<'i>(
         env,
         received: None,
         thread: false,
+        word_task: false,
     };
     run_body(
         s,

@@ -327,6 +327,40 @@ impl<'a> Mutator<'a> {
         slow::store(self.vp(), crate::mutator::resolve(obj), i, w, true)
     }
 
+    /// Root-stack slots in use: the shadow stack's top as a count (what
+    /// a caller compares before and after code it does not trust, such as
+    /// a C task of `numagc_fork`).
+    #[inline(always)]
+    pub fn roots_len(&self) -> usize {
+        let rec = self.rec();
+        (rec.roots_top() as usize - rec.roots_base() as usize) / 8
+    }
+
+    /// Puts the shadow stack's top back at `len` slots after code that is
+    /// not trusted moved it (a C task that left frames pushed, or popped
+    /// more than it pushed). Slots above `len` are popped; slots between
+    /// the top found and `len` come back with the words they hold.
+    ///
+    /// # Safety
+    /// `len` is at most the root stack's capacity, and the slots between
+    /// the top found and `len` hold values: no collection ran since they
+    /// were popped (the C ABI makes sure of it: its slow paths refuse to
+    /// run, and so to collect, with the top below a task's first slot), and
+    /// whatever was pushed there since holds values, as every frame slot
+    /// must.
+    pub unsafe fn reset_roots_len(&mut self, len: usize) {
+        let rec = self.rec();
+        debug_assert!(len <= (rec.roots_limit() as usize - rec.roots_base() as usize) / 8);
+        rec.set_roots_top(rec.roots_base().wrapping_add(len));
+    }
+
+    /// Runs `f` with a scope on this mutator's vproc (handles made in it
+    /// are popped when it returns, frames pushed under it too): what the C
+    /// ABI gives a task of `numagc_fork` as the scope of its calls.
+    pub fn scope<R>(&mut self, f: impl for<'i> FnOnce(&mut Scope<'i>) -> R) -> R {
+        f(&mut Scope::root(self.vp()))
+    }
+
     /// Which vproc this is.
     pub fn vproc(&self) -> usize {
         // SAFETY: as in `vp`.

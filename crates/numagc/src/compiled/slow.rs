@@ -277,7 +277,8 @@ pub(crate) fn check_object(v: &Vproc, obj: u64) -> std::result::Result<Header, S
         return Err(format!("{obj:#x} is not an object of this runtime's heap"));
     }
     let w = crate::mutator::resolve(obj);
-    if !in_heap(w as usize) {
+    // Not forwarded (nearly always): `w` is `obj`, checked already.
+    if w != obj && !in_heap(w as usize) {
         return Err(format!("{obj:#x} forwards to {w:#x}, outside the heap"));
     }
     // SAFETY: `w` is 8-aligned inside a chunk in use (mapped).
