@@ -79,6 +79,14 @@ struct Here {
 // first); a thief only carries it.
 unsafe impl Send for Here {}
 
+/// The forking body's runtime, by address (see `task_stolen`).
+#[derive(Clone, Copy)]
+struct Rt(*const RtShared);
+
+// SAFETY: `RtShared` is shared between vproc threads (it is `Sync`, held
+// in `Arc`s); a thief only makes an `Arc` of it (`task_stolen`).
+unsafe impl Send for Rt {}
+
 /// One side of a fork: its C function, its userdata and its name.
 #[derive(Clone, Copy)]
 struct Side {
@@ -160,7 +168,9 @@ fn fork(
 ) -> Res<(u64, u64)> {
     let needed = st.roots_needed();
     let vproc = st.vproc;
-    let rt = st.rt.clone();
+    // The runtime, for a thief's body: its address only (no reference
+    // count taken on the path that runs both sides here).
+    let rt = Rt(Arc::as_ptr(&st.rt));
     for &w in words {
         st.sc()
             .check_word(w)
@@ -190,7 +200,7 @@ fn fork(
     mu.check_record(needed)
         .map_err(|e| Fail::new(NUMAGC_ERR_MISUSE, format!("mutator record: {e}")))?;
     let failed: [Failed; 2] = Default::default();
-    let (rt, fa, fb) = (&rt, &failed[0], &failed[1]);
+    let (fa, fb) = (&failed[0], &failed[1]);
     let r = mu.par2(
         words,
         move |m, env| word_task(m, env, a, here, rt, fa),
@@ -214,7 +224,7 @@ fn word_task(
     env: &[u64],
     side: Side,
     here: Here,
-    rt: &Arc<RtShared>,
+    rt: Rt,
     failed: &Failed,
 ) -> numagc_rs::Result<u64> {
     let r = if m.vproc() == here.vproc {
@@ -271,7 +281,14 @@ fn task_here(m: &mut Mutator<'_>, env: &[u64], side: Side, here: Here) -> Res<u6
 }
 
 /// A side run by a thief: a C body of its own, marked as a word task.
-fn task_stolen(m: &mut Mutator<'_>, env: &[u64], side: Side, rt: &Arc<RtShared>) -> Res<u64> {
+fn task_stolen(m: &mut Mutator<'_>, env: &[u64], side: Side, rt: Rt) -> Res<u64> {
+    // SAFETY: `rt.0` is the forking body's runtime, which that body keeps
+    // alive (its state holds an `Arc`) until the fork, which waits for
+    // this task, returns; the count taken here is the `Arc` made from it.
+    let rt = unsafe {
+        Arc::increment_strong_count(rt.0);
+        Arc::from_raw(rt.0)
+    };
     let rec = m.record() as *const MutatorRecord as *mut numagc_mutator;
     let start = m.roots_len();
     let args = BodyArgs {
@@ -286,7 +303,7 @@ fn task_stolen(m: &mut Mutator<'_>, env: &[u64], side: Side, rt: &Arc<RtShared>)
         unsafe { (side.f)(rec, env.as_ptr(), env.len(), side.data.0, result.as_ptr()) }
     };
     let (ended, end) = m.scope(|s| {
-        run_body(s, rt, args, call, |st, ended| {
+        run_body(s, &rt, args, call, |st, ended| {
             (ended, st.sc().roots_in_use())
         })
     });
