@@ -36,9 +36,17 @@ fn pfib<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Handle<'s>> {
     if n < 2 {
         return boxed(s, n);
     }
+    // One scope per call that makes handles (OCaml's `CAMLparam` /
+    // `CAMLreturn`): the boxes of both calls are its slots, popped when
+    // the sum's box is returned.
+    s.scope_value(|s| pfib_inner(s, n, threshold))
+}
+
+/// The body of an inner call, in the scope `pfib` opened for it.
+fn pfib_inner<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Handle<'s>> {
     let (x, y) = if n <= threshold {
-        let x = s.scope_value(|s| pfib(s, n - 1, threshold))?;
-        let y = s.scope_value(|s| pfib(s, n - 2, threshold))?;
+        let x = pfib(s, n - 1, threshold)?;
+        let y = pfib(s, n - 2, threshold)?;
         (x, y)
     } else {
         // The forked closures' environment: a heap record holding `n`, as a
