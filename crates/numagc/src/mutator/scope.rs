@@ -319,7 +319,7 @@ impl<'s> Scope<'s> {
     }
 
     /// Field `i` of an object, rooted. Errors name what was wrong.
-    #[inline]
+    #[inline(always)]
     pub fn field(&self, h: Handle<'_>, i: usize) -> Result<Handle<'s>> {
         match self.view(h).field_here(i) {
             Some(v) => Ok(self.handle(v)),

@@ -240,17 +240,19 @@ impl<'a> View<'a> {
     /// `i` is a value, a vector's or an immutable mixed object's of a
     /// packed layout. `None` leaves the rest (arrays, mutable objects,
     /// forwarded objects, errors) to [`View::try_field`].
+    ///
+    /// The packed layout is tested first, with no test of the ID or the
+    /// length before it: a mixed object's length is its descriptor's size,
+    /// and a layout's mask has no bit at or past the size, so a set bit
+    /// `i` says both that `i` is in range and that it is a value field;
+    /// IDs without a packed layout (raw objects, vectors, arrays, mutable
+    /// descriptors) have an empty mask and go on to the vector's test.
     #[inline(always)]
     pub(crate) fn field_here(self, i: usize) -> Option<View<'a>> {
         let (o, h) = self.obj_here()?;
-        if i < h.len() {
-            let id = h.id();
-            if id == ID_VECTOR {
-                return Some(View::new(o.field(i), self.descs));
-            }
-            if id >= FIRST_MIXED_ID && self.descs.fast(id).is_pointer_field_below_len(i) {
-                return Some(View::new(o.field(i), self.descs));
-            }
+        let id = h.id();
+        if self.descs.fast(id).is_pointer_field_below_len(i) || (id == ID_VECTOR && i < h.len()) {
+            return Some(View::new(o.field(i), self.descs));
         }
         None
     }

@@ -385,6 +385,21 @@ mod tests {
             .register(Descriptor::mixed("cell", 1, &[0]).unwrap().mutable())
             .unwrap();
         assert!(!t.fast(big.id()).is_some() && !t.fast(m.id()).is_some() && !t.fast(999).is_some());
+        // `View::field_here` tests the packed layout before the ID: the
+        // built-in kinds have none, and no layout has a mask bit at or
+        // past its size.
+        use crate::object::header::{ID_ARRAY, ID_RAW, ID_VECTOR};
+        for kind in [ID_RAW, ID_VECTOR, ID_ARRAY] {
+            assert_eq!(t.fast(kind).pointer_mask(), 0);
+        }
+        for size in 1..=FastLayout::MAX_SIZE {
+            let all: Vec<usize> = (0..size).collect();
+            let id = t
+                .register(Descriptor::mixed("all", size, &all).unwrap())
+                .unwrap();
+            let f = t.fast(id.id());
+            assert!((0..32).all(|i| f.is_pointer_field_below_len(i) == (i < size)));
+        }
     }
 
     #[test]
