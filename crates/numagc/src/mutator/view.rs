@@ -241,20 +241,23 @@ impl<'a> View<'a> {
     /// packed layout. `None` leaves the rest (arrays, mutable objects,
     /// forwarded objects, errors) to [`View::try_field`].
     ///
-    /// The packed layout is tested first, with no test of the ID or the
-    /// length before it: a mixed object's length is its descriptor's size,
+    /// A vector's field is in range below its length. Any other object's
+    /// is tested against its packed layout alone, with no test of the ID
+    /// or the length: a mixed object's length is its descriptor's size,
     /// and a layout's mask has no bit at or past the size, so a set bit
     /// `i` says both that `i` is in range and that it is a value field;
-    /// IDs without a packed layout (raw objects, vectors, arrays, mutable
-    /// descriptors) have an empty mask and go on to the vector's test.
+    /// IDs without a packed layout (raw objects, arrays, mutable
+    /// descriptors) have an empty mask.
     #[inline(always)]
     pub(crate) fn field_here(self, i: usize) -> Option<View<'a>> {
         let (o, h) = self.obj_here()?;
         let id = h.id();
-        if self.descs.fast(id).is_pointer_field_below_len(i) || (id == ID_VECTOR && i < h.len()) {
-            return Some(View::new(o.field(i), self.descs));
-        }
-        None
+        let here = if id == ID_VECTOR {
+            i < h.len()
+        } else {
+            self.descs.fast(id).is_pointer_field_below_len(i)
+        };
+        here.then(|| View::new(o.field(i), self.descs))
     }
 
     #[cold]
