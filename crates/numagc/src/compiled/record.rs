@@ -416,22 +416,25 @@ impl Roots<'_> {
         }
     }
 
-    /// Pops every slot above slot `n` and stores `w` into slot `n`, which
-    /// is in use (below the top): a nested scope's result kept in its
-    /// first slot when the result was in one of its slots (so the scope
-    /// had at least one). No bound check: a slot in use is inside the
-    /// mapping.
+    /// Pops every slot from `n` up and pushes `w` into slot `n` (a nested
+    /// scope's result kept in the scope around it: one store of the top
+    /// where a truncation and a push would make two, and one bound check).
+    /// Returns `n`. The caller's `n` is at most the top (a scope's base).
     #[inline(always)]
-    pub(crate) fn keep_first(self, n: usize, w: u64) {
+    pub(crate) fn truncate_push(self, n: usize, w: u64) -> usize {
         let r = self.0;
         let p = r.roots_base().wrapping_add(n);
-        debug_assert!(p < r.roots_top(), "slot {n} is not in use");
-        // SAFETY: the caller's slot `n` is below the top (it read a slot at
-        // or above `n`, checked by `get`), inside the mapping.
+        debug_assert!(p <= r.roots_top(), "a scope's base is above the top");
+        if p >= r.roots_limit() {
+            overflow(n);
+        }
+        // SAFETY: `p` is a scope's base, at most the top, and below the
+        // limit (checked): a slot inside the mapping.
         unsafe {
             p.write(w);
             r.set_roots_top(p.add(1));
         }
+        n
     }
 
     /// The address of slot `i`, checked to be below the top.

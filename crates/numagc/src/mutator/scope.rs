@@ -265,43 +265,30 @@ impl<'s> Scope<'s> {
         let mut inner = self.nested();
         let base = inner.base;
         // On unwinding, `inner`'s drop pops its slots.
-        let r = f(&mut inner).map(|h| h.bits);
-        // `inner`'s slots are popped below, with one store of the top;
+        let w = f(&mut inner).map(|h| inner.word(h));
+        // `inner`'s slots are popped here, and the result pushed into the
+        // first of them, with one store of the top (`truncate_push`);
         // `inner` holds nothing else to drop.
         std::mem::forget(inner);
         let roots = self.roots();
-        let bits = match r {
-            Ok(h) if h & 1 == 0 => {
-                let slot = (h >> 1) as usize;
-                if slot < base {
-                    // A slot of this scope or one around it, still in
-                    // use: it stays rooted where it is. (Safe code cannot
-                    // return one, `'i` being any lifetime; a handle whose
-                    // lifetime was erased, the C ABI's, can.)
-                    roots.truncate(base);
-                    h
-                } else {
-                    // One of the inner scope's slots: its word moves to
-                    // the inner scope's first slot, the only one kept.
-                    let w = roots.get(slot);
-                    roots.keep_first(base, w);
-                    (base as u64) << 1
+        w.map(|w| {
+            if is_pointer(w) {
+                let slot = roots.truncate_push(base, w);
+                Handle {
+                    bits: (slot as u64) << 1,
+                    _scope: PhantomData,
+                    _not_send: PhantomData,
+                }
+            } else {
+                roots.truncate(base);
+                Handle {
+                    bits: w,
+                    _scope: PhantomData,
+                    _not_send: PhantomData,
                 }
             }
-            Ok(h) => {
-                roots.truncate(base);
-                h
-            }
-            Err(e) => {
-                roots.truncate(base);
-                return Err(e);
-            }
-        };
-        Ok(Handle {
-            bits,
-            _scope: PhantomData,
-            _not_send: PhantomData,
         })
+        .inspect_err(|_| roots.truncate(base))
     }
 
     // ---- reading ------------------------------------------------------------
