@@ -22,6 +22,30 @@ struct Fib {
 
 const CUTOFF: i64 = 8;
 
+/// A task and its userdata.
+type Side = (numagc_word_task_fn, *mut c_void);
+
+/// `numagc_fork(m, env, a, b)` as a status and the two outputs.
+fn fork_raw(m: *mut numagc_mutator, env: &[u64], a: Side, b: Side) -> (c_int, u64, u64) {
+    let (mut x, mut y) = (7, 7);
+    // SAFETY: `env` of its length, userdata that outlives the call (the
+    // callers'), valid outputs.
+    let rc = unsafe {
+        numagc_fork(
+            m,
+            env.as_ptr(),
+            env.len(),
+            a.0,
+            a.1,
+            b.0,
+            b.1,
+            &mut x,
+            &mut y,
+        )
+    };
+    (rc, x, y)
+}
+
 fn fib_model(k: i64) -> i64 {
     if k < 2 {
         k
@@ -59,21 +83,13 @@ fn fib_word(m: *mut numagc_mutator, header: u64, k: i64) -> Result<u64, c_int> {
     }
     let env = boxed(m, header, k)?;
     let (a, b) = (Fib { header, delta: 1 }, Fib { header, delta: 2 });
-    let (mut x, mut y) = (0, 0);
-    // SAFETY: one word in `env`, userdata outliving the call, valid outputs.
-    let rc = unsafe {
-        numagc_fork(
-            m,
-            &env,
-            1,
-            Some(fib_task),
-            &a as *const Fib as *mut c_void,
-            Some(fib_task),
-            &b as *const Fib as *mut c_void,
-            &mut x,
-            &mut y,
-        )
-    };
+    let ud = |f: &Fib| f as *const Fib as *mut c_void;
+    let (rc, x, y) = fork_raw(
+        m,
+        &[env],
+        (Some(fib_task), ud(&a)),
+        (Some(fib_task), ud(&b)),
+    );
     if rc != OK {
         return Err(rc);
     }
@@ -198,22 +214,13 @@ unsafe extern "C" fn misbehaving_task(
 }
 
 fn fork_with(m: *mut numagc_mutator, env: &[u64], a: &Misdeed, b: &Misdeed) -> (c_int, u64, u64) {
-    let (mut x, mut y) = (7, 7);
-    // SAFETY: `env` of its length, userdata outliving the call, outputs.
-    let rc = unsafe {
-        numagc_fork(
-            m,
-            env.as_ptr(),
-            env.len(),
-            Some(misbehaving_task),
-            a as *const Misdeed as *mut c_void,
-            Some(misbehaving_task),
-            b as *const Misdeed as *mut c_void,
-            &mut x,
-            &mut y,
-        )
-    };
-    (rc, x, y)
+    let ud = |d: &Misdeed| d as *const Misdeed as *mut c_void;
+    fork_raw(
+        m,
+        env,
+        (Some(misbehaving_task), ud(a)),
+        (Some(misbehaving_task), ud(b)),
+    )
 }
 
 #[test]
@@ -287,38 +294,28 @@ fn fork_failures_come_back_with_their_codes_and_the_callback_carries_on() {
         assert!(last().contains("env word 0x18"));
         let (rc, ..) = fork_with(m.wrapping_add(1), &[env], &fine, &fine);
         check(rc, NUMAGC_ERR_MISUSE);
+        // NULL tasks and an absurd count are refused unread.
+        let task: Side = (Some(misbehaving_task), null_mut());
+        check(
+            fork_raw(m, &[env], (None, null_mut()), task).0,
+            NUMAGC_ERR_NULL_ARGUMENT,
+        );
         let (mut x, mut y) = (0, 0);
-        // SAFETY: NULL tasks and an absurd count are refused unread.
-        unsafe {
-            check(
-                numagc_fork(
-                    m,
-                    &env,
-                    1,
-                    None,
-                    null_mut(),
-                    Some(misbehaving_task),
-                    null_mut(),
-                    &mut x,
-                    &mut y,
-                ),
-                NUMAGC_ERR_NULL_ARGUMENT,
-            );
-            check(
-                numagc_fork(
-                    m,
-                    &env,
-                    usize::MAX,
-                    Some(misbehaving_task),
-                    null_mut(),
-                    Some(misbehaving_task),
-                    null_mut(),
-                    &mut x,
-                    &mut y,
-                ),
-                NUMAGC_ERR_INVALID_ARGUMENT,
-            );
-        }
+        // SAFETY: the count is refused before `env` is read.
+        let rc = unsafe {
+            numagc_fork(
+                m,
+                &env,
+                usize::MAX,
+                task.0,
+                null_mut(),
+                task.0,
+                null_mut(),
+                &mut x,
+                &mut y,
+            )
+        };
+        check(rc, NUMAGC_ERR_INVALID_ARGUMENT);
         // The callback carries on: the scope and the fork work again.
         let (rc, x, y) = fork_with(m, &[env], &fine, &fine);
         ok(rc);
@@ -407,21 +404,12 @@ fn a_stolen_task_runs_with_the_thiefs_record_and_its_result_comes_back() {
     ok(rt.run(0, |s| {
         let m = mutator(s);
         let env = boxed(m, header, 41).unwrap();
-        let (mut x, mut y) = (0, 0);
-        // SAFETY: one env word, valid outputs; `m` outlives the call.
-        let rc = unsafe {
-            numagc_fork(
-                m,
-                &env,
-                1,
-                Some(waiting_side),
-                null_mut(),
-                Some(stolen_side),
-                m as *mut c_void,
-                &mut x,
-                &mut y,
-            )
-        };
+        let (rc, x, y) = fork_raw(
+            m,
+            &[env],
+            (Some(waiting_side), null_mut()),
+            (Some(stolen_side), m as *mut c_void),
+        );
         ok(rc);
         assert_eq!(x, 3);
         assert_eq!(unbox(y), 42, "the thief's box, promoted to the forker");
