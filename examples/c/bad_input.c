@@ -19,13 +19,20 @@
  *    NUMAGC_ERR_INVALID_ARGUMENT: past the 48-bit length field),
  *    numagc_par2, numagc_spawn, numagc_select, numagc_next_select
  *    (NUMAGC_ERR_INVALID_ARGUMENT: over NUMAGC_MAX_ENV / NUMAGC_MAX_CASES).
- * 4. Good calls afterwards: a vector, a par2, a thread that sends and a
- *    select that receives.
+ * 4. numagc_fork (the fork of compiled code on words): the counts of 3.,
+ *    an environment word that is no value, a record that is not the
+ *    vproc's (NUMAGC_ERR_BAD_VALUE, _MISUSE: nothing runs), and tasks that
+ *    leave a frame pushed, answer a word that is no value or use the
+ *    scope (NUMAGC_ERR_UNBALANCED_FRAME, _BAD_VALUE, _MISUSE), the record
+ *    as it was afterwards.
+ * 5. Good calls afterwards: a vector, a par2, a fork on words, a thread
+ *    that sends and a select that receives.
  * Prints "bad_input: all checks passed" and exits 0, or names the first
  * failed check and exits 1.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <numagc.h>
+#include <numagc_inline.h>
 #include "check.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +81,29 @@ static int task(numagc_scope *s, const numagc_value *env, size_t n, void *ud, nu
     return NUMAGC_OK;
 }
 
+/* What a numagc_fork task does wrong (its userdata); 0: nothing. */
+enum { FINE, LEAVES_A_FRAME, BAD_RESULT, USES_THE_SCOPE };
+static numagc_scope *OUTER; /* the callback's scope, for USES_THE_SCOPE */
+
+static int word_task(numagc_mutator *m, const uint64_t *env, size_t n, void *ud, uint64_t *result) {
+    (void)env;
+    *result = numagc_inline_word_int((int64_t)n);
+    switch (*(const int *)ud) {
+    case LEAVES_A_FRAME:
+        numagc_inline_frame_push(m, 1);
+        return NUMAGC_OK;
+    case BAD_RESULT:
+        *result = 0x18; /* an even word that is no object */
+        return NUMAGC_OK;
+    case USES_THE_SCOPE: {
+        size_t v;
+        return numagc_scope_vproc(OUTER, &v);
+    }
+    default:
+        return NUMAGC_OK;
+    }
+}
+
 static int callback(numagc_scope *s, void *ud) {
     (void)ud;
     numagc_value one = NUMAGC_NIL, out = 9, a = 9, b = 9;
@@ -108,6 +138,30 @@ static int callback(numagc_scope *s, void *ud) {
     }
 
     /* 4. */
+    static const int fine = FINE, frame = LEAVES_A_FRAME, result = BAD_RESULT, scope = USES_THE_SCOPE;
+    numagc_mutator *m;
+    TRY(numagc_mutator_get(s, &m));
+    uint64_t *top = m->roots_top, wa = 9, wb = 9, env[] = {numagc_inline_word_int(1), 0x18};
+    void *fd = (void *)&fine;
+    for (size_t i = 0; i < 2; i++)
+        EXPECT(numagc_fork(m, env, HUGE[i], word_task, fd, word_task, fd, &wa, &wb), NUMAGC_ERR_INVALID_ARGUMENT);
+    EXPECT(numagc_fork(m, env, 2, word_task, fd, word_task, fd, &wa, &wb), NUMAGC_ERR_BAD_VALUE);
+    EXPECT(numagc_fork(m + 1, env, 1, word_task, fd, word_task, fd, &wa, &wb), NUMAGC_ERR_MISUSE);
+    EXPECT(numagc_fork(m, env, 1, NULL, fd, word_task, fd, &wa, &wb), NUMAGC_ERR_NULL_ARGUMENT);
+    OUTER = s;
+    void *fr = (void *)&frame, *re = (void *)&result, *sc = (void *)&scope;
+    EXPECT(numagc_fork(m, env, 1, word_task, fr, word_task, fd, &wa, &wb), NUMAGC_ERR_UNBALANCED_FRAME);
+    EXPECT(numagc_fork(m, env, 1, word_task, fd, word_task, fr, &wa, &wb), NUMAGC_ERR_UNBALANCED_FRAME);
+    EXPECT(numagc_fork(m, env, 1, word_task, re, word_task, fd, &wa, &wb), NUMAGC_ERR_BAD_VALUE);
+    EXPECT(numagc_fork(m, env, 1, word_task, fd, word_task, re, &wa, &wb), NUMAGC_ERR_BAD_VALUE);
+    EXPECT(numagc_fork(m, env, 1, word_task, sc, word_task, fd, &wa, &wb), NUMAGC_ERR_MISUSE);
+    EXPECT(numagc_fork(m, env, 1, word_task, fd, word_task, sc, &wa, &wb), NUMAGC_ERR_MISUSE);
+    ASSERT(wa == 0 && wb == 0);
+    ASSERT(m->roots_top == top);
+
+    /* 5. */
+    TRY(numagc_fork(m, env, 1, word_task, fd, word_task, fd, &wa, &wb));
+    ASSERT(wa == numagc_inline_word_int(1) && wb == numagc_inline_word_int(1));
     numagc_frame f;
     TRY(numagc_frame_enter(s, &f));
     numagc_value three[] = {numagc_int(1), numagc_int(2), numagc_int(3)}, v, x;

@@ -378,6 +378,8 @@ fn check_bad_input_run(o: &Output, what: &str) {
         "NUMAGC_ERR_INVALID_DESCRIPTOR",
         "NUMAGC_ERR_MISUSE",
         "NUMAGC_ERR_HEAP_LIMIT",
+        "NUMAGC_ERR_UNBALANCED_FRAME",
+        "NUMAGC_ERR_BAD_VALUE",
     ];
     let texts = [
         "`is_mutable` = 2 is not a flag",
@@ -390,6 +392,11 @@ fn check_bad_input_run(o: &Output, what: &str) {
         "exceeds NUMAGC_MAX_ENV (65536)",
         "exceeds NUMAGC_MAX_CASES (65536)",
         "a thread's bad choices were refused and it went on",
+        "env word 0x18: 0x18 is not an object of this runtime's heap",
+        "is not the record of the vproc running this callback",
+        "moved the root stack's top",
+        "the result 0x18 of the numagc_fork task b",
+        "the scope was used inside a numagc_fork task",
     ];
     check_example_run(o, what, "bad_input", &codes, &texts);
 }
