@@ -8,7 +8,8 @@
  * list's tail in a frame slot across both recursive calls) that returns
  * through the shadow stack, its frames naming their continuation, as
  * GHC's code does and as the Rust program (--api compiled) does; while the
- * depth is above 0 the right branch is forked with numagc_par2.
+ * depth is above 0 the right branch is forked with numagc_fork (the fork
+ * of compiled code, on words).
  *
  *   cargo build --release -p numagc-capi
  *   cc -std=c11 -O2 -Wall -Wextra -Iinclude examples/c/coins.c \
@@ -137,27 +138,25 @@ static cnt pay_n(numagc_mutator *m, size_t hp, uint64_t *sp0, int64_t val, uint6
     }
 }
 
-static int pay_n_par(numagc_scope *s, int64_t depth, int64_t val, uint64_t coins, int64_t *out);
+static int pay_n_par(numagc_mutator *m, int64_t depth, int64_t val, uint64_t coins, int64_t *out);
 
 typedef struct {
     int64_t depth, left_depth, val, c, q;
 } fork_args;
 
+/* The tasks are compiled code on words (numagc_fork): the record of the
+ * vproc that runs them, the coin list as the environment's word, the
+ * count answered as an immediate. */
+
 /* The left branch: pays the first coin (the tail of the list from the
  * environment in a frame slot across the allocation), then counts on. */
-static int left_task(numagc_scope *s, const numagc_value *env, size_t n, void *ud,
-                     numagc_value *result) {
+static int left_task(numagc_mutator *m, const uint64_t *env, size_t n, void *ud, uint64_t *result) {
     (void)n;
     const fork_args *a = ud;
-    uint64_t w;
-    numagc_mutator *m;
-    int rc = numagc_value_word(s, env[0], &w);
-    if (rc == NUMAGC_OK) rc = numagc_mutator_get(s, &m);
-    if (rc != NUMAGC_OK) return rc;
     uint64_t *sp = numagc_regs_sp(m);
     uint64_t *top = numagc_push_at(m, sp, 1);
     if (top == NULL) return NUMAGC_ERR_INVALID_ARGUMENT;
-    sp[0] = numagc_inline_field(w, 1);
+    sp[0] = numagc_inline_field(env[0], 1);
     at lc = pay_one(m, numagc_regs_hp(m), sp, top, a->c, a->q);
     if (lc.hp == 0) {
         numagc_regs_store(m, numagc_regs_hp(m), sp);
@@ -165,32 +164,26 @@ static int left_task(numagc_scope *s, const numagc_value *env, size_t n, void *u
     }
     numagc_regs_store(m, lc.hp, sp);
     int64_t k;
-    if ((rc = pay_n_par(s, a->left_depth, a->val - a->c, lc.obj, &k)) != NUMAGC_OK) return rc;
-    *result = numagc_int(k);
+    int rc = pay_n_par(m, a->left_depth, a->val - a->c, lc.obj, &k);
+    if (rc != NUMAGC_OK) return rc;
+    *result = numagc_inline_word_int(k);
     return NUMAGC_OK;
 }
 
 /* The right branch: the rest of the list. */
-static int right_task(numagc_scope *s, const numagc_value *env, size_t n, void *ud,
-                      numagc_value *result) {
+static int right_task(numagc_mutator *m, const uint64_t *env, size_t n, void *ud, uint64_t *result) {
     (void)n;
     const fork_args *a = ud;
-    uint64_t w;
-    int rc = numagc_value_word(s, env[0], &w);
-    if (rc != NUMAGC_OK) return rc;
     int64_t k;
-    if ((rc = pay_n_par(s, a->depth - 1, a->val, numagc_inline_field(w, 1), &k)) != NUMAGC_OK)
-        return rc;
-    *result = numagc_int(k);
+    int rc = pay_n_par(m, a->depth - 1, a->val, numagc_inline_field(env[0], 1), &k);
+    if (rc != NUMAGC_OK) return rc;
+    *result = numagc_inline_word_int(k);
     return NUMAGC_OK;
 }
 
 /* payN_par: forks the right branch while depth > 0. `coins` is valid
- * until the next call that may collect. */
-static int pay_n_par(numagc_scope *s, int64_t depth, int64_t val, uint64_t coins, int64_t *out) {
-    numagc_mutator *m;
-    int rc = numagc_mutator_get(s, &m);
-    if (rc != NUMAGC_OK) return rc;
+ * until the next call that may collect; the record is current. */
+static int pay_n_par(numagc_mutator *m, int64_t depth, int64_t val, uint64_t coins, int64_t *out) {
     if (depth == 0) {
         uint64_t *sp = numagc_regs_sp(m);
         cnt r = pay_n(m, numagc_regs_hp(m), sp, val, coins);
@@ -215,14 +208,10 @@ static int pay_n_par(numagc_scope *s, int64_t depth, int64_t val, uint64_t coins
         head(coins, &c, &q);
         if (c <= val) {
             fork_args a = {depth, q == 1 ? depth - 1 : depth, val, c, q};
-            numagc_value env, x, y;
-            if ((rc = numagc_word_value(s, coins, &env)) != NUMAGC_OK) return rc;
-            rc = numagc_par2(s, &env, 1, left_task, &a, right_task, &a, &x, &y);
+            uint64_t x, y;
+            int rc = numagc_fork(m, &coins, 1, left_task, &a, right_task, &a, &x, &y);
             if (rc != NUMAGC_OK) return rc;
-            int64_t l, r;
-            if ((rc = numagc_get_int(x, &l)) != NUMAGC_OK) return rc;
-            if ((rc = numagc_get_int(y, &r)) != NUMAGC_OK) return rc;
-            *out = l + r;
+            *out = numagc_inline_word_to_int(x) + numagc_inline_word_to_int(y);
             return NUMAGC_OK;
         }
         coins = numagc_inline_field(coins, 1);
@@ -258,7 +247,7 @@ static int run(numagc_scope *s, void *ud) {
     }
     uint64_t list = sp[0];
     numagc_regs_store(m, hp, sp);
-    return pay_n_par(s, j->depth, j->val, list, &j->ways);
+    return pay_n_par(m, j->depth, j->val, list, &j->ways);
 }
 
 /* The independent answer: a dynamic program over the coins. */
