@@ -239,29 +239,62 @@ fn word_task(
     })
 }
 
+/// The forking body's state while one of its tasks runs here: lending
+/// the task's scope `s` (`CallState::swap_scope`), the task's `floor`, one
+/// more running task, and the state back in `ACTIVE` (`Reentry`); all put
+/// back when dropped, even on a panic. The task's last error starts empty,
+/// so that a failing task's message is its own.
+struct TaskEntry {
+    st: *mut CallState,
+    outer: *mut Scope<'static>,
+    floor: usize,
+    _active: Reentry,
+}
+
+impl TaskEntry {
+    fn new(here: Here, s: &mut Scope<'_>, start: usize) -> TaskEntry {
+        let scope = (s as *mut Scope<'_>).cast::<Scope<'static>>();
+        // SAFETY: the fork holds no reference to the state while its
+        // tasks run (`fork`); `s` outlives this entry, which puts the
+        // fork's scope back.
+        let outer = unsafe { CallState::swap_scope(here.st, scope) };
+        // SAFETY: as above: no reference to the state is alive here.
+        let floor = unsafe {
+            let st = &mut *here.st;
+            st.word_tasks += 1;
+            std::mem::replace(&mut st.floor, start)
+        };
+        drop(take_last_error());
+        TaskEntry {
+            st: here.st,
+            outer,
+            floor,
+            _active: Reentry::new(here.token, here.st),
+        }
+    }
+}
+
+impl Drop for TaskEntry {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`; the task has returned, so none of its slow
+        // paths holds the state.
+        unsafe {
+            let st = &mut *self.st;
+            st.floor = self.floor;
+            st.word_tasks -= 1;
+            CallState::swap_scope(self.st, self.outer);
+        }
+    }
+}
+
 /// A side run by the forking vproc, inside the forking body.
 fn task_here(m: &mut Mutator<'_>, env: &[u64], side: Side, here: Here) -> Res<u64> {
     let rec = m.record() as *const MutatorRecord as *mut numagc_mutator;
     let start = m.roots_len();
     let (rc, result, end) = m.scope(|s| {
-        let scope = (s as *mut Scope<'_>).cast::<Scope<'static>>();
-        // SAFETY: the fork holds no reference to the state while its
-        // tasks run (`fork`); `s` outlives the task, after which the
-        // fork's scope is put back.
-        let outer = unsafe { CallState::swap_scope(here.st, scope) };
-        // SAFETY: as above: no reference to the state is alive here.
-        let (floor, tasks) = unsafe {
-            let st = &mut *here.st;
-            let saved = (st.floor, st.word_tasks);
-            st.floor = start;
-            st.word_tasks += 1;
-            saved
-        };
-        // A failing task's message is its own, not one left before it.
-        drop(take_last_error());
         let result = Cell::new(0u64);
         let rc = {
-            let _active = Reentry::new(here.token, here.st);
+            let _entry = TaskEntry::new(here, s, start);
             // SAFETY: `f` is the C function given to `numagc_fork` with
             // this signature; `rec` is this vproc's record, `env` has
             // `env.len()` words and `result` outlives the call; the
@@ -269,12 +302,6 @@ fn task_here(m: &mut Mutator<'_>, env: &[u64], side: Side, here: Here) -> Res<u6
             // cannot unwind into Rust.
             unsafe { (side.f)(rec, env.as_ptr(), env.len(), side.data.0, result.as_ptr()) }
         };
-        // SAFETY: as above.
-        unsafe {
-            let st = &mut *here.st;
-            (st.floor, st.word_tasks) = (floor, tasks);
-            CallState::swap_scope(here.st, outer);
-        }
         (rc, result.get(), s.roots_in_use())
     });
     finish(m, side, rc, result, start, end, last_error)

@@ -1048,3 +1048,29 @@ fn compaction_keeps_the_values_of_global_roots() {
     );
     ok(numagc_global_free(g));
 }
+
+/// The k-th Fibonacci number, recursively (the fork tests' model).
+pub(crate) fn fib_model(k: i64) -> i64 {
+    if k < 2 {
+        k
+    } else {
+        fib_model(k - 1) + fib_model(k - 2)
+    }
+}
+
+/// Runs `f` as a callback on vprocs 0 and 1 of `rt` at the same time (each
+/// may steal the other's forks) and checks that both return `NUMAGC_OK`.
+pub(crate) fn run_on_two_vprocs_at_once(rt: &Rt, f: impl Fn(*mut numagc_scope) -> c_int + Sync) {
+    let rtp = rt.0 as usize;
+    std::thread::scope(|t| {
+        for vproc in 0..2 {
+            let f = &f;
+            t.spawn(move || {
+                let rt = Rt(rtp as *mut numagc_runtime);
+                let rc = rt.run(vproc, f);
+                std::mem::forget(rt); // the caller's `rt` frees it
+                ok(rc);
+            });
+        }
+    });
+}

@@ -46,14 +46,6 @@ fn fork_raw(m: *mut numagc_mutator, env: &[u64], a: Side, b: Side) -> (c_int, u6
     (rc, x, y)
 }
 
-fn fib_model(k: i64) -> i64 {
-    if k < 2 {
-        k
-    } else {
-        fib_model(k - 1) + fib_model(k - 2)
-    }
-}
-
 /// A box holding `x` (the slow path allocates; garbage boxes make
 /// collections happen).
 fn boxed(m: *mut numagc_mutator, header: u64, x: i64) -> Result<u64, c_int> {
@@ -141,21 +133,10 @@ fn fork_computes_fib_on_words_with_nested_forks_on_two_vprocs() {
     }
     // Both vprocs fork at once (each may steal from the other).
     let total = AtomicI64::new(0);
-    let rtp = rt.0 as usize;
-    std::thread::scope(|t| {
-        for vproc in 0..2 {
-            let total = &total;
-            t.spawn(move || {
-                let rt = Rt(rtp as *mut numagc_runtime);
-                let rc = rt.run(vproc, |s| {
-                    let b = fib_word(mutator(s), header, 19).expect("fib");
-                    total.fetch_add(unbox(b), SeqCst);
-                    OK
-                });
-                std::mem::forget(rt); // the test's `rt` frees it
-                ok(rc);
-            });
-        }
+    run_on_two_vprocs_at_once(&rt, |s| {
+        let b = fib_word(mutator(s), header, 19).expect("fib");
+        total.fetch_add(unbox(b), SeqCst);
+        OK
     });
     assert_eq!(total.into_inner(), 2 * fib_model(19));
 }

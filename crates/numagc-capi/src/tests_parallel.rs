@@ -123,14 +123,6 @@ static DELTAS: [i64; 2] = [1, 2];
 /// Tasks run per vproc (both must be nonzero when stealing happened).
 static FIB_TASKS_ON: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 
-fn fib_model(k: i64) -> i64 {
-    if k < 2 {
-        k
-    } else {
-        fib_model(k - 1) + fib_model(k - 2)
-    }
-}
-
 /// fib(k), boxed, as a handle in the caller's frame: nested forks above
 /// the cutoff, allocation (garbage) below it.
 fn fib_value(s: *mut numagc_scope, k: i64) -> Result<numagc_value, c_int> {
@@ -211,21 +203,10 @@ fn par2_computes_fib_with_nested_forks_on_two_vprocs() {
     }
     // Both vprocs fork at once (each may steal from the other).
     let total = AtomicI64::new(0);
-    let rtp = rt.0 as usize;
-    std::thread::scope(|t| {
-        for vproc in 0..2 {
-            let total = &total;
-            t.spawn(move || {
-                let rt = Rt(rtp as *mut numagc_runtime);
-                let rc = rt.run(vproc, |s| {
-                    let v = fib_value(s, 19).expect("fib");
-                    total.fetch_add(unbox(s, v), SeqCst);
-                    OK
-                });
-                std::mem::forget(rt); // the test's `rt` frees it
-                ok(rc);
-            });
-        }
+    run_on_two_vprocs_at_once(&rt, |s| {
+        let v = fib_value(s, 19).expect("fib");
+        total.fetch_add(unbox(s, v), SeqCst);
+        OK
     });
     assert_eq!(total.into_inner(), 2 * fib_model(19));
     no_body_panics();

@@ -332,8 +332,7 @@ impl<'a> Mutator<'a> {
     /// a C task of `numagc_fork`).
     #[inline(always)]
     pub fn roots_len(&self) -> usize {
-        let rec = self.rec();
-        (rec.roots_top() as usize - rec.roots_base() as usize) / 8
+        record::Roots(self.rec()).len()
     }
 
     /// Puts the shadow stack's top back at `len` slots after code that is

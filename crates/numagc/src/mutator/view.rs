@@ -245,10 +245,10 @@ impl<'a> View<'a> {
     /// is tested against its packed layout alone, with no test of the ID
     /// or the length: a mixed object's length is its descriptor's size (a
     /// heap invariant: the collectors scan by the descriptor, and the
-    /// verifier checks it), and a layout's mask has no bit at or past the size, so a set bit
-    /// `i` says both that `i` is in range and that it is a value field;
-    /// IDs without a packed layout (raw objects, arrays, mutable
-    /// descriptors) have an empty mask.
+    /// verifier checks it), and a layout's mask has no bit at or past the
+    /// size, so a set bit `i` says both that `i` is in range and that it is
+    /// a value field; IDs without a packed layout (raw objects, arrays,
+    /// mutable descriptors) have an empty mask.
     #[inline(always)]
     pub(crate) fn field_here(self, i: usize) -> Option<View<'a>> {
         let (o, h) = self.obj_here()?;
