@@ -261,6 +261,9 @@ fn end_cycle(v: &mut Vproc, last: bool) {
         let late = (traced as f64 * 2.0 * growth) as usize;
         gc.late_after
             .store(late.max(heap.base_trigger()), Ordering::Relaxed);
+        let floor = (traced as f64 * growth) as usize;
+        gc.cycle_floor
+            .store(floor.max(gc.min_cycle_bytes), Ordering::Relaxed);
         gc.cycles.fetch_add(1, Ordering::Relaxed);
         let roles = gc.colours.roles();
         shared.global_roots.for_each(|w| {

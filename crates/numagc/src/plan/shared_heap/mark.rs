@@ -240,7 +240,7 @@ pub(crate) fn owe(v: &mut Vproc, bytes: usize) {
     // that reaches it: that one may be a collection's own promotion, when
     // a request cannot be made (one is pending), and the collection has
     // decided already.
-    if before < gc.min_cycle_bytes {
+    if before < gc.cycle_floor.load(Ordering::Relaxed) {
         end_cycle_if_complete(v);
     }
     let late = gc.late_after.load(Ordering::Relaxed);

@@ -14,29 +14,47 @@
 //! collections' share of the run from 26 % to 9 % and made the run 1.13 ×
 //! slower than 16 MiB ones (alternated in one run,
 //! `docs/results/compiled/minor-size-fixed.json`).
-//! Survival alone cannot tell the two apart, so the size is chosen by
+//! Survival alone cannot tell the two apart, so sizes are compared by
 //! measuring, as HotSpot's adaptive size policy steers its young
-//! generation by the time it measures:
+//! generation by the time it measures. But a program's cost per byte
+//! changes with its phases far more than with the size: binarytrees'
+//! shallow trees cost 0.3 ns per byte allocated and its deep ones 0.8, so
+//! a size measured in one phase says nothing of one measured in another
+//! (a controller that kept each size's cost and compared it with its
+//! neighbours' measured at other times took the large sizes, used in the
+//! deep phases, for the costly ones, and spent 90 % of binarytrees'
+//! collections at the smallest size). So a size is only ever compared
+//! with the one it was just left for, in a *probe*:
 //!
-//! * The *cost* of a size is the wall time per byte allocated in the minor
+//! * The *cost* at a size is the wall time per byte allocated in the minor
 //!   heaps, from one minor collection's decision to the next, mutator and
-//!   collectors together (a major slice is paid in that time too). The
-//!   controller keeps, per size (`local-heap` × 2^k), a running mean of its
-//!   recent costs.
-//! * When a collection promotes at least [`GROW_AT`] (1/8) of what the
-//!   minor heaps held, the minor heaps double (up to `max-minor-heap`),
-//!   unless the next size up was measured recently and cost more.
-//! * When the next size down was measured recently and cost less, or
-//!   was not measured lately (a probe: what it measured may belong to
-//!   another phase of the program, its start above all), or a
-//!   collection promotes at most [`SHRINK_AT`] (1/32), they halve (down to
-//!   `local-heap`). Growth and shrinking by survival are apart by a
-//!   factor of 4, so a size does not flap on survival alone.
-//! * A size is judged after [`SAMPLES`] collections at it; a measurement
-//!   older than [`FRESH`] collections is forgotten (programs change
-//!   phases), so a size that lost is tried again later, after twice as
-//!   long each time it loses again (trying costs: the larger heap's
-//!   collections at the cost measured, and its first touch).
+//!   collectors together (a major slice is paid in that time too), and its
+//!   *survival* what a collection promoted over what the heaps held; both
+//!   are averaged over the collections at the size, the latest weighing
+//!   half.
+//! * A size is judged after [`SAMPLES`] collections at it. Then, when its
+//!   survival is at least [`GROW_AT`] (1/8), the minor heaps double (up to
+//!   `max-minor-heap`) to probe the next size up; when it is at most
+//!   [`SHRINK_AT`] (1/32), or the size has been kept for [`FRESH`]
+//!   collections (what was measured may belong to another phase, the
+//!   program's start above all), they halve to probe the size below.
+//!   Growth and shrinking by survival are apart by a factor of 4, so a
+//!   size does not flap on survival alone.
+//! * A probe is judged after its own [`SAMPLES`] collections (a probe up
+//!   that halved the survival and won is taken after one), its latest
+//!   collection (the first at a larger size pays the first touch of the
+//!   memory it grew into) against the size it left as its last collection
+//!   measured it (not an average: a phase may have begun within it). A larger size wins when it cost
+//!   less ([`CLEARLY`]), or about the same while promoting clearly less (a
+//!   structure larger than both sizes promotes nearly everything at both;
+//!   the size that holds it whole is found by going on up); a smaller size
+//!   wins when its survival is below [`GROW_AT`] and it cost no more, or
+//!   the size it left promoted at most [`SHRINK_AT`] (then it is kept
+//!   whatever it costs, unless it would grow again at once). A
+//!   size that loses is left, and not probed again for [`FRESH`]
+//!   collections, twice as long each time it loses again (up to 64 ×), so
+//!   a program for which a larger size never pays tries it ever more
+//!   rarely.
 //! * A full collection (the heap limit, or asked for) puts them back to
 //!   `local-heap`; a collection asked for before any minor heap was half
 //!   full keeps the size and is not measured.
@@ -60,37 +78,72 @@
 pub(crate) const GROW_AT: (usize, usize) = (1, 8);
 /// Survival at or below which they halve.
 pub(crate) const SHRINK_AT: (usize, usize) = (1, 32);
-/// Collections at a size before its cost is compared with its neighbours'.
+/// Collections at a size before it is judged.
 pub(crate) const SAMPLES: u32 = 2;
-/// Collections after which a size's cost is forgotten.
+/// Collections a size is kept before the size below is probed, and that a
+/// size which lost a probe is left at first.
 pub(crate) const FRESH: u64 = 16;
+/// A larger size wins a probe when it costs at most `1 - CLEARLY` of the
+/// smaller's cost, or at most `1 + CLEARLY` while promoting at most
+/// `1 - 2 × CLEARLY` of what the smaller promoted (per byte allocated).
+const CLEARLY: f64 = 0.1;
 /// Sizes: `local-heap` × 2^k for k below this.
 const LEVELS: usize = 16;
 
-/// What is known of one size.
-#[derive(Clone, Copy, Debug)]
+/// What the collections at the current size measured.
+#[derive(Clone, Copy, Debug, Default)]
 struct Measured {
-    /// Running mean of nanoseconds per byte allocated.
-    cost: f64,
+    /// Nanoseconds per byte allocated; `None` until a collection had the
+    /// time since the one before.
+    cost: Option<f64>,
+    /// Bytes promoted per byte held.
+    survival: f64,
     samples: u32,
-    /// The collection that measured it last.
-    at: u64,
-    /// Collections its measurement is remembered: [`FRESH`], doubled
-    /// each time the size loses to the one below (up to 64 × `FRESH`), so
-    /// that a program for which a larger size never pays tries it ever
-    /// more rarely.
-    kept_for: u64,
+    /// The latest collection's alone.
+    last: (Option<f64>, f64),
 }
 
-impl Default for Measured {
-    fn default() -> Self {
+impl Measured {
+    /// The latest collection's measurement, as if the only one.
+    fn latest(self) -> Measured {
         Measured {
-            cost: 0.0,
-            samples: 0,
-            at: 0,
-            kept_for: FRESH,
+            cost: self.last.0,
+            survival: self.last.1,
+            samples: 1,
+            last: self.last,
         }
     }
+
+    fn add(&mut self, cost: Option<f64>, survival: f64) {
+        self.last = (cost.or(self.last.0), survival);
+        let first = self.samples == 0;
+        self.cost = match (self.cost, cost) {
+            (Some(a), Some(b)) => Some((a + b) / 2.0),
+            (a, b) => b.or(a),
+        };
+        self.survival = if first {
+            survival
+        } else {
+            (self.survival + survival) / 2.0
+        };
+        self.samples += 1;
+    }
+}
+
+/// A probe under way: the size it left and what was measured there.
+#[derive(Clone, Copy, Debug)]
+struct Probe {
+    from: usize,
+    before: Measured,
+}
+
+/// How long a size that lost a probe is left alone.
+#[derive(Clone, Copy, Debug)]
+struct Ban {
+    /// No probe to the size before this collection.
+    until: u64,
+    /// Collections of the next ban.
+    next: u64,
 }
 
 /// The minor heaps' sizing controller: the leader of each minor
@@ -101,7 +154,10 @@ pub(crate) struct MinorSizer {
     pub min: usize,
     /// `max-minor-heap`.
     pub max: usize,
-    levels: [Measured; LEVELS],
+    /// The collections at the current size since it was taken.
+    here: Measured,
+    probe: Option<Probe>,
+    bans: [Ban; LEVELS],
     collections: u64,
     /// When the last decision was made (ns, any fixed origin).
     last_ns: Option<u64>,
@@ -124,12 +180,25 @@ pub(crate) struct MinorOutcome {
     pub now_ns: u64,
 }
 
+fn at_least(x: f64, (n, d): (usize, usize)) -> bool {
+    x * d as f64 >= n as f64
+}
+
+fn low(survival: f64) -> bool {
+    survival * SHRINK_AT.1 as f64 <= SHRINK_AT.0 as f64
+}
+
 impl MinorSizer {
     pub(crate) fn new(min: usize, max: usize) -> MinorSizer {
         MinorSizer {
             min,
             max,
-            levels: [Measured::default(); LEVELS],
+            here: Measured::default(),
+            probe: None,
+            bans: [Ban {
+                until: 0,
+                next: FRESH,
+            }; LEVELS],
             collections: 0,
             last_ns: None,
         }
@@ -139,10 +208,45 @@ impl MinorSizer {
         ((size / self.min.max(1)).max(1).ilog2() as usize).min(LEVELS - 1)
     }
 
-    /// The cost of level `k` if measured recently enough to judge.
-    fn known(&self, k: usize) -> Option<f64> {
-        let m = self.levels.get(k)?;
-        (m.samples >= SAMPLES && self.collections - m.at <= m.kept_for).then_some(m.cost)
+    fn banned(&self, size: usize) -> bool {
+        self.collections < self.bans[self.level(size)].until
+    }
+
+    /// Leaves `from`, the current size, for `to`: a probe.
+    fn go(&mut self, from: usize, to: usize) -> usize {
+        self.probe = Some(Probe {
+            from,
+            before: self.here.latest(),
+        });
+        self.here = Measured::default();
+        to
+    }
+
+    /// Whether the probe's size (measured in `self.here`) beat the size it
+    /// left.
+    fn probe_won(&self, p: &Probe, current: usize) -> bool {
+        // Both sides by their latest collection: the probe's first
+        // collection paid the first touch of the memory it grew into.
+        let (now, before) = (self.here.latest(), p.before);
+        let cost = match (now.cost, before.cost) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        if current > p.from {
+            match cost {
+                Some(r) => {
+                    r <= 1.0 - CLEARLY
+                        || (r <= 1.0 + CLEARLY
+                            && now.survival <= before.survival * (1.0 - 2.0 * CLEARLY))
+                }
+                None => now.survival <= before.survival * (1.0 - 2.0 * CLEARLY),
+            }
+        } else {
+            // Left for its low survival: kept unless it promotes enough
+            // to grow again; left on a periodic probe: kept if no dearer.
+            !at_least(now.survival, GROW_AT)
+                && (low(before.survival) || cost.is_none_or(|r| r <= 1.0))
+        }
     }
 
     /// The size of the minor heaps after the collection `o`.
@@ -151,64 +255,57 @@ impl MinorSizer {
         let elapsed = self.last_ns.map(|t| o.now_ns.saturating_sub(t));
         self.last_ns = Some(o.now_ns);
         if o.full {
+            self.probe = None;
+            self.here = Measured::default();
             return self.min;
         }
         if o.fullest < o.current / 2 || o.held == 0 {
             return o.current;
         }
-        let k = self.level(o.current);
-        if let Some(ns) = elapsed {
-            let cost = ns as f64 / o.held as f64;
-            let m = &mut self.levels[k];
-            if m.samples == 0 || self.collections - m.at > m.kept_for {
-                *m = Measured {
-                    cost,
-                    kept_for: m.kept_for,
-                    ..Measured::default()
-                };
-            } else {
-                m.cost = (m.cost + cost) / 2.0;
+        self.here.add(
+            elapsed.map(|ns| ns as f64 / o.held as f64),
+            o.promoted as f64 / o.held as f64,
+        );
+        if self.here.samples < SAMPLES {
+            // A probe up that halved the survival and won already is
+            // taken at once: the climb to the size that holds a program's
+            // structures is then one collection a size. It is not lost
+            // on one collection, whose time includes the first touch of
+            // the memory the minor heaps grew into.
+            let quick = self.probe.is_some_and(|p| {
+                o.current > p.from
+                    && self.here.survival <= p.before.survival / 2.0
+                    && self.probe_won(&p, o.current)
+            });
+            if !quick {
+                return o.current;
             }
-            m.samples += 1;
-            m.at = self.collections;
         }
-        let (gn, gd) = GROW_AT;
-        let (sn, sd) = SHRINK_AT;
-        let high = o.promoted.saturating_mul(gd) >= o.held.saturating_mul(gn);
-        let low = o.promoted.saturating_mul(sd) <= o.held.saturating_mul(sn);
-        let here = self.known(k);
+        if let Some(p) = self.probe.take() {
+            let k = self.level(o.current);
+            if !self.probe_won(&p, o.current) {
+                let ban = &mut self.bans[k];
+                ban.until = self.collections + ban.next;
+                ban.next = (ban.next * 2).min(64 * FRESH);
+                self.here = Measured::default();
+                return p.from;
+            }
+            self.bans[k].next = FRESH;
+        }
         let bigger = (o.current < self.max).then(|| o.current.saturating_mul(2).min(self.max));
         let smaller = (o.current > self.min).then(|| (o.current / 2).max(self.min));
-        // A smaller size measured cheaper: go back to it. Not measured
-        // lately: measure it again (a probe), since what was measured
-        // before may belong to another phase of the program (its start).
-        if let (Some(s), Some(c)) = (smaller, here) {
-            match self.known(self.level(s)) {
-                Some(below) if below < c => {
-                    let m = &mut self.levels[k];
-                    m.kept_for = (m.kept_for * 2).min(64 * FRESH);
-                    return s;
-                }
-                None => return s,
-                Some(_) => {}
+        if at_least(self.here.survival, GROW_AT) {
+            if let Some(b) = bigger.filter(|&b| !self.banned(b)) {
+                return self.go(o.current, b);
             }
         }
-        if high {
-            if let Some(b) = bigger {
-                // This size is judged before going up from it; the size
-                // above, if measured, must have cost less.
-                if let Some(c) = here {
-                    if self.known(self.level(b)).is_none_or(|above| above < c) {
-                        return b;
-                    }
-                }
+        let low = low(self.here.survival);
+        if let Some(s) = smaller.filter(|&s| !self.banned(s)) {
+            if low || u64::from(self.here.samples) >= FRESH {
+                return self.go(o.current, s);
             }
-            return o.current;
         }
-        match smaller {
-            Some(s) if low => s,
-            _ => o.current,
-        }
+        o.current
     }
 }
 
@@ -270,14 +367,81 @@ mod tests {
     fn high_survival_that_pays_off_grows_to_the_maximum() {
         let mut s = MinorSizer::new(16 * MIB, 128 * MIB);
         // Survival and cost halve with every doubling (binarytrees);
-        // survival is high up to 64 MiB.
+        // survival is high up to 64 MiB. The size below is probed every
+        // `FRESH` collections, and loses.
         let sizes = run(
             &mut s,
-            20,
+            60,
             |z| 64.0 * MIB as f64 / z as f64,
             |z| 8.0 * MIB as f64 / z as f64,
         );
-        assert_eq!(*sizes.last().unwrap(), 128 * MIB, "{sizes:?}");
+        let at_max = sizes[4..].iter().filter(|&&z| z == 128 * MIB).count();
+        assert!(at_max * 10 >= (sizes.len() - 4) * 8, "{sizes:?}");
+        assert!(sizes[4..].iter().all(|&z| z >= 64 * MIB), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_probe_that_loses_goes_back_up_without_probing_further_down() {
+        let mut s = MinorSizer::new(16 * MIB, 256 * MIB);
+        // Binarytrees: every doubling halves the cost and the survival
+        // stays high; probes of smaller sizes must not cascade down to
+        // the minimum (each size below judged, then the next below it
+        // probed before going back up).
+        let sizes = run(
+            &mut s,
+            400,
+            |z| 64.0 * MIB as f64 / z as f64,
+            |z| (32.0 * MIB as f64 / z as f64).min(0.9),
+        );
+        let at_max = sizes[40..].iter().filter(|&&z| z == 256 * MIB).count();
+        assert!(
+            at_max * 10 >= (sizes.len() - 40) * 9,
+            "{at_max} of {}: {sizes:?}",
+            sizes.len() - 40
+        );
+        assert!(sizes[40..].iter().all(|&z| z >= 128 * MIB), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_costly_phase_after_a_cheap_one_is_not_judged_by_it() {
+        // Binarytrees: phases of 1.5 GiB allocated each, alternately of
+        // small trees (nothing survives; the larger sizes cost a little
+        // more, the cache) and of trees of 32 MiB (what survives halves
+        // with every doubling past half their size, and promoting a byte
+        // costs 1 ns). The costly phases must be spent at the sizes that
+        // hold their trees, whatever the cheap phases measured.
+        let mut s = MinorSizer::new(16 * MIB, 256 * MIB);
+        let (mut size, mut now, mut allocated) = (16 * MIB, 0u64, 0usize);
+        let (mut costly_bytes, mut costly_large_bytes) = (0usize, 0usize);
+        for _ in 0..3000 {
+            let costly = (allocated / (1536 * MIB)) % 2 == 1;
+            let cache = 0.02 * (size / (16 * MIB)).ilog2() as f64;
+            let survival = if costly {
+                (16.0 * MIB as f64 / size as f64).min(0.9)
+            } else {
+                0.01
+            };
+            now += ((0.3 + survival + cache) * size as f64) as u64;
+            allocated += size;
+            if costly {
+                costly_bytes += size;
+                if size >= 128 * MIB {
+                    costly_large_bytes += size;
+                }
+            }
+            size = s.decide(MinorOutcome {
+                current: size,
+                fullest: size,
+                held: size,
+                promoted: (survival * size as f64) as usize,
+                full: false,
+                now_ns: now,
+            });
+        }
+        assert!(
+            costly_large_bytes * 10 >= costly_bytes * 8,
+            "{costly_large_bytes} of {costly_bytes} bytes at 128 MiB or more"
+        );
     }
 
     #[test]

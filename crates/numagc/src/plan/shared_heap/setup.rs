@@ -95,6 +95,7 @@ pub(crate) fn create(
     gc.minor_peak
         .store(config.local_heap_size, Ordering::Relaxed);
     gc.min_cycle_bytes = heap.base_trigger().max(page);
+    gc.cycle_floor.store(gc.min_cycle_bytes, Ordering::Relaxed);
     Ok(Parts { heap, gc, mutators })
 }
 

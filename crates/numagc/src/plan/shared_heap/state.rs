@@ -148,6 +148,11 @@ pub(crate) struct SharedHeapGc {
     /// many bytes since it began (`global-gc-threshold` per vproc, at
     /// least a page; see `mark`).
     pub min_cycle_bytes: usize,
+    /// What the cycle under way must receive before it ends: `heap-growth
+    /// − 1` times the live data the previous cycle traced (OCaml's
+    /// `space_overhead`), at least `min_cycle_bytes`. Set when a cycle
+    /// begins.
+    pub cycle_floor: AtomicUsize,
 }
 
 impl SharedHeapGc {
@@ -183,6 +188,7 @@ impl SharedHeapGc {
             minor_peak: AtomicUsize::new(0),
             promoted_in_minor: AtomicUsize::new(0),
             min_cycle_bytes: page_bytes,
+            cycle_floor: AtomicUsize::new(page_bytes),
         }
     }
 
@@ -204,10 +210,11 @@ impl SharedHeapGc {
     }
 
     /// Whether the cycle may end: every vproc counted off, and the major
-    /// heap got at least `min_cycle_bytes` of new data since it began.
+    /// heap got at least `cycle_floor` bytes of new data since it began.
     pub fn cycle_complete(&self) -> bool {
         self.termination.all_done()
-            && self.allocated_in_cycle.load(Ordering::Relaxed) >= self.min_cycle_bytes
+            && self.allocated_in_cycle.load(Ordering::Relaxed)
+                >= self.cycle_floor.load(Ordering::Relaxed)
     }
 
     /// Joins the handed-in remembered sets (leader, everyone stopped).
