@@ -3,7 +3,8 @@
 in the order given (so a drift of the machine's speed spreads over all of
 them), one at a time. Wall time is spawn to exit (start-up included); CPU
 time is the child's user + system (wait4). Prints, per label, the median
-wall time with min and max, the median CPU time, whether every run of the
+wall time with min and max, the median CPU time and peak resident memory
+(wait4's ru_maxrss: the largest of the child's processes), whether every run of the
 label exited 0 and printed the same output (and, with --expect FILE,
 exactly that file's text), and how many runs were disturbed.
 
@@ -62,7 +63,7 @@ def run(argv):
     # someone else ran alongside (clock-tick resolution, so a few ticks).
     foreign = max(0.0, busy_s() - b0 - cpu)
     p.returncode = os.waitstatus_to_exitcode(status)
-    return wall, cpu, foreign, p.returncode, out.decode(errors="replace")
+    return wall, cpu, foreign, p.returncode, out.decode(errors="replace"), ru.ru_maxrss
 
 
 def main():
@@ -91,7 +92,7 @@ def main():
             for attempt in range(a.retries + 1):
                 if a.quiet > 0:
                     wait_quiet(a.quiet, a.max_wait)
-                wall, cpu, foreign, rc, out = run(argv)
+                wall, cpu, foreign, rc, out, rss_kib = run(argv)
                 # Disturbed: others ran, and the CPUs were short (the run's
                 # own CPU plus the others' over its wall time near the CPU
                 # count): a one-thread run beside one other busy thread on
@@ -105,6 +106,7 @@ def main():
                 time.sleep(a.pause)
             runs[label].append({"round": r + 1, "wall_s": wall, "cpu_s": cpu, "others_cpu_s": foreign,
                                 "disturbed": disturbed, "attempts": attempt + 1, "rc": rc, "ok": ok,
+                                "max_rss_kib": rss_kib,
                                 "output": out})
     summary = []
     for label, argv, _ in cmds:
@@ -117,14 +119,15 @@ def main():
             "label": label, "command": shlex.join(argv), "runs": len(rs),
             "wall_median_s": statistics.median(walls), "wall_min_s": min(walls), "wall_max_s": max(walls),
             "cpu_median_s": statistics.median(x["cpu_s"] for x in rs),
+            "max_rss_median_mib": statistics.median(x["max_rss_kib"] for x in rs) / 1024,
             "disturbed_runs": sum(x["disturbed"] for x in rs),
             "ok": all(x["ok"] for x in rs) and same,
         })
     w = max(len(s["label"]) for s in summary)
-    print(f"{'label':<{w}}  median s  [min, max]          CPU s   ok   disturbed")
+    print(f"{'label':<{w}}  median s  [min, max]          CPU s  max RSS MiB   ok   disturbed")
     for s in summary:
         print(f"{s['label']:<{w}}  {s['wall_median_s']:8.3f}  [{s['wall_min_s']:.3f}, {s['wall_max_s']:.3f}]"
-              f"  {s['cpu_median_s']:7.3f}   {'yes' if s['ok'] else 'NO '}  {s['disturbed_runs']}")
+              f"  {s['cpu_median_s']:7.3f}  {s['max_rss_median_mib']:11.1f}   {'yes' if s['ok'] else 'NO '}  {s['disturbed_runs']}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rounds": a.rounds, "summary": summary, "runs": runs}, f, indent=1)
