@@ -535,3 +535,52 @@ fn growing_minor_heaps_never_bring_the_heap_limit_closer() {
     let grown = rt.run_on(0, |s| build_and_check_list(s, 50_000)).unwrap();
     assert!(grown >= 256 << 10);
 }
+
+/// Live data held in a slot while `garbage` bytes of small arrays (which
+/// are born in the major heap) come and go; the major cycles run.
+fn cycles_over_garbage(live_cells: i64, garbage: usize) -> (u64, u64) {
+    let rt = small_test_runtime_on(PlanKind::SharedHeap, 1, false, 256 << 10);
+    rt.run_on(0, move |s| {
+        let nil = s.nil();
+        let list = s.slot(nil);
+        for i in 0..live_cells {
+            s.scope(|s| {
+                let cell = s.alloc_vector(&[Handle::int(i), list.get()]).unwrap();
+                s.assign(list, cell);
+            });
+        }
+        // 64 words and a header per array.
+        for i in 0..garbage / (65 * 8) {
+            s.scope(|s| {
+                s.alloc_array(64, Handle::int(i as i64)).unwrap();
+            });
+        }
+        assert_eq!(
+            s.as_int(s.field(list.get(), 0).unwrap()),
+            Some(live_cells - 1)
+        );
+    })
+    .unwrap();
+    (
+        rt.full_global_collections(),
+        rt.stats().heap.peak_global_bytes,
+    )
+}
+
+#[test]
+fn major_cycles_are_paced_by_the_live_data_not_the_threshold() {
+    // 4 MiB live (cells of a header and two fields) while 192 MiB of
+    // garbage comes and goes, `heap-growth` 2: a cycle ends no sooner than
+    // the heap received as much as the live data, so about 48 cycles, and
+    // a quarter more for those before the list was whole. When cycles
+    // ended as soon as their work was done and `global-gc-threshold`
+    // (256 KiB here) had come, this ran 69 cycles (53 now).
+    let live = (4 << 20) / 24;
+    let (cycles, peak) = cycles_over_garbage(live, 192 << 20);
+    assert!(cycles <= 60, "{cycles} cycles");
+    assert!(
+        cycles >= 16,
+        "only {cycles} cycles: the heap was not collected"
+    );
+    assert!(peak < 40 << 20, "the heap peaked at {peak} bytes");
+}
