@@ -30,7 +30,7 @@ if has compare; then
 fi
 
 if has alloc; then
-  "$bin" micro alloc --repeat 5 --json "$out/alloc.json"
+  "$bin" micro alloc --repeat 15 --json "$out/alloc.json"
 fi
 
 if ! has instructions; then
