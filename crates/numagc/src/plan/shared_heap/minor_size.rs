@@ -30,9 +30,10 @@
 //! * The *cost* at a size is the wall time per byte allocated in the minor
 //!   heaps, from one minor collection's decision to the next, mutator and
 //!   collectors together (a major slice is paid in that time too), and its
-//!   *survival* what a collection promoted over what the heaps held; both
-//!   are averaged over the collections at the size, the latest weighing
-//!   half.
+//!   *survival* what a collection promoted over what the heaps held
+//!   (averaged over the collections at the size, the latest weighing half,
+//!   for growing and shrinking; a probe is judged by single collections,
+//!   below).
 //! * A size is judged after [`SAMPLES`] collections at it. Then, when its
 //!   survival is at least [`GROW_AT`] (1/8), the minor heaps double (up to
 //!   `max-minor-heap`) to probe the next size up; when it is at most
@@ -94,38 +95,34 @@ const CLEARLY: f64 = 0.1;
 /// Sizes: `local-heap` × 2^k for k below this.
 const LEVELS: usize = 16;
 
-/// What the collections at the current size measured.
+/// One collection's measurement.
 #[derive(Clone, Copy, Debug, Default)]
-struct Measured {
+struct Sample {
     /// Nanoseconds per byte allocated; `None` until a collection had the
     /// time since the one before.
     cost: Option<f64>,
     /// Bytes promoted per byte held.
     survival: f64,
+}
+
+/// What the collections at the current size measured.
+#[derive(Clone, Copy, Debug, Default)]
+struct Measured {
+    /// Survival averaged over them, the latest weighing half: what the
+    /// size grows or shrinks by.
+    survival: f64,
     samples: u32,
-    /// The latest collection's alone.
-    last: (Option<f64>, f64),
+    /// The latest collection's alone: what a probe is judged by.
+    latest: Sample,
 }
 
 impl Measured {
-    /// The latest collection's measurement, as if the only one.
-    fn latest(self) -> Measured {
-        Measured {
-            cost: self.last.0,
-            survival: self.last.1,
-            samples: 1,
-            last: self.last,
-        }
-    }
-
     fn add(&mut self, cost: Option<f64>, survival: f64) {
-        self.last = (cost.or(self.last.0), survival);
-        let first = self.samples == 0;
-        self.cost = match (self.cost, cost) {
-            (Some(a), Some(b)) => Some((a + b) / 2.0),
-            (a, b) => b.or(a),
+        self.latest = Sample {
+            cost: cost.or(self.latest.cost),
+            survival,
         };
-        self.survival = if first {
+        self.survival = if self.samples == 0 {
             survival
         } else {
             (self.survival + survival) / 2.0
@@ -138,7 +135,7 @@ impl Measured {
 #[derive(Clone, Copy, Debug)]
 struct Probe {
     from: usize,
-    before: Measured,
+    before: Sample,
 }
 
 /// How long a size that lost a probe is left alone.
@@ -220,7 +217,7 @@ impl MinorSizer {
     fn go(&mut self, from: usize, to: usize) -> usize {
         self.probe = Some(Probe {
             from,
-            before: self.here.latest(),
+            before: self.here.latest,
         });
         self.here = Measured::default();
         to
@@ -231,7 +228,7 @@ impl MinorSizer {
     fn probe_won(&self, p: &Probe, current: usize) -> bool {
         // Both sides by their latest collection: the probe's first
         // collection paid the first touch of the memory it grew into.
-        let (now, before) = (self.here.latest(), p.before);
+        let (now, before) = (self.here.latest, p.before);
         let cost = match (now.cost, before.cost) {
             (Some(a), Some(b)) if b > 0.0 => Some(a / b),
             _ => None,
@@ -269,31 +266,32 @@ impl MinorSizer {
             elapsed.map(|ns| ns as f64 / o.held as f64),
             o.promoted as f64 / o.held as f64,
         );
-        if self.here.samples < SAMPLES {
+        if let Some(p) = self.probe {
             // A probe up that halved the survival and won already is
             // taken at once: the climb to the size that holds a program's
             // structures is then one collection a size. It is not lost
             // on one collection, whose time includes the first touch of
             // the memory the minor heaps grew into.
-            let quick = self.probe.is_some_and(|p| {
-                o.current > p.from
-                    && self.here.survival <= p.before.survival / 2.0
-                    && self.probe_won(&p, o.current)
-            });
-            if !quick {
+            let judged = self.here.samples >= SAMPLES;
+            let halved = o.current > p.from && self.here.survival <= p.before.survival / 2.0;
+            if !judged && !halved {
                 return o.current;
             }
-        }
-        if let Some(p) = self.probe.take() {
-            let k = self.level(o.current);
-            if !self.probe_won(&p, o.current) {
-                let ban = &mut self.bans[k];
+            let won = self.probe_won(&p, o.current);
+            if !judged && !won {
+                return o.current;
+            }
+            self.probe = None;
+            let ban = &mut self.bans[self.level(o.current)];
+            if !won {
                 ban.until = self.collections + ban.next;
                 ban.next = (ban.next * 2).min(64 * FRESH);
                 self.here = Measured::default();
                 return p.from;
             }
-            self.bans[k].next = FRESH;
+            ban.next = FRESH;
+        } else if self.here.samples < SAMPLES {
+            return o.current;
         }
         let bigger = (o.current < self.max).then(|| o.current.saturating_mul(2).min(self.max));
         let smaller = (o.current > self.min).then(|| (o.current / 2).max(self.min));
