@@ -18,7 +18,7 @@ use super::{boxed, unbox, Returns};
 use crate::benchmarks::parfib::outcome;
 use crate::{rt_err, Outcome, Params};
 use numagc::compiled::{header, Ctx, Hp, Mutator, Sp};
-use numagc::object::{int_value, value_int};
+use numagc::object::int_value;
 use numagc::{DescId, Descriptor, Result, Runtime};
 
 /// The header word of the boxes: a constant, the runtime's first
@@ -33,7 +33,7 @@ fn pfib(m: &mut Mutator<'_>, returns: Returns, n: i64, threshold: i64) -> Result
     if n <= threshold {
         return m.with_regs(|m, hp, sp| match returns {
             Returns::Stack => seq(m, hp, sp, n),
-            Returns::Calls => seq_calls(m, hp, sp, n),
+            Returns::Calls => seq_calls(m, hp, sp, int_value(n)),
         });
     }
     pfib_fork(m, returns, n, threshold)
@@ -81,15 +81,19 @@ const AFTER_SECOND: u64 = int_value(1);
 /// the second call `seq (n - 2)` starts; an `AFTER_SECOND` frame boxes
 /// the sum of its box and `r` into `r`, which returns on. The call is
 /// done when no frame above `sp0` is left.
+///
+/// `n` is kept tagged (`2n + 1`), as OCaml's code keeps its integers:
+/// `n - 1` is the word less 2, `n >= 2` a signed compare with the tagged
+/// 2, and the word goes into frames and boxes as it is, with no shift.
 #[inline(never)]
 fn seq(m: Ctx<'_>, hp: Hp, sp0: Sp, n: i64) -> (u64, Hp) {
-    let (mut hp, mut sp, mut n) = (hp, sp0, n);
+    let (mut hp, mut sp, mut w) = (hp, sp0, int_value(n));
     loop {
-        while n >= 2 {
-            sp = m.push_at(sp, [int_value(n), AFTER_FIRST]);
-            n -= 1;
+        while w as i64 >= TWO as i64 {
+            sp = m.push_at(sp, [w, AFTER_FIRST]);
+            w -= 2;
         }
-        let (mut r, next_hp) = boxed_at(m, hp, sp, int_value(n));
+        let (mut r, next_hp) = boxed_at(m, hp, sp, w);
         hp = next_hp;
         loop {
             if sp == sp0 {
@@ -103,7 +107,7 @@ fn seq(m: Ctx<'_>, hp: Hp, sp0: Sp, n: i64) -> (u64, Hp) {
             if unsafe { f.get(1) } == AFTER_FIRST {
                 // The second call, the first's box kept in the frame.
                 // SAFETY: as above.
-                n = value_int(unsafe { f.get(0) }) - 2;
+                w = unsafe { f.get(0) } - 4;
                 // SAFETY: as above; the frame stays pushed for the call.
                 unsafe {
                     f.set(0, r);
@@ -122,6 +126,10 @@ fn seq(m: Ctx<'_>, hp: Hp, sp0: Sp, n: i64) -> (u64, Hp) {
     }
 }
 
+/// The tagged 2: a tagged `n` is at least this exactly when `n >= 2`
+/// (compared signed).
+const TWO: u64 = int_value(2);
+
 /// `seq n` with the machine's calls ([`super::Returns::Calls`]): every
 /// call of the program is one machine call of [`pfib`] or [`seq_calls`].
 /// A leaf returns its boxed `n` at once; an inner call goes on
@@ -129,11 +137,11 @@ fn seq(m: Ctx<'_>, hp: Hp, sp0: Sp, n: i64) -> (u64, Hp) {
 /// shrink-wrapping a native code generator does: a leaf saves none of the
 /// registers an inner call needs. (LLVM does not do it on its own here: it
 /// merges the leaf's boxing with the inner call's, and the merged tail
-/// needs them.)
+/// needs them.) `n` is passed tagged, as in [`seq`].
 #[inline(never)]
-fn seq_calls(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
-    if n < 2 {
-        return boxed_at(m, hp, sp, int_value(n));
+fn seq_calls(m: Ctx<'_>, hp: Hp, sp: Sp, n: u64) -> (u64, Hp) {
+    if (n as i64) < TWO as i64 {
+        return boxed_at(m, hp, sp, n);
     }
     seq_inner(m, hp, sp, n)
 }
@@ -141,10 +149,10 @@ fn seq_calls(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
 /// An inner sequential call, with the first result in a frame slot
 /// across the second call.
 #[inline(never)]
-fn seq_inner(m: Ctx<'_>, hp: Hp, sp: Sp, n: i64) -> (u64, Hp) {
-    let (x, hp) = seq_calls(m, hp, sp, n - 1);
+fn seq_inner(m: Ctx<'_>, hp: Hp, sp: Sp, n: u64) -> (u64, Hp) {
+    let (x, hp) = seq_calls(m, hp, sp, n - 2);
     let top = m.push_at(sp, [x]);
-    let (y, hp) = seq_calls(m, hp, top, n - 2);
+    let (y, hp) = seq_calls(m, hp, top, n - 4);
     // The sum of two immediates `2a + 1` and `2b + 1` is their words'
     // sum less one, as a compiler adds tagged integers.
     // SAFETY: `x` is reloaded from its slot, `y` was just returned.
