@@ -27,6 +27,11 @@
 //! under 0.1 % of the calls), the quick size 600 (16 million calls). A
 //! depth of 5 would fork 30 times as often for no better balance.
 //!
+//! The sequential `payN` holds its lists in typed handles
+//! ([`numagc::Typed`]): it knows the layouts of its cells and pairs, so
+//! its reads need no check of their headers, as a compiled program's
+//! would not; the forking part above it stays on untyped handles.
+//!
 //! Check: a dynamic-programming count over plain Rust arrays (bounded
 //! knapsack: for each coin value, ways of paying `v` with `0..=q` coins of
 //! it), an independent code path.
@@ -34,7 +39,7 @@
 use crate::pe_support::ExportTable;
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
 use numagc::pe::PeGroup;
-use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
+use numagc::{DescId, Handle, Layout, Result, Runtime, Scope, Typed};
 
 /// Coin values, largest first, and how many coins of each there are
 /// (the original's "large setup").
@@ -43,26 +48,48 @@ pub(crate) const COINS: [(i64, i64); 6] =
 
 pub struct Coins;
 
-/// The descriptors of the coin list.
+/// `(value, quantity)`, both immediates: the runtime's first descriptor.
+struct Pair;
+
+impl Layout for Pair {
+    const NAME: &'static str = "coin-pair";
+    const DESC: DescId = DescId::nth_registered(0);
+    const SIZE: usize = 2;
+    const VALUES: u32 = 0b11;
+}
+
+/// A cell of the coin list, `[head, tail]` (the empty list is NIL): the
+/// runtime's second descriptor.
+struct Cons;
+
+impl Layout for Cons {
+    const NAME: &'static str = "coin-cons";
+    const DESC: DescId = DescId::nth_registered(1);
+    const SIZE: usize = 2;
+    const VALUES: u32 = 0b11;
+}
+
+/// The descriptors of the coin list, for the untyped part.
 #[derive(Clone, Copy)]
-struct Layout {
-    /// `(value, quantity)`, both immediates.
+struct Descs {
     pair: DescId,
-    /// `[head, tail]`; the empty list is NIL.
     cons: DescId,
 }
 
 /// The program's descriptors: the runtime's first two (`setup`).
-const LAYOUT: Layout = Layout {
-    pair: DescId::nth_registered(0),
-    cons: DescId::nth_registered(1),
+const LAYOUT: Descs = Descs {
+    pair: Pair::DESC,
+    cons: Cons::DESC,
 };
 
 /// What every runtime (every PE) registers before the program runs.
 fn setup(rt: &Runtime) -> Result<()> {
-    register_as(rt, LAYOUT.pair, Descriptor::mixed("coin-pair", 2, &[0, 1])?)?;
-    register_as(rt, LAYOUT.cons, Descriptor::mixed("coin-cons", 2, &[0, 1])?)
+    register_as(rt, Pair::DESC, Pair::descriptor()?)?;
+    register_as(rt, Cons::DESC, Cons::descriptor()?)
 }
+
+/// A coin list held typed: its first cell, or `None` for the empty list.
+type List<'s> = Option<Typed<'s, Cons>>;
 
 /// The program's exportable function: the right branch of a fork.
 static EXPORTS: ExportTable<1> = ExportTable::new([("coins.right", right_task)]);
@@ -100,7 +127,7 @@ fn head_coin(s: &Scope<'_>, coins: Handle<'_>) -> Option<(i64, i64)> {
 /// last coin of value `c` was used.
 fn pay_one<'s>(
     s: &mut Scope<'s>,
-    l: Layout,
+    l: Descs,
     rest: Handle<'s>,
     c: i64,
     q: i64,
@@ -112,41 +139,76 @@ fn pay_one<'s>(
     s.alloc_mixed(l.cons, &[pair, rest], &[])
 }
 
-/// `payN`: the sequential count.
-fn pay_n(s: &mut Scope<'_>, l: Layout, val: i64, coins: Handle<'_>) -> Result<u64> {
+/// `payN`: the sequential count, on typed lists.
+fn pay_n(s: &mut Scope<'_>, val: i64, coins: List<'_>) -> Result<u64> {
     if val == 0 {
         return Ok(1);
     }
-    let Some((c, q)) = head_coin(s, coins) else {
+    let Some(cell) = coins else {
         return Ok(0);
     };
+    let pair = s.get(cell, 0).record::<Pair>().expect("a coin pair");
+    let (c, q) = (
+        pair.int(0).expect("coin value"),
+        pair.int(1).expect("coin quantity"),
+    );
     // Each call's handles are popped when it returns, so the root stack
     // grows with the recursion depth only.
     s.scope(|s| {
         // The tail, held across the left branch as a compiler holds the
         // variable its pattern bound.
-        let rest = s.field(coins, 1)?;
+        let rest = tail(s, cell);
         if c > val {
-            return pay_n(s, l, val, rest);
+            return pay_n(s, val, rest);
         }
-        let left_coins = pay_one(s, l, rest, c, q)?;
-        let left = pay_n(s, l, val - c, left_coins)?;
-        let right = pay_n(s, l, val, rest)?;
+        let left_coins = pay_one_typed(s, rest, c, q)?;
+        let left = pay_n(s, val - c, left_coins)?;
+        let right = pay_n(s, val, rest)?;
         Ok(left + right)
     })
+}
+
+/// The tail of a cell, rooted in `s`.
+fn tail<'s>(s: &Scope<'s>, cell: Typed<'_, Cons>) -> List<'s> {
+    let t = s.get(cell, 1);
+    if t.is_int() {
+        return None;
+    }
+    Some(s.root_record(t.record::<Cons>().expect("a list cell")))
+}
+
+/// An untyped list as a typed one (one look at its first cell's header).
+fn typed_list<'s>(s: &Scope<'s>, coins: Handle<'_>) -> List<'s> {
+    if s.view(coins).is_int() {
+        return None;
+    }
+    Some(s.typed::<Cons>(coins).expect("a list cell"))
+}
+
+/// [`pay_one`] on typed lists.
+fn pay_one_typed<'s>(s: &mut Scope<'s>, rest: List<'s>, c: i64, q: i64) -> Result<List<'s>> {
+    if q == 1 {
+        return Ok(rest);
+    }
+    let pair = s.alloc_typed::<Pair>(&[Handle::int(c), Handle::int(q - 1)], &[])?;
+    let (pair, rest) = (pair.untyped(s), rest.map_or(Handle::NIL, |r| r.untyped(s)));
+    Ok(Some(s.alloc_typed::<Cons>(&[pair, rest], &[])?))
 }
 
 /// `payN_par`: forks the right branch while `depth > 0`; returns the count
 /// as an immediate.
 fn pay_n_par<'s>(
     s: &mut Scope<'s>,
-    l: Layout,
+    l: Descs,
     depth: i64,
     val: i64,
     coins: Handle<'_>,
 ) -> Result<Handle<'s>> {
     if depth == 0 {
-        let n = pay_n(s, l, val, coins)?;
+        let n = s.scope(|s| {
+            let coins = typed_list(s, coins);
+            pay_n(s, val, coins)
+        })?;
         return Ok(count(n));
     }
     if val == 0 {
@@ -181,7 +243,7 @@ fn count<'s>(n: u64) -> Handle<'s> {
 }
 
 /// The coin list `[(value, quantity)]` on the heap, in `COINS` order.
-fn coin_list<'s>(s: &mut Scope<'s>, l: Layout) -> Result<Handle<'s>> {
+fn coin_list<'s>(s: &mut Scope<'s>, l: Descs) -> Result<Handle<'s>> {
     let list = s.slot(Handle::NIL);
     for &(c, q) in COINS.iter().rev() {
         s.scope(|s| -> Result<()> {

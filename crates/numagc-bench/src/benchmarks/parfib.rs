@@ -3,47 +3,66 @@
 //! `Scope::par2_export` (`par2` on one runtime; on a PE group, `--pes`,
 //! another PE may take the right call). Every call returns its result boxed in a heap object, so the
 //! parallel tasks allocate, collect, and (when stolen) promote their
-//! results as a functional language's would. The answer is checked
+//! results as a functional language's would. The boxes are held in
+//! typed handles ([`numagc::Typed`]): the program knows their layout, so
+//! reading one needs no check of its header. The answer is checked
 //! against an iterative Fibonacci computed independently.
 
 use crate::pe_support::ExportTable;
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
 use numagc::pe::PeGroup;
-use numagc::{DescId, Descriptor, Handle, Result, Runtime, Scope};
+use numagc::{DescId, Handle, Layout, Result, Runtime, Scope, Typed};
 
 pub struct Parfib;
 
-/// The boxes' descriptor: the runtime's first (`setup`).
-const CELL: DescId = DescId::nth_registered(0);
+/// The boxes' layout: one value field; the runtime's first descriptor
+/// (`setup`).
+struct Cell;
+
+impl Layout for Cell {
+    const NAME: &'static str = "int-box";
+    const DESC: DescId = DescId::nth_registered(0);
+    const SIZE: usize = 1;
+    const VALUES: u32 = 0b1;
+}
+
+/// A box held in a typed handle.
+type Boxed<'s> = Typed<'s, Cell>;
 
 /// What every runtime (every PE) registers before the program runs.
 fn setup(rt: &Runtime) -> Result<()> {
-    register_as(rt, CELL, Descriptor::mixed("int-box", 1, &[0])?)
+    register_as(rt, Cell::DESC, Cell::descriptor()?)
 }
 
 /// The program's exportable function: the right call of a fork.
 static EXPORTS: ExportTable<1> = ExportTable::new([("parfib.right", right_task)]);
 
-fn boxed<'s>(s: &mut Scope<'s>, x: i64) -> Result<Handle<'s>> {
-    s.alloc_mixed(CELL, &[Handle::int(x)], &[])
+fn boxed<'s>(s: &mut Scope<'s>, x: i64) -> Result<Boxed<'s>> {
+    s.alloc_typed::<Cell>(&[Handle::int(x)], &[])
 }
 
-fn unbox(s: &Scope<'_>, h: Handle<'_>) -> i64 {
-    s.view(h).field(0).as_int().expect("a boxed integer")
+fn unbox(s: &Scope<'_>, b: Boxed<'_>) -> i64 {
+    s.int(b, 0).expect("a boxed integer")
 }
 
-fn pfib<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Handle<'s>> {
+/// A box that came back untyped (through a fork), typed again: one look
+/// at its header.
+fn typed<'s>(s: &Scope<'s>, h: Handle<'_>) -> Boxed<'s> {
+    s.typed::<Cell>(h).expect("a box")
+}
+
+fn pfib<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
     if n < 2 {
         return boxed(s, n);
     }
     // One scope per call that makes handles (OCaml's `CAMLparam` /
     // `CAMLreturn`): the boxes of both calls are its slots, popped when
     // the sum's box is returned.
-    s.scope_value(|s| pfib_inner(s, n, threshold))
+    s.scope_typed(|s| pfib_inner(s, n, threshold))
 }
 
 /// The body of an inner call, in the scope `pfib` opened for it.
-fn pfib_inner<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Handle<'s>> {
+fn pfib_inner<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
     let (x, y) = if n <= threshold {
         let x = pfib(s, n - 1, threshold)?;
         let y = pfib(s, n - 2, threshold)?;
@@ -52,15 +71,16 @@ fn pfib_inner<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Handle<'s
         // The forked closures' environment: a heap record holding `n`, as a
         // functional language's closure would (lazy promotion copies it
         // only when the task is stolen; another PE gets it packed).
-        let env = boxed(s, n)?;
-        s.par2_export(
+        let env = boxed(s, n)?.untyped(s);
+        let (x, y) = s.par2_export(
             EXPORTS.export(0),
             &[env, Handle::int(threshold)],
             move |s, env| {
-                let n = unbox(s, env[0]);
-                pfib(s, n - 1, threshold)
+                let n = unbox(s, typed(s, env[0]));
+                pfib(s, n - 1, threshold).map(|b| b.untyped(s))
             },
-        )?
+        )?;
+        (typed(s, x), typed(s, y))
     };
     let sum = unbox(s, x) + unbox(s, y);
     boxed(s, sum)
@@ -75,8 +95,11 @@ fn right_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> 
     };
     let threshold = threshold
         .ok_or_else(|| numagc::Error::misuse("parfib.right: (box, threshold) expected"))?;
-    let n = unbox(s, env);
-    pfib(s, n - 2, threshold)
+    let n = match s.typed::<Cell>(env) {
+        Some(b) => unbox(s, b),
+        None => return Err(numagc::Error::misuse("parfib.right: a box expected")),
+    };
+    pfib(s, n - 2, threshold).map(|b| b.untyped(s))
 }
 
 /// Iterative Fibonacci (the independent answer).

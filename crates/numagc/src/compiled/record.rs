@@ -404,6 +404,30 @@ impl Roots<'_> {
         (top as usize - r.roots_base() as usize) / 8
     }
 
+    /// Pushes `w` into a new slot and returns the slot's address (a typed
+    /// handle's, `mutator::typed`).
+    #[inline(always)]
+    pub(crate) fn push_addr(self, w: u64) -> std::ptr::NonNull<u64> {
+        let r = self.0;
+        let top = r.roots_top();
+        if top == r.roots_limit() {
+            overflow(self.len());
+        }
+        // SAFETY: `top` is below the limit, inside the mapping (so not
+        // null).
+        unsafe {
+            top.write(w);
+            r.set_roots_top(top.add(1));
+            std::ptr::NonNull::new_unchecked(top)
+        }
+    }
+
+    /// The index of the slot at `p`, an address inside the root stack.
+    #[inline(always)]
+    pub(crate) fn index_of(self, p: *mut u64) -> usize {
+        (p as usize).wrapping_sub(self.0.roots_base() as usize) / 8
+    }
+
     /// Pops every slot from `n` up (no-op when fewer are in use).
     #[inline(always)]
     pub(crate) fn truncate(self, n: usize) {
@@ -435,6 +459,15 @@ impl Roots<'_> {
             r.set_roots_top(p.add(1));
         }
         n
+    }
+
+    /// [`Roots::truncate_push`] returning the slot's address.
+    #[inline(always)]
+    pub(crate) fn truncate_push_addr(self, n: usize, w: u64) -> std::ptr::NonNull<u64> {
+        self.truncate_push(n, w);
+        // SAFETY: `truncate_push` wrote slot `n`, inside the mapping (so
+        // not null).
+        unsafe { std::ptr::NonNull::new_unchecked(self.0.roots_base().wrapping_add(n)) }
     }
 
     /// The address of slot `i`, checked to be below the top.

@@ -13,6 +13,8 @@
 //! * Everything that can collect takes `&mut Scope`. A [`View`] reads an
 //!   object directly, with no root-stack traffic, and borrows the scope
 //!   shared, so no collection can run while a view exists.
+//! * A [`Typed`] handle holds an object of a [`Layout`] the program knows
+//!   at compile time; its reads need no checks (`typed`).
 //! * [`GlobalRoot`] keeps a value alive independently of any scope and can
 //!   be read from any vproc; its value is promoted to the global heap.
 //!
@@ -42,6 +44,7 @@ pub(crate) mod parallel;
 pub(crate) mod roots;
 mod scope;
 mod tabulate;
+mod typed;
 mod view;
 mod weak;
 
@@ -52,5 +55,6 @@ pub(crate) use parallel::SlotHandles;
 pub use roots::GlobalRoot;
 pub use scope::{Handle, Scope, Slot};
 pub use tabulate::ROPE_LEAF_MAX;
+pub use typed::{Layout, Record, Typed};
 pub(crate) use view::resolve;
 pub use view::{ObjectKind, View};

@@ -20,7 +20,17 @@ pub struct Handle<'s> {
     pub(super) _not_send: PhantomData<*const ()>,
 }
 
-impl Handle<'_> {
+impl<'s> Handle<'s> {
+    /// The handle of root-stack slot `index`.
+    #[inline(always)]
+    pub(super) fn from_slot(index: usize) -> Handle<'s> {
+        Handle {
+            bits: (index as u64) << 1,
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
+
     /// Whether the handle is an immediate rather than a root slot.
     #[inline(always)]
     pub(crate) fn is_immediate(self) -> bool {
@@ -244,7 +254,7 @@ impl<'s> Scope<'s> {
     /// A scope nested in this one: its slots are those pushed from the
     /// root stack's current top on, popped when it is dropped.
     #[inline(always)]
-    fn nested(&mut self) -> Scope<'_> {
+    pub(super) fn nested(&mut self) -> Scope<'_> {
         let base = self.roots().len();
         Scope {
             vp: &mut *self.vp,
@@ -442,7 +452,12 @@ impl<'s> Scope<'s> {
     /// needs the general path (not small and immutable, or the nursery
     /// cannot hold it: the general path runs the slow allocation).
     #[inline(always)]
-    fn alloc_mixed_fast(&mut self, d: DescId, values: &[Handle<'_>], raw: &[u64]) -> Option<usize> {
+    pub(super) fn alloc_mixed_fast(
+        &mut self,
+        d: DescId,
+        values: &[Handle<'_>],
+        raw: &[u64],
+    ) -> Option<usize> {
         let f = self.layouts.get(d.0);
         let mask = f.pointer_mask();
         if f.is_some() && values.len() == f.values() && raw.len() + values.len() == f.size() {

@@ -61,6 +61,19 @@ impl<'a> View<'a> {
         }
     }
 
+    /// The value as it was found, not resolved (a typed read's,
+    /// `mutator::typed`).
+    #[inline(always)]
+    pub(super) fn found(self) -> u64 {
+        self.w
+    }
+
+    /// The descriptor table the view reads layouts from.
+    #[inline(always)]
+    pub(super) fn descs(self) -> &'a DescriptorTable {
+        self.descs
+    }
+
     /// The value, resolved: a forwarded object's copy.
     #[inline(always)]
     pub(crate) fn word(self) -> u64 {

@@ -210,6 +210,25 @@ impl FastLayout {
     /// so the allocation fast path need not compare with it.
     pub const MAX_SIZE: usize = 30;
 
+    /// The packed layout of an immutable descriptor of `size` fields whose
+    /// value fields are the bits of `values` (what [`FastLayout::of`] gives
+    /// such a descriptor; `size` at most [`FastLayout::MAX_SIZE`], else the
+    /// empty layout, which no registered descriptor has).
+    #[inline(always)]
+    pub const fn packed(size: usize, values: u32) -> FastLayout {
+        if size == 0 || size > Self::MAX_SIZE {
+            return FastLayout(u64::MAX);
+        }
+        let mask = if size >= 32 {
+            values
+        } else {
+            values & ((1u32 << size) - 1)
+        };
+        FastLayout(
+            1 | ((size as u64) << 1) | ((mask.count_ones() as u64) << 8) | ((mask as u64) << 32),
+        )
+    }
+
     fn of(d: &Descriptor) -> FastLayout {
         if d.mutable || d.size > Self::MAX_SIZE {
             return FastLayout(0);
