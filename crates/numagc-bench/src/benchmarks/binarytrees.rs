@@ -8,24 +8,40 @@
 //! trees are built with their top levels forked (`make_par`), so that
 //! every vproc helps build them. The output lines are the standard program's;
 //! each check value is compared with the node count 2^(d+1)-1 computed
-//! independently.
+//! independently. The trees are held in typed handles
+//! ([`numagc::Typed`]): the program knows its node's layout, so a node it
+//! holds is read with no check, and a child read from a node is taken as a
+//! node with one look at its header (no layout table).
 
-use crate::{rt_err, Benchmark, Outcome, Param, Params};
-use numagc::{DescId, Descriptor, Handle, Runtime, Scope, View};
+use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params};
+use numagc::{DescId, Handle, Layout, Record, Runtime, Scope, Typed};
 use std::fmt::Write;
 
 pub(crate) const MIN_DEPTH: u32 = 4;
 
 pub struct BinaryTrees;
 
-fn make<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<Handle<'s>> {
+/// A tree node: two children, NIL in a leaf; the runtime's first
+/// descriptor.
+struct Node;
+
+impl Layout for Node {
+    const NAME: &'static str = "tree-node";
+    const DESC: DescId = DescId::nth_registered(0);
+    const SIZE: usize = 2;
+    const VALUES: u32 = 0b11;
+}
+
+type Tree<'s> = Typed<'s, Node>;
+
+fn make<'s>(s: &mut Scope<'s>, depth: u32) -> numagc::Result<Tree<'s>> {
     if depth == 0 {
-        return s.alloc_mixed(node, &[Handle::NIL, Handle::NIL], &[]);
+        return s.alloc_typed::<Node>(&[Handle::NIL, Handle::NIL], &[]);
     }
-    s.scope_value(|s| {
-        let l = make(s, node, depth - 1)?;
-        let r = make(s, node, depth - 1)?;
-        s.alloc_mixed(node, &[l, r], &[])
+    s.scope_typed(|s| {
+        let l = make(s, depth - 1)?;
+        let r = make(s, depth - 1)?;
+        s.alloc_typed::<Node>(&[l.untyped(), r.untyped()], &[])
     })
 }
 
@@ -35,30 +51,32 @@ fn make<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<Handl
 pub(crate) const PAR_LEVELS: u32 = 3;
 
 /// `make` with its top `levels` levels forked with `par2`.
-fn make_par<'s>(
-    s: &mut Scope<'s>,
-    node: DescId,
-    depth: u32,
-    levels: u32,
-) -> numagc::Result<Handle<'s>> {
+fn make_par<'s>(s: &mut Scope<'s>, depth: u32, levels: u32) -> numagc::Result<Tree<'s>> {
     if levels == 0 || depth == 0 {
-        return make(s, node, depth);
+        return make(s, depth);
     }
     let (l, r) = s.par2(
         &[],
-        move |s, _| make_par(s, node, depth - 1, levels - 1),
-        move |s, _| make_par(s, node, depth - 1, levels - 1),
+        move |s, _| make_par(s, depth - 1, levels - 1).map(Typed::untyped),
+        move |s, _| make_par(s, depth - 1, levels - 1).map(Typed::untyped),
     )?;
-    s.alloc_mixed(node, &[l, r], &[])
+    s.alloc_typed::<Node>(&[l, r], &[])
 }
 
-fn check(t: View<'_>) -> u64 {
-    let l = t.field(0);
+/// Nodes of the tree `t`: its children are read without checks, and each
+/// is taken as a node with one look at its header.
+fn check(t: Record<'_, Node>) -> u64 {
+    let l = t.get(0);
     if l.is_int() {
         1
     } else {
-        1 + check(l) + check(t.field(1))
+        1 + check(child(l)) + check(child(t.get(1)))
     }
+}
+
+/// A child read from a node, taken as a node.
+fn child(v: numagc::View<'_>) -> Record<'_, Node> {
+    v.record::<Node>().expect("a tree node")
 }
 
 /// Nodes of a complete tree of `depth` (the independent answer).
@@ -90,20 +108,18 @@ impl Benchmark for BinaryTrees {
 
     fn run(&self, rt: &Runtime, p: &Params) -> Result<Outcome, String> {
         let max_depth = p.get("depth") as u32;
-        let node = rt
-            .register(Descriptor::mixed("tree-node", 2, &[0, 1]).map_err(rt_err)?)
-            .map_err(rt_err)?;
+        register_as(rt, Node::DESC, Node::descriptor().map_err(rt_err)?).map_err(rt_err)?;
         let stretch = rt
             .run_on(0, move |s| -> numagc::Result<u64> {
-                let t = make_par(s, node, max_depth + 1, PAR_LEVELS)?;
-                Ok(check(s.view(t)))
+                let t = make_par(s, max_depth + 1, PAR_LEVELS)?;
+                Ok(check(s.record(t)))
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
         let long_lived = rt
             .run_on(0, move |s| -> numagc::Result<numagc::GlobalRoot> {
-                let t = make_par(s, node, max_depth, PAR_LEVELS)?;
-                s.global_root(t)
+                let t = make_par(s, max_depth, PAR_LEVELS)?;
+                s.global_root(t.untyped())
             })
             .map_err(rt_err)?
             .map_err(rt_err)?;
@@ -116,7 +132,7 @@ impl Benchmark for BinaryTrees {
                     let iterations = 1u64 << (max_depth - d + MIN_DEPTH);
                     let mut sum = 0;
                     for _ in (me..iterations).step_by(n as usize) {
-                        sum += s.scope(|s| make(s, node, d).map(|t| check(s.view(t))))?;
+                        sum += s.scope(|s| make(s, d).map(|t| check(s.record(t))))?;
                     }
                     sums.push(sum);
                 }
@@ -133,7 +149,7 @@ impl Benchmark for BinaryTrees {
         let ll = rt
             .run_on(0, move |s| {
                 let t = s.get_global(&long_lived).unwrap();
-                check(s.view(t))
+                check(s.view(t).record::<Node>().expect("a tree node"))
             })
             .map_err(rt_err)?;
         let out = output(max_depth, stretch, &totals, ll);

@@ -191,7 +191,7 @@ fn pay_one_typed<'s>(s: &mut Scope<'s>, rest: List<'s>, c: i64, q: i64) -> Resul
         return Ok(rest);
     }
     let pair = s.alloc_typed::<Pair>(&[Handle::int(c), Handle::int(q - 1)], &[])?;
-    let (pair, rest) = (pair.untyped(s), rest.map_or(Handle::NIL, |r| r.untyped(s)));
+    let (pair, rest) = (pair.untyped(), rest.map_or(Handle::NIL, |r| r.untyped()));
     Ok(Some(s.alloc_typed::<Cons>(&[pair, rest], &[])?))
 }
 

@@ -36,7 +36,7 @@
 //! array against its formula.
 
 use crate::{rt_err, Benchmark, Outcome, Param, Params};
-use numagc::{DescId, Descriptor, Handle, Runtime, Scope, View};
+use numagc::{DescId, Descriptor, Handle, Layout, Record, Runtime, Scope, Typed, View};
 use std::fmt::Write;
 
 pub struct GcBench;
@@ -53,15 +53,30 @@ pub(crate) fn num_iters(stretch_depth: u32, depth: u32) -> u64 {
     2 * tree_size(stretch_depth) / tree_size(depth)
 }
 
+/// GCBench's `Node`: `left` and `right` (values, NIL in a leaf), then
+/// `i` and `j` (raw); the runtime's first descriptor ([`Setup::read`]).
+/// The safe program holds its trees in typed handles
+/// ([`numagc::Typed`]), as a program that knows this layout would.
+struct GcNode;
+
+impl Layout for GcNode {
+    const NAME: &'static str = "gcbench-node";
+    const DESC: DescId = DescId::nth_registered(0);
+    const SIZE: usize = 4;
+    const VALUES: u32 = 0b0011;
+}
+
+type Tree<'s> = Typed<'s, GcNode>;
+
 /// A complete tree of `depth` (`MakeTree`); `i` and `j` stay 0 as in Java.
-fn make_tree<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<Handle<'s>> {
+fn make_tree<'s>(s: &mut Scope<'s>, depth: u32) -> numagc::Result<Tree<'s>> {
     if depth == 0 {
-        return s.alloc_mixed(node, &[Handle::NIL, Handle::NIL], &[0, 0]);
+        return s.alloc_typed::<GcNode>(&[Handle::NIL, Handle::NIL], &[0, 0]);
     }
-    s.scope_value(|s| {
-        let left = make_tree(s, node, depth - 1)?;
-        let right = make_tree(s, node, depth - 1)?;
-        s.alloc_mixed(node, &[left, right], &[0, 0])
+    s.scope_typed(|s| {
+        let left = make_tree(s, depth - 1)?;
+        let right = make_tree(s, depth - 1)?;
+        s.alloc_typed::<GcNode>(&[left.untyped(), right.untyped()], &[0, 0])
     })
 }
 
@@ -70,25 +85,32 @@ pub(crate) const FORK_DEPTH: u32 = 12;
 
 /// `make_tree` for the one-off big trees (stretch, long-lived): the two
 /// subtrees of a node deeper than [`FORK_DEPTH`] are built in parallel.
-fn make_big_tree<'s>(s: &mut Scope<'s>, node: DescId, depth: u32) -> numagc::Result<Handle<'s>> {
+fn make_big_tree<'s>(s: &mut Scope<'s>, depth: u32) -> numagc::Result<Tree<'s>> {
     if depth <= FORK_DEPTH {
-        return make_tree(s, node, depth);
+        return make_tree(s, depth);
     }
     let (left, right) = s.par2(
         &[],
-        move |s, _| make_big_tree(s, node, depth - 1),
-        move |s, _| make_big_tree(s, node, depth - 1),
+        move |s, _| make_big_tree(s, depth - 1).map(Typed::untyped),
+        move |s, _| make_big_tree(s, depth - 1).map(Typed::untyped),
     )?;
-    s.alloc_mixed(node, &[left, right], &[0, 0])
+    s.alloc_typed::<GcNode>(&[left, right], &[0, 0])
 }
 
-fn count_nodes(t: View<'_>) -> u64 {
-    let left = t.field(0);
+/// Nodes of the tree `t`: a child read from a node is taken as a node with
+/// one look at its header.
+fn count_nodes(t: Record<'_, GcNode>) -> u64 {
+    let left = t.get(0);
     if left.is_int() {
         1
     } else {
-        1 + count_nodes(left) + count_nodes(t.field(1))
+        1 + count_nodes(node(left)) + count_nodes(node(t.get(1)))
     }
+}
+
+/// A child read from a node, taken as a node.
+fn node(v: View<'_>) -> Record<'_, GcNode> {
+    v.record::<GcNode>().expect("a gcbench node")
 }
 
 /// The trees of one phase and depth: how many were built and their node
@@ -127,7 +149,6 @@ impl PhaseCount {
 /// (`TimeConstruction`'s loop).
 fn construct_trees(
     s: &mut Scope<'_>,
-    node: DescId,
     count: DescId,
     stretch: u32,
     depth: u32,
@@ -148,8 +169,7 @@ fn construct_trees(
                 max_nodes: 0,
             };
             for _ in lo..hi {
-                let nodes =
-                    s.scope(|s| make_tree(s, node, depth).map(|t| count_nodes(s.view(t))))?;
+                let nodes = s.scope(|s| make_tree(s, depth).map(|t| count_nodes(s.record(t))))?;
                 c = c.join(PhaseCount {
                     trees: 1,
                     nodes,
@@ -300,15 +320,15 @@ impl Benchmark for GcBench {
             max_depth,
             array_size,
             grain,
-            node,
+            node: _,
             count,
         } = setup;
         let report = rt
             .run_on(0, move |s| -> numagc::Result<Report> {
                 // Stretch the memory space quickly.
                 let stretch_nodes =
-                    s.scope(|s| make_big_tree(s, node, stretch).map(|t| count_nodes(s.view(t))))?;
-                let long_lived = make_big_tree(s, node, long_lived_depth)?;
+                    s.scope(|s| make_big_tree(s, stretch).map(|t| count_nodes(s.record(t))))?;
+                let long_lived = make_big_tree(s, long_lived_depth)?;
                 let array = s.alloc_raw_with(array_size, |a| {
                     for (i, w) in a.iter_mut().enumerate().take(array_size / 2) {
                         *w = (1.0 / i as f64).to_bits();
@@ -316,11 +336,11 @@ impl Benchmark for GcBench {
                 })?;
                 let mut phases = Vec::new();
                 for depth in (MIN_TREE_DEPTH..=max_depth).step_by(2) {
-                    let top_down = construct_trees(s, node, count, stretch, depth, grain)?;
-                    let bottom_up = construct_trees(s, node, count, stretch, depth, grain)?;
+                    let top_down = construct_trees(s, count, stretch, depth, grain)?;
+                    let bottom_up = construct_trees(s, count, stretch, depth, grain)?;
                     phases.push((depth, top_down, bottom_up));
                 }
-                let long_lived_nodes = count_nodes(s.view(long_lived));
+                let long_lived_nodes = count_nodes(s.record(long_lived));
                 let array = s
                     .view(array)
                     .raw_words()

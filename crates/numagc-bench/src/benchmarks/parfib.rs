@@ -71,13 +71,13 @@ fn pfib_inner<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>
         // The forked closures' environment: a heap record holding `n`, as a
         // functional language's closure would (lazy promotion copies it
         // only when the task is stolen; another PE gets it packed).
-        let env = boxed(s, n)?.untyped(s);
+        let env = boxed(s, n)?.untyped();
         let (x, y) = s.par2_export(
             EXPORTS.export(0),
             &[env, Handle::int(threshold)],
             move |s, env| {
                 let n = unbox(s, typed(s, env[0]));
-                pfib(s, n - 1, threshold).map(|b| b.untyped(s))
+                pfib(s, n - 1, threshold).map(|b| b.untyped())
             },
         )?;
         (typed(s, x), typed(s, y))
@@ -99,7 +99,7 @@ fn right_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> 
         Some(b) => unbox(s, b),
         None => return Err(numagc::Error::misuse("parfib.right: a box expected")),
     };
-    pfib(s, n - 2, threshold).map(|b| b.untyped(s))
+    pfib(s, n - 2, threshold).map(|b| b.untyped())
 }
 
 /// Iterative Fibonacci (the independent answer).

@@ -484,6 +484,25 @@ impl Roots<'_> {
         p
     }
 
+    /// The address of slot `i` (not checked).
+    #[inline(always)]
+    pub(crate) fn slot_addr(self, i: usize) -> *mut u64 {
+        self.0.roots_base().wrapping_add(i)
+    }
+
+    /// The value of the slot at `p`, checked to be a slot in use: at or
+    /// above the base and below the top (a handle's, `mutator::scope`).
+    #[inline(always)]
+    pub(crate) fn get_at(self, p: *mut u64) -> u64 {
+        let r = self.0;
+        if p < r.roots_base() || p >= r.roots_top() {
+            slot_not_in_use(self.index_of(p));
+        }
+        // SAFETY: `p` is in `[base, top)`, inside the mapping; handles'
+        // slot addresses are 8-aligned (made from the stack's slots).
+        unsafe { p.read() }
+    }
+
     /// Slot `i`'s value.
     #[inline(always)]
     pub(crate) fn get(self, i: usize) -> u64 {

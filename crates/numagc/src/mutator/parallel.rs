@@ -2,6 +2,7 @@
 //! built on it. The scheduling, stealing and promotion protocol is in
 //! `crate::sched`; this file is the API side.
 
+use crate::compiled::record::Roots;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mutator::scope::{Handle, Scope};
 use crate::sched::task::DONE;
@@ -75,7 +76,7 @@ impl<'s> Scope<'s> {
         let unjoined = Unjoined;
         let ra = catch_unwind(AssertUnwindSafe(|| {
             let r = self.scope_value(|s| {
-                let env = SlotHandles::new(base, n);
+                let env = SlotHandles::new(s.roots(), base, n);
                 a(s, env.as_slice())
             });
             // Joining is a safepoint too (see above).
@@ -87,7 +88,7 @@ impl<'s> Scope<'s> {
         // the task, which lives in this frame of the Rust stack.
         let rb = match pop_back_body(self.vp, &task, unjoined) {
             Ok(ScopeBody(b)) => self.scope(|s| {
-                let env = SlotHandles::new(base, n);
+                let env = SlotHandles::new(s.roots(), base, n);
                 b(s, env.as_slice()).map(|h| s.word(h))
             }),
             Err(unjoined) => self.join_stolen(&tref, unjoined),
@@ -250,9 +251,9 @@ pub(crate) enum SlotHandles<'s> {
 }
 
 impl<'s> SlotHandles<'s> {
-    pub(crate) fn new(base: usize, n: usize) -> SlotHandles<'s> {
+    pub(crate) fn new(roots: Roots<'_>, base: usize, n: usize) -> SlotHandles<'s> {
         let slot = |i: usize| Handle {
-            bits: (i as u64) << 1,
+            bits: roots.slot_addr(i) as u64,
             _scope: PhantomData,
             _not_send: PhantomData,
         };

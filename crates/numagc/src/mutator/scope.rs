@@ -14,18 +14,20 @@ use std::marker::PhantomData;
 /// `'s` (or of an enclosing scope).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Handle<'s> {
-    /// Odd: the immediate itself. Even: root-stack slot × 2.
+    /// Odd: the immediate itself. Even: the address of its root-stack
+    /// slot (so that a typed handle's slot is a handle too, and a push
+    /// computes no index).
     pub(super) bits: u64,
     pub(super) _scope: PhantomData<&'s ()>,
     pub(super) _not_send: PhantomData<*const ()>,
 }
 
 impl<'s> Handle<'s> {
-    /// The handle of root-stack slot `index`.
+    /// The handle of the root-stack slot at `slot`.
     #[inline(always)]
-    pub(super) fn from_slot(index: usize) -> Handle<'s> {
+    pub(crate) fn at_slot(slot: *mut u64) -> Handle<'s> {
         Handle {
-            bits: (index as u64) << 1,
+            bits: slot as u64,
             _scope: PhantomData,
             _not_send: PhantomData,
         }
@@ -58,6 +60,8 @@ impl Handle<'static> {
 /// handle that always reads the slot's current value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot<'s> {
+    /// The slot's address.
+    addr: u64,
     index: u32,
     _scope: PhantomData<&'s ()>,
     _not_send: PhantomData<*const ()>,
@@ -73,7 +77,7 @@ impl<'s> Slot<'s> {
     #[inline(always)]
     pub fn get(self) -> Handle<'s> {
         Handle {
-            bits: (self.index as u64) << 1,
+            bits: self.addr,
             _scope: PhantomData,
             _not_send: PhantomData,
         }
@@ -140,9 +144,9 @@ impl<'s> Scope<'s> {
     /// immediate (no test for one).
     #[inline(always)]
     fn push_pointer(&self, p: usize) -> Handle<'s> {
-        let slot = self.roots().push_slot(p as u64);
+        let slot = self.roots().push_addr(p as u64);
         Handle {
-            bits: (slot as u64) << 1,
+            bits: slot.as_ptr() as u64,
             _scope: PhantomData,
             _not_send: PhantomData,
         }
@@ -182,7 +186,7 @@ impl<'s> Scope<'s> {
         if h.bits & 1 == 1 {
             h.bits
         } else {
-            self.roots().get((h.bits >> 1) as usize)
+            self.roots().get_at(h.bits as *mut u64)
         }
     }
 
@@ -207,8 +211,10 @@ impl<'s> Scope<'s> {
     /// A new slot of this scope holding `h`'s value.
     pub fn slot(&self, h: Handle<'_>) -> Slot<'s> {
         let w = self.word(h);
-        let index = self.roots().push_slot(w);
+        let roots = self.roots();
+        let index = roots.push_slot(w);
         Slot {
+            addr: roots.slot_addr(index) as u64,
             index: index as u32,
             _scope: PhantomData,
             _not_send: PhantomData,
@@ -283,9 +289,9 @@ impl<'s> Scope<'s> {
         let roots = self.roots();
         w.map(|w| {
             if is_pointer(w) {
-                let slot = roots.truncate_push(base, w);
+                let slot = roots.truncate_push_addr(base, w);
                 Handle {
-                    bits: (slot as u64) << 1,
+                    bits: slot.as_ptr() as u64,
                     _scope: PhantomData,
                     _not_send: PhantomData,
                 }

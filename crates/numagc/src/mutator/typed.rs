@@ -81,7 +81,7 @@ use std::ptr::NonNull;
 /// let sum = rt.run_on(0, |s| -> numagc::Result<i64> {
 ///     let mut list = s.nil();
 ///     for i in 1..=3 {
-///         list = s.alloc_typed::<Cons>(&[Handle::int(i), list], &[])?.untyped(s);
+///         list = s.alloc_typed::<Cons>(&[Handle::int(i), list], &[])?.untyped();
 ///     }
 ///     let mut sum = 0;
 ///     let mut cell = s.typed::<Cons>(list);
@@ -155,11 +155,10 @@ impl<'s, T: Layout> Typed<'s, T> {
         unsafe { self.slot.as_ptr().read() }
     }
 
-    /// The same value as an untyped handle (same slot) of `s`, the scope
-    /// the handle was made in or one nested in it.
+    /// The same value as an untyped handle (the same slot).
     #[inline(always)]
-    pub fn untyped(self, s: &Scope<'_>) -> Handle<'s> {
-        Handle::from_slot(s.roots().index_of(self.slot.as_ptr()))
+    pub fn untyped(self) -> Handle<'s> {
+        Handle::at_slot(self.slot.as_ptr())
     }
 }
 
@@ -476,7 +475,7 @@ mod tests {
                     for _ in 0..20 {
                         s.alloc_typed::<Mixed>(&[Handle::int(1), Handle::int(2)], &[7])?;
                     }
-                    list = cell.untyped(s);
+                    list = cell.untyped();
                 }
                 s.collect_major()?;
                 let mut n = 1_999;
@@ -507,7 +506,7 @@ mod tests {
                 assert_eq!(s.raw_of(m, 1), 42);
                 assert_eq!(s.int(m, 2), Some(9));
                 // The untyped handle names the same object.
-                let h = m.untyped(s);
+                let h = m.untyped();
                 assert_eq!(s.view(h).field(2).as_int(), Some(9));
                 Ok(())
             })
@@ -523,10 +522,10 @@ mod tests {
         let rt = runtime(PlanKind::SplitHeap);
         rt.run_on(0, |s| -> Result<()> {
             let inner = s.alloc_typed::<Pair>(&[Handle::int(2), Handle::int(3)], &[])?;
-            let inner = inner.untyped(s);
+            let inner = inner.untyped();
             let outer = s.alloc_typed::<Pair>(&[Handle::int(1), inner], &[])?;
             let local = outer.word();
-            let global = s.promote_word(outer.untyped(s))?;
+            let global = s.promote_word(outer.untyped())?;
             assert_ne!(global, local, "promotion copied the pair");
             assert_eq!(outer.word(), local, "the slot still names the original");
             assert_eq!(s.int(outer, 0), Some(1));
@@ -554,7 +553,7 @@ mod tests {
         let rt = runtime(PlanKind::SplitHeap);
         rt.run_on(0, |s| -> Result<()> {
             let pair = s.alloc_typed::<Pair>(&[Handle::int(1), Handle::int(2)], &[])?;
-            let pair = pair.untyped(s);
+            let pair = pair.untyped();
             assert!(s.typed::<Mixed>(pair).is_none(), "another descriptor");
             assert!(s.typed::<Pair>(Handle::int(3)).is_none(), "an immediate");
             let v = s.alloc_vector(&[Handle::int(1), Handle::int(2)])?;

@@ -71,7 +71,7 @@ impl<'s> Scope<'s> {
                     // The forker could not pack the arguments: the task is
                     // this PE's after all.
                     Err(e) if matches!(e.kind(), ErrorKind::NotExportable(_)) => {
-                        let env = SlotHandles::new(base, args.len());
+                        let env = SlotHandles::new(s.roots(), base, args.len());
                         export.call(s, env.as_slice())?
                     }
                     r => r?,

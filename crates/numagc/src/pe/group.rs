@@ -594,7 +594,7 @@ impl PeContext {
             let t0 = Instant::now();
             let packed = {
                 let mut s = Scope::root(vp);
-                let env = crate::mutator::SlotHandles::new(o.env_base, o.env_len);
+                let env = crate::mutator::SlotHandles::new(s.roots(), o.env_base, o.env_len);
                 pack::pack_in(&mut s, env.as_slice(), self.task_packing(), self)
             };
             self.add_ns(&self.counters.pack_ns, t0);
