@@ -37,6 +37,7 @@ fn setup(rt: &Runtime) -> Result<()> {
 /// The program's exportable function: the right call of a fork.
 static EXPORTS: ExportTable<1> = ExportTable::new([("parfib.right", right_task)]);
 
+#[inline]
 fn boxed<'s>(s: &mut Scope<'s>, x: i64) -> Result<Boxed<'s>> {
     s.alloc_typed::<Cell>(&[Handle::int(x)], &[])
 }
@@ -51,13 +52,21 @@ fn typed<'s>(s: &Scope<'s>, h: Handle<'_>) -> Boxed<'s> {
     s.typed::<Cell>(h).expect("a box")
 }
 
+/// `pfib n`: a leaf boxes `n` where it is called (inlined: the test and
+/// the box are all a leaf costs); an inner call is [`pfib_call`].
+#[inline]
 fn pfib<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
     if n < 2 {
         return boxed(s, n);
     }
-    // One scope per call that makes handles (OCaml's `CAMLparam` /
-    // `CAMLreturn`): the boxes of both calls are its slots, popped when
-    // the sum's box is returned.
+    pfib_call(s, n, threshold)
+}
+
+/// An inner call. One scope per call that makes handles (OCaml's
+/// `CAMLparam` / `CAMLreturn`): the boxes of both calls are its slots,
+/// popped when the sum's box is returned.
+#[inline(never)]
+fn pfib_call<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
     s.scope_typed(|s| pfib_inner(s, n, threshold))
 }
 

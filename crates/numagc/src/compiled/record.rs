@@ -440,34 +440,44 @@ impl Roots<'_> {
         }
     }
 
-    /// Pops every slot from `n` up and pushes `w` into slot `n` (a nested
-    /// scope's result kept in the scope around it: one store of the top
-    /// where a truncation and a push would make two, and one bound check).
-    /// Returns `n`. The caller's `n` is at most the top (a scope's base).
+    /// The top of the stack: the address the next push writes (a scope's
+    /// base, `mutator::scope`).
     #[inline(always)]
-    pub(crate) fn truncate_push(self, n: usize, w: u64) -> usize {
+    pub(crate) fn top(self) -> *mut u64 {
+        self.0.roots_top()
+    }
+
+    /// Pops every slot from the address `p` up (no-op when `p` is at or
+    /// above the top): [`Roots::truncate`] for a scope's base.
+    #[inline(always)]
+    pub(crate) fn truncate_at(self, p: *mut u64) {
         let r = self.0;
-        let p = r.roots_base().wrapping_add(n);
-        debug_assert!(p <= r.roots_top(), "a scope's base is above the top");
-        if p >= r.roots_limit() {
-            overflow(n);
+        if p < r.roots_top() {
+            r.set_roots_top(p);
         }
-        // SAFETY: `p` is a scope's base, at most the top, and below the
-        // limit (checked): a slot inside the mapping.
+    }
+
+    /// Pops every slot from the address `p` up and pushes `w` into the
+    /// slot at `p` (a nested scope's result kept in the scope around it: one store of the
+    /// top where a truncation and a push would make two; `p` a scope's base, which is
+    /// at most the top); returns `p`.
+    #[inline(always)]
+    pub(crate) fn truncate_push_at(self, p: *mut u64, w: u64) -> std::ptr::NonNull<u64> {
+        let r = self.0;
+        debug_assert!(
+            p >= r.roots_base() && p <= r.roots_top(),
+            "a scope's base is outside the stack"
+        );
+        if p >= r.roots_limit() {
+            overflow(self.index_of(p));
+        }
+        // SAFETY: `p` is a scope's base, in `[base, top]`, and below the
+        // limit (checked): a slot inside the mapping (so not null).
         unsafe {
             p.write(w);
             r.set_roots_top(p.add(1));
+            std::ptr::NonNull::new_unchecked(p)
         }
-        n
-    }
-
-    /// [`Roots::truncate_push`] returning the slot's address.
-    #[inline(always)]
-    pub(crate) fn truncate_push_addr(self, n: usize, w: u64) -> std::ptr::NonNull<u64> {
-        self.truncate_push(n, w);
-        // SAFETY: `truncate_push` wrote slot `n`, inside the mapping (so
-        // not null).
-        unsafe { std::ptr::NonNull::new_unchecked(self.0.roots_base().wrapping_add(n)) }
     }
 
     /// The address of slot `i`, checked to be below the top.

@@ -97,14 +97,16 @@ pub struct Scope<'s> {
     /// The vproc's mutator record, kept here so that a handle's root slot
     /// is one dependent load away (the record holds the root stack's top).
     pub(super) rec: *const crate::compiled::MutatorRecord,
-    pub(super) base: usize,
+    /// The root stack's top when the scope began: its first slot.
+    pub(super) base: *mut u64,
     _not_send: PhantomData<*const ()>,
 }
 
 impl<'s> Scope<'s> {
     /// The outermost scope of a job (root stack empty).
     pub(crate) fn root(vp: &'s mut Vproc) -> Scope<'s> {
-        let base = vp.roots.len();
+        // SAFETY: as in `roots`: the vproc's record outlives the scope.
+        let base = crate::compiled::record::Roots(unsafe { &*vp.rec }).top();
         Scope {
             layouts: vp.layouts,
             rec: vp.rec,
@@ -158,7 +160,7 @@ impl<'s> Scope<'s> {
     /// With no call to come back from, the fast paths that use it need no
     /// stack frame.
     #[inline(always)]
-    fn bump(&self, bytes: usize) -> Option<usize> {
+    pub(super) fn bump(&self, bytes: usize) -> Option<usize> {
         // SAFETY: as in `roots`.
         unsafe { &*self.rec }.bump(bytes)
     }
@@ -261,7 +263,7 @@ impl<'s> Scope<'s> {
     /// root stack's current top on, popped when it is dropped.
     #[inline(always)]
     pub(super) fn nested(&mut self) -> Scope<'_> {
-        let base = self.roots().len();
+        let base = self.roots().top();
         Scope {
             vp: &mut *self.vp,
             layouts: self.layouts,
@@ -289,14 +291,14 @@ impl<'s> Scope<'s> {
         let roots = self.roots();
         w.map(|w| {
             if is_pointer(w) {
-                let slot = roots.truncate_push_addr(base, w);
+                let slot = roots.truncate_push_at(base, w);
                 Handle {
                     bits: slot.as_ptr() as u64,
                     _scope: PhantomData,
                     _not_send: PhantomData,
                 }
             } else {
-                roots.truncate(base);
+                roots.truncate_at(base);
                 Handle {
                     bits: w,
                     _scope: PhantomData,
@@ -304,7 +306,7 @@ impl<'s> Scope<'s> {
                 }
             }
         })
-        .inspect_err(|_| roots.truncate(base))
+        .inspect_err(|_| roots.truncate_at(base))
     }
 
     // ---- reading ------------------------------------------------------------
@@ -837,6 +839,6 @@ impl<'s> Scope<'s> {
 impl Drop for Scope<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        self.roots().truncate(self.base);
+        self.roots().truncate_at(self.base);
     }
 }

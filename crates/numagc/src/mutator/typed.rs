@@ -115,6 +115,15 @@ pub trait Layout: 'static {
     }
 }
 
+/// The bits of fields `0 .. size` (all 32 from 32 on).
+const fn mask_below(size: usize) -> u32 {
+    if size >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << size) - 1
+    }
+}
+
 /// The packed layout (`FastLayout`) a runtime holds for `T`'s descriptor
 /// when it was registered with `T`'s layout.
 #[inline(always)]
@@ -185,6 +194,11 @@ impl<'s> Scope<'s> {
     /// `T::DESC`): `values` fill its value fields and `raw` its raw
     /// fields, each in ascending field order. An error when the runtime
     /// registered `T::DESC` with another layout (or not at all).
+    ///
+    /// The fast path takes the object's size and the order of its fields
+    /// from `T`'s constants, once the runtime's layout was compared with
+    /// them: with literal `values` and `raw` the field stores unroll and
+    /// test nothing.
     #[inline(always)]
     pub fn alloc_typed<T: Layout>(
         &mut self,
@@ -194,10 +208,33 @@ impl<'s> Scope<'s> {
         if !self.registered_as::<T>() {
             return Err(self.layout_error::<T>());
         }
-        match self.alloc_mixed_fast(T::DESC, values, raw) {
-            Some(p) => Ok(self.push_typed(p as u64)),
-            None => self.alloc_typed_general(values, raw),
+        let value_count = (T::VALUES & mask_below(T::SIZE)).count_ones() as usize;
+        if values.len() == value_count && raw.len() == T::SIZE - value_count {
+            if let Some(p) = self.bump((T::SIZE + 1) * 8) {
+                // The handles are read before the first store into the
+                // object, so the root stack is loaded once.
+                let mut words = [0u64; FastLayout::MAX_SIZE];
+                for (w, &v) in words.iter_mut().zip(values) {
+                    *w = self.word(v);
+                }
+                // SAFETY: `p` is a fresh nursery reservation of `T::SIZE`
+                // fields (`registered_as` bounds it by `MAX_SIZE`).
+                let o = unsafe { Obj::at(p) };
+                o.init_header(Header::new(T::DESC.id(), T::SIZE as u64));
+                let (mut vi, mut ri) = (0, 0);
+                for i in 0..T::SIZE {
+                    if (T::VALUES >> i) & 1 == 1 {
+                        o.set_field(i, words[vi]);
+                        vi += 1;
+                    } else {
+                        o.set_field(i, raw[ri]);
+                        ri += 1;
+                    }
+                }
+                return Ok(self.push_typed(p as u64));
+            }
         }
+        self.alloc_typed_general(values, raw)
     }
 
     /// [`Scope::alloc_typed`] past the nursery's fast path.
@@ -252,12 +289,12 @@ impl<'s> Scope<'s> {
         std::mem::forget(inner);
         let roots = self.roots();
         w.map(|w| Typed {
-            slot: roots.truncate_push_addr(base, w),
+            slot: roots.truncate_push_at(base, w),
             _scope: PhantomData,
             _layout: PhantomData,
             _not_send: PhantomData,
         })
-        .inspect_err(|_| roots.truncate(base))
+        .inspect_err(|_| roots.truncate_at(base))
     }
 
     /// The object behind `t`, to read without checks: one load of the
