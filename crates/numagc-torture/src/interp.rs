@@ -40,7 +40,7 @@ use crate::layout::{
 use crate::program::{Build, COp, Collect, Op, Src, REGS};
 use crate::rng::mix;
 use crate::shadow::{src_val, Field, SVal, Shadow};
-use numagc::{GlobalRoot, Handle, Next, Runtime, Scope, Slot};
+use numagc::{DescId, GlobalRoot, Handle, Layout, Next, Runtime, Scope, Slot, Typed};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -536,6 +536,18 @@ fn wide<'s>(
     Ok(h)
 }
 
+/// The pair's layout as a typed handle knows it (`numagc::Typed`): the
+/// id raw, then two values; the torture's first descriptor
+/// (`Descs::register`), checked before it is used.
+struct TypedPair;
+
+impl Layout for TypedPair {
+    const NAME: &'static str = "torture.pair";
+    const DESC: DescId = DescId::nth_registered(0);
+    const SIZE: usize = 3;
+    const VALUES: u32 = 0b110;
+}
+
 fn tree<'s>(
     s: &mut Scope<'s>,
     cx: &Cx,
@@ -544,6 +556,12 @@ fn tree<'s>(
     leaf: Handle<'_>,
     env: &[Handle<'_>],
 ) -> R<Handle<'s>> {
+    // The nodes at odd depths are built and held through typed handles,
+    // so a tree mixes both kinds of handle, each node's children made by
+    // the other kind.
+    if depth % 2 == 1 && cx.descs.pair == TypedPair::DESC {
+        return typed_tree(s, cx, ids, depth, leaf, env);
+    }
     s.scope_value(|s| {
         let h = if depth == 0 {
             s.alloc_mixed(cx.descs.pair, &[leaf, Handle::NIL], &[ids.next()])?
@@ -555,6 +573,33 @@ fn tree<'s>(
         cx.tick(s, env, &[h])?;
         Ok(h)
     })
+}
+
+/// A node of [`tree`] built through a typed handle, read back through it
+/// after the tick's collections: its id must be the one it was given.
+fn typed_tree<'s>(
+    s: &mut Scope<'s>,
+    cx: &Cx,
+    ids: &mut Ids,
+    depth: u8,
+    leaf: Handle<'_>,
+    env: &[Handle<'_>],
+) -> R<Handle<'s>> {
+    let t = s.scope_typed(|s| -> R<Typed<'_, TypedPair>> {
+        let l = tree(s, cx, ids, depth - 1, leaf, env)?;
+        let r = tree(s, cx, ids, depth - 1, leaf, env)?;
+        let id = ids.next();
+        let t = s.alloc_typed::<TypedPair>(&[l, r], &[id])?;
+        cx.tick(s, env, &[t.untyped()])?;
+        let got = s.raw_of(t, 0);
+        if got != id {
+            return Err(Fail::Violation(format!(
+                "a typed handle read id {got:#x} where its node has {id:#x}"
+            )));
+        }
+        Ok(t)
+    })?;
+    Ok(t.untyped())
 }
 
 fn raw<'s>(
