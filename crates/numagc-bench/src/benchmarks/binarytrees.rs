@@ -38,10 +38,10 @@ fn make<'s>(s: &mut Scope<'s>, depth: u32) -> numagc::Result<Tree<'s>> {
     if depth == 0 {
         return s.alloc_typed::<Node>(&[Handle::NIL, Handle::NIL], &[]);
     }
-    s.scope_typed(|s| {
+    s.scope_fresh(|s| {
         let l = make(s, depth - 1)?;
         let r = make(s, depth - 1)?;
-        s.alloc_typed::<Node>(&[l.untyped(), r.untyped()], &[])
+        s.alloc_fresh::<Node>(&[l.untyped(), r.untyped()], &[])
     })
 }
 

@@ -73,10 +73,10 @@ fn make_tree<'s>(s: &mut Scope<'s>, depth: u32) -> numagc::Result<Tree<'s>> {
     if depth == 0 {
         return s.alloc_typed::<GcNode>(&[Handle::NIL, Handle::NIL], &[0, 0]);
     }
-    s.scope_typed(|s| {
+    s.scope_fresh(|s| {
         let left = make_tree(s, depth - 1)?;
         let right = make_tree(s, depth - 1)?;
-        s.alloc_typed::<GcNode>(&[left.untyped(), right.untyped()], &[0, 0])
+        s.alloc_fresh::<GcNode>(&[left.untyped(), right.untyped()], &[0, 0])
     })
 }
 

@@ -11,7 +11,7 @@
 use crate::pe_support::ExportTable;
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
 use numagc::pe::PeGroup;
-use numagc::{DescId, Handle, Layout, Result, Runtime, Scope, Typed};
+use numagc::{DescId, Fresh, Handle, Layout, Result, Runtime, Scope, Typed};
 
 pub struct Parfib;
 
@@ -64,14 +64,15 @@ fn pfib<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
 
 /// An inner call. One scope per call that makes handles (OCaml's
 /// `CAMLparam` / `CAMLreturn`): the boxes of both calls are its slots,
-/// popped when the sum's box is returned.
+/// popped when the sum's box, allocated last, is rooted in the caller's
+/// scope (`scope_fresh`).
 #[inline(never)]
 fn pfib_call<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
-    s.scope_typed(|s| pfib_inner(s, n, threshold))
+    s.scope_fresh(|s| pfib_inner(s, n, threshold))
 }
 
 /// The body of an inner call, in the scope `pfib` opened for it.
-fn pfib_inner<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
+fn pfib_inner<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'a, Cell>> {
     let (x, y) = if n <= threshold {
         let x = pfib(s, n - 1, threshold)?;
         let y = pfib(s, n - 2, threshold)?;
@@ -92,7 +93,7 @@ fn pfib_inner<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>
         (typed(s, x), typed(s, y))
     };
     let sum = unbox(s, x) + unbox(s, y);
-    boxed(s, sum)
+    s.alloc_fresh::<Cell>(&[Handle::int(sum)], &[])
 }
 
 /// `pfib (n - 2)` of a fork, `n` boxed in `args[0]`, the threshold in

@@ -55,6 +55,6 @@ pub(crate) use parallel::SlotHandles;
 pub use roots::GlobalRoot;
 pub use scope::{Handle, Scope, Slot};
 pub use tabulate::ROPE_LEAF_MAX;
-pub use typed::{Layout, Record, Typed};
+pub use typed::{Fresh, Layout, Record, Typed};
 pub(crate) use view::resolve;
 pub use view::{ObjectKind, View};

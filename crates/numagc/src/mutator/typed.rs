@@ -101,7 +101,8 @@ pub trait Layout: 'static {
     /// The ID the descriptor has in every runtime the program runs on
     /// (usually [`DescId::nth_registered`]).
     const DESC: DescId;
-    /// Number of fields, 1 ..= [`FastLayout::MAX_SIZE`] (30).
+    /// Number of fields, 1 ..= 30 (the packed layouts' largest,
+    /// `FastLayout::MAX_SIZE`; a larger one is refused when used).
     const SIZE: usize;
     /// Bit `i` set: field `i` holds a value; clear: a raw word.
     const VALUES: u32;
@@ -205,6 +206,33 @@ impl<'s> Scope<'s> {
         values: &[Handle<'_>],
         raw: &[u64],
     ) -> Result<Typed<'s, T>> {
+        let w = self.alloc_typed_word::<T>(values, raw)?;
+        Ok(self.push_typed(w))
+    }
+
+    /// Allocates an object of layout `T` as [`Scope::alloc_typed`] does,
+    /// without rooting it: the [`Fresh`] object borrows this scope, so it
+    /// is used before anything else may collect. For the last allocation
+    /// of a nested scope, whose result [`Scope::scope_fresh`] roots in the
+    /// scope around it: one push less than a typed handle.
+    #[inline(always)]
+    pub fn alloc_fresh<T: Layout>(
+        &mut self,
+        values: &[Handle<'_>],
+        raw: &[u64],
+    ) -> Result<Fresh<'_, T>> {
+        let word = self.alloc_typed_word::<T>(values, raw)?;
+        Ok(Fresh {
+            word,
+            _scope: PhantomData,
+            _layout: PhantomData,
+        })
+    }
+
+    /// The allocation of [`Scope::alloc_typed`] and [`Scope::alloc_fresh`]:
+    /// the new object's word, valid until the next call that may collect.
+    #[inline(always)]
+    fn alloc_typed_word<T: Layout>(&mut self, values: &[Handle<'_>], raw: &[u64]) -> Result<u64> {
         if !self.registered_as::<T>() {
             return Err(self.layout_error::<T>());
         }
@@ -231,10 +259,10 @@ impl<'s> Scope<'s> {
                         ri += 1;
                     }
                 }
-                return Ok(self.push_typed(p as u64));
+                return Ok(p as u64);
             }
         }
-        self.alloc_typed_general(values, raw)
+        self.alloc_typed_general::<T>(values, raw)
     }
 
     /// [`Scope::alloc_typed`] past the nursery's fast path.
@@ -243,9 +271,10 @@ impl<'s> Scope<'s> {
         &mut self,
         values: &[Handle<'_>],
         raw: &[u64],
-    ) -> Result<Typed<'s, T>> {
+    ) -> Result<u64> {
+        // The object's handle is a slot of this scope until it ends.
         let h = self.alloc_mixed(T::DESC, values, raw)?;
-        Ok(self.push_typed(self.word(h)))
+        Ok(self.word(h))
     }
 
     #[cold]
@@ -297,6 +326,31 @@ impl<'s> Scope<'s> {
         .inspect_err(|_| roots.truncate_at(base))
     }
 
+    /// Runs `f` in a nested scope and roots the object it allocated last,
+    /// [`Fresh`], in this scope (as [`Scope::scope_typed`], with the
+    /// result written straight into the slot the nested scope began at).
+    #[inline]
+    pub fn scope_fresh<T: Layout, E>(
+        &mut self,
+        f: impl for<'a, 'i> FnOnce(&'a mut Scope<'i>) -> std::result::Result<Fresh<'a, T>, E>,
+    ) -> std::result::Result<Typed<'s, T>, E> {
+        let mut inner = self.nested();
+        let base = inner.base;
+        // On unwinding, `inner`'s drop pops its slots. The fresh object's
+        // borrow of `inner` ends with `f`: nothing has run since its
+        // allocation that may collect.
+        let w = f(&mut inner).map(|fresh| fresh.word);
+        std::mem::forget(inner);
+        let roots = self.roots();
+        w.map(|w| Typed {
+            slot: roots.truncate_push_at(base, w),
+            _scope: PhantomData,
+            _layout: PhantomData,
+            _not_send: PhantomData,
+        })
+        .inspect_err(|_| roots.truncate_at(base))
+    }
+
     /// The object behind `t`, to read without checks: one load of the
     /// slot. Checked against `T::DESC` in debug builds.
     #[inline(always)]
@@ -327,6 +381,36 @@ impl<'s> Scope<'s> {
     pub fn root_record<T: Layout>(&self, r: Record<'_, T>) -> Typed<'s, T> {
         self.push_typed(r.word)
     }
+}
+
+/// An object of layout `T` just allocated and not rooted
+/// ([`Scope::alloc_fresh`]): it borrows its scope mutably, so no other
+/// call on the scope, and so no collection, can come between its
+/// allocation and its rooting by [`Scope::scope_fresh`].
+///
+/// Holding one across another allocation does not compile:
+///
+/// ```compile_fail
+/// # use numagc::{Config, DescId, Handle, Layout, Runtime};
+/// # struct Cons;
+/// # impl Layout for Cons {
+/// #     const NAME: &'static str = "cons";
+/// #     const DESC: DescId = DescId::nth_registered(0);
+/// #     const SIZE: usize = 2;
+/// #     const VALUES: u32 = 0b11;
+/// # }
+/// # let rt = Runtime::new(Config::builder().vprocs(1).build().unwrap()).unwrap();
+/// rt.run_on(0, |s| -> numagc::Result<()> {
+///     let a = s.alloc_fresh::<Cons>(&[Handle::NIL, Handle::NIL], &[])?;
+///     let b = s.alloc_fresh::<Cons>(&[Handle::NIL, Handle::NIL], &[])?; // may collect
+///     drop((a, b));
+///     Ok(())
+/// });
+/// ```
+pub struct Fresh<'a, T> {
+    word: u64,
+    _scope: PhantomData<&'a mut ()>,
+    _layout: PhantomData<fn() -> T>,
 }
 
 /// An object of layout `T` read in place, as a [`View`] reads one: it
@@ -629,6 +713,48 @@ mod tests {
                     s.scope_typed(|_| -> std::result::Result<Typed<'_, Pair>, &str> { Err("no") });
                 assert_eq!(e.unwrap_err(), "no");
                 assert_eq!(s.roots_in_use(), before + 1);
+                Ok(())
+            })
+            .unwrap()
+            .unwrap();
+        }
+    }
+
+    /// A list built by recursion whose every call roots its result through
+    /// `scope_fresh`, with collections inside the calls.
+    fn fresh_list<'a>(s: &'a mut Scope<'_>, n: i64) -> Result<Fresh<'a, Pair>> {
+        let tail = if n == 0 {
+            s.nil()
+        } else {
+            s.scope_fresh(|s| fresh_list(s, n - 1))?.untyped()
+        };
+        if n % 16 == 0 {
+            s.collect_minor();
+        }
+        for _ in 0..8 {
+            s.alloc_typed::<Mixed>(&[Handle::int(0), Handle::int(0)], &[0])?;
+        }
+        s.alloc_fresh::<Pair>(&[Handle::int(n), tail], &[])
+    }
+
+    #[test]
+    fn a_nested_scope_roots_its_fresh_object() {
+        for plan in PLANS {
+            let rt = runtime(plan);
+            rt.run_on(0, |s| -> Result<()> {
+                let before = s.roots_in_use();
+                let list = s.scope_fresh(|s| fresh_list(s, 200))?;
+                assert_eq!(s.roots_in_use(), before + 1, "the inner slots popped");
+                s.collect_major()?;
+                let mut cell = Some(list);
+                let mut n = 200;
+                while let Some(c) = cell {
+                    assert_eq!(s.int(c, 0), Some(n));
+                    let tail = s.handle(s.get(c, 1));
+                    cell = s.typed::<Pair>(tail);
+                    n -= 1;
+                }
+                assert_eq!(n, -1);
                 Ok(())
             })
             .unwrap()
