@@ -391,17 +391,7 @@ impl Roots<'_> {
     /// the safe API).
     #[inline(always)]
     pub(crate) fn push_slot(self, w: u64) -> usize {
-        let r = self.0;
-        let top = r.roots_top();
-        if top == r.roots_limit() {
-            overflow(self.len());
-        }
-        // SAFETY: `top` is below the limit, inside the mapping.
-        unsafe {
-            top.write(w);
-            r.set_roots_top(top.add(1));
-        }
-        (top as usize - r.roots_base() as usize) / 8
+        self.index_of(self.push_addr(w).as_ptr())
     }
 
     /// Pushes `w` into a new slot and returns the slot's address (a typed

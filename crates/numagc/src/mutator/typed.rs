@@ -583,6 +583,19 @@ mod tests {
 
     const PLANS: [PlanKind; 2] = [PlanKind::SplitHeap, PlanKind::SharedHeap];
 
+    /// Checks that `head` is the list `n, n - 1, .., 0` of pairs, read
+    /// through typed handles.
+    fn assert_list(s: &Scope<'_>, head: Typed<'_, Pair>, n: i64) {
+        let (mut cell, mut n) = (Some(head), n);
+        while let Some(c) = cell {
+            assert_eq!(s.int(c, 0), Some(n));
+            let tail = s.handle(s.get(c, 1));
+            cell = s.typed::<Pair>(tail);
+            n -= 1;
+        }
+        assert_eq!(n, -1);
+    }
+
     #[test]
     fn typed_reads_survive_collections_on_every_plan() {
         for plan in PLANS {
@@ -599,15 +612,8 @@ mod tests {
                     list = cell.untyped();
                 }
                 s.collect_major()?;
-                let mut n = 1_999;
-                let mut cell = s.typed::<Pair>(list);
-                while let Some(c) = cell {
-                    assert_eq!(s.int(c, 0), Some(n));
-                    let tail = s.handle(s.get(c, 1));
-                    cell = s.typed::<Pair>(tail);
-                    n -= 1;
-                }
-                assert_eq!(n, -1);
+                let head = s.typed::<Pair>(list).expect("a pair");
+                assert_list(s, head, 1_999);
                 Ok(())
             })
             .unwrap()
@@ -746,15 +752,7 @@ mod tests {
                 let list = s.scope_fresh(|s| fresh_list(s, 200))?;
                 assert_eq!(s.roots_in_use(), before + 1, "the inner slots popped");
                 s.collect_major()?;
-                let mut cell = Some(list);
-                let mut n = 200;
-                while let Some(c) = cell {
-                    assert_eq!(s.int(c, 0), Some(n));
-                    let tail = s.handle(s.get(c, 1));
-                    cell = s.typed::<Pair>(tail);
-                    n -= 1;
-                }
-                assert_eq!(n, -1);
+                assert_list(s, list, 200);
                 Ok(())
             })
             .unwrap()
