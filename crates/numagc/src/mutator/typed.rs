@@ -700,6 +700,50 @@ mod tests {
         .unwrap();
     }
 
+    /// Wider than any packed layout: registered, but never typed.
+    struct Wide;
+    impl Layout for Wide {
+        const NAME: &'static str = "wide";
+        const DESC: DescId = DescId::nth_registered(2);
+        const SIZE: usize = 40;
+        const VALUES: u32 = u32::MAX;
+    }
+
+    /// No fields at all.
+    struct Empty;
+    impl Layout for Empty {
+        const NAME: &'static str = "empty";
+        const DESC: DescId = DescId::nth_registered(3);
+        const SIZE: usize = 0;
+        const VALUES: u32 = 0;
+    }
+
+    #[test]
+    fn layouts_without_a_packed_form_are_refused_not_trusted() {
+        let rt = runtime(PlanKind::SplitHeap);
+        assert_eq!(
+            rt.register(Wide::descriptor().unwrap()).unwrap(),
+            Wide::DESC
+        );
+        // A descriptor of no fields is refused where it is made.
+        assert!(Empty::descriptor().is_err());
+        rt.run_on(0, |s| -> Result<()> {
+            let values = [Handle::int(1); 32];
+            let e = s.alloc_typed::<Wide>(&values, &[0; 8]).unwrap_err();
+            assert!(e.to_string().contains("`wide`"), "{e}");
+            // Its ID is not registered: refused too.
+            let e = s.alloc_typed::<Empty>(&[], &[]).unwrap_err();
+            assert!(e.to_string().contains("`empty`"), "{e}");
+            // The untyped API allocates the wide one; it cannot be typed.
+            let w = s.alloc_mixed(Wide::DESC, &values, &[0; 8])?;
+            assert!(s.typed::<Wide>(w).is_none());
+            assert!(s.typed::<Empty>(w).is_none());
+            Ok(())
+        })
+        .unwrap()
+        .unwrap();
+    }
+
     #[test]
     fn a_nested_scope_returns_a_typed_handle() {
         for plan in PLANS {
