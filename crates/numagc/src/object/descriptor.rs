@@ -211,7 +211,7 @@ impl FastLayout {
     pub const MAX_SIZE: usize = 30;
 
     /// The packed layout of an immutable descriptor of `size` fields whose
-    /// value fields are the bits of `values` (what [`FastLayout::of`] gives
+    /// value fields are the bits of `values` (what `FastLayout::of` gives
     /// such a descriptor; `size` at most [`FastLayout::MAX_SIZE`], else the
     /// empty layout, which no registered descriptor has).
     #[inline(always)]
