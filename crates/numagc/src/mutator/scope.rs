@@ -467,8 +467,27 @@ impl<'s> Scope<'s> {
         raw: &[u64],
     ) -> Option<usize> {
         let f = self.layouts.get(d.0);
+        if !f.is_some() {
+            return None;
+        }
+        self.alloc_small(d.0, f, values, raw)
+    }
+
+    /// The nursery fast path of an object of descriptor `id`, whose packed
+    /// layout `f` the caller has read from this runtime's table (or
+    /// compared with it: `mutator::typed`, where `f` is a constant and
+    /// the tests below fold away). `None` when `values` and `raw` do not
+    /// fit the layout or the nursery cannot hold the object.
+    #[inline(always)]
+    pub(super) fn alloc_small(
+        &mut self,
+        id: u16,
+        f: FastLayout,
+        values: &[Handle<'_>],
+        raw: &[u64],
+    ) -> Option<usize> {
         let mask = f.pointer_mask();
-        if f.is_some() && values.len() == f.values() && raw.len() + values.len() == f.size() {
+        if values.len() == f.values() && raw.len() + values.len() == f.size() {
             let size = f.size();
             // A packed layout's object is below every allowed
             // large-object size (`FastLayout::MAX_SIZE`).
@@ -484,13 +503,13 @@ impl<'s> Scope<'s> {
                     for (w, &v) in words.iter_mut().zip(values) {
                         *w = self.word(v);
                     }
-                    o.init_header(Header::new(d.0, size as u64));
+                    o.init_header(Header::new(id, size as u64));
                     for (i, &w) in words[..values.len()].iter().enumerate() {
                         o.set_field(i, w);
                     }
                     return Some(p);
                 }
-                o.init_header(Header::new(d.0, size as u64));
+                o.init_header(Header::new(id, size as u64));
                 let (mut vi, mut ri) = (0, 0);
                 for i in 0..size {
                     if (mask >> i) & 1 == 1 {

@@ -120,15 +120,6 @@ pub trait Layout: 'static {
     }
 }
 
-/// The bits of fields `0 .. size` (all 32 from 32 on).
-const fn mask_below(size: usize) -> u32 {
-    if size >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << size) - 1
-    }
-}
-
 /// The packed layout (`FastLayout`) a runtime holds for `T`'s descriptor
 /// when it was registered with `T`'s layout.
 #[inline(always)]
@@ -202,8 +193,9 @@ impl<'s> Scope<'s> {
     ///
     /// The fast path takes the object's size and the order of its fields
     /// from `T`'s constants, once the runtime's layout was compared with
-    /// them: with literal `values` and `raw` the field stores unroll and
-    /// test nothing.
+    /// them (`Scope::alloc_small`, the untyped path's, with a constant
+    /// layout): with literal `values` and `raw` the field stores unroll
+    /// and test nothing.
     #[inline(always)]
     pub fn alloc_typed<T: Layout>(
         &mut self,
@@ -240,31 +232,8 @@ impl<'s> Scope<'s> {
         if !self.registered_as::<T>() {
             return Err(self.layout_error::<T>());
         }
-        let value_count = (T::VALUES & mask_below(T::SIZE)).count_ones() as usize;
-        if values.len() == value_count && raw.len() == T::SIZE - value_count {
-            if let Some(p) = self.bump((T::SIZE + 1) * 8) {
-                // The handles are read before the first store into the
-                // object, so the root stack is loaded once.
-                let mut words = [0u64; FastLayout::MAX_SIZE];
-                for (w, &v) in words.iter_mut().zip(values) {
-                    *w = self.word(v);
-                }
-                // SAFETY: `p` is a fresh nursery reservation of `T::SIZE`
-                // fields (`registered_as` bounds it by `MAX_SIZE`).
-                let o = unsafe { Obj::at(p) };
-                o.init_header(Header::new(T::DESC.id(), T::SIZE as u64));
-                let (mut vi, mut ri) = (0, 0);
-                for i in 0..T::SIZE {
-                    if (T::VALUES >> i) & 1 == 1 {
-                        o.set_field(i, words[vi]);
-                        vi += 1;
-                    } else {
-                        o.set_field(i, raw[ri]);
-                        ri += 1;
-                    }
-                }
-                return Ok(p as u64);
-            }
+        if let Some(p) = self.alloc_small(T::DESC.id(), packed::<T>(), values, raw) {
+            return Ok(p as u64);
         }
         self.alloc_typed_general::<T>(values, raw)
     }

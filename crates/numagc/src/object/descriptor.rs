@@ -211,19 +211,15 @@ impl FastLayout {
     pub const MAX_SIZE: usize = 30;
 
     /// The packed layout of an immutable descriptor of `size` fields whose
-    /// value fields are the bits of `values` (what `FastLayout::of` gives
-    /// such a descriptor; `size` at most [`FastLayout::MAX_SIZE`], else the
-    /// empty layout, which no registered descriptor has).
+    /// value fields are the bits of `values` below `size`; for a `size`
+    /// past [`FastLayout::MAX_SIZE`], a layout no descriptor has (all bits
+    /// set), so that nothing compares equal to it.
     #[inline(always)]
     pub const fn packed(size: usize, values: u32) -> FastLayout {
-        if size == 0 || size > Self::MAX_SIZE {
+        if size > Self::MAX_SIZE {
             return FastLayout(u64::MAX);
         }
-        let mask = if size >= 32 {
-            values
-        } else {
-            values & ((1u32 << size) - 1)
-        };
+        let mask = values & ((1u32 << size) - 1);
         FastLayout(
             1 | ((size as u64) << 1) | ((mask.count_ones() as u64) << 8) | ((mask as u64) << 32),
         )
@@ -233,8 +229,7 @@ impl FastLayout {
         if d.mutable || d.size > Self::MAX_SIZE {
             return FastLayout(0);
         }
-        let values = d.pointer_offsets.len() as u64;
-        FastLayout(1 | ((d.size as u64) << 1) | (values << 8) | (d.pointer_bitmap[0] << 32))
+        Self::packed(d.size, d.pointer_bitmap[0] as u32)
     }
 
     #[inline(always)]
