@@ -69,19 +69,6 @@ impl Layout for Cons {
     const VALUES: u32 = 0b11;
 }
 
-/// The descriptors of the coin list, for the untyped part.
-#[derive(Clone, Copy)]
-struct Descs {
-    pair: DescId,
-    cons: DescId,
-}
-
-/// The program's descriptors: the runtime's first two (`setup`).
-const LAYOUT: Descs = Descs {
-    pair: Pair::DESC,
-    cons: Cons::DESC,
-};
-
 /// What every runtime (every PE) registers before the program runs.
 fn setup(rt: &Runtime) -> Result<()> {
     register_as(rt, Pair::DESC, Pair::descriptor()?)?;
@@ -107,7 +94,7 @@ fn right_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> 
         ));
     };
     let rest = s.field(coins, 1)?;
-    pay_n_par(s, LAYOUT, depth - 1, val, rest)
+    pay_n_par(s, depth - 1, val, rest)
 }
 
 /// The first coin of a non-empty list: `(value, quantity)`.
@@ -123,20 +110,14 @@ fn head_coin(s: &Scope<'_>, coins: Handle<'_>) -> Option<(i64, i64)> {
     ))
 }
 
-/// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
-/// last coin of value `c` was used.
-fn pay_one<'s>(
-    s: &mut Scope<'s>,
-    l: Descs,
-    rest: Handle<'s>,
-    c: i64,
-    q: i64,
-) -> Result<Handle<'s>> {
+/// [`pay_one`] on untyped lists, for the forking part (typing its list
+/// for the typed `pay_one` costs a header check and a push per fork).
+fn pay_one_untyped<'s>(s: &mut Scope<'s>, rest: Handle<'s>, c: i64, q: i64) -> Result<Handle<'s>> {
     if q == 1 {
         return Ok(rest);
     }
-    let pair = s.alloc_mixed(l.pair, &[Handle::int(c), Handle::int(q - 1)], &[])?;
-    s.alloc_mixed(l.cons, &[pair, rest], &[])
+    let pair = s.alloc_mixed(Pair::DESC, &[Handle::int(c), Handle::int(q - 1)], &[])?;
+    s.alloc_mixed(Cons::DESC, &[pair, rest], &[])
 }
 
 /// `payN`: the sequential count, on typed lists.
@@ -161,7 +142,7 @@ fn pay_n(s: &mut Scope<'_>, val: i64, coins: List<'_>) -> Result<u64> {
         if c > val {
             return pay_n(s, val, rest);
         }
-        let left_coins = pay_one_typed(s, rest, c, q)?;
+        let left_coins = pay_one(s, rest, c, q)?;
         let left = pay_n(s, val - c, left_coins)?;
         let right = pay_n(s, val, rest)?;
         Ok(left + right)
@@ -185,8 +166,9 @@ fn typed_list<'s>(s: &Scope<'s>, coins: Handle<'_>) -> List<'s> {
     Some(s.typed::<Cons>(coins).expect("a list cell"))
 }
 
-/// [`pay_one`] on typed lists.
-fn pay_one_typed<'s>(s: &mut Scope<'s>, rest: List<'s>, c: i64, q: i64) -> Result<List<'s>> {
+/// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
+/// last coin of value `c` was used.
+fn pay_one<'s>(s: &mut Scope<'s>, rest: List<'s>, c: i64, q: i64) -> Result<List<'s>> {
     if q == 1 {
         return Ok(rest);
     }
@@ -197,13 +179,7 @@ fn pay_one_typed<'s>(s: &mut Scope<'s>, rest: List<'s>, c: i64, q: i64) -> Resul
 
 /// `payN_par`: forks the right branch while `depth > 0`; returns the count
 /// as an immediate.
-fn pay_n_par<'s>(
-    s: &mut Scope<'s>,
-    l: Descs,
-    depth: i64,
-    val: i64,
-    coins: Handle<'_>,
-) -> Result<Handle<'s>> {
+fn pay_n_par<'s>(s: &mut Scope<'s>, depth: i64, val: i64, coins: Handle<'_>) -> Result<Handle<'s>> {
     if depth == 0 {
         let n = s.scope(|s| {
             let coins = typed_list(s, coins);
@@ -220,7 +196,7 @@ fn pay_n_par<'s>(
     s.scope_value(|s| {
         if c > val {
             let rest = s.field(coins, 1)?;
-            return pay_n_par(s, l, depth, val, rest);
+            return pay_n_par(s, depth, val, rest);
         }
         let left_depth = if q == 1 { depth - 1 } else { depth };
         let (left, right) = s.par2_export(
@@ -228,8 +204,8 @@ fn pay_n_par<'s>(
             &[coins, Handle::int(depth), Handle::int(val)],
             move |s, env| {
                 let rest = s.field(env[0], 1)?;
-                let left_coins = pay_one(s, l, rest, c, q)?;
-                pay_n_par(s, l, left_depth, val - c, left_coins)
+                let left_coins = pay_one_untyped(s, rest, c, q)?;
+                pay_n_par(s, left_depth, val - c, left_coins)
             },
         )?;
         let sum = s.as_int(left).expect("a count") + s.as_int(right).expect("a count");
@@ -243,12 +219,12 @@ fn count<'s>(n: u64) -> Handle<'s> {
 }
 
 /// The coin list `[(value, quantity)]` on the heap, in `COINS` order.
-fn coin_list<'s>(s: &mut Scope<'s>, l: Descs) -> Result<Handle<'s>> {
+fn coin_list<'s>(s: &mut Scope<'s>) -> Result<Handle<'s>> {
     let list = s.slot(Handle::NIL);
     for &(c, q) in COINS.iter().rev() {
         s.scope(|s| -> Result<()> {
-            let pair = s.alloc_mixed(l.pair, &[Handle::int(c), Handle::int(q)], &[])?;
-            s.alloc_mixed_to(list, l.cons, &[pair, list.get()], &[])
+            let pair = s.alloc_mixed(Pair::DESC, &[Handle::int(c), Handle::int(q)], &[])?;
+            s.alloc_mixed_to(list, Cons::DESC, &[pair, list.get()], &[])
         })?;
     }
     Ok(list.get())
@@ -256,8 +232,8 @@ fn coin_list<'s>(s: &mut Scope<'s>, l: Descs) -> Result<Handle<'s>> {
 
 /// The program: the coin list, then `payN_par`.
 fn count_ways(s: &mut Scope<'_>, depth: i64, val: i64) -> Result<i64> {
-    let coins = coin_list(s, LAYOUT)?;
-    let n = pay_n_par(s, LAYOUT, depth, val, coins)?;
+    let coins = coin_list(s)?;
+    let n = pay_n_par(s, depth, val, coins)?;
     Ok(s.as_int(n).expect("a count"))
 }
 
