@@ -65,7 +65,7 @@ pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};
 pub use error::{ConfigError, DescriptorError, Error, ErrorKind, Result};
 pub use heap::global::BindRecord;
 pub use mutator::{
-    BlockingSection, Case, Channel, Fresh, GlobalRoot, Handle, Layout, Next, ObjectKind, Record,
+    BlockingSection, Case, Channel, FrameSlot, Fresh, GlobalRoot, Handle, Layout, Next, ObjectKind, Record,
     Scope, Sel, Slot, Typed, View, ROPE_LEAF_MAX,
 };
 pub use object::descriptor::{DescId, Descriptor};

@@ -37,11 +37,6 @@ fn setup(rt: &Runtime) -> Result<()> {
 /// The program's exportable function: the right call of a fork.
 static EXPORTS: ExportTable<1> = ExportTable::new([("parfib.right", right_task)]);
 
-#[inline]
-fn boxed<'s>(s: &mut Scope<'s>, x: i64) -> Result<Boxed<'s>> {
-    s.alloc_typed::<Cell>(&[Handle::int(x)], &[])
-}
-
 fn unbox(s: &Scope<'_>, b: Boxed<'_>) -> i64 {
     s.int(b, 0).expect("a boxed integer")
 }
@@ -52,48 +47,54 @@ fn typed<'s>(s: &Scope<'s>, h: Handle<'_>) -> Boxed<'s> {
     s.typed::<Cell>(h).expect("a box")
 }
 
-/// `pfib n`: a leaf boxes `n` where it is called (inlined: the test and
-/// the box are all a leaf costs); an inner call is [`pfib_call`].
-#[inline]
-fn pfib<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
+/// `pfib n`, its box unrooted ([`Fresh`]) for the caller to keep: a leaf
+/// boxes `n` where it is called (inlined: the test and the box are all a
+/// leaf costs); an inner call is [`pfib_call`].
+#[inline(always)]
+fn pfib<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'a, Cell>> {
     if n < 2 {
-        return boxed(s, n);
+        return s.alloc_fresh::<Cell>(&[Handle::int(n)], &[]);
     }
     pfib_call(s, n, threshold)
 }
 
-/// An inner call. One scope per call that makes handles (OCaml's
-/// `CAMLparam` / `CAMLreturn`): the boxes of both calls are its slots,
-/// popped when the sum's box, allocated last, is rooted in the caller's
-/// scope (`scope_fresh`).
-#[inline(never)]
-fn pfib_call<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
-    s.scope_fresh(|s| pfib_inner(s, n, threshold))
+/// `pfib n` in a typed handle of `s`.
+fn pfib_rooted<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
+    s.scope_fresh(|s| pfib(s, n, threshold))
 }
 
-/// The body of an inner call, in the scope `pfib` opened for it.
-fn pfib_inner<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'a, Cell>> {
-    let (x, y) = if n <= threshold {
-        let x = pfib(s, n - 1, threshold)?;
-        let y = pfib(s, n - 2, threshold)?;
-        (x, y)
-    } else {
-        // The forked closures' environment: a heap record holding `n`, as a
-        // functional language's closure would (lazy promotion copies it
-        // only when the task is stolen; another PE gets it packed).
-        let env = boxed(s, n)?.untyped();
-        let (x, y) = s.par2_export(
-            EXPORTS.export(0),
-            &[env, Handle::int(threshold)],
-            move |s, env| {
-                let n = unbox(s, typed(s, env[0]));
-                pfib(s, n - 1, threshold).map(|b| b.untyped())
-            },
-        )?;
-        (typed(s, x), typed(s, y))
-    };
-    let sum = unbox(s, x) + unbox(s, y);
-    s.alloc_fresh::<Cell>(&[Handle::int(sum)], &[])
+/// An inner call: a frame of two slots (OCaml's `CAMLlocal2`), which
+/// keep the boxes of both calls (or the fork's environment), reserved and
+/// popped with one store of the root stack's top each; the sum's box,
+/// allocated last, goes back unrooted to the caller, who keeps it in its
+/// own frame (`Scope::frame_fresh`).
+#[inline(never)]
+fn pfib_call<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'a, Cell>> {
+    s.frame_fresh(|s, [a, b]| {
+        let (x, y) = if n <= threshold {
+            let x = a.keep(pfib(s, n - 1, threshold)?);
+            let y = b.keep(pfib(s, n - 2, threshold)?);
+            (x, y)
+        } else {
+            // The forked closures' environment: a heap record holding `n`,
+            // as a functional language's closure would (lazy promotion
+            // copies it only when the task is stolen; another PE gets it
+            // packed).
+            drop(b);
+            let env = a.keep(s.alloc_fresh::<Cell>(&[Handle::int(n)], &[])?);
+            let (x, y) = s.par2_export(
+                EXPORTS.export(0),
+                &[env.untyped(), Handle::int(threshold)],
+                move |s, env| {
+                    let n = unbox(s, typed(s, env[0]));
+                    pfib_rooted(s, n - 1, threshold).map(|b| b.untyped())
+                },
+            )?;
+            (typed(s, x), typed(s, y))
+        };
+        let sum = unbox(s, x) + unbox(s, y);
+        s.alloc_fresh::<Cell>(&[Handle::int(sum)], &[])
+    })
 }
 
 /// `pfib (n - 2)` of a fork, `n` boxed in `args[0]`, the threshold in
@@ -109,7 +110,7 @@ fn right_task<'s>(s: &mut Scope<'s>, args: &[Handle<'s>]) -> Result<Handle<'s>> 
         Some(b) => unbox(s, b),
         None => return Err(numagc::Error::misuse("parfib.right: a box expected")),
     };
-    pfib(s, n - 2, threshold).map(|b| b.untyped())
+    pfib_rooted(s, n - 2, threshold).map(|b| b.untyped())
 }
 
 /// Iterative Fibonacci (the independent answer).
@@ -158,7 +159,7 @@ impl Benchmark for Parfib {
         let (n, threshold) = (p.get("n"), p.get("threshold"));
         setup(rt).map_err(rt_err)?;
         let got = rt
-            .run_on(0, move |s| pfib(s, n, threshold).map(|h| unbox(s, h)))
+            .run_on(0, move |s| pfib_rooted(s, n, threshold).map(|h| unbox(s, h)))
             .map_err(rt_err)?
             .map_err(rt_err)?;
         Ok(outcome(n, threshold, got))
@@ -171,7 +172,7 @@ impl Benchmark for Parfib {
     fn run_pes(&self, g: &PeGroup, p: &Params) -> std::result::Result<Outcome, String> {
         let (n, threshold) = (p.get("n"), p.get("threshold"));
         let got = g
-            .run(move |s| pfib(s, n, threshold).map(|h| unbox(s, h)))
+            .run(move |s| pfib_rooted(s, n, threshold).map(|h| unbox(s, h)))
             .map_err(rt_err)?
             .map_err(rt_err)?;
         Ok(outcome(n, threshold, got))

@@ -412,6 +412,27 @@ impl Roots<'_> {
         }
     }
 
+    /// Pushes `N` slots holding `NIL` at once (a frame of the safe API,
+    /// `mutator::frame`) and returns the first one's address: one store
+    /// of the top for all of them.
+    #[inline(always)]
+    pub(crate) fn push_nil<const N: usize>(self) -> std::ptr::NonNull<u64> {
+        let r = self.0;
+        let top = r.roots_top();
+        if (r.roots_limit() as usize - top as usize) / 8 < N {
+            overflow(self.len());
+        }
+        // SAFETY: `N` slots from `top` are below the limit, inside the
+        // mapping (so not null).
+        unsafe {
+            for i in 0..N {
+                top.add(i).write(crate::object::NIL);
+            }
+            r.set_roots_top(top.add(N));
+            std::ptr::NonNull::new_unchecked(top)
+        }
+    }
+
     /// The index of the slot at `p`, an address inside the root stack.
     #[inline(always)]
     pub(crate) fn index_of(self, p: *mut u64) -> usize {

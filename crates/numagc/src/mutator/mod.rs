@@ -40,6 +40,7 @@
 
 mod blocking;
 mod cml;
+mod frame;
 pub(crate) mod parallel;
 pub(crate) mod roots;
 mod scope;
@@ -49,6 +50,7 @@ mod view;
 mod weak;
 
 pub use blocking::BlockingSection;
+pub use frame::FrameSlot;
 pub(crate) use cml::Step;
 pub use cml::{Case, Channel, Next, Sel};
 pub(crate) use parallel::SlotHandles;

@@ -97,8 +97,10 @@ pub struct Scope<'s> {
     /// The vproc's mutator record, kept here so that a handle's root slot
     /// is one dependent load away (the record holds the root stack's top).
     pub(super) rec: *const crate::compiled::MutatorRecord,
-    /// The root stack's top when the scope began: its first slot.
-    pub(super) base: *mut u64,
+    /// The root stack's top when the scope began: its first slot, popped
+    /// from when a job's outermost scope ([`Scope::root`]) is dropped.
+    /// Nested scopes are this scope reborrowed ([`Scope::enter`]).
+    base: *mut u64,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -255,22 +257,37 @@ impl<'s> Scope<'s> {
     /// Runs `f` in a nested scope; its handles are popped afterwards.
     #[inline]
     pub fn scope<R>(&mut self, f: impl for<'i> FnOnce(&mut Scope<'i>) -> R) -> R {
-        // `nested`'s drop pops its slots, after `f` returns or unwinds.
-        f(&mut self.nested())
+        let (inner, entry) = self.enter();
+        let r = f(inner);
+        entry.pop(self);
+        r
     }
 
-    /// A scope nested in this one: its slots are those pushed from the
-    /// root stack's current top on, popped when it is dropped.
+    /// This scope as a nested one: the same scope under a lifetime of the
+    /// nested scope's own, which the caller's closure takes as a
+    /// higher-ranked one, so that the handles made in it cannot outlive
+    /// it; and the [`Entry`] that pops what was pushed since, when the
+    /// caller has done (or when the closure unwinds).
+    ///
+    /// No copy of the scope is made: a copy on the stack per nested scope
+    /// put a store and a dependent load (the copy's record pointer, then
+    /// the record's fields) on the path of every call of a recursive
+    /// program, which the calls waited on (issue 18; parfib ran 1.55 ×
+    /// slower with the copies).
     #[inline(always)]
-    pub(super) fn nested(&mut self) -> Scope<'_> {
-        let base = self.roots().top();
-        Scope {
-            vp: &mut *self.vp,
-            layouts: self.layouts,
+    pub(super) fn enter(&mut self) -> (&mut Scope<'_>, Entry) {
+        let entry = Entry {
             rec: self.rec,
-            base,
-            _not_send: PhantomData,
-        }
+            base: self.roots().top(),
+        };
+        // SAFETY: the result is this scope with `'s` shortened to the
+        // borrow's lifetime (a nested scope's own): its fields are what a
+        // nested scope's would be but for `base`, which only the drop of
+        // a scope reads (`Scope::root`'s), and a reference is not dropped.
+        // The callers hand it to a closure generic over the lifetime, so
+        // its handles cannot outlive the borrow; `Entry` pops them.
+        let inner = unsafe { &mut *(self as *mut Scope<'s>).cast::<Scope<'_>>() };
+        (inner, entry)
     }
 
     /// Runs `f` in a nested scope and keeps the handle it returns, which is
@@ -280,14 +297,11 @@ impl<'s> Scope<'s> {
         &mut self,
         f: impl for<'i> FnOnce(&mut Scope<'i>) -> std::result::Result<Handle<'i>, E>,
     ) -> std::result::Result<Handle<'s>, E> {
-        let mut inner = self.nested();
-        let base = inner.base;
-        // On unwinding, `inner`'s drop pops its slots.
-        let w = f(&mut inner).map(|h| inner.word(h));
-        // `inner`'s slots are popped here, and the result pushed into the
-        // first of them, with one store of the top (`truncate_push`);
-        // `inner` holds nothing else to drop.
-        std::mem::forget(inner);
+        let (inner, entry) = self.enter();
+        let w = f(inner).map(|h| inner.word(h));
+        // The nested scope's slots are popped and the result pushed into
+        // the first of them, with one store of the top (`truncate_push`).
+        let base = entry.keep();
         let roots = self.roots();
         w.map(|w| {
             if is_pointer(w) {
@@ -859,5 +873,40 @@ impl Drop for Scope<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         self.roots().truncate_at(self.base);
+    }
+}
+
+/// The root stack's top where a nested scope began ([`Scope::enter`]):
+/// the nested scope's slots are those from it up. Dropped (when the
+/// nested scope's closure unwinds) it pops them; [`Entry::pop`] and
+/// [`Entry::keep`] end it when the closure returns.
+pub(super) struct Entry {
+    rec: *const crate::compiled::MutatorRecord,
+    base: *mut u64,
+}
+
+impl Entry {
+    /// Pops the nested scope's slots.
+    #[inline(always)]
+    pub(super) fn pop(self, s: &Scope<'_>) {
+        s.roots().truncate_at(self.keep());
+    }
+
+    /// The nested scope's first slot, its slots left for the caller to
+    /// pop (or to pop with a push, `Roots::truncate_push_at`).
+    #[inline(always)]
+    pub(super) fn keep(self) -> *mut u64 {
+        let base = self.base;
+        std::mem::forget(self);
+        base
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // SAFETY: the record is the scope's, in the coordinator that the
+        // vproc's `Arc<Shared>` keeps alive while the scope lives, which
+        // is longer than the nested scope's closure.
+        crate::compiled::record::Roots(unsafe { &*self.rec }).truncate_at(self.base);
     }
 }

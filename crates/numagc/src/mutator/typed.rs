@@ -151,6 +151,22 @@ impl<T> std::fmt::Debug for Typed<'_, T> {
 }
 
 impl<'s, T: Layout> Typed<'s, T> {
+    /// A typed handle of the slot at `slot`.
+    ///
+    /// # Safety
+    /// `slot` is a root slot of a scope that lives for `'s`, which holds
+    /// an object of layout `T` and which no safe API writes while `'s`
+    /// lives (the module doc's invariant).
+    #[inline(always)]
+    pub(super) unsafe fn at(slot: NonNull<u64>) -> Typed<'s, T> {
+        Typed {
+            slot,
+            _scope: PhantomData,
+            _layout: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
+
     /// The object's current address (the slot's word).
     #[inline(always)]
     fn word(self) -> u64 {
@@ -218,11 +234,7 @@ impl<'s> Scope<'s> {
         raw: &[u64],
     ) -> Result<Fresh<'_, T>> {
         let word = self.alloc_typed_word::<T>(values, raw)?;
-        Ok(Fresh {
-            word,
-            _scope: PhantomData,
-            _layout: PhantomData,
-        })
+        Ok(Fresh::new(word))
     }
 
     /// The allocation of [`Scope::alloc_typed`] and [`Scope::alloc_fresh`]:
@@ -281,14 +293,12 @@ impl<'s> Scope<'s> {
         &mut self,
         f: impl for<'i> FnOnce(&mut Scope<'i>) -> std::result::Result<Typed<'i, T>, E>,
     ) -> std::result::Result<Typed<'s, T>, E> {
-        let mut inner = self.nested();
-        let base = inner.base;
-        // On unwinding, `inner`'s drop pops its slots.
-        let w = f(&mut inner).map(|t| t.word());
-        // As in `scope_value`: `inner`'s slots are popped and the result
-        // pushed into the first of them with one store of the top; it is
-        // a fresh slot of this scope, holding the object `f` typed.
-        std::mem::forget(inner);
+        let (inner, entry) = self.enter();
+        let w = f(inner).map(|t| t.word());
+        // As in `scope_value`: the nested scope's slots are popped and the
+        // result pushed into the first of them with one store of the top;
+        // it is a fresh slot of this scope, holding the object `f` typed.
+        let base = entry.keep();
         let roots = self.roots();
         w.map(|w| Typed {
             slot: roots.truncate_push_at(base, w),
@@ -307,13 +317,11 @@ impl<'s> Scope<'s> {
         &mut self,
         f: impl for<'a, 'i> FnOnce(&'a mut Scope<'i>) -> std::result::Result<Fresh<'a, T>, E>,
     ) -> std::result::Result<Typed<'s, T>, E> {
-        let mut inner = self.nested();
-        let base = inner.base;
-        // On unwinding, `inner`'s drop pops its slots. The fresh object's
-        // borrow of `inner` ends with `f`: nothing has run since its
-        // allocation that may collect.
-        let w = f(&mut inner).map(|fresh| fresh.word);
-        std::mem::forget(inner);
+        let (inner, entry) = self.enter();
+        // The fresh object's borrow of the nested scope ends with `f`:
+        // nothing has run since its allocation that may collect.
+        let w = f(inner).map(|fresh| fresh.word);
+        let base = entry.keep();
         let roots = self.roots();
         w.map(|w| Typed {
             slot: roots.truncate_push_at(base, w),
@@ -381,9 +389,25 @@ impl<'s> Scope<'s> {
 /// });
 /// ```
 pub struct Fresh<'a, T> {
-    word: u64,
+    pub(super) word: u64,
     _scope: PhantomData<&'a mut ()>,
     _layout: PhantomData<fn() -> T>,
+    // A fresh object is rooted on its own vproc's thread only.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<T> Fresh<'_, T> {
+    /// A fresh object at `word`, allocated with layout `T` since the last
+    /// call that may collect (the caller's duty).
+    #[inline(always)]
+    pub(super) fn new(word: u64) -> Self {
+        Fresh {
+            word,
+            _scope: PhantomData,
+            _layout: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
 }
 
 /// An object of layout `T` read in place, as a [`View`] reads one: it
