@@ -39,7 +39,7 @@
 use crate::pe_support::ExportTable;
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
 use numagc::pe::PeGroup;
-use numagc::{DescId, Handle, Layout, Result, Runtime, Scope, Typed};
+use numagc::{DescId, FrameSlot, Handle, Layout, Result, Runtime, Scope, Typed};
 
 /// Coin values, largest first, and how many coins of each there are
 /// (the original's "large setup").
@@ -120,42 +120,60 @@ fn pay_one_untyped<'s>(s: &mut Scope<'s>, rest: Handle<'s>, c: i64, q: i64) -> R
     s.alloc_mixed(Cons::DESC, &[pair, rest], &[])
 }
 
-/// `payN`: the sequential count, on typed lists.
+/// `payN`: the sequential count, on typed lists. A call that pays holds
+/// three values across what may collect, in a frame of three slots
+/// (`Scope::frame`, reserved and popped with one store of the root
+/// stack's top each, as compiled code's frame): the list's tail, held
+/// across both branches as a compiler holds the variable its pattern
+/// bound, and the left branch's pair and cell.
+///
+/// The calls that return at once (nothing left to pay, no coins left),
+/// about half of them, return where they are called ([`pay_n`] is
+/// inlined), before anything is saved; the others are [`pay_n_frame`]'s
+/// (the shrink-wrapping a native code generator does, and the compiled
+/// version's `pay_n_calls`).
+#[inline(always)]
 fn pay_n(s: &mut Scope<'_>, val: i64, coins: List<'_>) -> Result<u64> {
     if val == 0 {
         return Ok(1);
     }
-    let Some(cell) = coins else {
-        return Ok(0);
-    };
-    let pair = s.get(cell, 0).record::<Pair>().expect("a coin pair");
-    let (c, q) = (
-        pair.int(0).expect("coin value"),
-        pair.int(1).expect("coin quantity"),
-    );
-    // Each call's handles are popped when it returns, so the root stack
-    // grows with the recursion depth only.
-    s.scope(|s| {
-        // The tail, held across the left branch as a compiler holds the
-        // variable its pattern bound.
-        let rest = tail(s, cell);
-        if c > val {
-            return pay_n(s, val, rest);
-        }
-        let left_coins = pay_one(s, rest, c, q)?;
+    match coins {
+        Some(cell) => pay_n_frame(s, val, cell),
+        None => Ok(0),
+    }
+}
+
+/// `payN val (cell)`, `val > 0`: a call that may pay.
+#[inline(never)]
+fn pay_n_frame(s: &mut Scope<'_>, val: i64, cell: Typed<'_, Cons>) -> Result<u64> {
+    s.frame(|s, [rest, pair, left_cell]| {
+        // Coins larger than `val` are dropped in a loop (the original's
+        // tail call `payN val rest`), reading the cells in place.
+        let mut r = s.record(cell);
+        let (c, q, tail) = loop {
+            let pair = r.get(0).record::<Pair>().expect("a coin pair");
+            let (c, q) = (
+                pair.int(0).expect("coin value"),
+                pair.int(1).expect("coin quantity"),
+            );
+            let tail = r.get(1);
+            if c <= val {
+                break (c, q, tail);
+            }
+            if tail.is_int() {
+                return Ok(0);
+            }
+            r = tail.record::<Cons>().expect("a list cell");
+        };
+        let rest = match tail.is_int() {
+            true => None,
+            false => Some(rest.keep_record(tail.record::<Cons>().expect("a list cell"))),
+        };
+        let left_coins = pay_one(s, rest, c, q, [pair, left_cell])?;
         let left = pay_n(s, val - c, left_coins)?;
         let right = pay_n(s, val, rest)?;
         Ok(left + right)
     })
-}
-
-/// The tail of a cell, rooted in `s`.
-fn tail<'s>(s: &Scope<'s>, cell: Typed<'_, Cons>) -> List<'s> {
-    let t = s.get(cell, 1);
-    if t.is_int() {
-        return None;
-    }
-    Some(s.root_record(t.record::<Cons>().expect("a list cell")))
 }
 
 /// An untyped list as a typed one (one look at its first cell's header).
@@ -167,14 +185,21 @@ fn typed_list<'s>(s: &Scope<'s>, coins: Handle<'_>) -> List<'s> {
 }
 
 /// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
-/// last coin of value `c` was used.
-fn pay_one<'s>(s: &mut Scope<'s>, rest: List<'s>, c: i64, q: i64) -> Result<List<'s>> {
+/// last coin of value `c` was used; the pair and the cell kept in the
+/// caller's frame slots `slots`.
+fn pay_one<'i>(
+    s: &mut Scope<'i>,
+    rest: List<'i>,
+    c: i64,
+    q: i64,
+    [pair, cell]: [FrameSlot<'i>; 2],
+) -> Result<List<'i>> {
     if q == 1 {
         return Ok(rest);
     }
-    let pair = s.alloc_typed::<Pair>(&[Handle::int(c), Handle::int(q - 1)], &[])?;
-    let (pair, rest) = (pair.untyped(), rest.map_or(Handle::NIL, |r| r.untyped()));
-    Ok(Some(s.alloc_typed::<Cons>(&[pair, rest], &[])?))
+    let pair = pair.keep(s.alloc_fresh::<Pair>(&[Handle::int(c), Handle::int(q - 1)], &[])?);
+    let rest = rest.map_or(Handle::NIL, |r| r.untyped());
+    Ok(Some(cell.keep(s.alloc_fresh::<Cons>(&[pair.untyped(), rest], &[])?)))
 }
 
 /// `payN_par`: forks the right branch while `depth > 0`; returns the count

@@ -28,7 +28,7 @@
 //! that the collectors skip.
 
 use super::scope::Scope;
-use super::typed::{Fresh, Layout, Typed};
+use super::typed::{Fresh, Layout, Record, Typed};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
@@ -57,15 +57,27 @@ impl<'i> FrameSlot<'i> {
             Typed::at(self.slot)
         }
     }
+
+    /// Roots the object `r` reads in this slot (as
+    /// [`Scope::root_record`] roots it in a new slot): a field read
+    /// through a typed handle, held across what may collect.
+    #[inline(always)]
+    pub fn keep_record<T: Layout>(self, r: Record<'_, T>) -> Typed<'i, T> {
+        // SAFETY: as in `keep`: the slot is the frame's, written once; `r`
+        // borrows its scope shared, so nothing has collected since it was
+        // read, and it reads an object of layout `T` (its invariant).
+        unsafe {
+            self.slot.as_ptr().write(r.word());
+            Typed::at(self.slot)
+        }
+    }
 }
 
 impl<'s> Scope<'s> {
     /// Runs `f` in a nested scope with a frame of `N` reserved slots
-    /// ([`FrameSlot`]s, module doc) and returns the object `f` allocated
-    /// last, [`Fresh`], unrooted, to the caller, who keeps it in a slot
-    /// of its own frame ([`FrameSlot::keep`]) or in a scope's slot
-    /// ([`Scope::scope_fresh`]). The frame's slots and every handle `f`
-    /// made are popped when `f` returns, fails or unwinds.
+    /// ([`FrameSlot`]s, module doc), which `f` fills with the objects it
+    /// holds across what may collect. The frame's slots and every handle
+    /// `f` made are popped when `f` returns, fails or unwinds.
     ///
     /// A recursive call of a functional program, as compiled code makes
     /// it: one store of the root stack's top on entry and one on exit,
@@ -102,6 +114,36 @@ impl<'s> Scope<'s> {
     /// # Ok::<(), numagc::Error>(())
     /// ```
     #[inline]
+    pub fn frame<const N: usize, R>(
+        &mut self,
+        f: impl for<'i> FnOnce(&mut Scope<'i>, [FrameSlot<'i>; N]) -> R,
+    ) -> R {
+        let (inner, entry) = self.enter();
+        let slots = inner.push_frame::<N>();
+        let r = f(inner, slots);
+        entry.pop(self);
+        r
+    }
+
+    /// Pushes a frame of `N` slots holding `NIL`, and the tokens of its
+    /// slots.
+    #[inline(always)]
+    fn push_frame<'i, const N: usize>(&self) -> [FrameSlot<'i>; N] {
+        let first = self.roots().push_nil::<N>();
+        std::array::from_fn(|i| FrameSlot {
+            // SAFETY: `i < N`: a slot of the frame just pushed.
+            slot: unsafe { first.add(i) },
+            _scope: PhantomData,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// Runs `f` in a nested scope with a frame of `N` reserved slots, as
+    /// [`Scope::frame`] does, and returns the object `f` allocated last,
+    /// [`Fresh`], unrooted, to the caller, who keeps it in a slot of its
+    /// own frame ([`FrameSlot::keep`]) or in a scope's slot
+    /// ([`Scope::scope_fresh`]).
+    #[inline]
     pub fn frame_fresh<const N: usize, T: Layout, E>(
         &mut self,
         f: impl for<'a, 'i> FnOnce(
@@ -112,13 +154,7 @@ impl<'s> Scope<'s> {
         // The nested scope begins at the frame: its entry pops the frame
         // and everything `f` pushed above it, on return and on unwinding.
         let (inner, entry) = self.enter();
-        let first = inner.roots().push_nil::<N>();
-        let slots = std::array::from_fn(|i| FrameSlot {
-            // SAFETY: `i < N`: a slot of the frame just pushed.
-            slot: unsafe { first.add(i) },
-            _scope: PhantomData,
-            _not_send: PhantomData,
-        });
+        let slots = inner.push_frame::<N>();
         let word = f(inner, slots).map(|fresh| fresh.word);
         entry.pop(self);
         word.map(Fresh::new)

@@ -185,13 +185,27 @@ impl<'s> Scope<'s> {
     }
 
     /// The current word of a handle.
+    ///
+    /// A handle's slot stays pushed for as long as the handle's scope
+    /// lives: only the end of a scope pops slots, and only its own, and
+    /// the borrow checker keeps a handle inside its scope (handles are
+    /// neither `Send` nor `Sync`, so the slot is this vproc's). So the
+    /// read is checked against the root stack's bounds in debug builds
+    /// only (the tests), as a typed handle's is not checked at all
+    /// (`typed`'s module doc): two loads and two branches less on every
+    /// read of a handle.
     #[inline(always)]
     pub(crate) fn word(&self, h: Handle<'_>) -> u64 {
         if h.bits & 1 == 1 {
-            h.bits
-        } else {
-            self.roots().get_at(h.bits as *mut u64)
+            return h.bits;
         }
+        let slot = h.bits as *mut u64;
+        if cfg!(debug_assertions) {
+            return self.roots().get_at(slot);
+        }
+        // SAFETY: `slot` is a pushed slot of this vproc's root stack, in
+        // its mapping and 8-aligned (above).
+        unsafe { slot.read() }
     }
 
     /// The value word behind a handle (for code on the compiled-code

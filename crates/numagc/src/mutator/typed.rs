@@ -430,6 +430,12 @@ impl<T> Clone for Record<'_, T> {
 impl<T> Copy for Record<'_, T> {}
 
 impl<'a, T: Layout> Record<'a, T> {
+    /// The object's address (or its forwarded original's).
+    #[inline(always)]
+    pub(super) fn word(self) -> u64 {
+        self.word
+    }
+
     /// A record of `word`, an object of layout `T` (or its forwarded
     /// original): the caller has checked it, or holds it in a typed slot.
     #[inline(always)]
