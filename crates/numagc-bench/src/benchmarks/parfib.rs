@@ -63,24 +63,25 @@ fn pfib_rooted<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s
     s.scope_fresh(|s| pfib(s, n, threshold))
 }
 
-/// An inner call: a frame of two slots (OCaml's `CAMLlocal2`), which
-/// keep the boxes of both calls (or the fork's environment), reserved and
-/// popped with one store of the root stack's top each; the sum's box,
-/// allocated last, goes back unrooted to the caller, who keeps it in its
-/// own frame (`Scope::frame_fresh`).
+/// An inner call: a frame of one slot (OCaml's `CAMLlocal1`), which
+/// keeps the first call's box across the second call (or the fork's
+/// environment), reserved and popped with one store of the root stack's
+/// top each; the second call's box is read where it is returned, with no
+/// slot, as the compiled version reads it. The sum's box, allocated
+/// last, goes back unrooted to the caller, who keeps it in its own frame
+/// (`Scope::frame_fresh`).
 #[inline(never)]
 fn pfib_call<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'a, Cell>> {
-    s.frame_fresh(|s, [a, b]| {
-        let (x, y) = if n <= threshold {
+    s.frame_fresh(|s, [a]| {
+        let sum = if n <= threshold {
             let x = a.keep(pfib(s, n - 1, threshold)?);
-            let y = b.keep(pfib(s, n - 2, threshold)?);
-            (x, y)
+            let y = pfib(s, n - 2, threshold)?.int(0).expect("a boxed integer");
+            unbox(s, x) + y
         } else {
             // The forked closures' environment: a heap record holding `n`,
             // as a functional language's closure would (lazy promotion
             // copies it only when the task is stolen; another PE gets it
             // packed).
-            drop(b);
             let env = a.keep(s.alloc_fresh::<Cell>(&[Handle::int(n)], &[])?);
             let (x, y) = s.par2_export(
                 EXPORTS.export(0),
@@ -90,9 +91,8 @@ fn pfib_call<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'
                     pfib_rooted(s, n - 1, threshold).map(|b| b.untyped())
                 },
             )?;
-            (typed(s, x), typed(s, y))
+            unbox(s, typed(s, x)) + unbox(s, typed(s, y))
         };
-        let sum = unbox(s, x) + unbox(s, y);
         s.alloc_fresh::<Cell>(&[Handle::int(sum)], &[])
     })
 }

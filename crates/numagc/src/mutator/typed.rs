@@ -410,6 +410,28 @@ impl<T> Fresh<'_, T> {
     }
 }
 
+impl<T: Layout> Fresh<'_, T> {
+    /// The integer in value field `i`, if it holds one: a result read
+    /// where it is returned, with no slot (compiled code reads a call's
+    /// result in its register so). Panics when field `i` of `T` is not a
+    /// value field (as [`Record::int`]).
+    #[inline(always)]
+    pub fn int(&self, i: usize) -> Option<i64> {
+        assert!(
+            i < T::SIZE && i < 32 && (T::VALUES >> i) & 1 == 1,
+            "field {i} of `{}` is not a value field",
+            T::NAME
+        );
+        #[cfg(debug_assertions)]
+        check_layout::<T>(self.word);
+        // SAFETY: `word` is an object of layout `T`, allocated with
+        // nothing that may collect since (it borrows its scope mutably),
+        // so neither moved nor forwarded; `i` is one of its fields.
+        let w = unsafe { Obj::at(self.word as usize) }.field(i);
+        (!is_pointer(w)).then(|| crate::object::value_int(w))
+    }
+}
+
 /// An object of layout `T` read in place, as a [`View`] reads one: it
 /// borrows its scope shared, so no collection moves the object while it
 /// lives, and its reads need no check. Made from a typed handle
