@@ -151,11 +151,8 @@ fn pay_n_frame(s: &mut Scope<'_>, val: i64, cell: Typed<'_, Cons>) -> Result<u64
         // tail call `payN val rest`), reading the cells in place.
         let mut r = s.record(cell);
         let (c, q, tail) = loop {
-            let pair = r.get(0).record::<Pair>().expect("a coin pair");
-            let (c, q) = (
-                pair.int(0).expect("coin value"),
-                pair.int(1).expect("coin quantity"),
-            );
+            let Some(pair) = r.get(0).record::<Pair>() else { not_a_coin_list() };
+            let (Some(c), Some(q)) = (pair.int(0), pair.int(1)) else { not_a_coin_list() };
             let tail = r.get(1);
             if c <= val {
                 break (c, q, tail);
@@ -163,17 +160,29 @@ fn pay_n_frame(s: &mut Scope<'_>, val: i64, cell: Typed<'_, Cons>) -> Result<u64
             if tail.is_int() {
                 return Ok(0);
             }
-            r = tail.record::<Cons>().expect("a list cell");
+            let Some(next) = tail.record::<Cons>() else { not_a_coin_list() };
+            r = next;
         };
         let rest = match tail.is_int() {
             true => None,
-            false => Some(rest.keep_record(tail.record::<Cons>().expect("a list cell"))),
+            false => match tail.record::<Cons>() {
+                Some(t) => Some(rest.keep_record(t)),
+                None => not_a_coin_list(),
+            },
         };
         let left_coins = pay_one(s, rest, c, q, [pair, left_cell])?;
         let left = pay_n(s, val - c, left_coins)?;
         let right = pay_n(s, val, rest)?;
         Ok(left + right)
     })
+}
+
+/// The panic of a list that is not one of `(value, quantity)` pairs, out
+/// of line (its message's address is then not loaded on every call).
+#[cold]
+#[inline(never)]
+fn not_a_coin_list() -> ! {
+    panic!("coins: not a list of (value, quantity) pairs")
 }
 
 /// An untyped list as a typed one (one look at its first cell's header).

@@ -241,11 +241,12 @@ impl<'s> Scope<'s> {
     /// the new object's word, valid until the next call that may collect.
     #[inline(always)]
     fn alloc_typed_word<T: Layout>(&mut self, values: &[Handle<'_>], raw: &[u64]) -> Result<u64> {
-        if !self.registered_as::<T>() {
-            return Err(self.layout_error::<T>());
-        }
-        if let Some(p) = self.alloc_small(T::DESC.id(), packed::<T>(), values, raw) {
-            return Ok(p as u64);
+        // One test of the registration on the fast path; its failure is
+        // the general path's to report.
+        if self.registered_as::<T>() {
+            if let Some(p) = self.alloc_small(T::DESC.id(), packed::<T>(), values, raw) {
+                return Ok(p as u64);
+            }
         }
         self.alloc_typed_general::<T>(values, raw)
     }
@@ -257,6 +258,9 @@ impl<'s> Scope<'s> {
         values: &[Handle<'_>],
         raw: &[u64],
     ) -> Result<u64> {
+        if !self.registered_as::<T>() {
+            return Err(self.layout_error::<T>());
+        }
         // The object's handle is a slot of this scope until it ends.
         let h = self.alloc_mixed(T::DESC, values, raw)?;
         Ok(self.word(h))
