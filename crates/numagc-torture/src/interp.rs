@@ -40,7 +40,7 @@ use crate::layout::{
 use crate::program::{Build, COp, Collect, Op, Src, REGS};
 use crate::rng::mix;
 use crate::shadow::{src_val, Field, SVal, Shadow};
-use numagc::{DescId, GlobalRoot, Handle, Layout, Next, Runtime, Scope, Slot, Typed};
+use numagc::{DescId, Fresh, GlobalRoot, Handle, Layout, Next, Runtime, Scope, Slot, Typed};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -557,10 +557,13 @@ fn tree<'s>(
     env: &[Handle<'_>],
 ) -> R<Handle<'s>> {
     // The nodes at odd depths are built and held through typed handles,
-    // so a tree mixes both kinds of handle, each node's children made by
-    // the other kind.
-    if depth % 2 == 1 && cx.descs.pair == TypedPair::DESC {
+    // half of them in frames (`Scope::frame_fresh`), so a tree mixes the
+    // kinds of handle, each node's children made by another kind.
+    if depth % 4 == 1 && cx.descs.pair == TypedPair::DESC {
         return typed_tree(s, cx, ids, depth, leaf, env);
+    }
+    if depth % 4 == 3 && cx.descs.pair == TypedPair::DESC {
+        return frame_tree(s, cx, ids, depth, leaf, env);
     }
     s.scope_value(|s| {
         let h = if depth == 0 {
@@ -600,6 +603,53 @@ fn typed_tree<'s>(
         Ok(t)
     })?;
     Ok(t.untyped())
+}
+
+/// A node of [`tree`] built in a frame (`Scope::frame_fresh`): each child
+/// is built in a scope of its own, whose end pops the child's handles, so
+/// that the frame's slot it is kept in (`FrameSlot::keep_record`) is its
+/// only root across the tick's collections; the node returns unrooted
+/// (`Fresh`) and is rooted by `scope_fresh`. Its id, read back after
+/// another tick, must be the one it was given.
+fn frame_tree<'s>(
+    s: &mut Scope<'s>,
+    cx: &Cx,
+    ids: &mut Ids,
+    depth: u8,
+    leaf: Handle<'_>,
+    env: &[Handle<'_>],
+) -> R<Handle<'s>> {
+    let mut id = 0;
+    let t = s.scope_fresh(|s| {
+        s.frame_fresh(|s, [left, right]| -> R<Fresh<'_, TypedPair>> {
+            let l = s.scope(|s| -> R<_> {
+                let l = tree(s, cx, ids, depth - 1, leaf, env)?;
+                Ok(left.keep_record(pair_record(s, l)?))
+            })?;
+            let r = s.scope(|s| -> R<_> {
+                let r = tree(s, cx, ids, depth - 1, leaf, env)?;
+                Ok(right.keep_record(pair_record(s, r)?))
+            })?;
+            cx.tick(s, env, &[])?;
+            id = ids.next();
+            Ok(s.alloc_fresh::<TypedPair>(&[l.untyped(), r.untyped()], &[id])?)
+        })
+    })?;
+    cx.tick(s, env, &[t.untyped()])?;
+    let got = s.raw_of(t, 0);
+    if got != id {
+        return Err(Fail::Violation(format!(
+            "a node built in a frame read id {got:#x} where it has {id:#x}"
+        )));
+    }
+    Ok(t.untyped())
+}
+
+/// `h`'s node read as a typed record (one look at its header).
+fn pair_record<'a>(s: &'a Scope<'_>, h: Handle<'_>) -> R<numagc::Record<'a, TypedPair>> {
+    s.view(h)
+        .record::<TypedPair>()
+        .ok_or_else(|| Fail::Violation("a tree's child is not a pair".into()))
 }
 
 fn raw<'s>(
