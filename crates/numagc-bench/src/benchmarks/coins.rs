@@ -121,11 +121,11 @@ fn pay_one_untyped<'s>(s: &mut Scope<'s>, rest: Handle<'s>, c: i64, q: i64) -> R
 }
 
 /// `payN`: the sequential count, on typed lists. A call that pays holds
-/// three values across what may collect, in a frame of three slots
+/// two values across what may collect, in a frame of two slots
 /// (`Scope::frame`, reserved and popped with one store of the root
 /// stack's top each, as compiled code's frame): the list's tail, held
 /// across both branches as a compiler holds the variable its pattern
-/// bound, and the left branch's pair and cell.
+/// bound, and the left branch's list.
 ///
 /// The calls that return at once (nothing left to pay, no coins left),
 /// about half of them, return where they are called ([`pay_n`] is
@@ -146,7 +146,7 @@ fn pay_n(s: &mut Scope<'_>, val: i64, coins: List<'_>) -> Result<u64> {
 /// `payN val (cell)`, `val > 0`: a call that may pay.
 #[inline(never)]
 fn pay_n_frame(s: &mut Scope<'_>, val: i64, cell: Typed<'_, Cons>) -> Result<u64> {
-    s.frame(|s, [rest, pair, left_cell]| {
+    s.frame(|s, [rest, left_cell]| {
         // Coins larger than `val` are dropped in a loop (the original's
         // tail call `payN val rest`), reading the cells in place.
         let mut r = s.record(cell);
@@ -170,7 +170,7 @@ fn pay_n_frame(s: &mut Scope<'_>, val: i64, cell: Typed<'_, Cons>) -> Result<u64
                 None => not_a_coin_list(),
             },
         };
-        let left_coins = pay_one(s, rest, c, q, [pair, left_cell])?;
+        let left_coins = pay_one(s, rest, c, q, left_cell)?;
         let left = pay_n(s, val - c, left_coins)?;
         let right = pay_n(s, val, rest)?;
         Ok(left + right)
@@ -194,21 +194,23 @@ fn typed_list<'s>(s: &Scope<'s>, coins: Handle<'_>) -> List<'s> {
 }
 
 /// The coins for the left branch: `(c, q-1) : rest`, or `rest` when the
-/// last coin of value `c` was used; the pair and the cell kept in the
-/// caller's frame slots `slots`.
+/// last coin of value `c` was used; the pair and its cell allocated
+/// together (`Scope::alloc_fresh_holding`: one bump, as a compiler
+/// allocates them), the cell kept in the caller's frame slot `cell`.
 fn pay_one<'i>(
     s: &mut Scope<'i>,
     rest: List<'i>,
     c: i64,
     q: i64,
-    [pair, cell]: [FrameSlot<'i>; 2],
+    cell: FrameSlot<'i>,
 ) -> Result<List<'i>> {
     if q == 1 {
         return Ok(rest);
     }
-    let pair = pair.keep(s.alloc_fresh::<Pair>(&[Handle::int(c), Handle::int(q - 1)], &[])?);
     let rest = rest.map_or(Handle::NIL, |r| r.untyped());
-    Ok(Some(cell.keep(s.alloc_fresh::<Cons>(&[pair.untyped(), rest], &[])?)))
+    let pair = [Handle::int(c), Handle::int(q - 1)];
+    let new = s.alloc_fresh_holding::<Pair, Cons>(&pair, &[], &[Handle::NIL, rest], &[], 0)?;
+    Ok(Some(cell.keep(new)))
 }
 
 /// `payN_par`: forks the right branch while `depth > 0`; returns the count

@@ -40,6 +40,7 @@
 
 mod blocking;
 mod cml;
+mod combined;
 mod frame;
 pub(crate) mod parallel;
 pub(crate) mod roots;

@@ -514,44 +514,74 @@ impl<'s> Scope<'s> {
         values: &[Handle<'_>],
         raw: &[u64],
     ) -> Option<usize> {
-        let mask = f.pointer_mask();
         if values.len() == f.values() && raw.len() + values.len() == f.size() {
-            let size = f.size();
             // A packed layout's object is below every allowed
             // large-object size (`FastLayout::MAX_SIZE`).
-            if let Some(p) = self.bump((size + 1) * 8) {
-                // SAFETY: `p` is a fresh nursery reservation of `size` fields.
-                let o = unsafe { Obj::at(p) };
-                if raw.is_empty() {
-                    // Every field is a value, in order: with a literal
-                    // `values` this loop unrolls and tests no mask bits.
-                    // The handles are read before the first store into the
-                    // object, so the root stack is loaded once.
-                    let mut words = [0u64; FastLayout::MAX_SIZE];
-                    for (w, &v) in words.iter_mut().zip(values) {
-                        *w = self.word(v);
-                    }
-                    o.init_header(Header::new(id, size as u64));
-                    for (i, &w) in words[..values.len()].iter().enumerate() {
-                        o.set_field(i, w);
-                    }
-                    return Some(p);
-                }
-                o.init_header(Header::new(id, size as u64));
-                let (mut vi, mut ri) = (0, 0);
-                for i in 0..size {
-                    if (mask >> i) & 1 == 1 {
-                        o.set_field(i, self.word(values[vi]));
-                        vi += 1;
-                    } else {
-                        o.set_field(i, raw[ri]);
-                        ri += 1;
-                    }
-                }
+            if let Some(p) = self.bump((f.size() + 1) * 8) {
+                // SAFETY: `p` is a fresh nursery reservation of the
+                // object's size; the counts were checked above.
+                unsafe { self.init_small(p, id, f, values, raw, None) };
                 return Some(p);
             }
         }
         None
+    }
+
+    /// Writes the header and fields of a small object of descriptor `id`
+    /// and packed layout `f` at `p`: `values` fill its value fields and
+    /// `raw` its raw ones, in order; with `hold = Some((k, w))` the `k`th
+    /// value field gets `w` instead of `values[k]`'s word (a combined
+    /// allocation's inner object, `mutator::combined`).
+    ///
+    /// # Safety
+    /// `p` is a fresh nursery reservation of `f.size()` fields; `values`
+    /// and `raw` have `f`'s numbers of value and raw fields, and `k` is
+    /// below `values.len()`; `w` is an object allocated since the last
+    /// call that may collect.
+    #[inline(always)]
+    pub(super) unsafe fn init_small(
+        &self,
+        p: usize,
+        id: u16,
+        f: FastLayout,
+        values: &[Handle<'_>],
+        raw: &[u64],
+        hold: Option<(usize, u64)>,
+    ) {
+        let size = f.size();
+        let mask = f.pointer_mask();
+        // SAFETY: the caller's contract.
+        let o = unsafe { Obj::at(p) };
+        let word = |k: usize, v: Handle<'_>| match hold {
+            Some((at, w)) if at == k => w,
+            _ => self.word(v),
+        };
+        if raw.is_empty() {
+            // Every field is a value, in order: with a literal `values`
+            // this loop unrolls and tests no mask bits. The handles are
+            // read before the first store into the object, so the root
+            // stack is loaded once.
+            let mut words = [0u64; FastLayout::MAX_SIZE];
+            for (k, (w, &v)) in words.iter_mut().zip(values).enumerate() {
+                *w = word(k, v);
+            }
+            o.init_header(Header::new(id, size as u64));
+            for (i, &w) in words[..values.len()].iter().enumerate() {
+                o.set_field(i, w);
+            }
+            return;
+        }
+        o.init_header(Header::new(id, size as u64));
+        let (mut vi, mut ri) = (0, 0);
+        for i in 0..size {
+            if (mask >> i) & 1 == 1 {
+                o.set_field(i, word(vi, values[vi]));
+                vi += 1;
+            } else {
+                o.set_field(i, raw[ri]);
+                ri += 1;
+            }
+        }
     }
 
     /// `alloc_mixed` for large, mutable or global objects, and errors.

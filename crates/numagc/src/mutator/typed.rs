@@ -123,7 +123,7 @@ pub trait Layout: 'static {
 /// The packed layout (`FastLayout`) a runtime holds for `T`'s descriptor
 /// when it was registered with `T`'s layout.
 #[inline(always)]
-fn packed<T: Layout>() -> FastLayout {
+pub(super) fn packed<T: Layout>() -> FastLayout {
     FastLayout::packed(T::SIZE, T::VALUES)
 }
 
@@ -198,7 +198,7 @@ impl<'s> Scope<'s> {
 
     /// Whether the runtime registered `T::DESC` with `T`'s layout.
     #[inline(always)]
-    fn registered_as<T: Layout>(&self) -> bool {
+    pub(super) fn registered_as<T: Layout>(&self) -> bool {
         self.layouts.get(T::DESC.id()) == packed::<T>()
     }
 
@@ -240,7 +240,7 @@ impl<'s> Scope<'s> {
     /// The allocation of [`Scope::alloc_typed`] and [`Scope::alloc_fresh`]:
     /// the new object's word, valid until the next call that may collect.
     #[inline(always)]
-    fn alloc_typed_word<T: Layout>(&mut self, values: &[Handle<'_>], raw: &[u64]) -> Result<u64> {
+    pub(super) fn alloc_typed_word<T: Layout>(&mut self, values: &[Handle<'_>], raw: &[u64]) -> Result<u64> {
         // One test of the registration on the fast path; its failure is
         // the general path's to report.
         if self.registered_as::<T>() {
