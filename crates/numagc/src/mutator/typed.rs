@@ -13,17 +13,21 @@
 //! "fewer checks where the layout is known").
 //!
 //! Why no check is needed at the read (the invariant this module keeps):
-//! a `Typed<'s, T>` is made only by this module, in one of four ways, each
-//! of which checks once that the object's descriptor is `T::DESC` and that
-//! the runtime registered it with `T`'s layout (immutable, `T::SIZE`
-//! fields, value fields `T::VALUES`): [`Scope::alloc_typed`] allocates the
-//! object, [`Scope::typed`] tests an untyped value's header (as
-//! [`View::record`] does for a [`Record`], the unrooted reader),
-//! [`Scope::scope_typed`] keeps a typed result of a nested scope, and
-//! [`Scope::scope_fresh`] roots a [`Fresh`] object, allocated as
-//! `alloc_typed` allocates and not yet rooted, which borrows its scope
-//! mutably so that nothing that may collect runs before it is rooted. Each
-//! gives the handle a **fresh root slot of its own**, which no safe API
+//! a `Typed<'s, T>` is made only by this module and by frames (`frame`),
+//! in one of these ways, each of which checks once that the object's
+//! descriptor is `T::DESC` and that the runtime registered it with `T`'s
+//! layout (immutable, `T::SIZE` fields, value fields `T::VALUES`):
+//! [`Scope::alloc_typed`] allocates the object, [`Scope::typed`] tests an
+//! untyped value's header (as [`View::record`] does for a [`Record`], the
+//! unrooted reader), [`Scope::scope_typed`] keeps a typed result of a
+//! nested scope, [`Scope::scope_fresh`] roots a [`Fresh`] object,
+//! allocated as `alloc_typed` allocates (or by a combined allocation,
+//! `combined`) and not yet rooted, which borrows its scope mutably so that
+//! nothing that may collect runs before it is rooted, and a frame's slot
+//! keeps a `Fresh` object or a `Record` ([`FrameSlot::keep`],
+//! [`FrameSlot::keep_record`]; a slot is written once, its token
+//! consumed). Each gives the handle a **fresh root slot of its own**,
+//! which no safe API
 //! writes afterwards ([`Slot`](super::Slot)s, the one kind of slot a
 //! program reassigns, are other slots), and which stays pushed while the
 //! scope `'s` lives (only the end of a scope pops slots, and only its
@@ -53,6 +57,8 @@
 
 use super::scope::{Handle, Scope};
 use super::view::View;
+#[cfg(doc)]
+use super::FrameSlot;
 use crate::error::{Error, Result};
 use crate::object::descriptor::{DescId, Descriptor, DescriptorTable, FastLayout};
 use crate::object::header::Header;
