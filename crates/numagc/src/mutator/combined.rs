@@ -137,45 +137,12 @@ impl<'s> Scope<'s> {
 
 #[cfg(test)]
 mod tests {
-    use crate::object::descriptor::DescId;
-    use crate::{Config, Handle, Layout, PlanKind, Result, Runtime};
-
-    struct Pair;
-    impl Layout for Pair {
-        const NAME: &'static str = "pair";
-        const DESC: DescId = DescId::nth_registered(0);
-        const SIZE: usize = 2;
-        const VALUES: u32 = 0b11;
-    }
-
-    /// A raw id between two values, the inner pair in the second.
-    struct Node;
-    impl Layout for Node {
-        const NAME: &'static str = "node";
-        const DESC: DescId = DescId::nth_registered(1);
-        const SIZE: usize = 3;
-        const VALUES: u32 = 0b101;
-    }
-
-    fn runtime(plan: PlanKind) -> Runtime {
-        let rt = Runtime::new(
-            Config::builder()
-                .vprocs(1)
-                .plan(plan)
-                .local_heap_size(256 * 1024)
-                .verify(true)
-                .build()
-                .unwrap(),
-        )
-        .unwrap();
-        rt.register(Pair::descriptor().unwrap()).unwrap();
-        rt.register(Node::descriptor().unwrap()).unwrap();
-        rt
-    }
+    use super::super::test_layouts::{runtime, Mixed as Node, Pair, PLANS};
+    use crate::{Handle, PlanKind, Result};
 
     #[test]
     fn a_list_of_combined_allocations_survives_collections_on_every_plan() {
-        for plan in [PlanKind::SplitHeap, PlanKind::SharedHeap] {
+        for plan in PLANS {
             let rt = runtime(plan);
             rt.run_on(0, move |s| -> Result<()> {
                 // 5,000 nodes `[prev, id, (i, -i)]`, enough for many

@@ -208,32 +208,8 @@ struct FramesCannotBeMisused;
 
 #[cfg(test)]
 mod tests {
-    use crate::object::descriptor::DescId;
-    use crate::{Config, Error, Fresh, Handle, Layout, PlanKind, Result, Runtime, Scope};
-
-    /// A tree node: two values (children, or a leaf's number and `NIL`).
-    struct Node;
-    impl Layout for Node {
-        const NAME: &'static str = "node";
-        const DESC: DescId = DescId::nth_registered(0);
-        const SIZE: usize = 2;
-        const VALUES: u32 = 0b11;
-    }
-
-    fn runtime(plan: PlanKind) -> Runtime {
-        let rt = Runtime::new(
-            Config::builder()
-                .vprocs(1)
-                .plan(plan)
-                .local_heap_size(256 * 1024)
-                .verify(true)
-                .build()
-                .unwrap(),
-        )
-        .unwrap();
-        assert_eq!(rt.register(Node::descriptor().unwrap()).unwrap(), Node::DESC);
-        rt
-    }
+    use super::super::test_layouts::{runtime, Pair as Node, PLANS};
+    use crate::{Error, Fresh, Handle, PlanKind, Result, Scope};
 
     /// A tree of depth `d` whose leaves count up from `*next`, built
     /// with garbage between the two calls of every node, so that
@@ -269,7 +245,7 @@ mod tests {
 
     #[test]
     fn frames_hold_call_results_across_collections_on_every_plan() {
-        for plan in [PlanKind::SplitHeap, PlanKind::SharedHeap] {
+        for plan in PLANS {
             let rt = runtime(plan);
             rt.run_on(0, move |s| -> Result<()> {
                 let before = s.roots_in_use();

@@ -46,6 +46,8 @@ pub(crate) mod parallel;
 pub(crate) mod roots;
 mod scope;
 mod tabulate;
+#[cfg(test)]
+mod test_layouts;
 mod typed;
 mod view;
 mod weak;

@@ -565,25 +565,9 @@ fn check_layout<T: Layout>(w: u64) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_layouts::{runtime, Mixed, Pair, PLANS};
     use super::*;
-    use crate::{Config, PlanKind, Runtime};
-
-    struct Pair;
-    impl Layout for Pair {
-        const NAME: &'static str = "pair";
-        const DESC: DescId = DescId::nth_registered(0);
-        const SIZE: usize = 2;
-        const VALUES: u32 = 0b11;
-    }
-
-    /// A value, a raw word, a value: the raw field in the middle.
-    struct Mixed;
-    impl Layout for Mixed {
-        const NAME: &'static str = "mixed";
-        const DESC: DescId = DescId::nth_registered(1);
-        const SIZE: usize = 3;
-        const VALUES: u32 = 0b101;
-    }
+    use crate::PlanKind;
 
     /// Claims `Pair`'s descriptor with another layout.
     struct Impostor;
@@ -593,30 +577,6 @@ mod tests {
         const SIZE: usize = 3;
         const VALUES: u32 = 0b111;
     }
-
-    fn runtime(plan: PlanKind) -> Runtime {
-        let rt = Runtime::new(
-            Config::builder()
-                .vprocs(1)
-                .plan(plan)
-                .local_heap_size(256 * 1024)
-                .verify(true)
-                .build()
-                .unwrap(),
-        )
-        .unwrap();
-        assert_eq!(
-            rt.register(Pair::descriptor().unwrap()).unwrap(),
-            Pair::DESC
-        );
-        assert_eq!(
-            rt.register(Mixed::descriptor().unwrap()).unwrap(),
-            Mixed::DESC
-        );
-        rt
-    }
-
-    const PLANS: [PlanKind; 2] = [PlanKind::SplitHeap, PlanKind::SharedHeap];
 
     /// Checks that `head` is the list `n, n - 1, .., 0` of pairs, read
     /// through typed handles.
