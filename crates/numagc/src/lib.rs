@@ -65,8 +65,8 @@ pub use config::{Config, ConfigBuilder, NumaPolicy, PlanKind, TaskPromotion};
 pub use error::{ConfigError, DescriptorError, Error, ErrorKind, Result};
 pub use heap::global::BindRecord;
 pub use mutator::{
-    BlockingSection, Case, Channel, FrameSlot, Fresh, GlobalRoot, Handle, Layout, Next, ObjectKind, Record,
-    Scope, Sel, Slot, Typed, View, ROPE_LEAF_MAX,
+    BlockingSection, Case, Channel, FrameSlot, Fresh, GlobalRoot, Handle, Layout, Next, ObjectKind,
+    Record, Registered, Scope, Sel, Slot, Typed, View, ROPE_LEAF_MAX,
 };
 pub use object::descriptor::{DescId, Descriptor};
 pub use runtime::{Runtime, RuntimeInfo};

@@ -151,8 +151,12 @@ fn pay_n_frame(s: &mut Scope<'_>, val: i64, cell: Typed<'_, Cons>) -> Result<u64
         // tail call `payN val rest`), reading the cells in place.
         let mut r = s.record(cell);
         let (c, q, tail) = loop {
-            let Some(pair) = r.get(0).record::<Pair>() else { not_a_coin_list() };
-            let (Some(c), Some(q)) = (pair.int(0), pair.int(1)) else { not_a_coin_list() };
+            let Some(pair) = r.get(0).record::<Pair>() else {
+                not_a_coin_list()
+            };
+            let (Some(c), Some(q)) = (pair.int(0), pair.int(1)) else {
+                not_a_coin_list()
+            };
             let tail = r.get(1);
             if c <= val {
                 break (c, q, tail);
@@ -160,7 +164,9 @@ fn pay_n_frame(s: &mut Scope<'_>, val: i64, cell: Typed<'_, Cons>) -> Result<u64
             if tail.is_int() {
                 return Ok(0);
             }
-            let Some(next) = tail.record::<Cons>() else { not_a_coin_list() };
+            let Some(next) = tail.record::<Cons>() else {
+                not_a_coin_list()
+            };
             r = next;
         };
         let rest = match tail.is_int() {

@@ -11,7 +11,7 @@
 use crate::pe_support::ExportTable;
 use crate::{register_as, rt_err, Benchmark, Outcome, Param, Params, PeProgram};
 use numagc::pe::PeGroup;
-use numagc::{DescId, Fresh, Handle, Layout, Result, Runtime, Scope, Typed};
+use numagc::{DescId, Fresh, Handle, Layout, Registered, Result, Runtime, Scope, Typed};
 
 pub struct Parfib;
 
@@ -28,6 +28,12 @@ impl Layout for Cell {
 
 /// A box held in a typed handle.
 type Boxed<'s> = Typed<'s, Cell>;
+
+/// The proof, made once per job (`pfib_rooted`), that the runtime
+/// registered the boxes' layout: the allocations under it test nothing
+/// (`Scope::alloc_fresh_as`). Its scope's lifetime is the job's, which
+/// outlives every call it is passed to.
+type Proof<'j> = Registered<'j, Cell>;
 
 /// What every runtime (every PE) registers before the program runs.
 fn setup(rt: &Runtime) -> Result<()> {
@@ -51,16 +57,22 @@ fn typed<'s>(s: &Scope<'s>, h: Handle<'_>) -> Boxed<'s> {
 /// boxes `n` where it is called (inlined: the test and the box are all a
 /// leaf costs); an inner call is [`pfib_call`].
 #[inline(always)]
-fn pfib<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'a, Cell>> {
+fn pfib<'a>(
+    s: &'a mut Scope<'_>,
+    cell: Proof<'_>,
+    n: i64,
+    threshold: i64,
+) -> Result<Fresh<'a, Cell>> {
     if n < 2 {
-        return s.alloc_fresh::<Cell>(&[Handle::int(n)], &[]);
+        return s.alloc_fresh_as(cell, &[Handle::int(n)], &[]);
     }
-    pfib_call(s, n, threshold)
+    pfib_call(s, cell, n, threshold)
 }
 
 /// `pfib n` in a typed handle of `s`.
 fn pfib_rooted<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s>> {
-    s.scope_fresh(|s| pfib(s, n, threshold))
+    let cell = s.registered::<Cell>()?;
+    s.scope_fresh(|s| pfib(s, cell, n, threshold))
 }
 
 /// An inner call: a frame of one slot (OCaml's `CAMLlocal1`), which
@@ -71,18 +83,25 @@ fn pfib_rooted<'s>(s: &mut Scope<'s>, n: i64, threshold: i64) -> Result<Boxed<'s
 /// last, goes back unrooted to the caller, who keeps it in its own frame
 /// (`Scope::frame_fresh`).
 #[inline(never)]
-fn pfib_call<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'a, Cell>> {
+fn pfib_call<'a>(
+    s: &'a mut Scope<'_>,
+    cell: Proof<'_>,
+    n: i64,
+    threshold: i64,
+) -> Result<Fresh<'a, Cell>> {
     s.frame_fresh(|s, [a]| {
         let sum = if n <= threshold {
-            let x = a.keep(pfib(s, n - 1, threshold)?);
-            let y = pfib(s, n - 2, threshold)?.int(0).expect("a boxed integer");
+            let x = a.keep(pfib(s, cell, n - 1, threshold)?);
+            let y = pfib(s, cell, n - 2, threshold)?
+                .int(0)
+                .expect("a boxed integer");
             unbox(s, x) + y
         } else {
             // The forked closures' environment: a heap record holding `n`,
             // as a functional language's closure would (lazy promotion
             // copies it only when the task is stolen; another PE gets it
             // packed).
-            let env = a.keep(s.alloc_fresh::<Cell>(&[Handle::int(n)], &[])?);
+            let env = a.keep(s.alloc_fresh_as(cell, &[Handle::int(n)], &[])?);
             let (x, y) = s.par2_export(
                 EXPORTS.export(0),
                 &[env.untyped(), Handle::int(threshold)],
@@ -93,7 +112,7 @@ fn pfib_call<'a>(s: &'a mut Scope<'_>, n: i64, threshold: i64) -> Result<Fresh<'
             )?;
             unbox(s, typed(s, x)) + unbox(s, typed(s, y))
         };
-        s.alloc_fresh::<Cell>(&[Handle::int(sum)], &[])
+        s.alloc_fresh_as(cell, &[Handle::int(sum)], &[])
     })
 }
 
@@ -159,7 +178,9 @@ impl Benchmark for Parfib {
         let (n, threshold) = (p.get("n"), p.get("threshold"));
         setup(rt).map_err(rt_err)?;
         let got = rt
-            .run_on(0, move |s| pfib_rooted(s, n, threshold).map(|h| unbox(s, h)))
+            .run_on(0, move |s| {
+                pfib_rooted(s, n, threshold).map(|h| unbox(s, h))
+            })
             .map_err(rt_err)?
             .map_err(rt_err)?;
         Ok(outcome(n, threshold, got))

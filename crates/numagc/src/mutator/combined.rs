@@ -177,7 +177,10 @@ mod tests {
             })
             .unwrap()
             .unwrap();
-            assert!(rt.stats().total.minor.count > 0, "{plan:?}: no collection ran");
+            assert!(
+                rt.stats().total.minor.count > 0,
+                "{plan:?}: no collection ran"
+            );
         }
     }
 

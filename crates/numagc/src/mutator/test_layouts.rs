@@ -40,7 +40,13 @@ pub(super) fn runtime(plan: PlanKind) -> Runtime {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(rt.register(Pair::descriptor().unwrap()).unwrap(), Pair::DESC);
-    assert_eq!(rt.register(Mixed::descriptor().unwrap()).unwrap(), Mixed::DESC);
+    assert_eq!(
+        rt.register(Pair::descriptor().unwrap()).unwrap(),
+        Pair::DESC
+    );
+    assert_eq!(
+        rt.register(Mixed::descriptor().unwrap()).unwrap(),
+        Mixed::DESC
+    );
     rt
 }

@@ -246,7 +246,11 @@ impl<'s> Scope<'s> {
     /// The allocation of [`Scope::alloc_typed`] and [`Scope::alloc_fresh`]:
     /// the new object's word, valid until the next call that may collect.
     #[inline(always)]
-    pub(super) fn alloc_typed_word<T: Layout>(&mut self, values: &[Handle<'_>], raw: &[u64]) -> Result<u64> {
+    pub(super) fn alloc_typed_word<T: Layout>(
+        &mut self,
+        values: &[Handle<'_>],
+        raw: &[u64],
+    ) -> Result<u64> {
         // One test of the registration on the fast path; its failure is
         // the general path's to report.
         if self.registered_as::<T>() {
@@ -259,7 +263,7 @@ impl<'s> Scope<'s> {
 
     /// [`Scope::alloc_typed`] past the nursery's fast path.
     #[inline(never)]
-    fn alloc_typed_general<T: Layout>(
+    pub(super) fn alloc_typed_general<T: Layout>(
         &mut self,
         values: &[Handle<'_>],
         raw: &[u64],
@@ -274,7 +278,7 @@ impl<'s> Scope<'s> {
 
     #[cold]
     #[inline(never)]
-    fn layout_error<T: Layout>(&self) -> Error {
+    pub(super) fn layout_error<T: Layout>(&self) -> Error {
         Error::misuse(format!(
             "layout `{}`: descriptor {} is not registered with its layout \
              (immutable, {} fields, value fields {:#b})",
