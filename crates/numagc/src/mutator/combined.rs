@@ -147,7 +147,7 @@ mod tests {
             rt.run_on(0, move |s| -> Result<()> {
                 // 5,000 nodes `[prev, id, (i, -i)]`, enough for many
                 // minor collections, each its pair's holder.
-                let mut list = s.slot(Handle::NIL);
+                let list = s.slot(Handle::NIL);
                 for i in 0..5_000i64 {
                     let prev = list.get();
                     let n = s.scope_fresh(|s| {
