@@ -137,51 +137,42 @@ impl<'s> Scope<'s> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_layouts::{runtime, Mixed as Node, Pair, PLANS};
+    use super::super::test_layouts::{on_every_plan, runtime, Mixed as Node, Pair};
     use crate::{Handle, PlanKind, Result};
 
     #[test]
     fn a_list_of_combined_allocations_survives_collections_on_every_plan() {
-        for plan in PLANS {
-            let rt = runtime(plan);
-            rt.run_on(0, move |s| -> Result<()> {
-                // 5,000 nodes `[prev, id, (i, -i)]`, enough for many
-                // minor collections, each its pair's holder.
-                let list = s.slot(Handle::NIL);
-                for i in 0..5_000i64 {
-                    let prev = list.get();
-                    let n = s.scope_fresh(|s| {
-                        s.alloc_fresh_holding::<Pair, Node>(
-                            &[Handle::int(i), Handle::int(-i)],
-                            &[],
-                            &[prev, Handle::NIL],
-                            &[i as u64 * 7],
-                            1,
-                        )
-                    })?;
-                    s.assign(list, n.untyped());
-                }
-                s.collect_major()?;
-                let mut node = s.typed::<Node>(list.get());
-                let mut i = 5_000i64;
-                while let Some(n) = node {
-                    i -= 1;
-                    assert_eq!(s.raw_of(n, 1), i as u64 * 7, "{plan:?}");
-                    let pair = s.get(n, 2).record::<Pair>().expect("the inner pair");
-                    assert_eq!((pair.int(0), pair.int(1)), (Some(i), Some(-i)), "{plan:?}");
-                    let prev = s.handle(s.get(n, 0));
-                    node = s.typed::<Node>(prev);
-                }
-                assert_eq!(i, 0, "{plan:?}: the whole list");
-                Ok(())
-            })
-            .unwrap()
-            .unwrap();
-            assert!(
-                rt.stats().total.minor.count > 0,
-                "{plan:?}: no collection ran"
-            );
-        }
+        on_every_plan(|s, plan| {
+            // 5,000 nodes `[prev, id, (i, -i)]`, enough for many
+            // minor collections, each its pair's holder.
+            let list = s.slot(Handle::NIL);
+            for i in 0..5_000i64 {
+                let prev = list.get();
+                let n = s.scope_fresh(|s| {
+                    s.alloc_fresh_holding::<Pair, Node>(
+                        &[Handle::int(i), Handle::int(-i)],
+                        &[],
+                        &[prev, Handle::NIL],
+                        &[i as u64 * 7],
+                        1,
+                    )
+                })?;
+                s.assign(list, n.untyped());
+            }
+            s.collect_major()?;
+            let mut node = s.typed::<Node>(list.get());
+            let mut i = 5_000i64;
+            while let Some(n) = node {
+                i -= 1;
+                assert_eq!(s.raw_of(n, 1), i as u64 * 7, "{plan:?}");
+                let pair = s.get(n, 2).record::<Pair>().expect("the inner pair");
+                assert_eq!((pair.int(0), pair.int(1)), (Some(i), Some(-i)), "{plan:?}");
+                let prev = s.handle(s.get(n, 0));
+                node = s.typed::<Node>(prev);
+            }
+            assert_eq!(i, 0, "{plan:?}: the whole list");
+            Ok(())
+        });
     }
 
     #[test]

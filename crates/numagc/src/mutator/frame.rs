@@ -208,7 +208,7 @@ struct FramesCannotBeMisused;
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_layouts::{runtime, Pair as Node, PLANS};
+    use super::super::test_layouts::{on_every_plan, runtime, Pair as Node};
     use crate::{Error, Fresh, Handle, PlanKind, Result, Scope};
 
     /// A tree of depth `d` whose leaves count up from `*next`, built
@@ -245,26 +245,17 @@ mod tests {
 
     #[test]
     fn frames_hold_call_results_across_collections_on_every_plan() {
-        for plan in PLANS {
-            let rt = runtime(plan);
-            rt.run_on(0, move |s| -> Result<()> {
-                let before = s.roots_in_use();
-                let mut next = 0;
-                let t = s.scope_fresh(|s| tree(s, 10, &mut next))?;
-                assert_eq!(s.roots_in_use(), before + 1, "every frame popped");
-                s.collect_major()?;
-                let mut got = Vec::new();
-                leaves(s, t.untyped(), 10, &mut got);
-                assert_eq!(got, (0..1024).collect::<Vec<i64>>(), "{plan:?}");
-                Ok(())
-            })
-            .unwrap()
-            .unwrap();
-            assert!(
-                rt.stats().total.minor.count > 0,
-                "{plan:?}: no collection ran"
-            );
-        }
+        on_every_plan(|s, plan| {
+            let before = s.roots_in_use();
+            let mut next = 0;
+            let t = s.scope_fresh(|s| tree(s, 10, &mut next))?;
+            assert_eq!(s.roots_in_use(), before + 1, "every frame popped");
+            s.collect_major()?;
+            let mut got = Vec::new();
+            leaves(s, t.untyped(), 10, &mut got);
+            assert_eq!(got, (0..1024).collect::<Vec<i64>>(), "{plan:?}");
+            Ok(())
+        });
     }
 
     #[test]

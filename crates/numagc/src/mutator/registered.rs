@@ -85,18 +85,9 @@ impl<'s> Scope<'s> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_layouts::{runtime, Mixed, Pair, PLANS};
+    use super::super::test_layouts::{on_every_plan, runtime, Impostor, Mixed, Pair};
     use crate::object::descriptor::DescId;
-    use crate::{Handle, Layout, PlanKind, Result};
-
-    /// Claims `Pair`'s descriptor with another layout.
-    struct Impostor;
-    impl Layout for Impostor {
-        const NAME: &'static str = "impostor";
-        const DESC: DescId = DescId::nth_registered(0);
-        const SIZE: usize = 3;
-        const VALUES: u32 = 0b111;
-    }
+    use crate::{Handle, Layout, PlanKind};
 
     /// Never registered.
     struct Unknown;
@@ -122,35 +113,25 @@ mod tests {
 
     #[test]
     fn allocations_under_a_proof_survive_collections_on_every_plan() {
-        for plan in PLANS {
-            let rt = runtime(plan);
-            rt.run_on(0, move |s| -> Result<()> {
-                let pair = s.registered::<Pair>()?;
-                // A list of 20,000 pairs, enough for many collections.
-                let list = s.slot(Handle::NIL);
-                for i in 0..20_000i64 {
-                    let cell = s.scope_fresh(|s| {
-                        s.alloc_fresh_as(pair, &[Handle::int(i), list.get()], &[])
-                    })?;
-                    s.assign(list, cell.untyped());
-                }
-                s.collect_major()?;
-                let (mut cell, mut i) = (s.typed::<Pair>(list.get()), 20_000i64);
-                while let Some(c) = cell {
-                    i -= 1;
-                    assert_eq!(s.int(c, 0), Some(i), "{plan:?}");
-                    let tail = s.handle(s.get(c, 1));
-                    cell = s.typed::<Pair>(tail);
-                }
-                assert_eq!(i, 0, "{plan:?}: the whole list");
-                Ok(())
-            })
-            .unwrap()
-            .unwrap();
-            assert!(
-                rt.stats().total.minor.count > 0,
-                "{plan:?}: no collection ran"
-            );
-        }
+        on_every_plan(|s, plan| {
+            let pair = s.registered::<Pair>()?;
+            // A list of 20,000 pairs, enough for many collections.
+            let list = s.slot(Handle::NIL);
+            for i in 0..20_000i64 {
+                let cell =
+                    s.scope_fresh(|s| s.alloc_fresh_as(pair, &[Handle::int(i), list.get()], &[]))?;
+                s.assign(list, cell.untyped());
+            }
+            s.collect_major()?;
+            let (mut cell, mut i) = (s.typed::<Pair>(list.get()), 20_000i64);
+            while let Some(c) = cell {
+                i -= 1;
+                assert_eq!(s.int(c, 0), Some(i), "{plan:?}");
+                let tail = s.handle(s.get(c, 1));
+                cell = s.typed::<Pair>(tail);
+            }
+            assert_eq!(i, 0, "{plan:?}: the whole list");
+            Ok(())
+        });
     }
 }

@@ -569,18 +569,9 @@ fn check_layout<T: Layout>(w: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_layouts::{runtime, Mixed, Pair, PLANS};
+    use super::super::test_layouts::{runtime, Impostor, Mixed, Pair, PLANS};
     use super::*;
     use crate::PlanKind;
-
-    /// Claims `Pair`'s descriptor with another layout.
-    struct Impostor;
-    impl Layout for Impostor {
-        const NAME: &'static str = "impostor";
-        const DESC: DescId = DescId::nth_registered(0);
-        const SIZE: usize = 3;
-        const VALUES: u32 = 0b111;
-    }
 
     /// Checks that `head` is the list `n, n - 1, .., 0` of pairs, read
     /// through typed handles.
