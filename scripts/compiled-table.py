@@ -52,21 +52,20 @@ def main(path):
         named = {r: t for r, t in peers.items() if r not in NOT_NAMED}
         best_named = min(named, key=named.get) if named else None
         lo, hi = rng[(b, k, "numagc-compiled")]
-        cell = lambda x: f"{x:.3f}" if x is not None else ""
-        bold = lambda x: f"**{x:.2f}**" if x <= 1.0 else f"{x:.2f}"
-        print(
-            f"| {SIZES.get(b, b)} | {k} | {comp:.3f} [{lo:.3f}, {hi:.3f}] | {cell(calls)} | {cell(safe)} "
-            f"| {NAMES.get(best, best)} {peers[best]:.3f} | {bold(comp / peers[best])} "
-            f"| {calls / peers[best]:.2f} | " if calls else
-            f"| {SIZES.get(b, b)} | {k} | {comp:.3f} [{lo:.3f}, {hi:.3f}] |  | {cell(safe)} "
-            f"| {NAMES.get(best, best)} {peers[best]:.3f} | {bold(comp / peers[best])} |  | ",
-            end="",
-        )
-        if best_named:
-            print(f"{bold(comp / named[best_named])} ({NAMES.get(best_named, best_named)}) | ", end="")
-        else:
-            print("| ", end="")
-        print(f"{safe / comp:.2f} |" if safe else " |")
+        ratio = lambda x: f"**{x:.2f}**" if x <= 1.0 else f"{x:.2f}"
+        cells = [
+            SIZES.get(b, b),
+            str(k),
+            f"{comp:.3f} [{lo:.3f}, {hi:.3f}]",
+            f"{calls:.3f}" if calls else "",
+            f"{safe:.3f}" if safe else "",
+            f"{NAMES.get(best, best)} {peers[best]:.3f}",
+            ratio(comp / peers[best]),
+            f"{calls / peers[best]:.2f}" if calls else "",
+            f"{ratio(comp / named[best_named])} ({NAMES.get(best_named, best_named)})" if best_named else "",
+            f"{safe / comp:.2f}" if safe else "",
+        ]
+        print("| " + " | ".join(cells) + " |")
         if get("c-arena"):
             arena.append((k, get("c-arena"), comp / get("c-arena")))
     if arena:

@@ -29,10 +29,11 @@ impl Layout for Cell {
 /// A box held in a typed handle.
 type Boxed<'s> = Typed<'s, Cell>;
 
-/// The proof, made once per job (`pfib_rooted`), that the runtime
-/// registered the boxes' layout: the allocations under it test nothing
-/// (`Scope::alloc_fresh_as`). Its scope's lifetime is the job's, which
-/// outlives every call it is passed to.
+/// The proof that the runtime registered the boxes' layout, made once per
+/// task (the job's, and each forked call's: `pfib_rooted`): the
+/// allocations under it test nothing (`Scope::alloc_fresh_as`). Its
+/// scope's lifetime is the task's, which outlives every call it is
+/// passed to.
 type Proof<'j> = Registered<'j, Cell>;
 
 /// What every runtime (every PE) registers before the program runs.

@@ -74,13 +74,10 @@ impl<'s> Scope<'s> {
         at: usize,
     ) -> Result<Fresh<'_, B>> {
         let (fa, fb) = (packed::<A>(), packed::<B>());
-        let fits = |f: FastLayout, v: &[Handle<'_>], r: &[u64]| {
-            v.len() == f.values() && r.len() + v.len() == f.size()
-        };
         if self.registered_as::<A>()
             && self.registered_as::<B>()
-            && fits(fa, inner_values, inner_raw)
-            && fits(fb, values, raw)
+            && fa.fits(inner_values.len(), inner_raw.len())
+            && fb.fits(values.len(), raw.len())
             && at < values.len()
         {
             let a_bytes = (fa.size() + 1) * 8;

@@ -46,16 +46,10 @@ impl<'i> FrameSlot<'i> {
     /// allocated (it borrowed its scope mutably until this call).
     #[inline(always)]
     pub fn keep<T: Layout>(self, fresh: Fresh<'_, T>) -> Typed<'i, T> {
-        // SAFETY: the slot is one of a frame's, pushed for `'i` and inside
-        // the root stack's mapping; this token is the only writer of it,
-        // once (it is consumed). `fresh` is an object of layout `T`
-        // allocated on this thread's vproc (`Fresh` is not `Send`) with
-        // nothing that may collect since. So the slot holds, from here
-        // and for `'i`, that object: `Typed`'s invariant.
-        unsafe {
-            self.slot.as_ptr().write(fresh.word);
-            Typed::at(self.slot)
-        }
+        // SAFETY: `fresh` is an object of layout `T` allocated on this
+        // thread's vproc (`Fresh` is not `Send`) with nothing that may
+        // collect since (it borrowed its scope mutably until this call).
+        unsafe { self.hold(fresh.word) }
     }
 
     /// Roots the object `r` reads in this slot (as
@@ -63,11 +57,26 @@ impl<'i> FrameSlot<'i> {
     /// through a typed handle, held across what may collect.
     #[inline(always)]
     pub fn keep_record<T: Layout>(self, r: Record<'_, T>) -> Typed<'i, T> {
-        // SAFETY: as in `keep`: the slot is the frame's, written once; `r`
-        // borrows its scope shared, so nothing has collected since it was
-        // read, and it reads an object of layout `T` (its invariant).
+        // SAFETY: `r` borrows its scope shared, so nothing has collected
+        // since it was read, and it reads an object of layout `T` (its
+        // invariant).
+        unsafe { self.hold(r.word()) }
+    }
+
+    /// Writes `word` into this slot and makes it a typed handle.
+    ///
+    /// # Safety
+    /// `word` is an object of layout `T` of this vproc, with nothing that
+    /// may collect since it was read or allocated.
+    #[inline(always)]
+    unsafe fn hold<T: Layout>(self, word: u64) -> Typed<'i, T> {
+        // SAFETY: the slot is one of a frame's, pushed for `'i` and inside
+        // the root stack's mapping; this token is the only writer of it,
+        // once (it is consumed). With the caller's contract the slot
+        // holds, from here and for `'i`, an object of layout `T`:
+        // `Typed`'s invariant.
         unsafe {
-            self.slot.as_ptr().write(r.word());
+            self.slot.as_ptr().write(word);
             Typed::at(self.slot)
         }
     }

@@ -76,6 +76,10 @@ impl<'s> Scope<'s> {
         values: &[Handle<'_>],
         raw: &[u64],
     ) -> Result<Fresh<'_, T>> {
+        debug_assert!(
+            self.registered_as::<T>(),
+            "a `Registered` of another runtime"
+        );
         if let Some(p) = self.alloc_small(T::DESC.id(), packed::<T>(), values, raw) {
             return Ok(Fresh::new(p as u64));
         }

@@ -514,7 +514,7 @@ impl<'s> Scope<'s> {
         values: &[Handle<'_>],
         raw: &[u64],
     ) -> Option<usize> {
-        if values.len() == f.values() && raw.len() + values.len() == f.size() {
+        if f.fits(values.len(), raw.len()) {
             // A packed layout's object is below every allowed
             // large-object size (`FastLayout::MAX_SIZE`).
             if let Some(p) = self.bump((f.size() + 1) * 8) {

@@ -232,6 +232,13 @@ impl FastLayout {
         Self::packed(d.size, d.pointer_bitmap[0] as u32)
     }
 
+    /// Whether `values` value fields and `raw` raw fields fill this
+    /// layout (never for a layout that is not [`FastLayout::is_some`]).
+    #[inline(always)]
+    pub fn fits(self, values: usize, raw: usize) -> bool {
+        values == self.values() && raw + values == self.size()
+    }
+
     #[inline(always)]
     pub fn is_some(self) -> bool {
         self.0 & 1 == 1
