@@ -286,8 +286,8 @@ impl<'s> Scope<'s> {
     /// No copy of the scope is made: a copy on the stack per nested scope
     /// put a store and a dependent load (the copy's record pointer, then
     /// the record's fields) on the path of every call of a recursive
-    /// program, which the calls waited on (issue 18; parfib ran 1.55 ×
-    /// slower with the copies).
+    /// program, which the calls waited on (issue 18: the copies were most
+    /// of what the safe parfib lost, `docs/results/compiled.md`).
     #[inline(always)]
     pub(super) fn enter(&mut self) -> (&mut Scope<'_>, Entry) {
         let entry = Entry {
